@@ -1,0 +1,57 @@
+import type { SessionEvent } from "../session/events.js";
+
+/** Where the CLI writes. Passed in so tests can capture output without touching process streams. */
+export interface Output {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+export const processOutput: Output = {
+  out: (t) => void process.stdout.write(t.endsWith("\n") ? t : t + "\n"),
+  err: (t) => void process.stderr.write(t.endsWith("\n") ? t : t + "\n"),
+};
+
+const pad = (s: string, n: number) => (s.length >= n ? s : s + " ".repeat(n - s.length));
+
+/** Plain lines for a terminal without the dashboard, a pipe or CI. */
+export function formatEvent(e: SessionEvent): string | undefined {
+  switch (e.type) {
+    case "setup":
+      if (e.progress.line) return e.progress.line.startsWith("Successfully") ? `setup: ${e.progress.line}` : undefined;
+      return `setup: ${e.progress.message}`;
+    case "staged":
+      return `staged ${e.models.length} model(s): ${e.models.join(", ")}`;
+    case "starting":
+      return `starting tritonserver (${e.runtime} runtime, pid ${e.pid ?? "?"}); log: ${e.logFile}`;
+    case "ready": {
+      const ok = e.models.filter((m) => m.state === "READY").length;
+      const lines = [`Triton is up in ${(e.elapsedMs / 1000).toFixed(1)} s: ${ok}/${e.models.length} model(s) READY`];
+      lines.push(`  HTTP    http://${e.endpoints.http}`, `  gRPC    ${e.endpoints.grpc}`, `  metrics http://${e.endpoints.metrics}/metrics`);
+      const w = Math.max(5, ...e.models.map((m) => m.name.length));
+      for (const m of e.models) lines.push(`  ${pad(m.name, w)}  v${m.version ?? "-"}  ${pad(m.state ?? "UNKNOWN", 11)}${m.reason ? ` ${m.reason}` : ""}`);
+      return lines.join("\n");
+    }
+    case "server-exited":
+      return `tritonserver exited (${e.signal ?? `code ${e.code}`}); last log lines:\n  ${e.lastLines.join("\n  ")}`;
+    case "stopping":
+      return `stopping Triton (${e.reason})`;
+    case "stopped":
+      return "stopped; nothing left running";
+  }
+}
+
+export function printEvents(output: Output, json: boolean): (e: SessionEvent) => void {
+  return (e) => {
+    if (json) {
+      output.out(JSON.stringify({ time: new Date().toISOString(), ...e }));
+      return;
+    }
+    const line = formatEvent(e);
+    if (line) output.out(line);
+  };
+}
+
+export function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)));
+  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : pad(c, widths[i]!))).join("  ")).join("\n");
+}

@@ -1,0 +1,100 @@
+import fs from "node:fs";
+import { Command } from "commander";
+import { resolvePaths } from "../config/paths.js";
+import { UserError } from "../errors.js";
+import { stopRun } from "../session/down.js";
+import { collectStatus } from "../session/status.js";
+import { followFile, tailLines } from "../state/log-file.js";
+import { currentRun } from "../state/run-state.js";
+import { isOurProcess } from "../state/process.js";
+import { parsePositiveInt } from "./options.js";
+import { table, type Output } from "./output.js";
+
+export function registerRunCommands(program: Command, output: Output, env: NodeJS.ProcessEnv): void {
+  program
+    .command("down")
+    .description("Stop the Triton that `up` started (also cleans up after a crashed run).")
+    .option("--json", "print the result as JSON", false)
+    .action(async (flags: { json: boolean }) => {
+      const paths = resolvePaths(env);
+      const r = await stopRun(paths);
+      if (flags.json) {
+        output.out(JSON.stringify({ stopped: r.stopped ? { pid: r.stopped.pid, runId: r.stopped.runId } : null, stale: r.stale ? { pid: r.stale.pid } : null, orphans: r.orphans }));
+        return;
+      }
+      if (r.stopped) output.out(`stopped Triton (pid ${r.stopped.pid}, ${r.stopped.runtime} runtime, http ${r.stopped.host}:${r.stopped.ports.http})`);
+      if (r.stale) output.out(`removed the record of a run whose server (pid ${r.stale.pid}) was already gone`);
+      if (r.orphans.length) output.out(`stopped ${r.orphans.length} leftover tritonserver process(es) of ours: pid ${r.orphans.join(", ")}`);
+      if (!r.stopped && !r.stale && r.orphans.length === 0) output.out("nothing is running: no triton-dev server to stop");
+    });
+
+  program
+    .command("status")
+    .description("Show the running server: runtime, endpoints, and each model's version, state and reason.")
+    .option("--json", "print as JSON", false)
+    .action(async (flags: { json: boolean }) => {
+      const paths = resolvePaths(env);
+      const s = await collectStatus(paths);
+      if (flags.json) {
+        output.out(JSON.stringify(s, null, 2));
+        if (!s.running) process.exitCode = 1;
+        return;
+      }
+      if (!s.running && !s.runtime) {
+        output.out("nothing is running (start Triton with `triton-dev up`)");
+        process.exitCode = 1;
+        return;
+      }
+      output.out(`runtime   ${s.runtime} (pid ${s.pid}, up ${formatDuration(s.uptimeSec ?? 0)}${s.detached ? ", detached" : ""})`);
+      output.out(`models    ${s.modelsDir}`);
+      output.out(`reload    ${s.reload?.mode}${s.reload?.mode === "poll" ? ` every ${s.reload.pollSecs} s` : ""}`);
+      output.out(`HTTP      ${s.endpoints?.http}\ngRPC      ${s.endpoints?.grpc}\nmetrics   ${s.endpoints?.metrics}`);
+      if (s.problem) {
+        output.out(`problem   ${s.problem}`);
+        process.exitCode = 1;
+        return;
+      }
+      output.out(`ready     ${s.serverReady ? "yes" : "no (some model is not READY)"}`);
+      const rows = [["MODEL", "VERSION", "STATE", "REASON"], ...(s.models ?? []).map((m) => [m.name, m.version ?? "-", m.state, m.reason ?? ""])];
+      output.out(table(rows));
+    });
+
+  program
+    .command("logs")
+    .description("Print Triton's log for the current (or last) run.")
+    .option("-f, --follow", "keep printing new lines until the server stops or Ctrl-C", false)
+    .option("-n, --lines <n>", "how many recent lines to print first", parsePositiveInt("--lines"), 200)
+    .action(async (flags: { follow: boolean; lines: number }) => {
+      const paths = resolvePaths(env);
+      const run = await currentRun(paths);
+      if (!run) {
+        throw new UserError("nothing is running, so there is no log to show", { hint: "Start Triton with `triton-dev up`." });
+      }
+      const file = run.state.logFile;
+      for (const l of await tailLines(file, flags.lines, 4 * 1024 * 1024)) output.out(l);
+      if (!flags.follow) return;
+      const size = fs.existsSync(file) ? fs.statSync(file).size : 0;
+      await new Promise<void>((resolve) => {
+        const stopFollow = followFile(file, size, (l) => output.out(l));
+        const finish = () => {
+          stopFollow();
+          clearInterval(check);
+          process.off("SIGINT", finish);
+          resolve();
+        };
+        const check = setInterval(() => {
+          if (!isOurProcess(run.state.pid, run.state.executable)) {
+            output.out("(the server stopped)");
+            setTimeout(finish, 400);
+          }
+        }, 1000);
+        process.on("SIGINT", finish);
+      });
+    });
+}
+
+export function formatDuration(sec: number): string {
+  if (sec < 60) return `${sec}s`;
+  if (sec < 3600) return `${Math.floor(sec / 60)}m${String(sec % 60).padStart(2, "0")}s`;
+  return `${Math.floor(sec / 3600)}h${String(Math.floor((sec % 3600) / 60)).padStart(2, "0")}m`;
+}

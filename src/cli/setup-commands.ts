@@ -1,0 +1,98 @@
+import { Command } from "commander";
+import { resolvePaths } from "../config/paths.js";
+import { UserError } from "../errors.js";
+import { findPortHolder, isPortFree } from "../net/ports.js";
+import { ensureEnvironment, loadEnvironment } from "../runtimes/local/environment.js";
+import { checkGlibc } from "../runtimes/local/glibc.js";
+import { discoverPython } from "../runtimes/local/python.js";
+import { currentRun } from "../state/run-state.js";
+import { parsePort } from "./options.js";
+import type { Output } from "./output.js";
+
+export interface DoctorCheck {
+  name: string;
+  ok: boolean;
+  detail: string;
+  hint?: string;
+}
+
+export function registerSetupCommands(program: Command, output: Output, env: NodeJS.ProcessEnv): void {
+  program
+    .command("setup")
+    .description("Install the embedded Triton (a managed Python environment with the nvidia-pytriton wheel). `up` runs it on first use.")
+    .option("--force", "reinstall even if the environment looks complete", false)
+    .option("--json", "print progress as JSON lines", false)
+    .action(async (flags: { force: boolean; json: boolean }) => {
+      const paths = resolvePaths(env);
+      const started = Date.now();
+      const e = await ensureEnvironment({
+        paths,
+        env,
+        force: flags.force,
+        onProgress: (p) => {
+          if (flags.json) output.out(JSON.stringify(p));
+          else if (!p.line) output.out(`setup: ${p.message}`);
+          else if (p.line.startsWith("Successfully") || p.line.startsWith("Downloading") || p.line.startsWith("Collecting")) output.out(`  ${p.line}`);
+        },
+      });
+      if (!flags.json) output.out(`tritonserver: ${e.serverBin}\nbackends:     ${e.backendDir}\n(${((Date.now() - started) / 1000).toFixed(1)} s)`);
+    });
+
+  program
+    .command("doctor")
+    .description("Check what triton-dev needs: Python, glibc, the managed environment, ports.")
+    .option("--json", "print the checks as JSON", false)
+    .option("--http-port <n>", "HTTP port to check", parsePort("--http-port"), 8000)
+    .option("--grpc-port <n>", "gRPC port to check", parsePort("--grpc-port"), 8001)
+    .option("--metrics-port <n>", "metrics port to check", parsePort("--metrics-port"), 8002)
+    .action(async (flags: { json: boolean; httpPort: number; grpcPort: number; metricsPort: number }) => {
+      const checks = await runDoctor(env, [flags.httpPort, flags.grpcPort, flags.metricsPort]);
+      if (flags.json) output.out(JSON.stringify({ ok: checks.every((c) => c.ok), checks }, null, 2));
+      else {
+        for (const c of checks) {
+          output.out(`${c.ok ? "ok  " : "FAIL"}  ${c.name.padEnd(12)} ${c.detail}`);
+          if (!c.ok && c.hint) output.out(`      ${"".padEnd(12)} hint: ${c.hint}`);
+        }
+      }
+      if (!checks.every((c) => c.ok)) process.exitCode = 1;
+    });
+}
+
+async function check(name: string, fn: () => Promise<string> | string): Promise<DoctorCheck> {
+  try {
+    return { name, ok: true, detail: await fn() };
+  } catch (err) {
+    if (err instanceof UserError) return { name, ok: false, detail: err.message, ...(err.hint ? { hint: err.hint } : {}) };
+    throw err;
+  }
+}
+
+export async function runDoctor(env: NodeJS.ProcessEnv, ports: number[]): Promise<DoctorCheck[]> {
+  const paths = resolvePaths(env);
+  const checks: DoctorCheck[] = [];
+  checks.push(await check("node", () => {
+    const [maj, min] = process.versions.node.split(".").map(Number) as [number, number];
+    if (maj < 20 || (maj === 20 && min < 19)) throw new UserError(`Node.js ${process.versions.node} is too old`, { hint: "Install Node.js 20.19 or newer (22 or 24 recommended)." });
+    return `Node.js ${process.versions.node}`;
+  }));
+  checks.push(await check("glibc", () => `glibc ${checkGlibc()}`));
+  checks.push(await check("python", async () => {
+    const p = await discoverPython({ env });
+    return `Python ${p.version} at ${p.executable} (${p.libDir}/${p.libName})`;
+  }));
+  checks.push(await check("environment", async () => {
+    const e = await loadEnvironment(paths);
+    if (!e) throw new UserError(`no managed environment at ${paths.venv}`, { hint: "Run `triton-dev setup` (or just `triton-dev up`, which runs it on first use)." });
+    return `nvidia-pytriton ${e.pytritonVersion} in ${e.venv} (Python ${e.python.version})`;
+  }));
+  const run = await currentRun(paths);
+  for (const port of ports) {
+    checks.push(await check(`port ${port}`, async () => {
+      if (await isPortFree(port)) return "free";
+      if (run?.alive && Object.values(run.state.ports).includes(port)) return `in use by our running Triton (pid ${run.state.pid})`;
+      const holder = findPortHolder(port);
+      throw new UserError(`in use${holder ? ` by pid ${holder.pid} (${holder.command.slice(0, 80)})` : ""}`, { hint: "Stop that process or pick other ports with --http-port/--grpc-port/--metrics-port." });
+    }));
+  }
+  return checks;
+}

@@ -1,0 +1,183 @@
+import fs from "node:fs";
+import fsp from "node:fs/promises";
+import path from "node:path";
+import { execa } from "execa";
+import { z } from "zod";
+import type { Paths } from "../../config/paths.js";
+import { UserError } from "../../errors.js";
+import { log as rootLog } from "../../log/logger.js";
+import { writeFileAtomic } from "../../state/atomic-write.js";
+import { checkGlibc } from "./glibc.js";
+import { discoverPython, type PythonInfo } from "./python.js";
+
+const log = rootLog.child("local:setup");
+
+export const PYTRITON_VERSION = "0.7.0";
+/** The python backend's utils use numpy 1.x APIs; 2.x is not what Triton 24.10 was built against. */
+export const PIP_REQUIREMENTS = [`nvidia-pytriton==${PYTRITON_VERSION}`, "numpy>=1.22,<2"];
+
+/**
+ * Everything the local runtime needs to launch tritonserver, resolved once by setup and
+ * recorded in the environment marker.
+ */
+export interface LocalEnvironment {
+  python: PythonInfo;
+  venv: string;
+  venvPython: string;
+  sitePackages: string;
+  serverBin: string;
+  libDirs: string[];
+  backendDir: string;
+  pytritonVersion: string;
+}
+
+const markerSchema = z.object({
+  python: z.object({ executable: z.string(), version: z.string(), minor: z.string(), libDir: z.string(), libName: z.string() }),
+  venv: z.string(),
+  venvPython: z.string(),
+  sitePackages: z.string(),
+  serverBin: z.string(),
+  libDirs: z.array(z.string()),
+  backendDir: z.string(),
+  pytritonVersion: z.string(),
+});
+
+export type SetupStep = "python" | "glibc" | "venv" | "pip" | "backend" | "done";
+export interface SetupProgress {
+  step: SetupStep;
+  message: string;
+  /** pip's own output lines while installing. */
+  line?: string;
+}
+
+export interface SetupOptions {
+  paths: Paths;
+  env?: NodeJS.ProcessEnv;
+  onProgress?: (p: SetupProgress) => void;
+  /** Reinstall even when the marker says the environment is complete. */
+  force?: boolean;
+}
+
+/** Read the marker; undefined when setup has not completed or the files it names are gone. */
+export async function loadEnvironment(paths: Paths): Promise<LocalEnvironment | undefined> {
+  let raw: string;
+  try {
+    raw = await fsp.readFile(paths.envMarker, "utf8");
+  } catch {
+    return undefined;
+  }
+  const parsed = markerSchema.safeParse(JSON.parse(raw));
+  if (!parsed.success) return undefined;
+  const e = parsed.data;
+  const needed = [e.venvPython, e.serverBin, path.join(e.backendDir, "python", "triton_python_backend_stub"), path.join(e.backendDir, "python", "libtriton_python.so")];
+  if (!needed.every((f) => fs.existsSync(f))) return undefined;
+  if (e.pytritonVersion !== PYTRITON_VERSION) return undefined;
+  return e;
+}
+
+/**
+ * Idempotent: creates the managed venv, installs the pinned wheel and prepares a backend
+ * directory whose python backend uses the stub built for the venv's Python.
+ */
+export async function ensureEnvironment(options: SetupOptions): Promise<LocalEnvironment> {
+  const { paths } = options;
+  const env = options.env ?? process.env;
+  const progress = options.onProgress ?? (() => {});
+  if (!options.force) {
+    const existing = await loadEnvironment(paths);
+    if (existing) {
+      progress({ step: "done", message: `environment ready (${existing.venv}, Python ${existing.python.version})` });
+      return existing;
+    }
+  }
+
+  progress({ step: "glibc", message: "checking glibc" });
+  const glibc = checkGlibc();
+  progress({ step: "python", message: "looking for Python 3.8-3.12 with a shared libpython" });
+  const python = await discoverPython({ env });
+  progress({ step: "python", message: `using Python ${python.version} (${python.executable}), glibc ${glibc}` });
+
+  const venvPython = path.join(paths.venv, "bin", "python");
+  if (options.force || !fs.existsSync(venvPython)) {
+    progress({ step: "venv", message: `creating virtual environment ${paths.venv}` });
+    await fsp.rm(paths.venv, { recursive: true, force: true });
+    await fsp.mkdir(path.dirname(paths.venv), { recursive: true });
+    const r = await execa(python.executable, ["-m", "venv", paths.venv], { reject: false, all: true });
+    if (r.exitCode !== 0) {
+      await fsp.rm(paths.venv, { recursive: true, force: true });
+      throw new UserError(`could not create a virtual environment with ${python.executable}: ${lastLines(String(r.all), 3)}`, {
+        hint: `Install the venv module for Python ${python.minor} (Debian/Ubuntu: \`apt-get install python${python.minor}-venv\`).`,
+      });
+    }
+  }
+
+  progress({ step: "pip", message: `installing ${PIP_REQUIREMENTS.join(" ")} (about 150 MB on first use)` });
+  // --no-deps: we launch the wheel's tritonserver binary directly, so PyTriton's own Python
+  // dependencies (grpcio, tritonclient, ...) would only cost download time and disk.
+  const pip = execa(venvPython, ["-m", "pip", "install", "--no-deps", "--disable-pip-version-check", "--progress-bar", "off", ...PIP_REQUIREMENTS], {
+    reject: false,
+    all: true,
+    env: { ...env, PIP_NO_INPUT: "1" },
+  });
+  const pipLines: string[] = [];
+  pip.all?.on("data", (chunk: Buffer) => {
+    for (const line of chunk.toString().split("\n")) {
+      const l = line.trimEnd();
+      if (!l) continue;
+      pipLines.push(l);
+      progress({ step: "pip", message: "pip", line: l });
+    }
+  });
+  const pr = await pip;
+  if (pr.exitCode !== 0) {
+    throw new UserError(`pip could not install ${PIP_REQUIREMENTS.join(" ")} (exit ${pr.exitCode}): ${lastLines(pipLines.join("\n"), 4)}`, {
+      hint:
+        "Check that this machine reaches the Python package index (or set PIP_INDEX_URL / PIP_FIND_LINKS to a mirror or a folder holding the wheels), then run `triton-dev setup` again.",
+    });
+  }
+
+  progress({ step: "backend", message: "preparing the python backend" });
+  const sitePackages = (
+    await execa(venvPython, ["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
+  ).stdout.trim();
+  const tritonDir = path.join(sitePackages, "pytriton", "tritonserver");
+  const serverBin = path.join(tritonDir, "bin", "tritonserver");
+  const stub = path.join(tritonDir, "python_backend_stubs", python.minor, "triton_python_backend_stub");
+  for (const f of [serverBin, stub]) {
+    if (!fs.existsSync(f)) {
+      throw new UserError(`the installed nvidia-pytriton wheel lacks ${f}`, {
+        hint: "Run `triton-dev setup --force` to reinstall; if it persists, the wheel for this platform does not ship Triton (only linux x86_64 and aarch64 do).",
+      });
+    }
+  }
+  // The python backend runs the stub that sits beside libtriton_python.so, so the backend
+  // directory is assembled per Python version rather than pointing into the wheel.
+  const backendDir = path.join(paths.backends, `py${python.minor}`);
+  const pyBackend = path.join(backendDir, "python");
+  await fsp.rm(backendDir, { recursive: true, force: true });
+  await fsp.mkdir(pyBackend, { recursive: true });
+  for (const f of ["libtriton_python.so", "triton_python_backend_utils.py"]) {
+    await fsp.copyFile(path.join(tritonDir, "backends", "python", f), path.join(pyBackend, f));
+  }
+  await fsp.copyFile(stub, path.join(pyBackend, "triton_python_backend_stub"));
+  await fsp.chmod(path.join(pyBackend, "triton_python_backend_stub"), 0o755);
+
+  const result: LocalEnvironment = {
+    python,
+    venv: paths.venv,
+    venvPython,
+    sitePackages,
+    serverBin,
+    libDirs: [path.join(sitePackages, "nvidia_pytriton.libs"), python.libDir],
+    backendDir,
+    pytritonVersion: PYTRITON_VERSION,
+  };
+  await writeFileAtomic(paths.envMarker, JSON.stringify(result, null, 2) + "\n", 0o644);
+  log.info("environment ready", { venv: paths.venv });
+  progress({ step: "done", message: `environment ready (${paths.venv}, Python ${python.version})` });
+  return result;
+}
+
+export function lastLines(text: string, n: number): string {
+  return text.split("\n").map((l) => l.trim()).filter(Boolean).slice(-n).join(" | ");
+}

@@ -1,0 +1,114 @@
+import fs from "node:fs";
+import { spawn, type ChildProcess } from "node:child_process";
+import { log as rootLog } from "../../log/logger.js";
+import type { Runtime, RuntimeCapabilities, ServerHandle, StartOptions } from "../runtime.js";
+import type { LocalEnvironment } from "./environment.js";
+import { stopProcessGroup } from "./process-group.js";
+
+const log = rootLog.child("local");
+
+export type SpawnFn = typeof spawn;
+
+/** The tritonserver command line for a run; kept separate so it can be unit-tested and shown by --dry-run. */
+export function serverArgs(env: Pick<LocalEnvironment, "backendDir">, o: StartOptions): string[] {
+  const key = `${o.repositoryKey.header}=${o.repositoryKey.value}`;
+  return [
+    `--model-repository=${o.repository}`,
+    `--backend-directory=${env.backendDir}`,
+    `--model-control-mode=${o.reload}`,
+    ...(o.reload === "poll" ? [`--repository-poll-secs=${o.pollSecs}`] : ["--load-model=*"]),
+    `--http-address=${o.host}`,
+    `--http-port=${o.ports.http}`,
+    `--grpc-address=${o.host}`,
+    `--grpc-port=${o.ports.grpc}`,
+    `--metrics-address=${o.host}`,
+    `--metrics-port=${o.ports.metrics}`,
+    "--allow-metrics=true",
+    // One broken model must not take the whole server down while the user iterates.
+    "--exit-on-error=false",
+    "--exit-timeout-secs=10",
+    `--http-restricted-api=model-repository:${key}`,
+    `--grpc-restricted-protocol=model-repository:${key}`,
+    "--log-info=true",
+  ];
+}
+
+export function serverEnv(e: LocalEnvironment, base: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const ld = [...e.libDirs, base.LD_LIBRARY_PATH].filter(Boolean).join(":");
+  return {
+    ...base,
+    // The stub embeds the venv's Python and finds numpy through the venv on PATH.
+    PATH: [`${e.venv}/bin`, base.PATH].filter(Boolean).join(":"),
+    VIRTUAL_ENV: e.venv,
+    LD_LIBRARY_PATH: ld,
+    // A __pycache__ written into the served repository bumps its mtime and makes poll mode
+    // reload the model a second time right after it loaded.
+    PYTHONDONTWRITEBYTECODE: "1",
+  };
+}
+
+export interface LocalRuntimeOptions {
+  environment: LocalEnvironment;
+  env?: NodeJS.ProcessEnv;
+  spawn?: SpawnFn;
+}
+
+/** Triton as a local process: the tritonserver binary of the nvidia-pytriton wheel. */
+export class LocalRuntime implements Runtime {
+  readonly kind = "local" as const;
+  private readonly environment: LocalEnvironment;
+  private readonly env: NodeJS.ProcessEnv;
+  private readonly spawnFn: SpawnFn;
+
+  constructor(options: LocalRuntimeOptions) {
+    this.environment = options.environment;
+    this.env = options.env ?? process.env;
+    this.spawnFn = options.spawn ?? spawn;
+  }
+
+  capabilities(): RuntimeCapabilities {
+    return { backends: ["python"], gpu: false };
+  }
+
+  async start(o: StartOptions): Promise<ServerHandle> {
+    const args = serverArgs(this.environment, o);
+    log.debug("starting tritonserver", { bin: this.environment.serverBin, args });
+    const logFd = fs.openSync(o.logFile, "a");
+    let child: ChildProcess;
+    try {
+      // detached: its own process group, so the stubs it spawns are stopped with it and the
+      // server outlives this CLI when the run is detached. Output goes straight to the log file.
+      child = this.spawnFn(this.environment.serverBin, args, {
+        cwd: o.runDir,
+        env: serverEnv(this.environment, this.env),
+        detached: true,
+        stdio: ["ignore", logFd, logFd],
+      });
+    } finally {
+      fs.closeSync(logFd);
+    }
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+      child.once("exit", (code, signal) => resolve({ code, signal }));
+      child.once("error", (err) => {
+        log.error("could not start tritonserver", { error: err.message });
+        resolve({ code: 127, signal: null });
+      });
+    });
+    const pid = child.pid;
+    let stopping: Promise<void> | undefined;
+    return {
+      pid,
+      endpoints: {
+        http: `${o.host}:${o.ports.http}`,
+        grpc: `${o.host}:${o.ports.grpc}`,
+        metrics: `${o.host}:${o.ports.metrics}`,
+      },
+      exited,
+      release: () => child.unref(),
+      stop: (graceMs = 15_000) => {
+        stopping ??= pid === undefined ? Promise.resolve() : stopProcessGroup(pid, { graceMs, exited });
+        return stopping;
+      },
+    };
+  }
+}

@@ -1,0 +1,198 @@
+import { randomBytes } from "node:crypto";
+import fsp from "node:fs/promises";
+import path from "node:path";
+import type { Paths } from "../config/paths.js";
+import { UserError } from "../errors.js";
+import { EventBus } from "../events/bus.js";
+import { log as rootLog } from "../log/logger.js";
+import { findPortHolder, isPortFree } from "../net/ports.js";
+import { requireModelRepository, stageRepository } from "../repo/stage.js";
+import { ensureEnvironment } from "../runtimes/local/environment.js";
+import { LocalRuntime } from "../runtimes/local/local-runtime.js";
+import type { Ports, ReloadMode, RuntimeKind, ServerHandle } from "../runtimes/runtime.js";
+import { stripTritonPrefix, tailLines, tailLinesSync } from "../state/log-file.js";
+import { currentRun, removeRunState, writeRunState, type RunState } from "../state/run-state.js";
+import { TritonHttpClient, type RepositoryIndexEntry } from "../triton/http-client.js";
+import { ReadinessAbortedError, ReadinessTimeoutError, waitFor } from "../triton/readiness.js";
+import type { SessionEvent } from "./events.js";
+
+const log = rootLog.child("session");
+
+export interface UpOptions {
+  runtime: "auto" | RuntimeKind;
+  modelsDir: string;
+  reload: ReloadMode;
+  pollSecs: number;
+  ports: Ports;
+  host: string;
+  detached: boolean;
+  readyTimeoutMs: number;
+}
+
+export const REPOSITORY_KEY_HEADER = "triton-dev-key";
+const PORT_FLAGS: Record<keyof Ports, string> = { http: "--http-port", grpc: "--grpc-port", metrics: "--metrics-port" };
+
+export class ServerStartError extends UserError {
+  override name = "ServerStartError";
+}
+
+/** A running `up`: the server handle, its record and a stop that is safe to call twice. */
+export interface Session {
+  readonly state: RunState;
+  readonly handle: ServerHandle;
+  readonly client: TritonHttpClient;
+  readonly models: RepositoryIndexEntry[];
+  stop(reason?: string): Promise<void>;
+}
+
+export function clientFor(state: RunState): TritonHttpClient {
+  return new TritonHttpClient(`http://${urlHost(state.host)}:${state.ports.http}`, { repositoryKey: state.repositoryKey });
+}
+
+export function urlHost(host: string): string {
+  return host.includes(":") ? `[${host}]` : host;
+}
+
+/** Resolve `auto` to a runtime this build can run. */
+export function resolveRuntime(requested: UpOptions["runtime"]): "local" {
+  if (requested === "auto" || requested === "local") return "local";
+  throw new UserError(`the ${requested} runtime is not available in this version of triton-dev`, {
+    hint: "Use `--runtime local` (the embedded Triton, needs only Python 3.8-3.12).",
+    exitCode: 2,
+  });
+}
+
+async function checkPorts(ports: Ports, host: string): Promise<void> {
+  const seen = new Map<number, keyof Ports>();
+  for (const [name, port] of Object.entries(ports) as [keyof Ports, number][]) {
+    const other = seen.get(port);
+    if (other) throw new UserError(`${PORT_FLAGS[name]} and ${PORT_FLAGS[other]} are both ${port}`, { hint: "Give each endpoint its own port.", exitCode: 2 });
+    seen.set(port, name);
+    if (await isPortFree(port, host)) continue;
+    const holder = findPortHolder(port);
+    throw new UserError(
+      `port ${port} (${name}) on ${host} is already in use${holder ? ` by pid ${holder.pid} (${holder.command.slice(0, 120)})` : ""}`,
+      { hint: `Stop that process, or choose another port with ${PORT_FLAGS[name]} N.` },
+    );
+  }
+}
+
+/**
+ * `up`: check, set up, stage, start, wait until every model settled, record the run.
+ * Every resource it creates is released again if a later step fails.
+ */
+export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<SessionEvent>, env: NodeJS.ProcessEnv = process.env): Promise<Session> {
+  const runtime = resolveRuntime(o.runtime);
+  const existing = await currentRun(paths);
+  if (existing?.alive) {
+    const s = existing.state;
+    throw new UserError(
+      `triton-dev is already running (pid ${s.pid}, ${s.runtime} runtime, http ${s.host}:${s.ports.http}, models ${s.modelsDir})`,
+      { hint: "See it with `triton-dev status`, follow it with `triton-dev logs -f`, or stop it with `triton-dev down` before starting another." },
+    );
+  }
+  if (existing && !existing.alive) {
+    log.info("removing the record of a run that is gone", { pid: existing.state.pid });
+    await removeRunState(paths);
+  }
+
+  const modelsDir = path.resolve(o.modelsDir);
+  await requireModelRepository(modelsDir);
+  const environment = await ensureEnvironment({ paths, env, onProgress: (progress) => bus.emit({ type: "setup", progress }) });
+  await checkPorts(o.ports, o.host);
+
+  const runId = `${new Date().toISOString().replace(/[-:]/g, "").replace(/\..*/, "")}-${randomBytes(3).toString("hex")}`;
+  const runDir = path.join(paths.runsDir, runId);
+  const repository = path.join(runDir, "repository");
+  const logFile = path.join(runDir, "tritonserver.log");
+  await fsp.mkdir(runDir, { recursive: true });
+  const staged = await stageRepository(modelsDir, repository);
+  bus.emit({ type: "staged", models: staged, repository });
+
+  const repositoryKey = { header: REPOSITORY_KEY_HEADER, value: randomBytes(24).toString("hex") };
+  const local = new LocalRuntime({ environment, env });
+  const started = Date.now();
+  const handle = await local.start({ runId, runDir, repository, ports: o.ports, host: o.host, reload: o.reload, pollSecs: o.pollSecs, repositoryKey, logFile });
+  bus.emit({ type: "starting", runtime, pid: handle.pid, logFile });
+
+  const state: RunState = {
+    version: 1,
+    runId,
+    runtime,
+    pid: handle.pid ?? -1,
+    executable: environment.serverBin,
+    ownerPid: o.detached ? undefined : process.pid,
+    detached: o.detached,
+    startedAt: new Date(started).toISOString(),
+    modelsDir,
+    runDir,
+    repository,
+    logFile,
+    host: o.host,
+    ports: o.ports,
+    reload: o.reload,
+    pollSecs: o.pollSecs,
+    repositoryKey,
+  };
+  let exitInfo: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  void handle.exited.then((e) => (exitInfo = e));
+  const client = clientFor(state);
+
+  let stopped: Promise<void> | undefined;
+  const stop = (reason = "stopped") => {
+    stopped ??= (async () => {
+      bus.emit({ type: "stopping", reason });
+      await handle.stop();
+      await removeRunState(paths);
+      bus.emit({ type: "stopped" });
+    })();
+    return stopped;
+  };
+
+  try {
+    if (handle.pid === undefined) throw new ServerStartError(`could not launch ${environment.serverBin}`, { hint: "Run `triton-dev setup --force` to reinstall the environment." });
+    await writeRunState(paths, state);
+    const what = `Triton at ${o.host}:${o.ports.http}`;
+    await waitFor(
+      { description: what, check: () => client.isLive() },
+      {
+        timeoutMs: o.readyTimeoutMs,
+        intervalMs: 250,
+        abortIf: async () => {
+          if (exitInfo) {
+            const lines = (await tailLines(logFile, 8)).map(stripTritonPrefix);
+            bus.emit({ type: "server-exited", code: exitInfo.code, signal: exitInfo.signal, lastLines: lines });
+            throw new ReadinessAbortedError(`tritonserver exited during start (${exitInfo.signal ?? `code ${exitInfo.code}`}); last log lines:\n  ${lines.join("\n  ")}`);
+          }
+        },
+        detail: () => {
+          const last = tailLinesSync(logFile, 1)[0];
+          return last ? `last log line: ${stripTritonPrefix(last)}` : "it wrote no log yet";
+        },
+      },
+    );
+    const models = await settledIndex(client, o.readyTimeoutMs - (Date.now() - started));
+    bus.emit({ type: "ready", endpoints: handle.endpoints, models, elapsedMs: Date.now() - started });
+    return { state, handle, client, models, stop };
+  } catch (err) {
+    await stop("start failed");
+    if (err instanceof ReadinessAbortedError) {
+      throw new ServerStartError(err.message, { hint: `The full log is ${logFile}.`, cause: err });
+    }
+    if (err instanceof ReadinessTimeoutError) {
+      throw new ServerStartError(err.message, { hint: `Raise the limit with --timeout SECONDS if your models load slowly; the full log is ${logFile}.`, cause: err });
+    }
+    throw err;
+  }
+}
+
+/** Wait until no model is LOADING/UNLOADING, then return the index. */
+async function settledIndex(client: TritonHttpClient, timeoutMs: number): Promise<RepositoryIndexEntry[]> {
+  const deadline = Date.now() + Math.max(timeoutMs, 5_000);
+  for (;;) {
+    const index = await client.repositoryIndex();
+    const busy = index.filter((m) => m.state === "LOADING" || m.state === "UNLOADING");
+    if (busy.length === 0 || Date.now() > deadline) return index;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}

@@ -1,0 +1,60 @@
+import type { Paths } from "../config/paths.js";
+import { currentRun, type RunState } from "../state/run-state.js";
+import type { RepositoryIndexEntry } from "../triton/http-client.js";
+import { clientFor, urlHost } from "./session.js";
+
+export interface StatusReport {
+  running: boolean;
+  runtime?: string;
+  pid?: number;
+  runId?: string;
+  startedAt?: string;
+  uptimeSec?: number;
+  detached?: boolean;
+  modelsDir?: string;
+  repository?: string;
+  logFile?: string;
+  reload?: { mode: string; pollSecs: number };
+  endpoints?: { http: string; grpc: string; metrics: string };
+  serverReady?: boolean;
+  models?: Array<{ name: string; version?: string; state: string; reason?: string }>;
+  /** Set when the record was stale (the server is gone) or Triton did not answer. */
+  problem?: string;
+}
+
+export function endpointsOf(s: RunState) {
+  const h = urlHost(s.host);
+  return { http: `http://${h}:${s.ports.http}`, grpc: `${h}:${s.ports.grpc}`, metrics: `http://${h}:${s.ports.metrics}/metrics` };
+}
+
+export async function collectStatus(paths: Paths, now: () => number = Date.now): Promise<StatusReport> {
+  const run = await currentRun(paths);
+  if (!run) return { running: false };
+  const s = run.state;
+  const base: StatusReport = {
+    running: run.alive,
+    runtime: s.runtime,
+    pid: s.pid,
+    runId: s.runId,
+    startedAt: s.startedAt,
+    uptimeSec: Math.round((now() - Date.parse(s.startedAt)) / 1000),
+    detached: s.detached,
+    modelsDir: s.modelsDir,
+    repository: s.repository,
+    logFile: s.logFile,
+    reload: { mode: s.reload, pollSecs: s.pollSecs },
+    endpoints: endpointsOf(s),
+  };
+  if (!run.alive) return { ...base, problem: `the server (pid ${s.pid}) is no longer running; \`triton-dev down\` cleans up its record` };
+  const client = clientFor(s);
+  try {
+    const [index, ready] = await Promise.all([client.repositoryIndex(), client.isReady()]);
+    return { ...base, serverReady: ready, models: index.map(toModel) };
+  } catch (err) {
+    return { ...base, problem: `Triton did not answer: ${(err as Error).message}` };
+  }
+}
+
+function toModel(e: RepositoryIndexEntry) {
+  return { name: e.name, ...(e.version ? { version: e.version } : {}), state: e.state ?? "UNKNOWN", ...(e.reason ? { reason: e.reason } : {}) };
+}

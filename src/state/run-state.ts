@@ -1,0 +1,73 @@
+import fsp from "node:fs/promises";
+import { z } from "zod";
+import type { Paths } from "../config/paths.js";
+import { UserError } from "../errors.js";
+import { writeFileAtomic } from "./atomic-write.js";
+import { isOurProcess } from "./process.js";
+
+/** The record of the current run, so `status`, `logs` and `down` work from another shell. */
+export const runStateSchema = z.object({
+  version: z.literal(1),
+  runId: z.string(),
+  runtime: z.enum(["local", "docker", "kind"]),
+  pid: z.number().int(),
+  executable: z.string(),
+  /** The `up` process when it runs in the foreground; undefined when detached. */
+  ownerPid: z.number().int().optional(),
+  detached: z.boolean(),
+  startedAt: z.string(),
+  modelsDir: z.string(),
+  runDir: z.string(),
+  repository: z.string(),
+  logFile: z.string(),
+  host: z.string(),
+  ports: z.object({ http: z.number(), grpc: z.number(), metrics: z.number() }),
+  reload: z.enum(["poll", "explicit"]),
+  pollSecs: z.number(),
+  repositoryKey: z.object({ header: z.string(), value: z.string() }),
+});
+export type RunState = z.infer<typeof runStateSchema>;
+
+export async function writeRunState(paths: Paths, state: RunState): Promise<void> {
+  // 0600: the record holds the key that unlocks Triton's repository API.
+  await writeFileAtomic(paths.runFile, JSON.stringify(state, null, 2) + "\n", 0o600);
+}
+
+export async function readRunState(paths: Paths): Promise<RunState | undefined> {
+  let raw: string;
+  try {
+    raw = await fsp.readFile(paths.runFile, "utf8");
+  } catch {
+    return undefined;
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch (err) {
+    throw new UserError(`the run record ${paths.runFile} is not valid JSON`, {
+      hint: `Delete it (\`rm ${paths.runFile}\`) after checking that no tritonserver of ours is running (\`triton-dev down\` looks for them).`,
+      cause: err,
+    });
+  }
+  const parsed = runStateSchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new UserError(`the run record ${paths.runFile} is not one this version understands (field ${issue?.path.join(".") || "?"}: ${issue?.message})`, {
+      hint: `Delete it (\`rm ${paths.runFile}\`) after stopping any running server.`,
+    });
+  }
+  return parsed.data;
+}
+
+export async function removeRunState(paths: Paths): Promise<void> {
+  await fsp.rm(paths.runFile, { force: true });
+}
+
+export type LiveRun = { state: RunState; alive: true } | { state: RunState; alive: false } | undefined;
+
+/** The recorded run and whether its server is still the process we started. */
+export async function currentRun(paths: Paths, isAlive: (s: RunState) => boolean = (s) => isOurProcess(s.pid, s.executable)): Promise<LiveRun> {
+  const state = await readRunState(paths);
+  if (!state) return undefined;
+  return isAlive(state) ? { state, alive: true } : { state, alive: false };
+}

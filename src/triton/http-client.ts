@@ -1,0 +1,192 @@
+import { TritonDevError } from "../errors.js";
+
+/** States from Triton's repository index (POST /v2/repository/index). */
+export type ModelState = "UNKNOWN" | "READY" | "UNAVAILABLE" | "LOADING" | "UNLOADING";
+
+export interface RepositoryIndexEntry {
+  name: string;
+  version?: string;
+  state?: ModelState;
+  reason?: string;
+}
+
+export interface TensorMetadata {
+  name: string;
+  datatype: string;
+  shape: number[];
+}
+
+export interface ModelMetadata {
+  name: string;
+  versions?: string[];
+  platform: string;
+  inputs: TensorMetadata[];
+  outputs: TensorMetadata[];
+}
+
+export interface InferInput {
+  name: string;
+  shape: number[];
+  datatype: string;
+  data: unknown[];
+}
+
+export interface InferOutput {
+  name: string;
+  shape: number[];
+  datatype: string;
+  data: unknown[];
+}
+
+export interface InferResponse {
+  model_name: string;
+  model_version: string;
+  id?: string;
+  outputs: InferOutput[];
+}
+
+/** Triton answered with an error body ({"error": "..."}) or a non-2xx status. */
+export class TritonHttpError extends TritonDevError {
+  override name = "TritonHttpError";
+  constructor(
+    readonly status: number,
+    readonly tritonMessage: string,
+    readonly url: string,
+  ) {
+    super(`Triton answered ${status} for ${url}: ${tritonMessage}`);
+  }
+}
+
+/** Triton could not be reached at all (refused, reset, timeout). */
+export class TritonUnreachableError extends TritonDevError {
+  override name = "TritonUnreachableError";
+  constructor(
+    readonly url: string,
+    cause: unknown,
+  ) {
+    super(`cannot reach Triton at ${url}: ${(cause as Error)?.message ?? String(cause)}`, { cause });
+  }
+}
+
+export interface TritonHttpClientOptions {
+  /** Header name and value that unlock the restricted model-repository API. */
+  repositoryKey?: { header: string; value: string };
+  fetch?: typeof fetch;
+  timeoutMs?: number;
+}
+
+/** The KServe v2 HTTP API of one Triton server, plus Triton's repository and statistics extensions. */
+export class TritonHttpClient {
+  readonly baseUrl: string;
+  private readonly fetchImpl: typeof fetch;
+  private readonly timeoutMs: number;
+  private readonly repositoryKey: TritonHttpClientOptions["repositoryKey"];
+
+  constructor(baseUrl: string, options: TritonHttpClientOptions = {}) {
+    this.baseUrl = baseUrl.replace(/\/+$/, "");
+    this.fetchImpl = options.fetch ?? fetch;
+    this.timeoutMs = options.timeoutMs ?? 10_000;
+    this.repositoryKey = options.repositoryKey;
+  }
+
+  private async request(method: "GET" | "POST", path: string, body?: unknown, extraHeaders: Record<string, string> = {}): Promise<Response> {
+    const url = this.baseUrl + path;
+    try {
+      return await this.fetchImpl(url, {
+        method,
+        headers: body === undefined ? extraHeaders : { "content-type": "application/json", ...extraHeaders },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+    } catch (err) {
+      throw new TritonUnreachableError(url, err);
+    }
+  }
+
+  private async json<T>(method: "GET" | "POST", path: string, body?: unknown, headers?: Record<string, string>): Promise<T> {
+    const res = await this.request(method, path, body, headers);
+    const text = await res.text();
+    let parsed: unknown;
+    try {
+      parsed = text.length ? JSON.parse(text) : undefined;
+    } catch {
+      parsed = undefined;
+    }
+    if (!res.ok) {
+      const msg = (parsed as { error?: string } | undefined)?.error ?? (text || res.statusText);
+      throw new TritonHttpError(res.status, msg, this.baseUrl + path);
+    }
+    return parsed as T;
+  }
+
+  private repoHeaders(): Record<string, string> {
+    return this.repositoryKey ? { [this.repositoryKey.header]: this.repositoryKey.value } : {};
+  }
+
+  /** 200 from /v2/health/live; false when Triton answers otherwise or cannot be reached. */
+  async isLive(): Promise<boolean> {
+    try {
+      return (await this.request("GET", "/v2/health/live")).ok;
+    } catch {
+      return false;
+    }
+  }
+
+  async isReady(): Promise<boolean> {
+    try {
+      return (await this.request("GET", "/v2/health/ready")).ok;
+    } catch {
+      return false;
+    }
+  }
+
+  async isModelReady(model: string, version?: string): Promise<boolean> {
+    const p = `/v2/models/${encodeURIComponent(model)}${version ? `/versions/${encodeURIComponent(version)}` : ""}/ready`;
+    try {
+      return (await this.request("GET", p)).ok;
+    } catch {
+      return false;
+    }
+  }
+
+  serverMetadata(): Promise<{ name: string; version: string; extensions: string[] }> {
+    return this.json("GET", "/v2");
+  }
+
+  repositoryIndex(readyOnly = false): Promise<RepositoryIndexEntry[]> {
+    return this.json("POST", "/v2/repository/index", { ready: readyOnly }, this.repoHeaders());
+  }
+
+  async loadModel(model: string, parameters?: Record<string, string>): Promise<void> {
+    await this.json("POST", `/v2/repository/models/${encodeURIComponent(model)}/load`, parameters ? { parameters } : {}, this.repoHeaders());
+  }
+
+  async unloadModel(model: string, unloadDependents = false): Promise<void> {
+    await this.json(
+      "POST",
+      `/v2/repository/models/${encodeURIComponent(model)}/unload`,
+      { parameters: { unload_dependents: unloadDependents } },
+      this.repoHeaders(),
+    );
+  }
+
+  modelMetadata(model: string): Promise<ModelMetadata> {
+    return this.json("GET", `/v2/models/${encodeURIComponent(model)}`);
+  }
+
+  modelConfig(model: string): Promise<Record<string, unknown>> {
+    return this.json("GET", `/v2/models/${encodeURIComponent(model)}/config`);
+  }
+
+  modelStatistics(model?: string): Promise<{ model_stats: Array<Record<string, unknown>> }> {
+    return this.json("GET", model ? `/v2/models/${encodeURIComponent(model)}/stats` : "/v2/models/stats");
+  }
+
+  infer(model: string, inputs: InferInput[], options: { id?: string; parameters?: Record<string, string | number | boolean> } = {}): Promise<InferResponse> {
+    return this.json("POST", `/v2/models/${encodeURIComponent(model)}/infer`, {
+      ...(options.id ? { id: options.id } : {}),
+      ...(options.parameters ? { parameters: options.parameters } : {}),
+      inputs,
+    });
+  }
+}
