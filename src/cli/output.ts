@@ -6,6 +6,13 @@ export interface Output {
   err(text: string): void;
 }
 
+/** What every command gets: where to write, the environment, and the exit code it sets. */
+export interface CliContext {
+  output: Output;
+  env: NodeJS.ProcessEnv;
+  exitCode: number;
+}
+
 export const processOutput: Output = {
   out: (t) => void process.stdout.write(t.endsWith("\n") ? t : t + "\n"),
   err: (t) => void process.stderr.write(t.endsWith("\n") ? t : t + "\n"),

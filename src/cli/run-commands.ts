@@ -8,9 +8,10 @@ import { followFile, tailLines } from "../state/log-file.js";
 import { currentRun } from "../state/run-state.js";
 import { isOurProcess } from "../state/process.js";
 import { parsePositiveInt } from "./options.js";
-import { table, type Output } from "./output.js";
+import { table, type CliContext } from "./output.js";
 
-export function registerRunCommands(program: Command, output: Output, env: NodeJS.ProcessEnv): void {
+export function registerRunCommands(program: Command, ctx: CliContext): void {
+  const { output, env } = ctx;
   program
     .command("down")
     .description("Stop the Triton that `up` started (also cleans up after a crashed run).")
@@ -37,12 +38,12 @@ export function registerRunCommands(program: Command, output: Output, env: NodeJ
       const s = await collectStatus(paths);
       if (flags.json) {
         output.out(JSON.stringify(s, null, 2));
-        if (!s.running) process.exitCode = 1;
+        if (!s.running) ctx.exitCode = 1;
         return;
       }
       if (!s.running && !s.runtime) {
         output.out("nothing is running (start Triton with `triton-dev up`)");
-        process.exitCode = 1;
+        ctx.exitCode = 1;
         return;
       }
       output.out(`runtime   ${s.runtime} (pid ${s.pid}, up ${formatDuration(s.uptimeSec ?? 0)}${s.detached ? ", detached" : ""})`);
@@ -51,7 +52,7 @@ export function registerRunCommands(program: Command, output: Output, env: NodeJ
       output.out(`HTTP      ${s.endpoints?.http}\ngRPC      ${s.endpoints?.grpc}\nmetrics   ${s.endpoints?.metrics}`);
       if (s.problem) {
         output.out(`problem   ${s.problem}`);
-        process.exitCode = 1;
+        ctx.exitCode = 1;
         return;
       }
       output.out(`ready     ${s.serverReady ? "yes" : "no (some model is not READY)"}`);

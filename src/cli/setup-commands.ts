@@ -3,11 +3,11 @@ import { resolvePaths } from "../config/paths.js";
 import { UserError } from "../errors.js";
 import { findPortHolder, isPortFree } from "../net/ports.js";
 import { ensureEnvironment, loadEnvironment } from "../runtimes/local/environment.js";
-import { checkGlibc } from "../runtimes/local/glibc.js";
+import { checkGlibc, glibcVersion } from "../runtimes/local/glibc.js";
 import { discoverPython } from "../runtimes/local/python.js";
 import { currentRun } from "../state/run-state.js";
 import { parsePort } from "./options.js";
-import type { Output } from "./output.js";
+import type { CliContext } from "./output.js";
 
 export interface DoctorCheck {
   name: string;
@@ -16,7 +16,8 @@ export interface DoctorCheck {
   hint?: string;
 }
 
-export function registerSetupCommands(program: Command, output: Output, env: NodeJS.ProcessEnv): void {
+export function registerSetupCommands(program: Command, ctx: CliContext): void {
+  const { output, env } = ctx;
   program
     .command("setup")
     .description("Install the embedded Triton (a managed Python environment with the nvidia-pytriton wheel). `up` runs it on first use.")
@@ -54,7 +55,7 @@ export function registerSetupCommands(program: Command, output: Output, env: Nod
           if (!c.ok && c.hint) output.out(`      ${"".padEnd(12)} hint: ${c.hint}`);
         }
       }
-      if (!checks.every((c) => c.ok)) process.exitCode = 1;
+      if (!checks.every((c) => c.ok)) ctx.exitCode = 1;
     });
 }
 
@@ -75,7 +76,7 @@ export async function runDoctor(env: NodeJS.ProcessEnv, ports: number[]): Promis
     if (maj < 20 || (maj === 20 && min < 19)) throw new UserError(`Node.js ${process.versions.node} is too old`, { hint: "Install Node.js 20.19 or newer (22 or 24 recommended)." });
     return `Node.js ${process.versions.node}`;
   }));
-  checks.push(await check("glibc", () => `glibc ${checkGlibc()}`));
+  checks.push(await check("glibc", () => `glibc ${checkGlibc(glibcVersion())}`));
   checks.push(await check("python", async () => {
     const p = await discoverPython({ env });
     return `Python ${p.version} at ${p.executable} (${p.libDir}/${p.libName})`;

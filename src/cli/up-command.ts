@@ -7,7 +7,7 @@ import type { SessionEvent } from "../session/events.js";
 import { stripTritonPrefix, tailLines } from "../state/log-file.js";
 import { removeRunState } from "../state/run-state.js";
 import { parsePort, parsePositiveInt } from "./options.js";
-import { printEvents, type Output } from "./output.js";
+import { printEvents, type CliContext } from "./output.js";
 
 interface UpFlags {
   runtime: UpOptions["runtime"];
@@ -24,7 +24,8 @@ interface UpFlags {
   timeout: number;
 }
 
-export function registerUpCommand(program: Command, output: Output, env: NodeJS.ProcessEnv): void {
+export function registerUpCommand(program: Command, ctx: CliContext): void {
+  const { output, env } = ctx;
   program
     .command("up")
     .description("Start Triton on your model repository and keep it running (Ctrl-C stops it).")
@@ -64,7 +65,7 @@ export function registerUpCommand(program: Command, output: Output, env: NodeJS.
         session.handle.release();
         if (failed.length > 0) {
           output.err(`${failed.length} model(s) failed to load: ${failed.map((m) => m.name).join(", ")} (reasons above). The server keeps serving the others; stop it with \`triton-dev down\`.`);
-          process.exitCode = 1;
+          ctx.exitCode = 1;
         } else if (!flags.json) {
           output.out("running in the background: `triton-dev status`, `triton-dev logs -f`, `triton-dev down`");
         }
@@ -92,7 +93,7 @@ export function registerUpCommand(program: Command, output: Output, env: NodeJS.
           const lines = (await tailLines(session.state.logFile, 8)).map(stripTritonPrefix);
           bus.emit({ type: "server-exited", code: e.code, signal: e.signal, lastLines: lines });
           await removeRunState(paths);
-          if (e.signal !== "SIGTERM" && e.code !== 0) process.exitCode = 1;
+          if (e.signal !== "SIGTERM" && e.code !== 0) ctx.exitCode = 1;
           resolve();
         });
       });

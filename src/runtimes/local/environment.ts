@@ -7,7 +7,7 @@ import type { Paths } from "../../config/paths.js";
 import { UserError } from "../../errors.js";
 import { log as rootLog } from "../../log/logger.js";
 import { writeFileAtomic } from "../../state/atomic-write.js";
-import { checkGlibc } from "./glibc.js";
+import { checkGlibc, glibcVersion } from "./glibc.js";
 import { discoverPython, type PythonInfo } from "./python.js";
 
 const log = rootLog.child("local:setup");
@@ -92,7 +92,7 @@ export async function ensureEnvironment(options: SetupOptions): Promise<LocalEnv
   }
 
   progress({ step: "glibc", message: "checking glibc" });
-  const glibc = checkGlibc();
+  const glibc = checkGlibc(glibcVersion());
   progress({ step: "python", message: "looking for Python 3.8-3.12 with a shared libpython" });
   const python = await discoverPython({ env });
   progress({ step: "python", message: `using Python ${python.version} (${python.executable}), glibc ${glibc}` });

@@ -18,7 +18,7 @@ export function compareVersions(a: string, b: string): number {
   return 0;
 }
 
-export function checkGlibc(version: string | undefined = glibcVersion(), platform: NodeJS.Platform = process.platform): string {
+export function checkGlibc(version: string | undefined, platform: NodeJS.Platform = process.platform): string {
   if (platform !== "linux") {
     throw new UserError(`the local runtime runs Triton's Linux binaries; this is ${platform}`, {
       hint: "Use `--runtime docker` (Docker Desktop) or run triton-dev on Linux.",

@@ -1,0 +1,62 @@
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import fsp from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { freePort } from "../../src/net/ports.js";
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+export const CLI = path.join(ROOT, "dist/cli/main.js");
+export const SAMPLE_MODELS = path.join(ROOT, "models");
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Run the built CLI as a user would, with its own state folder and the shared Triton environment. */
+export function runCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 240_000): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [CLI, ...args], { env, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
+      const code = err ? (typeof (err as { code?: unknown }).code === "number" ? ((err as { code: number }).code) : 1) : 0;
+      resolve({ code, stdout: String(stdout), stderr: String(stderr) });
+    });
+  });
+}
+
+export function spawnCli(args: string[], env: NodeJS.ProcessEnv): ChildProcess {
+  return spawn(process.execPath, [CLI, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
+}
+
+export async function tempDir(prefix: string): Promise<string> {
+  return fsp.mkdtemp(path.join(os.tmpdir(), `triton-dev-${prefix}-`));
+}
+
+/** A per-test environment: own state folder (so runs never collide), the shared managed venv. */
+export async function testEnv(extra: NodeJS.ProcessEnv = {}): Promise<NodeJS.ProcessEnv> {
+  const stateDir = await tempDir("state");
+  return { ...process.env, TRITON_DEV_STATE_DIR: stateDir, TRITON_DEV_LOG: process.env.TRITON_DEV_LOG ?? "warn", CI: "1", ...extra };
+}
+
+export async function freePorts(): Promise<{ http: number; grpc: number; metrics: number }> {
+  const ports = new Set<number>();
+  while (ports.size < 3) ports.add(await freePort());
+  const [http, grpc, metrics] = [...ports] as [number, number, number];
+  return { http, grpc, metrics };
+}
+
+export function portArgs(p: { http: number; grpc: number; metrics: number }): string[] {
+  return ["--http-port", String(p.http), "--grpc-port", String(p.grpc), "--metrics-port", String(p.metrics)];
+}
+
+export async function copySampleModels(): Promise<string> {
+  const dir = await tempDir("models");
+  await fsp.cp(SAMPLE_MODELS, dir, { recursive: true, filter: (src) => !src.includes("__pycache__") });
+  return dir;
+}
+
+export function fileExists(f: string): boolean {
+  return fs.existsSync(f);
+}
