@@ -13,9 +13,22 @@ export interface CliContext {
   exitCode: number;
 }
 
+// A reader that goes away (`triton-dev status | head`) must not crash a command halfway, which
+// could leave a half-started server behind: later writes to a closed pipe are dropped.
+let stdoutClosed = false;
+let stderrClosed = false;
+process.stdout.on("error", (err: NodeJS.ErrnoException) => {
+  if (err.code === "EPIPE") stdoutClosed = true;
+  else throw err;
+});
+process.stderr.on("error", (err: NodeJS.ErrnoException) => {
+  if (err.code === "EPIPE") stderrClosed = true;
+  else throw err;
+});
+
 export const processOutput: Output = {
-  out: (t) => void process.stdout.write(t.endsWith("\n") ? t : t + "\n"),
-  err: (t) => void process.stderr.write(t.endsWith("\n") ? t : t + "\n"),
+  out: (t) => void (stdoutClosed || process.stdout.write(t.endsWith("\n") ? t : t + "\n")),
+  err: (t) => void (stderrClosed || process.stderr.write(t.endsWith("\n") ? t : t + "\n")),
 };
 
 const pad = (s: string, n: number) => (s.length >= n ? s : s + " ".repeat(n - s.length));

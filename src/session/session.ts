@@ -7,7 +7,7 @@ import { EventBus } from "../events/bus.js";
 import { log as rootLog } from "../log/logger.js";
 import { findPortHolder, isPortFree } from "../net/ports.js";
 import { requireModelRepository, stageRepository } from "../repo/stage.js";
-import { ensureEnvironment } from "../runtimes/local/environment.js";
+import { ensureEnvironment, precompilePython } from "../runtimes/local/environment.js";
 import { LocalRuntime } from "../runtimes/local/local-runtime.js";
 import type { Ports, ReloadMode, RuntimeKind, ServerHandle } from "../runtimes/runtime.js";
 import { stripTritonPrefix, tailLines, tailLinesSync } from "../state/log-file.js";
@@ -107,6 +107,7 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
   const logFile = path.join(runDir, "tritonserver.log");
   await fsp.mkdir(runDir, { recursive: true });
   const staged = await stageRepository(modelsDir, repository);
+  await precompilePython(environment, repository);
   bus.emit({ type: "staged", models: staged, repository });
 
   const repositoryKey = { header: REPOSITORY_KEY_HEADER, value: randomBytes(24).toString("hex") };

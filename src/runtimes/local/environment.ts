@@ -181,3 +181,15 @@ export async function ensureEnvironment(options: SetupOptions): Promise<LocalEnv
 export function lastLines(text: string, n: number): string {
   return text.split("\n").map((l) => l.trim()).filter(Boolean).slice(-n).join(" | ");
 }
+
+/**
+ * Compile the staged model.py files with the venv's Python before Triton imports them. The
+ * python-backend stub ignores PYTHONDONTWRITEBYTECODE and would write __pycache__ into the
+ * version folder on first import, which bumps its mtime and makes poll mode reload every
+ * python model right after it loaded. With a valid .pyc already there, nothing is written.
+ */
+export async function precompilePython(e: Pick<LocalEnvironment, "venvPython">, repository: string): Promise<void> {
+  const r = await execa(e.venvPython, ["-m", "compileall", "-q", repository], { reject: false, all: true });
+  // A syntax error is the model's problem, reported by Triton (and lint) where it belongs.
+  if (r.exitCode !== 0) log.debug("compileall reported problems", { output: lastLines(String(r.all), 5) });
+}
