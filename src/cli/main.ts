@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from "commander";
 import { REPORT_URL_HINT, UserError } from "../errors.js";
-import { registerUpCommand } from "./up-command.js";
+import { registerSuperviseCommand, registerUpCommand } from "./up-command.js";
 import { registerRunCommands } from "./run-commands.js";
 import { registerSetupCommands } from "./setup-commands.js";
 import { processOutput, type CliContext, type Output } from "./output.js";
@@ -17,6 +17,7 @@ export function buildProgram(ctx: CliContext): Command {
     .configureOutput({ writeOut: (s) => output.out(s.trimEnd()), writeErr: (s) => output.err(s.trimEnd()) })
     .exitOverride();
   registerUpCommand(program, ctx);
+  registerSuperviseCommand(program, ctx);
   registerRunCommands(program, ctx);
   registerSetupCommands(program, ctx);
   for (const c of program.commands) c.exitOverride().configureOutput({ writeOut: (s) => output.out(s.trimEnd()), writeErr: (s) => output.err(s.trimEnd()) });

@@ -1,3 +1,4 @@
+import { formatDiagnostic } from "../repo/diagnostics.js";
 import type { SessionEvent } from "../session/events.js";
 
 /** Where the CLI writes. Passed in so tests can capture output without touching process streams. */
@@ -39,6 +40,14 @@ export function formatEvent(e: SessionEvent): string | undefined {
     case "setup":
       if (e.progress.line) return e.progress.line.startsWith("Successfully") ? `setup: ${e.progress.line}` : undefined;
       return `setup: ${e.progress.message}`;
+    case "lint": {
+      const head = e.staged ? `${e.model}: lint warnings (staged anyway)` : `${e.model}: not loaded, lint found errors`;
+      return [head, ...e.diagnostics.map((d) => "  " + formatDiagnostic(d).replace(/\n/g, "\n  "))].join("\n");
+    }
+    case "watching":
+      return `watching ${e.modelsDir} (${e.mode} mode): saved edits are validated, staged and reloaded`;
+    case "edit":
+      return formatEdit(e);
     case "staged":
       return `staged ${e.models.length} model(s): ${e.models.join(", ")}`;
     case "starting":
@@ -74,4 +83,30 @@ export function printEvents(output: Output, json: boolean): (e: SessionEvent) =>
 export function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)));
   return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : pad(c, widths[i]!))).join("  ")).join("\n");
+}
+
+const secs = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+
+function formatEdit(e: Extract<SessionEvent, { type: "edit" }>): string | undefined {
+  const head = `edit #${e.id} ${e.model}:`;
+  switch (e.phase) {
+    case "saved":
+    case "validated":
+    case "staged":
+      return undefined;
+    case "loading":
+      return `${head} valid, staged, loading`;
+    case "refused":
+      return [`${head} refused (${e.diagnostics?.length ?? 0} error(s)); ${e.reason ?? ""}`, ...(e.diagnostics ?? []).map((d) => "  " + formatDiagnostic(d).replace(/\n/g, "\n  "))].join("\n");
+    case "unchanged":
+      return `${head} saved with no change; nothing to reload`;
+    case "ready":
+      return `${head} READY${e.version ? ` (version ${e.version})` : ""} ${secs(e.sinceSavedMs)} after the save`;
+    case "failed":
+      return `${head} failed to load: ${e.reason ?? "unknown reason"}`;
+    case "removed":
+      return `${head} folder deleted; unloading`;
+    case "unloaded":
+      return `${head} unloaded ${secs(e.sinceSavedMs)} after the delete`;
+  }
 }

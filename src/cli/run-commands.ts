@@ -58,6 +58,10 @@ export function registerRunCommands(program: Command, ctx: CliContext): void {
       output.out(`ready     ${s.serverReady ? "yes" : "no (some model is not READY)"}`);
       const rows = [["MODEL", "VERSION", "STATE", "REASON"], ...(s.models ?? []).map((m) => [m.name, m.version ?? "-", m.state, m.reason ?? ""])];
       output.out(table(rows));
+      if (s.edits?.length) {
+        output.out("\nlast edits:");
+        output.out(table([["MODEL", "OUTCOME", "AFTER SAVE", "SAVED AT", "DETAIL"], ...s.edits.map((e) => [e.model, e.outcome, `${(e.latencyMs / 1000).toFixed(2)} s`, e.savedAt, e.reason ?? (e.diagnostics?.[0]?.message ?? "")])]));
+      }
     });
 
   program

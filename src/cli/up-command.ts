@@ -1,4 +1,5 @@
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { Command, Option } from "commander";
 import { resolvePaths } from "../config/paths.js";
 import { EventBus } from "../events/bus.js";
@@ -6,6 +7,9 @@ import { startSession, type UpOptions } from "../session/session.js";
 import type { SessionEvent } from "../session/events.js";
 import { stripTritonPrefix, tailLines } from "../state/log-file.js";
 import { removeRunState } from "../state/run-state.js";
+import { recordSupervisor, runSupervisor, spawnSupervisor, waitForSupervisor } from "../session/supervisor.js";
+
+const CLI_PATH = fileURLToPath(new URL("./main.js", import.meta.url));
 import { parsePort, parsePositiveInt } from "./options.js";
 import { printEvents, type CliContext } from "./output.js";
 
@@ -60,17 +64,23 @@ export function registerUpCommand(program: Command, ctx: CliContext): void {
         bus,
         env,
       );
-      const failed = session.models.filter((m) => m.state !== "READY");
+      const failed = [...session.models.filter((m) => m.state !== "READY").map((m) => m.name), ...session.refused];
       if (flags.detach) {
         session.handle.release();
+        const pid = spawnSupervisor(session.state, CLI_PATH, env);
+        await recordSupervisor(paths, session.state, pid);
+        if (!(await waitForSupervisor(session.state, pid))) {
+          output.err(`hot reload did not start for this detached run; see ${path.join(session.state.runDir, "supervisor.log")}. Triton itself is running.`);
+        }
         if (failed.length > 0) {
-          output.err(`${failed.length} model(s) failed to load: ${failed.map((m) => m.name).join(", ")} (reasons above). The server keeps serving the others; stop it with \`triton-dev down\`.`);
+          output.err(`${failed.length} model(s) failed to load: ${failed.join(", ")} (reasons above). The server keeps serving the others and reloads each model when you save a fix; stop it with \`triton-dev down\`.`);
           ctx.exitCode = 1;
         } else if (!flags.json) {
           output.out("running in the background: `triton-dev status`, `triton-dev logs -f`, `triton-dev down`");
         }
         return;
       }
+      await session.watch();
       if (!flags.json) output.out("serving; press Ctrl-C to stop");
       await new Promise<void>((resolve) => {
         let stoppingOnSignal = false;
@@ -97,5 +107,15 @@ export function registerUpCommand(program: Command, ctx: CliContext): void {
           resolve();
         });
       });
+    });
+}
+
+/** Internal: the hot-reload process a detached `up` leaves behind. */
+export function registerSuperviseCommand(program: Command, ctx: CliContext): void {
+  program
+    .command("__supervise", { hidden: true })
+    .description("internal: hot reload for a detached run")
+    .action(async () => {
+      await runSupervisor(resolvePaths(ctx.env), printEvents(ctx.output, false));
     });
 }

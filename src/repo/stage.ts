@@ -70,31 +70,120 @@ async function copyTree(src: string, dst: string): Promise<void> {
   }
 }
 
-/**
- * Publish one model into the staging repository: copy into a hidden sibling, then rename into
- * place, so Triton never sees a partial model. The user's files are only read.
- */
-export async function publishModel(sourceRepo: string, stagingRepo: string, name: string): Promise<void> {
-  // The scratch folder sits beside the staging repository (same filesystem, so rename is
-  // atomic) but outside it, where Triton's repository scan never looks.
-  const scratch = path.join(path.dirname(stagingRepo), ".publish");
-  await fsp.mkdir(scratch, { recursive: true });
-  const stamp = `${name}-${process.pid}-${Date.now()}`;
-  const tmp = path.join(scratch, `new-${stamp}`);
-  const old = path.join(scratch, `old-${stamp}`);
-  const target = path.join(stagingRepo, name);
-  await copyTree(path.join(sourceRepo, name), tmp);
-  const hadTarget = fs.existsSync(target);
-  if (hadTarget) await fsp.rename(target, old);
-  await fsp.rename(tmp, target);
-  if (hadTarget) await fsp.rm(old, { recursive: true, force: true });
+export interface StagingOptions {
+  /** Run after a model is copied and before it becomes visible (e.g. precompiling model.py). */
+  prepare?: (modelDir: string) => Promise<void>;
 }
 
-/** Stage every model of `sourceRepo` into a fresh `stagingRepo`. */
-export async function stageRepository(sourceRepo: string, stagingRepo: string): Promise<string[]> {
-  const models = await listModelDirs(sourceRepo);
-  await fsp.rm(stagingRepo, { recursive: true, force: true });
-  await fsp.mkdir(stagingRepo, { recursive: true });
-  for (const m of models) await publishModel(sourceRepo, stagingRepo, m);
-  return models;
+/**
+ * The repository Triton serves. Each entry of `repository/` is a symlink to an immutable
+ * snapshot in `store/<name>@<generation>`; publishing a model writes a new snapshot and swaps
+ * the link with one rename. Triton therefore never sees a partial model or a moment without the
+ * model, however it polls, and the last good snapshot stays at hand to restore. The user's
+ * files are only read.
+ */
+export class StagingRepository {
+  readonly repository: string;
+  private readonly store: string;
+  private readonly scratch: string;
+  private readonly generations = new Map<string, number>();
+  private readonly prepare: StagingOptions["prepare"];
+
+  constructor(runDir: string, options: StagingOptions = {}) {
+    this.repository = path.join(runDir, "repository");
+    this.store = path.join(runDir, "store");
+    this.scratch = path.join(runDir, ".publish");
+    this.prepare = options.prepare;
+  }
+
+  /** Stage every model of `sourceRepo` for which `include` holds; returns the staged names. */
+  async init(sourceRepo: string, include: (name: string) => boolean = () => true): Promise<string[]> {
+    await fsp.rm(this.repository, { recursive: true, force: true });
+    await Promise.all([this.repository, this.store, this.scratch].map((d) => fsp.mkdir(d, { recursive: true })));
+    const staged: string[] = [];
+    for (const m of await listModelDirs(sourceRepo)) {
+      if (!include(m)) continue;
+      await this.publish(sourceRepo, m);
+      staged.push(m);
+    }
+    return staged;
+  }
+
+  /** Pick up what an earlier process staged here (the detached run's supervisor does this). */
+  async load(): Promise<void> {
+    this.generations.clear();
+    for (const e of await fsp.readdir(this.repository).catch(() => [] as string[])) {
+      const target = await fsp.readlink(path.join(this.repository, e)).catch(() => undefined);
+      const m = target && /@(\d+)$/.exec(target);
+      if (m) this.generations.set(e, Number(m[1]));
+    }
+  }
+
+  /** The generation currently served for `name`, if staged. */
+  current(name: string): number | undefined {
+    return this.generations.get(name);
+  }
+
+  snapshotDir(name: string, generation: number): string {
+    return path.join(this.store, `${name}@${generation}`);
+  }
+
+  has(name: string): boolean {
+    return this.generations.has(name);
+  }
+
+  names(): string[] {
+    return [...this.generations.keys()].sort();
+  }
+
+  /** Copy the model into a new snapshot and make it the served one. Returns its generation. */
+  async publish(sourceRepo: string, name: string): Promise<number> {
+    const generation = (this.generations.get(name) ?? 0) + 1;
+    const dir = this.snapshotDir(name, generation);
+    await fsp.rm(dir, { recursive: true, force: true });
+    await copyTree(path.join(sourceRepo, name), dir);
+    await this.prepare?.(dir);
+    await this.point(name, dir);
+    this.generations.set(name, generation);
+    return generation;
+  }
+
+  /** Serve an earlier snapshot again (the last good one after a failed load). */
+  async restore(name: string, generation: number): Promise<void> {
+    const dir = this.snapshotDir(name, generation);
+    // A fresh copy gives Triton a strictly newer mtime, which poll mode needs to notice the change.
+    const next = (this.generations.get(name) ?? generation) + 1;
+    const copy = this.snapshotDir(name, next);
+    await copyTree(dir, copy);
+    await this.prepare?.(copy);
+    await this.point(name, copy);
+    this.generations.set(name, next);
+  }
+
+  /** Stop serving `name` (the model folder was deleted). */
+  async remove(name: string): Promise<void> {
+    await fsp.rm(path.join(this.repository, name), { force: true });
+    this.generations.delete(name);
+  }
+
+  /** Delete snapshots of `name` other than the served one and those in `keep`. */
+  async prune(name: string, keep: number[] = []): Promise<void> {
+    const served = this.generations.get(name);
+    const prefix = `${name}@`;
+    for (const e of await fsp.readdir(this.store)) {
+      if (!e.startsWith(prefix)) continue;
+      const g = Number(e.slice(prefix.length));
+      if (g === served || keep.includes(g)) continue;
+      await fsp.rm(path.join(this.store, e), { recursive: true, force: true });
+    }
+  }
+
+  private async point(name: string, target: string): Promise<void> {
+    await fsp.mkdir(this.scratch, { recursive: true });
+    const tmp = path.join(this.scratch, `link-${name}-${process.pid}-${Date.now()}`);
+    await fsp.symlink(path.relative(this.repository, target), tmp);
+    // rename(2) over an existing symlink is atomic; the scratch folder is outside the
+    // repository, so Triton never sees the temporary link.
+    await fsp.rename(tmp, path.join(this.repository, name));
+  }
 }

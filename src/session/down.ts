@@ -2,7 +2,7 @@ import fsp from "node:fs/promises";
 import path from "node:path";
 import type { Paths } from "../config/paths.js";
 import { stopProcessGroup } from "../runtimes/local/process-group.js";
-import { findProcesses } from "../state/process.js";
+import { findProcesses, isOurProcess } from "../state/process.js";
 import { currentRun, removeRunState, type RunState } from "../state/run-state.js";
 
 export interface DownResult {
@@ -22,6 +22,14 @@ export function findOrphanServers(paths: Paths, procRoot = "/proc"): number[] {
 export async function stopRun(paths: Paths, graceMs = 15_000): Promise<DownResult> {
   const run = await currentRun(paths);
   const result: DownResult = { orphans: [] };
+  const sup = run?.state.supervisorPid;
+  if (sup && isOurProcess(sup, process.execPath)) {
+    try {
+      process.kill(sup, "SIGTERM");
+    } catch {
+      // already gone
+    }
+  }
   if (run?.alive) {
     await stopProcessGroup(run.state.pid, { graceMs });
     result.stopped = run.state;

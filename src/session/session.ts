@@ -6,7 +6,9 @@ import { UserError } from "../errors.js";
 import { EventBus } from "../events/bus.js";
 import { log as rootLog } from "../log/logger.js";
 import { findPortHolder, isPortFree } from "../net/ports.js";
-import { requireModelRepository, stageRepository } from "../repo/stage.js";
+import { lintRepository } from "../repo/lint.js";
+import { ReloadController } from "../repo/reload-controller.js";
+import { requireModelRepository, StagingRepository } from "../repo/stage.js";
 import { ensureEnvironment, precompilePython } from "../runtimes/local/environment.js";
 import { LocalRuntime } from "../runtimes/local/local-runtime.js";
 import type { Ports, ReloadMode, RuntimeKind, ServerHandle } from "../runtimes/runtime.js";
@@ -42,7 +44,29 @@ export interface Session {
   readonly handle: ServerHandle;
   readonly client: TritonHttpClient;
   readonly models: RepositoryIndexEntry[];
+  /** Models not staged because lint found errors in them. */
+  readonly refused: string[];
   stop(reason?: string): Promise<void>;
+  /** Start hot reload in this process (foreground `up`). */
+  watch(): Promise<ReloadController>;
+}
+
+export function editsFile(state: RunState): string {
+  return path.join(state.runDir, "edits.json");
+}
+
+export function createController(state: RunState, staging: StagingRepository, bus: EventBus<SessionEvent>): ReloadController {
+  return new ReloadController({
+    modelsDir: state.modelsDir,
+    staging,
+    client: clientFor(state),
+    mode: state.reload,
+    pollSecs: state.pollSecs,
+    logFile: state.logFile,
+    bus,
+    lint: { runtime: state.runtime, gpuAvailable: false },
+    editsFile: editsFile(state),
+  });
 }
 
 export function clientFor(state: RunState): TritonHttpClient {
@@ -106,8 +130,17 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
   const repository = path.join(runDir, "repository");
   const logFile = path.join(runDir, "tritonserver.log");
   await fsp.mkdir(runDir, { recursive: true });
-  const staged = await stageRepository(modelsDir, repository);
-  await precompilePython(environment, repository);
+  // Only models that pass lint are staged: Triton would refuse the others anyway, with the
+  // reason buried in its log. They load as soon as a fixed version is saved.
+  const lint = await lintRepository(modelsDir, { runtime, gpuAvailable: false });
+  const refused = new Set<string>();
+  for (const m of lint.models) {
+    const errors = m.diagnostics.filter((d) => d.severity === "error");
+    if (errors.length) refused.add(m.name);
+    if (m.diagnostics.length) bus.emit({ type: "lint", model: m.name, diagnostics: m.diagnostics, staged: errors.length === 0 });
+  }
+  const staging = new StagingRepository(runDir, { prepare: (dir) => precompilePython(environment, dir) });
+  const staged = await staging.init(modelsDir, (m) => !refused.has(m));
   bus.emit({ type: "staged", models: staged, repository });
 
   const repositoryKey = { header: REPOSITORY_KEY_HEADER, value: randomBytes(24).toString("hex") };
@@ -140,9 +173,11 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
   const client = clientFor(state);
 
   let stopped: Promise<void> | undefined;
+  let controller: ReloadController | undefined;
   const stop = (reason = "stopped") => {
     stopped ??= (async () => {
       bus.emit({ type: "stopping", reason });
+      await controller?.close();
       await handle.stop();
       await removeRunState(paths);
       bus.emit({ type: "stopped" });
@@ -174,7 +209,18 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
     );
     const models = await settledIndex(client, o.readyTimeoutMs - (Date.now() - started));
     bus.emit({ type: "ready", endpoints: handle.endpoints, models, elapsedMs: Date.now() - started });
-    return { state, handle, client, models, stop };
+    const watch = async () => {
+      controller = createController(state, staging, bus);
+      await controller.adopt(models);
+      await controller.start();
+      for (const name of refused) {
+        const m = lint.models.find((x) => x.name === name);
+        if (m) controller.reportInitialRefusal(name, m.diagnostics.filter((d) => d.severity === "error"));
+      }
+      bus.emit({ type: "watching", modelsDir, mode: state.reload });
+      return controller;
+    };
+    return { state, handle, client, models, refused: [...refused], stop, watch };
   } catch (err) {
     await stop("start failed");
     if (err instanceof ReadinessAbortedError) {

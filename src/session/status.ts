@@ -1,7 +1,9 @@
 import type { Paths } from "../config/paths.js";
 import { currentRun, type RunState } from "../state/run-state.js";
 import type { RepositoryIndexEntry } from "../triton/http-client.js";
-import { clientFor, urlHost } from "./session.js";
+import fsp from "node:fs/promises";
+import type { EditSummary } from "../repo/reload-events.js";
+import { clientFor, editsFile, urlHost } from "./session.js";
 
 export interface StatusReport {
   running: boolean;
@@ -18,6 +20,8 @@ export interface StatusReport {
   endpoints?: { http: string; grpc: string; metrics: string };
   serverReady?: boolean;
   models?: Array<{ name: string; version?: string; state: string; reason?: string }>;
+  /** The last edit of each model since `up` (hot reload), with its timeline. */
+  edits?: EditSummary[];
   /** Set when the record was stale (the server is gone) or Triton did not answer. */
   problem?: string;
 }
@@ -49,7 +53,8 @@ export async function collectStatus(paths: Paths, now: () => number = Date.now):
   const client = clientFor(s);
   try {
     const [index, ready] = await Promise.all([client.repositoryIndex(), client.isReady()]);
-    return { ...base, serverReady: ready, models: index.map(toModel) };
+    const edits = await readEdits(s);
+    return { ...base, serverReady: ready, models: index.map(toModel), ...(edits.length ? { edits } : {}) };
   } catch (err) {
     return { ...base, problem: `Triton did not answer: ${(err as Error).message}` };
   }
@@ -57,4 +62,12 @@ export async function collectStatus(paths: Paths, now: () => number = Date.now):
 
 function toModel(e: RepositoryIndexEntry) {
   return { name: e.name, ...(e.version ? { version: e.version } : {}), state: e.state ?? "UNKNOWN", ...(e.reason ? { reason: e.reason } : {}) };
+}
+
+async function readEdits(s: RunState): Promise<EditSummary[]> {
+  try {
+    return JSON.parse(await fsp.readFile(editsFile(s), "utf8")) as EditSummary[];
+  } catch {
+    return [];
+  }
 }

@@ -15,6 +15,8 @@ export const runStateSchema = z.object({
   /** The `up` process when it runs in the foreground; undefined when detached. */
   ownerPid: z.number().int().optional(),
   detached: z.boolean(),
+  /** The detached run's watcher process (hot reload), stopped by `down`. */
+  supervisorPid: z.number().int().optional(),
   startedAt: z.string(),
   modelsDir: z.string(),
   runDir: z.string(),

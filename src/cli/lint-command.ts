@@ -1,0 +1,114 @@
+import fs from "node:fs";
+import fsp from "node:fs/promises";
+import path from "node:path";
+import { Command, Option } from "commander";
+import { UsageError } from "../errors.js";
+import { type Diagnostic, countBySeverity, displayPath, formatDiagnostic } from "../repo/diagnostics.js";
+import { type LintOptions, type LintResult, lintRepository } from "../repo/lint.js";
+import type { RuntimeName } from "../repo/backends.js";
+import { processOutput, type Output } from "./output.js";
+
+export interface LintFlags {
+  json?: boolean;
+  runtime?: RuntimeName;
+  /** true/false from --gpu/--no-gpu; undefined means "look at this machine". */
+  gpu?: boolean;
+}
+
+export interface LintDeps {
+  output?: Output;
+  cwd?: string;
+  /** Whether this machine has an NVIDIA GPU; undefined when unknown. */
+  detectGpu?: () => Promise<boolean | undefined>;
+}
+
+/** A GPU is visible when the NVIDIA driver lists one under /proc (Linux); elsewhere we cannot tell. */
+export async function detectNvidiaGpu(procDir = "/proc/driver/nvidia/gpus"): Promise<boolean | undefined> {
+  if (process.platform !== "linux") return undefined;
+  try {
+    return (await fsp.readdir(procDir)).length > 0;
+  } catch {
+    return fs.existsSync("/dev/nvidiactl") ? undefined : false;
+  }
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
+}
+
+/** Compiler-style text: per model, errors then warnings, then a summary line. */
+export function formatLintResult(result: LintResult, cwd: string): string {
+  const lines: string[] = [];
+  for (const m of result.models) {
+    if (m.diagnostics.length === 0) continue;
+    const { errors, warnings } = countBySeverity(m.diagnostics);
+    const counts = [errors ? plural(errors, "error") : "", warnings ? plural(warnings, "warning") : ""].filter(Boolean).join(", ");
+    lines.push(`${m.name} (${displayPath(m.dir, cwd)}): ${counts}`);
+    const byKind = (s: Diagnostic["severity"]) => m.diagnostics.filter((d) => d.severity === s);
+    for (const d of [...byKind("error"), ...byKind("warning")]) lines.push(formatDiagnostic(d, cwd));
+    lines.push("");
+  }
+  const clean = result.models.filter((m) => !m.diagnostics.some((d) => d.severity === "error")).length;
+  lines.push(
+    `${plural(result.models.length, "model")} checked: ${plural(result.errorCount, "error")}, ${plural(result.warningCount, "warning")}` +
+      (result.models.length ? ` (${clean} of ${result.models.length} would load)` : ""),
+  );
+  return lines.join("\n");
+}
+
+/** Runs `triton-dev lint` and returns its exit code: 0 clean (warnings allowed), 1 errors. */
+export async function runLint(dir: string, flags: LintFlags, deps: LintDeps = {}): Promise<number> {
+  const output = deps.output ?? processOutput;
+  const cwd = deps.cwd ?? process.cwd();
+  const repo = path.resolve(cwd, dir);
+  let st: fs.Stats;
+  try {
+    st = await fsp.stat(repo);
+  } catch {
+    throw new UsageError(`model repository ${dir} does not exist`, { hint: "Pass the folder that holds your models: `triton-dev lint path/to/models`." });
+  }
+  if (!st.isDirectory()) {
+    throw new UsageError(`${dir} is not a folder`, { hint: "Pass the model repository (the folder holding one sub-folder per model), not a file in it." });
+  }
+  if (fs.existsSync(path.join(repo, "config.pbtxt"))) {
+    throw new UsageError(`${dir} is a model, not a model repository`, {
+      hint: `Pass the folder that holds it: \`triton-dev lint ${path.dirname(dir) || "."}\`.`,
+    });
+  }
+  const gpuAvailable = flags.gpu ?? (await (deps.detectGpu ?? detectNvidiaGpu)());
+  const options: LintOptions = { gpuMissingSeverity: "warning" };
+  if (flags.runtime) options.runtime = flags.runtime;
+  if (gpuAvailable !== undefined) options.gpuAvailable = gpuAvailable;
+  const result = await lintRepository(repo, options);
+  if (flags.json) {
+    output.out(
+      JSON.stringify(
+        {
+          repository: repo,
+          errorCount: result.errorCount,
+          warningCount: result.warningCount,
+          models: result.models.map((m) => ({ name: m.name, dir: m.dir, diagnostics: m.diagnostics })),
+        },
+        null,
+        2,
+      ),
+    );
+  } else {
+    output.out(formatLintResult(result, cwd));
+  }
+  return result.errorCount > 0 ? 1 : 0;
+}
+
+export function registerLintCommand(program: Command, output: Output = processOutput, deps: Omit<LintDeps, "output"> = {}): Command {
+  return program
+    .command("lint")
+    .description("Check a model repository the way Triton will: configs, version folders, model files and ensembles.")
+    .argument("[dir]", "the model repository", "models")
+    .option("--json", "print the diagnostics as JSON", false)
+    .addOption(new Option("--runtime <runtime>", "also check that this runtime has every backend the models need").choices(["local", "docker", "kind"]))
+    .option("--gpu", "check as if this machine had a GPU")
+    .option("--no-gpu", "check as if this machine had no GPU")
+    .action(async (dir: string, flags: LintFlags) => {
+      process.exitCode = await runLint(dir, flags, { ...deps, output });
+    });
+}

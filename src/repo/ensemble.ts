@@ -1,0 +1,455 @@
+import { ENSEMBLE_PLATFORM } from "./backends.js";
+import type { DataType, ModelConfig, ModelEnsembling_Step } from "./gen/model_config_pb.js";
+import type { ModelLayout } from "./layout.js";
+import type { ParsedConfig } from "./parse.js";
+import { type Reporter, dataTypeName, shapeString, versionsToLoad } from "./rules.js";
+import { closest, quoteList } from "./suggest.js";
+
+/** What the ensemble rules know of each model in the repository. */
+export interface RepoModel {
+  name: string;
+  layout: ModelLayout;
+  parsed?: ParsedConfig;
+  /** Its own (non-ensemble-graph) errors: a model with errors will not load. */
+  errorCount: number;
+}
+
+export function isEnsemble(c: ModelConfig): boolean {
+  return c.platform === ENSEMBLE_PLATFORM || c.schedulingChoice.case === "ensembleScheduling";
+}
+
+export function ensembleSteps(c: ModelConfig): ModelEnsembling_Step[] {
+  return c.schedulingChoice.case === "ensembleScheduling" ? c.schedulingChoice.value.step : [];
+}
+
+const stepPath = (s: number) => `ensemble_scheduling.step[${s}]`;
+const entryPath = (s: number, map: "input_map" | "output_map", key: string) => `${stepPath(s)}.${map}{${key}}`;
+
+interface TensorInfo {
+  name: string;
+  producedBy?: { step: number; key: string };
+  consumedBy: Array<{ step: number; key: string }>;
+  isEnsembleInput: boolean;
+  ready: boolean;
+  prev: Set<string>;
+  next: Set<string>;
+}
+
+/**
+ * The ensemble's own graph, without looking at the composing models (core's
+ * ValidateEnsembleSchedulingConfig): steps complete, each tensor written once, every ensemble
+ * input read, every output written, nothing computed for nobody, no cycles.
+ */
+export function checkEnsembleGraph(parsed: ParsedConfig, r: Reporter): void {
+  const c = parsed.config;
+  if (c.schedulingChoice.case !== "ensembleScheduling") return;
+  if (c.instanceGroup.length > 0) {
+    r.error("ensemble-instance-group", "instance_group", "an ensemble takes no instance_group", "Delete instance_group: each composing model sets its own instances.");
+  }
+  if (c.optimization) {
+    r.error("ensemble-optimization", "optimization", "an ensemble takes no optimization", "Delete optimization: set it on the composing models.");
+  }
+  if (c.modelWarmup.length > 0) {
+    r.error("ensemble-warmup", "model_warmup", "an ensemble takes no model_warmup", "Delete model_warmup: warm up the composing models instead.");
+  }
+  const steps = c.schedulingChoice.value.step;
+  if (steps.length === 0) {
+    r.error("ensemble-no-steps", "ensemble_scheduling", "the ensemble has no step", "Add step [ { model_name: \"...\" input_map {...} output_map {...} } ].");
+    return;
+  }
+
+  const tensors = new Map<string, TensorInfo>();
+  const tensor = (name: string): TensorInfo => {
+    let t = tensors.get(name);
+    if (!t) {
+      t = { name, consumedBy: [], isEnsembleInput: false, ready: false, prev: new Set(), next: new Set() };
+      tensors.set(name, t);
+    }
+    return t;
+  };
+
+  steps.forEach((step, s) => {
+    const p = stepPath(s);
+    if (!step.modelName) r.error("ensemble-step-model-missing", p, `step ${s} has no model_name`, "Name the model this step runs: model_name: \"...\".");
+    if (Object.keys(step.inputMap).length === 0) r.error("ensemble-step-input-map-missing", p, `step ${s} has no input_map`, "Map each input of the step's model to an ensemble tensor: input_map { key: \"<model input>\" value: \"<tensor>\" }.");
+    if (Object.keys(step.outputMap).length === 0) r.error("ensemble-step-output-map-missing", p, `step ${s} has no output_map`, "Map at least one output of the step's model to an ensemble tensor: output_map { key: \"<model output>\" value: \"<tensor>\" }.");
+    const written: string[] = [];
+    for (const [key, name] of Object.entries(step.outputMap)) {
+      const t = tensor(name);
+      if (t.producedBy) {
+        const first = t.producedBy;
+        const at = parsed.source.valueAt(`${entryPath(first.step, "output_map", first.key)}.value`);
+        r.error(
+          "ensemble-tensor-written-twice",
+          `${entryPath(s, "output_map", key)}.value#value`,
+          `ensemble tensor '${name}' is written more than once (step ${first.step} writes it too, at ${at.line}:${at.column})`,
+          "Give each produced tensor its own name.",
+        );
+        continue;
+      }
+      t.producedBy = { step: s, key };
+      written.push(name);
+    }
+    for (const [key, name] of Object.entries(step.inputMap)) {
+      const t = tensor(name);
+      t.consumedBy.push({ step: s, key });
+      for (const w of written) {
+        t.next.add(w);
+        tensor(w).prev.add(name);
+      }
+    }
+  });
+
+  const outputs = new Set(c.output.map((o) => o.name));
+  const queue: TensorInfo[] = [];
+  c.input.forEach((input, i) => {
+    const t = tensors.get(input.name);
+    if (!t || t.consumedBy.length === 0) {
+      if (t?.producedBy) return; // reported below as an overwritten input
+      r.error("ensemble-input-unused", `input[${i}]`, `ensemble input '${input.name}' is not used by any step`, "Map it into a step's input_map, or remove it from the ensemble's inputs.");
+      return;
+    }
+    t.isEnsembleInput = true;
+    t.ready = true;
+    queue.push(t);
+  });
+  c.input.forEach((input) => {
+    const t = tensors.get(input.name);
+    if (t?.producedBy) {
+      t.isEnsembleInput = true;
+      t.ready = true;
+      r.warning(
+        "ensemble-input-overwritten",
+        `${entryPath(t.producedBy.step, "output_map", t.producedBy.key)}.value#value`,
+        `step ${t.producedBy.step} writes '${input.name}', which is an ensemble input`,
+        "Write the step's output to a new tensor name.",
+      );
+    }
+  });
+  while (queue.length) {
+    const t = queue.shift()!;
+    for (const n of t.next) {
+      const nt = tensors.get(n)!;
+      if (nt.ready) continue;
+      if ([...nt.prev].every((p) => tensors.get(p)?.ready)) {
+        nt.ready = true;
+        queue.push(nt);
+      }
+    }
+  }
+
+  const inCycle = reportTensorCycles(parsed, tensors, r);
+
+  c.output.forEach((output, i) => {
+    const t = tensors.get(output.name);
+    if (!t || !t.producedBy) {
+      if (t?.isEnsembleInput) return;
+      const names = [...tensors.values()].filter((x) => x.producedBy && !outputs.has(x.name)).map((x) => x.name);
+      const near = closest(output.name, names);
+      r.error(
+        "ensemble-output-not-written",
+        `output[${i}]`,
+        `ensemble output '${output.name}' is not written by any step`,
+        near ? `Did you mean '${near}'? Map a model output to '${output.name}' in a step's output_map.` : `Map a model output to '${output.name}' in a step's output_map.`,
+      );
+      return;
+    }
+    if (!t.ready && !inCycle.has(t.name)) {
+      const culprit = unreadySource(t, tensors);
+      r.error(
+        "ensemble-output-not-written",
+        `output[${i}]`,
+        culprit && culprit !== t.name
+          ? `ensemble output '${output.name}' can never be written: it depends on '${culprit}', which nothing produces`
+          : `ensemble output '${output.name}' can never be written`,
+        culprit && culprit !== t.name ? `Produce '${culprit}' in an earlier step's output_map, or make it an ensemble input.` : undefined,
+      );
+    }
+  });
+
+  for (const t of tensors.values()) {
+    if (outputs.has(t.name) || inCycle.has(t.name)) continue;
+    if (!t.producedBy && !t.isEnsembleInput) {
+      const use = t.consumedBy[0]!;
+      const known = [...tensors.values()].filter((x) => x.producedBy || x.isEnsembleInput).map((x) => x.name);
+      const near = closest(t.name, known);
+      r.error(
+        "ensemble-tensor-not-produced",
+        `${entryPath(use.step, "input_map", use.key)}.value#value`,
+        `step ${use.step} reads ensemble tensor '${t.name}', but no step writes it and it is not an ensemble input`,
+        near ? `Did you mean '${near}'?` : "Write it in an earlier step's output_map, or add it to the ensemble's inputs.",
+      );
+      continue;
+    }
+    if (t.producedBy && t.next.size === 0) {
+      r.error(
+        "ensemble-tensor-unused",
+        `${entryPath(t.producedBy.step, "output_map", t.producedBy.key)}.value#value`,
+        `ensemble tensor '${t.name}' written by step ${t.producedBy.step} is never used`,
+        "Feed it to a later step or an ensemble output, or remove it from output_map (mapping every model output is optional).",
+      );
+      continue;
+    }
+    if (t.producedBy && !t.ready) {
+      const culprit = unreadySource(t, tensors);
+      r.error(
+        "ensemble-tensor-unused",
+        `${entryPath(t.producedBy.step, "output_map", t.producedBy.key)}.value#value`,
+        culprit && culprit !== t.name
+          ? `ensemble tensor '${t.name}' can never be computed: it depends on '${culprit}', which nothing produces`
+          : `ensemble tensor '${t.name}' can never be computed`,
+      );
+    }
+  }
+
+  // Triton accepts a repeated key and silently keeps the last mapping, so this is a warning.
+  for (const d of parsed.source.duplicateKeys) {
+    const m = /^ensemble_scheduling\.step\[(\d+)\]\.(input|output)_map\{/.exec(d.path);
+    if (!m) continue;
+    const s = Number(m[1]);
+    const step = steps[s];
+    const model = step?.modelName ? `model '${step.modelName}'` : "the step's model";
+    const kept = m[2] === "input" ? step?.inputMap[d.key] : step?.outputMap[d.key];
+    r.warning(
+      "ensemble-map-duplicate-key",
+      d.second,
+      `${m[2]} '${d.key}' of ${model} is mapped twice in step ${s} (first at ${d.first.line}:${d.first.column}); Triton uses only the last mapping${kept !== undefined ? `, to '${kept}'` : ""}`,
+      m[2] === "input" ? "Map each model input exactly once." : "Map each model output once; give a second tensor its own step output.",
+    );
+  }
+}
+
+/** Follows not-ready inputs back to a tensor nothing produces (Triton names it the same way). */
+function unreadySource(t: TensorInfo, tensors: Map<string, TensorInfo>): string | undefined {
+  const seen = new Set<string>();
+  let cur: TensorInfo | undefined = t;
+  let last = t.name;
+  while (cur && !seen.has(cur.name)) {
+    seen.add(cur.name);
+    last = cur.name;
+    const nextBad: string | undefined = [...cur.prev].find((p) => !tensors.get(p)?.ready && !seen.has(p));
+    cur = nextBad ? tensors.get(nextBad) : undefined;
+  }
+  return last;
+}
+
+/** Reports each cycle between ensemble tensors once; returns the tensors on cycles. */
+function reportTensorCycles(parsed: ParsedConfig, tensors: Map<string, TensorInfo>, r: Reporter): Set<string> {
+  const onCycle = new Set<string>();
+  // Writing an ensemble input again closes no cycle for Triton (inputs are ready from the start);
+  // that case gets its own warning above.
+  const edges = (n: string): string[] => [...(tensors.get(n)?.next ?? [])].filter((m) => !tensors.get(m)?.isEnsembleInput);
+  for (const cycle of findCycles([...tensors.keys()], edges)) {
+    cycle.forEach((n) => onCycle.add(n));
+    const first = tensors.get(cycle[0]!)!;
+    const steps = cycle.map((n) => tensors.get(n)?.producedBy?.step).filter((s): s is number => s !== undefined);
+    const where = first.producedBy ? `${entryPath(first.producedBy.step, "output_map", first.producedBy.key)}.value#value` : "ensemble_scheduling";
+    r.error(
+      "ensemble-tensor-cycle",
+      where,
+      `ensemble tensors form a cycle: ${[...cycle, cycle[0]].join(" -> ")}`,
+      `Steps ${[...new Set(steps)].sort((a, b) => a - b).join(", ")} feed each other; one of them must read a tensor produced earlier instead.`,
+    );
+  }
+  void parsed;
+  return onCycle;
+}
+
+/** Elementary cycles found by DFS, each reported once, starting at its smallest member. */
+export function findCycles(nodes: Iterable<string>, edges: (n: string) => Iterable<string>): string[][] {
+  const state = new Map<string, 1 | 2>();
+  const stack: string[] = [];
+  const cycles: string[][] = [];
+  const keys = new Set<string>();
+  const visit = (n: string): void => {
+    state.set(n, 1);
+    stack.push(n);
+    for (const m of edges(n)) {
+      const st = state.get(m);
+      if (st === 1) {
+        const cyc = stack.slice(stack.indexOf(m));
+        const min = cyc.reduce((a, b) => (b < a ? b : a));
+        const k = cyc.indexOf(min);
+        const norm = [...cyc.slice(k), ...cyc.slice(0, k)];
+        const key = norm.join("\u0000");
+        if (!keys.has(key)) {
+          keys.add(key);
+          cycles.push(norm);
+        }
+      } else if (st === undefined) {
+        visit(m);
+      }
+    }
+    stack.pop();
+    state.set(n, 2);
+  };
+  for (const n of [...nodes].sort()) if (!state.has(n)) visit(n);
+  return cycles.sort((x, y) => (x.join("\u0000") < y.join("\u0000") ? -1 : 1));
+}
+
+interface TensorNode {
+  type: DataType;
+  dims: bigint[];
+  full: bigint[];
+  from: string;
+}
+
+const sameWithWildcard = (a: readonly bigint[], b: readonly bigint[]): boolean =>
+  a.length === b.length && a.every((d, i) => d === -1n || b[i] === -1n || d === b[i]);
+
+/**
+ * The ensemble against the models it composes (core's ValidateEnsembleConfig at load time):
+ * each step's model exists and loads, its inputs and outputs are the ones mapped, every required
+ * input is fed, types and shapes agree along each edge, batch sizes fit.
+ */
+export function checkEnsembleSteps(
+  parsed: ParsedConfig,
+  self: string,
+  models: Map<string, RepoModel>,
+  r: Reporter,
+  cyclic: ReadonlySet<string> = new Set(),
+): void {
+  const c = parsed.config;
+  if (c.schedulingChoice.case !== "ensembleScheduling") return;
+  const steps = c.schedulingChoice.value.step;
+  const batching = c.maxBatchSize > 0;
+  const nodes = new Map<string, TensorNode>();
+  const node = (type: DataType, dims: bigint[], batch: boolean, from: string): TensorNode => ({ type, dims, full: batch ? [-1n, ...dims] : dims, from });
+  for (const io of c.input) nodes.set(io.name, node(io.dataType, io.reshape ? io.reshape.shape : io.dims, batching, `ensemble input '${io.name}'`));
+  for (const io of c.output) nodes.set(io.name, node(io.dataType, io.reshape ? io.reshape.shape : io.dims, batching, `ensemble output '${io.name}'`));
+
+  const agree = (tensor: string, here: TensorNode, where: string): void => {
+    const there = nodes.get(tensor);
+    if (!there) {
+      nodes.set(tensor, here);
+      return;
+    }
+    if (there.type !== here.type) {
+      r.error(
+        "ensemble-type-mismatch",
+        where,
+        `ensemble tensor '${tensor}' is ${dataTypeName(here.type)} in ${here.from} but ${dataTypeName(there.type)} in ${there.from}`,
+        "Make the data_type of both sides the same.",
+      );
+    } else if (!sameWithWildcard(there.dims, here.dims) && !sameWithWildcard(there.full, here.full)) {
+      r.error(
+        "ensemble-shape-mismatch",
+        where,
+        `ensemble tensor '${tensor}' has shape ${shapeString(here.full)} in ${here.from} but ${shapeString(there.full)} in ${there.from}`,
+        "Make the dims agree (use -1 where the size varies); the batch dimension counts only when max_batch_size > 0.",
+      );
+    }
+  };
+
+  steps.forEach((step, s) => {
+    const name = step.modelName;
+    if (!name) return;
+    const at = `${stepPath(s)}.model_name#value`;
+    const m = models.get(name);
+    if (name === self || (cyclic.has(self) && cyclic.has(name))) return; // reported as a cycle
+    if (!m) {
+      r.error("ensemble-model-missing", at, `step ${s} runs model '${name}', which is not in the repository`, hintFor(name, [...models.keys()].filter((n) => n !== self), "model"));
+      return;
+    }
+    if (!m.parsed) {
+      r.error("ensemble-model-invalid", at, `step ${s} runs model '${name}', whose config.pbtxt has errors`, `Fix ${name} first: the ensemble cannot load without it.`);
+      return;
+    }
+    if (m.errorCount > 0) {
+      r.error("ensemble-model-invalid", at, `step ${s} runs model '${name}', which has ${m.errorCount} error${m.errorCount === 1 ? "" : "s"} and will not load`, `Fix ${name} first: the ensemble cannot load without it.`);
+    }
+    const mc = m.parsed.config;
+    if (step.modelVersion !== -1n) {
+      // An omitted model_version is 0, and Triton then requires version 0, not the latest.
+      const v = Number(step.modelVersion);
+      const { load } = versionsToLoad(mc, m.layout);
+      if (!load.includes(v)) {
+        const omitted = !parsed.source.has(`${stepPath(s)}.model_version`);
+        r.error(
+          "ensemble-model-version",
+          omitted ? stepPath(s) : `${stepPath(s)}.model_version#value`,
+          omitted
+            ? `step ${s} has no model_version, so Triton requires version 0 of '${name}', which ${m.layout.versions.some((x) => x.version === 0) ? "its version_policy does not load" : "does not exist"}`
+            : `step ${s} wants version ${v} of '${name}', which ${m.layout.versions.some((x) => x.version === v) ? "its version_policy does not load" : "does not exist"}`,
+          "Write model_version: -1 to use the latest loaded version.",
+        );
+      }
+    }
+    if (mc.maxBatchSize !== 0 && mc.maxBatchSize < c.maxBatchSize) {
+      r.error(
+        "ensemble-max-batch-size",
+        at,
+        `the ensemble allows batches of ${c.maxBatchSize}, but step ${s}'s model '${name}' allows only ${mc.maxBatchSize}`,
+        `Lower the ensemble's max_batch_size to ${mc.maxBatchSize}, or raise ${name}'s.`,
+      );
+    }
+    const stepBatching = mc.maxBatchSize > 0;
+    const inputs = new Map(mc.input.map((i) => [i.name, i]));
+    const outputs = new Map(mc.output.map((o) => [o.name, o]));
+    for (const [key, tensor] of Object.entries(step.inputMap)) {
+      const io = inputs.get(key);
+      if (!io) {
+        r.error("ensemble-unknown-input", `${entryPath(s, "input_map", key)}.key#value`, `model '${name}' has no input '${key}'`, hintFor(key, inputs.keys(), "input"));
+        continue;
+      }
+      agree(tensor, node(io.dataType, io.dims, stepBatching, `input '${key}' of model '${name}'`), `${entryPath(s, "input_map", key)}.value#value`);
+    }
+    const missing = mc.input.filter((i) => !i.optional && !(i.name in step.inputMap)).map((i) => i.name);
+    if (missing.length > 0) {
+      r.error(
+        "ensemble-input-not-mapped",
+        stepPath(s),
+        `step ${s} does not feed ${missing.length === 1 ? "input" : "inputs"} ${quoteList(missing, "and")} of model '${name}'`,
+        `Add input_map { key: "${missing[0]}" value: "<tensor>" } to step ${s}${missing.length > 1 ? " (one per input)" : ""}, or mark the input optional in ${name}.`,
+      );
+    }
+    for (const [key, tensor] of Object.entries(step.outputMap)) {
+      const io = outputs.get(key);
+      if (!io) {
+        r.error("ensemble-unknown-output", `${entryPath(s, "output_map", key)}.key#value`, `model '${name}' has no output '${key}'`, hintFor(key, outputs.keys(), "output"));
+        continue;
+      }
+      agree(tensor, node(io.dataType, io.dims, stepBatching, `output '${key}' of model '${name}'`), `${entryPath(s, "output_map", key)}.value#value`);
+    }
+  });
+}
+
+function hintFor(name: string, candidates: Iterable<string>, what: string): string {
+  const list = [...candidates];
+  const near = closest(name, list);
+  if (near) return `Did you mean '${near}'?`;
+  if (list.length === 0) return `It declares no ${what}s.`;
+  return list.length <= 8 ? `Its ${what}s are ${quoteList(list)}.` : `Check the ${what} names.`;
+}
+
+/** Ensembles that (directly or through other ensembles) run each other. */
+export function checkEnsembleCycles(models: Map<string, RepoModel>, reporterFor: (model: string) => Reporter): Set<string> {
+  const cyclic = new Set<string>();
+  const ensembles = [...models.values()].filter((m) => m.parsed && isEnsemble(m.parsed.config));
+  const edges = (n: string): string[] => {
+    const m = models.get(n);
+    if (!m?.parsed) return [];
+    return ensembleSteps(m.parsed.config)
+      .map((s) => s.modelName)
+      .filter((x) => {
+        const t = models.get(x);
+        return !!t?.parsed && isEnsemble(t.parsed.config);
+      });
+  };
+  for (const cycle of findCycles(ensembles.map((e) => e.name), edges)) {
+    cycle.forEach((n) => cyclic.add(n));
+    const text = [...cycle, cycle[0]].join(" -> ");
+    cycle.forEach((n, i) => {
+      const target = cycle[(i + 1) % cycle.length]!;
+      const steps = ensembleSteps(models.get(n)!.parsed!.config);
+      const s = steps.findIndex((st) => st.modelName === target);
+      reporterFor(n).error(
+        "ensemble-cycle",
+        `${stepPath(s)}.model_name#value`,
+        cycle.length === 1 ? `ensemble '${n}' runs itself` : `ensembles run each other in a cycle: ${text}`,
+        "An ensemble cannot depend on itself; break the cycle by running a different model in one step.",
+      );
+    });
+  }
+  return cyclic;
+}

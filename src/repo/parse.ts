@@ -1,0 +1,435 @@
+import type { DescEnum, DescField, DescMessage } from "@bufbuild/protobuf";
+import { ScalarType } from "@bufbuild/protobuf";
+import { fromText } from "@bufbuild/protobuf/txtpb";
+import { type Diagnostic, DiagnosticError } from "./diagnostics.js";
+import { ModelConfigSchema, type ModelConfig } from "./gen/model_config_pb.js";
+import { type ModelConfigJson, toModelConfigJson } from "./model-config.js";
+import { closest, quoteList } from "./suggest.js";
+import {
+  type FieldNode,
+  type MessageNode,
+  type ParseTreeResult,
+  type Pos,
+  type ScalarNode,
+  type Token,
+  TextSyntaxError,
+  parseTree,
+} from "./textproto.js";
+
+/**
+ * Where each part of a parsed config.pbtxt sits in the file, by path: `max_batch_size`,
+ * `input[0].dims[1]`, `dynamic_batching.priority_queue_policy{2}.timeout_action`,
+ * `ensemble_scheduling.step[0].input_map{TEXT}` (plus `.key` and `.value` for a map entry's key
+ * and value). Repeated fields count elements across every occurrence, in file order, the way the
+ * parsed message does.
+ */
+export class SourceMap {
+  private readonly names = new Map<string, Pos>();
+  private readonly values = new Map<string, Pos>();
+  /** Map entries whose key occurs twice in one map: the parser keeps the last silently. */
+  readonly duplicateKeys: Array<{ path: string; key: string; first: Pos; second: Pos }> = [];
+
+  set(path: string, name: Pos, value?: Pos): void {
+    if (!this.names.has(path)) this.names.set(path, name);
+    if (value && !this.values.has(path)) this.values.set(path, value);
+  }
+
+  has(path: string): boolean {
+    return this.names.has(path);
+  }
+
+  /** The field's name (or the list element's start); the nearest enclosing part when absent. */
+  at(path: string): Pos {
+    for (let p: string | undefined = path; p !== undefined; p = parentPath(p)) {
+      const pos = this.names.get(p);
+      if (pos) return pos;
+    }
+    return { line: 1, column: 1, offset: 0 };
+  }
+
+  /** The field's value; falls back like `at`. */
+  valueAt(path: string): Pos {
+    return this.values.get(path) ?? this.at(path);
+  }
+}
+
+/** `a.b[2]` -> `a.b`, `a.b` -> `a`, `a{k}` -> `a`, `a` -> undefined. */
+export function parentPath(path: string): string | undefined {
+  if (path.endsWith("]")) {
+    const i = path.lastIndexOf("[");
+    return i > 0 ? path.slice(0, i) : undefined;
+  }
+  if (path.endsWith("}")) {
+    const i = path.lastIndexOf("{");
+    return i > 0 ? path.slice(0, i) : undefined;
+  }
+  const i = path.lastIndexOf(".");
+  return i > 0 ? path.slice(0, i) : undefined;
+}
+
+export interface ParsedConfig {
+  file: string;
+  text: string;
+  /** The message as `@bufbuild/protobuf` read it. */
+  config: ModelConfig;
+  /** The same in Triton's JSON form. */
+  json: ModelConfigJson;
+  source: SourceMap;
+}
+
+export interface ParseResult {
+  /** Absent when the text is not a valid ModelConfig; `diagnostics` then says why. */
+  parsed?: ParsedConfig;
+  diagnostics: Diagnostic[];
+}
+
+export interface ParseOptions {
+  /** Model name to stamp on diagnostics. */
+  model?: string;
+}
+
+/**
+ * Reads config.pbtxt text. Never throws for bad input: a file that is not a valid ModelConfig
+ * yields one error diagnostic with its position (the library stops at the first error, and so
+ * does Triton's parser).
+ */
+export function parseModelConfig(text: string, file: string, options: ParseOptions = {}): ParseResult {
+  const diag = (pos: Pos, message: string, hint: string | undefined, code: string): Diagnostic => ({
+    severity: "error",
+    file,
+    line: pos.line,
+    column: pos.column,
+    message,
+    ...(hint ? { hint } : {}),
+    ...(options.model !== undefined ? { model: options.model } : {}),
+    code,
+  });
+
+  let tree: ParseTreeResult;
+  try {
+    tree = parseTree(text);
+  } catch (err) {
+    if (err instanceof TextSyntaxError) return { diagnostics: [diag(err.pos, err.message, err.hint, "config-syntax")] };
+    throw err;
+  }
+
+  let config: ModelConfig;
+  try {
+    config = fromText(ModelConfigSchema, text);
+  } catch (err) {
+    const found = explainLibraryError(text, tree, err instanceof Error ? err.message : String(err));
+    return { diagnostics: [diag(found.pos, found.message, found.hint, found.code)] };
+  }
+
+  const source = new SourceMap();
+  mapMessage(tree.root, ModelConfigSchema, "", source);
+  return { parsed: { file, text, config, json: toModelConfigJson(config), source }, diagnostics: [] };
+}
+
+/** Like parseModelConfig, but throws DiagnosticError instead of returning diagnostics. */
+export function parseModelConfigOrThrow(text: string, file: string, options: ParseOptions = {}): ParsedConfig {
+  const r = parseModelConfig(text, file, options);
+  if (!r.parsed) throw new DiagnosticError(r.diagnostics);
+  return r.parsed;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Source map
+
+const join = (prefix: string, name: string): string => (prefix ? `${prefix}.${name}` : name);
+
+function nodePos(node: MessageNode | ScalarNode, fallback: Pos): Pos {
+  if (node.kind === "scalar") return node.pos;
+  return node.open?.pos ?? fallback;
+}
+
+function scalarKey(node: ScalarNode | undefined, keyType: ScalarType): string {
+  if (!node) return keyType === ScalarType.STRING ? "" : keyType === ScalarType.BOOL ? "false" : "0";
+  const t = node.token;
+  if (t.type === "string" || t.type === "identifier") return t.value;
+  if (t.type === "int") {
+    try {
+      const v = t.text.length > 1 && t.text.startsWith("0") && !/^0[xX]/.test(t.text) ? BigInt("0o" + t.text.slice(1)) : BigInt(t.text);
+      return (node.sign ? -v : v).toString();
+    } catch {
+      return t.text;
+    }
+  }
+  if (t.type === "float") return t.text;
+  return "";
+}
+
+function mapMessage(node: MessageNode, desc: DescMessage, prefix: string, source: SourceMap): void {
+  const counts = new Map<string, number>();
+  for (const f of node.fields) {
+    const field = desc.fields.find((d) => d.name === f.name);
+    if (!field) continue;
+    const path = join(prefix, field.name);
+    const items = f.value.kind === "list" ? f.value.items : [f.value];
+    source.set(path, f.nameToken.pos, f.value.kind === "list" ? f.value.open.pos : nodePos(f.value, f.nameToken.pos));
+    switch (field.fieldKind) {
+      case "list":
+        for (const item of items) {
+          const i = counts.get(field.name) ?? 0;
+          counts.set(field.name, i + 1);
+          const itemPath = `${path}[${i}]`;
+          const itemPos = nodePos(item, f.nameToken.pos);
+          source.set(itemPath, f.value.kind === "list" ? itemPos : f.nameToken.pos, itemPos);
+          if (field.listKind === "message" && item.kind === "message") mapMessage(item, field.message, itemPath, source);
+        }
+        break;
+      case "map":
+        for (const item of items) {
+          if (item.kind !== "message") continue;
+          const keyField = item.fields.find((e) => e.name === "key");
+          const valueField = item.fields.find((e) => e.name === "value");
+          const keyNode = keyField?.value.kind === "scalar" ? keyField.value : undefined;
+          const key = scalarKey(keyNode, field.mapKey);
+          const entryPath = `${path}{${key}}`;
+          const entryPos = f.value.kind === "list" ? nodePos(item, f.nameToken.pos) : f.nameToken.pos;
+          if (source.has(entryPath)) {
+            source.duplicateKeys.push({ path: entryPath, key, first: source.at(entryPath), second: entryPos });
+            continue;
+          }
+          source.set(entryPath, entryPos, nodePos(item, entryPos));
+          if (keyField) source.set(`${entryPath}.key`, keyField.nameToken.pos, nodePos(keyNode ?? item, keyField.nameToken.pos));
+          if (valueField) {
+            const v = valueField.value;
+            source.set(`${entryPath}.value`, valueField.nameToken.pos, v.kind === "list" ? v.open.pos : nodePos(v, valueField.nameToken.pos));
+            if (field.mapKind === "message" && v.kind === "message") mapMessage(v, field.message, entryPath, source);
+          }
+        }
+        break;
+      case "message":
+        if (f.value.kind === "message") mapMessage(f.value, field.message, path, source);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors from the library, located and explained
+
+interface Explained {
+  pos: Pos;
+  message: string;
+  hint?: string;
+  code: string;
+}
+
+/**
+ * The library reports no position, so find the shortest token-aligned prefix of the text that
+ * fails with the same message: the error sits at that prefix's last token.
+ */
+function locateLibraryError(text: string, tokens: Token[], message: string): Token {
+  const n = tokens.length - 1; // the last token is eof
+  const failsTheSame = (k: number): boolean => {
+    if (k >= n) return true;
+    const prefix = text.slice(0, tokens[k - 1]!.end);
+    try {
+      fromText(ModelConfigSchema, prefix);
+      return false;
+    } catch (err) {
+      return (err instanceof Error ? err.message : String(err)) === message;
+    }
+  };
+  let lo = 1;
+  let hi = Math.max(1, n);
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (failsTheSame(mid)) hi = mid;
+    else lo = mid + 1;
+  }
+  return tokens[Math.min(lo, n) - 1] ?? tokens[n]!;
+}
+
+type TokenContext =
+  | { role: "name"; parent: DescMessage; field?: DescField; node: FieldNode; earlier?: FieldNode }
+  | { role: "value"; parent: DescMessage; field?: DescField; node: FieldNode; mapKey?: boolean }
+  | { role: "map-entry-name"; field: DescField; node: FieldNode };
+
+/** What the token at `offset` is in the schema: a field name of some message, or a field's value. */
+function contextAt(root: MessageNode, offset: number): TokenContext | undefined {
+  const inNode = (node: MessageNode | ScalarNode | undefined): boolean =>
+    node?.kind === "scalar" && (node.token.pos.offset === offset || node.sign?.pos.offset === offset);
+
+  const visit = (node: MessageNode, desc: DescMessage): TokenContext | undefined => {
+    for (const f of node.fields) {
+      const field = desc.fields.find((d) => d.name === f.name);
+      if (f.nameToken.pos.offset === offset) {
+        const earlier = node.fields.find((g) => g !== f && g.name === f.name && g.nameToken.pos.offset < offset);
+        return { role: "name", parent: desc, field, node: f, earlier };
+      }
+      const items = f.value.kind === "list" ? f.value.items : [f.value];
+      if (f.value.kind === "list" && f.value.open.pos.offset === offset) return { role: "value", parent: desc, field, node: f };
+      for (const item of items) {
+        if (item.kind === "scalar") {
+          if (inNode(item)) return { role: "value", parent: desc, field, node: f };
+          continue;
+        }
+        if (item.open?.pos.offset === offset) return { role: "value", parent: desc, field, node: f };
+        if (!field) continue;
+        if (field.fieldKind === "map") {
+          for (const e of item.fields) {
+            if (e.nameToken.pos.offset === offset) return { role: "map-entry-name", field, node: e };
+            if (e.name === "key" && e.value.kind === "scalar" && inNode(e.value)) {
+              return { role: "value", parent: desc, field, node: e, mapKey: true };
+            }
+            if (e.name === "value") {
+              if (e.value.kind === "scalar" && inNode(e.value)) return { role: "value", parent: desc, field, node: e };
+              if (e.value.kind === "message" && field.mapKind === "message") {
+                const found = visit(e.value, field.message);
+                if (found) return found;
+              }
+            }
+          }
+        } else if (field.fieldKind === "message" || (field.fieldKind === "list" && field.listKind === "message")) {
+          const found = visit(item, field.message);
+          if (found) return found;
+        }
+      }
+    }
+    return undefined;
+  };
+  return visit(root, ModelConfigSchema);
+}
+
+/** `inference.ModelDynamicBatching` -> `ModelDynamicBatching`. */
+const shortName = (desc: DescMessage | DescEnum): string => desc.name;
+
+/** Where a field of this name lives, spelled as the user would nest it (`dynamic_batching { ... }`). */
+function whereFieldLives(name: string): string | undefined {
+  const seen = new Set<string>();
+  const queue: Array<{ desc: DescMessage; path: string[] }> = [{ desc: ModelConfigSchema, path: [] }];
+  while (queue.length) {
+    const { desc, path } = queue.shift()!;
+    if (seen.has(desc.typeName)) continue;
+    seen.add(desc.typeName);
+    if (path.length > 0 && desc.fields.some((f) => f.name === name)) return path.join(" { ");
+    for (const f of desc.fields) {
+      if (f.message && (f.fieldKind === "message" || f.fieldKind === "list")) queue.push({ desc: f.message, path: [...path, f.name] });
+    }
+  }
+  return undefined;
+}
+
+const DATA_TYPE_ALIASES: Record<string, string> = {
+  FLOAT: "TYPE_FP32", FLOAT32: "TYPE_FP32", FP32: "TYPE_FP32", TYPE_FLOAT: "TYPE_FP32", TYPE_FLOAT32: "TYPE_FP32",
+  HALF: "TYPE_FP16", FLOAT16: "TYPE_FP16", FP16: "TYPE_FP16", TYPE_FLOAT16: "TYPE_FP16", TYPE_HALF: "TYPE_FP16",
+  DOUBLE: "TYPE_FP64", FLOAT64: "TYPE_FP64", FP64: "TYPE_FP64", TYPE_DOUBLE: "TYPE_FP64", TYPE_FLOAT64: "TYPE_FP64",
+  BYTES: "TYPE_STRING", STRING: "TYPE_STRING", TYPE_BYTES: "TYPE_STRING", STR: "TYPE_STRING",
+  INT: "TYPE_INT32", LONG: "TYPE_INT64", BOOL: "TYPE_BOOL", BOOLEAN: "TYPE_BOOL", BFLOAT16: "TYPE_BF16",
+};
+
+function enumSuggestion(e: DescEnum, word: string): string | undefined {
+  const names = e.values.map((v) => v.name);
+  const upper = word.toUpperCase();
+  if (names.includes(upper)) return upper;
+  if (e.typeName === "inference.DataType") {
+    const alias = DATA_TYPE_ALIASES[upper] ?? (names.includes(`TYPE_${upper}`) ? `TYPE_${upper}` : undefined);
+    if (alias) return alias;
+  }
+  const suffixed = names.find((n) => n.endsWith(`_${upper}`));
+  return suffixed ?? closest(word, names);
+}
+
+function tokenText(t: Token): string {
+  switch (t.type) {
+    case "identifier":
+    case "string":
+      return t.value;
+    case "int":
+    case "float":
+      return t.text;
+    default:
+      return t.type;
+  }
+}
+
+function expectedKind(field: DescField, mapKey: boolean): "string" | "number" | "bool" | "enum" | "message" {
+  const scalar = (s: ScalarType) =>
+    s === ScalarType.STRING || s === ScalarType.BYTES ? "string" : s === ScalarType.BOOL ? "bool" : "number";
+  if (field.fieldKind === "map") {
+    if (mapKey) return scalar(field.mapKey);
+    return field.mapKind === "message" ? "message" : field.mapKind === "enum" ? "enum" : scalar(field.scalar);
+  }
+  if (field.fieldKind === "list") return field.listKind === "message" ? "message" : field.listKind === "enum" ? "enum" : scalar(field.scalar);
+  if (field.fieldKind === "message") return "message";
+  if (field.fieldKind === "enum") return "enum";
+  return scalar(field.scalar);
+}
+
+function fieldEnum(field: DescField): DescEnum | undefined {
+  if (field.fieldKind === "enum") return field.enum;
+  if (field.fieldKind === "list" && field.listKind === "enum") return field.enum;
+  if (field.fieldKind === "map" && field.mapKind === "enum") return field.enum;
+  return undefined;
+}
+
+function explainLibraryError(text: string, tree: ParseTreeResult, raw: string): Explained {
+  const token = locateLibraryError(text, tree.tokens, raw);
+  const pos = token.pos;
+  // The library names the field in full for some value errors only; we name it by its short name always.
+  const message = raw.replace(/^cannot decode field inference\.[A-Za-z0-9_.]+ from text format: /, "");
+  const ctx = contextAt(tree.root, pos.offset);
+  if (!ctx) return { pos, message, code: "config-schema" };
+
+  if (ctx.role === "map-entry-name") {
+    return { pos, message: `unknown field '${ctx.node.name}' in an entry of map '${ctx.field.name}'`, hint: "A map entry holds only 'key' and 'value'.", code: "config-unknown-field" };
+  }
+
+  if (ctx.role === "name") {
+    const name = ctx.node.name;
+    if (!ctx.field) {
+      const typo = closest(name, ctx.parent.fields.map((f) => f.name));
+      const home = typo ? undefined : whereFieldLives(name);
+      const hint = typo
+        ? `Did you mean '${typo}'?`
+        : home
+          ? `'${name}' belongs inside ${home} { ... }.`
+          : `Fields of ${shortName(ctx.parent)} are ${quoteList(ctx.parent.fields.map((f) => f.name).slice(0, 12))}${ctx.parent.fields.length > 12 ? ", ..." : ""}.`;
+      return { pos, message: `unknown field '${name}' in ${shortName(ctx.parent)}`, hint, code: "config-unknown-field" };
+    }
+    if (/already set/.test(raw) && ctx.field.oneof) {
+      const choices = ctx.field.oneof.fields.map((f) => f.name);
+      return { pos, message: `'${name}' cannot be set together with another of ${quoteList(choices)}`, hint: `Keep only one of ${quoteList(choices)}.`, code: "config-oneof" };
+    }
+    if (/is repeated/.test(raw)) {
+      const at = ctx.earlier ? ` (first set at ${ctx.earlier.nameToken.pos.line}:${ctx.earlier.nameToken.pos.column})` : "";
+      return { pos, message: `'${name}' is set more than once${at}`, hint: `'${name}' takes a single value: remove one of them.`, code: "config-duplicate-field" };
+    }
+    if (/expected ":"/.test(raw)) {
+      return { pos, message, hint: `Separate the field and its value with a colon: ${name}: ...`, code: "config-syntax" };
+    }
+    return { pos, message, code: "config-schema" };
+  }
+
+  // A value.
+  const field = ctx.field;
+  if (!field) return { pos, message, code: "config-schema" };
+  const expect = expectedKind(field, ctx.mapKey ?? false);
+  const fieldName = ctx.node.name === "key" || ctx.node.name === "value" ? `${field.name} ${ctx.node.name}` : field.name;
+  const word = tokenText(token);
+  const valueMessage = `invalid value for '${fieldName}': ${message}`;
+  const en = fieldEnum(field);
+  if (expect === "enum" && en && token.type === "identifier") {
+    const suggestion = enumSuggestion(en, word);
+    const values = en.values.map((v) => v.name);
+    return {
+      pos,
+      message: `'${word}' is not a valid ${shortName(en)} for '${fieldName}'`,
+      hint: suggestion ? `Did you mean ${suggestion}?` : `Use one of ${quoteList(values)}.`,
+      code: "config-enum",
+    };
+  }
+  let hint: string | undefined;
+  if (expect === "string" && token.type !== "string") hint = `Quote the value: ${fieldName}: "${word}"`;
+  else if (expect === "number" && token.type === "string") hint = `Write numbers without quotes: ${fieldName}: ${word}`;
+  else if (expect === "number" && /negative/.test(raw)) hint = `'${fieldName}' cannot be negative.`;
+  else if (expect === "bool") hint = `'${fieldName}' takes true or false.`;
+  else if (expect === "message") hint = `'${fieldName}' is a message: write ${fieldName} { ... }`;
+  else if (expect === "enum" && en) hint = `Use one of ${quoteList(en.values.map((v) => v.name))}.`;
+  return { pos, message: valueMessage, ...(hint ? { hint } : {}), code: "config-schema" };
+}

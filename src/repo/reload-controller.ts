@@ -1,0 +1,320 @@
+import { createHash } from "node:crypto";
+import fs from "node:fs";
+import fsp from "node:fs/promises";
+import path from "node:path";
+import { log as rootLog } from "../log/logger.js";
+import { writeFileAtomic } from "../state/atomic-write.js";
+import { stripTritonPrefix } from "../state/log-file.js";
+import { TritonHttpError, type TritonHttpClient } from "../triton/http-client.js";
+import type { Diagnostic } from "./diagnostics.js";
+import { lintModel, type LintOptions } from "./lint.js";
+import type { EditEvent, EditPhase, EditSummary } from "./reload-events.js";
+import { isIgnoredEntry, listModelDirs, type StagingRepository } from "./stage.js";
+import { RepositoryWatcher, type ModelChange } from "./watch.js";
+
+const log = rootLog.child("reload");
+
+export interface ReloadControllerOptions {
+  modelsDir: string;
+  staging: StagingRepository;
+  client: TritonHttpClient;
+  mode: "poll" | "explicit";
+  pollSecs: number;
+  /** Triton's log file: in poll mode the outcome of a load is read from it. */
+  logFile: string;
+  bus: { emit(e: EditEvent): void };
+  lint?: LintOptions;
+  /** Where the last edit of each model is kept for `status --json` from another shell. */
+  editsFile?: string;
+  loadTimeoutMs?: number;
+  settleMs?: number;
+  now?: () => number;
+}
+
+/** Generation of the snapshot each model last loaded successfully from. */
+type LastGood = Map<string, number>;
+
+export async function hashModelDir(dir: string): Promise<string | undefined> {
+  const h = createHash("sha1");
+  const walk = async (d: string, rel: string): Promise<void> => {
+    const entries = (await fsp.readdir(d, { withFileTypes: true })).filter((e) => !isIgnoredEntry(e.name)).sort((a, b) => a.name.localeCompare(b.name));
+    for (const e of entries) {
+      const p = path.join(d, e.name);
+      const r = `${rel}/${e.name}`;
+      const st = await fsp.stat(p);
+      if (st.isDirectory()) {
+        h.update(`d:${r}\n`);
+        await walk(p, r);
+      } else {
+        h.update(`f:${r}:${st.size}\n`);
+        h.update(await fsp.readFile(p));
+      }
+    }
+  };
+  try {
+    await walk(dir, "");
+  } catch {
+    return undefined;
+  }
+  return h.digest("hex");
+}
+
+/**
+ * Keeps Triton in step with the user's repository: watch -> validate -> stage -> load -> observe,
+ * one edit at a time per model. A refused or failed edit leaves the last good version serving.
+ */
+export class ReloadController {
+  private watcher: RepositoryWatcher | undefined;
+  private nextId = 1;
+  private readonly running = new Map<string, Promise<void>>();
+  private readonly dirty = new Map<string, ModelChange>();
+  private readonly lastGood: LastGood = new Map();
+  private readonly servedHash = new Map<string, string>();
+  private readonly summaries = new Map<string, EditSummary>();
+  private readonly now: () => number;
+  private closed = false;
+
+  constructor(private readonly o: ReloadControllerOptions) {
+    this.now = o.now ?? Date.now;
+  }
+
+  /** Record what `up` staged and Triton loaded, so later edits know the last good version. */
+  async adopt(loaded: Array<{ name: string; state?: string }>): Promise<void> {
+    for (const m of loaded) {
+      const g = this.o.staging.current(m.name);
+      if (g === undefined) continue;
+      const h = await hashModelDir(this.o.staging.snapshotDir(m.name, g));
+      if (h) this.servedHash.set(m.name, h);
+      if (m.state === "READY") this.lastGood.set(m.name, g);
+    }
+  }
+
+  async start(): Promise<void> {
+    this.watcher = new RepositoryWatcher(this.o.modelsDir, (c) => this.enqueue(c), { settleMs: this.o.settleMs });
+    await this.watcher.start();
+    await this.reconcile();
+  }
+
+  /**
+   * Edits saved while Triton was starting (before the watcher ran) are found by comparing the
+   * user's folders with what was staged, and processed like any other edit.
+   */
+  private async reconcile(): Promise<void> {
+    const names = new Set([...(await listModelDirs(this.o.modelsDir).catch(() => [] as string[])), ...this.o.staging.names()]);
+    for (const name of names) {
+      const source = await hashModelDir(path.join(this.o.modelsDir, name));
+      const staged = this.servedHash.get(name);
+      const isStaged = this.o.staging.has(name);
+      if ((source === undefined && isStaged) || (source !== undefined && isStaged && source !== staged)) {
+        this.enqueue({ model: name, firstEventAt: this.now(), events: 0 });
+      }
+    }
+  }
+
+  /** Refused edits reported at start (lint errors in the initial repository). */
+  reportInitialRefusal(model: string, diagnostics: Diagnostic[]): void {
+    const id = this.nextId++;
+    const at = this.now();
+    this.emit({ type: "edit", id, model, phase: "refused", at, sinceSavedMs: 0, diagnostics });
+  }
+
+  summary(): EditSummary[] {
+    return [...this.summaries.values()].sort((a, b) => a.model.localeCompare(b.model));
+  }
+
+  /** Resolves when no edit is being processed (tests and shutdown). */
+  async idle(): Promise<void> {
+    while (this.running.size > 0) await Promise.all([...this.running.values()]);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.watcher?.close();
+    this.watcher = undefined;
+    await this.idle();
+  }
+
+  private enqueue(change: ModelChange): void {
+    if (this.closed) return;
+    if (this.running.has(change.model)) {
+      const prev = this.dirty.get(change.model);
+      this.dirty.set(change.model, prev ? { ...change, firstEventAt: prev.firstEventAt, events: prev.events + change.events } : change);
+      return;
+    }
+    const run = this.process(change)
+      .catch((err) => log.error("reload failed unexpectedly", { model: change.model, error: String(err?.stack ?? err) }))
+      .finally(() => {
+        this.running.delete(change.model);
+        const again = this.dirty.get(change.model);
+        if (again) {
+          this.dirty.delete(change.model);
+          this.enqueue(again);
+        }
+      });
+    this.running.set(change.model, run);
+  }
+
+  private emit(e: EditEvent): void {
+    const iso = new Date(e.at).toISOString();
+    const prev = this.summaries.get(e.model);
+    const s: EditSummary =
+      prev && prev.id === e.id
+        ? prev
+        : { id: e.id, model: e.model, savedAt: new Date(e.at - e.sinceSavedMs).toISOString(), outcome: e.phase, latencyMs: 0, phases: [] };
+    s.phases.push({ phase: e.phase, at: iso, sinceSavedMs: e.sinceSavedMs });
+    s.outcome = e.phase;
+    s.latencyMs = e.sinceSavedMs;
+    if (e.reason) s.reason = e.reason;
+    if (e.diagnostics) s.diagnostics = e.diagnostics.slice(0, 20);
+    this.summaries.set(e.model, s);
+    this.o.bus.emit(e);
+    if (this.o.editsFile) {
+      void writeFileAtomic(this.o.editsFile, JSON.stringify(this.summary(), null, 2) + "\n", 0o644).catch((err) =>
+        log.warn("could not record edits", { error: String(err) }),
+      );
+    }
+  }
+
+  private async process(change: ModelChange): Promise<void> {
+    const { model } = change;
+    const id = this.nextId++;
+    const saved = change.firstEventAt;
+    const phase = (p: EditPhase, extra: Partial<EditEvent> = {}) => this.emit({ type: "edit", id, model, phase: p, at: this.now(), sinceSavedMs: this.now() - saved, ...extra });
+    phase("saved");
+
+    const dir = path.join(this.o.modelsDir, model);
+    if (!fs.existsSync(dir)) {
+      if (!this.o.staging.has(model)) return;
+      await this.o.staging.remove(model);
+      this.lastGood.delete(model);
+      this.servedHash.delete(model);
+      phase("removed");
+      if (this.o.mode === "explicit") {
+        await this.o.client.unloadModel(model).catch((err) => log.warn("unload failed", { model, error: String(err) }));
+      }
+      await this.waitUntilGone(model);
+      phase("unloaded");
+      return;
+    }
+
+    const lint = await lintModel(this.o.modelsDir, model, this.o.lint ?? {});
+    const errors = lint.diagnostics.filter((d) => d.severity === "error");
+    if (errors.length > 0) {
+      phase("refused", {
+        diagnostics: errors,
+        reason: this.lastGood.has(model) ? "the last good version keeps serving" : "not loaded until the errors are fixed",
+      });
+      return;
+    }
+    phase("validated", lint.diagnostics.length ? { diagnostics: lint.diagnostics } : {});
+
+    const hash = await hashModelDir(dir);
+    if (hash && hash === this.servedHash.get(model) && this.lastGood.has(model)) {
+      phase("unchanged");
+      return;
+    }
+
+    const logOffset = fileSize(this.o.logFile);
+    const generation = await this.o.staging.publish(this.o.modelsDir, model);
+    phase("staged");
+    phase("loading");
+    const outcome = await this.load(model, logOffset);
+    if (outcome.ok) {
+      this.lastGood.set(model, generation);
+      if (hash) this.servedHash.set(model, hash);
+      const version = await this.readyVersion(model);
+      phase("ready", version ? { version } : {});
+      await this.o.staging.prune(model).catch(() => {});
+      return;
+    }
+    const good = this.lastGood.get(model);
+    if (good !== undefined) {
+      // Serve the last good snapshot again: in poll mode this also ends Triton's retry of the
+      // broken one at every poll; in explicit mode it reloads what was serving.
+      await this.o.staging.restore(model, good);
+      this.lastGood.set(model, this.o.staging.current(model)!);
+      if (this.o.mode === "explicit") await this.o.client.loadModel(model).catch(() => {});
+      phase("failed", { reason: `${outcome.reason}; the last good version keeps serving` });
+    } else {
+      await this.o.staging.remove(model);
+      if (this.o.mode === "explicit") await this.o.client.unloadModel(model).catch(() => {});
+      phase("failed", { reason: `${outcome.reason}; not loaded until a fix is saved` });
+    }
+    this.servedHash.delete(model);
+  }
+
+  private async load(model: string, logOffset: number): Promise<{ ok: true } | { ok: false; reason: string }> {
+    if (this.o.mode === "explicit") {
+      try {
+        await this.o.client.loadModel(model);
+        return { ok: true };
+      } catch (err) {
+        if (err instanceof TritonHttpError) return { ok: false, reason: this.userPaths(err.tritonMessage) };
+        throw err;
+      }
+    }
+    return this.watchLog(model, logOffset);
+  }
+
+  /** In poll mode Triton reports the outcome only in its log; read it from where we staged. */
+  private async watchLog(model: string, from: number): Promise<{ ok: true } | { ok: false; reason: string }> {
+    const timeout = this.o.loadTimeoutMs ?? 120_000;
+    const deadline = this.now() + timeout + this.o.pollSecs * 1000;
+    const q = `'${model}'`;
+    let offset = from;
+    let partial = "";
+    while (this.now() < deadline && !this.closed) {
+      const size = fileSize(this.o.logFile);
+      if (size > offset) {
+        const fh = await fsp.open(this.o.logFile, "r");
+        const buf = Buffer.alloc(size - offset);
+        await fh.read(buf, 0, buf.length, offset);
+        await fh.close();
+        offset = size;
+        const lines = (partial + buf.toString("utf8")).split("\n");
+        partial = lines.pop() ?? "";
+        for (const raw of lines) {
+          const line = stripTritonPrefix(raw);
+          if (line.includes(`successfully loaded ${q}`)) return { ok: true };
+          if (line.includes(`failed to load ${q}`) || line.includes(`Poll failed for model directory ${q}`)) {
+            return { ok: false, reason: this.userPaths(line.replace(/\\n/g, " ").replace(/\\"/g, '"')) };
+          }
+        }
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return { ok: false, reason: `Triton did not finish loading it within ${Math.round(timeout / 1000)} s` };
+  }
+
+  /** Triton names files in the staging copy; point the user at their own files instead. */
+  private userPaths(text: string): string {
+    const staged = this.o.staging.repository + path.sep;
+    return text.split(staged).join(this.o.modelsDir + path.sep);
+  }
+
+  private async readyVersion(model: string): Promise<string | undefined> {
+    try {
+      const idx = await this.o.client.repositoryIndex();
+      return idx.find((m) => m.name === model && m.state === "READY")?.version;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private async waitUntilGone(model: string): Promise<void> {
+    const deadline = this.now() + this.o.pollSecs * 1000 + 30_000;
+    while (this.now() < deadline && !this.closed) {
+      const ready = await this.o.client.isModelReady(model);
+      if (!ready) return;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+function fileSize(f: string): number {
+  try {
+    return fs.statSync(f).size;
+  } catch {
+    return 0;
+  }
+}

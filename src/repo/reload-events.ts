@@ -1,0 +1,42 @@
+import type { Diagnostic } from "./diagnostics.js";
+
+/** The life of one edit to one model, from the save to the served result. */
+export type EditPhase =
+  | "saved"
+  | "validated"
+  | "refused"
+  | "unchanged"
+  | "staged"
+  | "loading"
+  | "ready"
+  | "failed"
+  | "removed"
+  | "unloaded";
+
+export interface EditEvent {
+  type: "edit";
+  /** Increments per edit across the run; every phase of one edit carries the same id. */
+  id: number;
+  model: string;
+  phase: EditPhase;
+  /** ms since epoch. */
+  at: number;
+  /** Time from the save to this phase. */
+  sinceSavedMs: number;
+  diagnostics?: Diagnostic[];
+  /** Triton's reason (failed), or what happened next ("still serving the last good version"). */
+  reason?: string;
+  version?: string;
+}
+
+/** The last edit of a model, as `status --json` and the dashboard show it. */
+export interface EditSummary {
+  id: number;
+  model: string;
+  savedAt: string;
+  outcome: EditPhase;
+  latencyMs: number;
+  phases: Array<{ phase: EditPhase; at: string; sinceSavedMs: number }>;
+  reason?: string;
+  diagnostics?: Diagnostic[];
+}

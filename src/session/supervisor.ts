@@ -1,0 +1,81 @@
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import type { Paths } from "../config/paths.js";
+import { EventBus } from "../events/bus.js";
+import { log as rootLog } from "../log/logger.js";
+import { StagingRepository } from "../repo/stage.js";
+import { precompilePython, loadEnvironment } from "../runtimes/local/environment.js";
+import { isOurProcess } from "../state/process.js";
+import { currentRun, writeRunState, type RunState } from "../state/run-state.js";
+import type { SessionEvent } from "./events.js";
+import { clientFor, createController } from "./session.js";
+
+const log = rootLog.child("supervisor");
+
+/**
+ * A detached run still hot-reloads: `up --detach` leaves this small process behind, running the
+ * same reload controller as a foreground `up`. It exits with the server, and `down` stops it.
+ */
+export function spawnSupervisor(state: RunState, cliPath: string, env: NodeJS.ProcessEnv): number | undefined {
+  const out = fs.openSync(path.join(state.runDir, "supervisor.log"), "a");
+  try {
+    const child = spawn(process.execPath, [cliPath, "__supervise"], { detached: true, stdio: ["ignore", out, out], env });
+    child.unref();
+    return child.pid;
+  } finally {
+    fs.closeSync(out);
+  }
+}
+
+export async function runSupervisor(paths: Paths, print: (e: SessionEvent) => void): Promise<void> {
+  const run = await currentRun(paths);
+  if (!run?.alive) {
+    log.warn("no running server to supervise");
+    return;
+  }
+  const state = run.state;
+  const environment = await loadEnvironment(paths);
+  const staging = new StagingRepository(state.runDir, { prepare: environment ? (dir) => precompilePython(environment, dir) : undefined });
+  await staging.load();
+  const bus = new EventBus<SessionEvent>();
+  bus.on(print);
+  const controller = createController(state, staging, bus);
+  const index = await clientFor(state).repositoryIndex().catch(() => []);
+  await controller.adopt(index);
+  await controller.start();
+  bus.emit({ type: "watching", modelsDir: state.modelsDir, mode: state.reload });
+  fs.writeFileSync(readyFile(state), String(process.pid));
+  await new Promise<void>((resolve) => {
+    const finish = () => {
+      clearInterval(timer);
+      void controller.close().then(resolve);
+    };
+    const timer = setInterval(() => {
+      if (!isOurProcess(state.pid, state.executable)) finish();
+    }, 1000);
+    process.once("SIGTERM", finish);
+    process.once("SIGINT", finish);
+  });
+}
+
+function readyFile(state: RunState): string {
+  return path.join(state.runDir, "supervisor.ready");
+}
+
+/** `up --detach` returns only once edits are being watched, so no save is missed. */
+export async function waitForSupervisor(state: RunState, pid: number | undefined, timeoutMs = 20_000): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (fs.existsSync(readyFile(state))) return true;
+    if (pid === undefined || !isOurProcess(pid, process.execPath)) return false;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return false;
+}
+
+export async function recordSupervisor(paths: Paths, state: RunState, pid: number | undefined): Promise<RunState> {
+  const next = { ...state, supervisorPid: pid };
+  await writeRunState(paths, next);
+  return next;
+}

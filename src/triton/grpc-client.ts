@@ -1,0 +1,234 @@
+import * as grpc from "@grpc/grpc-js";
+import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
+import { TritonDevError } from "../errors.js";
+import { decodeTensorData, type DecodedInferResponse, type ParameterValue, type RawTensor } from "./binary.js";
+import {
+  InferParameterSchema,
+  ModelConfigRequestSchema,
+  ModelConfigResponseSchema,
+  ModelInferRequestSchema,
+  ModelInferResponseSchema,
+  ModelMetadataRequestSchema,
+  ModelMetadataResponseSchema,
+  ModelReadyRequestSchema,
+  ModelReadyResponseSchema,
+  ModelStatisticsRequestSchema,
+  ModelStatisticsResponseSchema,
+  ServerLiveRequestSchema,
+  ServerLiveResponseSchema,
+  ServerMetadataRequestSchema,
+  ServerMetadataResponseSchema,
+  type InferParameter,
+  type StatisticDuration,
+} from "./gen/grpc_service_pb.js";
+import type { ModelMetadata } from "./http-client.js";
+
+const SERVICE = "/inference.GRPCInferenceService/";
+
+/** Triton answered a gRPC call with a non-OK status. */
+export class TritonGrpcError extends TritonDevError {
+  override name = "TritonGrpcError";
+  constructor(
+    readonly code: grpc.status,
+    readonly details: string,
+    readonly method: string,
+  ) {
+    super(`Triton answered ${grpc.status[code] ?? code} to ${method}: ${details}`);
+  }
+
+  get codeName(): string {
+    return grpc.status[this.code] ?? String(this.code);
+  }
+}
+
+/** The fields of a model's configuration that perf reads, from either transport. */
+export interface ModelConfigSummary {
+  name: string;
+  platform: string;
+  backend: string;
+  max_batch_size: number;
+  dynamic_batching?: { preferred_batch_size: number[]; max_queue_delay_microseconds: number };
+  instance_group: Array<{ count: number; kind: string }>;
+  ensemble_scheduling?: { step: Array<{ model_name: string }> };
+}
+
+/** Statistics in the same shape as the HTTP statistics extension's JSON. */
+export interface StatisticsJson {
+  model_stats: Array<{
+    name: string;
+    version: string;
+    inference_count: number;
+    execution_count: number;
+    inference_stats: Record<string, { count: number; ns: number }>;
+    batch_stats: Array<{ batch_size: number; compute_infer: { count: number; ns: number } }>;
+  }>;
+}
+
+export interface TritonGrpcClientOptions {
+  timeoutMs?: number;
+}
+
+const identity = (b: Buffer) => b;
+
+function param(v: ParameterValue): InferParameter {
+  if (typeof v === "boolean") return create(InferParameterSchema, { parameterChoice: { case: "boolParam", value: v } });
+  if (typeof v === "number" && Number.isInteger(v)) return create(InferParameterSchema, { parameterChoice: { case: "int64Param", value: BigInt(v) } });
+  if (typeof v === "number") return create(InferParameterSchema, { parameterChoice: { case: "doubleParam", value: v } });
+  return create(InferParameterSchema, { parameterChoice: { case: "stringParam", value: v } });
+}
+
+function duration(d: StatisticDuration | undefined): { count: number; ns: number } {
+  return { count: Number(d?.count ?? 0n), ns: Number(d?.ns ?? 0n) };
+}
+
+/**
+ * The KServe v2 gRPC API of one Triton server (inference.GRPCInferenceService), with message
+ * types compiled from our own grpc_service.proto. ModelInfer can take request bytes encoded once
+ * up front, so a load generator pays protobuf encoding only once per distinct request.
+ */
+export class TritonGrpcClient {
+  readonly address: string;
+  private readonly client: grpc.Client;
+  private readonly timeoutMs: number;
+
+  constructor(address: string, options: TritonGrpcClientOptions = {}) {
+    this.address = address;
+    this.timeoutMs = options.timeoutMs ?? 10_000;
+    this.client = new grpc.Client(address, grpc.credentials.createInsecure(), {
+      "grpc.max_receive_message_length": -1,
+      "grpc.max_send_message_length": -1,
+      // One HTTP/2 connection carries every concurrent call; do not let an idle timer drop it mid-run.
+      "grpc.keepalive_permit_without_calls": 1,
+    });
+  }
+
+  private call<I extends DescMessage, O extends DescMessage>(
+    method: string,
+    inSchema: I,
+    outSchema: O,
+    req: MessageInitShape<I>,
+    timeoutMs = this.timeoutMs,
+  ): Promise<MessageShape<O>> {
+    const bytes = Buffer.from(toBinary(inSchema, create(inSchema, req)));
+    return this.callRaw(method, bytes, timeoutMs).then((b) => fromBinary(outSchema, b));
+  }
+
+  /** A unary call with bytes already encoded; resolves with the response bytes. */
+  callRaw(method: string, bytes: Buffer, timeoutMs: number | undefined = this.timeoutMs): Promise<Buffer> {
+    return new Promise((resolve, reject) => {
+      const options: grpc.CallOptions = timeoutMs ? { deadline: Date.now() + timeoutMs } : {};
+      this.client.makeUnaryRequest(SERVICE + method, identity, identity, bytes, new grpc.Metadata(), options, (err, res) => {
+        if (err) reject(new TritonGrpcError(err.code, err.details || err.message, method));
+        else resolve(res!);
+      });
+    });
+  }
+
+  async isLive(): Promise<boolean> {
+    try {
+      return (await this.call("ServerLive", ServerLiveRequestSchema, ServerLiveResponseSchema, {}, 2000)).live;
+    } catch {
+      return false;
+    }
+  }
+
+  async isModelReady(model: string, version = ""): Promise<boolean> {
+    try {
+      return (await this.call("ModelReady", ModelReadyRequestSchema, ModelReadyResponseSchema, { name: model, version })).ready;
+    } catch {
+      return false;
+    }
+  }
+
+  async serverMetadata(): Promise<{ name: string; version: string; extensions: string[] }> {
+    const r = await this.call("ServerMetadata", ServerMetadataRequestSchema, ServerMetadataResponseSchema, {});
+    return { name: r.name, version: r.version, extensions: [...r.extensions] };
+  }
+
+  async modelMetadata(model: string): Promise<ModelMetadata> {
+    const r = await this.call("ModelMetadata", ModelMetadataRequestSchema, ModelMetadataResponseSchema, { name: model });
+    const tensor = (t: { name: string; datatype: string; shape: bigint[] }) => ({ name: t.name, datatype: t.datatype, shape: t.shape.map(Number) });
+    return { name: r.name, versions: [...r.versions], platform: r.platform, inputs: r.inputs.map(tensor), outputs: r.outputs.map(tensor) };
+  }
+
+  async modelConfig(model: string): Promise<ModelConfigSummary> {
+    const r = await this.call("ModelConfig", ModelConfigRequestSchema, ModelConfigResponseSchema, { name: model });
+    const c = r.config;
+    const kinds = ["KIND_AUTO", "KIND_GPU", "KIND_CPU", "KIND_MODEL"];
+    return {
+      name: c?.name ?? model,
+      platform: c?.platform ?? "",
+      backend: c?.backend ?? "",
+      max_batch_size: c?.maxBatchSize ?? 0,
+      ...(c?.dynamicBatching
+        ? { dynamic_batching: { preferred_batch_size: [...c.dynamicBatching.preferredBatchSize], max_queue_delay_microseconds: Number(c.dynamicBatching.maxQueueDelayMicroseconds) } }
+        : {}),
+      instance_group: (c?.instanceGroup ?? []).map((g) => ({ count: g.count, kind: kinds[g.kind] ?? String(g.kind) })),
+      ...(c?.ensembleScheduling ? { ensemble_scheduling: { step: c.ensembleScheduling.step.map((s) => ({ model_name: s.modelName })) } } : {}),
+    };
+  }
+
+  async modelStatistics(model = ""): Promise<StatisticsJson> {
+    const r = await this.call("ModelStatistics", ModelStatisticsRequestSchema, ModelStatisticsResponseSchema, { name: model });
+    return {
+      model_stats: r.modelStats.map((m) => {
+        const s = m.inferenceStats;
+        return {
+          name: m.name,
+          version: m.version,
+          inference_count: Number(m.inferenceCount),
+          execution_count: Number(m.executionCount),
+          inference_stats: {
+            success: duration(s?.success),
+            fail: duration(s?.fail),
+            queue: duration(s?.queue),
+            compute_input: duration(s?.computeInput),
+            compute_infer: duration(s?.computeInfer),
+            compute_output: duration(s?.computeOutput),
+          },
+          batch_stats: m.batchStats.map((b) => ({ batch_size: Number(b.batchSize), compute_infer: duration(b.computeInfer) })),
+        };
+      }),
+    };
+  }
+
+  /** ModelInfer request bytes for these inputs, to be sent many times with `inferRaw`. */
+  static encodeInferRequest(model: string, inputs: readonly RawTensor[], options: { id?: string; parameters?: Record<string, ParameterValue> } = {}): Buffer {
+    const msg = create(ModelInferRequestSchema, {
+      modelName: model,
+      id: options.id ?? "",
+      parameters: Object.fromEntries(Object.entries(options.parameters ?? {}).map(([k, v]) => [k, param(v)])),
+      inputs: inputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape.map((d) => BigInt(d)) })),
+      rawInputContents: inputs.map((t) => new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.length)),
+    });
+    return Buffer.from(toBinary(ModelInferRequestSchema, msg));
+  }
+
+  /** Send encoded ModelInfer bytes; resolves with the undecoded response. */
+  inferRaw(request: Buffer, timeoutMs?: number): Promise<Buffer> {
+    return this.callRaw("ModelInfer", request, timeoutMs ?? 0);
+  }
+
+  static decodeInferResponse(bytes: Buffer): DecodedInferResponse {
+    const r = fromBinary(ModelInferResponseSchema, bytes);
+    return {
+      model_name: r.modelName,
+      model_version: r.modelVersion,
+      ...(r.id ? { id: r.id } : {}),
+      outputs: r.outputs.map((o, i) => {
+        const raw = r.rawOutputContents[i];
+        const data = raw ? decodeTensorData(o.datatype, Buffer.from(raw.buffer, raw.byteOffset, raw.length)) : [];
+        return { name: o.name, datatype: o.datatype, shape: o.shape.map(Number), data };
+      }),
+    };
+  }
+
+  async infer(model: string, inputs: readonly RawTensor[], options: { id?: string; parameters?: Record<string, ParameterValue> } = {}): Promise<DecodedInferResponse> {
+    const bytes = await this.inferRaw(TritonGrpcClient.encodeInferRequest(model, inputs, options), this.timeoutMs);
+    return TritonGrpcClient.decodeInferResponse(bytes);
+  }
+
+  close(): void {
+    this.client.close();
+  }
+}
