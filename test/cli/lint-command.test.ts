@@ -1,0 +1,142 @@
+import fs from "node:fs";
+import path from "node:path";
+import { Command, CommanderError } from "commander";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { detectNvidiaGpus, registerLintCommand, runLint } from "../../src/cli/lint-command.js";
+import type { Output } from "../../src/cli/output.js";
+import { UsageError } from "../../src/errors.js";
+import { ECHO_MODEL_PY, posOf, pythonConfig, pythonModel, tempRepo, writeFiles, removeTempRepos } from "../repo/helpers.js";
+
+afterAll(removeTempRepos);
+
+function capture(): Output & { text: () => string } {
+  const lines: string[] = [];
+  return { out: (s) => void lines.push(s), err: (s) => void lines.push(s), text: () => lines.join("\n") };
+}
+
+const noGpu = async () => 0;
+
+describe("runLint", () => {
+  it("exits 0 on a clean repository and says so", async () => {
+    const repo = await tempRepo();
+    await writeFiles(repo, pythonModel("a"));
+    const out = capture();
+    expect(await runLint(repo, {}, { output: out, detectGpus: noGpu })).toBe(0);
+    expect(out.text()).toBe("1 model checked: 0 errors, 0 warnings (1 of 1 would load)");
+  });
+
+  it("exits 0 with warnings only", async () => {
+    const repo = await tempRepo();
+    const cfg = `${pythonConfig("a")}instance_group [ { kind: KIND_GPU } ]\n`;
+    await writeFiles(repo, pythonModel("a", cfg));
+    const out = capture();
+    expect(await runLint(repo, {}, { output: out, detectGpus: noGpu, cwd: repo })).toBe(0);
+    const at = posOf(cfg, "KIND_GPU");
+    expect(out.text()).toContain(`a/config.pbtxt:${at.line}:${at.column}: warning: instance group 1 asks for KIND_GPU, but this machine has no GPU`);
+  });
+
+  it("exits 1 on errors, compiler style, grouped per model, errors before warnings", async () => {
+    const repo = await tempRepo();
+    const cfg = `${pythonConfig("a")}instance_group [ { kind: KIND_GPU } ]\n`.replace("max_batch_size: 8", "max_batch_size: -8");
+    const mbs = posOf(cfg, "-8");
+    const gpu = posOf(cfg, "KIND_GPU");
+    await writeFiles(repo, {
+      ...pythonModel("a", cfg),
+      ...pythonModel("b"),
+      ...pythonModel("c", pythonConfig("other")),
+    });
+    const out = capture();
+    expect(await runLint(repo, {}, { output: out, detectGpus: noGpu, cwd: path.dirname(repo) })).toBe(1);
+    const base = path.basename(repo);
+    expect(out.text()).toBe(
+      [
+        `a (${base}/a): 1 error, 1 warning`,
+        `${base}/a/config.pbtxt:${mbs.line}:${mbs.column}: error: max_batch_size is -8; it must be 0 or more`,
+        "  hint: Use 0 for a model that does not batch, or the largest batch the model accepts.",
+        `${base}/a/config.pbtxt:${gpu.line}:${gpu.column}: warning: instance group 1 asks for KIND_GPU, but this machine has no GPU`,
+        "  hint: Use kind: KIND_CPU to run here, or KIND_AUTO to use a GPU wherever there is one.",
+        "",
+        `c (${base}/c): 1 error`,
+        `${base}/c/config.pbtxt:1:7: error: model name 'other' does not match its directory 'c'`,
+        `  hint: Write name: "c" (or delete the name line), or rename the directory to 'other'.`,
+        "",
+        "3 models checked: 2 errors, 1 warning (1 of 3 would load)",
+      ].join("\n"),
+    );
+  });
+
+  it("prints JSON with --json", async () => {
+    const repo = await tempRepo();
+    await writeFiles(repo, { ...pythonModel("a", 'name: "a"\nbackend: "python"\ninput [ { name: "x" dims: [ 1 ] } ]\n') });
+    const out = capture();
+    expect(await runLint(repo, { json: true, runtime: "local" }, { output: out, detectGpus: noGpu })).toBe(1);
+    const json = JSON.parse(out.text());
+    expect(json).toMatchObject({ repository: repo, errorCount: 1, warningCount: 0 });
+    expect(json.models[0].diagnostics[0]).toMatchObject({ severity: "error", code: "io-data-type-missing", line: 3, column: 9, file: path.join(repo, "a", "config.pbtxt"), model: "a" });
+  });
+
+  it("takes --gpu/--no-gpu over what the machine says", async () => {
+    const repo = await tempRepo();
+    await writeFiles(repo, pythonModel("a", `${pythonConfig("a")}instance_group [ { kind: KIND_GPU } ]\n`));
+    const out = capture();
+    await runLint(repo, { gpu: true }, { output: out, detectGpus: noGpu });
+    expect(out.text()).toContain("0 warnings");
+  });
+
+  it.each([
+    ["a missing folder", (repo: string) => path.join(repo, "nope"), "does not exist"],
+    ["a file", (repo: string) => path.join(repo, "a", "config.pbtxt"), "is not a folder"],
+    ["a model folder", (repo: string) => path.join(repo, "a"), "is a model, not a model repository"],
+  ])("refuses %s with a usage error", async (_label, target, message) => {
+    const repo = await tempRepo();
+    await writeFiles(repo, pythonModel("a"));
+    const run = runLint(target(repo), {}, { output: capture(), detectGpus: noGpu });
+    await expect(run).rejects.toBeInstanceOf(UsageError);
+    await expect(runLint(target(repo), {}, { output: capture(), detectGpus: noGpu })).rejects.toThrow(message);
+  });
+});
+
+describe("registerLintCommand", () => {
+  afterEach(() => {
+    process.exitCode = undefined;
+  });
+
+  function program(out: Output): Command {
+    const p = new Command("triton-dev").exitOverride().configureOutput({ writeErr: () => undefined, writeOut: () => undefined });
+    registerLintCommand(p, out, { detectGpus: noGpu }).exitOverride().configureOutput({ writeErr: () => undefined, writeOut: () => undefined });
+    return p;
+  }
+
+  it("sets the exit code from the result", async () => {
+    const repo = await tempRepo();
+    await writeFiles(repo, { ...pythonModel("a"), "b/config.pbtxt": "name: {", "b/1/model.py": ECHO_MODEL_PY });
+    const out = capture();
+    await program(out).parseAsync(["lint", repo, "--runtime", "local"], { from: "user" });
+    expect(process.exitCode).toBe(1);
+    expect(out.text()).toContain("error: '{' is never closed");
+  });
+
+  it("rejects an unknown runtime as a usage error", async () => {
+    await expect(program(capture()).parseAsync(["lint", ".", "--runtime", "moon"], { from: "user" })).rejects.toBeInstanceOf(CommanderError);
+  });
+});
+
+describe("detectNvidiaGpus", () => {
+  it.skipIf(process.platform !== "linux")("counts the GPUs the driver lists, and says nothing when it cannot tell", async () => {
+    const dir = await tempRepo();
+    const procDir = path.join(dir, "gpus");
+    expect(await detectNvidiaGpus(procDir, path.join(dir, "nvidiactl"))).toBe(0);
+    fs.writeFileSync(path.join(dir, "nvidiactl"), "");
+    expect(await detectNvidiaGpus(procDir, path.join(dir, "nvidiactl"))).toBeUndefined();
+    fs.mkdirSync(path.join(procDir, "0000:00:06.0"), { recursive: true });
+    expect(await detectNvidiaGpus(procDir)).toBe(1);
+  });
+});
+
+it("checks GPU ids against the GPUs found", async () => {
+  const repo = await tempRepo();
+  await writeFiles(repo, pythonModel("a", `${pythonConfig("a")}instance_group [ { kind: KIND_GPU gpus: [ 1 ] } ]\n`));
+  const out = capture();
+  expect(await runLint(repo, {}, { output: out, detectGpus: async () => 1 })).toBe(1);
+  expect(out.text()).toContain("names GPU 1, but this machine has 1 GPU (0..0)");
+});

@@ -1,0 +1,216 @@
+import fs from "node:fs/promises";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { TritonHttpClient } from "../../src/triton/http-client.js";
+import { freePorts, portArgs, runCli, tempDir, testEnv } from "../helpers/cli.js";
+import { UpProcess } from "../helpers/up-process.js";
+
+const CONFIG = (name: string) => `name: "${name}"
+backend: "python"
+max_batch_size: 8
+input [ { name: "X" data_type: TYPE_FP32 dims: [ 4 ] } ]
+output [ { name: "Y" data_type: TYPE_FP32 dims: [ 4 ] } ]
+instance_group [ { count: 1 kind: KIND_CPU } ]
+`;
+
+const MODEL = (offset: number, extra = "") => `import numpy as np
+import triton_python_backend_utils as pb_utils
+
+OFFSET = ${offset.toFixed(1)}
+${extra}
+
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            x = pb_utils.get_input_tensor_by_name(r, "X").as_numpy()
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("Y", (x + OFFSET).astype(np.float32))]))
+        return out
+`;
+
+const ENSEMBLE = `name: "offset_pipe"
+platform: "ensemble"
+max_batch_size: 8
+input [ { name: "IN" data_type: TYPE_FP32 dims: [ 4 ] } ]
+output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 4 ] } ]
+ensemble_scheduling {
+  step [ { model_name: "offset" model_version: -1 input_map { key: "X" value: "IN" } output_map { key: "Y" value: "OUT" } } ]
+}
+`;
+
+async function writeModel(repo: string, name: string, offset: number): Promise<void> {
+  await fs.mkdir(path.join(repo, name, "1"), { recursive: true });
+  await fs.writeFile(path.join(repo, name, "config.pbtxt"), CONFIG(name));
+  await fs.writeFile(path.join(repo, name, "1", "model.py"), MODEL(offset));
+}
+
+/** An editor's save: write a temp file beside the target, then rename over it. */
+async function editorSave(file: string, content: string): Promise<void> {
+  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.tmp-${Date.now()}`);
+  await fs.writeFile(tmp, content);
+  await fs.rename(tmp, file);
+}
+
+describe.each(["poll", "explicit"] as const)("hot reload in %s mode (real Triton, real files)", (mode) => {
+  let repo: string;
+  let up: UpProcess;
+  let client: TritonHttpClient;
+  let env: NodeJS.ProcessEnv;
+
+  const served = async (model = "offset"): Promise<number> => {
+    const r = await client.infer(model, [{ name: model === "offset" ? "X" : "IN", shape: [1, 4], datatype: "FP32", data: [0, 0, 0, 0] }]);
+    return (r.outputs[0]!.data as number[])[0]!;
+  };
+  const modelPy = () => path.join(repo, "offset", "1", "model.py");
+  const nextReady = (model: string) => {
+    const from = up.events.length;
+    return () => up.waitFor((e) => e.type === "edit" && e.model === model && (e.phase === "ready" || e.phase === "failed" || e.phase === "refused"), 60_000, from);
+  };
+
+  beforeAll(async () => {
+    repo = await tempDir("reload");
+    await writeModel(repo, "offset", 1);
+    await fs.mkdir(path.join(repo, "offset_pipe", "1"), { recursive: true });
+    await fs.writeFile(path.join(repo, "offset_pipe", "config.pbtxt"), ENSEMBLE);
+    env = await testEnv();
+    const ports = await freePorts();
+    up = new UpProcess(["--models", repo, "--reload", mode, ...portArgs(ports)], env);
+    await up.waitFor((e) => e.type === "watching", 120_000);
+    client = new TritonHttpClient(`http://127.0.0.1:${ports.http}`);
+    expect(await served()).toBe(1);
+  }, 180_000);
+
+  afterAll(async () => {
+    await up?.stop();
+    if (env) await runCli(["down"], env);
+  }, 60_000);
+
+  it("serves a valid edit, and the ensemble follows its composing model", async () => {
+    const done = nextReady("offset");
+    await editorSave(modelPy(), MODEL(2));
+    const e = await done();
+    expect(e.phase).toBe("ready");
+    expect(await served()).toBe(2);
+    expect(await served("offset_pipe")).toBe(2);
+  }, 90_000);
+
+  it("refuses an invalid config with file:line:col while the old version answers", async () => {
+    const done = nextReady("offset");
+    await editorSave(path.join(repo, "offset", "config.pbtxt"), CONFIG("offset").replace("dims: [ 4 ] } ]\noutput", "dims: [ 0 ] } ]\noutput"));
+    const e = await done();
+    expect(e.phase).toBe("refused");
+    const d = e.diagnostics![0]!;
+    expect(d.file).toBe(path.join(repo, "offset", "config.pbtxt"));
+    expect(d.line).toBe(4);
+    expect(d.column).toBeGreaterThan(1);
+    expect(await served()).toBe(2);
+    const fixed = nextReady("offset");
+    await editorSave(path.join(repo, "offset", "config.pbtxt"), CONFIG("offset"));
+    // The fixed config equals what is served: nothing needs reloading.
+    await up.waitFor((x) => x.type === "edit" && x.model === "offset" && x.phase === "unchanged", 30_000, up.events.length - 1).catch(() => fixed());
+    expect(await served()).toBe(2);
+  }, 90_000);
+
+  it("keeps the old version when model.py raises, reports Triton's reason, then reloads the fix", async () => {
+    let done = nextReady("offset");
+    await editorSave(modelPy(), MODEL(3, 'raise RuntimeError("broken on purpose")'));
+    const failed = await done();
+    expect(failed.phase).toBe("failed");
+    expect(failed.reason).toMatch(/broken on purpose/);
+    expect(failed.reason).toMatch(/last good version keeps serving/);
+    expect(failed.reason).toContain(path.join(repo, "offset")); // the user's path, not the staging copy
+    expect(await served()).toBe(2);
+    done = nextReady("offset");
+    await editorSave(modelPy(), MODEL(4));
+    expect((await done()).phase).toBe("ready");
+    expect(await served()).toBe(4);
+    expect(await served("offset_pipe")).toBe(4);
+  }, 120_000);
+
+  it("loads a new model folder and unloads a deleted one", async () => {
+    const done = nextReady("offset_b");
+    await writeModel(repo, "offset_b", 7);
+    expect((await done()).phase).toBe("ready");
+    const r = await client.infer("offset_b", [{ name: "X", shape: [1, 4], datatype: "FP32", data: [1, 1, 1, 1] }]);
+    expect(r.outputs[0]!.data).toEqual([8, 8, 8, 8]);
+    const from = up.events.length;
+    await fs.rm(path.join(repo, "offset_b"), { recursive: true });
+    await up.waitFor((e) => e.type === "edit" && e.model === "offset_b" && e.phase === "unloaded", 60_000, from);
+    expect(await client.isModelReady("offset_b")).toBe(false);
+  }, 90_000);
+
+  it("ignores swap files, backups and __pycache__, and reloads an editor save once", async () => {
+    const from = up.events.length;
+    const dir = path.join(repo, "offset", "1");
+    await fs.writeFile(path.join(dir, ".model.py.swp"), "swap");
+    await fs.writeFile(path.join(dir, "model.py~"), "backup");
+    await fs.writeFile(path.join(dir, "4913"), "");
+    await fs.mkdir(path.join(dir, "__pycache__"), { recursive: true });
+    await fs.writeFile(path.join(dir, "__pycache__", "model.cpython-311.pyc"), "x");
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect(up.events.slice(from).filter((e) => e.type === "edit" && e.model === "offset")).toEqual([]);
+    const done = nextReady("offset");
+    await editorSave(modelPy(), MODEL(5));
+    expect((await done()).phase).toBe("ready");
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(up.edits("offset", "loading", from)).toHaveLength(1);
+    expect(await served()).toBe(5);
+  }, 90_000);
+
+  it("turns a burst of 20 saves within 200 ms into one reload serving the last content", async () => {
+    const from = up.events.length;
+    for (let i = 0; i < 20; i++) {
+      await fs.writeFile(modelPy(), MODEL(100 + i));
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await up.waitFor((e) => e.type === "edit" && e.model === "offset" && e.phase === "ready", 60_000, from);
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(up.edits("offset", "loading", from)).toHaveLength(1);
+    expect(await served()).toBe(119);
+  }, 90_000);
+
+  it("has zero downtime: 50 edits, valid and invalid, while a client keeps sending requests", async () => {
+    let stop = false;
+    let ok = 0;
+    const failures: string[] = [];
+    const client2 = new TritonHttpClient(client.baseUrl, { timeoutMs: 30_000 });
+    const load = (async () => {
+      const deadline = Date.now() + 120_000;
+      while (!stop && Date.now() < deadline) {
+        try {
+          await client2.infer("offset", [{ name: "X", shape: [1, 4], datatype: "FP32", data: [0, 0, 0, 0] }]);
+          ok++;
+        } catch (err) {
+          failures.push(String((err as Error).message));
+        }
+      }
+    })();
+    let lastValid = 119;
+    for (let i = 0; i < 50; i++) {
+      const kind = i % 5;
+      if (kind === 3) {
+        await editorSave(path.join(repo, "offset", "config.pbtxt"), CONFIG("offset").replace("max_batch_size: 8", "max_batch_size: -1"));
+      } else if (kind === 4) {
+        await editorSave(path.join(repo, "offset", "config.pbtxt"), CONFIG("offset"));
+        await editorSave(modelPy(), MODEL(200 + i, 'raise RuntimeError("bad edit")'));
+      } else {
+        lastValid = 200 + i;
+        await editorSave(path.join(repo, "offset", "config.pbtxt"), CONFIG("offset"));
+        await editorSave(modelPy(), MODEL(lastValid));
+      }
+      await new Promise((r) => setTimeout(r, 150));
+    }
+    // The last edit (i = 49, kind 4) is a broken model.py; make the final state a valid one.
+    lastValid = 999;
+    await editorSave(modelPy(), MODEL(lastValid));
+    // Edits still queued behind the burst finish one by one; the last saved content must win.
+    const deadline = Date.now() + 90_000;
+    while ((await served()) !== lastValid && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
+    stop = true;
+    await load;
+    expect(failures).toEqual([]);
+    expect(ok).toBeGreaterThan(50);
+    expect(await served()).toBe(999);
+    expect(await served("offset_pipe")).toBe(999);
+  }, 240_000);
+});

@@ -1,0 +1,111 @@
+import fs from "node:fs";
+import fsp from "node:fs/promises";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { UserError } from "../../src/errors.js";
+import { lintRepository } from "../../src/repo/lint.js";
+import { ARTICLE_FIXTURES, ECHO_MODEL_PY, SAMPLE_MODELS, pythonModel, summary, tempRepo, writeFiles, removeTempRepos } from "./helpers.js";
+
+afterAll(removeTempRepos);
+
+describe("the sample repository (models/)", () => {
+  it.each([
+    ["with no options", {}],
+    ["for the local runtime on a machine without a GPU", { runtime: "local" as const, gpuAvailable: false }],
+    ["for docker on a GPU machine", { runtime: "docker" as const, gpuAvailable: true, gpuCount: 1 }],
+  ])("lints clean %s", async (_label, options) => {
+    expect(fs.existsSync(SAMPLE_MODELS)).toBe(true);
+    const r = await lintRepository(SAMPLE_MODELS, options);
+    expect(summary(r.diagnostics)).toEqual([]);
+    expect(r.models.map((m) => m.name)).toEqual(expect.arrayContaining(["bert_tokenizer", "image_classifier", "sentiment_classifier", "sentiment_pipeline"]));
+    for (const m of r.models) {
+      expect(m.config?.name).toBe(m.name);
+      expect(m.dir).toBe(path.join(SAMPLE_MODELS, m.name));
+    }
+  });
+
+  it("gives the pipeline's config in Triton's JSON form", async () => {
+    const r = await lintRepository(SAMPLE_MODELS);
+    const pipeline = r.models.find((m) => m.name === "sentiment_pipeline")!;
+    expect(pipeline.config?.platform).toBe("ensemble");
+    expect(pipeline.config?.ensemble_scheduling?.step?.map((s) => [s.model_name, s.model_version])).toEqual([
+      ["bert_tokenizer", -1],
+      ["sentiment_classifier", -1],
+    ]);
+  });
+});
+
+describe("the article's configs as a repository", () => {
+  /** resnet50_fp16, bert_large, bert_tokenizer and sentiment_pipeline exactly as the article writes them. */
+  async function articleRepo(): Promise<string> {
+    const repo = await tempRepo();
+    const copy = async (fixture: string, model: string) => {
+      await fsp.mkdir(path.join(repo, model, "1"), { recursive: true });
+      await fsp.copyFile(path.join(ARTICLE_FIXTURES, fixture), path.join(repo, model, "config.pbtxt"));
+    };
+    await copy("resnet50_fp16-dynamic-batching.pbtxt", "resnet50_fp16");
+    await copy("bert_large.pbtxt", "bert_large");
+    await copy("bert_tokenizer.pbtxt", "bert_tokenizer");
+    await copy("sentiment_pipeline.pbtxt", "sentiment_pipeline");
+    await writeFiles(repo, { "bert_tokenizer/1/model.py": ECHO_MODEL_PY, "resnet50_fp16/1/model.plan": "plan" });
+    return repo;
+  }
+
+  it("reports what Triton would refuse, and why", async () => {
+    const repo = await articleRepo();
+    const r = await lintRepository(repo, { runtime: "local", gpuAvailable: false });
+    const by = (m: string) => r.models.find((x) => x.name === m)!.diagnostics.map((d) => `${d.severity} ${d.code}@${d.line}:${d.column}`);
+    expect(by("bert_large")).toEqual(["error platform-unknown@2:11", "warning gpu-unavailable@9:11"]);
+    expect(by("resnet50_fp16")).toEqual(["warning backend-unavailable@2:11"]);
+    expect(by("bert_tokenizer")).toEqual([]);
+    // The article's pipeline maps tensors the article's tokenizer config never declares ("# ... input/output ..."),
+    // and runs bert_large (max 32) in an ensemble allowing 128.
+    expect(by("sentiment_pipeline")).toEqual(
+      expect.arrayContaining(["error ensemble-max-batch-size@42:19", "error ensemble-model-invalid@42:19", "error ensemble-unknown-input@27:14"]),
+    );
+    expect(r.errorCount).toBe(r.diagnostics.filter((d) => d.severity === "error").length);
+    expect(r.warningCount).toBe(2);
+  });
+});
+
+describe("lintRepository", () => {
+  it("lists errors before warnings, each in file order", async () => {
+    const repo = await tempRepo();
+    await writeFiles(repo, {
+      ...pythonModel("a", 'name: "a"\nbackend: "python"\nmax_batch_size: -1\ninstance_group [ { kind: KIND_GPU } ]\ninput [ { name: "I" data_type: TYPE_FP32 dims: [ 0 ] } ]\n'),
+      ...pythonModel("b", 'name: "x"\nbackend: "python"\n'),
+    });
+    const r = await lintRepository(repo, { gpuAvailable: false });
+    expect(r.diagnostics.map((d) => `${d.model} ${d.severity} ${d.code}`)).toEqual([
+      "a error max-batch-size-negative",
+      "a error dims-invalid",
+      "b error name-mismatch",
+      "a warning gpu-unavailable",
+    ]);
+    expect(r.models.find((m) => m.name === "a")!.diagnostics.map((d) => d.code)).toEqual(["max-batch-size-negative", "dims-invalid", "gpu-unavailable"]);
+    expect([r.errorCount, r.warningCount]).toEqual([3, 1]);
+  });
+
+  it("leaves out the config of a model whose config.pbtxt does not parse", async () => {
+    const repo = await tempRepo();
+    await writeFiles(repo, { ...pythonModel("a", "name: {") });
+    const r = await lintRepository(repo);
+    expect(r.models[0]).toMatchObject({ name: "a", diagnostics: [expect.objectContaining({ code: "config-syntax" })] });
+    expect(r.models[0]!.config).toBeUndefined();
+  });
+
+  it("takes only folders, and not editor or VCS litter, for models", async () => {
+    const repo = await tempRepo();
+    await writeFiles(repo, { ...pythonModel("a"), "README.md": "# models", ".git/HEAD": "ref", "__pycache__/x.pyc": "" });
+    expect((await lintRepository(repo)).models.map((m) => m.name)).toEqual(["a"]);
+  });
+
+  it("is fine with an empty repository", async () => {
+    const r = await lintRepository(await tempRepo());
+    expect(r).toEqual({ models: [], diagnostics: [], errorCount: 0, warningCount: 0 });
+  });
+
+  it("throws UserError for a folder it cannot read", async () => {
+    await expect(lintRepository(path.join(await tempRepo(), "missing"))).rejects.toBeInstanceOf(UserError);
+  });
+});
