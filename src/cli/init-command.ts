@@ -4,7 +4,7 @@ import { UsageError } from "../errors.js";
 import { displayPath, formatDiagnostic } from "../repo/diagnostics.js";
 import { scaffoldPythonModel, validateModelName } from "../repo/init.js";
 import { lintModel } from "../repo/lint.js";
-import { processOutput, type Output } from "./output.js";
+import { processOutput, type CliContext, type Output } from "./output.js";
 
 export interface InitFlags {
   name: string;
@@ -25,13 +25,14 @@ export async function runInit(dir: string, flags: InitFlags, output: Output = pr
   return result.errorCount > 0 ? 1 : 0;
 }
 
-export function registerInitCommand(program: Command, output: Output = processOutput): Command {
+export function registerInitCommand(program: Command, ctx: CliContext): Command {
+  const output = ctx.output;
   return program
     .command("init")
     .description("Scaffold a python backend model (config.pbtxt and 1/model.py) in a model repository.")
     .argument("[dir]", "the model repository (created if missing)", "models")
     .option("--name <name>", "the model's name and folder", "my_model")
     .action(async (dir: string, flags: InitFlags) => {
-      process.exitCode = await runInit(dir, flags, output);
+      ctx.exitCode = await runInit(dir, flags, output);
     });
 }

@@ -6,7 +6,8 @@ import { UsageError } from "../errors.js";
 import { type Diagnostic, countBySeverity, displayPath, formatDiagnostic } from "../repo/diagnostics.js";
 import { type LintOptions, type LintResult, lintRepository } from "../repo/lint.js";
 import type { RuntimeName } from "../repo/backends.js";
-import { processOutput, type Output } from "./output.js";
+import { detectNvidiaGpus } from "../gpu/detect.js";
+import { processOutput, type CliContext, type Output } from "./output.js";
 
 export interface LintFlags {
   json?: boolean;
@@ -18,20 +19,14 @@ export interface LintFlags {
 export interface LintDeps {
   output?: Output;
   cwd?: string;
-  /** Whether this machine has an NVIDIA GPU; undefined when unknown. */
-  detectGpu?: () => Promise<boolean | undefined>;
+  /** How many NVIDIA GPUs this machine has; undefined when it cannot tell. */
+  detectGpus?: () => Promise<number | undefined>;
 }
 
-/** A GPU is visible when the NVIDIA driver lists one under /proc (Linux); elsewhere we cannot tell. */
-export async function detectNvidiaGpu(procDir = "/proc/driver/nvidia/gpus"): Promise<boolean | undefined> {
-  if (process.platform !== "linux") return undefined;
-  try {
-    return (await fsp.readdir(procDir)).length > 0;
-  } catch {
-    return fs.existsSync("/dev/nvidiactl") ? undefined : false;
-  }
-}
-
+/**
+ * The NVIDIA driver lists each GPU it drives under /proc (Linux, containers included). Without that
+ * folder but with the driver's device node we cannot tell, so we say nothing rather than guess.
+ */
 function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? "" : "s"}`;
 }
@@ -75,10 +70,17 @@ export async function runLint(dir: string, flags: LintFlags, deps: LintDeps = {}
       hint: `Pass the folder that holds it: \`triton-dev lint ${path.dirname(dir) || "."}\`.`,
     });
   }
-  const gpuAvailable = flags.gpu ?? (await (deps.detectGpu ?? detectNvidiaGpu)());
   const options: LintOptions = { gpuMissingSeverity: "warning" };
   if (flags.runtime) options.runtime = flags.runtime;
-  if (gpuAvailable !== undefined) options.gpuAvailable = gpuAvailable;
+  if (flags.gpu !== undefined) {
+    options.gpuAvailable = flags.gpu;
+  } else {
+    const count = await (deps.detectGpus ?? detectNvidiaGpus)();
+    if (count !== undefined) {
+      options.gpuAvailable = count > 0;
+      if (count > 0) options.gpuCount = count;
+    }
+  }
   const result = await lintRepository(repo, options);
   if (flags.json) {
     output.out(
@@ -99,7 +101,8 @@ export async function runLint(dir: string, flags: LintFlags, deps: LintDeps = {}
   return result.errorCount > 0 ? 1 : 0;
 }
 
-export function registerLintCommand(program: Command, output: Output = processOutput, deps: Omit<LintDeps, "output"> = {}): Command {
+export function registerLintCommand(program: Command, ctx: CliContext, deps: Omit<LintDeps, "output"> = {}): Command {
+  const output = ctx.output;
   return program
     .command("lint")
     .description("Check a model repository the way Triton will: configs, version folders, model files and ensembles.")
@@ -109,6 +112,8 @@ export function registerLintCommand(program: Command, output: Output = processOu
     .option("--gpu", "check as if this machine had a GPU")
     .option("--no-gpu", "check as if this machine had no GPU")
     .action(async (dir: string, flags: LintFlags) => {
-      process.exitCode = await runLint(dir, flags, { ...deps, output });
+      ctx.exitCode = await runLint(dir, flags, { ...deps, output });
     });
 }
+
+export { detectNvidiaGpus };

@@ -2,6 +2,8 @@
 import { Command, CommanderError } from "commander";
 import { REPORT_URL_HINT, UserError } from "../errors.js";
 import { registerSuperviseCommand, registerUpCommand } from "./up-command.js";
+import { registerInitCommand } from "./init-command.js";
+import { registerLintCommand } from "./lint-command.js";
 import { registerRunCommands } from "./run-commands.js";
 import { registerSetupCommands } from "./setup-commands.js";
 import { processOutput, type CliContext, type Output } from "./output.js";
@@ -20,6 +22,8 @@ export function buildProgram(ctx: CliContext): Command {
   registerSuperviseCommand(program, ctx);
   registerRunCommands(program, ctx);
   registerSetupCommands(program, ctx);
+  registerLintCommand(program, ctx);
+  registerInitCommand(program, ctx);
   for (const c of program.commands) c.exitOverride().configureOutput({ writeOut: (s) => output.out(s.trimEnd()), writeErr: (s) => output.err(s.trimEnd()) });
   return program;
 }

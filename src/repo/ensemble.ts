@@ -10,7 +10,7 @@ export interface RepoModel {
   name: string;
   layout: ModelLayout;
   parsed?: ParsedConfig;
-  /** Its own (non-ensemble-graph) errors: a model with errors will not load. */
+  /** Errors found in it so far: a model with errors will not load, nor will an ensemble running it. */
   errorCount: number;
 }
 
@@ -138,7 +138,7 @@ export function checkEnsembleGraph(parsed: ParsedConfig, r: Reporter): void {
     }
   }
 
-  const inCycle = reportTensorCycles(parsed, tensors, r);
+  const inCycle = reportTensorCycles(tensors, r);
 
   c.output.forEach((output, i) => {
     const t = tensors.get(output.name);
@@ -162,7 +162,9 @@ export function checkEnsembleGraph(parsed: ParsedConfig, r: Reporter): void {
         culprit && culprit !== t.name
           ? `ensemble output '${output.name}' can never be written: it depends on '${culprit}', which nothing produces`
           : `ensemble output '${output.name}' can never be written`,
-        culprit && culprit !== t.name ? `Produce '${culprit}' in an earlier step's output_map, or make it an ensemble input.` : undefined,
+        culprit && culprit !== t.name
+          ? `Produce '${culprit}' in an earlier step's output_map, or make it an ensemble input.`
+          : "Make every tensor the step writing it reads come from an ensemble input or an earlier step.",
       );
     }
   });
@@ -198,6 +200,9 @@ export function checkEnsembleGraph(parsed: ParsedConfig, r: Reporter): void {
         culprit && culprit !== t.name
           ? `ensemble tensor '${t.name}' can never be computed: it depends on '${culprit}', which nothing produces`
           : `ensemble tensor '${t.name}' can never be computed`,
+        culprit && culprit !== t.name
+          ? `Produce '${culprit}' in an earlier step's output_map, or make it an ensemble input.`
+          : "Make every tensor the step writing it reads come from an ensemble input or an earlier step.",
       );
     }
   }
@@ -234,7 +239,7 @@ function unreadySource(t: TensorInfo, tensors: Map<string, TensorInfo>): string 
 }
 
 /** Reports each cycle between ensemble tensors once; returns the tensors on cycles. */
-function reportTensorCycles(parsed: ParsedConfig, tensors: Map<string, TensorInfo>, r: Reporter): Set<string> {
+function reportTensorCycles(tensors: Map<string, TensorInfo>, r: Reporter): Set<string> {
   const onCycle = new Set<string>();
   // Writing an ensemble input again closes no cycle for Triton (inputs are ready from the start);
   // that case gets its own warning above.
@@ -251,7 +256,6 @@ function reportTensorCycles(parsed: ParsedConfig, tensors: Map<string, TensorInf
       `Steps ${[...new Set(steps)].sort((a, b) => a - b).join(", ")} feed each other; one of them must read a tensor produced earlier instead.`,
     );
   }
-  void parsed;
   return onCycle;
 }
 

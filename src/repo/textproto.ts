@@ -242,6 +242,9 @@ export function tokenize(text: string): Token[] {
       continue;
     }
     const cp = String.fromCodePoint(text.codePointAt(pos) ?? 0);
+    if (cp === "\uFEFF") {
+      throw new TextSyntaxError("unexpected byte-order mark", start, "Save the file as UTF-8 without a byte-order mark (BOM).");
+    }
     throw new TextSyntaxError(
       `unexpected ${describeChar(cp)}`,
       start,

@@ -6,7 +6,8 @@ import { UserError } from "../errors.js";
 import { EventBus } from "../events/bus.js";
 import { log as rootLog } from "../log/logger.js";
 import { findPortHolder, isPortFree } from "../net/ports.js";
-import { lintRepository } from "../repo/lint.js";
+import { detectNvidiaGpus } from "../gpu/detect.js";
+import { lintRepository, type LintOptions } from "../repo/lint.js";
 import { ReloadController } from "../repo/reload-controller.js";
 import { requireModelRepository, StagingRepository } from "../repo/stage.js";
 import { ensureEnvironment, precompilePython } from "../runtimes/local/environment.js";
@@ -55,7 +56,7 @@ export function editsFile(state: RunState): string {
   return path.join(state.runDir, "edits.json");
 }
 
-export function createController(state: RunState, staging: StagingRepository, bus: EventBus<SessionEvent>): ReloadController {
+export function createController(state: RunState, staging: StagingRepository, bus: EventBus<SessionEvent>, lint: LintOptions): ReloadController {
   return new ReloadController({
     modelsDir: state.modelsDir,
     staging,
@@ -64,7 +65,7 @@ export function createController(state: RunState, staging: StagingRepository, bu
     pollSecs: state.pollSecs,
     logFile: state.logFile,
     bus,
-    lint: { runtime: state.runtime, gpuAvailable: false },
+    lint,
     editsFile: editsFile(state),
   });
 }
@@ -132,7 +133,11 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
   await fsp.mkdir(runDir, { recursive: true });
   // Only models that pass lint are staged: Triton would refuse the others anyway, with the
   // reason buried in its log. They load as soon as a fixed version is saved.
-  const lint = await lintRepository(modelsDir, { runtime, gpuAvailable: false });
+  // At `up` a KIND_GPU model on a machine without a GPU is an error (lint only warns): Triton
+  // would refuse it, so it is reported here with the fix instead.
+  const gpus = await detectNvidiaGpus();
+  const lintOptions = { runtime, gpuAvailable: gpus === undefined ? true : gpus > 0, gpuMissingSeverity: "error" as const };
+  const lint = await lintRepository(modelsDir, lintOptions);
   const refused = new Set<string>();
   for (const m of lint.models) {
     const errors = m.diagnostics.filter((d) => d.severity === "error");
@@ -210,7 +215,7 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
     const models = await settledIndex(client, o.readyTimeoutMs - (Date.now() - started));
     bus.emit({ type: "ready", endpoints: handle.endpoints, models, elapsedMs: Date.now() - started });
     const watch = async () => {
-      controller = createController(state, staging, bus);
+      controller = createController(state, staging, bus, lintOptions);
       await controller.adopt(models);
       await controller.start();
       for (const name of refused) {

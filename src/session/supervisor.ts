@@ -3,6 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import type { Paths } from "../config/paths.js";
 import { EventBus } from "../events/bus.js";
+import { detectNvidiaGpus } from "../gpu/detect.js";
 import { log as rootLog } from "../log/logger.js";
 import { StagingRepository } from "../repo/stage.js";
 import { precompilePython, loadEnvironment } from "../runtimes/local/environment.js";
@@ -40,7 +41,8 @@ export async function runSupervisor(paths: Paths, print: (e: SessionEvent) => vo
   await staging.load();
   const bus = new EventBus<SessionEvent>();
   bus.on(print);
-  const controller = createController(state, staging, bus);
+  const gpus = await detectNvidiaGpus();
+  const controller = createController(state, staging, bus, { runtime: state.runtime, gpuAvailable: gpus === undefined ? true : gpus > 0, gpuMissingSeverity: "error" });
   const index = await clientFor(state).repositoryIndex().catch(() => []);
   await controller.adopt(index);
   await controller.start();

@@ -1,9 +1,9 @@
 import fs from "node:fs";
 import path from "node:path";
 import { Command, CommanderError } from "commander";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { detectNvidiaGpus, registerLintCommand, runLint } from "../../src/cli/lint-command.js";
-import type { Output } from "../../src/cli/output.js";
+import type { CliContext, Output } from "../../src/cli/output.js";
 import { UsageError } from "../../src/errors.js";
 import { ECHO_MODEL_PY, posOf, pythonConfig, pythonModel, tempRepo, writeFiles, removeTempRepos } from "../repo/helpers.js";
 
@@ -97,13 +97,12 @@ describe("runLint", () => {
 });
 
 describe("registerLintCommand", () => {
-  afterEach(() => {
-    process.exitCode = undefined;
-  });
+  let ctx: CliContext;
 
   function program(out: Output): Command {
+    ctx = { output: out, env: process.env, exitCode: 0 };
     const p = new Command("triton-dev").exitOverride().configureOutput({ writeErr: () => undefined, writeOut: () => undefined });
-    registerLintCommand(p, out, { detectGpus: noGpu }).exitOverride().configureOutput({ writeErr: () => undefined, writeOut: () => undefined });
+    registerLintCommand(p, ctx, { detectGpus: noGpu }).exitOverride().configureOutput({ writeErr: () => undefined, writeOut: () => undefined });
     return p;
   }
 
@@ -112,7 +111,7 @@ describe("registerLintCommand", () => {
     await writeFiles(repo, { ...pythonModel("a"), "b/config.pbtxt": "name: {", "b/1/model.py": ECHO_MODEL_PY });
     const out = capture();
     await program(out).parseAsync(["lint", repo, "--runtime", "local"], { from: "user" });
-    expect(process.exitCode).toBe(1);
+    expect(ctx.exitCode).toBe(1);
     expect(out.text()).toContain("error: '{' is never closed");
   });
 

@@ -1,0 +1,251 @@
+import { UserError } from "../errors.js";
+import type { ControlClient } from "./control.js";
+import { isUnreachableError } from "./control.js";
+import { GpuSampler, type GpuProbe, type GpuStats } from "./gpu.js";
+import { LatencyHistogram, type LatencySummary } from "./histogram.js";
+import { LoadGenerator, type Distribution, type LoadMode, type WindowData } from "./load.js";
+import { breakdown, diffSnapshots, snapshotOf, type ServerBreakdown, type StatsSnapshot } from "./server-stats.js";
+import { isStable, type StabilityRule } from "./stability.js";
+import type { InferTransport } from "./transport.js";
+
+export type LevelKind = "concurrency" | "rate";
+
+export interface WindowSummary {
+  durationMs: number;
+  success: number;
+  errors: number;
+  throughput: number;
+  avgLatencyUs: number;
+}
+
+/** The measurement of one load level: the merge of its last stable windows. */
+export interface LevelResult {
+  kind: LevelKind;
+  /** The concurrency, or the request rate per second. */
+  value: number;
+  stable: boolean;
+  /** Windows measured before the rule held (or the limit was reached). */
+  trials: number;
+  windows: WindowSummary[];
+  /** Length of the merged windows. */
+  durationMs: number;
+  /** Successful requests in the merged windows. */
+  requests: number;
+  /** Inferences per second (requests times batch size). */
+  throughput: number;
+  latency: LatencySummary;
+  clientSendUs: number;
+  clientRecvUs: number;
+  /** perf_analyzer's "Network+Server Send/Recv": client latency not spent in the server's request. */
+  networkServerUs?: number;
+  errors: Record<string, number>;
+  errorCount: number;
+  /** Open loop: sends that waited because every connection was busy. */
+  delayed?: number;
+  server?: ServerBreakdown;
+  gpu?: GpuStats;
+  /** Set when the level ended before its measurement did (interrupted, server gone). */
+  partial?: string;
+}
+
+export interface ProfileContext {
+  model: string;
+  /** Models an ensemble's steps call, for the breakdown. */
+  composing: readonly string[];
+  batchSize: number;
+  control: ControlClient;
+  /** A fresh transport for one level; `maxConnections` is the concurrency or the open-loop cap. */
+  makeTransport: (maxConnections: number) => InferTransport;
+  windowMs: number;
+  rule: StabilityRule;
+  maxTrials: number;
+  distribution: Distribution;
+  /** Open loop: connections at most (and the in-flight count past which sends are "delayed"). */
+  maxInFlight: number;
+  gpuProbe?: GpuProbe;
+  signal?: AbortSignal;
+  onWindow?: (e: { kind: LevelKind; value: number; trial: number; window: WindowSummary; stable: boolean }) => void;
+}
+
+/** Triton stopped answering during a run. */
+export class ServerGoneError extends UserError {
+  override name = "ServerGoneError";
+  constructor(
+    message: string,
+    readonly partial: LevelResult | undefined,
+  ) {
+    super(message, { hint: "Check the server with `triton-dev status` and its log with `triton-dev logs`; the results measured before it stopped are shown." });
+  }
+}
+
+/** Every request of a whole window failed: measuring further would only count errors. */
+export class AllFailingError extends UserError {
+  override name = "AllFailingError";
+  constructor(
+    message: string,
+    readonly partial: LevelResult | undefined,
+  ) {
+    super(message);
+  }
+}
+
+/** Ctrl-C (or another abort) during a level. */
+export class InterruptedError extends UserError {
+  override name = "InterruptedError";
+  constructor(readonly partial: LevelResult | undefined) {
+    super("interrupted", { exitCode: 130 });
+  }
+}
+
+function abortableSleep(ms: number, signal?: AbortSignal): Promise<boolean> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve(false);
+    const onAbort = () => {
+      clearTimeout(t);
+      resolve(false);
+    };
+    const t = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve(true);
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+function summariseWindow(w: WindowData, batchSize: number): WindowSummary {
+  const durationMs = w.endMs - w.startMs;
+  const errors = [...w.errors.values()].reduce((a, b) => a + b, 0);
+  return {
+    durationMs,
+    success: w.success,
+    errors,
+    throughput: durationMs > 0 ? (w.success * batchSize * 1000) / durationMs : 0,
+    avgLatencyUs: w.histogram.count ? w.histogram.summary().avgUs : 0,
+  };
+}
+
+function topError(w: WindowData): string {
+  return [...w.errors.entries()].sort((a, b) => b[1] - a[1])[0]?.[0] ?? "unknown error";
+}
+
+/** Merge the last `k` windows (and the server's counters over the same span) into one result. */
+export function mergeWindows(
+  kind: LevelKind,
+  value: number,
+  windows: readonly WindowData[],
+  k: number,
+  stable: boolean,
+  batchSize: number,
+  server: ServerBreakdown | undefined,
+): LevelResult {
+  const used = windows.slice(-k);
+  const hist = LatencyHistogram.merge(used.map((w) => w.histogram));
+  const latency = hist.summary();
+  const durationMs = used.reduce((a, w) => a + (w.endMs - w.startMs), 0);
+  const requests = used.reduce((a, w) => a + w.success, 0);
+  const errors: Record<string, number> = {};
+  for (const w of used) for (const [kindName, n] of w.errors) errors[kindName] = (errors[kindName] ?? 0) + n;
+  const errorCount = Object.values(errors).reduce((a, b) => a + b, 0);
+  const clientSendUs = requests ? used.reduce((a, w) => a + w.sendUsSum, 0) / requests : 0;
+  const clientRecvUs = requests ? used.reduce((a, w) => a + w.recvUsSum, 0) / requests : 0;
+  const delayed = used.reduce((a, w) => a + w.delayed, 0);
+  return {
+    kind,
+    value,
+    stable,
+    trials: windows.length,
+    windows: windows.map((w) => summariseWindow(w, batchSize)),
+    durationMs,
+    requests,
+    throughput: durationMs > 0 ? (requests * batchSize * 1000) / durationMs : 0,
+    latency,
+    clientSendUs,
+    clientRecvUs,
+    ...(server && requests ? { networkServerUs: Math.max(0, latency.avgUs - clientSendUs - clientRecvUs - server.avgRequestUs) } : {}),
+    errors,
+    errorCount,
+    ...(kind === "rate" ? { delayed } : {}),
+    ...(server ? { server } : {}),
+  };
+}
+
+/**
+ * Measure one load level with perf_analyzer's method: back-to-back time windows until the last
+ * `rule.windows` agree within `rule.thresholdPct` on throughput and average latency, or
+ * `maxTrials` windows have passed (then the result is marked unstable).
+ */
+export async function measureLevel(ctx: ProfileContext, kind: LevelKind, value: number): Promise<LevelResult> {
+  const mode: LoadMode = kind === "concurrency" ? { kind: "concurrency", concurrency: value } : { kind: "rate", rate: value, distribution: ctx.distribution };
+  const fetchSnapshot = async (): Promise<StatsSnapshot> => snapshotOf(await ctx.control.modelStatistics(ctx.composing.length ? undefined : ctx.model));
+  const snaps: Array<StatsSnapshot | undefined> = [];
+  try {
+    snaps.push(await fetchSnapshot());
+  } catch (err) {
+    if (isUnreachableError(err)) throw new ServerGoneError(`Triton at ${ctx.control.endpoint} stopped answering before ${kind} ${value} started`, undefined);
+    snaps.push(undefined);
+  }
+  const transport = ctx.makeTransport(kind === "concurrency" ? value : ctx.maxInFlight);
+  const gen = new LoadGenerator(transport, mode, { maxInFlight: ctx.maxInFlight });
+  const sampler = ctx.gpuProbe ? new GpuSampler(ctx.gpuProbe) : undefined;
+  const windows: WindowData[] = [];
+  let stable = false;
+  let gpu: GpuStats | undefined;
+
+  const result = (partial?: string): LevelResult | undefined => {
+    const k = Math.min(ctx.rule.windows, windows.length);
+    if (k === 0) return undefined;
+    const a = snaps[snaps.length - 1];
+    const b = snaps[snaps.length - 1 - k];
+    const server = a && b ? breakdown(diffSnapshots(a, b), ctx.model, ctx.composing) : undefined;
+    return { ...mergeWindows(kind, value, windows, k, stable, ctx.batchSize, server), ...(gpu ? { gpu } : {}), ...(partial ? { partial } : {}) };
+  };
+
+  sampler?.start();
+  gen.start();
+  let failure: Error | undefined;
+  try {
+    for (let trial = 1; trial <= ctx.maxTrials; trial++) {
+      if (!(await abortableSleep(ctx.windowMs, ctx.signal))) {
+        // The window cut short by Ctrl-C is dropped: it is shorter than the others.
+        failure = new InterruptedError(undefined);
+        break;
+      }
+      const w = gen.cut();
+      windows.push(w);
+      let snap: StatsSnapshot | undefined;
+      let snapError: unknown;
+      try {
+        snap = await fetchSnapshot();
+      } catch (err) {
+        snapError = err;
+      }
+      snaps.push(snap);
+      const summary = summariseWindow(w, ctx.batchSize);
+      const figures = windows.map((x) => summariseWindow(x, ctx.batchSize)).map((s) => ({ throughput: s.throughput, latencyUs: s.avgLatencyUs }));
+      stable = isStable(figures, ctx.rule);
+      ctx.onWindow?.({ kind, value, trial, window: summary, stable });
+      const gone = (snapError !== undefined && isUnreachableError(snapError)) || (w.success === 0 && w.connectionErrors > 0 && !(await ctx.control.isLive()));
+      if (gone) {
+        windows.pop();
+        snaps.pop();
+        failure = new ServerGoneError(`Triton at ${ctx.control.endpoint} stopped answering during ${kind} ${value} (${topError(w)})`, undefined);
+        break;
+      }
+      if (w.success === 0 && summary.errors > 0) {
+        windows.pop();
+        snaps.pop();
+        failure = new AllFailingError(`every request failed for ${((w.endMs - w.startMs) / 1000).toFixed(1)} s at ${kind} ${value}: ${topError(w)}`, undefined);
+        break;
+      }
+      if (stable) break;
+    }
+  } finally {
+    gpu = sampler?.stop();
+    await gen.stop(failure ? 2000 : 10_000);
+    transport.close();
+  }
+  if (failure instanceof InterruptedError) throw new InterruptedError(result("interrupted"));
+  if (failure instanceof ServerGoneError) throw new ServerGoneError(failure.message, result("server stopped answering"));
+  if (failure instanceof AllFailingError) throw new AllFailingError(failure.message, result("every request failed"));
+  return result()!;
+}

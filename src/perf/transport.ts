@@ -1,0 +1,174 @@
+import { performance } from "node:perf_hooks";
+import { TritonDevError } from "../errors.js";
+import { buildBinaryInferBody, parseInferResponseBody, type DecodedInferResponse, type ParameterValue, type RawTensor } from "../triton/binary.js";
+import { TritonGrpcClient, TritonGrpcError } from "../triton/grpc-client.js";
+import { HttpConnectionError, KeepAliveHttpPool, buildPostRequest, type PooledResponse } from "../triton/http-pool.js";
+
+export type Protocol = "http" | "grpc";
+
+export interface ErrorInfo {
+  /** What the error counts under: protocol status and Triton's message, e.g. "HTTP 400: ...". */
+  kind: string;
+  /** The request never got an answer from the server (refused, reset, timed out). */
+  connection: boolean;
+}
+
+/** One request's fate. Sending never throws: errors are counted, not fatal. */
+export interface Outcome {
+  ok: boolean;
+  latencyUs: number;
+  /** Until the request was written out (HTTP only; 0 for gRPC, whose library hides it). */
+  sendUs: number;
+  /** From the first response byte to the whole response (HTTP only). */
+  recvUs: number;
+  error?: ErrorInfo;
+}
+
+/** A probe request failed: the message is Triton's, for the user. */
+export class InferFailedError extends TritonDevError {
+  override name = "InferFailedError";
+  constructor(
+    message: string,
+    readonly connection: boolean,
+  ) {
+    super(message);
+  }
+}
+
+export interface InferTransport {
+  readonly protocol: Protocol;
+  readonly endpoint: string;
+  /** Send payload `index` (modulo the number of payloads). */
+  send(index: number): Promise<Outcome>;
+  /** Send one request and decode the answer; throws InferFailedError. */
+  probe(index: number): Promise<DecodedInferResponse>;
+  close(): void;
+}
+
+export interface TransportOptions {
+  model: string;
+  payloads: readonly RawTensor[][];
+  /** Request parameters such as priority and timeout (µs). */
+  parameters?: Record<string, ParameterValue>;
+  /** Connections the HTTP pool may open (the concurrency, or the open-loop cap). */
+  maxConnections: number;
+  /** Give up on a request after this long (client side). */
+  requestTimeoutMs?: number;
+}
+
+const CONNECTION_WORDS: Record<string, string> = {
+  ECONNREFUSED: "connection refused",
+  ECONNRESET: "connection reset",
+  EPIPE: "connection reset",
+  ETIMEDOUT: "timed out",
+  ECLOSED: "cancelled",
+};
+
+function clip(s: string, n = 160): string {
+  const one = s.replace(/\s+/g, " ").trim();
+  return one.length > n ? one.slice(0, n - 1) + "…" : one;
+}
+
+function httpErrorMessage(r: PooledResponse): string {
+  try {
+    const e = (JSON.parse(r.body.toString("utf8")) as { error?: string }).error;
+    if (e) return e;
+  } catch {
+    // not JSON: use the raw text below
+  }
+  return r.body.toString("utf8") || "no error text";
+}
+
+export class HttpTransport implements InferTransport {
+  readonly protocol = "http" as const;
+  readonly endpoint: string;
+  private readonly pool: KeepAliveHttpPool;
+  private readonly requests: Buffer[];
+
+  constructor(host: string, port: number, o: TransportOptions) {
+    const hostHeader = `${host.includes(":") ? `[${host}]` : host}:${port}`;
+    this.endpoint = `http://${hostHeader}`;
+    this.pool = new KeepAliveHttpPool(host, port, { maxConnections: o.maxConnections, ...(o.requestTimeoutMs ? { requestTimeoutMs: o.requestTimeoutMs } : {}) });
+    const path = `/v2/models/${encodeURIComponent(o.model)}/infer`;
+    this.requests = o.payloads.map((inputs) => {
+      const { body, headerLength } = buildBinaryInferBody(inputs, o.parameters ? { parameters: o.parameters } : {});
+      return buildPostRequest(hostHeader, path, body, { "Content-Type": "application/octet-stream", "Inference-Header-Content-Length": headerLength });
+    });
+  }
+
+  async send(index: number): Promise<Outcome> {
+    const raw = this.requests[index % this.requests.length]!;
+    const t0 = performance.now();
+    let r: PooledResponse;
+    try {
+      r = await this.pool.request(raw);
+    } catch (err) {
+      const code = err instanceof HttpConnectionError ? err.code : "ECONNERROR";
+      return { ok: false, latencyUs: (performance.now() - t0) * 1000, sendUs: 0, recvUs: 0, error: { kind: CONNECTION_WORDS[code] ?? `connection error (${code})`, connection: true } };
+    }
+    const timing = { latencyUs: (r.endMs - r.startMs) * 1000, sendUs: (r.sentMs - r.startMs) * 1000, recvUs: (r.endMs - r.firstByteMs) * 1000 };
+    if (r.status === 200) return { ok: true, ...timing };
+    return { ok: false, ...timing, error: { kind: `HTTP ${r.status}: ${clip(httpErrorMessage(r))}`, connection: false } };
+  }
+
+  async probe(index: number): Promise<DecodedInferResponse> {
+    let r: PooledResponse;
+    try {
+      r = await this.pool.request(this.requests[index % this.requests.length]!);
+    } catch (err) {
+      throw new InferFailedError(`cannot reach Triton at ${this.endpoint}: ${(err as Error).message}`, true);
+    }
+    if (r.status !== 200) throw new InferFailedError(`Triton answered ${r.status}: ${httpErrorMessage(r)}`, false);
+    const hl = r.headers["inference-header-content-length"];
+    return parseInferResponseBody(r.body, hl !== undefined ? Number(hl) : undefined);
+  }
+
+  close(): void {
+    this.pool.close();
+  }
+}
+
+export class GrpcTransport implements InferTransport {
+  readonly protocol = "grpc" as const;
+  readonly endpoint: string;
+  private readonly client: TritonGrpcClient;
+  private readonly requests: Buffer[];
+  private readonly timeoutMs: number | undefined;
+
+  constructor(address: string, o: TransportOptions) {
+    this.endpoint = address;
+    this.client = new TritonGrpcClient(address);
+    this.timeoutMs = o.requestTimeoutMs;
+    this.requests = o.payloads.map((inputs) => TritonGrpcClient.encodeInferRequest(o.model, inputs, o.parameters ? { parameters: o.parameters } : {}));
+  }
+
+  async send(index: number): Promise<Outcome> {
+    const t0 = performance.now();
+    try {
+      await this.client.inferRaw(this.requests[index % this.requests.length]!, this.timeoutMs);
+      return { ok: true, latencyUs: (performance.now() - t0) * 1000, sendUs: 0, recvUs: 0 };
+    } catch (err) {
+      const latencyUs = (performance.now() - t0) * 1000;
+      if (err instanceof TritonGrpcError) {
+        const connection = err.codeName === "UNAVAILABLE" || err.codeName === "CANCELLED" || (err.codeName === "DEADLINE_EXCEEDED" && this.timeoutMs !== undefined);
+        const kind = err.codeName === "UNAVAILABLE" && /ECONNREFUSED|No connection established|connect/i.test(err.details) ? "connection refused" : `gRPC ${err.codeName}: ${clip(err.details)}`;
+        return { ok: false, latencyUs, sendUs: 0, recvUs: 0, error: { kind, connection } };
+      }
+      return { ok: false, latencyUs, sendUs: 0, recvUs: 0, error: { kind: `gRPC error: ${clip((err as Error).message)}`, connection: true } };
+    }
+  }
+
+  async probe(index: number): Promise<DecodedInferResponse> {
+    try {
+      const bytes = await this.client.inferRaw(this.requests[index % this.requests.length]!, 60_000);
+      return TritonGrpcClient.decodeInferResponse(bytes);
+    } catch (err) {
+      if (err instanceof TritonGrpcError) throw new InferFailedError(`Triton answered ${err.codeName}: ${err.details}`, err.codeName === "UNAVAILABLE");
+      throw err;
+    }
+  }
+
+  close(): void {
+    this.client.close();
+  }
+}
