@@ -24,6 +24,16 @@ def _is_punctuation(ch):
     return unicodedata.category(ch).startswith("P")
 
 
+# CJK ideographs become one word each, as in BERT: these scripts do not put spaces between words.
+_CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
+               (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
+
+
+def _is_cjk(ch):
+    cp = ord(ch)
+    return any(lo <= cp <= hi for lo, hi in _CJK_RANGES)
+
+
 def _is_control(ch):
     if ch in "\t\n\r":
         return False
@@ -32,14 +42,15 @@ def _is_control(ch):
 
 def _basic_tokenize(text):
     """Lowercase, strip accents, split on whitespace and punctuation."""
-    text = "".join(" " if ch.isspace() else ch for ch in text if ch != "\ufffd" and not _is_control(ch))
+    text = "".join(" " if ch.isspace() else ch
+                   for ch in text if ch != "\ufffd" and not _is_control(ch))
     text = unicodedata.normalize("NFD", text.lower())
     text = "".join(ch for ch in text if unicodedata.category(ch) != "Mn")
     words = []
     for chunk in text.split():
         current = []
         for ch in chunk:
-            if _is_punctuation(ch):
+            if _is_punctuation(ch) or _is_cjk(ch):
                 if current:
                     words.append("".join(current))
                     current = []
@@ -67,7 +78,8 @@ class TritonPythonModel:
         self.vocab = {tok: i for i, tok in enumerate(tokens) if tok}
         missing = [t for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]") if t not in self.vocab]
         if missing:
-            raise pb_utils.TritonModelException(f"bert_tokenizer: {path} lacks special tokens {missing}")
+            raise pb_utils.TritonModelException(
+                f"bert_tokenizer: {path} lacks special tokens {missing}")
         self.pad_id = self.vocab["[PAD]"]
         self.unk_id = self.vocab["[UNK]"]
         self.cls_id = self.vocab["[CLS]"]
@@ -124,8 +136,8 @@ class TritonPythonModel:
             batch = texts.shape[0] if texts.ndim > 0 else 1
             flat = texts.reshape(batch, -1)
             if flat.shape[1] != 1:
-                responses.append(_bad_input(
-                    f"TEXT_INPUT must hold one string per batch item, got shape {list(texts.shape)}"))
+                responses.append(_bad_input("TEXT_INPUT must hold one string per batch item, "
+                                            f"got shape {list(texts.shape)}"))
                 continue
             input_ids = np.empty((batch, SEQ_LEN), dtype=np.int64)
             masks = np.empty((batch, SEQ_LEN), dtype=np.int64)

@@ -59,8 +59,9 @@ def _find_vocab(model_dir):
             reverse=True)
     if not versions:
         raise pb_utils.TritonModelException(
-            f"sentiment_classifier needs the bert_tokenizer model next to it in the model repository "
-            f"(expected {tokenizer_dir}/<version>/vocab.txt): its vocabulary defines the token ids")
+            "sentiment_classifier needs the bert_tokenizer model next to it in the model "
+            f"repository (expected {tokenizer_dir}/<version>/vocab.txt): its vocabulary defines "
+            "the token ids")
     return os.path.join(tokenizer_dir, str(versions[0]), "vocab.txt")
 
 
@@ -71,8 +72,11 @@ def _load_lexicon(path):
             line = line.strip()
             if not line or line.startswith("#"):
                 continue
-            word, polarity = line.split("\t")
-            lexicon[word] = float(polarity)
+            fields = line.split("\t")
+            if len(fields) != 2:
+                raise pb_utils.TritonModelException(
+                    f"{path}: expected 'word<TAB>+1' or 'word<TAB>-1', got {line!r}")
+            lexicon[fields[0]] = float(fields[1])
     return lexicon
 
 
@@ -91,10 +95,9 @@ class TritonPythonModel:
         token_ids = {tok: i for i, tok in enumerate(vocab) if tok}
         self.vocab_size = len(vocab)
         lexicon = _load_lexicon(os.path.join(model_dir, args["model_version"], "lexicon.tsv"))
-        self.logger = pb_utils.Logger
         unknown = sorted(w for w in lexicon if w not in token_ids)
         if unknown:
-            self.logger.log_warn(
+            pb_utils.Logger.log_warn(
                 f"sentiment_classifier: {len(unknown)} lexicon words are not single tokens of "
                 f"{vocab_path} and carry no sentiment: {', '.join(unknown[:10])}")
 
@@ -170,8 +173,8 @@ class TritonPythonModel:
             return (f"input_ids {list(ids.shape)} and attention_mask {list(mask.shape)} "
                     "must have the same shape")
         if ids.size and (ids.min() < 0 or ids.max() >= self.vocab_size):
-            return (f"input_ids must lie in [0, {self.vocab_size}) (the bert_tokenizer vocabulary), "
-                    f"got values from {ids.min()} to {ids.max()}")
+            return (f"input_ids must lie in [0, {self.vocab_size}) (the bert_tokenizer "
+                    f"vocabulary), got values from {ids.min()} to {ids.max()}")
         if not np.isin(mask, (0, 1)).all():
             return "attention_mask must contain only 0 and 1"
         return None
