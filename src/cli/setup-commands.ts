@@ -22,14 +22,16 @@ export function registerSetupCommands(program: Command, ctx: CliContext): void {
     .command("setup")
     .description("Install the embedded Triton (a managed Python environment with the nvidia-pytriton wheel). `up` runs it on first use.")
     .option("--force", "reinstall even if the environment looks complete", false)
+    .option("--with-site-packages", "let models import the packages of the Python found (e.g. an installed torch with CUDA)", false)
     .option("--json", "print progress as JSON lines", false)
-    .action(async (flags: { force: boolean; json: boolean }) => {
+    .action(async (flags: { force: boolean; json: boolean; withSitePackages: boolean }) => {
       const paths = resolvePaths(env);
       const started = Date.now();
       const e = await ensureEnvironment({
         paths,
         env,
         force: flags.force,
+        inheritSitePackages: flags.withSitePackages,
         onProgress: (p) => {
           if (flags.json) output.out(JSON.stringify(p));
           else if (!p.line) output.out(`setup: ${p.message}`);

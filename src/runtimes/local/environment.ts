@@ -29,6 +29,8 @@ export interface LocalEnvironment {
   libDirs: string[];
   backendDir: string;
   pytritonVersion: string;
+  /** Site-packages of the user's Python that the venv sees (setup --with-site-packages). */
+  inheritedSitePackages: string[];
 }
 
 const markerSchema = z.object({
@@ -40,6 +42,7 @@ const markerSchema = z.object({
   libDirs: z.array(z.string()),
   backendDir: z.string(),
   pytritonVersion: z.string(),
+  inheritedSitePackages: z.array(z.string()).default([]),
 });
 
 export type SetupStep = "python" | "glibc" | "venv" | "pip" | "backend" | "done";
@@ -56,6 +59,11 @@ export interface SetupOptions {
   onProgress?: (p: SetupProgress) => void;
   /** Reinstall even when the marker says the environment is complete. */
   force?: boolean;
+  /**
+   * Let the models see the packages of the Python setup found (e.g. torch with CUDA already
+   * installed in the user's environment) through a .pth file, instead of an empty venv.
+   */
+  inheritSitePackages?: boolean;
 }
 
 /** Read the marker; undefined when setup has not completed or the files it names are gone. */
@@ -85,7 +93,7 @@ export async function ensureEnvironment(options: SetupOptions): Promise<LocalEnv
   const progress = options.onProgress ?? (() => {});
   if (!options.force) {
     const existing = await loadEnvironment(paths);
-    if (existing) {
+    if (existing && (!options.inheritSitePackages || existing.inheritedSitePackages.length > 0)) {
       progress({ step: "done", message: `environment ready (${existing.venv}, Python ${existing.python.version})` });
       return existing;
     }
@@ -111,10 +119,15 @@ export async function ensureEnvironment(options: SetupOptions): Promise<LocalEnv
     }
   }
 
-  progress({ step: "pip", message: `installing ${PIP_REQUIREMENTS.join(" ")} (about 150 MB on first use)` });
+  const inheritedSitePackages = options.inheritSitePackages ? await inheritSitePackages(python.executable, venvPython) : [];
+  if (inheritedSitePackages.length) progress({ step: "venv", message: `models will also see ${inheritedSitePackages.join(", ")}` });
+  // An inherited numpy (whatever its version) is the one the inherited packages were built for.
+  const hasNumpy = inheritedSitePackages.length > 0 && (await execa(venvPython, ["-c", "import numpy"], { reject: false })).exitCode === 0;
+  const requirements = hasNumpy ? PIP_REQUIREMENTS.filter((r) => !r.startsWith("numpy")) : PIP_REQUIREMENTS;
+  progress({ step: "pip", message: `installing ${requirements.join(" ")} (about 150 MB on first use)` });
   // --no-deps: we launch the wheel's tritonserver binary directly, so PyTriton's own Python
   // dependencies (grpcio, tritonclient, ...) would only cost download time and disk.
-  const pip = execa(venvPython, ["-m", "pip", "install", "--no-deps", "--disable-pip-version-check", "--progress-bar", "off", ...PIP_REQUIREMENTS], {
+  const pip = execa(venvPython, ["-m", "pip", "install", "--no-deps", "--disable-pip-version-check", "--progress-bar", "off", ...requirements], {
     reject: false,
     all: true,
     env: { ...env, PIP_NO_INPUT: "1" },
@@ -130,7 +143,7 @@ export async function ensureEnvironment(options: SetupOptions): Promise<LocalEnv
   });
   const pr = await pip;
   if (pr.exitCode !== 0) {
-    throw new UserError(`pip could not install ${PIP_REQUIREMENTS.join(" ")} (exit ${pr.exitCode}): ${lastLines(pipLines.join("\n"), 4)}`, {
+    throw new UserError(`pip could not install ${requirements.join(" ")} (exit ${pr.exitCode}): ${lastLines(pipLines.join("\n"), 4)}`, {
       hint:
         "Check that this machine reaches the Python package index (or set PIP_INDEX_URL / PIP_FIND_LINKS to a mirror or a folder holding the wheels), then run `triton-dev setup` again.",
     });
@@ -171,6 +184,7 @@ export async function ensureEnvironment(options: SetupOptions): Promise<LocalEnv
     libDirs: [path.join(sitePackages, "nvidia_pytriton.libs"), python.libDir],
     backendDir,
     pytritonVersion: PYTRITON_VERSION,
+    inheritedSitePackages,
   };
   await writeFileAtomic(paths.envMarker, JSON.stringify(result, null, 2) + "\n", 0o644);
   log.info("environment ready", { venv: paths.venv });
@@ -192,4 +206,13 @@ export async function precompilePython(e: Pick<LocalEnvironment, "venvPython">, 
   const r = await execa(e.venvPython, ["-m", "compileall", "-q", repository], { reject: false, all: true });
   // A syntax error is the model's problem, reported by Triton (and lint) where it belongs.
   if (r.exitCode !== 0) log.debug("compileall reported problems", { output: lastLines(String(r.all), 5) });
+}
+
+/** Add the site-packages of `sourcePython` to the venv through a .pth file; returns them. */
+async function inheritSitePackages(sourcePython: string, venvPython: string): Promise<string[]> {
+  const q = "import json, site, sysconfig; p = sysconfig.get_paths(); print(json.dumps(sorted({p['purelib'], p['platlib'], *site.getsitepackages()})))";
+  const dirs = (JSON.parse((await execa(sourcePython, ["-c", q])).stdout.trim()) as string[]).filter((d) => fs.existsSync(d));
+  const venvSite = (await execa(venvPython, ["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])).stdout.trim();
+  await fsp.writeFile(path.join(venvSite, "triton_dev_inherited.pth"), dirs.join("\n") + "\n");
+  return dirs;
 }

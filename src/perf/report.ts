@@ -1,0 +1,284 @@
+import type { LevelKind, LevelResult } from "./profile.js";
+
+/** One sweep over one served model (the model itself, or one variant of it). */
+export interface SweepResult {
+  /** The model the user asked about. */
+  model: string;
+  /** The model the load went to: the model itself or a staged variant. */
+  servedModel: string;
+  /** What this sweep stands for in a comparison ("dynamic batching", "instances=3"). */
+  label?: string;
+  engine: "builtin" | "perf_analyzer";
+  protocol: "http" | "grpc";
+  endpoint: string;
+  kind: LevelKind;
+  distribution?: "constant" | "poisson";
+  batchSize: number;
+  measurementIntervalMs: number;
+  startedAt: string;
+  finishedAt: string;
+  levels: LevelResult[];
+  /** Why the sweep ended before its last level, when it did. */
+  stopped?: { reason: "interrupted" | "server-gone" | "failing"; message: string };
+}
+
+/** perf_analyzer's CSV header (without --verbose-csv), so tools that read its files read ours. */
+export function csvHeader(kind: LevelKind): string[] {
+  return [
+    kind === "concurrency" ? "Concurrency" : "Request Rate",
+    "Inferences/Second",
+    "Client Send",
+    "Network+Server Send/Recv",
+    "Server Queue",
+    "Server Compute Input",
+    "Server Compute Infer",
+    "Server Compute Output",
+    "Client Recv",
+    "p50 latency",
+    "p90 latency",
+    "p95 latency",
+    "p99 latency",
+  ];
+}
+
+/** As C++'s default stream formatting prints a double (6 significant digits), like perf_analyzer. */
+function g6(x: number): string {
+  return String(Number(x.toPrecision(6)));
+}
+
+const us = (x: number | undefined) => String(Math.floor(x ?? 0));
+
+export function csvRow(l: LevelResult): string[] {
+  const s = l.server;
+  return [
+    g6(l.value),
+    g6(l.throughput),
+    us(l.clientSendUs),
+    us(l.networkServerUs),
+    us(s?.queueUs),
+    us(s?.computeInputUs),
+    us(s?.computeInferUs),
+    us(s?.computeOutputUs),
+    us(l.clientRecvUs),
+    us(l.latency.p50Us),
+    us(l.latency.p90Us),
+    us(l.latency.p95Us),
+    us(l.latency.p99Us),
+  ];
+}
+
+/** Rows in perf_analyzer's order: by load level, latencies in microseconds. */
+export function toCsv(sweep: SweepResult): string {
+  const rows = [csvHeader(sweep.kind), ...[...sweep.levels].sort((a, b) => a.value - b.value).map(csvRow)];
+  return rows.map((r) => r.join(",")).join("\n") + "\n";
+}
+
+/** Parse a CSV in perf_analyzer's layout (ours or its own) into header and rows of cells. */
+export function parseCsv(text: string): { header: string[]; rows: string[][] } {
+  const lines = text.split(/\r?\n/).filter((l) => l.trim().length > 0);
+  const [head, ...rest] = lines;
+  return { header: (head ?? "").split(","), rows: rest.map((l) => l.split(",")) };
+}
+
+const pad = (s: string, n: number, right = false) => (s.length >= n ? s : right ? " ".repeat(n - s.length) + s : s + " ".repeat(n - s.length));
+
+function ms(usValue: number | undefined): string {
+  if (usValue === undefined) return "-";
+  const v = usValue / 1000;
+  return v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2);
+}
+
+function rate(x: number): string {
+  return x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2);
+}
+
+function textTable(rows: string[][], rightAlignFrom = 1): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)));
+  return rows.map((r) => r.map((c, i) => pad(c, widths[i]!, i >= rightAlignFrom)).join("  ").trimEnd()).join("\n");
+}
+
+/** perf_analyzer's columns, in milliseconds for reading, plus the batch size the server formed and errors. */
+export function formatTable(sweep: SweepResult): string {
+  const head = [
+    sweep.kind === "concurrency" ? "Concurrency" : "Rate/s",
+    "Infer/s",
+    "Send",
+    "Net+Srv",
+    "Queue",
+    "In",
+    "Infer",
+    "Out",
+    "Recv",
+    "p50",
+    "p90",
+    "p95",
+    "p99",
+    "Avg",
+    "Batch",
+    "Errors",
+    "",
+  ];
+  const rows = [...sweep.levels]
+    .sort((a, b) => a.value - b.value)
+    .map((l) => [
+      g6(l.value),
+      rate(l.throughput),
+      ms(l.clientSendUs),
+      ms(l.networkServerUs),
+      ms(l.server?.queueUs),
+      ms(l.server?.computeInputUs),
+      ms(l.server?.computeInferUs),
+      ms(l.server?.computeOutputUs),
+      ms(l.clientRecvUs),
+      ms(l.latency.p50Us),
+      ms(l.latency.p90Us),
+      ms(l.latency.p95Us),
+      ms(l.latency.p99Us),
+      ms(l.latency.avgUs),
+      l.server && l.server.avgBatchSize > 0 ? l.server.avgBatchSize.toFixed(1) : "-",
+      String(l.errorCount),
+      l.partial ? `(${l.partial})` : l.stable ? "" : "(unstable)",
+    ]);
+  return textTable([head, ...rows]);
+}
+
+export function describeErrors(sweep: SweepResult): string[] {
+  const lines: string[] = [];
+  for (const l of sweep.levels) {
+    for (const [kind, n] of Object.entries(l.errors).sort((a, b) => b[1] - a[1])) lines.push(`  ${sweep.kind} ${l.value}: ${n} x ${kind}`);
+  }
+  return lines;
+}
+
+export function describeGpu(sweep: SweepResult): string | undefined {
+  const parts = sweep.levels
+    .filter((l) => l.gpu)
+    .map((l) => {
+      const g = l.gpu!;
+      const util = g.gpus.map((x) => `${(x.utilizationAvg * 100).toFixed(0)}%`).join("/");
+      const mem = g.gpus.map((x) => `${(x.memoryUsedMaxBytes / 2 ** 30).toFixed(1)}/${(x.memoryTotalBytes / 2 ** 30).toFixed(0)} GiB`).join(", ");
+      return `${l.value}: util ${util}, memory ${mem}`;
+    });
+  if (parts.length === 0) return undefined;
+  return `GPU (${sweep.levels.find((l) => l.gpu)!.gpu!.source}) per ${sweep.kind}: ${parts.join("; ")}`;
+}
+
+export interface Series {
+  label: string;
+  marker: string;
+  points: Array<{ x: number; y: number; tag: string }>;
+}
+
+/**
+ * Throughput (x) against average latency (y), the curve perf_analyzer summarises a sweep with:
+ * it climbs flat while the server has headroom, then turns upward once requests start to queue.
+ */
+export function chart(series: readonly Series[], o: { width?: number; height?: number; xLabel?: string; yLabel?: string } = {}): string {
+  const W = o.width ?? 60;
+  const H = o.height ?? 14;
+  const all = series.flatMap((s) => s.points);
+  if (all.length === 0) return "";
+  const maxX = Math.max(...all.map((p) => p.x)) * 1.05 || 1;
+  const maxY = Math.max(...all.map((p) => p.y)) * 1.1 || 1;
+  const grid: string[][] = Array.from({ length: H }, () => Array.from({ length: W }, () => " "));
+  const col = (x: number) => Math.min(W - 1, Math.max(0, Math.round((x / maxX) * (W - 1))));
+  const row = (y: number) => Math.min(H - 1, Math.max(0, H - 1 - Math.round((y / maxY) * (H - 1))));
+  for (const s of series) {
+    const pts = [...s.points].sort((a, b) => Number(a.tag) - Number(b.tag) || a.x - b.x);
+    for (let i = 1; i < pts.length; i++) {
+      const a = pts[i - 1]!;
+      const b = pts[i]!;
+      const steps = Math.max(Math.abs(col(b.x) - col(a.x)), Math.abs(row(b.y) - row(a.y)));
+      for (let k = 1; k < steps; k++) {
+        const r = row(a.y + ((b.y - a.y) * k) / steps);
+        const c = col(a.x + ((b.x - a.x) * k) / steps);
+        if (grid[r]![c] === " ") grid[r]![c] = "·";
+      }
+    }
+  }
+  for (const s of series) for (const p of s.points) grid[row(p.y)]![col(p.x)] = s.marker;
+  const yTicks = new Map([
+    [0, maxY],
+    [Math.floor((H - 1) / 2), maxY / 2],
+    [H - 1, 0],
+  ]);
+  const yw = Math.max(...[...yTicks.values()].map((v) => ms(v * 1000).length));
+  const lines = grid.map((r, i) => `${pad(yTicks.has(i) ? ms(yTicks.get(i)! * 1000) : "", yw, true)} |${r.join("")}`);
+  lines.push(`${" ".repeat(yw)} +${"-".repeat(W)}`);
+  const xl = `0`;
+  const xm = rate(maxX / 2);
+  const xr = rate(maxX);
+  const axis = xl + " ".repeat(Math.max(1, Math.floor(W / 2) - xl.length - Math.floor(xm.length / 2))) + xm;
+  lines.push(`${" ".repeat(yw + 2)}${axis}${" ".repeat(Math.max(1, W - axis.length - xr.length))}${xr}`);
+  lines.unshift(`${o.yLabel ?? "avg latency (ms)"}`);
+  lines.push(`${" ".repeat(yw + 2)}${o.xLabel ?? "throughput (infer/s)"}${series.length > 1 || series[0]?.label ? "   " + series.map((s) => `${s.marker} ${s.label}`).join("   ") : ""}`);
+  return lines.join("\n");
+}
+
+export function seriesOf(sweep: SweepResult, marker: string): Series {
+  return {
+    label: sweep.label ?? sweep.servedModel,
+    marker,
+    points: sweep.levels.filter((l) => l.requests > 0).map((l) => ({ x: l.throughput, y: l.latency.avgUs / 1000, tag: String(l.value) })),
+  };
+}
+
+export interface LevelDiff {
+  value: number;
+  throughputPct: number;
+  p50Pct: number;
+  p99Pct: number;
+}
+
+const pct = (now: number, before: number) => (before > 0 ? ((now - before) / before) * 100 : 0);
+
+/** Change at each load level both sweeps measured. */
+export function diffSweeps(now: SweepResult, before: SweepResult): LevelDiff[] {
+  const out: LevelDiff[] = [];
+  for (const l of now.levels) {
+    const b = before.levels.find((x) => x.value === l.value && x.requests > 0);
+    if (!b || l.requests === 0) continue;
+    out.push({ value: l.value, throughputPct: pct(l.throughput, b.throughput), p50Pct: pct(l.latency.p50Us, b.latency.p50Us), p99Pct: pct(l.latency.p99Us, b.latency.p99Us) });
+  }
+  return out.sort((a, b) => a.value - b.value);
+}
+
+const signed = (x: number) => `${x >= 0 ? "+" : ""}${x.toFixed(1)}%`;
+
+export function formatDiff(kind: LevelKind, diffs: readonly LevelDiff[]): string[] {
+  return diffs.map((d) => `  ${kind} ${g6(d.value)}: throughput ${signed(d.throughputPct)}, p50 ${signed(d.p50Pct)}, p99 ${signed(d.p99Pct)}`);
+}
+
+export interface ComparisonRow {
+  value: number;
+  throughput: Array<number | undefined>;
+  p50Us: Array<number | undefined>;
+  /** Throughput of each variant divided by the first variant's. */
+  ratio: Array<number | undefined>;
+}
+
+/** Variants side by side at each load level, with throughput ratios against the first. */
+export function compareSweeps(sweeps: readonly SweepResult[]): ComparisonRow[] {
+  const values = [...new Set(sweeps.flatMap((s) => s.levels.map((l) => l.value)))].sort((a, b) => a - b);
+  return values.map((value) => {
+    const ls = sweeps.map((s) => s.levels.find((l) => l.value === value));
+    const base = ls[0]?.throughput;
+    return {
+      value,
+      throughput: ls.map((l) => l?.throughput),
+      p50Us: ls.map((l) => l?.latency.p50Us),
+      ratio: ls.map((l) => (l && base ? l.throughput / base : undefined)),
+    };
+  });
+}
+
+export function formatComparison(sweeps: readonly SweepResult[], rows: readonly ComparisonRow[]): string {
+  const labels = sweeps.map((s) => s.label ?? s.servedModel);
+  const head = [sweeps[0]?.kind === "rate" ? "Rate/s" : "Concurrency", ...labels.flatMap((l) => [`${l} infer/s`, "p50 ms"]), ...labels.slice(1).map((l) => `${l} / ${labels[0]}`)];
+  const body = rows.map((r) => [
+    g6(r.value),
+    ...r.throughput.flatMap((t, i) => [t === undefined ? "-" : rate(t), r.p50Us[i] === undefined ? "-" : ms(r.p50Us[i])]),
+    ...r.ratio.slice(1).map((x) => (x === undefined ? "-" : `${x.toFixed(2)}x`)),
+  ]);
+  return textTable([head, ...body]);
+}

@@ -1,0 +1,365 @@
+import fsp from "node:fs/promises";
+import path from "node:path";
+import { resolvePaths } from "../config/paths.js";
+import { UsageError, UserError } from "../errors.js";
+import { clientFor, urlHost } from "../session/session.js";
+import { currentRun, type RunState } from "../state/run-state.js";
+import type { ParameterValue, RawTensor } from "../triton/binary.js";
+import { TritonGrpcClient, type ModelConfigSummary } from "../triton/grpc-client.js";
+import { TritonHttpClient, type ModelMetadata } from "../triton/http-client.js";
+import { GrpcControl, HttpControl, isUnknownModelError, isUnreachableError, type ControlClient } from "./control.js";
+import { detectGpuProbe, type GpuProbe } from "./gpu.js";
+import { historyRoot, previousComparable, saveRun } from "./history.js";
+import { buildPayloads, resolveInputs, type InputDataSource } from "./inputs.js";
+import type { Distribution } from "./load.js";
+import { findPerfAnalyzer, runPerfAnalyzerLevel } from "./perf-analyzer.js";
+import { AllFailingError, InterruptedError, ServerGoneError, measureLevel, type LevelKind, type LevelResult, type ProfileContext } from "./profile.js";
+import { compareSweeps, diffSweeps, type ComparisonRow, type LevelDiff, type SweepResult } from "./report.js";
+import { breakdown, diffSnapshots, snapshotOf } from "./server-stats.js";
+import { GrpcTransport, HttpTransport, InferFailedError, type InferTransport, type Protocol } from "./transport.js";
+import { planVariants, removeVariant, stageVariant, type CompareSpec, type StagingTarget, type Variant } from "./variants.js";
+
+export interface PerfOptions {
+  model: string;
+  /** HOST:PORT of the endpoint for `protocol`; the `up` server when absent. */
+  url?: string;
+  protocol: Protocol;
+  kind: LevelKind;
+  levels: number[];
+  distribution: Distribution;
+  windowMs: number;
+  stabilityPct: number;
+  maxTrials: number;
+  batchSize: number;
+  shapes: Record<string, number[]>;
+  inputData: InputDataSource;
+  stringLength: number;
+  priority?: number;
+  /** Triton's per-request `timeout` parameter, in microseconds. */
+  timeoutUs?: number;
+  compare?: CompareSpec;
+  compareText?: string;
+  engine: "builtin" | "perf_analyzer";
+  perfAnalyzer?: string;
+  metricsUrl?: string;
+  /** Open loop: connections (and requests in flight) at most. */
+  maxInFlight: number;
+  keepHistory: boolean;
+}
+
+export interface PerfDeps {
+  env: NodeJS.ProcessEnv;
+  signal?: AbortSignal;
+  progress?: (line: string) => void;
+}
+
+export interface PerfReport {
+  model: string;
+  compare?: string;
+  sweeps: SweepResult[];
+  comparison?: ComparisonRow[];
+  previous?: { id: string; savedAt: string; diffs: LevelDiff[] };
+  savedTo?: string;
+  /** Why the run ended early, when it did (the results measured until then are kept). */
+  stopped?: SweepResult["stopped"];
+}
+
+interface Target {
+  host: string;
+  port: number;
+  protocol: Protocol;
+  endpoint: string;
+  control: ControlClient;
+  metricsUrl?: string;
+  state?: RunState;
+  /** The managed server's HTTP client, holding the key of the repository API. */
+  repoClient?: TritonHttpClient;
+}
+
+/** HOST:PORT, [v6]:PORT, or a URL with a scheme. */
+export function parseUrlFlag(value: string): { host: string; port: number } {
+  const v = value.replace(/^[a-z]+:\/\//i, "").replace(/\/.*$/, "");
+  const m = /^(\[[^\]]+\]|[^:]+):(\d+)$/.exec(v);
+  if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) throw new UsageError(`-u must be HOST:PORT, got '${value}'`, { hint: "For example -u 127.0.0.1:8000 (HTTP) or -u 127.0.0.1:8001 -i grpc." });
+  return { host: m[1]!.replace(/^\[|\]$/g, ""), port: Number(m[2]) };
+}
+
+async function resolveTarget(o: PerfOptions, env: NodeJS.ProcessEnv): Promise<Target> {
+  let host: string;
+  let port: number;
+  let state: RunState | undefined;
+  let metricsUrl = o.metricsUrl;
+  if (o.url) {
+    ({ host, port } = parseUrlFlag(o.url));
+    metricsUrl ??= `http://${urlHost(host)}:8002/metrics`;
+  } else {
+    const run = await currentRun(resolvePaths(env));
+    if (!run) {
+      throw new UserError("nothing is running, so there is no server to measure", { hint: "Start Triton with `triton-dev up --detach`, or point perf at a server with -u HOST:PORT." });
+    }
+    if (!run.alive) {
+      throw new UserError(`the recorded server (pid ${run.state.pid}) is no longer running`, { hint: "`triton-dev down` cleans up its record; start a new one with `triton-dev up`." });
+    }
+    state = run.state;
+    host = state.host;
+    port = o.protocol === "grpc" ? state.ports.grpc : state.ports.http;
+    metricsUrl ??= `http://${urlHost(host)}:${state.ports.metrics}/metrics`;
+  }
+  const endpoint = `${urlHost(host)}:${port}`;
+  const control: ControlClient = o.protocol === "grpc" ? new GrpcControl(new TritonGrpcClient(endpoint)) : new HttpControl(state ? clientFor(state) : new TritonHttpClient(`http://${endpoint}`));
+  return { host, port, protocol: o.protocol, endpoint, control, ...(metricsUrl ? { metricsUrl } : {}), ...(state ? { state, repoClient: clientFor(state) } : {}) };
+}
+
+async function checkModel(t: Target, model: string): Promise<void> {
+  if (!(await t.control.isLive())) {
+    throw new UserError(`Triton at ${t.endpoint} (${t.protocol}) is not answering`, {
+      hint: t.state ? "See `triton-dev status` and `triton-dev logs`." : "Check the address and protocol: -u HOST:PORT names the HTTP port with -i http, the gRPC port with -i grpc.",
+    });
+  }
+  if (await t.control.isModelReady(model)) return;
+  if (t.repoClient) {
+    const index = await t.repoClient.repositoryIndex();
+    const entry = index.find((e) => e.name === model);
+    if (!entry) {
+      throw new UserError(`model '${model}' is not in the repository Triton serves`, { hint: `Its models: ${index.map((e) => e.name).join(", ") || "(none)"}.` });
+    }
+    throw new UserError(`model '${model}' is not ready (${entry.state ?? "UNKNOWN"}${entry.reason ? `: ${entry.reason}` : ""})`, {
+      hint: "Fix it (see `triton-dev logs`) and wait until `triton-dev status` shows it READY.",
+    });
+  }
+  try {
+    await t.control.modelMetadata(model);
+  } catch (err) {
+    if (isUnknownModelError(err)) throw new UserError(`model '${model}' is not served by Triton at ${t.endpoint}`, { hint: "Check the model name (it is the folder name in the repository)." });
+  }
+  throw new UserError(`model '${model}' is not ready on Triton at ${t.endpoint}`, { hint: "Wait until it has loaded, or look at the server's log for why it failed." });
+}
+
+interface ModelSetup {
+  metadata: ModelMetadata;
+  config: ModelConfigSummary;
+  composing: string[];
+  payloads: RawTensor[][];
+}
+
+async function prepareModel(t: Target, o: PerfOptions, served: string): Promise<ModelSetup> {
+  const [metadata, config] = await Promise.all([t.control.modelMetadata(served), t.control.modelConfig(served)]);
+  const composing = [...new Set((config.ensemble_scheduling?.step ?? []).map((s) => s.model_name))];
+  const inputs = resolveInputs(metadata, config, o);
+  const payloads = await buildPayloads(inputs, config.max_batch_size > 0, { batchSize: o.batchSize, shapes: o.shapes, data: o.inputData, stringLength: o.stringLength });
+  return { metadata, config, composing, payloads };
+}
+
+function requestParameters(o: PerfOptions): Record<string, ParameterValue> | undefined {
+  const p: Record<string, ParameterValue> = {};
+  if (o.priority !== undefined) p.priority = o.priority;
+  if (o.timeoutUs !== undefined) p.timeout = o.timeoutUs;
+  return Object.keys(p).length ? p : undefined;
+}
+
+function transportFactory(t: Target, served: string, payloads: RawTensor[][], o: PerfOptions): (maxConnections: number) => InferTransport {
+  const parameters = requestParameters(o);
+  return (maxConnections) => {
+    const opts = { model: served, payloads, maxConnections, ...(parameters ? { parameters } : {}) };
+    return t.protocol === "grpc" ? new GrpcTransport(t.endpoint, opts) : new HttpTransport(t.host, t.port, opts);
+  };
+}
+
+async function probe(make: (n: number) => InferTransport, served: string): Promise<void> {
+  const tr = make(1);
+  try {
+    await tr.probe(0);
+  } catch (err) {
+    if (err instanceof InferFailedError) {
+      throw new UserError(`the first request to ${served} failed: ${err.message}`, {
+        hint: err.connection ? "Is the server still running? See `triton-dev status`." : "Give inputs the model accepts with --input-data FILE.json (perf_analyzer's format) or --shape NAME:d1,d2.",
+      });
+    }
+    throw err;
+  } finally {
+    tr.close();
+  }
+}
+
+async function sweepBuiltin(t: Target, o: PerfOptions, served: string, setup: ModelSetup, gpuProbe: GpuProbe | undefined, deps: PerfDeps, sweep: SweepResult): Promise<void> {
+  const make = transportFactory(t, served, setup.payloads, o);
+  await probe(make, served);
+  const ctx: ProfileContext = {
+    model: served,
+    composing: setup.composing,
+    batchSize: o.batchSize,
+    control: t.control,
+    makeTransport: make,
+    windowMs: o.windowMs,
+    rule: { windows: 3, thresholdPct: o.stabilityPct },
+    maxTrials: o.maxTrials,
+    distribution: o.distribution,
+    maxInFlight: o.maxInFlight,
+    ...(gpuProbe ? { gpuProbe } : {}),
+    ...(deps.signal ? { signal: deps.signal } : {}),
+    onWindow: (e) =>
+      deps.progress?.(
+        `  ${served} ${e.kind} ${e.value}, window ${e.trial}: ${e.window.throughput.toFixed(1)} infer/s, avg ${(e.window.avgLatencyUs / 1000).toFixed(2)} ms` +
+          `${e.window.errors ? `, ${e.window.errors} error(s)` : ""}${e.stable ? " (stable)" : ""}`,
+      ),
+  };
+  for (const value of o.levels) {
+    if (deps.signal?.aborted) {
+      sweep.stopped = { reason: "interrupted", message: "interrupted (Ctrl-C)" };
+      return;
+    }
+    deps.progress?.(`${served}: ${o.kind} ${value}`);
+    try {
+      sweep.levels.push(await measureLevel(ctx, o.kind, value));
+    } catch (err) {
+      const partial = (err as { partial?: LevelResult }).partial;
+      if (partial) sweep.levels.push(partial);
+      if (err instanceof InterruptedError) sweep.stopped = { reason: "interrupted", message: `interrupted (Ctrl-C) during ${o.kind} ${value}` };
+      else if (err instanceof ServerGoneError) sweep.stopped = { reason: "server-gone", message: err.message };
+      else if (err instanceof AllFailingError) sweep.stopped = { reason: "failing", message: err.message };
+      else throw err;
+      return;
+    }
+  }
+}
+
+async function sweepPerfAnalyzer(t: Target, o: PerfOptions, served: string, setup: ModelSetup, deps: PerfDeps, sweep: SweepResult): Promise<void> {
+  const bin = findPerfAnalyzer(deps.env, o.perfAnalyzer);
+  for (const value of o.levels) {
+    if (deps.signal?.aborted) {
+      sweep.stopped = { reason: "interrupted", message: "interrupted (Ctrl-C)" };
+      return;
+    }
+    deps.progress?.(`${served}: ${o.kind} ${value} (perf_analyzer)`);
+    const stats = async () => snapshotOf(await t.control.modelStatistics(setup.composing.length ? undefined : served));
+    const before = await stats().catch(() => undefined);
+    const level = await runPerfAnalyzerLevel({
+      bin,
+      model: served,
+      url: t.endpoint,
+      protocol: t.protocol,
+      kind: o.kind,
+      value,
+      distribution: o.distribution,
+      windowMs: o.windowMs,
+      stabilityPct: o.stabilityPct,
+      maxTrials: o.maxTrials,
+      batchSize: o.batchSize,
+      shapes: o.shapes,
+      inputData: o.inputData,
+      stringLength: o.stringLength,
+      env: deps.env,
+      ...(deps.signal ? { signal: deps.signal } : {}),
+    });
+    const after = await stats().catch((err: unknown) => {
+      if (isUnreachableError(err)) return undefined;
+      throw err;
+    });
+    // perf_analyzer's CSV has no batch sizes: take them from the server's counters over its run.
+    const b = before && after ? breakdown(diffSnapshots(after, before), served, setup.composing) : undefined;
+    if (b && level.server) level.server = { ...level.server, avgBatchSize: b.avgBatchSize, inferenceCount: b.inferenceCount, executionCount: b.executionCount, failures: b.failures, avgRequestUs: b.avgRequestUs };
+    sweep.levels.push(level);
+    if (deps.signal?.aborted) {
+      sweep.stopped = { reason: "interrupted", message: `interrupted (Ctrl-C) during ${o.kind} ${value}` };
+      return;
+    }
+  }
+}
+
+function newSweep(o: PerfOptions, t: Target, served: string, label: string | undefined): SweepResult {
+  const now = new Date().toISOString();
+  return {
+    model: o.model,
+    servedModel: served,
+    ...(label ? { label } : {}),
+    engine: o.engine,
+    protocol: t.protocol,
+    endpoint: t.endpoint,
+    kind: o.kind,
+    ...(o.kind === "rate" ? { distribution: o.distribution } : {}),
+    batchSize: o.batchSize,
+    measurementIntervalMs: o.windowMs,
+    startedAt: now,
+    finishedAt: now,
+    levels: [],
+  };
+}
+
+async function runOne(t: Target, o: PerfOptions, served: string, label: string | undefined, gpuProbe: GpuProbe | undefined, deps: PerfDeps): Promise<SweepResult> {
+  const setup = await prepareModel(t, o, served);
+  const sweep = newSweep(o, t, served, label);
+  if (o.engine === "perf_analyzer") await sweepPerfAnalyzer(t, o, served, setup, deps, sweep);
+  else await sweepBuiltin(t, o, served, setup, gpuProbe, deps, sweep);
+  sweep.finishedAt = new Date().toISOString();
+  return sweep;
+}
+
+/** `triton-dev perf`: check the target, run the sweep (or one per variant), keep the result. */
+export async function runPerf(o: PerfOptions, deps: PerfDeps): Promise<PerfReport> {
+  const t = await resolveTarget(o, deps.env);
+  try {
+    await checkModel(t, o.model);
+    const gpuProbe = o.engine === "builtin" ? await detectGpuProbe({ env: deps.env, host: t.host, ...(t.metricsUrl ? { metricsUrl: t.metricsUrl } : {}) }) : undefined;
+    const sweeps: SweepResult[] = [];
+    if (o.compare) {
+      if (!t.state || !t.repoClient) {
+        throw new UsageError("--compare needs the server started by `triton-dev up`: variants are staged into the repository it serves", { hint: "Leave out -u, and start Triton with `triton-dev up`." });
+      }
+      const config = await t.control.modelConfig(o.model);
+      const configFile = path.join(t.state.repository, o.model, "config.pbtxt");
+      let configText: string;
+      try {
+        configText = await fsp.readFile(configFile, "utf8");
+      } catch {
+        throw new UserError(`cannot read ${configFile}, the served copy of ${o.model}'s config`, { hint: "Is the model part of the repository `triton-dev up` serves?" });
+      }
+      const variants = await planVariants(o.compare, { name: o.model, configText, config });
+      const staging: StagingTarget = { repository: t.state.repository, reload: t.state.reload, client: t.repoClient };
+      const staged: Variant[] = [];
+      try {
+        for (const v of variants) {
+          if (deps.signal?.aborted) break;
+          if (v.configText !== undefined) {
+            deps.progress?.(`staging ${v.servedModel} (${v.label}) beside ${o.model}`);
+            staged.push(v);
+            await stageVariant(staging, o.model, v, 180_000, deps.signal);
+            if (deps.signal?.aborted) break;
+          }
+          const sweep = await runOne(t, o, v.servedModel, v.label, gpuProbe, deps);
+          sweeps.push(sweep);
+          if (v.configText !== undefined) {
+            await removeVariant(staging, v);
+            staged.splice(staged.indexOf(v), 1);
+          }
+          if (sweep.stopped) break;
+        }
+      } finally {
+        for (const v of staged) await removeVariant(staging, v).catch(() => undefined);
+      }
+      if (deps.signal?.aborted && !sweeps.some((s) => s.stopped)) {
+        const last = sweeps[sweeps.length - 1];
+        if (last) last.stopped = { reason: "interrupted", message: "interrupted (Ctrl-C)" };
+      }
+    } else {
+      sweeps.push(await runOne(t, o, o.model, undefined, gpuProbe, deps));
+    }
+
+    const report: PerfReport = { model: o.model, ...(o.compareText ? { compare: o.compareText } : {}), sweeps };
+    const stopped = sweeps.find((s) => s.stopped)?.stopped ?? (deps.signal?.aborted ? { reason: "interrupted" as const, message: "interrupted (Ctrl-C)" } : undefined);
+    if (stopped) report.stopped = stopped;
+    if (sweeps.length > 1) report.comparison = compareSweeps(sweeps);
+    if (o.keepHistory && sweeps.some((s) => s.levels.length > 0)) {
+      const root = historyRoot(resolvePaths(deps.env).stateDir);
+      if (!o.compare && sweeps[0]) {
+        const prev = await previousComparable(root, sweeps[0]);
+        const prevSweep = prev?.sweeps[0];
+        if (prev && prevSweep) report.previous = { id: prev.id, savedAt: prev.savedAt, diffs: diffSweeps(sweeps[0], prevSweep) };
+      }
+      const { file } = await saveRun(root, { model: o.model, sweeps, ...(o.compareText ? { compare: o.compareText } : {}) });
+      report.savedTo = file;
+    }
+    return report;
+  } finally {
+    t.control.close();
+  }
+}

@@ -1,0 +1,310 @@
+import fs from "node:fs";
+import fsp from "node:fs/promises";
+import path from "node:path";
+import { UsageError, UserError } from "../errors.js";
+import type { ModelConfigSummary } from "../triton/grpc-client.js";
+import type { TritonHttpClient } from "../triton/http-client.js";
+
+/** What `--compare` was asked to compare. */
+export type CompareSpec = { kind: "batching" } | { kind: "instances"; counts: number[] } | { kind: "config"; file: string };
+
+export function parseCompareFlag(value: string): CompareSpec {
+  if (value === "batching") return { kind: "batching" };
+  const inst = /^instances=(.+)$/.exec(value);
+  if (inst) {
+    const counts = inst[1]!.split(",").map((s) => s.trim());
+    if (counts.length < 2 || counts.some((c) => !/^\d+$/.test(c) || Number(c) < 1)) {
+      throw new UsageError(`--compare instances= needs two or more instance counts, e.g. instances=1,3; got '${value}'`);
+    }
+    return { kind: "instances", counts: counts.map(Number) };
+  }
+  const cfg = /^config=(.+)$/.exec(value);
+  if (cfg) return { kind: "config", file: cfg[1]! };
+  throw new UsageError(`--compare must be batching, instances=N,M or config=FILE; got '${value}'`);
+}
+
+/** One side of a comparison: the original model (no configText) or a staged sibling. */
+export interface Variant {
+  label: string;
+  servedModel: string;
+  configText?: string;
+}
+
+/** Sibling models carry this marker, so they are recognisable (and ignorable) anywhere. */
+export const VARIANT_MARKER = "__perf_";
+
+export function variantName(model: string, suffix: string): string {
+  return `${model}${VARIANT_MARKER}${suffix}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Textual edits of config.pbtxt: the user's file is kept as written (comments, order, layout);
+// only the one field a variant changes is cut out or replaced.
+
+interface Span {
+  start: number;
+  end: number;
+}
+
+function skipString(text: string, i: number): number {
+  const q = text[i];
+  let j = i + 1;
+  while (j < text.length && text[j] !== q) j += text[j] === "\\" ? 2 : 1;
+  return j + 1;
+}
+
+function skipComment(text: string, i: number): number {
+  const nl = text.indexOf("\n", i);
+  return nl < 0 ? text.length : nl;
+}
+
+function skipSpace(text: string, i: number): number {
+  for (;;) {
+    while (i < text.length && /\s/.test(text[i]!)) i++;
+    if (text[i] === "#") i = skipComment(text, i);
+    else return i;
+  }
+}
+
+/** From an opening { or [ to just past its match, ignoring brackets in strings and comments. */
+function matchBracket(text: string, open: number): number {
+  let depth = 0;
+  for (let i = open; i < text.length; ) {
+    const c = text[i]!;
+    if (c === '"' || c === "'") {
+      i = skipString(text, i);
+      continue;
+    }
+    if (c === "#") {
+      i = skipComment(text, i);
+      continue;
+    }
+    if (c === "{" || c === "[" || c === "<") depth++;
+    else if (c === "}" || c === "]" || c === ">") {
+      depth--;
+      if (depth === 0) return i + 1;
+    }
+    i++;
+  }
+  throw new UserError("config.pbtxt has an unclosed { or [", { hint: "Run `triton-dev lint` to find it." });
+}
+
+/** Spans of every top-level occurrence of field `key` (key, optional colon, value). */
+export function findTopLevelField(text: string, key: string): Span[] {
+  const spans: Span[] = [];
+  let depth = 0;
+  for (let i = 0; i < text.length; ) {
+    const c = text[i]!;
+    if (c === '"' || c === "'") {
+      i = skipString(text, i);
+      continue;
+    }
+    if (c === "#") {
+      i = skipComment(text, i);
+      continue;
+    }
+    if (c === "{" || c === "[" || c === "<") {
+      depth++;
+      i++;
+      continue;
+    }
+    if (c === "}" || c === "]" || c === ">") {
+      depth--;
+      i++;
+      continue;
+    }
+    if (depth === 0 && /[A-Za-z_]/.test(c) && (i === 0 || !/[A-Za-z0-9_]/.test(text[i - 1]!))) {
+      let j = i;
+      while (j < text.length && /[A-Za-z0-9_]/.test(text[j]!)) j++;
+      if (text.slice(i, j) === key) {
+        let k = skipSpace(text, j);
+        if (text[k] === ":") k = skipSpace(text, k + 1);
+        let end: number;
+        if (text[k] === "{" || text[k] === "[" || text[k] === "<") end = matchBracket(text, k);
+        else if (text[k] === '"' || text[k] === "'") end = skipString(text, k);
+        else {
+          end = k;
+          while (end < text.length && !/[\s#]/.test(text[end]!)) end++;
+        }
+        spans.push({ start: i, end });
+        i = end;
+        continue;
+      }
+      i = j;
+      continue;
+    }
+    i++;
+  }
+  return spans;
+}
+
+/** Cut spans out, with the rest of their line when nothing else is on it. */
+function cut(text: string, spans: readonly Span[]): string {
+  let out = text;
+  for (const s of [...spans].sort((a, b) => b.start - a.start)) {
+    let { start, end } = s;
+    const lineStart = out.lastIndexOf("\n", start - 1) + 1;
+    const nl = out.indexOf("\n", end);
+    const lineEnd = nl < 0 ? out.length : nl;
+    if (out.slice(lineStart, start).trim() === "" && out.slice(end, lineEnd).trim() === "") {
+      start = lineStart;
+      end = nl < 0 ? out.length : nl + 1;
+    }
+    out = out.slice(0, start) + out.slice(end);
+  }
+  return out;
+}
+
+export function removeField(text: string, key: string): string {
+  return cut(text, findTopLevelField(text, key));
+}
+
+/** Replace every top-level `key` with `replacement` (at the first one's place), or append it. */
+export function setField(text: string, key: string, replacement: string): string {
+  const spans = findTopLevelField(text, key);
+  if (spans.length === 0) return text.replace(/\s*$/, "") + "\n\n" + replacement + "\n";
+  const first = spans[0]!;
+  const rest = spans.slice(1);
+  const withoutRest = cut(text, rest);
+  return withoutRest.slice(0, first.start) + replacement + withoutRest.slice(first.end);
+}
+
+export function renameConfig(text: string, name: string): string {
+  const spans = findTopLevelField(text, "name");
+  const line = `name: ${JSON.stringify(name)}`;
+  if (spans.length === 0) return `${line}\n${text}`;
+  return setField(text, "name", line);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+export interface OriginalModel {
+  name: string;
+  configText: string;
+  config: ModelConfigSummary;
+}
+
+/** The variants a --compare runs, first the baseline. Variants equal to the original use it directly. */
+export async function planVariants(spec: CompareSpec, m: OriginalModel): Promise<Variant[]> {
+  const ensemble = m.config.platform === "ensemble";
+  if (spec.kind === "batching") {
+    if (ensemble) throw new UsageError(`${m.name} is an ensemble: Triton does not batch ensembles themselves`, { hint: "Compare batching on the models its steps call." });
+    if (m.config.max_batch_size <= 0) {
+      throw new UsageError(`${m.name} has max_batch_size 0, so Triton cannot batch its requests`, { hint: "Set max_batch_size in its config.pbtxt first." });
+    }
+    const has = m.config.dynamic_batching !== undefined;
+    const off: Variant = has
+      ? { label: "no batching", servedModel: variantName(m.name, "nobatch"), configText: renameConfig(removeField(m.configText, "dynamic_batching"), variantName(m.name, "nobatch")) }
+      : { label: "no batching", servedModel: m.name };
+    const on: Variant = has
+      ? { label: "dynamic batching", servedModel: m.name }
+      : { label: "dynamic batching", servedModel: variantName(m.name, "batch"), configText: renameConfig(setField(m.configText, "dynamic_batching", "dynamic_batching { }"), variantName(m.name, "batch")) };
+    return [off, on];
+  }
+  if (spec.kind === "instances") {
+    if (ensemble) throw new UsageError(`${m.name} is an ensemble, which has no instances of its own`, { hint: "Compare instances on the models its steps call." });
+    const groups = m.config.instance_group;
+    const current = groups.length === 1 ? groups[0]!.count : undefined;
+    const kind = groups[0]?.kind ?? "KIND_AUTO";
+    return spec.counts.map((n) => {
+      if (n === current) return { label: `instances=${n}`, servedModel: m.name };
+      const name = variantName(m.name, `instances${n}`);
+      return { label: `instances=${n}`, servedModel: name, configText: renameConfig(setField(m.configText, "instance_group", `instance_group [ { count: ${n} kind: ${kind} } ]`), name) };
+    });
+  }
+  let text: string;
+  try {
+    text = await fsp.readFile(spec.file, "utf8");
+  } catch (err) {
+    throw new UserError(`cannot read --compare config=${spec.file}: ${(err as Error).message}`);
+  }
+  const name = variantName(m.name, "config");
+  return [
+    { label: m.name, servedModel: m.name },
+    { label: path.basename(spec.file), servedModel: name, configText: renameConfig(text, name) },
+  ];
+}
+
+/** Hard-link a model's files into a new tree (copying where links are refused); config.pbtxt is written anew. */
+async function linkTree(src: string, dst: string): Promise<void> {
+  await fsp.mkdir(dst, { recursive: true });
+  for (const e of await fsp.readdir(src, { withFileTypes: true })) {
+    const s = path.join(src, e.name);
+    const d = path.join(dst, e.name);
+    if (e.isDirectory()) await linkTree(s, d);
+    else if (e.isFile()) {
+      try {
+        await fsp.link(s, d);
+      } catch {
+        await fsp.copyFile(s, d);
+      }
+    }
+  }
+}
+
+export interface StagingTarget {
+  repository: string;
+  reload: "poll" | "explicit";
+  client: TritonHttpClient;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+async function waitForState(client: TritonHttpClient, name: string, want: "READY" | "GONE", timeoutMs: number, signal?: AbortSignal): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (signal?.aborted) return;
+    const entry = (await client.repositoryIndex()).find((e) => e.name === name);
+    if (want === "READY") {
+      if (entry?.state === "READY") return;
+      if (entry?.state === "UNAVAILABLE" && entry.reason && entry.reason !== "unloaded") {
+        throw new UserError(`the variant ${name} failed to load: ${entry.reason}`, { hint: "The variant's config is shown by `triton-dev perf --json`; check it with `triton-dev lint`." });
+      }
+    } else if (!entry || entry.state !== "READY") return;
+    if (Date.now() > deadline) {
+      if (want === "READY") throw new UserError(`the variant ${name} was not READY after ${Math.round(timeoutMs / 1000)} s (state ${entry?.state ?? "not listed"})`);
+      return;
+    }
+    await sleep(250);
+  }
+}
+
+/**
+ * Publish a variant into the served (staging) repository as a sibling model: built in a scratch
+ * folder beside the repository, renamed into place in one step, so Triton never sees it half
+ * written; then wait until Triton serves it.
+ */
+export async function stageVariant(t: StagingTarget, original: string, v: Variant, timeoutMs = 180_000, signal?: AbortSignal): Promise<void> {
+  if (v.configText === undefined) return;
+  const scratch = path.join(path.dirname(t.repository), ".publish");
+  await fsp.mkdir(scratch, { recursive: true });
+  const tmp = path.join(scratch, `perf-${v.servedModel}-${process.pid}-${Date.now()}`);
+  const target = path.join(t.repository, v.servedModel);
+  await linkTree(path.join(t.repository, original), tmp);
+  // Replace, never write through, the hard link: the original's config.pbtxt must stay as it is.
+  await fsp.rm(path.join(tmp, "config.pbtxt"), { force: true });
+  await fsp.writeFile(path.join(tmp, "config.pbtxt"), v.configText);
+  if (fs.existsSync(target)) await removeDir(target, scratch);
+  await fsp.rename(tmp, target);
+  if (t.reload === "explicit") await t.client.loadModel(v.servedModel);
+  await waitForState(t.client, v.servedModel, "READY", timeoutMs, signal);
+}
+
+async function removeDir(dir: string, scratch: string): Promise<void> {
+  const old = path.join(scratch, `old-${path.basename(dir)}-${process.pid}-${Date.now()}`);
+  await fsp.rename(dir, old);
+  await fsp.rm(old, { recursive: true, force: true });
+}
+
+/** Take a staged variant away again and wait (briefly) until Triton no longer serves it. */
+export async function removeVariant(t: StagingTarget, v: Variant, timeoutMs = 20_000): Promise<void> {
+  if (v.configText === undefined) return;
+  const scratch = path.join(path.dirname(t.repository), ".publish");
+  const target = path.join(t.repository, v.servedModel);
+  if (t.reload === "explicit") await t.client.unloadModel(v.servedModel).catch(() => undefined);
+  if (fs.existsSync(target)) {
+    await fsp.mkdir(scratch, { recursive: true });
+    await removeDir(target, scratch);
+  }
+  await waitForState(t.client, v.servedModel, "GONE", timeoutMs).catch(() => undefined);
+}
