@@ -44,6 +44,8 @@ export function formatEvent(e: SessionEvent): string | undefined {
       const head = e.staged ? `${e.model}: lint warnings (staged anyway)` : `${e.model}: not loaded, lint found errors`;
       return [head, ...e.diagnostics.map((d) => "  " + formatDiagnostic(d).replace(/\n/g, "\n  "))].join("\n");
     }
+    case "skipped":
+      return `${e.model}: skipped, ${e.reason} (${e.diagnostics[0] ? formatDiagnostic(e.diagnostics[0]).split("\n")[0] : ""})`;
     case "watching":
       return `watching ${e.modelsDir} (${e.mode} mode): saved edits are validated, staged and reloaded`;
     case "edit":

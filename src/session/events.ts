@@ -8,6 +8,7 @@ import type { EditEvent } from "../repo/reload-events.js";
 export type SessionEvent =
   | { type: "setup"; progress: SetupProgress }
   | { type: "lint"; model: string; diagnostics: Diagnostic[]; staged: boolean }
+  | { type: "skipped"; model: string; reason: string; diagnostics: Diagnostic[] }
   | { type: "staged"; models: string[]; repository: string }
   | { type: "watching"; modelsDir: string; mode: "poll" | "explicit" }
   | EditEvent

@@ -47,6 +47,8 @@ export interface Session {
   readonly models: RepositoryIndexEntry[];
   /** Models not staged because lint found errors in them. */
   readonly refused: string[];
+  /** Models left out on purpose (GPU-only on a machine without a GPU). */
+  readonly skipped: string[];
   stop(reason?: string): Promise<void>;
   /** Start hot reload in this process (foreground `up`). */
   watch(): Promise<ReloadController>;
@@ -139,13 +141,21 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
   const lintOptions = { runtime, gpuAvailable: gpus === undefined ? true : gpus > 0, gpuMissingSeverity: "error" as const };
   const lint = await lintRepository(modelsDir, lintOptions);
   const refused = new Set<string>();
+  const skipped = new Set<string>();
   for (const m of lint.models) {
     const errors = m.diagnostics.filter((d) => d.severity === "error");
+    // A GPU-only model on a machine without a GPU is skipped, not a failure: the sample
+    // repository (and a user's) stays usable on a laptop, and the notice says why.
+    if (errors.length && errors.every((d) => d.code === "gpu-unavailable")) {
+      skipped.add(m.name);
+      bus.emit({ type: "skipped", model: m.name, reason: "it needs a GPU (KIND_GPU) and this machine has none", diagnostics: errors });
+      continue;
+    }
     if (errors.length) refused.add(m.name);
     if (m.diagnostics.length) bus.emit({ type: "lint", model: m.name, diagnostics: m.diagnostics, staged: errors.length === 0 });
   }
   const staging = new StagingRepository(runDir, { prepare: (dir) => precompilePython(environment, dir) });
-  const staged = await staging.init(modelsDir, (m) => !refused.has(m));
+  const staged = await staging.init(modelsDir, (m) => !refused.has(m) && !skipped.has(m));
   bus.emit({ type: "staged", models: staged, repository });
 
   const repositoryKey = { header: REPOSITORY_KEY_HEADER, value: randomBytes(24).toString("hex") };
@@ -225,7 +235,7 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
       bus.emit({ type: "watching", modelsDir, mode: state.reload });
       return controller;
     };
-    return { state, handle, client, models, refused: [...refused], stop, watch };
+    return { state, handle, client, models, refused: [...refused], skipped: [...skipped], stop, watch };
   } catch (err) {
     await stop("start failed");
     if (err instanceof ReadinessAbortedError) {

@@ -28,6 +28,8 @@ describe("up --detach on the sample models (real Triton)", () => {
     expect(up.stderr).toBe("");
     expect(up.code).toBe(0);
     expect(up.stdout).toMatch(/4\/4 model\(s\) READY/);
+    // The GPU sample model is skipped on a machine without a GPU, plainly and without failing `up`.
+    expect(up.stdout).toMatch(/resnet50_fp16: skipped, it needs a GPU \(KIND_GPU\) and this machine has none \(.*config\.pbtxt:\d+:\d+/);
     client = new TritonHttpClient(`http://127.0.0.1:${ports.http}`, { timeoutMs: 60_000 });
   }, 300_000);
 
