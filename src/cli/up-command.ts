@@ -1,3 +1,4 @@
+import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Command, Option } from "commander";
@@ -9,7 +10,9 @@ import { stripTritonPrefix, tailLines } from "../state/log-file.js";
 import { removeRunState } from "../state/run-state.js";
 import { recordSupervisor, runSupervisor, spawnSupervisor, waitForSupervisor } from "../session/supervisor.js";
 
-const CLI_PATH = fileURLToPath(new URL("./main.js", import.meta.url));
+// The running CLI's own entry (dist/cli/main.js, or a single-file bundle), so the supervisor
+// of a detached run is the same program.
+const CLI_PATH = process.argv[1] && /triton-dev|main\.js$/.test(process.argv[1]) ? fs.realpathSync(process.argv[1]) : fileURLToPath(new URL("./main.js", import.meta.url));
 import { parsePort, parsePositiveInt } from "./options.js";
 import { printEvents, type CliContext } from "./output.js";
 

@@ -140,6 +140,59 @@ class TritonPythonModel:
         half = 0.5 * HEAD_GAIN * direction
         self.head = np.stack([-half, half], axis=1).astype(np.float32)
         self.head_b = np.zeros(2, np.float32)
+        self.torch = None
+        if args["model_instance_kind"] == "GPU":
+            self._to_gpu(int(args["model_instance_device_id"]))
+
+    def _to_gpu(self, device_id):
+        """KIND_AUTO gives this model GPU instances wherever there is a GPU (the article's BERT on
+        GPU 0). The same weights then run in PyTorch on that GPU; without PyTorch the instance
+        says so in the log and computes on the CPU instead."""
+        try:
+            import torch
+        except ImportError:
+            pb_utils.Logger.log_warn(
+                "sentiment_classifier: GPU instance but PyTorch is not importable; computing on the CPU "
+                "(with triton-dev's local runtime, `triton-dev setup --with-site-packages` with a Python that has torch)")
+            return
+        self.torch = torch
+        self.device = torch.device(f"cuda:{device_id}")
+
+        def t(a):
+            return torch.from_numpy(np.ascontiguousarray(a)).to(self.device)
+
+        self.t_tok_emb, self.t_pos_emb = t(self.tok_emb), t(self.pos_emb)
+        self.t_emb_ln = tuple(t(a) for a in self.emb_ln)
+        self.t_layers = [
+            {k: (tuple(t(a) for a in v) if isinstance(v, tuple) else t(v)) for k, v in layer.items()}
+            for layer in self.layers
+        ]
+        self.t_head, self.t_head_b = t(self.head), t(self.head_b)
+
+    def _forward_torch(self, ids, mask):
+        torch = self.torch
+        F = torch.nn.functional
+        length = int(np.max(np.nonzero(mask.any(axis=0))[0], initial=0)) + 1
+        batch = ids.shape[0]
+        head_dim = HIDDEN // HEADS
+        with torch.inference_mode():
+            ids_t = torch.from_numpy(np.ascontiguousarray(ids[:, :length])).to(self.device)
+            mask_t = torch.from_numpy(np.ascontiguousarray(mask[:, :length], dtype=np.float32)).to(self.device)
+            x = F.layer_norm(self.t_tok_emb[ids_t] + self.t_pos_emb[:length], (HIDDEN,), *self.t_emb_ln, eps=LN_EPS)
+            key_bias = ((1.0 - mask_t) * -1e9)[:, None, None, :]
+            for layer in self.t_layers:
+                flat = x.reshape(batch * length, HIDDEN)
+                qkv = (flat @ layer["qkv"] + layer["qkv_b"]).reshape(batch, length, 3, HEADS, head_dim)
+                q, k, v = (qkv[:, :, i].transpose(1, 2) for i in range(3))
+                scores = q @ k.transpose(-1, -2) / float(np.sqrt(head_dim)) + key_bias
+                context = (torch.softmax(scores, dim=-1) @ v).transpose(1, 2).reshape(batch * length, HIDDEN)
+                attn = context @ layer["out"] + layer["out_b"]
+                flat = F.layer_norm(flat + attn, (HIDDEN,), *layer["ln1"], eps=LN_EPS)
+                ffn = F.gelu(flat @ layer["ffn1"] + layer["ffn1_b"], approximate="tanh") @ layer["ffn2"] + layer["ffn2_b"]
+                x = F.layer_norm(flat + ffn, (HIDDEN,), *layer["ln2"], eps=LN_EPS).reshape(batch, length, HIDDEN)
+            counts = torch.clamp(mask_t.sum(dim=1, keepdim=True), min=1.0)
+            pooled = (x * mask_t[:, :, None]).sum(dim=1) / counts
+            return torch.softmax(pooled @ self.t_head + self.t_head_b, dim=-1).float().cpu().numpy()
 
     def _forward(self, ids, mask):
         # Positions after the last real token only hold padding, which attention masks out and
@@ -194,7 +247,8 @@ class TritonPythonModel:
             mask_parts.append(mask)
         if valid:
             # One forward pass over every request's rows: the point of dynamic batching.
-            probs = self._forward(np.concatenate(id_parts), np.concatenate(mask_parts))
+            forward = self._forward_torch if self.torch is not None else self._forward
+            probs = forward(np.concatenate(id_parts), np.concatenate(mask_parts))
             offset = 0
             for n, ids in zip(valid, id_parts):
                 rows = probs[offset:offset + ids.shape[0]]
