@@ -64,6 +64,16 @@ export function formatEvent(e: SessionEvent): string | undefined {
     }
     case "server-exited":
       return `tritonserver exited (${e.signal ?? `code ${e.code}`}); last log lines:\n  ${e.lastLines.join("\n  ")}`;
+    case "pull":
+      return formatPull(e);
+    case "container":
+      return e.action === "reattached"
+        ? `reattached to the running container ${e.name} (${e.id.slice(0, 12)}, ${e.image}): same settings as before`
+        : `created container ${e.name} (${e.id.slice(0, 12)}, ${e.image})${e.replaced ? `, replacing ours because ${e.replaced}` : ""}`;
+    case "monitoring":
+      return `monitoring: Prometheus ${e.prometheus}  Grafana ${e.grafana} (dashboard "Triton (triton-dev)")`;
+    case "hint":
+      return `hint: ${e.message}`;
     case "stopping":
       return `stopping Triton (${e.reason})`;
     case "stopped":
@@ -85,6 +95,18 @@ export function printEvents(output: Output, json: boolean): (e: SessionEvent) =>
 export function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)));
   return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : pad(c, widths[i]!))).join("  ")).join("\n");
+}
+
+const mb = (bytes: number) => `${(bytes / 1024 ** 2).toFixed(1)} MB`;
+
+/** Plain lines for a pull: a layer starting to download and a layer done; the dashboard draws bars from the same events. */
+function formatPull(e: Extract<SessionEvent, { type: "pull" }>): string | undefined {
+  if (e.finished) return `pulled ${e.image}: ${e.layers.length} layer(s), ${mb(e.size)} downloaded`;
+  const l = e.changed;
+  if (!l || !e.phaseChanged) return undefined;
+  if (l.phase === "downloading") return `pull ${e.image}: layer ${l.id} downloading${l.total ? ` (${mb(l.total)})` : ""}`;
+  if (l.phase === "done") return `pull ${e.image}: layer ${l.id} done (${e.done}/${e.layers.length} layers, ${mb(e.downloaded)}/${mb(e.size)})`;
+  return undefined;
 }
 
 const secs = (ms: number) => `${(ms / 1000).toFixed(2)} s`;

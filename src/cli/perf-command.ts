@@ -94,7 +94,7 @@ export function printReport(output: Output, r: PerfReport, o: { chart: boolean }
     `${r.model} over ${first.protocol.toUpperCase()} at ${first.endpoint}, ${first.engine === "perf_analyzer" ? "perf_analyzer" : "built-in generator"}, ` +
       `${first.measurementIntervalMs} ms windows, batch ${first.batchSize}${first.distribution ? `, ${first.distribution} arrivals` : ""}; times in ms`,
   );
-  for (const s of r.sweeps) printSweep(output, s, r.sweeps.length > 1);
+  for (const s of r.sweeps) printSweep(output, s, r.sweeps.length > 1 || r.compare !== undefined);
   if (r.comparison && r.sweeps.length > 1) {
     output.out(`\ncomparison (${r.compare ?? "variants"}):`);
     output.out(formatComparison(r.sweeps, r.comparison));
@@ -116,7 +116,8 @@ export function registerPerfCommand(program: Command, ctx: CliContext): Command 
   return program
     .command("perf")
     .description("Measure a model's throughput and latency over a concurrency (or request-rate) sweep, with the server's breakdown; compare config variants.")
-    .argument("<model>", "the model to measure")
+    .argument("[model]", "the model to measure (or -m NAME, as perf_analyzer takes it)")
+    .option("-m, --model-name <name>", "the model to measure")
     .option("-u, --url <host:port>", "the server's endpoint for the protocol (default: the server `triton-dev up` started)")
     .addOption(new Option("-i, --protocol <protocol>", "http or grpc").choices(["http", "grpc"]).default("http"))
     .option("--concurrency-range <range>", "closed loop: START:END:STEP or a list like 1,2,4,8 (default 1,2,4,8)", parseRange("--concurrency-range", true))
@@ -140,7 +141,10 @@ export function registerPerfCommand(program: Command, ctx: CliContext): Command 
     .option("--json", "print the full result as JSON", false)
     .option("--no-chart", "leave out the throughput/latency chart")
     .option("--no-history", "do not keep this run (nor compare it with the previous one)")
-    .action(async (model: string, flags: PerfFlags & { file?: string }) => {
+    .action(async (modelArg: string | undefined, flags: PerfFlags & { file?: string; modelName?: string }) => {
+      if (modelArg && flags.modelName && modelArg !== flags.modelName) throw new UsageError(`two models given: ${modelArg} and -m ${flags.modelName}`);
+      const model = modelArg ?? flags.modelName;
+      if (!model) throw new UsageError("which model? Give its name: `triton-dev perf MODEL` (or -m MODEL)", { hint: "`triton-dev status` lists the models the server has." });
       if (flags.concurrencyRange && flags.requestRateRange) throw new UsageError("give --concurrency-range or --request-rate-range, not both");
       const compare = flags.compare ? parseCompareFlag(flags.compare) : undefined;
       const inputData: InputDataSource = flags.inputData === "random" || flags.inputData === "zero" ? flags.inputData : { file: path.resolve(flags.inputData) };

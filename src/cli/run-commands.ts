@@ -5,8 +5,7 @@ import { UserError } from "../errors.js";
 import { stopRun } from "../session/down.js";
 import { collectStatus } from "../session/status.js";
 import { followFile, tailLines } from "../state/log-file.js";
-import { currentRun } from "../state/run-state.js";
-import { isOurProcess } from "../state/process.js";
+import { currentRun, runAlive } from "../state/run-state.js";
 import { parsePositiveInt } from "./options.js";
 import { table, type CliContext } from "./output.js";
 
@@ -18,15 +17,26 @@ export function registerRunCommands(program: Command, ctx: CliContext): void {
     .option("--json", "print the result as JSON", false)
     .action(async (flags: { json: boolean }) => {
       const paths = resolvePaths(env);
-      const r = await stopRun(paths);
+      const r = await stopRun(paths, undefined, env);
       if (flags.json) {
-        output.out(JSON.stringify({ stopped: r.stopped ? { pid: r.stopped.pid, runId: r.stopped.runId } : null, stale: r.stale ? { pid: r.stale.pid } : null, orphans: r.orphans }));
+        output.out(
+          JSON.stringify({
+            stopped: r.stopped ? { pid: r.stopped.pid, runId: r.stopped.runId, ...(r.stopped.docker ? { container: r.stopped.docker.containerName } : {}) } : null,
+            stale: r.stale ? { pid: r.stale.pid } : null,
+            orphans: r.orphans,
+            orphanContainers: r.orphanContainers,
+          }),
+        );
         return;
       }
-      if (r.stopped) output.out(`stopped Triton (pid ${r.stopped.pid}, ${r.stopped.runtime} runtime, http ${r.stopped.host}:${r.stopped.ports.http})`);
+      if (r.stopped) {
+        const what = r.stopped.docker ? `container ${r.stopped.docker.containerName}, removed` : `pid ${r.stopped.pid}`;
+        output.out(`stopped Triton (${what}, ${r.stopped.runtime} runtime, http ${r.stopped.host}:${r.stopped.ports.http})`);
+      }
       if (r.stale) output.out(`removed the record of a run whose server (pid ${r.stale.pid}) was already gone`);
       if (r.orphans.length) output.out(`stopped ${r.orphans.length} leftover tritonserver process(es) of ours: pid ${r.orphans.join(", ")}`);
-      if (!r.stopped && !r.stale && r.orphans.length === 0) output.out("nothing is running: no triton-dev server to stop");
+      if (r.orphanContainers.length) output.out(`removed ${r.orphanContainers.length} leftover container(s) of ours: ${r.orphanContainers.join(", ")}`);
+      if (!r.stopped && !r.stale && r.orphans.length === 0 && r.orphanContainers.length === 0) output.out("nothing is running: no triton-dev server to stop");
     });
 
   program
@@ -46,10 +56,12 @@ export function registerRunCommands(program: Command, ctx: CliContext): void {
         ctx.exitCode = 1;
         return;
       }
-      output.out(`runtime   ${s.runtime} (pid ${s.pid}, up ${formatDuration(s.uptimeSec ?? 0)}${s.detached ? ", detached" : ""})`);
+      output.out(`runtime   ${s.runtime} (${s.container ? `container ${s.container.name}` : `pid ${s.pid}`}, up ${formatDuration(s.uptimeSec ?? 0)}${s.detached ? ", detached" : ""})`);
+      if (s.container) output.out(`image     ${s.container.image} (gpus ${s.container.gpus}, /dev/shm ${Math.round(s.container.shmBytes / 1024 ** 2)} MiB)`);
       output.out(`models    ${s.modelsDir}`);
       output.out(`reload    ${s.reload?.mode}${s.reload?.mode === "poll" ? ` every ${s.reload.pollSecs} s` : ""}`);
       output.out(`HTTP      ${s.endpoints?.http}\ngRPC      ${s.endpoints?.grpc}\nmetrics   ${s.endpoints?.metrics}`);
+      if (s.monitoring) output.out(`Prometheus ${s.monitoring.prometheus}\nGrafana   ${s.monitoring.grafana}`);
       if (s.problem) {
         output.out(`problem   ${s.problem}`);
         ctx.exitCode = 1;
@@ -88,10 +100,12 @@ export function registerRunCommands(program: Command, ctx: CliContext): void {
           resolve();
         };
         const check = setInterval(() => {
-          if (!isOurProcess(run.state.pid, run.state.executable)) {
+          void runAlive(run.state).then((alive) => {
+            if (alive) return;
+            clearInterval(check);
             output.out("(the server stopped)");
             setTimeout(finish, 400);
-          }
+          });
         }, 1000);
         process.on("SIGINT", finish);
       });

@@ -8,12 +8,15 @@ import { discoverPython } from "../runtimes/local/python.js";
 import { currentRun } from "../state/run-state.js";
 import { parsePort } from "./options.js";
 import type { CliContext } from "./output.js";
+import type { NvidiaGpu } from "../runtimes/docker/doctor.js";
 
 export interface DoctorCheck {
   name: string;
   ok: boolean;
   detail: string;
   hint?: string;
+  /** Not needed by every runtime (Docker, GPUs): reported, but does not fail `doctor`. */
+  warn?: boolean;
 }
 
 export function registerSetupCommands(program: Command, ctx: CliContext): void {
@@ -43,21 +46,22 @@ export function registerSetupCommands(program: Command, ctx: CliContext): void {
 
   program
     .command("doctor")
-    .description("Check what triton-dev needs: Python, glibc, the managed environment, ports.")
+    .description("Check what triton-dev needs: Python, glibc, the managed environment, ports; Docker, its NVIDIA runtime and the GPUs.")
     .option("--json", "print the checks as JSON", false)
     .option("--http-port <n>", "HTTP port to check", parsePort("--http-port"), 8000)
     .option("--grpc-port <n>", "gRPC port to check", parsePort("--grpc-port"), 8001)
     .option("--metrics-port <n>", "metrics port to check", parsePort("--metrics-port"), 8002)
     .action(async (flags: { json: boolean; httpPort: number; grpcPort: number; metricsPort: number }) => {
       const checks = await runDoctor(env, [flags.httpPort, flags.grpcPort, flags.metricsPort]);
-      if (flags.json) output.out(JSON.stringify({ ok: checks.every((c) => c.ok), checks }, null, 2));
+      const passed = (c: DoctorCheck) => c.ok || !!c.warn;
+      if (flags.json) output.out(JSON.stringify({ ok: checks.every(passed), checks }, null, 2));
       else {
         for (const c of checks) {
-          output.out(`${c.ok ? "ok  " : "FAIL"}  ${c.name.padEnd(12)} ${c.detail}`);
-          if (!c.ok && c.hint) output.out(`      ${"".padEnd(12)} hint: ${c.hint}`);
+          output.out(`${c.ok ? "ok  " : c.warn ? "warn" : "FAIL"}  ${c.name.padEnd(14)} ${c.detail}`);
+          if (!c.ok && c.hint) output.out(`      ${"".padEnd(14)} hint: ${c.hint}`);
         }
       }
-      if (!checks.every((c) => c.ok)) ctx.exitCode = 1;
+      if (!checks.every(passed)) ctx.exitCode = 1;
     });
 }
 
@@ -70,7 +74,40 @@ async function check(name: string, fn: () => Promise<string> | string): Promise<
   }
 }
 
-export async function runDoctor(env: NodeJS.ProcessEnv, ports: number[]): Promise<DoctorCheck[]> {
+export interface DoctorDeps {
+  /** The GPUs nvidia-smi lists (undefined: no nvidia-smi). */
+  gpus?: () => Promise<NvidiaGpu[] | undefined>;
+}
+
+/** The docker runtime's needs: the daemon, its NVIDIA runtime, and the GPUs the driver sees. None fails `doctor`: the local runtime needs none of them. */
+async function dockerChecks(env: NodeJS.ProcessEnv, deps: DoctorDeps): Promise<DoctorCheck[]> {
+  const { probeDocker, nvidiaSmiGpus } = await import("../runtimes/docker/doctor.js");
+  const { NVIDIA_FIX } = await import("../runtimes/docker/client.js");
+  const out: DoctorCheck[] = [];
+  const probe = await probeDocker(env);
+  const d = probe.daemon;
+  if (d.ok) {
+    out.push({ name: "docker", ok: true, detail: `Docker ${d.facts.version} (API ${d.facts.apiVersion}, ${d.facts.storageDriver} storage) at ${d.address}` });
+    out.push(
+      d.facts.nvidia
+        ? { name: "nvidia runtime", ok: true, detail: `registered with Docker (runtimes: ${d.facts.runtimes.join(", ")}; default ${d.facts.defaultRuntime})` }
+        : { name: "nvidia runtime", ok: false, warn: true, detail: `not registered with Docker (runtimes: ${d.facts.runtimes.join(", ") || "none"}): \`up --runtime docker\` runs on the CPU (--gpus none)`, hint: NVIDIA_FIX },
+    );
+  } else {
+    out.push({ name: "docker", ok: false, warn: true, detail: `${d.error.message} (only the docker runtime needs it)`, ...(d.error.hint ? { hint: d.error.hint } : {}) });
+  }
+  out.push(
+    await check("gpus", async () => {
+      const gpus = await (deps.gpus ?? (() => nvidiaSmiGpus()))();
+      if (gpus === undefined) throw new UserError("nvidia-smi not found: no NVIDIA driver on this machine, so Triton runs on the CPU (KIND_CPU instance groups)", { hint: "Install the NVIDIA driver to use a GPU; the sample models also run on the CPU." });
+      if (gpus.length === 0) throw new UserError("nvidia-smi lists no GPU", { hint: "Check `nvidia-smi` and the driver." });
+      return `${gpus.length} GPU(s): ${gpus.map((g) => `${g.index} ${g.name} (${g.memoryMiB} MiB, driver ${g.driver})`).join("; ")}`;
+    }).then((c) => (c.ok ? c : { ...c, warn: true })),
+  );
+  return out;
+}
+
+export async function runDoctor(env: NodeJS.ProcessEnv, ports: number[], deps: DoctorDeps = {}): Promise<DoctorCheck[]> {
   const paths = resolvePaths(env);
   const checks: DoctorCheck[] = [];
   checks.push(await check("node", () => {
@@ -92,10 +129,11 @@ export async function runDoctor(env: NodeJS.ProcessEnv, ports: number[]): Promis
   for (const port of ports) {
     checks.push(await check(`port ${port}`, async () => {
       if (await isPortFree(port)) return "free";
-      if (run?.alive && Object.values(run.state.ports).includes(port)) return `in use by our running Triton (pid ${run.state.pid})`;
+      if (run?.alive && Object.values(run.state.ports).includes(port)) return `in use by our running Triton (${run.state.docker ? `container ${run.state.docker.containerName}` : `pid ${run.state.pid}`})`;
       const holder = findPortHolder(port);
       throw new UserError(`in use${holder ? ` by pid ${holder.pid} (${holder.command.slice(0, 80)})` : ""}`, { hint: "Stop that process or pick other ports with --http-port/--grpc-port/--metrics-port." });
     }));
   }
+  checks.push(...(await dockerChecks(env, deps)));
   return checks;
 }

@@ -13,8 +13,14 @@ import { recordSupervisor, runSupervisor, spawnSupervisor, waitForSupervisor } f
 // The running CLI's own entry (dist/cli/main.js, or a single-file bundle), so the supervisor
 // of a detached run is the same program.
 const CLI_PATH = process.argv[1] && /triton-dev|main\.js$/.test(process.argv[1]) ? fs.realpathSync(process.argv[1]) : fileURLToPath(new URL("./main.js", import.meta.url));
+import { UsageError } from "../errors.js";
+import { DEFAULT_IMAGE, parseGpus, parseSize } from "../runtimes/docker/settings.js";
 import { parsePort, parsePositiveInt } from "./options.js";
-import { printEvents, type CliContext } from "./output.js";
+import { formatEvent, printEvents, type CliContext } from "./output.js";
+import { shouldOpenDashboard } from "../ui/mode.js";
+import type { Dashboard } from "../ui/dashboard.js";
+import { loadDashboard } from "../ui/load-dashboard.js";
+import { urlHost } from "../session/session.js";
 
 interface UpFlags {
   runtime: UpOptions["runtime"];
@@ -29,6 +35,10 @@ interface UpFlags {
   ui: boolean;
   json: boolean;
   timeout: number;
+  image?: string;
+  gpus?: string;
+  shmSize?: string;
+  monitoring: boolean;
 }
 
 export function registerUpCommand(program: Command, ctx: CliContext): void {
@@ -48,10 +58,36 @@ export function registerUpCommand(program: Command, ctx: CliContext): void {
     .option("--no-ui", "print plain progress lines instead of the dashboard")
     .option("--json", "print events as JSON lines", false)
     .option("--timeout <seconds>", "how long to wait for Triton and its models to be ready", parsePositiveInt("--timeout"), 180)
+    .option("--image <ref>", `docker runtime: the Triton image (default ${DEFAULT_IMAGE})`)
+    .option("--gpus <which>", "docker runtime: all, a count, device=0,1 or none (default: all when Docker has the NVIDIA runtime)")
+    .option("--shm-size <size>", "docker runtime: /dev/shm for the python backend (default 1g)")
+    .option("--monitoring", "docker runtime: Prometheus and Grafana beside Triton, with the article's dashboard", false)
     .action(async (flags: UpFlags) => {
       const paths = resolvePaths(env);
       const bus = new EventBus<SessionEvent>();
-      bus.on(printEvents(output, flags.json));
+      // The dashboard (and its React/Ink) is loaded only when it opens, so plain runs stay lean.
+      const dashboard: Dashboard | undefined = shouldOpenDashboard(flags, env, process.stdout, process.stdin)
+        ? (await loadDashboard())({
+            bus,
+            env,
+            ownsServer: true,
+            runPerf: async (o, deps) => (await import("../perf/run.js")).runPerf(o, deps),
+          })
+        : undefined;
+      // What the terminal shows once the dashboard is gone: everything if the start failed,
+      // otherwise how the run ended.
+      const replay: SessionEvent[] = [];
+      let started = false;
+      if (dashboard) bus.on((e) => (!started || e.type === "server-exited" || e.type === "stopping" || e.type === "stopped") && replay.push(e));
+      else bus.on(printEvents(output, flags.json));
+      const closeDashboard = async () => {
+        if (!dashboard) return;
+        await dashboard.close();
+        for (const e of replay) {
+          const line = formatEvent(e);
+          if (line) output.out(line);
+        }
+      };
       const session = await startSession(
         paths,
         {
@@ -63,10 +99,14 @@ export function registerUpCommand(program: Command, ctx: CliContext): void {
           host: flags.host,
           detached: flags.detach,
           readyTimeoutMs: flags.timeout * 1000,
+          docker: dockerFlags(flags),
         },
         bus,
         env,
-      );
+      ).catch(async (err: unknown) => {
+        await closeDashboard();
+        throw err;
+      });
       const failed = [...session.models.filter((m) => m.state !== "READY").map((m) => m.name), ...session.refused];
       if (flags.detach) {
         session.handle.release();
@@ -83,16 +123,33 @@ export function registerUpCommand(program: Command, ctx: CliContext): void {
         }
         return;
       }
-      await session.watch();
-      if (!flags.json) output.out("serving; press Ctrl-C to stop");
+      const controller = await session.watch();
+      started = true;
+      replay.length = 0;
+      dashboard?.attach({
+        baseUrl: session.client.baseUrl,
+        repositoryKey: session.state.repositoryKey,
+        metricsUrl: `http://${urlHost(session.state.host)}:${session.state.ports.metrics}/metrics`,
+        reload: (model) => controller.reload(model),
+      });
+      if (!flags.json && !dashboard) output.out("serving; press Ctrl-C to stop");
       await new Promise<void>((resolve) => {
         let stoppingOnSignal = false;
+        // q or Ctrl-C in the dashboard (raw mode turns Ctrl-C into a key, not SIGINT).
+        void dashboard?.quitRequested.then(() => {
+          if (stoppingOnSignal) return;
+          stoppingOnSignal = true;
+          process.off("SIGINT", onSignal);
+          process.off("SIGTERM", onSignal);
+          process.off("SIGHUP", onSignal);
+          void dashboard.detach().then(() => session.stop("quit from the dashboard")).then(resolve);
+        });
         const onSignal = (sig: NodeJS.Signals) => {
           stoppingOnSignal = true;
           process.off("SIGINT", onSignal);
           process.off("SIGTERM", onSignal);
           process.off("SIGHUP", onSignal);
-          void session.stop(`received ${sig}`).then(resolve);
+          void (dashboard ? dashboard.detach() : Promise.resolve()).then(() => session.stop(`received ${sig}`)).then(resolve);
         };
         process.on("SIGINT", onSignal);
         process.on("SIGTERM", onSignal);
@@ -110,7 +167,23 @@ export function registerUpCommand(program: Command, ctx: CliContext): void {
           resolve();
         });
       });
+      await closeDashboard();
     });
+}
+
+/** The docker runtime's flags; refused with the local runtime, which has no image, GPUs or /dev/shm to set. */
+function dockerFlags(flags: UpFlags): UpOptions["docker"] {
+  const given = [flags.image && "--image", flags.gpus && "--gpus", flags.shmSize && "--shm-size", flags.monitoring && "--monitoring"].filter(Boolean);
+  if (flags.runtime !== "docker") {
+    if (given.length) throw new UsageError(`${given.join(", ")} only apply to the docker runtime`, { hint: "Add `--runtime docker`." });
+    return undefined;
+  }
+  return {
+    ...(flags.image ? { image: flags.image } : {}),
+    ...(flags.gpus ? { gpus: parseGpus(flags.gpus) } : {}),
+    ...(flags.shmSize ? { shmBytes: parseSize(flags.shmSize) } : {}),
+    monitoring: flags.monitoring,
+  };
 }
 
 /** Internal: the hot-reload process a detached `up` leaves behind. */

@@ -140,7 +140,12 @@ export class LoadGenerator {
     this.stopping = true;
     if (this.timer) clearTimeout(this.timer);
     if (this.inFlight > 0) {
-      await Promise.race([new Promise<void>((r) => (this.drained = r)), sleep(graceMs)]);
+      let timer: NodeJS.Timeout | undefined;
+      await new Promise<void>((resolve) => {
+        this.drained = resolve;
+        timer = setTimeout(resolve, graceMs);
+      });
+      clearTimeout(timer);
     }
     this.drained = undefined;
   }

@@ -232,8 +232,7 @@ export async function measureLevel(ctx: ProfileContext, kind: LevelKind, value: 
         break;
       }
       if (w.success === 0 && summary.errors > 0) {
-        windows.pop();
-        snaps.pop();
+        // Kept, so the report shows what the errors were.
         failure = new AllFailingError(`every request failed for ${((w.endMs - w.startMs) / 1000).toFixed(1)} s at ${kind} ${value}: ${topError(w)}`, undefined);
         break;
       }

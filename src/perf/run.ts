@@ -118,8 +118,15 @@ async function checkModel(t: Target, model: string): Promise<void> {
   }
   if (await t.control.isModelReady(model)) return;
   if (t.repoClient) {
-    const index = await t.repoClient.repositoryIndex();
-    const entry = index.find((e) => e.name === model);
+    let index = await t.repoClient.repositoryIndex();
+    let entry = index.find((e) => e.name === model);
+    // A model that is (re)loading right now gets a moment to settle: it may be about to serve.
+    for (const deadline = Date.now() + 30_000; (entry?.state === "LOADING" || entry?.state === "UNLOADING") && Date.now() < deadline; ) {
+      await new Promise((r) => setTimeout(r, 250));
+      index = await t.repoClient.repositoryIndex();
+      entry = index.find((e) => e.name === model);
+    }
+    if (entry?.state === "READY" && (await t.control.isModelReady(model))) return;
     if (!entry) {
       throw new UserError(`model '${model}' is not in the repository Triton serves`, { hint: `Its models: ${index.map((e) => e.name).join(", ") || "(none)"}.` });
     }
@@ -157,8 +164,8 @@ function requestParameters(o: PerfOptions): Record<string, ParameterValue> | und
   return Object.keys(p).length ? p : undefined;
 }
 
-function transportFactory(t: Target, served: string, payloads: RawTensor[][], o: PerfOptions): (maxConnections: number) => InferTransport {
-  const parameters = requestParameters(o);
+function transportFactory(t: Target, served: string, payloads: RawTensor[][], o: PerfOptions, withParameters = true): (maxConnections: number) => InferTransport {
+  const parameters = withParameters ? requestParameters(o) : undefined;
   return (maxConnections) => {
     const opts = { model: served, payloads, maxConnections, ...(parameters ? { parameters } : {}) };
     return t.protocol === "grpc" ? new GrpcTransport(t.endpoint, opts) : new HttpTransport(t.host, t.port, opts);
@@ -183,7 +190,9 @@ async function probe(make: (n: number) => InferTransport, served: string): Promi
 
 async function sweepBuiltin(t: Target, o: PerfOptions, served: string, setup: ModelSetup, gpuProbe: GpuProbe | undefined, deps: PerfDeps, sweep: SweepResult): Promise<void> {
   const make = transportFactory(t, served, setup.payloads, o);
-  await probe(make, served);
+  // The probe checks the data, so it goes without priority and timeout: a request the queue
+  // policy rejects is a result to count, not a reason to refuse the run.
+  await probe(transportFactory(t, served, setup.payloads, o, false), served);
   const ctx: ProfileContext = {
     model: served,
     composing: setup.composing,

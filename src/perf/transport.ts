@@ -2,7 +2,7 @@ import { performance } from "node:perf_hooks";
 import { TritonDevError } from "../errors.js";
 import { buildBinaryInferBody, parseInferResponseBody, type DecodedInferResponse, type ParameterValue, type RawTensor } from "../triton/binary.js";
 import { TritonGrpcClient, TritonGrpcError } from "../triton/grpc-client.js";
-import { HttpConnectionError, KeepAliveHttpPool, buildPostRequest, type PooledResponse } from "../triton/http-pool.js";
+import { HttpConnectionError, KeepAliveHttpPool, buildPostRequest, responseHeader, type PooledResponse } from "../triton/http-pool.js";
 
 export type Protocol = "http" | "grpc";
 
@@ -119,7 +119,7 @@ export class HttpTransport implements InferTransport {
       throw new InferFailedError(`cannot reach Triton at ${this.endpoint}: ${(err as Error).message}`, true);
     }
     if (r.status !== 200) throw new InferFailedError(`Triton answered ${r.status}: ${httpErrorMessage(r)}`, false);
-    const hl = r.headers["inference-header-content-length"];
+    const hl = responseHeader(r, "inference-header-content-length");
     return parseInferResponseBody(r.body, hl !== undefined ? Number(hl) : undefined);
   }
 

@@ -71,6 +71,8 @@ export class ReloadController {
   private readonly lastGood: LastGood = new Map();
   private readonly servedHash = new Map<string, string>();
   private readonly summaries = new Map<string, EditSummary>();
+  /** Models whose next run reloads even when their files match what is served. */
+  private readonly forced = new Set<string>();
   private readonly now: () => number;
   private closed = false;
 
@@ -116,6 +118,16 @@ export class ReloadController {
     const id = this.nextId++;
     const at = this.now();
     this.emit({ type: "edit", id, model, phase: "refused", at, sinceSavedMs: 0, diagnostics });
+  }
+
+  /**
+   * Validate, stage and load a model again although nothing was saved (the dashboard's `r`):
+   * the same path as an edit, so a model that no longer validates is refused, not reloaded.
+   */
+  reload(model: string): void {
+    if (this.closed) return;
+    this.forced.add(model);
+    this.enqueue({ model, firstEventAt: this.now(), events: 0 });
   }
 
   summary(): EditSummary[] {
@@ -181,6 +193,7 @@ export class ReloadController {
     const saved = change.firstEventAt;
     const phase = (p: EditPhase, extra: Partial<EditEvent> = {}) => this.emit({ type: "edit", id, model, phase: p, at: this.now(), sinceSavedMs: this.now() - saved, ...extra });
     phase("saved");
+    const forced = this.forced.delete(model);
 
     const dir = path.join(this.o.modelsDir, model);
     if (!fs.existsSync(dir)) {
@@ -209,7 +222,7 @@ export class ReloadController {
     phase("validated", lint.diagnostics.length ? { diagnostics: lint.diagnostics } : {});
 
     const hash = await hashModelDir(dir);
-    if (hash && hash === this.servedHash.get(model) && this.lastGood.has(model)) {
+    if (!forced && hash && hash === this.servedHash.get(model) && this.lastGood.has(model)) {
       phase("unchanged");
       return;
     }

@@ -3,6 +3,7 @@ import path from "node:path";
 import type { Paths } from "../config/paths.js";
 import { stopProcessGroup } from "../runtimes/local/process-group.js";
 import { findProcesses, isOurProcess } from "../state/process.js";
+import { UserError } from "../errors.js";
 import { currentRun, removeRunState, type RunState } from "../state/run-state.js";
 
 export interface DownResult {
@@ -11,6 +12,8 @@ export interface DownResult {
   stale?: RunState;
   /** Servers of ours found without a record (a run that crashed mid-start) and stopped. */
   orphans: number[];
+  /** Containers of ours (this state folder's labels) found without a record, and removed. */
+  orphanContainers: string[];
 }
 
 /** Servers we started carry our runs folder in their --model-repository flag; nothing else is touched. */
@@ -19,9 +22,50 @@ export function findOrphanServers(paths: Paths, procRoot = "/proc"): number[] {
   return findProcesses((argv) => argv[0]!.endsWith("tritonserver") && argv.some((a) => a.startsWith(marker)), procRoot);
 }
 
-export async function stopRun(paths: Paths, graceMs = 15_000): Promise<DownResult> {
+/** The recorded run's container and whatever ran beside it (by our labels only); the daemon must answer. */
+async function stopDockerRun(s: RunState, graceMs: number): Promise<void> {
+  if (!s.docker) return;
+  const [{ connectDocker, requireDaemon }, { removeRun }, { isOurs }] = await Promise.all([
+    import("../runtimes/docker/client.js"),
+    import("../runtimes/docker/docker-runtime.js"),
+    import("../runtimes/docker/settings.js"),
+  ]);
+  const env = { DOCKER_HOST: s.docker.daemon };
+  const docker = connectDocker(env);
+  try {
+    await requireDaemon(docker, env);
+  } catch (err) {
+    throw new UserError(`cannot stop container ${s.docker.containerName}: ${(err as Error).message}`, { hint: (err as UserError).hint, cause: err });
+  }
+  const info = await docker.getContainer(s.docker.containerId).inspect().catch(() => undefined);
+  // A container of that id without our labels is not ours to remove, whatever the record says.
+  const extra = info && isOurs(info.Config.Labels) ? [info.Id] : [];
+  await removeRun(docker, s.runId, path.dirname(s.runDir), extra, Math.round(graceMs / 1000));
+}
+
+/** Containers a crashed run of this state folder left behind; skipped quietly when no daemon answers. */
+async function removeOrphanContainers(paths: Paths, keepRunId: string | undefined, env: NodeJS.ProcessEnv, graceMs: number): Promise<string[]> {
+  const [{ connectDocker, requireDaemon }, { findOurs, removeRun }] = await Promise.all([import("../runtimes/docker/client.js"), import("../runtimes/docker/docker-runtime.js")]);
+  const docker = connectDocker(env);
+  try {
+    await requireDaemon(docker, env, 1_500);
+  } catch {
+    return [];
+  }
+  const ours = await findOurs(docker, { runsDir: paths.runsDir }).catch(() => []);
+  const removed: string[] = [];
+  for (const runId of new Set(ours.map((c) => c.Labels["dev.triton-dev.run-id"] ?? ""))) {
+    if (runId === keepRunId) continue;
+    const names = ours.filter((c) => c.Labels["dev.triton-dev.run-id"] === runId).map((c) => (c.Names[0] ?? c.Id).replace(/^\//, ""));
+    await removeRun(docker, runId, paths.runsDir, [], Math.round(graceMs / 1000));
+    removed.push(...names);
+  }
+  return removed;
+}
+
+export async function stopRun(paths: Paths, graceMs = 15_000, env: NodeJS.ProcessEnv = process.env): Promise<DownResult> {
   const run = await currentRun(paths);
-  const result: DownResult = { orphans: [] };
+  const result: DownResult = { orphans: [], orphanContainers: [] };
   const sup = run?.state.supervisorPid;
   if (sup && isOurProcess(sup, process.execPath)) {
     try {
@@ -30,7 +74,11 @@ export async function stopRun(paths: Paths, graceMs = 15_000): Promise<DownResul
       // already gone
     }
   }
-  if (run?.alive) {
+  if (run?.state.runtime === "docker") {
+    await stopDockerRun(run.state, graceMs);
+    if (run.alive) result.stopped = run.state;
+    else result.stale = run.state;
+  } else if (run?.alive) {
     await stopProcessGroup(run.state.pid, { graceMs });
     result.stopped = run.state;
   } else if (run) {
@@ -41,6 +89,7 @@ export async function stopRun(paths: Paths, graceMs = 15_000): Promise<DownResul
     await stopProcessGroup(pid, { graceMs });
     result.orphans.push(pid);
   }
+  result.orphanContainers = await removeOrphanContainers(paths, run?.state.runId, env, graceMs);
   await pruneRuns(paths, 3);
   return result;
 }

@@ -3,6 +3,7 @@ import type { Endpoints, RuntimeKind } from "../runtimes/runtime.js";
 import type { SetupProgress } from "../runtimes/local/environment.js";
 import type { Diagnostic } from "../repo/diagnostics.js";
 import type { EditEvent } from "../repo/reload-events.js";
+import type { LayerProgress, PullSnapshot } from "../runtimes/docker/image.js";
 
 /** Everything `up` reports while it works; printed as plain lines or JSON, later shown by the TUI. */
 export type SessionEvent =
@@ -15,5 +16,12 @@ export type SessionEvent =
   | { type: "starting"; runtime: RuntimeKind; pid: number | undefined; logFile: string }
   | { type: "ready"; endpoints: Endpoints; models: RepositoryIndexEntry[]; elapsedMs: number }
   | { type: "server-exited"; code: number | null; signal: string | null; lastLines: string[] }
+  /** Docker: image pull progress, one event per change of a layer. */
+  | ({ type: "pull"; changed?: LayerProgress; phaseChanged?: boolean } & PullSnapshot)
+  /** Docker: the Triton container this run uses. */
+  | { type: "container"; action: "created" | "reattached"; name: string; id: string; image: string; replaced?: string }
+  | { type: "monitoring"; prometheus: string; grafana: string }
+  /** Advice for a problem Triton reported in its log (e.g. /dev/shm too small). */
+  | { type: "hint"; message: string }
   | { type: "stopping"; reason: string }
   | { type: "stopped" };

@@ -9,11 +9,15 @@ import { findPortHolder, isPortFree } from "../net/ports.js";
 import { detectNvidiaGpus } from "../gpu/detect.js";
 import { lintRepository, type LintOptions } from "../repo/lint.js";
 import { ReloadController } from "../repo/reload-controller.js";
-import { requireModelRepository, StagingRepository } from "../repo/stage.js";
+import { listModelDirs, requireModelRepository, StagingRepository } from "../repo/stage.js";
+import type { DockerPlan, DockerRuntime } from "../runtimes/docker/docker-runtime.js";
+import { isShmError, shmHint } from "../runtimes/docker/hints.js";
+import { DEFAULT_IMAGE, DEFAULT_SHM_BYTES, containerName, formatGpus, type GpuRequest } from "../runtimes/docker/settings.js";
 import { ensureEnvironment, precompilePython } from "../runtimes/local/environment.js";
 import { LocalRuntime } from "../runtimes/local/local-runtime.js";
 import type { Ports, ReloadMode, RuntimeKind, ServerHandle } from "../runtimes/runtime.js";
 import { stripTritonPrefix, tailLines, tailLinesSync } from "../state/log-file.js";
+import { isOurProcess } from "../state/process.js";
 import { currentRun, removeRunState, writeRunState, type RunState } from "../state/run-state.js";
 import { TritonHttpClient, type RepositoryIndexEntry } from "../triton/http-client.js";
 import { ReadinessAbortedError, ReadinessTimeoutError, waitFor } from "../triton/readiness.js";
@@ -30,6 +34,17 @@ export interface UpOptions {
   host: string;
   detached: boolean;
   readyTimeoutMs: number;
+  /** The docker runtime's settings (defaults: the NGC image, GPUs when the daemon has them, 1 GiB /dev/shm). */
+  docker?: Partial<DockerUpOptions>;
+}
+
+export interface DockerUpOptions {
+  image: string;
+  /** `auto`: every GPU when the daemon has the NVIDIA runtime, else none. */
+  gpus: GpuRequest | "auto";
+  shmBytes: number;
+  /** Prometheus and Grafana beside Triton (compose/'s files). */
+  monitoring: boolean;
 }
 
 export const REPOSITORY_KEY_HEADER = "triton-dev-key";
@@ -80,13 +95,22 @@ export function urlHost(host: string): string {
   return host.includes(":") ? `[${host}]` : host;
 }
 
-/** Resolve `auto` to a runtime this build can run. */
-export function resolveRuntime(requested: UpOptions["runtime"]): "local" {
+/**
+ * Resolve `auto` to a runtime this build can run. `auto` stays local: picking docker whenever a
+ * daemon answers would mean a multi-gigabyte NGC pull that nobody asked for.
+ */
+export function resolveRuntime(requested: UpOptions["runtime"]): "local" | "docker" {
   if (requested === "auto" || requested === "local") return "local";
+  if (requested === "docker") return "docker";
   throw new UserError(`the ${requested} runtime is not available in this version of triton-dev`, {
-    hint: "Use `--runtime local` (the embedded Triton, needs only Python 3.8-3.12).",
+    hint: "Use `--runtime local` (the embedded Triton, needs only Python 3.8-3.12) or `--runtime docker`.",
     exitCode: 2,
   });
+}
+
+/** A foreground `up` still owns the run (a detached one has no owner left to ask). */
+function ownerAlive(s: RunState): boolean {
+  return s.ownerPid !== undefined && s.ownerPid !== process.pid && isOurProcess(s.ownerPid, process.execPath);
 }
 
 async function checkPorts(ports: Ports, host: string): Promise<void> {
@@ -110,26 +134,60 @@ async function checkPorts(ports: Ports, host: string): Promise<void> {
  */
 export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<SessionEvent>, env: NodeJS.ProcessEnv = process.env): Promise<Session> {
   const runtime = resolveRuntime(o.runtime);
+  const modelsDir = path.resolve(o.modelsDir);
   const existing = await currentRun(paths);
   if (existing?.alive) {
     const s = existing.state;
-    throw new UserError(
-      `triton-dev is already running (pid ${s.pid}, ${s.runtime} runtime, http ${s.host}:${s.ports.http}, models ${s.modelsDir})`,
-      { hint: "See it with `triton-dev status`, follow it with `triton-dev logs -f`, or stop it with `triton-dev down` before starting another." },
-    );
+    // `up` again for the same project's detached container hands it over to this `up`: the
+    // container is reattached (same settings) or recreated (changed ones) below.
+    const takeOver = runtime === "docker" && s.runtime === "docker" && s.docker?.containerName === containerName(modelsDir) && !ownerAlive(s);
+    if (!takeOver) {
+      throw new UserError(
+        `triton-dev is already running (pid ${s.pid}, ${s.runtime} runtime, http ${s.host}:${s.ports.http}, models ${s.modelsDir})`,
+        { hint: "See it with `triton-dev status`, follow it with `triton-dev logs -f`, or stop it with `triton-dev down` before starting another." },
+      );
+    }
+    if (s.supervisorPid && isOurProcess(s.supervisorPid, process.execPath)) {
+      try {
+        process.kill(s.supervisorPid, "SIGTERM");
+      } catch {
+        // already gone
+      }
+    }
+    await removeRunState(paths);
   }
   if (existing && !existing.alive) {
     log.info("removing the record of a run that is gone", { pid: existing.state.pid });
     await removeRunState(paths);
   }
 
-  const modelsDir = path.resolve(o.modelsDir);
   await requireModelRepository(modelsDir);
-  const environment = await ensureEnvironment({ paths, env, onProgress: (progress) => bus.emit({ type: "setup", progress }) });
-  await checkPorts(o.ports, o.host);
 
-  const runId = `${new Date().toISOString().replace(/[-:]/g, "").replace(/\..*/, "")}-${randomBytes(3).toString("hex")}`;
-  const runDir = path.join(paths.runsDir, runId);
+  let docker: { runtime: DockerRuntime; plan: DockerPlan; gpus: GpuRequest; opts: DockerUpOptions } | undefined;
+  let environment: Awaited<ReturnType<typeof ensureEnvironment>> | undefined;
+  if (runtime === "docker") {
+    const opts: DockerUpOptions = { image: DEFAULT_IMAGE, gpus: "auto", shmBytes: DEFAULT_SHM_BYTES, monitoring: false, ...o.docker };
+    // Loaded here only: the Docker client costs a third of a second to load, which every other command is spared.
+    const [{ connectDocker }, { DockerRuntime }] = await Promise.all([import("../runtimes/docker/client.js"), import("../runtimes/docker/docker-runtime.js")]);
+    const rt = new DockerRuntime(connectDocker(env), env);
+    const gpus = opts.gpus === "auto" ? await rt.autoGpus() : opts.gpus;
+    const plan = await rt.plan(
+      { ...opts, gpus, modelsDir, runsDir: paths.runsDir, ports: o.ports, host: o.host, reload: o.reload, pollSecs: o.pollSecs, repositoryKeyHeader: REPOSITORY_KEY_HEADER },
+      (p) => bus.emit({ type: "pull", ...p }),
+    );
+    if (!plan.reuse) {
+      await rt.removeReplaced(plan);
+      await checkPorts(o.ports, o.host);
+    }
+    docker = { runtime: rt, plan, gpus, opts };
+  } else {
+    environment = await ensureEnvironment({ paths, env, onProgress: (progress) => bus.emit({ type: "setup", progress }) });
+    await checkPorts(o.ports, o.host);
+  }
+
+  const reuse = docker?.plan.reuse;
+  const runId = reuse?.runId ?? `${new Date().toISOString().replace(/[-:]/g, "").replace(/\..*/, "")}-${randomBytes(3).toString("hex")}`;
+  const runDir = reuse?.runDir ?? path.join(paths.runsDir, runId);
   const repository = path.join(runDir, "repository");
   const logFile = path.join(runDir, "tritonserver.log");
   await fsp.mkdir(runDir, { recursive: true });
@@ -137,7 +195,7 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
   // reason buried in its log. They load as soon as a fixed version is saved.
   // At `up` a KIND_GPU model on a machine without a GPU is an error (lint only warns): Triton
   // would refuse it, so it is reported here with the fix instead.
-  const gpus = await detectNvidiaGpus();
+  const gpus = docker ? (docker.gpus.kind === "none" ? 0 : undefined) : await detectNvidiaGpus();
   const lintOptions = { runtime, gpuAvailable: gpus === undefined ? true : gpus > 0, gpuMissingSeverity: "error" as const };
   const lint = await lintRepository(modelsDir, lintOptions);
   const refused = new Set<string>();
@@ -148,28 +206,68 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
     // repository (and a user's) stays usable on a laptop, and the notice says why.
     if (errors.length && errors.every((d) => d.code === "gpu-unavailable")) {
       skipped.add(m.name);
-      bus.emit({ type: "skipped", model: m.name, reason: "it needs a GPU (KIND_GPU) and this machine has none", diagnostics: errors });
+      bus.emit({ type: "skipped", model: m.name, reason: docker ? "it needs a GPU (KIND_GPU) and this container has none (--gpus none)" : "it needs a GPU (KIND_GPU) and this machine has none", diagnostics: errors });
       continue;
     }
     if (errors.length) refused.add(m.name);
     if (m.diagnostics.length) bus.emit({ type: "lint", model: m.name, diagnostics: m.diagnostics, staged: errors.length === 0 });
   }
-  const staging = new StagingRepository(runDir, { prepare: (dir) => precompilePython(environment, dir) });
-  const staged = await staging.init(modelsDir, (m) => !refused.has(m) && !skipped.has(m));
+  // The container reads the store read-only, so Python can write no __pycache__ there and
+  // nothing needs precompiling (the image's Python may differ from ours anyway).
+  const staging = new StagingRepository(runDir, environment ? { prepare: (dir) => precompilePython(environment, dir) } : {});
+  let staged: string[];
+  if (reuse) {
+    // The running container has this folder bind-mounted: it is updated in place, never
+    // recreated. Changed and deleted models are the reload controller's to reconcile; models
+    // added meanwhile are published here.
+    await staging.load();
+    for (const m of await listModelDirs(modelsDir)) {
+      if (!refused.has(m) && !skipped.has(m) && !staging.has(m)) await staging.publish(modelsDir, m);
+    }
+    staged = staging.names();
+  } else {
+    staged = await staging.init(modelsDir, (m) => !refused.has(m) && !skipped.has(m));
+  }
   bus.emit({ type: "staged", models: staged, repository });
 
-  const repositoryKey = { header: REPOSITORY_KEY_HEADER, value: randomBytes(24).toString("hex") };
-  const local = new LocalRuntime({ environment, env });
+  const repositoryKey = { header: REPOSITORY_KEY_HEADER, value: reuse?.key ?? randomBytes(24).toString("hex") };
   const started = Date.now();
-  const handle = await local.start({ runId, runDir, repository, ports: o.ports, host: o.host, reload: o.reload, pollSecs: o.pollSecs, repositoryKey, logFile });
+  const startOptions = { runId, runDir, repository, ports: o.ports, host: o.host, reload: o.reload, pollSecs: o.pollSecs, repositoryKey, logFile };
+  let handle: ServerHandle;
+  if (docker) {
+    let shmHinted = false;
+    docker.runtime.onLogLine = (line) => {
+      if (!shmHinted && isShmError(line)) {
+        shmHinted = true;
+        bus.emit({ type: "hint", message: shmHint(docker.opts.shmBytes) });
+      }
+    };
+    handle = await docker.runtime.start(startOptions);
+    const c = docker.runtime.started!;
+    bus.emit({
+      type: "container",
+      action: reuse ? "reattached" : "created",
+      name: docker.plan.name,
+      id: c.containerId,
+      image: docker.plan.settings.image,
+      ...(docker.plan.replace ? { replaced: docker.plan.replace.reason } : {}),
+    });
+    if (docker.runtime.memlockRefused) {
+      bus.emit({ type: "hint", message: `the Docker daemon may not lift the locked-memory limit here (memlock=-1 refused: ${docker.runtime.memlockRefused.slice(0, 160)}); Triton runs with the daemon's limit, which only matters for pinned memory with GPUs. Rootful Docker allows it.` });
+    }
+    if (c.monitoring) bus.emit({ type: "monitoring", prometheus: c.monitoring.prometheus, grafana: c.monitoring.grafana });
+  } else {
+    handle = await new LocalRuntime({ environment: environment!, env }).start(startOptions);
+  }
   bus.emit({ type: "starting", runtime, pid: handle.pid, logFile });
 
+  const dockerStarted = docker?.runtime.started;
   const state: RunState = {
     version: 1,
     runId,
     runtime,
     pid: handle.pid ?? -1,
-    executable: environment.serverBin,
+    executable: docker ? "tritonserver" : environment!.serverBin,
     ownerPid: o.detached ? undefined : process.pid,
     detached: o.detached,
     startedAt: new Date(started).toISOString(),
@@ -182,6 +280,19 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
     reload: o.reload,
     pollSecs: o.pollSecs,
     repositoryKey,
+    ...(docker && dockerStarted
+      ? {
+          docker: {
+            containerId: dockerStarted.containerId,
+            containerName: docker.plan.name,
+            image: docker.plan.settings.image,
+            daemon: docker.plan.daemon,
+            gpus: formatGpus(docker.gpus),
+            shmBytes: docker.opts.shmBytes,
+            ...(dockerStarted.monitoring ? { monitoring: { prometheus: dockerStarted.monitoring.prometheus, grafana: dockerStarted.monitoring.grafana } } : {}),
+          },
+        }
+      : {}),
   };
   let exitInfo: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   void handle.exited.then((e) => (exitInfo = e));
@@ -201,7 +312,7 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
   };
 
   try {
-    if (handle.pid === undefined) throw new ServerStartError(`could not launch ${environment.serverBin}`, { hint: "Run `triton-dev setup --force` to reinstall the environment." });
+    if (handle.pid === undefined && !docker) throw new ServerStartError(`could not launch ${environment!.serverBin}`, { hint: "Run `triton-dev setup --force` to reinstall the environment." });
     await writeRunState(paths, state);
     const what = `Triton at ${o.host}:${o.ports.http}`;
     await waitFor(
@@ -239,13 +350,18 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
   } catch (err) {
     await stop("start failed");
     if (err instanceof ReadinessAbortedError) {
-      throw new ServerStartError(err.message, { hint: `The full log is ${logFile}.`, cause: err });
+      throw new ServerStartError(err.message, { hint: startHint(logFile, docker?.opts.shmBytes), cause: err });
     }
     if (err instanceof ReadinessTimeoutError) {
       throw new ServerStartError(err.message, { hint: `Raise the limit with --timeout SECONDS if your models load slowly; the full log is ${logFile}.`, cause: err });
     }
     throw err;
   }
+}
+
+function startHint(logFile: string, shmBytes: number | undefined): string {
+  if (shmBytes !== undefined && tailLinesSync(logFile, 40).some(isShmError)) return `${shmHint(shmBytes)} The full log is ${logFile}.`;
+  return `The full log is ${logFile}.`;
 }
 
 /** Wait until no model is LOADING/UNLOADING, then return the index. */

@@ -22,6 +22,10 @@ export interface StatusReport {
   models?: Array<{ name: string; version?: string; state: string; reason?: string }>;
   /** The last edit of each model since `up` (hot reload), with its timeline. */
   edits?: EditSummary[];
+  /** The docker runtime's container. */
+  container?: { name: string; id: string; image: string; gpus: string; shmBytes: number };
+  /** Prometheus and Grafana of `up --monitoring`. */
+  monitoring?: { prometheus: string; grafana: string };
   /** Set when the record was stale (the server is gone) or Triton did not answer. */
   problem?: string;
 }
@@ -48,8 +52,17 @@ export async function collectStatus(paths: Paths, now: () => number = Date.now):
     logFile: s.logFile,
     reload: { mode: s.reload, pollSecs: s.pollSecs },
     endpoints: endpointsOf(s),
+    ...(s.docker
+      ? {
+          container: { name: s.docker.containerName, id: s.docker.containerId, image: s.docker.image, gpus: s.docker.gpus, shmBytes: s.docker.shmBytes },
+          ...(s.docker.monitoring ? { monitoring: s.docker.monitoring } : {}),
+        }
+      : {}),
   };
-  if (!run.alive) return { ...base, problem: `the server (pid ${s.pid}) is no longer running; \`triton-dev down\` cleans up its record` };
+  if (!run.alive) {
+    const what = s.docker ? `the container ${s.docker.containerName}` : `the server (pid ${s.pid})`;
+    return { ...base, problem: `${what} is no longer running; \`triton-dev down\` cleans up its record` };
+  }
   const client = clientFor(s);
   try {
     const [index, ready] = await Promise.all([client.repositoryIndex(), client.isReady()]);

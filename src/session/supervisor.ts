@@ -8,7 +8,7 @@ import { log as rootLog } from "../log/logger.js";
 import { StagingRepository } from "../repo/stage.js";
 import { precompilePython, loadEnvironment } from "../runtimes/local/environment.js";
 import { isOurProcess } from "../state/process.js";
-import { currentRun, writeRunState, type RunState } from "../state/run-state.js";
+import { currentRun, runAlive, writeRunState, type RunState } from "../state/run-state.js";
 import type { SessionEvent } from "./events.js";
 import { clientFor, createController } from "./session.js";
 
@@ -36,7 +36,8 @@ export async function runSupervisor(paths: Paths, print: (e: SessionEvent) => vo
     return;
   }
   const state = run.state;
-  const environment = await loadEnvironment(paths);
+  // Docker: the store is mounted read-only, so nothing is precompiled for the container's Python.
+  const environment = state.runtime === "local" ? await loadEnvironment(paths) : undefined;
   const staging = new StagingRepository(state.runDir, { prepare: environment ? (dir) => precompilePython(environment, dir) : undefined });
   await staging.load();
   const bus = new EventBus<SessionEvent>();
@@ -47,17 +48,30 @@ export async function runSupervisor(paths: Paths, print: (e: SessionEvent) => vo
   await controller.adopt(index);
   await controller.start();
   bus.emit({ type: "watching", modelsDir: state.modelsDir, mode: state.reload });
+  // A container writes its log to the daemon; while the run is detached this process copies it
+  // into the log file, from where the foreground `up` stopped, for `logs` and the controller.
+  const logs = state.runtime === "docker" ? await followDockerLogs(state) : undefined;
   fs.writeFileSync(readyFile(state), String(process.pid));
   await new Promise<void>((resolve) => {
     const finish = () => {
       clearInterval(timer);
-      void controller.close().then(resolve);
+      void Promise.all([controller.close(), logs?.stop()]).then(() => resolve());
     };
     const timer = setInterval(() => {
-      if (!isOurProcess(state.pid, state.executable)) finish();
+      void runAlive(state).then((alive) => alive || finish());
     }, 1000);
     process.once("SIGTERM", finish);
     process.once("SIGINT", finish);
+  });
+}
+
+async function followDockerLogs(state: RunState) {
+  if (!state.docker) return undefined;
+  const [{ connectDocker }, { followLogs }] = await Promise.all([import("../runtimes/docker/client.js"), import("../runtimes/docker/logs.js")]);
+  const container = connectDocker({ DOCKER_HOST: state.docker.daemon }).getContainer(state.docker.containerId);
+  return followLogs(container, { logFile: state.logFile, runDir: state.runDir, resume: true }).catch((err) => {
+    log.warn("could not follow the container's log", { error: String(err) });
+    return undefined;
   });
 }
 

@@ -27,6 +27,19 @@ export const runStateSchema = z.object({
   reload: z.enum(["poll", "explicit"]),
   pollSecs: z.number(),
   repositoryKey: z.object({ header: z.string(), value: z.string() }),
+  /** The docker runtime's container (pid is then the container's main process on the daemon's host). */
+  docker: z
+    .object({
+      containerId: z.string(),
+      containerName: z.string(),
+      image: z.string(),
+      /** DOCKER_HOST at `up` (or the default socket), so other shells reach the same daemon. */
+      daemon: z.string(),
+      gpus: z.string(),
+      shmBytes: z.number(),
+      monitoring: z.object({ prometheus: z.string(), grafana: z.string() }).optional(),
+    })
+    .optional(),
 });
 export type RunState = z.infer<typeof runStateSchema>;
 
@@ -67,9 +80,19 @@ export async function removeRunState(paths: Paths): Promise<void> {
 
 export type LiveRun = { state: RunState; alive: true } | { state: RunState; alive: false } | undefined;
 
+/** Whether the run's server is still the one we started: our process, or our running container. */
+export async function runAlive(s: RunState): Promise<boolean> {
+  if (s.runtime === "docker") {
+    // Loaded on demand: commands of local runs never load the Docker client.
+    const { dockerRunAlive } = await import("../runtimes/docker/liveness.js");
+    return dockerRunAlive(s);
+  }
+  return isOurProcess(s.pid, s.executable);
+}
+
 /** The recorded run and whether its server is still the process we started. */
-export async function currentRun(paths: Paths, isAlive: (s: RunState) => boolean = (s) => isOurProcess(s.pid, s.executable)): Promise<LiveRun> {
+export async function currentRun(paths: Paths, isAlive: (s: RunState) => boolean | Promise<boolean> = runAlive): Promise<LiveRun> {
   const state = await readRunState(paths);
   if (!state) return undefined;
-  return isAlive(state) ? { state, alive: true } : { state, alive: false };
+  return (await isAlive(state)) ? { state, alive: true } : { state, alive: false };
 }

@@ -1,0 +1,84 @@
+// Shared pieces of the benchmarks: a private Triton started with `triton-dev up --detach` on the
+// sample models (own state folder, free loopback ports), and `triton-dev perf` run as a user would.
+import { execFile, execFileSync } from "node:child_process";
+import fs from "node:fs";
+import fsp from "node:fs/promises";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+export const CLI = path.join(ROOT, "dist/cli/main.js");
+const HARNESS = path.join(ROOT, "test/perf/harness.mjs");
+
+export function requireBuild() {
+  if (!fs.existsSync(path.join(ROOT, "dist/perf/run.js"))) {
+    console.error("bench: run `npm run build` first (dist/ is missing)");
+    process.exit(2);
+  }
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once("error", reject);
+    srv.listen({ port: 0, host: "127.0.0.1" }, () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export function run(file, args, env, timeoutMs = 600_000) {
+  return new Promise((resolve) => {
+    execFile(file, args, { env, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
+      resolve({ code: err ? (typeof err.code === "number" ? err.code : 1) : 0, stdout: String(stdout), stderr: String(stderr) });
+    });
+  });
+}
+
+/** Start a private server; returns its environment, ports and a stop function. */
+export async function startServer() {
+  requireBuild();
+  const stateDir = await fsp.mkdtemp(path.join(os.tmpdir(), "triton-dev-bench-"));
+  const env = { ...process.env, TRITON_DEV_STATE_DIR: stateDir, CI: "1" };
+  const ports = { http: await freePort(), grpc: await freePort(), metrics: await freePort() };
+  const models = path.join(stateDir, "models");
+  await fsp.cp(path.join(ROOT, "models"), models, { recursive: true, filter: (s) => !s.includes("__pycache__") });
+  console.error(`bench: starting Triton (state ${stateDir}) ...`);
+  const up = await run(process.execPath, [CLI, "up", "--detach", "--models", models, "--http-port", String(ports.http), "--grpc-port", String(ports.grpc), "--metrics-port", String(ports.metrics)], env);
+  if (up.code !== 0) {
+    console.error(up.stdout + up.stderr);
+    throw new Error("bench: `triton-dev up` failed");
+  }
+  const stop = async () => {
+    await run(process.execPath, [CLI, "down"], env);
+    await fsp.rm(stateDir, { recursive: true, force: true });
+  };
+  return { env, ports, stop };
+}
+
+/** `triton-dev perf ARGS --json`, through the CLI (or the test harness until main.ts registers perf). */
+export async function perfJson(args, env) {
+  const entry = fs.readFileSync(CLI, "utf8").includes("registerPerfCommand") ? CLI : HARNESS;
+  const r = await run(process.execPath, [entry, "perf", ...args, "--json", "--no-history"], env);
+  if (r.code !== 0) throw new Error(`triton-dev perf ${args.join(" ")} failed (${r.code}):\n${r.stderr}`);
+  return JSON.parse(r.stdout);
+}
+
+export function has(cmd) {
+  try {
+    execFileSync("sh", ["-c", `command -v ${cmd}`], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export const fmt = (x, d = 1) => (x === undefined || Number.isNaN(x) ? "-" : x.toFixed(d));
+
+export function table(rows) {
+  const w = rows[0].map((_, i) => Math.max(...rows.map((r) => String(r[i]).length)));
+  return rows.map((r) => r.map((c, i) => String(c).padStart(w[i])).join("  ")).join("\n");
+}

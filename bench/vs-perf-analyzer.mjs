@@ -1,0 +1,119 @@
+#!/usr/bin/env node
+// Benchmark (a): `triton-dev perf` against NVIDIA's perf_analyzer, on the same server, model,
+// inputs and concurrencies, in one run. Prints throughput and p50 ratios (ours / perf_analyzer);
+// the goal is a throughput ratio within 0.95-1.05 and p50 within 10%.
+//
+//   npm run build && node bench/vs-perf-analyzer.mjs [--window MS] [--grpc]
+//
+// perf_analyzer: taken from $PERF_ANALYZER, PATH, or installed into /tmp/triton-dev-bench/pa-venv.
+// PyPI's `perf-analyzer` project serves only a placeholder here, so the binary comes from the
+// tritonclient wheel of the server's own release (2.51.0, manylinux), which ships bin/perf_analyzer;
+// it needs libb64 (Debian: libb64-0d) and libcudart.so.12 (PyPI: nvidia-cuda-runtime-cu12).
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import fsp from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { fmt, has, perfJson, run, startServer, table } from "./lib.mjs";
+
+const args = process.argv.slice(2);
+const windowMs = Number(args[args.indexOf("--window") + 1] || 3000) || 3000;
+const protocols = args.includes("--grpc") ? ["http", "grpc"] : ["http"];
+const VENV = "/tmp/triton-dev-bench/pa-venv";
+
+function libDirs() {
+  const dirs = [];
+  for (const py of fs.existsSync(path.join(VENV, "lib")) ? fs.readdirSync(path.join(VENV, "lib")) : []) {
+    const d = path.join(VENV, "lib", py, "site-packages/nvidia/cuda_runtime/lib");
+    if (fs.existsSync(d)) dirs.push(d);
+  }
+  return dirs;
+}
+
+function ensurePerfAnalyzer() {
+  if (process.env.PERF_ANALYZER) return process.env.PERF_ANALYZER;
+  const bin = path.join(VENV, "bin/perf_analyzer");
+  if (!fs.existsSync(bin)) {
+    console.error(`bench: installing perf_analyzer into ${VENV} (tritonclient 2.51.0 wheel, nvidia-cuda-runtime-cu12) ...`);
+    execFileSync("python3", ["-m", "venv", VENV], { stdio: "inherit" });
+    execFileSync(path.join(VENV, "bin/pip"), ["install", "-q", "--only-binary=:all:", "tritonclient==2.51.0", "nvidia-cuda-runtime-cu12"], { stdio: "inherit" });
+  }
+  const libb64 = execFileSync("sh", ["-c", "ldconfig -p | grep -c libb64.so.0d || true"]).toString().trim() !== "0";
+  if (!libb64) {
+    if (process.getuid?.() === 0 && has("apt-get")) {
+      console.error("bench: installing libb64-0d (perf_analyzer links it) ...");
+      execFileSync("sh", ["-c", "apt-get install -y -qq libb64-0d >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq libb64-0d)"], { stdio: "inherit" });
+    } else {
+      console.error("bench: perf_analyzer needs libb64.so.0d: install Debian's libb64-0d (as root: apt-get install libb64-0d)");
+      process.exit(2);
+    }
+  }
+  return bin;
+}
+
+const pa = ensurePerfAnalyzer();
+const paEnv = { ...process.env, LD_LIBRARY_PATH: [...libDirs(), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") };
+const check = await run(pa, ["--version"], paEnv);
+if (/error while loading shared libraries/.test(check.stderr)) {
+  console.error(`bench: perf_analyzer cannot start: ${check.stderr.trim()}`);
+  process.exit(2);
+}
+
+const work = await fsp.mkdtemp(path.join(os.tmpdir(), "triton-dev-bench-pa-"));
+const textData = path.join(work, "text.json");
+await fsp.writeFile(textData, JSON.stringify({ data: [{ TEXT_INPUT: ["this movie was wonderful, i loved it, a great and beautiful film"] }] }));
+// Both tools send exactly the same inputs: a fixed sentence for the tokenizer, zeros for images.
+const cases = [
+  { model: "bert_tokenizer", data: textData, levels: [1, 2, 4] },
+  { model: "image_classifier", data: "zero", levels: [4, 16] },
+];
+
+async function runPa(model, url, protocol, level, data) {
+  const csv = path.join(work, `pa-${model}-${protocol}-${level}.csv`);
+  const r = await run(pa, ["-m", model, "-u", url, "-i", protocol, "--concurrency-range", String(level), "--measurement-interval", String(windowMs), "--input-data", data, "-f", csv], paEnv);
+  if (!fs.existsSync(csv)) return { error: (r.stdout + r.stderr).trim().split("\n").slice(-2).join(" ") };
+  const [head, row] = fs.readFileSync(csv, "utf8").trim().split("\n");
+  const cells = Object.fromEntries(head.split(",").map((h, i) => [h, Number(row.split(",")[i])]));
+  return { throughput: cells["Inferences/Second"], p50: cells["p50 latency"] };
+}
+
+async function runOurs(model, protocol, level, data, env) {
+  const r = await perfJson([model, "-i", protocol, "--concurrency-range", String(level), "-p", String(windowMs), "--input-data", data], env);
+  const l = r.sweeps[0].levels[0];
+  return { throughput: l.throughput, p50: l.latency.p50Us, stable: l.stable };
+}
+
+const server = await startServer();
+const rows = [["protocol", "model", "conc", "pa infer/s", "ours infer/s", "thr ratio", "pa p50 us", "ours p50 us", "p50 ratio", "goal"]];
+let failures = 0;
+try {
+  for (const protocol of protocols) {
+    const url = `127.0.0.1:${protocol === "grpc" ? server.ports.grpc : server.ports.http}`;
+    for (const c of cases) {
+      for (const level of c.levels) {
+        // Alternate who goes first, so slow drift of the machine does not favour one tool.
+        const first = (level + c.levels.indexOf(level)) % 2 === 0;
+        const a = first ? await runPa(c.model, url, protocol, level, c.data) : undefined;
+        const o = await runOurs(c.model, protocol, level, c.data, server.env);
+        const b = a ?? (await runPa(c.model, url, protocol, level, c.data));
+        if (b.error) {
+          rows.push([protocol, c.model, level, "error", fmt(o.throughput), "-", "-", fmt(o.p50, 0), "-", b.error.slice(0, 60)]);
+          failures++;
+          continue;
+        }
+        const tr = o.throughput / b.throughput;
+        const pr = o.p50 / b.p50;
+        const ok = tr >= 0.95 && tr <= 1.05 && Math.abs(pr - 1) <= 0.1;
+        if (!ok) failures++;
+        rows.push([protocol, c.model, level, fmt(b.throughput), fmt(o.throughput), fmt(tr, 3), fmt(b.p50, 0), fmt(o.p50, 0), fmt(pr, 3), ok ? "met" : "missed"]);
+        console.error(`bench: ${protocol} ${c.model} c=${level}: ratio ${fmt(tr, 3)}, p50 ratio ${fmt(pr, 3)}`);
+      }
+    }
+  }
+} finally {
+  await server.stop();
+  await fsp.rm(work, { recursive: true, force: true });
+}
+console.log(`triton-dev perf vs perf_analyzer (${windowMs} ms windows, same server, inputs and concurrency; ratio = ours / perf_analyzer)`);
+console.log(table(rows));
+console.log(`${rows.length - 1 - failures} of ${rows.length - 1} within the goal (throughput 0.95-1.05, p50 within 10%)`);

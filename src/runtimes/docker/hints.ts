@@ -1,0 +1,13 @@
+import { formatSize } from "./settings.js";
+
+/** The python backend's own words when /dev/shm is too small (python_be / shm_manager). */
+const SHM_PATTERN = /use '--shm-size' flag|Unable to initialize shared memory key|Failed to increase the shared memory pool size/i;
+
+export function isShmError(text: string | undefined): boolean {
+  return !!text && SHM_PATTERN.test(text);
+}
+
+export function shmHint(shmBytes: number): string {
+  const next = formatSize(Math.max(shmBytes * 2, 1024 ** 3));
+  return `Triton's python backend ran out of shared memory: the container's /dev/shm is ${formatSize(shmBytes)}. Each python model instance needs at least 1 MB there, more for large tensors; start again with a larger --shm-size (e.g. --shm-size ${next}).`;
+}

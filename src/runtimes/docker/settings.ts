@@ -1,0 +1,218 @@
+import { createHash } from "node:crypto";
+import path from "node:path";
+import type Docker from "dockerode";
+import { UsageError } from "../../errors.js";
+import { serverArgs } from "../local/local-runtime.js";
+import type { Ports, StartOptions } from "../runtime.js";
+
+/** Triton 2.51, the same release as the local runtime's nvidia-pytriton 0.7.0. */
+export const DEFAULT_IMAGE = "nvcr.io/nvidia/tritonserver:24.10-py3";
+export const DEFAULT_SHM_BYTES = 1024 ** 3;
+/** Where the staging repository and its snapshots appear inside the container. */
+export const CONTAINER_REPOSITORY = "/models";
+export const CONTAINER_STORE = "/store";
+export const CONTAINER_PORTS: Ports = { http: 8000, grpc: 8001, metrics: 8002 };
+export const CONTAINER_BACKENDS = "/opt/tritonserver/backends";
+
+/** Every object we create carries these; nothing without them is ever stopped or removed. */
+export const LABEL = {
+  tool: "dev.triton-dev.tool",
+  runId: "dev.triton-dev.run-id",
+  repository: "dev.triton-dev.repository",
+  runsDir: "dev.triton-dev.runs-dir",
+  settings: "dev.triton-dev.settings",
+  role: "dev.triton-dev.role",
+} as const;
+export const TOOL = "triton-dev";
+export type Role = "triton" | "prometheus" | "grafana" | "network";
+
+/** `--gpus`: none, all, a count, or explicit device ids ("0,2" or "device=0,2"). */
+export type GpuRequest = { kind: "none" } | { kind: "all" } | { kind: "count"; count: number } | { kind: "devices"; ids: string[] };
+
+export function parseGpus(value: string): GpuRequest {
+  const v = value.trim().toLowerCase();
+  if (v === "none" || v === "0" || v === "") return { kind: "none" };
+  if (v === "all" || v === "-1") return { kind: "all" };
+  if (/^\d+$/.test(v)) return { kind: "count", count: Number(v) };
+  const list = v.replace(/^"?device=/, "").replace(/"$/, "");
+  const ids = list.split(",").map((s) => s.trim()).filter(Boolean);
+  if (ids.length > 0 && ids.every((id) => /^(\d+|gpu-[0-9a-f-]+|mig-[0-9a-z/-]+)$/i.test(id))) return { kind: "devices", ids };
+  throw new UsageError(`--gpus must be all, none, a number of GPUs, or device ids like 0,1; got '${value}'`, {
+    hint: "For example --gpus all (every GPU), --gpus 1 (one GPU), --gpus device=0,2 or --gpus none (CPU only).",
+  });
+}
+
+export function formatGpus(g: GpuRequest): string {
+  switch (g.kind) {
+    case "none":
+      return "none";
+    case "all":
+      return "all";
+    case "count":
+      return String(g.count);
+    case "devices":
+      return `device=${g.ids.join(",")}`;
+  }
+}
+
+/** HostConfig.DeviceRequests for a GPU request, as `docker run --gpus` sends them. */
+export function deviceRequests(g: GpuRequest): Docker.DeviceRequest[] | undefined {
+  switch (g.kind) {
+    case "none":
+      return undefined;
+    case "all":
+      return [{ Driver: "", Count: -1, Capabilities: [["gpu"]] }];
+    case "count":
+      return [{ Driver: "", Count: g.count, Capabilities: [["gpu"]] }];
+    case "devices":
+      return [{ Driver: "", DeviceIDs: g.ids, Capabilities: [["gpu"]] }];
+  }
+}
+
+const SIZE_UNITS: Record<string, number> = { "": 1, b: 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 };
+
+/** Docker's size syntax (`1g`, `512m`, `2gb`, plain bytes). */
+export function parseSize(value: string, flag = "--shm-size"): number {
+  const m = /^(\d+(?:\.\d+)?)\s*([bkmgt]?)i?b?$/i.exec(value.trim());
+  const n = m ? Math.round(Number(m[1]) * SIZE_UNITS[m[2]!.toLowerCase()]!) : NaN;
+  if (!Number.isFinite(n) || n <= 0) {
+    throw new UsageError(`${flag} must be a size like 1g, 512m or 2048k; got '${value}'`, { hint: "Triton's python backend needs at least 1 MB per model instance; the default is 1g." });
+  }
+  return n;
+}
+
+export function formatSize(bytes: number): string {
+  for (const [unit, f] of [["g", 1024 ** 3], ["m", 1024 ** 2], ["k", 1024]] as const) {
+    if (bytes >= f && bytes % f === 0) return `${bytes / f}${unit}`;
+  }
+  return `${bytes}b`;
+}
+
+/**
+ * One container per project: `up` in the same project finds it again (reattach), another
+ * project gets its own. The project is the folder holding `models/` (or the models folder
+ * itself when it has another name); the hash keeps two projects of the same name apart.
+ */
+export function containerName(modelsDir: string): string {
+  const abs = path.resolve(modelsDir);
+  const base = path.basename(abs) === "models" ? path.basename(path.dirname(abs)) : path.basename(abs);
+  const slug = base.toLowerCase().replace(/[^a-z0-9_.-]+/g, "-").replace(/^[^a-z0-9]+/, "").slice(0, 40) || "project";
+  const h = createHash("sha256").update(abs).digest("hex").slice(0, 8);
+  return `triton-dev-${slug}-${h}`;
+}
+
+export interface ContainerSettings {
+  image: string;
+  /** The image's content id: a re-pulled tag with new content means a new container. */
+  imageId: string;
+  gpus: GpuRequest;
+  shmBytes: number;
+  ports: Ports;
+  host: string;
+  reload: StartOptions["reload"];
+  pollSecs: number;
+  modelsDir: string;
+  runsDir: string;
+  /** The user-defined network when the monitoring stack runs beside Triton. */
+  network?: string;
+}
+
+/** Everything that, when changed, means the running container no longer fits and is recreated. */
+export function settingsHash(s: ContainerSettings): string {
+  const canonical = JSON.stringify({
+    image: s.image,
+    imageId: s.imageId,
+    gpus: formatGpus(s.gpus),
+    shm: s.shmBytes,
+    ports: [s.ports.http, s.ports.grpc, s.ports.metrics],
+    host: s.host,
+    reload: s.reload,
+    pollSecs: s.reload === "poll" ? s.pollSecs : 0,
+    modelsDir: s.modelsDir,
+    runsDir: s.runsDir,
+    network: s.network ?? null,
+  });
+  return createHash("sha256").update(canonical).digest("hex").slice(0, 16);
+}
+
+export function labels(role: Role, o: { runId: string; runsDir: string; repository?: string; settings?: string }): Record<string, string> {
+  return {
+    [LABEL.tool]: TOOL,
+    [LABEL.role]: role,
+    [LABEL.runId]: o.runId,
+    [LABEL.runsDir]: o.runsDir,
+    ...(o.repository ? { [LABEL.repository]: o.repository } : {}),
+    ...(o.settings ? { [LABEL.settings]: o.settings } : {}),
+  };
+}
+
+export function isOurs(l: Record<string, string> | undefined | null): boolean {
+  return !!l && l[LABEL.tool] === TOOL;
+}
+
+function portKey(p: number): string {
+  return `${p}/tcp`;
+}
+
+/** Published only on `host` (127.0.0.1 unless the user asked otherwise). */
+export function portBindings(ports: Ports, host: string, inside: Ports = CONTAINER_PORTS): Record<string, Array<{ HostIp: string; HostPort: string }>> {
+  return Object.fromEntries(
+    (Object.keys(inside) as Array<keyof Ports>).map((k) => [portKey(inside[k]), [{ HostIp: host, HostPort: String(ports[k]) }]]),
+  );
+}
+
+/** The tritonserver command inside the container: the local runtime's flags, container paths. */
+export function containerCommand(o: Pick<StartOptions, "reload" | "pollSecs" | "repositoryKey">): string[] {
+  const args = serverArgs(
+    { backendDir: CONTAINER_BACKENDS },
+    { runId: "", runDir: "", logFile: "", repository: CONTAINER_REPOSITORY, ports: CONTAINER_PORTS, host: "0.0.0.0", reload: o.reload, pollSecs: o.pollSecs, repositoryKey: o.repositoryKey },
+  );
+  // Latency quantiles for Prometheus: Triton exports no histograms, only these summaries
+  // (and the cumulative counters), and the dashboard's p99/p95 panels read them.
+  return ["tritonserver", ...args, "--metrics-config=summary_latencies=true"];
+}
+
+/** The repository key a container was started with (read back when reattaching). */
+export function keyFromCommand(cmd: string[] | undefined, header: string): string | undefined {
+  const prefix = `--http-restricted-api=model-repository:${header}=`;
+  return cmd?.find((a) => a.startsWith(prefix))?.slice(prefix.length);
+}
+
+export interface TritonContainerInput {
+  name: string;
+  settings: ContainerSettings;
+  runId: string;
+  /** Host paths of the staging repository and its snapshot store. */
+  repository: string;
+  store: string;
+  repositoryKey: StartOptions["repositoryKey"];
+}
+
+export function tritonContainerSpec(i: TritonContainerInput): Docker.ContainerCreateOptions {
+  const s = i.settings;
+  const inside = Object.values(CONTAINER_PORTS).map(portKey);
+  return {
+    name: i.name,
+    Image: s.image,
+    Cmd: containerCommand({ reload: s.reload, pollSecs: s.pollSecs, repositoryKey: i.repositoryKey }),
+    Labels: labels("triton", { runId: i.runId, runsDir: s.runsDir, repository: i.repository, settings: settingsHash(s) }),
+    // The stub ignores this for model.py, which is why the store is mounted read-only too:
+    // a __pycache__ written into a served model would make poll mode reload it.
+    Env: ["PYTHONDONTWRITEBYTECODE=1"],
+    ExposedPorts: Object.fromEntries(inside.map((p) => [p, {}])),
+    HostConfig: {
+      // The staged models are relative symlinks into ../store, so both folders keep their
+      // relative position inside the container.
+      Binds: [`${i.repository}:${CONTAINER_REPOSITORY}:ro`, `${i.store}:${CONTAINER_STORE}:ro`],
+      PortBindings: portBindings(s.ports, s.host),
+      ShmSize: s.shmBytes,
+      Ulimits: [
+        { Name: "memlock", Soft: -1, Hard: -1 },
+        { Name: "stack", Soft: 67108864, Hard: 67108864 },
+      ],
+      ...(deviceRequests(s.gpus) ? { DeviceRequests: deviceRequests(s.gpus) } : {}),
+      ...(s.network ? { NetworkMode: s.network } : {}),
+    },
+    ...(s.network ? { NetworkingConfig: { EndpointsConfig: { [s.network]: { Aliases: ["triton"] } } } } : {}),
+  };
+}

@@ -1,0 +1,30 @@
+import { followFile } from "../../state/log-file.js";
+import { applyLogLines, tritonLogLine, type DashboardState, type LogLine } from "../state.js";
+import type { Store } from "../store.js";
+
+/** Follows Triton's log into the store, a batch of lines per poll rather than a render per line. */
+export function followTritonLog(store: Store<DashboardState>, logFile: string, intervalMs = 500): () => void {
+  let batch: LogLine[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  const flush = () => {
+    timer = undefined;
+    const lines = batch;
+    batch = [];
+    store.update((s) => applyLogLines(s, lines));
+  };
+  const stop = followFile(
+    logFile,
+    0,
+    (line) => {
+      if (!line.trim()) return;
+      batch.push(tritonLogLine(line));
+      timer ??= setTimeout(flush, 20);
+    },
+    intervalMs,
+  );
+  return () => {
+    stop();
+    if (timer) clearTimeout(timer);
+    if (batch.length) flush();
+  };
+}

@@ -1,0 +1,87 @@
+import { execFile } from "node:child_process";
+import { detectNvidiaGpus } from "../../gpu/detect.js";
+import { findOnPath, NVIDIA_SMI_ARGS, parseNvidiaSmiCsv } from "../../perf/gpu.js";
+import type { TritonHttpClient } from "../../triton/http-client.js";
+import { applyConfig, applyHealth, applyIndex, summariseConfig, type DashboardState } from "../state.js";
+import type { Store } from "../store.js";
+
+export interface ServerPollerOptions {
+  store: Store<DashboardState>;
+  client: TritonHttpClient;
+  env: NodeJS.ProcessEnv;
+  intervalMs?: number;
+}
+
+/** The config key a model's summary was read for: a reload can change the config in place. */
+const configKey = (version: string | undefined, reloadAt: number | undefined) => `${version ?? "-"}@${reloadAt ?? 0}`;
+
+/**
+ * Keeps the server and models panels current: health and the repository index on a timer, each
+ * model's config once per load, and once at start the server version and the GPUs' names.
+ */
+export class ServerPoller {
+  private timer: NodeJS.Timeout | undefined;
+  private busy = false;
+  private stopped = false;
+  private readonly configsRead = new Map<string, string>();
+
+  constructor(private readonly o: ServerPollerOptions) {}
+
+  start(): void {
+    void this.once();
+    void this.tick();
+    this.timer = setInterval(() => void this.tick(), this.o.intervalMs ?? 2000);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  private async once(): Promise<void> {
+    const { store, client, env } = this.o;
+    const meta = await client.serverMetadata().catch(() => undefined);
+    if (meta && !this.stopped) store.update((s) => ({ ...s, server: { ...s.server, tritonVersion: meta.version } }));
+    const names = await gpuNames(env);
+    const count = names.length ? names.length : await detectNvidiaGpus();
+    if (this.stopped) return;
+    store.update((s) => ({ ...s, server: { ...s.server, gpuNames: names, ...(count !== undefined ? { gpuCount: count } : {}) } }));
+  }
+
+  /** One poll; skipped while the previous one is still waiting on a busy server. */
+  async tick(): Promise<void> {
+    if (this.busy || this.stopped) return;
+    this.busy = true;
+    try {
+      const { store, client } = this.o;
+      const [live, ready] = await Promise.all([client.isLive(), client.isReady()]);
+      if (this.stopped) return;
+      store.update((s) => applyHealth(s, { live, ready }));
+      if (!live) return;
+      const index = await client.repositoryIndex().catch(() => undefined);
+      if (!index || this.stopped) return;
+      store.update((s) => applyIndex(s, index));
+      for (const m of store.getState().models) {
+        if (m.state !== "READY") continue;
+        const key = configKey(m.version, m.lastReload?.at);
+        if (this.configsRead.get(m.name) === key) continue;
+        const config = await client.modelConfig(m.name).catch(() => undefined);
+        if (!config || this.stopped) continue;
+        this.configsRead.set(m.name, key);
+        store.update((s) => applyConfig(s, m.name, m.version, summariseConfig(config)));
+      }
+    } finally {
+      this.busy = false;
+    }
+  }
+}
+
+/** GPU names from nvidia-smi when it is installed; none otherwise (the metrics still show use). */
+async function gpuNames(env: NodeJS.ProcessEnv): Promise<string[]> {
+  const smi = findOnPath("nvidia-smi", env);
+  if (!smi) return [];
+  const out = await new Promise<string>((resolve) => execFile(smi, NVIDIA_SMI_ARGS, { timeout: 5000 }, (err, stdout) => resolve(err ? "" : String(stdout))));
+  return parseNvidiaSmiCsv(out).map((g) => g.name ?? g.id);
+}

@@ -1,0 +1,196 @@
+import { render, type Instance } from "ink";
+import type { EventBus } from "../events/bus.js";
+import { MetricsScraper, type ScrapeState } from "../metrics/scraper.js";
+import type { SessionEvent } from "../session/events.js";
+import { TritonHttpClient } from "../triton/http-client.js";
+import { App } from "./components/app.js";
+import { followTritonLog } from "./controllers/log-feed.js";
+import { PerfRunner, type QuickCheck, type RunPerf } from "./controllers/perf-runner.js";
+import { ServerPoller } from "./controllers/server-poller.js";
+import { notice, type Command } from "./keys.js";
+import { applyLogLines, applySessionEvent, clockKey, initialState, metricsFingerprint, type DashboardState } from "./state.js";
+import { Store } from "./store.js";
+import { colorEnabled, ThemeContext } from "./theme.js";
+
+export interface DashboardOptions {
+  bus: EventBus<SessionEvent>;
+  env: NodeJS.ProcessEnv;
+  /** Whether quitting stops the server (true for a foreground `up`). */
+  ownsServer: boolean;
+  runPerf: RunPerf;
+  quickCheck?: QuickCheck;
+  stdout?: NodeJS.WriteStream;
+  stdin?: NodeJS.ReadStream;
+  stderr?: NodeJS.WriteStream;
+  scrapeIntervalMs?: number;
+  now?: () => number;
+}
+
+/** What the dashboard needs once Triton answers. */
+export interface DashboardTarget {
+  /** Triton's HTTP endpoint, e.g. http://127.0.0.1:8000 */
+  baseUrl: string;
+  /** Unlocks the repository index (the session's key). */
+  repositoryKey?: { header: string; value: string };
+  metricsUrl: string;
+  /** The reload controller's entry point for `r`; absent until hot reload runs. */
+  reload?: (model: string) => void;
+}
+
+export interface Dashboard {
+  readonly store: Store<DashboardState>;
+  /** Start the pollers against the running server. */
+  attach(target: DashboardTarget): void;
+  /**
+   * Stop talking to Triton (pollers, scraper, a perf check) while the frame stays up: called
+   * before the server is stopped, so no connection of ours holds its shutdown.
+   */
+  detach(): Promise<void>;
+  /** Resolves when the user quits (q or Ctrl-C in the dashboard). */
+  readonly quitRequested: Promise<void>;
+  /** Stop every controller, unmount, and give the terminal back as it was. */
+  close(): Promise<void>;
+}
+
+/**
+ * Triton's shutdown waits (up to --exit-timeout-secs) for open HTTP connections, and fetch keeps
+ * idle ones for seconds: the dashboard's polls, a few a second at most, close theirs instead.
+ */
+export const closingFetch: typeof fetch = (input, init) => {
+  const headers = new Headers(init?.headers);
+  headers.set("connection", "close");
+  return fetch(input, { ...init, headers });
+};
+
+const HISTORY_REDRAW_MS = 20_000;
+
+const ALT_SCREEN_ON = "\x1b[?1049h\x1b[H";
+const ALT_SCREEN_OFF = "\x1b[?1049l";
+
+/**
+ * Open the dashboard on the terminal and feed it the session's events at once (setup and start
+ * progress show while Triton comes up). Components only render the store; everything that
+ * talks to Triton, the log or the perf engine lives in the controllers started here.
+ */
+export function openDashboard(o: DashboardOptions): Dashboard {
+  const now = o.now ?? Date.now;
+  const stdout = o.stdout ?? process.stdout;
+  const stdin = o.stdin ?? process.stdin;
+  const stderr = o.stderr ?? process.stderr;
+  const store = new Store<DashboardState>(initialState({ now: now(), ownsServer: o.ownsServer }));
+  const stops: Array<() => void | Promise<void>> = [];
+  const feeds: Array<() => void | Promise<void>> = [];
+  let stopLog: (() => void) | undefined;
+
+  stops.push(
+    o.bus.on((e) => {
+      store.update((s) => applySessionEvent({ ...s, now: now() }, e));
+      if (e.type === "starting" && !stopLog) stopLog = followTritonLog(store, e.logFile);
+    }),
+  );
+  const clock = setInterval(() => {
+    const t = now();
+    store.update((s) => (clockKey(s, t) === clockKey(s, s.now) ? s : { ...s, now: t }));
+  }, 1000);
+  clock.unref();
+  stops.push(() => clearInterval(clock));
+
+  // Our own warnings would tear through the frame; they go to the log panel instead.
+  const realWrite = stderr.write.bind(stderr);
+  let partial = "";
+  stderr.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+    partial += typeof chunk === "string" ? chunk : Buffer.from(chunk).toString("utf8");
+    const lines = partial.split("\n");
+    partial = lines.pop() ?? "";
+    if (lines.length) store.update((s) => applyLogLines(s, lines.filter((l) => l.trim()).map((text) => ({ source: "tool" as const, text, level: "-" as const }))));
+    const cb = rest.find((r) => typeof r === "function") as (() => void) | undefined;
+    cb?.();
+    return true;
+  }) as typeof stderr.write;
+  stops.push(() => {
+    stderr.write = realWrite as typeof stderr.write;
+  });
+
+  const perf = new PerfRunner({ store, env: o.env, runPerf: o.runPerf, ...(o.quickCheck ? { check: o.quickCheck } : {}) });
+  let target: DashboardTarget | undefined;
+  let resolveQuit!: () => void;
+  const quitRequested = new Promise<void>((r) => (resolveQuit = r));
+
+  const onCommand = (c: Command) => {
+    switch (c.type) {
+      case "quit":
+        store.update((s) => notice(s, s.ownsServer ? "stopping Triton…" : "quitting; the detached server keeps running"), true);
+        resolveQuit();
+        return;
+      case "reload":
+        if (!target?.reload) store.update((s) => notice(s, "hot reload is not running yet", "error"), true);
+        else target.reload(c.model);
+        return;
+      case "perf":
+        if (!target) store.update((s) => notice(s, "Triton is not up yet", "error"), true);
+        else perf.start(c.model);
+        return;
+      case "cancel-perf":
+        perf.cancel();
+        store.update((s) => notice(s, "cancelling the perf check…"), true);
+        return;
+    }
+  };
+
+  const tty = Boolean(stdout.isTTY);
+  if (tty) stdout.write(ALT_SCREEN_ON);
+  const theme = { color: colorEnabled(o.env) };
+  const instance: Instance = render(
+    <ThemeContext.Provider value={theme}>
+      <App store={store} onCommand={onCommand} clock={now} {...(o.scrapeIntervalMs ? { scrapeIntervalMs: o.scrapeIntervalMs } : {})} />
+    </ThemeContext.Provider>,
+    { stdout, stdin, stderr, exitOnCtrlC: false, patchConsole: true, maxFps: 15 },
+  );
+
+  let closed: Promise<void> | undefined;
+  return {
+    store,
+    quitRequested,
+    attach(t) {
+      if (target) return;
+      target = t;
+      const client = new TritonHttpClient(t.baseUrl, { fetch: closingFetch, timeoutMs: 5000, ...(t.repositoryKey ? { repositoryKey: t.repositoryKey } : {}) });
+      const poller = new ServerPoller({ store, client, env: o.env });
+      poller.start();
+      feeds.push(() => poller.stop());
+      let shown = "";
+      let shownAt = 0;
+      const onUpdate = (m: ScrapeState) => {
+        const f = metricsFingerprint(m);
+        // The `m` view shows host CPU use, which moves every scrape; elsewhere a scrape that only
+        // lengthens the idle history is drawn every HISTORY_REDRAW_MS, not every 2 s.
+        const t = now();
+        if (f === shown && t - shownAt < HISTORY_REDRAW_MS && store.getState().ui.view !== "metrics") return;
+        shown = f;
+        shownAt = t;
+        store.update((s) => ({ ...s, metrics: m }));
+      };
+      const scraper = new MetricsScraper({ url: t.metricsUrl, fetch: closingFetch, intervalMs: o.scrapeIntervalMs ?? 2000, onUpdate });
+      scraper.start();
+      feeds.push(() => scraper.stop());
+    },
+    async detach() {
+      await perf.close();
+      for (const stop of feeds.splice(0).reverse()) await stop();
+    },
+    close() {
+      closed ??= (async () => {
+        await this.detach();
+        stopLog?.();
+        for (const stop of stops.reverse()) await stop();
+        store.flush();
+        // Asked for before unmounting: Ink only settles a promise that exists when it unmounts.
+        const exited = instance.waitUntilExit().catch(() => undefined);
+        instance.unmount();
+        await exited;
+        if (tty) stdout.write(ALT_SCREEN_OFF);
+      })();
+      return closed;
+    },
+  };
+}

@@ -1,0 +1,192 @@
+import fs from "node:fs/promises";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { copySampleModels, freePorts, portArgs, runCli, tempDir, testEnv } from "../helpers/cli.js";
+import type { PerfReport } from "../../src/perf/run.js";
+import type { LevelResult } from "../../src/perf/profile.js";
+import { PERF_ANALYZER_HEADER, runPerfCli, spawnPerfCli, tableRows } from "./helpers.js";
+
+/**
+ * `triton-dev perf` as a user runs it, against a real tritonserver started by `up --detach` on the
+ * sample models (plus one model whose initialize() fails, to be an unready model). Windows are
+ * short (1-1.5 s) to keep the file within a couple of minutes on two cores.
+ */
+describe("triton-dev perf (real Triton, sample models)", () => {
+  let env: NodeJS.ProcessEnv;
+  let ports: { http: number; grpc: number; metrics: number };
+  let work: string;
+
+  const json = (stdout: string) => JSON.parse(stdout) as PerfReport;
+  const partsUs = (l: LevelResult) => l.server!.queueUs + l.server!.computeInputUs + l.server!.computeInferUs + l.server!.computeOutputUs;
+
+  beforeAll(async () => {
+    env = await testEnv();
+    ports = await freePorts();
+    work = await tempDir("perf");
+    const models = await copySampleModels();
+    await fs.mkdir(path.join(models, "broken_model", "1"), { recursive: true });
+    await fs.writeFile(
+      path.join(models, "broken_model", "config.pbtxt"),
+      'name: "broken_model"\nbackend: "python"\nmax_batch_size: 8\ninput [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] } ]\noutput [ { name: "y" data_type: TYPE_FP32 dims: [ 4 ] } ]\n',
+    );
+    await fs.writeFile(
+      path.join(models, "broken_model", "1", "model.py"),
+      "class TritonPythonModel:\n    def initialize(self, args):\n        raise RuntimeError('weights file missing')\n\n    def execute(self, requests):\n        return []\n",
+    );
+    const up = await runCli(["up", "--detach", "--models", models, ...portArgs(ports)], env);
+    expect(up.stdout).toMatch(/4\/5 model\(s\) READY/);
+  }, 300_000);
+
+  afterAll(async () => {
+    if (env) await runCli(["down"], env);
+  }, 60_000);
+
+  let sweep: PerfReport;
+
+  it("sweeps concurrency 1:8: throughput rises and then flattens, latency grows, no errors", async () => {
+    const csv = path.join(work, "tokenizer.csv");
+    const r = await runPerfCli(["bert_tokenizer", "--concurrency-range", "1:8", "-p", "1000", "-r", "3", "--json", "-f", csv], env);
+    expect(r.code, r.stderr).toBe(0);
+    sweep = json(r.stdout);
+    const levels = sweep.sweeps[0]!.levels;
+    expect(levels.map((l) => l.value)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(levels.every((l) => l.errorCount === 0 && l.requests > 100)).toBe(true);
+    const thr = levels.map((l) => l.throughput);
+    // Rising: more in flight gets more done than one at a time...
+    expect(Math.max(...thr)).toBeGreaterThan(1.3 * thr[0]!);
+    // ...then flattening: two CPU cores cannot do eight times the work of one request at a time.
+    expect(thr[7]!).toBeLessThan(0.6 * 8 * thr[0]!);
+    expect(levels[7]!.latency.p50Us).toBeGreaterThan(levels[0]!.latency.p50Us);
+    for (const l of levels) {
+      expect(l.latency.p50Us).toBeLessThanOrEqual(l.latency.p90Us);
+      expect(l.latency.p90Us).toBeLessThanOrEqual(l.latency.p95Us);
+      expect(l.latency.p95Us).toBeLessThanOrEqual(l.latency.p99Us);
+      expect(l.server!.avgBatchSize).toBeGreaterThanOrEqual(1);
+    }
+    const { header, rows } = await fs.readFile(csv, "utf8").then((t) => {
+      const lines = t.trim().split("\n");
+      return { header: lines[0], rows: lines.slice(1).map((l) => l.split(",")) };
+    });
+    expect(header).toBe(PERF_ANALYZER_HEADER);
+    expect(rows.map((row) => Number(row[0]))).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(rows.every((row) => row.length === 13 && row.every((c) => c !== "" && Number.isFinite(Number(c))))).toBe(true);
+  }, 120_000);
+
+  it("breaks each level down on the server, and the parts fit inside the client's latency", () => {
+    for (const l of sweep.sweeps[0]!.levels) {
+      const s = l.server!;
+      expect(s.requests).toBeGreaterThan(0);
+      expect(s.computeInferUs).toBeGreaterThan(0);
+      expect(partsUs(l)).toBeLessThanOrEqual(s.avgRequestUs + 1);
+      expect(partsUs(l)).toBeLessThanOrEqual(l.latency.avgUs);
+      expect(l.networkServerUs).toBeGreaterThanOrEqual(0);
+    }
+  });
+
+  it("speaks gRPC too, and breaks an ensemble down by its steps", async () => {
+    const r = await runPerfCli(["sentiment_pipeline", "-i", "grpc", "--concurrency-range", "1,2", "-p", "1000", "-r", "3", "--json", "--no-history"], env);
+    expect(r.code, r.stderr).toBe(0);
+    const s = json(r.stdout).sweeps[0]!;
+    expect(s.protocol).toBe("grpc");
+    expect(s.endpoint).toBe(`127.0.0.1:${ports.grpc}`);
+    for (const l of s.levels) {
+      expect(l.errorCount).toBe(0);
+      expect(l.throughput).toBeGreaterThan(0);
+      expect(l.server!.composing!.map((c) => c.model)).toEqual(["bert_tokenizer", "sentiment_classifier"]);
+      expect(partsUs(l)).toBeLessThanOrEqual(l.latency.avgUs);
+    }
+  }, 60_000);
+
+  it("shows dynamic batching paying off on the image model at concurrency 64, on a staged sibling", async () => {
+    const r = await runPerfCli(["image_classifier", "--compare", "batching", "--concurrency-range", "64", "-p", "1500", "-r", "4", "--json"], env);
+    expect(r.code, r.stderr).toBe(0);
+    const report = json(r.stdout);
+    expect(report.sweeps.map((s) => [s.label, s.servedModel])).toEqual([
+      ["no batching", "image_classifier__perf_nobatch"],
+      ["dynamic batching", "image_classifier"],
+    ]);
+    const [off, on] = report.sweeps.map((s) => s.levels[0]!);
+    expect(off!.server!.avgBatchSize).toBeCloseTo(1, 5);
+    expect(on!.server!.avgBatchSize).toBeGreaterThan(4);
+    expect(report.comparison![0]!.ratio[1]!).toBeGreaterThan(1.5);
+    expect(on!.latency.p50Us).toBeLessThan(off!.latency.p50Us);
+    expect(r.stderr).toMatch(/staging image_classifier__perf_nobatch \(no batching\) beside image_classifier/);
+    // The variant is gone again; the original kept serving throughout.
+    const status = JSON.parse((await runCli(["status", "--json"], env)).stdout);
+    expect(status.models.map((m: { name: string }) => m.name)).not.toContain("image_classifier__perf_nobatch");
+    expect(status.models.find((m: { name: string }) => m.name === "image_classifier").state).toBe("READY");
+  }, 120_000);
+
+  it("prints the table and chart, and the difference from the previous run of the model", async () => {
+    const r = await runPerfCli(["bert_tokenizer", "--concurrency-range", "2", "-p", "1000", "-r", "3"], env);
+    expect(r.code, r.stderr).toBe(0);
+    expect(tableRows(r.stdout).get(2)).toBeDefined();
+    expect(r.stdout).toMatch(/^avg latency \(ms\)$/m);
+    expect(r.stdout).toMatch(/throughput \(infer\/s\)/);
+    expect(r.stdout).toMatch(/compared with the previous run \(.*\):\n {2}concurrency 2: throughput [+-]\d+\.\d%, p50 [+-]\d+\.\d%, p99 [+-]\d+\.\d%/);
+    expect(r.stdout).toMatch(/saved: .*perf\/bert_tokenizer\/.*\.json/);
+  }, 60_000);
+
+  it("sends an open-loop Poisson rate, data from a file, and request priorities", async () => {
+    const rate = await runPerfCli(["bert_tokenizer", "--request-rate-range", "150", "--request-distribution", "poisson", "-p", "1500", "-r", "3", "--json", "--no-history"], env);
+    expect(rate.code, rate.stderr).toBe(0);
+    const l = json(rate.stdout).sweeps[0]!.levels[0]!;
+    expect(l.kind).toBe("rate");
+    expect(l.throughput).toBeGreaterThan(150 * 0.75);
+    expect(l.throughput).toBeLessThan(150 * 1.25);
+
+    const data = path.join(work, "texts.json");
+    await fs.writeFile(data, JSON.stringify({ data: [{ TEXT_INPUT: ["a wonderful film"] }, { TEXT_INPUT: ["boring and awful"] }] }));
+    const file = await runPerfCli(["bert_tokenizer", "--input-data", data, "--concurrency-range", "2", "-p", "1000", "-r", "3", "--json", "--no-history"], env);
+    expect(file.code, file.stderr).toBe(0);
+    expect(json(file.stdout).sweeps[0]!.levels[0]!.errorCount).toBe(0);
+
+    const prio = await runPerfCli(["sentiment_classifier", "--priority", "1", "--concurrency-range", "2", "-p", "1000", "-r", "3", "--json", "--no-history"], env);
+    expect(prio.code, prio.stderr).toBe(0);
+    expect(json(prio.stdout).sweeps[0]!.levels[0]!.errorCount).toBe(0);
+  }, 90_000);
+
+  it("counts errors by kind instead of failing on them, and stops when every request fails", async () => {
+    const r = await runPerfCli(["sentiment_classifier", "--request-timeout-us", "1", "--concurrency-range", "4", "-p", "1000", "-r", "3", "--no-history"], env);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/errors:\n {2}concurrency 4: \d+ x HTTP 503: Request timeout expired/);
+    expect(r.stderr).toMatch(/error: every request failed for \d+\.\d s at concurrency 4: HTTP 503: Request timeout expired/);
+  }, 30_000);
+
+  it("explains an unknown model, an unready model and flags it cannot use", async () => {
+    const unknown = await runPerfCli(["no_such_model"], env);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/error: model 'no_such_model' is not in the repository Triton serves/);
+    expect(unknown.stderr).toMatch(/hint: Its models: .*bert_tokenizer.*image_classifier/);
+
+    const unready = await runPerfCli(["broken_model"], env);
+    expect(unready.code).toBe(1);
+    expect(unready.stderr).toMatch(/error: model 'broken_model' is not ready \(UNAVAILABLE: .*weights file missing/);
+
+    const shape = await runPerfCli(["bert_tokenizer", "--shape", "NOPE:3"], env);
+    expect(shape.code).toBe(2);
+    expect(shape.stderr).toMatch(/--shape names NOPE, which is not an input of bert_tokenizer/);
+
+    const remote = await runPerfCli(["image_classifier", "-u", `127.0.0.1:${ports.http}`, "--compare", "batching"], env);
+    expect(remote.code).toBe(2);
+    expect(remote.stderr).toMatch(/--compare needs the server started by `triton-dev up`/);
+
+    const nothing = await runPerfCli(["bert_tokenizer"], await testEnv());
+    expect(nothing.code).toBe(1);
+    expect(nothing.stderr).toMatch(/nothing is running/);
+  }, 60_000);
+
+  it("on Ctrl-C stops, prints what it measured, removes the staged variant and exits 130", async () => {
+    const p = spawnPerfCli(["image_classifier", "--compare", "batching", "--concurrency-range", "4,8", "-p", "1000", "-r", "3", "--no-history"], env);
+    await p.waitFor(/image_classifier__perf_nobatch concurrency 4, window 2/);
+    p.child.kill("SIGINT");
+    expect(await p.exit).toBe(130);
+    expect(p.stderr()).toMatch(/interrupted: stopping the load and cleaning up/);
+    expect(p.stderr()).toMatch(/error: interrupted \(Ctrl-C\) during concurrency 4; the results above are those measured until then/);
+    expect(tableRows(p.stdout()).get(4)?.join(" ")).toMatch(/\(interrupted\)$/);
+    const state = JSON.parse(await fs.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8"));
+    expect(await fs.readdir(state.repository)).not.toContain("image_classifier__perf_nobatch");
+    const status = JSON.parse((await runCli(["status", "--json"], env)).stdout);
+    expect(status.models.map((m: { name: string }) => m.name)).not.toContain("image_classifier__perf_nobatch");
+  }, 90_000);
+});

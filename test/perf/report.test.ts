@@ -1,0 +1,84 @@
+import { describe, expect, it } from "vitest";
+import { PERF_ANALYZER_HEADER } from "./helpers.js";
+import type { LevelResult } from "../../src/perf/profile.js";
+import { chart, compareSweeps, csvHeader, diffSweeps, formatComparison, formatTable, parseCsv, seriesOf, toCsv, type SweepResult } from "../../src/perf/report.js";
+
+
+function level(value: number, throughput: number, p50: number): LevelResult {
+  return {
+    kind: "concurrency",
+    value,
+    stable: true,
+    trials: 3,
+    windows: [],
+    durationMs: 3000,
+    requests: Math.round(throughput * 3),
+    throughput,
+    latency: { count: 1, avgUs: p50 * 1.1, minUs: 1, maxUs: p50 * 3, stdDevUs: 1, p50Us: p50, p90Us: p50 * 1.5, p95Us: p50 * 2, p99Us: p50 * 2.5 },
+    clientSendUs: 35.7,
+    clientRecvUs: 1.2,
+    networkServerUs: 117.9,
+    errors: value === 2 ? { "HTTP 503: Request timeout expired": 4 } : {},
+    errorCount: value === 2 ? 4 : 0,
+    server: { requests: 1, failures: 0, inferenceCount: 8, executionCount: 2, avgBatchSize: 4, avgRequestUs: 277, queueUs: 24.4, computeInputUs: 11, computeInferUs: 203, computeOutputUs: 37, overheadUs: 1.6 },
+  };
+}
+
+const sweep = (levels: LevelResult[], label?: string): SweepResult => ({
+  model: "m",
+  servedModel: label ? `m__perf_${label}` : "m",
+  ...(label ? { label } : {}),
+  engine: "builtin",
+  protocol: "http",
+  endpoint: "127.0.0.1:8000",
+  kind: "concurrency",
+  batchSize: 1,
+  measurementIntervalMs: 5000,
+  startedAt: "",
+  finishedAt: "",
+  levels,
+});
+
+describe("reports", () => {
+  it("writes perf_analyzer's CSV: its header, rows by level, latencies in whole microseconds", () => {
+    expect(csvHeader("concurrency").join(",")).toBe(PERF_ANALYZER_HEADER);
+    expect(csvHeader("rate")[0]).toBe("Request Rate");
+    const csv = toCsv(sweep([level(2, 2343.861, 653), level(1, 2314.6612, 414)]));
+    const { header, rows } = parseCsv(csv);
+    expect(header.join(",")).toBe(PERF_ANALYZER_HEADER);
+    expect(rows[0]).toEqual(["1", "2314.66", "35", "117", "24", "11", "203", "37", "1", "414", "621", "828", "1035"]);
+    expect(rows[1]![0]).toBe("2");
+  });
+
+  it("prints a table with the breakdown, batch size, errors and stability", () => {
+    const t = formatTable(sweep([level(1, 2314.66, 414), { ...level(2, 2343.86, 653), stable: false }]));
+    const lines = t.split("\n");
+    expect(lines[0]).toMatch(/^Concurrency\s+Infer\/s\s+Send\s+Net\+Srv\s+Queue\s+In\s+Infer\s+Out\s+Recv\s+p50\s+p90\s+p95\s+p99\s+Avg\s+Batch\s+Errors$/);
+    expect(lines[1]).toMatch(/^1\s+2315\s+0\.04\s+0\.12\s+0\.02\s+0\.01\s+0\.20\s+0\.04\s+0\.00\s+0\.41\s+.*\s+4\.0\s+0$/);
+    expect(lines[2]).toMatch(/4\s+\(unstable\)$/);
+  });
+
+  it("draws throughput against latency with one marker per variant", () => {
+    const a = sweep([level(1, 100, 1000), level(2, 180, 1100), level(4, 200, 2000)], "a");
+    const b = sweep([level(1, 100, 1000), level(2, 300, 1100), level(4, 500, 1500)], "b");
+    const text = chart([seriesOf(a, "*"), seriesOf(b, "o")], { width: 40, height: 10 });
+    const lines = text.split("\n");
+    expect(lines[0]).toBe("avg latency (ms)");
+    expect(lines.filter((l) => l.includes("|"))).toHaveLength(10);
+    expect(text.match(/\*/g)!.length).toBeGreaterThanOrEqual(3);
+    expect(text).toContain("* a   o b");
+    expect(lines.find((l) => l.includes("o"))!.indexOf("o")).toBeGreaterThan(lines.find((l) => l.includes("*") && l.includes("|"))!.indexOf("*"));
+  });
+
+  it("compares variants with throughput ratios, and runs with percentage changes", () => {
+    const off = sweep([level(64, 450, 142000)], "no batching");
+    const on = sweep([level(64, 1850, 34500)], "dynamic batching");
+    const rows = compareSweeps([off, on]);
+    expect(rows[0]!.ratio[1]).toBeCloseTo(1850 / 450);
+    expect(formatComparison([off, on], rows)).toMatch(/64\s+450\s+142\s+1850\s+34\.5\s+4\.11x/);
+    const d = diffSweeps(sweep([level(1, 110, 900)]), sweep([level(1, 100, 1000), level(2, 1, 1)]));
+    expect(d).toHaveLength(1);
+    expect(d[0]!.throughputPct).toBeCloseTo(10);
+    expect(d[0]!.p50Pct).toBeCloseTo(-10);
+  });
+});

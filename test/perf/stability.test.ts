@@ -1,0 +1,36 @@
+import { describe, expect, it } from "vitest";
+import { LatencyHistogram } from "../../src/perf/histogram.js";
+import { isStable } from "../../src/perf/stability.js";
+
+describe("perf_analyzer's stability rule", () => {
+  const w = (throughput: number, latencyUs: number) => ({ throughput, latencyUs });
+
+  it("needs three windows, each within 10% of their average on throughput and latency", () => {
+    expect(isStable([w(100, 1000), w(101, 1010)])).toBe(false);
+    expect(isStable([w(100, 1000), w(105, 1040), w(96, 980)])).toBe(true);
+    expect(isStable([w(100, 1000), w(130, 1000), w(100, 1000)])).toBe(false);
+    expect(isStable([w(100, 1000), w(100, 1300), w(100, 1000)])).toBe(false);
+  });
+
+  it("looks only at the last windows, and never calls empty windows stable", () => {
+    expect(isStable([w(10, 9000), w(100, 1000), w(100, 1000), w(100, 1000)])).toBe(true);
+    expect(isStable([w(0, 0), w(0, 0), w(0, 0)])).toBe(false);
+    expect(isStable([w(100, 1000), w(115, 1000), w(100, 1000)], { windows: 3, thresholdPct: 20 })).toBe(true);
+  });
+});
+
+describe("LatencyHistogram", () => {
+  it("gives percentiles within HDR precision and merges by addition", () => {
+    const a = new LatencyHistogram();
+    const b = new LatencyHistogram();
+    for (let i = 1; i <= 500; i++) a.record(i * 10);
+    for (let i = 501; i <= 1000; i++) b.record(i * 10);
+    const s = LatencyHistogram.merge([a, b]).summary();
+    expect(s.count).toBe(1000);
+    expect(s.p50Us).toBeGreaterThanOrEqual(4995);
+    expect(s.p50Us).toBeLessThanOrEqual(5010);
+    expect(Math.abs(s.p99Us - 9900) / 9900).toBeLessThan(0.002);
+    expect(Math.abs(s.avgUs - 5005) / 5005).toBeLessThan(0.002);
+    expect(new LatencyHistogram().summary().p99Us).toBe(0);
+  });
+});

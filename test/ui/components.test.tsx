@@ -1,0 +1,117 @@
+import { render } from "ink-testing-library";
+import { afterEach, describe, expect, it } from "vitest";
+import { cleanup } from "ink-testing-library";
+import { App } from "../../src/ui/components/app.js";
+import type { Command } from "../../src/ui/keys.js";
+import { applySessionEvent, initialState, summariseConfig, type DashboardState } from "../../src/ui/state.js";
+import { Store } from "../../src/ui/store.js";
+import { ThemeContext } from "../../src/ui/theme.js";
+import { DIMS_ERROR, perfReport, startEvents, T0 } from "./helpers.js";
+
+afterEach(() => cleanup());
+
+const settle = () => new Promise((r) => setTimeout(r, 20));
+
+// ink-testing-library's terminal is 100 columns wide.
+function setup(size = { columns: 100, rows: 40 }) {
+  const store = new Store<DashboardState>(initialState({ now: T0 }), 0);
+  const commands: Command[] = [];
+  const ui = render(
+    <ThemeContext.Provider value={{ color: false }}>
+      <App store={store} onCommand={(c) => commands.push(c)} size={size} clock={() => T0} />
+    </ThemeContext.Provider>,
+  );
+  const feed = async (...events: Parameters<typeof applySessionEvent>[1][]) => {
+    for (const e of events) store.update((s) => applySessionEvent(s, e));
+    await settle();
+  };
+  const update = async (f: (s: DashboardState) => DashboardState) => {
+    store.update(f);
+    await settle();
+  };
+  const frame = () => ui.lastFrame() ?? "";
+  const press = async (input: string) => {
+    ui.stdin.write(input);
+    await settle();
+  };
+  return { store, commands, ui, feed, update, frame, press };
+}
+
+describe("the dashboard", () => {
+  it("shows each model's version and state, and follows a reload to the new version", async () => {
+    const { feed, frame, update } = setup();
+    await feed(...startEvents());
+    await update((s) => ({ ...s, models: s.models.map((m) => (m.name === "offset" ? { ...m, config: summariseConfig({ platform: "", backend: "python", max_batch_size: 8, dynamic_batching: { preferred_batch_size: [4, 8], max_queue_delay_microseconds: "500" }, instance_group: [{ count: 2, kind: "KIND_CPU" }] }) } : m)) }));
+    expect(frame()).toMatch(/offset\s+v1\s+READY\s+dynamic ≤8 pref 4,8 delay 500 µs\s+2×CPU/);
+    expect(frame()).toMatch(/tokenizer\s+v1\s+READY/);
+    expect(frame()).toContain("HTTP 127.0.0.1:8000");
+
+    await feed({ type: "edit", id: 1, model: "offset", phase: "loading", at: T0 + 1000, sinceSavedMs: 120 });
+        expect(frame()).toMatch(/offset\s+v1\s+READY.*reloading…/);
+    await feed({ type: "edit", id: 1, model: "offset", phase: "ready", at: T0 + 1450, sinceSavedMs: 450, version: "2" });
+        expect(frame()).toMatch(/offset\s+v2\s+READY.*0\.45 s/);
+    expect(frame()).toMatch(/#1 offset READY v2 in 0\.45 s/);
+  });
+
+  it("shows a refused edit with the diagnostic, and every detail on enter", async () => {
+    const { feed, frame, press } = setup();
+    await feed(...startEvents());
+    await feed({ type: "edit", id: 2, model: "offset", phase: "refused", at: T0 + 2000, sinceSavedMs: 30, diagnostics: [DIMS_ERROR, { ...DIMS_ERROR, line: 5, message: "second problem" }], reason: "the last good version keeps serving" });
+        const f = frame();
+    expect(f).toMatch(/#2 offset REFUSED 2 errors/);
+    expect(f).toMatch(/offset\/config\.pbtxt:4:43: dims must be >=\s*│[^\n]*\n│\s+1 or -1 \(variable\), got 0/);
+    expect(f).toMatch(/▸ 1 more/);
+    expect(f).toMatch(/offset\s+v1\s+READY.*refused/);
+    await press("\r");
+    const d = frame();
+    expect(d).toContain("Details: offset");
+    expect(d).toContain("config.pbtxt:5:43: second problem");
+    expect(d).toContain("hint: Use a positive size");
+    expect(d).toContain("the last good version keeps serving");
+  });
+
+  it("shows a perf result as a table, the best figure and the chart", async () => {
+    const { update, frame, feed } = setup();
+    await feed(...startEvents());
+    await update((s) => ({ ...s, ui: { ...s.ui, view: "perf" }, perf: { status: "done", model: "offset", plan: "concurrency 1,2,3,4, 1 s windows", progress: [], report: perfReport() } }));
+    const f = frame();
+    expect(f).toContain("Perf: offset");
+    expect(f).toMatch(/│4\s+1735\s+2\.10\s+3\.36\s+4\.20/);
+    expect(f).toMatch(/best 1735 infer\/s at concurrency 4, p99 4\.20 ms/);
+    expect(f).toContain("throughput (infer/s)");
+  });
+
+  it("turns keys into view changes and commands", async () => {
+    const { feed, frame, press, commands } = setup();
+    await feed(...startEvents());
+    await press("j");
+    expect(frame()).toMatch(/> tokenizer/);
+    await press("r");
+    expect(commands).toEqual([{ type: "reload", model: "tokenizer" }]);
+    expect(frame()).toContain("reloading tokenizer");
+    await press("p");
+    expect(commands[1]).toEqual({ type: "perf", model: "tokenizer" });
+    expect(frame()).toContain("Perf");
+    await press("?");
+    expect(frame()).toContain("quick perf check of the selected model");
+    await press("x");
+    await press("/");
+    await press("tok");
+    expect(frame()).toContain("/ filter models: tok");
+    await press("\r");
+    expect(frame()).toMatch(/filter "tok": 1\/2/);
+    expect(frame()).not.toMatch(/> offset|  offset\s+v1/);
+    await press("q");
+    expect(commands[commands.length - 1]).toEqual({ type: "quit" });
+  });
+
+  it("fits a small terminal and says when it is too small", async () => {
+    const { feed, frame } = setup({ columns: 70, rows: 20 });
+    await feed(...startEvents());
+    const lines = frame().split("\n");
+    expect(lines.length).toBeLessThanOrEqual(19);
+    expect(Math.max(...lines.map((l) => [...l].length))).toBeLessThanOrEqual(70);
+    const tiny = setup({ columns: 40, rows: 10 });
+    expect(tiny.frame()).toContain("needs 60×16");
+  });
+});
