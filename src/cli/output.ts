@@ -37,6 +37,8 @@ const pad = (s: string, n: number) => (s.length >= n ? s : s + " ".repeat(n - s.
 /** Plain lines for a terminal without the dashboard, a pipe or CI. */
 export function formatEvent(e: SessionEvent): string | undefined {
   switch (e.type) {
+    case "runtime":
+      return `runtime: ${e.runtime} (auto: ${e.why})`;
     case "setup":
       if (e.progress.line) return e.progress.line.startsWith("Successfully") ? `setup: ${e.progress.line}` : undefined;
       return `setup: ${e.progress.message}`;

@@ -7,6 +7,7 @@ import type { LayerProgress, PullSnapshot } from "../runtimes/docker/image.js";
 
 /** Everything `up` reports while it works; printed as plain lines or JSON, later shown by the TUI. */
 export type SessionEvent =
+  | { type: "runtime"; runtime: RuntimeKind; why: string }
   | { type: "setup"; progress: SetupProgress }
   | { type: "lint"; model: string; diagnostics: Diagnostic[]; staged: boolean }
   | { type: "skipped"; model: string; reason: string; diagnostics: Diagnostic[] }

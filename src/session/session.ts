@@ -108,6 +108,38 @@ export function resolveRuntime(requested: UpOptions["runtime"]): "local" | "dock
   });
 }
 
+export interface RuntimeChoice {
+  runtime: "local" | "docker";
+  why: string;
+}
+
+/**
+ * `--runtime auto`: Docker when a daemon answers and it can run the NGC image the way a GPU
+ * workstation does (the NVIDIA runtime is registered, or the image is already here); otherwise
+ * the embedded local runtime. A daemon without either would mean a multi-gigabyte pull to end
+ * up on the CPU, which the local runtime does with nothing to download.
+ */
+export async function chooseRuntime(requested: UpOptions["runtime"], image: string, env: NodeJS.ProcessEnv, timeoutMs = 1_500): Promise<RuntimeChoice> {
+  if (requested !== "auto") return { runtime: resolveRuntime(requested), why: `--runtime ${requested}` };
+  try {
+    const { connectDocker, daemonFacts } = await import("../runtimes/docker/client.js");
+    const docker = connectDocker(env);
+    const facts = await Promise.race([
+      daemonFacts(docker),
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error("timeout")), timeoutMs).unref()),
+    ]);
+    const present = await docker.getImage(image).inspect().then(
+      () => true,
+      () => false,
+    );
+    if (facts.nvidia) return { runtime: "docker", why: `Docker ${facts.version} answers with the NVIDIA runtime` };
+    if (present) return { runtime: "docker", why: `Docker ${facts.version} answers and ${image} is present` };
+    return { runtime: "local", why: `Docker answers but has no NVIDIA runtime and no ${image}; the local runtime needs no download` };
+  } catch {
+    return { runtime: "local", why: "no Docker daemon answers" };
+  }
+}
+
 /** A foreground `up` still owns the run (a detached one has no owner left to ask). */
 function ownerAlive(s: RunState): boolean {
   return s.ownerPid !== undefined && s.ownerPid !== process.pid && isOurProcess(s.ownerPid, process.execPath);
@@ -133,7 +165,9 @@ async function checkPorts(ports: Ports, host: string): Promise<void> {
  * Every resource it creates is released again if a later step fails.
  */
 export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<SessionEvent>, env: NodeJS.ProcessEnv = process.env): Promise<Session> {
-  const runtime = resolveRuntime(o.runtime);
+  const choice = await chooseRuntime(o.runtime, o.docker?.image ?? DEFAULT_IMAGE, env);
+  const runtime = choice.runtime;
+  if (o.runtime === "auto") bus.emit({ type: "runtime", runtime, why: choice.why });
   const modelsDir = path.resolve(o.modelsDir);
   const existing = await currentRun(paths);
   if (existing?.alive) {
