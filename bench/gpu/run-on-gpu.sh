@@ -8,26 +8,35 @@ mkdir -p /tmp/tdnode/bin
 python3 -c "import lzma,shutil,sys; shutil.copyfileobj(lzma.open('.devcarry/node.xz'), open('/tmp/tdnode/bin/node','wb'))"
 chmod +x /tmp/tdnode/bin/node
 export PATH=/tmp/tdnode/bin:$PATH
-export TRITON_DEV_HOME=/tmp/tdh TRITON_DEV_PYTHON="$(command -v python3)" PIP_NO_INDEX=1 PIP_FIND_LINKS="$PWD/.devcarry"
+export TRITON_DEV_HOME=/tmp/tdh TRITON_DEV_PYTHON="$(command -v python3)" PIP_NO_INDEX=1 PIP_FIND_LINKS="$PWD/.devcarry $PWD/.devnumpy"
 td() { node .devcarry/triton-dev.mjs "$@"; }
 log() { echo "=== $* ($(date +%T))"; }
 log machine; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; node --version; python3 --version
 python3 -c "import torch; print('torch', torch.__version__, torch.cuda.is_available())"
-log setup; time td setup --with-site-packages || exit 1
+log setup; time td setup --with-site-packages ${FORCE_SETUP:+--force} || exit 1
 log doctor; td doctor
 log up; time td up --detach --models models --timeout 600; td status | tee "$out/status.txt"
 log ensemble-on-gpu
-python3 - <<'PY'
-import json, urllib.request
+python3 - <<'PY' | tee "$out/ensemble.txt"
+import json, urllib.error, urllib.request
 body = {"inputs": [{"name": "RAW_TEXT", "shape": [2, 1], "datatype": "BYTES",
                     "data": ["this movie was wonderful, i loved it, a great and beautiful film", "terrible, boring and awful. i hated it, the worst film"]}]}
-r = json.load(urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:8000/v2/models/sentiment_pipeline/infer", json.dumps(body).encode())))
-print("sentiment_pipeline on GPU instances:", r["outputs"][0]["data"])
+try:
+    r = json.load(urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:8000/v2/models/sentiment_pipeline/infer", json.dumps(body).encode())))
+    print("sentiment_pipeline on GPU instances:", r["outputs"][0]["data"])
+except urllib.error.HTTPError as e:
+    print("sentiment_pipeline failed:", e.code, e.read().decode()[:2000])
 PY
+grep -i -E "stub|error|bert_tokenizer|unhealthy|traceback" "$(ls -td $TRITON_DEV_HOME/state/runs/*/ | head -1)tritonserver.log" | grep -v "ModelInstanceInitialize: bert" | tail -25 | cut -c1-600
 grep -E "sentiment_classifier_0_.*(GPU|CPU) device" "$(ls -td $TRITON_DEV_HOME/state/runs/*/ | head -1)tritonserver.log" | head -4
-sweep="${SWEEP:-1,8,16,32,64}"; interval="${INTERVAL:-2000}"
-log perf-batching; td perf resnet50_fp16 --concurrency-range "$sweep" --measurement-interval "$interval" --compare batching -f "$out/batching.csv" | tee "$out/batching.txt"
-log perf-instances; td perf resnet50_fp16 --concurrency-range "$sweep" --measurement-interval "$interval" --compare instances=1,3 -f "$out/instances.csv" | tee "$out/instances.txt"
+interval="${INTERVAL:-2000}"
+# Each comparison is bounded; SIGINT makes perf print what it measured so far.
+[ -z "${SKIP_FORWARD:-}" ] && log forward-cost && python3 bench/gpu/forward-cost.py | tee "$out/forward-cost.txt"
+[ -n "${ONLY_CHECKS:-}" ] && { td down; exit 0; }
+log perf-batching
+timeout -s INT "${BUDGET_BATCHING:-260}" node .devcarry/triton-dev.mjs perf resnet50_fp16 --concurrency-range "${SWEEP_BATCHING:-1,4,16,32,64}" --measurement-interval "$interval" --compare batching -f "$out/batching.csv" | tee "$out/batching.txt"
+log perf-instances
+timeout -s INT "${BUDGET_INSTANCES:-170}" node .devcarry/triton-dev.mjs perf resnet50_fp16 --concurrency-range "${SWEEP_INSTANCES:-1,16,64}" --measurement-interval "$interval" --compare instances=1,3 -f "$out/instances.csv" | tee "$out/instances.txt"
 log down; td down
 tail -40 "$(ls -td $TRITON_DEV_HOME/state/runs/*/ | head -1)tritonserver.log" > "$out/tritonserver-tail.log"
 log done

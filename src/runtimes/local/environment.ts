@@ -121,8 +121,12 @@ export async function ensureEnvironment(options: SetupOptions): Promise<LocalEnv
 
   const inheritedSitePackages = options.inheritSitePackages ? await inheritSitePackages(python.executable, venvPython) : [];
   if (inheritedSitePackages.length) progress({ step: "venv", message: `models will also see ${inheritedSitePackages.join(", ")}` });
-  // An inherited numpy (whatever its version) is the one the inherited packages were built for.
-  const hasNumpy = inheritedSitePackages.length > 0 && (await execa(venvPython, ["-c", "import numpy"], { reject: false })).exitCode === 0;
+  // The python-backend stub is compiled against numpy 1.x's C layout: with numpy 2 it misreads
+  // BYTES tensors and crashes. An inherited numpy 1.x is kept; a 2.x is shadowed by a 1.x in the
+  // venv (packages built against numpy 2, torch among them, still run on 1.x).
+  const hasNumpy =
+    inheritedSitePackages.length > 0 &&
+    (await execa(venvPython, ["-c", "import numpy, sys; sys.exit(0 if int(numpy.__version__.split('.')[0]) < 2 else 1)"], { reject: false })).exitCode === 0;
   const requirements = hasNumpy ? PIP_REQUIREMENTS.filter((r) => !r.startsWith("numpy")) : PIP_REQUIREMENTS;
   progress({ step: "pip", message: `installing ${requirements.join(" ")} (about 150 MB on first use)` });
   // --no-deps: we launch the wheel's tritonserver binary directly, so PyTriton's own Python
