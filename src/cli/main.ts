@@ -4,6 +4,7 @@ import { REPORT_URL_HINT, UserError } from "../errors.js";
 import { registerSuperviseCommand, registerUpCommand } from "./up-command.js";
 import { registerInitCommand } from "./init-command.js";
 import { registerLintCommand } from "./lint-command.js";
+import { registerPerfCommand } from "./perf-command.js";
 import { registerRunCommands } from "./run-commands.js";
 import { registerSetupCommands } from "./setup-commands.js";
 import { processOutput, type CliContext, type Output } from "./output.js";
@@ -24,6 +25,7 @@ export function buildProgram(ctx: CliContext): Command {
   registerSetupCommands(program, ctx);
   registerLintCommand(program, ctx);
   registerInitCommand(program, ctx);
+  registerPerfCommand(program, ctx);
   for (const c of program.commands) c.exitOverride().configureOutput({ writeOut: (s) => output.out(s.trimEnd()), writeErr: (s) => output.err(s.trimEnd()) });
   return program;
 }

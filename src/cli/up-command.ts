@@ -107,6 +107,9 @@ export function registerUpCommand(program: Command, ctx: CliContext): void {
         await closeDashboard();
         throw err;
       });
+      // From here the dashboard's frame tells the story; only how the run ends is replayed.
+      started = true;
+      replay.length = 0;
       const failed = [...session.models.filter((m) => m.state !== "READY").map((m) => m.name), ...session.refused];
       if (flags.detach) {
         session.handle.release();
@@ -123,42 +126,42 @@ export function registerUpCommand(program: Command, ctx: CliContext): void {
         }
         return;
       }
-      const controller = await session.watch();
-      started = true;
-      replay.length = 0;
-      dashboard?.attach({
-        baseUrl: session.client.baseUrl,
-        repositoryKey: session.state.repositoryKey,
-        metricsUrl: `http://${urlHost(session.state.host)}:${session.state.ports.metrics}/metrics`,
-        reload: (model) => controller.reload(model),
-      });
-      if (!flags.json && !dashboard) output.out("serving; press Ctrl-C to stop");
-      await new Promise<void>((resolve) => {
-        let stoppingOnSignal = false;
-        // q or Ctrl-C in the dashboard (raw mode turns Ctrl-C into a key, not SIGINT).
-        void dashboard?.quitRequested.then(() => {
-          if (stoppingOnSignal) return;
-          stoppingOnSignal = true;
+      // Signals are handled from here on, before hot reload starts and before anything says
+      // "press Ctrl-C": on a busy machine a script can act on that line before the next
+      // statement runs, and an unhandled SIGINT would leave the server behind.
+      let stopping = false;
+      const ended = new Promise<void>((resolve) => {
+        const unlisten = () => {
           process.off("SIGINT", onSignal);
           process.off("SIGTERM", onSignal);
           process.off("SIGHUP", onSignal);
-          void dashboard.detach().then(() => session.stop("quit from the dashboard")).then(resolve);
-        });
+        };
+        const stop = (reason: string) => {
+          void (dashboard ? dashboard.detach() : Promise.resolve()).then(() => session.stop(reason)).then(resolve);
+        };
         const onSignal = (sig: NodeJS.Signals) => {
-          stoppingOnSignal = true;
-          process.off("SIGINT", onSignal);
-          process.off("SIGTERM", onSignal);
-          process.off("SIGHUP", onSignal);
-          void (dashboard ? dashboard.detach() : Promise.resolve()).then(() => session.stop(`received ${sig}`)).then(resolve);
+          if (stopping) return;
+          stopping = true;
+          // Removed only after this signal is handled: signal-exit (execa's and Ink's exit hook)
+          // re-raises a signal it finds no other listener for, which would kill this process
+          // before it stops the server. A second Ctrl-C later still ends it at once.
+          setImmediate(unlisten);
+          stop(`received ${sig}`);
         };
         process.on("SIGINT", onSignal);
         process.on("SIGTERM", onSignal);
         process.on("SIGHUP", onSignal);
+        // q or Ctrl-C in the dashboard (raw mode turns Ctrl-C into a key, not SIGINT).
+        void dashboard?.quitRequested.then(() => {
+          if (stopping) return;
+          stopping = true;
+          unlisten();
+          stop("quit from the dashboard");
+        });
         void session.handle.exited.then(async (e) => {
-          if (stoppingOnSignal) return;
-          process.off("SIGINT", onSignal);
-          process.off("SIGTERM", onSignal);
-          process.off("SIGHUP", onSignal);
+          if (stopping) return;
+          stopping = true;
+          unlisten();
           // Stopped from another shell (`down`) or crashed: either way the run is over.
           const lines = (await tailLines(session.state.logFile, 8)).map(stripTritonPrefix);
           bus.emit({ type: "server-exited", code: e.code, signal: e.signal, lastLines: lines });
@@ -167,6 +170,18 @@ export function registerUpCommand(program: Command, ctx: CliContext): void {
           resolve();
         });
       });
+      const controller = await session.watch();
+      // A signal during watch() stopped the session while the watcher was starting.
+      if (stopping) await controller.close();
+      else
+        dashboard?.attach({
+          baseUrl: session.client.baseUrl,
+          repositoryKey: session.state.repositoryKey,
+          metricsUrl: `http://${urlHost(session.state.host)}:${session.state.ports.metrics}/metrics`,
+          reload: (model) => controller.reload(model),
+        });
+      if (!flags.json && !dashboard && !stopping) output.out("serving; press Ctrl-C to stop");
+      await ended;
       await closeDashboard();
     });
 }

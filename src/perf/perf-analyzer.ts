@@ -148,6 +148,16 @@ export async function runPerfAnalyzerLevel(o: PerfAnalyzerLevelOptions): Promise
         resolve({ code: c, output: out });
       });
     });
+    const missingLib = /error while loading shared libraries: ([^:\s]+)/.exec(output)?.[1];
+    if (missingLib) {
+      throw new UserError(`perf_analyzer cannot start: the shared library ${missingLib} is missing`, {
+        hint: /libcudart/.test(missingLib)
+          ? "Install it with `pip install nvidia-cuda-runtime-cu12` and add its nvidia/cuda_runtime/lib folder to LD_LIBRARY_PATH."
+          : /libb64/.test(missingLib)
+            ? "Install Debian's libb64-0d (`apt-get install libb64-0d`)."
+            : "Install the library that provides it, or use the built-in generator (leave out --engine).",
+      });
+    }
     const requests = Number(/Request count: (\d+)/.exec(output)?.[1] ?? 0);
     let text: string | undefined;
     try {

@@ -260,7 +260,7 @@ async function waitForState(client: TritonHttpClient, name: string, want: "READY
       if (entry?.state === "UNAVAILABLE" && entry.reason && entry.reason !== "unloaded") {
         throw new UserError(`the variant ${name} failed to load: ${entry.reason}`, { hint: "The variant's config is shown by `triton-dev perf --json`; check it with `triton-dev lint`." });
       }
-    } else if (!entry || entry.state !== "READY") return;
+    } else if (!entry || entry.state === "UNAVAILABLE") return;
     if (Date.now() > deadline) {
       if (want === "READY") throw new UserError(`the variant ${name} was not READY after ${Math.round(timeoutMs / 1000)} s (state ${entry?.state ?? "not listed"})`);
       return;
@@ -301,7 +301,12 @@ export async function removeVariant(t: StagingTarget, v: Variant, timeoutMs = 20
   if (v.configText === undefined) return;
   const scratch = path.join(path.dirname(t.repository), ".publish");
   const target = path.join(t.repository, v.servedModel);
-  if (t.reload === "explicit") await t.client.unloadModel(v.servedModel).catch(() => undefined);
+  if (t.reload === "explicit") {
+    // Unload first and let it finish: with the folder already gone the index would drop the
+    // model while Triton is still unloading it.
+    await t.client.unloadModel(v.servedModel).catch(() => undefined);
+    await waitForState(t.client, v.servedModel, "GONE", timeoutMs).catch(() => undefined);
+  }
   if (fs.existsSync(target)) {
     await fsp.mkdir(scratch, { recursive: true });
     await removeDir(target, scratch);

@@ -148,6 +148,10 @@ export function openDashboard(o: DashboardOptions): Dashboard {
   );
 
   let closed: Promise<void> | undefined;
+  const detach = async () => {
+    await perf.close();
+    for (const stop of feeds.splice(0).reverse()) await stop();
+  };
   return {
     store,
     quitRequested,
@@ -174,13 +178,10 @@ export function openDashboard(o: DashboardOptions): Dashboard {
       scraper.start();
       feeds.push(() => scraper.stop());
     },
-    async detach() {
-      await perf.close();
-      for (const stop of feeds.splice(0).reverse()) await stop();
-    },
+    detach,
     close() {
       closed ??= (async () => {
-        await this.detach();
+        await detach();
         stopLog?.();
         for (const stop of stops.reverse()) await stop();
         store.flush();
@@ -189,6 +190,8 @@ export function openDashboard(o: DashboardOptions): Dashboard {
         instance.unmount();
         await exited;
         if (tty) stdout.write(ALT_SCREEN_OFF);
+        // What this program warned about while the dashboard was up stays visible after it.
+        for (const l of store.getState().logs) if (l.source === "tool") stderr.write(`${l.text}\n`);
       })();
       return closed;
     },

@@ -5,7 +5,7 @@ import type { PerfReport } from "../perf/run.js";
 import type { Endpoints, RuntimeKind } from "../runtimes/runtime.js";
 import type { SessionEvent } from "../session/events.js";
 import type { ModelState, RepositoryIndexEntry } from "../triton/http-client.js";
-import { duration, perSec, sparkline, usAsMs } from "./format.js";
+import { bytes, duration, perSec, sparkline, uptime, usAsMs } from "./format.js";
 
 /** What `GET /v2/models/{m}/config` says about batching and instances, in a line's worth. */
 export interface ConfigSummary {
@@ -69,6 +69,9 @@ export interface ServerInfo {
   gpuCount?: number;
   /** The latest progress line while the server starts, or why it stopped. */
   message?: string;
+  /** Docker runtime: the container serving, and the monitoring stack beside it. */
+  container?: string;
+  monitoring?: { prometheus: string; grafana: string };
 }
 
 export interface PerfState {
@@ -218,6 +221,19 @@ function applyEdit(s: DashboardState, e: Extract<SessionEvent, { type: "edit" }>
 
 export function applySessionEvent(s: DashboardState, e: SessionEvent): DashboardState {
   switch (e.type) {
+    case "runtime":
+      return { ...s, server: { ...s.server, runtime: e.runtime, message: `${e.runtime} runtime: ${e.why}` } };
+    case "pull": {
+      const total = e.layers.length;
+      const size = e.size > 0 ? `, ${bytes(e.downloaded)} of ${bytes(e.size)}` : "";
+      return { ...s, server: { ...s.server, message: e.finished ? `image ${e.image} ready` : `pulling ${e.image}: ${e.done}/${total} layers${size}` } };
+    }
+    case "container":
+      return { ...s, server: { ...s.server, container: e.name, message: `${e.action === "reattached" ? "reattached to" : "created"} container ${e.name}` } };
+    case "monitoring":
+      return { ...s, server: { ...s.server, monitoring: { prometheus: e.prometheus, grafana: e.grafana } } };
+    case "hint":
+      return applyLogLines({ ...s, ui: { ...s.ui, notice: { text: `hint: ${e.message}`, at: s.now, level: "error" } } }, [{ source: "tool", level: "-", text: `hint: ${e.message}` }]);
     case "setup":
       return { ...s, server: { ...s.server, message: `setup: ${e.progress.line ?? e.progress.message}` } };
     case "lint":
@@ -309,14 +325,14 @@ export function summariseConfig(c: Record<string, unknown>): ConfigSummary {
   };
 }
 
-/** "dynamic 8,16,32 ≤5 ms", "max 128", "ensemble: a → b". */
+/** A column's worth: "dynamic ≤256 [8,16,32,64] 5 ms", "max 128, no dynamic", "ensemble, 2 steps". */
 export function batchingText(c: ConfigSummary): string {
-  if (c.platform === "ensemble") return `ensemble: ${c.steps.join(" → ")}`;
+  if (c.platform === "ensemble") return `ensemble, ${c.steps.length} step${c.steps.length === 1 ? "" : "s"}`;
   if (c.maxBatchSize === 0) return "no batching";
   if (!c.dynamicBatching) return `max ${c.maxBatchSize}, no dynamic`;
   const parts = [`dynamic ≤${c.maxBatchSize}`];
-  if (c.preferred.length) parts.push(`pref ${c.preferred.join(",")}`);
-  if (c.queueDelayUs > 0) parts.push(`delay ${c.queueDelayUs >= 1000 ? `${c.queueDelayUs / 1000} ms` : `${c.queueDelayUs} µs`}`);
+  if (c.preferred.length) parts.push(`[${c.preferred.join(",")}]`);
+  if (c.queueDelayUs > 0) parts.push(c.queueDelayUs >= 1000 ? `${c.queueDelayUs / 1000} ms` : `${c.queueDelayUs} µs`);
   if (c.priorityLevels > 0) parts.push(`${c.priorityLevels} prio`);
   return parts.join(" ");
 }
@@ -329,24 +345,26 @@ export const NOTICE_MS = 8000;
  * only when this changes, so an idle dashboard does not redraw every second.
  */
 export function clockKey(s: DashboardState, t: number): string {
-  const up = s.server.startedAt !== undefined ? duration(t - s.server.startedAt) : "";
+  const up = s.server.startedAt !== undefined ? uptime(t - s.server.startedAt) : "";
   const notice = s.ui.notice !== undefined && t - s.ui.notice.at < NOTICE_MS;
   const perf = s.perf.status === "running" && s.perf.startedAt !== undefined ? duration(t - s.perf.startedAt) : "";
   return `${up}|${notice}|${perf}`;
 }
 
+/** A sparkline with its idle lead-in dropped: an all-idle history reads the same however long it is. */
+const activity = (values: readonly number[], max?: number) => sparkline(values, 160, max).replace(/^[ ▁]+/, "");
+
 /**
  * What the metrics panels would show of a scrape, as a string: a scrape that changes nothing
- * visible (an idle server, scraped every 2 s) is not worth a frame. The sparklines' growing
- * history alone does not count (leading blanks are trimmed); the dashboard shows that growth at
- * a slower pace.
+ * visible (an idle server, scraped every 2 s) is not worth a frame. A history that only grew
+ * by idle points does not count; the dashboard draws that growth at a slower pace.
  */
 export function metricsFingerprint(m: ScrapeState): string {
   const v = m.view;
   const models = v.models.map((x) =>
-    [x.model, perSec(x.requestsPerSec), perSec(x.inferencesPerSec), perSec(x.failuresPerSec), usAsMs(x.queueAvgUs), usAsMs(x.queueP99Us), usAsMs(x.computeInferAvgUs), usAsMs(x.requestAvgUs), x.avgBatch?.toFixed(1), x.pending, sparkline(x.throughputSeries, 160), sparkline(x.queueSeries, 160)].join(" "),
+    [x.model, perSec(x.requestsPerSec), perSec(x.inferencesPerSec), perSec(x.failuresPerSec), usAsMs(x.queueAvgUs), usAsMs(x.queueP99Us), usAsMs(x.computeInferAvgUs), usAsMs(x.requestAvgUs), x.avgBatch?.toFixed(1), x.pending, activity(x.throughputSeries), activity(x.queueSeries)].join(" "),
   );
-  const gpus = v.gpus.map((g) => [g.uuid, Math.round(g.utilization * 100), Math.round(g.memoryUsedBytes / 2 ** 26), g.powerWatts?.toFixed(0), sparkline(g.utilizationSeries, 160, 1)].join(" "));
+  const gpus = v.gpus.map((g) => [g.uuid, Math.round(g.utilization * 100), Math.round(g.memoryUsedBytes / 2 ** 26), g.powerWatts?.toFixed(0), activity(g.utilizationSeries, 1)].join(" "));
   const mem = v.cpu ? (v.cpu.memoryUsedBytes / 2 ** 30).toFixed(1) : "";
-  return JSON.stringify([m.error ?? "", v.summaries, models.map((x) => x.trimStart()), gpus.map((x) => x.trimStart()), mem]);
+  return JSON.stringify([m.error ?? "", v.summaries, models, gpus, mem]);
 }

@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -106,14 +107,18 @@ describe("triton-dev perf (real Triton, sample models)", () => {
       ["dynamic batching", "image_classifier"],
     ]);
     const [off, on] = report.sweeps.map((s) => s.levels[0]!);
-    expect(off!.server!.avgBatchSize).toBeCloseTo(1, 5);
-    expect(on!.server!.avgBatchSize).toBeGreaterThan(4);
-    expect(report.comparison![0]!.ratio[1]!).toBeGreaterThan(1.5);
-    expect(on!.latency.p50Us).toBeLessThan(off!.latency.p50Us);
+    const figures = JSON.stringify(report.comparison);
+    expect(off!.server!.avgBatchSize, figures).toBeCloseTo(1, 5);
+    expect(on!.server!.avgBatchSize, figures).toBeGreaterThan(4);
+    expect(report.comparison![0]!.ratio[1]!, figures).toBeGreaterThan(1.5);
+    expect(on!.latency.p50Us, figures).toBeLessThan(off!.latency.p50Us);
     expect(r.stderr).toMatch(/staging image_classifier__perf_nobatch \(no batching\) beside image_classifier/);
     // The variant is gone again; the original kept serving throughout.
+    const state = JSON.parse(await fs.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8"));
+    expect(await fs.readdir(state.repository)).not.toContain("image_classifier__perf_nobatch");
     const status = JSON.parse((await runCli(["status", "--json"], env)).stdout);
-    expect(status.models.map((m: { name: string }) => m.name)).not.toContain("image_classifier__perf_nobatch");
+    const served = status.models.filter((m: { name: string; state: string }) => m.name === "image_classifier__perf_nobatch" && m.state !== "UNAVAILABLE");
+    expect(served, JSON.stringify(status.models)).toEqual([]);
     expect(status.models.find((m: { name: string }) => m.name === "image_classifier").state).toBe("READY");
   }, 120_000);
 
@@ -176,6 +181,25 @@ describe("triton-dev perf (real Triton, sample models)", () => {
     expect(nothing.stderr).toMatch(/nothing is running/);
   }, 60_000);
 
+  // perf_analyzer is no npm or apt package: bench/vs-perf-analyzer.mjs installs it under /tmp.
+  const paVenv = "/tmp/triton-dev-bench/pa-venv";
+  const paBin = process.env.PERF_ANALYZER ?? (existsSync(`${paVenv}/bin/perf_analyzer`) ? `${paVenv}/bin/perf_analyzer` : undefined);
+  it.skipIf(!paBin)("uses an installed perf_analyzer as the engine and reads its CSV into the same report", async () => {
+    const libs = (await fs.readdir(`${paVenv}/lib`).catch(() => [] as string[])).map((py) => `${paVenv}/lib/${py}/site-packages/nvidia/cuda_runtime/lib`);
+    const paEnv = { ...env, LD_LIBRARY_PATH: [...libs, env.LD_LIBRARY_PATH].filter(Boolean).join(":") };
+    const r = await runPerfCli(["bert_tokenizer", "--engine", "perf_analyzer", "--perf-analyzer", paBin!, "--concurrency-range", "2", "-p", "1000", "-s", "30", "--json", "--no-history"], paEnv);
+    expect(r.code, r.stderr).toBe(0);
+    const s = json(r.stdout).sweeps[0]!;
+    expect(s.engine).toBe("perf_analyzer");
+    const l = s.levels[0]!;
+    expect(l.value).toBe(2);
+    expect(l.throughput).toBeGreaterThan(100);
+    expect(l.requests).toBeGreaterThan(100);
+    expect(l.latency.p50Us).toBeGreaterThan(0);
+    expect(l.server!.computeInferUs).toBeGreaterThan(0);
+    expect(l.server!.avgBatchSize).toBeGreaterThanOrEqual(1);
+  }, 90_000);
+
   it("on Ctrl-C stops, prints what it measured, removes the staged variant and exits 130", async () => {
     const p = spawnPerfCli(["image_classifier", "--compare", "batching", "--concurrency-range", "4,8", "-p", "1000", "-r", "3", "--no-history"], env);
     await p.waitFor(/image_classifier__perf_nobatch concurrency 4, window 2/);
@@ -187,6 +211,7 @@ describe("triton-dev perf (real Triton, sample models)", () => {
     const state = JSON.parse(await fs.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8"));
     expect(await fs.readdir(state.repository)).not.toContain("image_classifier__perf_nobatch");
     const status = JSON.parse((await runCli(["status", "--json"], env)).stdout);
-    expect(status.models.map((m: { name: string }) => m.name)).not.toContain("image_classifier__perf_nobatch");
+    const served = status.models.filter((m: { name: string; state: string }) => m.name === "image_classifier__perf_nobatch" && m.state !== "UNAVAILABLE");
+    expect(served, JSON.stringify(status.models)).toEqual([]);
   }, 90_000);
 });

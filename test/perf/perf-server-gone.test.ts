@@ -28,7 +28,8 @@ describe("triton-dev perf when the server is killed mid-run", () => {
     expect(p.stderr()).toMatch(/error: Triton at (http:\/\/)?127\.0\.0\.1:\d+ stopped answering during concurrency 2 \((connection refused|connection reset)\); the results above are those measured until then/);
     const rows = tableRows(p.stdout());
     expect(rows.get(1)).toBeDefined();
-    expect(rows.get(1)!.join(" ")).not.toMatch(/\(/);
+    // Measured in full before the kill (possibly unstable on a busy machine, never partial).
+    expect(rows.get(1)!.join(" ")).not.toMatch(/\((server stopped answering|interrupted|every request failed)\)/);
     expect(Number(rows.get(1)![1])).toBeGreaterThan(0);
     expect(rows.get(2)?.join(" ") ?? "(server stopped answering)").toMatch(/\(server stopped answering\)$/);
     expect(rows.has(3)).toBe(false);

@@ -76,11 +76,14 @@ export function App({ store, onCommand, size: fixed, scrapeIntervalMs, clock }: 
       body = <DetailsPanel model={selected} edits={s.timeline.filter((e) => e.model === selected?.name)} width={W} height={main} />;
       break;
     default: {
-      const logsH = main >= 16 ? Math.max(4, Math.floor(main * 0.3)) : 0;
+      const side = W >= 110;
+      // The timeline and metrics take what they need (within limits); the log tail gets the rest.
+      const need = side ? Math.max(timelineLines(s), metricsLines(s)) + 2 : timelineLines(s) + metricsLines(s) + 4;
+      const logsH = main >= 16 ? Math.max(4, main - Math.max(8, Math.min(need, Math.floor(main * 0.7)))) : 0;
       const topH = main - logsH;
-      const side = W >= 100;
       const tw = side ? Math.floor(W * 0.45) : W;
-      const th = side ? topH : Math.floor(topH / 2);
+      // Stacked, the timeline gets its share of the lines by what it holds.
+      const th = side ? topH : Math.max(3, Math.min(topH - 3, Math.round((topH * (timelineLines(s) + 2)) / (timelineLines(s) + metricsLines(s) + 4))));
       body = (
         <Box flexDirection="column">
           <Box flexDirection={side ? "row" : "column"}>
@@ -100,4 +103,17 @@ export function App({ store, onCommand, size: fixed, scrapeIntervalMs, clock }: 
       <StatusBar ui={s.ui} now={s.now} width={W} />
     </Box>
   );
+}
+
+/** Lines the timeline would fill, to size the overview's panels. */
+function timelineLines(s: DashboardState): number {
+  let n = 0;
+  for (const e of s.timeline.slice(0, 30)) n += 1 + (e.phase === "refused" ? Math.min(3, 1 + (e.diagnostics?.length ?? 0)) : e.phase === "failed" ? 1 : 0);
+  return Math.max(1, n);
+}
+
+function metricsLines(s: DashboardState): number {
+  const v = s.metrics?.view;
+  if (!v) return 1;
+  return 1 + v.models.length + Math.max(1, v.gpus.length) + (v.summaries ? 0 : 1) + (s.metrics?.error ? 1 : 0);
 }

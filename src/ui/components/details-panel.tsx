@@ -35,6 +35,7 @@ export const DetailsPanel = memo(function DetailsPanel({ model, edits, width, he
     if (c) {
       push(<Line key="plat">{fit(`platform/backend ${c.platform || "?"}, max_batch_size ${c.maxBatchSize}`, inner)}</Line>);
       push(<Line key="batch">{fit(`batching: ${batchingText(c)}`, inner)}</Line>);
+      if (c.steps.length) push(<Line key="steps">{fit(`steps: ${c.steps.join(" → ")}`, inner)}</Line>);
       if (c.instances) push(<Line key="inst">{fit(`instances: ${c.instances}`, inner)}</Line>);
     }
     if (model.lastReload) push(<Line key="last">{`last reload ${clock(model.lastReload.at)}, ${seconds(model.lastReload.latencyMs)} from save to ready`}</Line>);

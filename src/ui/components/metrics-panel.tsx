@@ -25,7 +25,6 @@ export const MetricsPanel = memo(function MetricsPanel({ metrics, width, height,
   const budget = Math.max(0, height - 2);
   const v = metrics?.view;
   const rangeS = Math.round((v?.rangeMs ?? 10_000) / 1000);
-  const title = full ? "Metrics" : "Metrics";
   const extra = `rates over ${rangeS} s, scraped every ${intervalMs / 1000} s`;
   const lines: ReactElement[] = [];
   const push = (el: ReactElement) => lines.length < budget && lines.push(el);
@@ -99,7 +98,7 @@ export const MetricsPanel = memo(function MetricsPanel({ metrics, width, height,
     }
   }
   return (
-    <Panel title={title} extra={extra} width={width} height={height}>
+    <Panel title="Metrics" extra={extra} width={width} height={height}>
       {lines}
     </Panel>
   );

@@ -50,8 +50,8 @@ export const ModelsPanel = memo(function ModelsPanel({ models, total, selected, 
   const nameW = Math.min(28, Math.max(5, ...models.map((m) => m.name.length)));
   const verW = 4;
   const stateW = 11;
-  const reloadW = 18;
-  const instW = 10;
+  const reloadW = 17;
+  const instW = 13;
   const batchW = Math.max(8, inner - 2 - nameW - verW - stateW - instW - reloadW - 5);
   const sel = models.findIndex((m) => m.name === selected);
   const selIndex = sel < 0 ? 0 : sel;
@@ -67,13 +67,13 @@ export const ModelsPanel = memo(function ModelsPanel({ models, total, selected, 
       {shown.map((m, i) => {
         const isSel = start + i === selIndex;
         const r = lastReload(m);
-        const batching = m.config ? batchingText(m.config) : m.state === "SKIPPED" || m.state === "NOT LOADED" ? (m.reason ?? "") : "";
-        const inst = m.config ? m.config.instances || "—" : "";
+        // A model that is not served has no config to show: why it is not takes both columns.
+        const middle = m.config ? `${fit(batchingText(m.config), batchW)} ${fit(m.config.instances || "—", instW)}` : fit(m.state === "READY" ? "" : (m.reason ?? ""), batchW + 1 + instW);
         return (
           <Text key={m.name} wrap="truncate" inverse={isSel}>
             {isSel ? "> " : "  "}
-            <Text bold={isSel}>{fit(m.name, nameW)}</Text> {fit(m.version ? `v${m.version}` : "—", verW)} <Text color={toneColor(theme, stateTone(m.state))}>{fit(m.state, stateW)}</Text>{" "}
-            {fit(batching, batchW)} {fit(inst, instW)} <Text color={toneColor(theme, r.tone)}>{fit(r.text, reloadW)}</Text>
+            <Text bold={isSel}>{fit(m.name, nameW)}</Text> {fit(m.version ? `v${m.version}` : "—", verW)} <Text color={toneColor(theme, stateTone(m.state))}>{fit(m.state, stateW)}</Text> {middle}{" "}
+            <Text color={toneColor(theme, r.tone)}>{fit(r.text, reloadW)}</Text>
           </Text>
         );
       })}

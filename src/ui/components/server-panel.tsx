@@ -1,7 +1,7 @@
 import { Text } from "ink";
 import { memo } from "react";
 import type { MetricsView } from "../../metrics/history.js";
-import { bytes, cut, duration, pct } from "../format.js";
+import { bytes, cut, pct, uptime } from "../format.js";
 import type { ServerInfo } from "../state.js";
 import { toneColor, useTheme } from "../theme.js";
 import { Line, Panel } from "./panel.js";
@@ -25,10 +25,12 @@ export const ServerPanel = memo(function ServerPanel({ server: s, metrics, now, 
   const theme = useTheme();
   const inner = width - 2;
   const name = `Triton${s.tritonVersion ? ` ${s.tritonVersion}` : ""}`;
-  const where = [s.runtime ? `${s.runtime} runtime` : undefined, s.pid ? `pid ${s.pid}` : undefined, s.reload ? `${s.reload} reload` : undefined].filter(Boolean).join(", ");
-  const up = s.startedAt && (s.phase === "running" || s.phase === "starting") ? `up ${duration(now - s.startedAt)}` : s.phase;
+  const where = [s.runtime ? `${s.runtime} runtime` : undefined, s.container ? `container ${s.container}` : s.pid ? `pid ${s.pid}` : undefined, s.reload ? `${s.reload} reload` : undefined].filter(Boolean).join(", ");
+  const up = s.startedAt && (s.phase === "running" || s.phase === "starting") ? `up ${uptime(now - s.startedAt)}` : s.phase;
   const ep = s.endpoints;
-  const endpoints = ep ? `HTTP ${ep.http}   gRPC ${ep.grpc}   metrics ${ep.metrics}/metrics` : (s.message ?? "starting…");
+  const endpoints = ep
+    ? `HTTP ${ep.http}   gRPC ${ep.grpc}   metrics ${ep.metrics}/metrics${s.monitoring ? `   Grafana ${s.monitoring.grafana}   Prometheus ${s.monitoring.prometheus}` : ""}`
+    : (s.message ?? "starting…");
   const gpus = metrics?.gpus ?? [];
   let gpuLine: string;
   if (gpus.length > 0) {
