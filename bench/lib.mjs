@@ -10,7 +10,6 @@ import { fileURLToPath } from "node:url";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 export const CLI = path.join(ROOT, "dist/cli/main.js");
-const HARNESS = path.join(ROOT, "test/perf/harness.mjs");
 
 export function requireBuild() {
   if (!fs.existsSync(path.join(ROOT, "dist/perf/run.js"))) {
@@ -61,7 +60,7 @@ export async function startServer() {
 
 /** `triton-dev perf ARGS --json`, through the CLI (or the test harness until main.ts registers perf). */
 export async function perfJson(args, env) {
-  const entry = fs.readFileSync(CLI, "utf8").includes("registerPerfCommand") ? CLI : HARNESS;
+  const entry = CLI;
   const r = await run(process.execPath, [entry, "perf", ...args, "--json", "--no-history"], env);
   if (r.code !== 0) throw new Error(`triton-dev perf ${args.join(" ")} failed (${r.code}):\n${r.stderr}`);
   return JSON.parse(r.stdout);

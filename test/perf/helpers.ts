@@ -1,21 +1,13 @@
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import fs from "node:fs";
-import path from "node:path";
-import { CLI, ROOT, type CliResult } from "../helpers/cli.js";
+import { CLI, type CliResult } from "../helpers/cli.js";
 
 export const PERF_ANALYZER_HEADER =
   "Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,Server Compute Infer,Server Compute Output,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency";
 
-const HARNESS = path.join(ROOT, "test/perf/harness.mjs");
-
-/** `triton-dev perf` through the real CLI once main.ts registers it, through the harness until then. */
-function perfEntry(): string {
-  return fs.readFileSync(CLI, "utf8").includes("registerPerfCommand") ? CLI : HARNESS;
-}
 
 export function runPerfCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 170_000): Promise<CliResult> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [perfEntry(), "perf", ...args], { env, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
+    execFile(process.execPath, [CLI, "perf", ...args], { env, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
       const code = err ? (typeof (err as { code?: unknown }).code === "number" ? (err as { code: number }).code : 1) : 0;
       resolve({ code, stdout: String(stdout), stderr: String(stderr) });
     });
@@ -32,7 +24,7 @@ export interface Spawned {
 }
 
 export function spawnPerfCli(args: string[], env: NodeJS.ProcessEnv): Spawned {
-  const child = spawn(process.execPath, [perfEntry(), "perf", ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [CLI, "perf", ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   let err = "";
   child.stdout!.on("data", (d) => (out += d));
