@@ -48,9 +48,11 @@ class Tmux {
   keys(...keys: string[]): void {
     for (const k of keys) this.run("send-keys", "-t", this.session, k);
   }
-  pane(): { dead: boolean; status: string; pid: number } {
-    const [dead, status, pid] = this.run("display-message", "-p", "-t", this.session, "#{pane_dead} #{pane_dead_status} #{pane_pid}").trim().split(" ");
-    return { dead: dead === "1", status: status ?? "", pid: Number(pid) };
+  /** The `up` process: the child of the pane's shell. */
+  upPid(): number {
+    const shell = this.run("display-message", "-p", "-t", this.session, "#{pane_pid}").trim();
+    const child = fs.readFileSync(`/proc/${shell}/task/${shell}/children`, "utf8").trim().split(/\s+/)[0];
+    return Number(child);
   }
   /** Polls the screen until `re` matches; fails with the screen it last saw. */
   async waitFor(re: RegExp, timeoutMs: number): Promise<RegExpMatchArray> {
@@ -82,13 +84,13 @@ function alive(pid: number): boolean {
   }
 }
 
-/** Processes whose command line mentions `text` (the run's private state folder), tmux aside. */
+/** Processes whose command line mentions `text` (the run's private state folder), the test's tmux and shell aside. */
 function processesMentioning(text: string): string[] {
   const out: string[] = [];
   for (const pid of fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
     try {
       const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").replace(/\0/g, " ");
-      if (cmd.includes(text) && !cmd.startsWith("tmux ") && Number(pid) !== process.pid) out.push(`${pid} ${cmd.slice(0, 160)}`);
+      if (cmd.includes(text) && !/^(tmux|sh -c) /.test(cmd) && Number(pid) !== process.pid) out.push(`${pid} ${cmd.slice(0, 160)}`);
     } catch {
       // exited meanwhile
     }
@@ -111,9 +113,12 @@ describe.skipIf(!hasTmux)("the dashboard in a real terminal (tmux, real Triton)"
     const ports = await freePorts();
     // Without CI in its environment: under CI `up` prints plain lines instead of the dashboard.
     const vars = ["TRITON_DEV_HOME", "TRITON_DEV_STATE_DIR", "TRITON_DEV_LOG", "PATH", "HOME"].filter((k) => env[k] !== undefined).map((k) => `${k}=${env[k]}`);
-    tmux.run("new-session", "-d", "-s", tmux.session, "-x", "120", "-y", "40", "--", "env", "-u", "CI", "-u", "CONTINUOUS_INTEGRATION", ...vars, process.execPath, CLI, "up", "--models", repo, ...portArgs(ports));
-    // Keep the pane after `up` exits, to read how it ended.
-    tmux.run("set-option", "-t", tmux.session, "remain-on-exit", "on");
+    // A shell around `up` writes its exit status on the screen once it ends, and keeps the pane.
+    tmux.run(
+      "new-session", "-d", "-s", tmux.session, "-x", "120", "-y", "40", "--",
+      "sh", "-c", '"$@"; echo "[up exited with $?]"; sleep 300', "sh",
+      "env", "-u", "CI", "-u", "CONTINUOUS_INTEGRATION", ...vars, process.execPath, CLI, "up", "--models", repo, ...portArgs(ports),
+    );
     const m = await tmux.waitFor(/pid (\d+), poll reload\)[\s\S]*offset\s+v1\s+READY/, 180_000);
     serverPid = Number(m[1]);
   }, 200_000);
@@ -128,6 +133,12 @@ describe.skipIf(!hasTmux)("the dashboard in a real terminal (tmux, real Triton)"
     await fsp.writeFile(path.join(repo, "offset", "2", "model.py"), MODEL);
     await tmux.waitFor(/offset\s+v2\s+READY/, 60_000);
     await tmux.waitFor(/#\d+ offset READY v2 in \d+\.\d+ s/, 10_000);
+  }, 90_000);
+
+  it("reloads the selected model with r, through validate, stage and load", async () => {
+    const before = Number((tmux.screen().match(/#(\d+) offset READY/) ?? [])[1] ?? 0);
+    tmux.keys("r");
+    await tmux.waitFor(new RegExp(`#${before + 1} offset READY v2 in \\d+\\.\\d+ s`), 60_000);
   }, 90_000);
 
   it("runs a quick perf check with p and shows a throughput figure", async () => {
@@ -154,17 +165,14 @@ describe.skipIf(!hasTmux)("the dashboard in a real terminal (tmux, real Triton)"
   }, 30_000);
 
   it("quits with q and leaves nothing running", async () => {
-    const upPid = tmux.pane().pid;
+    const upPid = tmux.upPid();
     tmux.keys("Escape");
     await new Promise((r) => setTimeout(r, 300));
     tmux.keys("q");
-    const deadline = Date.now() + 60_000;
-    while (!tmux.pane().dead && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
-    const pane = tmux.pane();
-    expect(pane.dead).toBe(true);
-    expect(pane.status).toBe("0");
+    const exit = await tmux.waitFor(/\[up exited with (\d+)\]/, 60_000);
+    expect(exit[1], tmux.screen()).toBe("0");
     // Back on the normal screen: how the run ended, as plain lines.
-    expect(tmux.screen()).toContain("stopped; nothing left running");
+    expect(tmux.screen()).toMatch(/stopping Triton \(quit from the dashboard\)\nstopped; nothing left running\n\[up exited with 0\]/);
     expect(alive(upPid)).toBe(false);
     expect(alive(serverPid)).toBe(false);
     expect(processesMentioning(env.TRITON_DEV_STATE_DIR!)).toEqual([]);
