@@ -24,6 +24,9 @@ export function serverArgs(env: Pick<LocalEnvironment, "backendDir">, o: StartOp
     `--metrics-address=${o.host}`,
     `--metrics-port=${o.ports.metrics}`,
     "--allow-metrics=true",
+    // Latency summaries (quantiles): the dashboard's p99 queue latency and the article's p95
+    // compute latency need them, since Triton exports no latency histograms.
+    "--metrics-config=summary_latencies=true",
     // One broken model must not take the whole server down while the user iterates.
     "--exit-on-error=false",
     "--exit-timeout-secs=10",
