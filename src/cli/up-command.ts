@@ -10,9 +10,6 @@ import { stripTritonPrefix, tailLines } from "../state/log-file.js";
 import { removeRunState } from "../state/run-state.js";
 import { recordSupervisor, runSupervisor, spawnSupervisor, waitForSupervisor } from "../session/supervisor.js";
 
-// The running CLI's own entry (dist/cli/main.js, or a single-file bundle), so the supervisor
-// of a detached run is the same program.
-const CLI_PATH = process.argv[1] && /triton-dev|main\.js$/.test(process.argv[1]) ? fs.realpathSync(process.argv[1]) : fileURLToPath(new URL("./main.js", import.meta.url));
 import { UsageError } from "../errors.js";
 import { DEFAULT_IMAGE, parseGpus, parseSize } from "../runtimes/docker/settings.js";
 import { parsePort, parsePositiveInt } from "./options.js";
@@ -21,6 +18,10 @@ import { shouldOpenDashboard } from "../ui/mode.js";
 import type { Dashboard } from "../ui/dashboard.js";
 import { loadDashboard } from "../ui/load-dashboard.js";
 import { urlHost } from "../session/session.js";
+
+// The running CLI's own entry (dist/cli/main.js, or a single-file bundle), so the supervisor
+// of a detached run is the same program.
+const CLI_PATH = process.argv[1] && /triton-dev|main\.js$/.test(process.argv[1]) ? fs.realpathSync(process.argv[1]) : fileURLToPath(new URL("./main.js", import.meta.url));
 
 interface UpFlags {
   runtime: UpOptions["runtime"];

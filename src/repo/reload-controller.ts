@@ -4,7 +4,7 @@ import fsp from "node:fs/promises";
 import path from "node:path";
 import { log as rootLog } from "../log/logger.js";
 import { writeFileAtomic } from "../state/atomic-write.js";
-import { stripTritonPrefix } from "../state/log-file.js";
+import { followFile, stripTritonPrefix } from "../state/log-file.js";
 import { TritonHttpError, type TritonHttpClient } from "../triton/http-client.js";
 import type { Diagnostic } from "./diagnostics.js";
 import { lintModel, type LintOptions } from "./lint.js";
@@ -270,33 +270,35 @@ export class ReloadController {
   }
 
   /** In poll mode Triton reports the outcome only in its log; read it from where we staged. */
-  private async watchLog(model: string, from: number): Promise<{ ok: true } | { ok: false; reason: string }> {
+  private watchLog(model: string, from: number): Promise<{ ok: true } | { ok: false; reason: string }> {
     const timeout = this.o.loadTimeoutMs ?? 120_000;
     const deadline = this.now() + timeout + this.o.pollSecs * 1000;
     const q = `'${model}'`;
-    let offset = from;
-    let partial = "";
-    while (this.now() < deadline && !this.closed) {
-      const size = fileSize(this.o.logFile);
-      if (size > offset) {
-        const fh = await fsp.open(this.o.logFile, "r");
-        const buf = Buffer.alloc(size - offset);
-        await fh.read(buf, 0, buf.length, offset);
-        await fh.close();
-        offset = size;
-        const lines = (partial + buf.toString("utf8")).split("\n");
-        partial = lines.pop() ?? "";
-        for (const raw of lines) {
+    return new Promise((resolve) => {
+      let done = false;
+      const finish = (r: { ok: true } | { ok: false; reason: string }) => {
+        if (done) return;
+        done = true;
+        stopFollowing();
+        clearInterval(timer);
+        resolve(r);
+      };
+      const stopFollowing = followFile(
+        this.o.logFile,
+        from,
+        (raw) => {
           const line = stripTritonPrefix(raw);
-          if (line.includes(`successfully loaded ${q}`)) return { ok: true };
-          if (line.includes(`failed to load ${q}`) || line.includes(`Poll failed for model directory ${q}`)) {
-            return { ok: false, reason: this.userPaths(line.replace(/\\n/g, " ").replace(/\\"/g, '"')) };
+          if (line.includes(`successfully loaded ${q}`)) finish({ ok: true });
+          else if (line.includes(`failed to load ${q}`) || line.includes(`Poll failed for model directory ${q}`)) {
+            finish({ ok: false, reason: this.userPaths(line.replace(/\\n/g, " ").replace(/\\"/g, '"')) });
           }
-        }
-      }
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    return { ok: false, reason: `Triton did not finish loading it within ${Math.round(timeout / 1000)} s` };
+        },
+        50,
+      );
+      const timer = setInterval(() => {
+        if (this.now() >= deadline || this.closed) finish({ ok: false, reason: `Triton did not finish loading it within ${Math.round(timeout / 1000)} s` });
+      }, 50);
+    });
   }
 
   /** Triton names files in the staging copy; point the user at their own files instead. */

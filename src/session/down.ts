@@ -2,7 +2,7 @@ import fsp from "node:fs/promises";
 import path from "node:path";
 import type { Paths } from "../config/paths.js";
 import { stopProcessGroup } from "../runtimes/local/process-group.js";
-import { findProcesses, isOurProcess } from "../state/process.js";
+import { findProcesses, terminateOurs } from "../state/process.js";
 import { UserError } from "../errors.js";
 import { currentRun, removeRunState, type RunState } from "../state/run-state.js";
 
@@ -66,14 +66,7 @@ async function removeOrphanContainers(paths: Paths, keepRunId: string | undefine
 export async function stopRun(paths: Paths, graceMs = 15_000, env: NodeJS.ProcessEnv = process.env): Promise<DownResult> {
   const run = await currentRun(paths);
   const result: DownResult = { orphans: [], orphanContainers: [] };
-  const sup = run?.state.supervisorPid;
-  if (sup && isOurProcess(sup, process.execPath)) {
-    try {
-      process.kill(sup, "SIGTERM");
-    } catch {
-      // already gone
-    }
-  }
+  terminateOurs(run?.state.supervisorPid, process.execPath);
   if (run?.state.runtime === "docker") {
     await stopDockerRun(run.state, graceMs);
     if (run.alive) result.stopped = run.state;

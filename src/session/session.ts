@@ -17,7 +17,7 @@ import { ensureEnvironment, precompilePython } from "../runtimes/local/environme
 import { LocalRuntime } from "../runtimes/local/local-runtime.js";
 import type { Ports, ReloadMode, RuntimeKind, ServerHandle } from "../runtimes/runtime.js";
 import { stripTritonPrefix, tailLines, tailLinesSync } from "../state/log-file.js";
-import { isOurProcess } from "../state/process.js";
+import { isOurProcess, terminateOurs } from "../state/process.js";
 import { currentRun, removeRunState, writeRunState, type RunState } from "../state/run-state.js";
 import { TritonHttpClient, type RepositoryIndexEntry } from "../triton/http-client.js";
 import { ReadinessAbortedError, ReadinessTimeoutError, waitFor } from "../triton/readiness.js";
@@ -181,13 +181,7 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
         { hint: "See it with `triton-dev status`, follow it with `triton-dev logs -f`, or stop it with `triton-dev down` before starting another." },
       );
     }
-    if (s.supervisorPid && isOurProcess(s.supervisorPid, process.execPath)) {
-      try {
-        process.kill(s.supervisorPid, "SIGTERM");
-      } catch {
-        // already gone
-      }
-    }
+    terminateOurs(s.supervisorPid, process.execPath);
     await removeRunState(paths);
   }
   if (existing && !existing.alive) {

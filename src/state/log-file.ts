@@ -1,6 +1,10 @@
 import fs from "node:fs";
 import fsp from "node:fs/promises";
 
+function lastNonEmptyLines(text: string, n: number): string[] {
+  return text.split("\n").map((l) => l.trimEnd()).filter((l) => l.length > 0).slice(-n);
+}
+
 /** The last `n` non-empty lines of a file (reads only the tail, so large logs stay cheap). */
 export async function tailLines(file: string, n: number, maxBytes = 256 * 1024): Promise<string[]> {
   let fh: fsp.FileHandle;
@@ -14,7 +18,7 @@ export async function tailLines(file: string, n: number, maxBytes = 256 * 1024):
     const start = Math.max(0, size - maxBytes);
     const buf = Buffer.alloc(size - start);
     await fh.read(buf, 0, buf.length, start);
-    return buf.toString("utf8").split("\n").map((l) => l.trimEnd()).filter((l) => l.length > 0).slice(-n);
+    return lastNonEmptyLines(buf.toString("utf8"), n);
   } finally {
     await fh.close();
   }
@@ -23,7 +27,7 @@ export async function tailLines(file: string, n: number, maxBytes = 256 * 1024):
 export function tailLinesSync(file: string, n: number): string[] {
   try {
     const text = fs.readFileSync(file, "utf8");
-    return text.split("\n").map((l) => l.trimEnd()).filter((l) => l.length > 0).slice(-n);
+    return lastNonEmptyLines(text, n);
   } catch {
     return [];
   }

@@ -3,8 +3,13 @@ import fs from "node:fs";
 /** True when a process with this pid exists (even if owned by another user). */
 export function pidAlive(pid: number): boolean {
   if (!Number.isInteger(pid) || pid <= 0) return false;
+  return signalReaches(pid);
+}
+
+/** Whether signal 0 reaches `target` (a pid, or a negated process group id). */
+export function signalReaches(target: number): boolean {
   try {
-    process.kill(pid, 0);
+    process.kill(target, 0);
     return true;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === "EPERM";
@@ -37,6 +42,16 @@ export function isOurProcess(pid: number, executable: string, procRoot = "/proc"
   const argv = processCmdline(pid, procRoot);
   if (!argv || argv.length === 0) return false;
   return argv[0] === executable || argv[0]!.endsWith("/" + executable.split("/").pop());
+}
+
+/** SIGTERM `pid` if it is still the process we started (never a stranger that reused the pid). */
+export function terminateOurs(pid: number | undefined, executable: string): void {
+  if (pid === undefined || !isOurProcess(pid, executable)) return;
+  try {
+    process.kill(pid, "SIGTERM");
+  } catch {
+    // it went away in between
+  }
 }
 
 /** Pids of every process whose argv[0] or arguments contain `needle` (Linux /proc scan). */

@@ -1,14 +1,10 @@
 import { log as rootLog } from "../../log/logger.js";
+import { signalReaches } from "../../state/process.js";
 
 const log = rootLog.child("local");
 
 function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
+  return signalReaches(-pgid);
 }
 
 function signalGroup(pgid: number, signal: NodeJS.Signals): void {
