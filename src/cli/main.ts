@@ -2,6 +2,7 @@
 import { Command, CommanderError } from "commander";
 import { REPORT_URL_HINT, UserError } from "../errors.js";
 import { registerSuperviseCommand, registerUpCommand } from "./up-command.js";
+import { registerDashboardCommand } from "./dashboard-command.js";
 import { registerInitCommand } from "./init-command.js";
 import { registerLintCommand } from "./lint-command.js";
 import { registerPerfCommand } from "./perf-command.js";
@@ -22,6 +23,7 @@ export function buildProgram(ctx: CliContext): Command {
   registerUpCommand(program, ctx);
   registerSuperviseCommand(program, ctx);
   registerRunCommands(program, ctx);
+  registerDashboardCommand(program, ctx);
   registerSetupCommands(program, ctx);
   registerLintCommand(program, ctx);
   registerInitCommand(program, ctx);

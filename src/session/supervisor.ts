@@ -10,6 +10,7 @@ import { precompilePython, loadEnvironment } from "../runtimes/local/environment
 import { isOurProcess } from "../state/process.js";
 import { currentRun, runAlive, writeRunState, type RunState } from "../state/run-state.js";
 import type { SessionEvent } from "./events.js";
+import { eventWriter, takeReloadRequest } from "./run-events.js";
 import { clientFor, createController } from "./session.js";
 
 const log = rootLog.child("supervisor");
@@ -42,6 +43,8 @@ export async function runSupervisor(paths: Paths, print: (e: SessionEvent) => vo
   await staging.load();
   const bus = new EventBus<SessionEvent>();
   bus.on(print);
+  // Recorded for `triton-dev dashboard`, which replays and follows them.
+  bus.on(eventWriter(state));
   const gpus = await detectNvidiaGpus();
   const controller = createController(state, staging, bus, { runtime: state.runtime, gpuAvailable: gpus === undefined ? true : gpus > 0, gpuMissingSeverity: "error" });
   const index = await clientFor(state).repositoryIndex().catch(() => []);
@@ -62,6 +65,11 @@ export async function runSupervisor(paths: Paths, print: (e: SessionEvent) => vo
     }, 1000);
     process.once("SIGTERM", finish);
     process.once("SIGINT", finish);
+    // An attached dashboard's `r`.
+    process.on("SIGUSR2", () => {
+      const model = takeReloadRequest(state);
+      if (model) controller.reload(model);
+    });
   });
 }
 
