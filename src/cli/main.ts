@@ -5,6 +5,7 @@ import { registerSuperviseCommand, registerUpCommand } from "./up-command.js";
 import { registerDashboardCommand } from "./dashboard-command.js";
 import { registerInitCommand } from "./init-command.js";
 import { registerLintCommand } from "./lint-command.js";
+import { registerManifestsCommand } from "./manifests-command.js";
 import { registerPerfCommand } from "./perf-command.js";
 import { registerRunCommands } from "./run-commands.js";
 import { registerSetupCommands } from "./setup-commands.js";
@@ -26,6 +27,7 @@ export function buildProgram(ctx: CliContext): Command {
   registerDashboardCommand(program, ctx);
   registerSetupCommands(program, ctx);
   registerLintCommand(program, ctx);
+  registerManifestsCommand(program, ctx);
   registerInitCommand(program, ctx);
   registerPerfCommand(program, ctx);
   for (const c of program.commands) c.exitOverride().configureOutput({ writeOut: (s) => output.out(s.trimEnd()), writeErr: (s) => output.err(s.trimEnd()) });
