@@ -202,7 +202,11 @@ export function registerPerfCommand(program: Command, ctx: CliContext): Command 
       if (flags.json) output.out(JSON.stringify(report, null, 2));
       else printReport(output, report, { chart: flags.chart });
       if (report.stopped) {
-        output.err(`error: ${report.stopped.message}; ${report.sweeps.some((s) => s.levels.length) ? "the results above are those measured until then" : "nothing was measured"}`);
+        // The qualifier on the first line; a variant's diagnostics and the hint below it.
+        const [first, ...details] = report.stopped.message.split("\n");
+        output.err(`error: ${first}; ${report.sweeps.some((s) => s.levels.length) ? "the results above are those measured until then" : "nothing was measured"}`);
+        for (const d of details) output.err(`  ${d}`);
+        if (report.stopped.hint) output.err(`  hint: ${report.stopped.hint}`);
         ctx.exitCode = report.stopped.reason === "interrupted" ? 130 : 1;
       }
     });

@@ -19,7 +19,7 @@ export interface SweepResult {
   finishedAt: string;
   levels: LevelResult[];
   /** Why the sweep ended before its last level, when it did. */
-  stopped?: { reason: "interrupted" | "server-gone" | "failing"; message: string };
+  stopped?: { reason: "interrupted" | "server-gone" | "failing" | "variant"; message: string; hint?: string };
 }
 
 /** perf_analyzer's CSV header (without --verbose-csv), so tools that read its files read ours. */

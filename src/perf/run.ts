@@ -17,7 +17,7 @@ import { AllFailingError, InterruptedError, ServerGoneError, measureLevel, type 
 import { compareSweeps, diffSweeps, type ComparisonRow, type LevelDiff, type SweepResult } from "./report.js";
 import { breakdown, diffSnapshots, snapshotOf } from "./server-stats.js";
 import { GrpcTransport, HttpTransport, InferFailedError, type InferTransport, type Protocol } from "./transport.js";
-import { planVariants, removeVariant, stageVariant, type CompareSpec, type StagingTarget, type Variant } from "./variants.js";
+import { planVariants, removeVariant, stageVariant, VariantError, type CompareSpec, type StagingTarget, type Variant } from "./variants.js";
 
 export interface PerfOptions {
   model: string;
@@ -310,6 +310,7 @@ export async function runPerf(o: PerfOptions, deps: PerfDeps): Promise<PerfRepor
     await checkModel(t, o.model);
     const gpuProbe = o.engine === "builtin" ? await detectGpuProbe({ env: deps.env, host: t.host, ...(t.metricsUrl ? { metricsUrl: t.metricsUrl } : {}) }) : undefined;
     const sweeps: SweepResult[] = [];
+    let stoppedByVariant: PerfReport["stopped"];
     if (o.compare) {
       if (!t.state || !t.repoClient) {
         throw new UsageError("--compare needs the server started by `triton-dev up`: variants are staged into the repository it serves", { hint: "Leave out -u, and start Triton with `triton-dev up`." });
@@ -323,7 +324,7 @@ export async function runPerf(o: PerfOptions, deps: PerfDeps): Promise<PerfRepor
         throw new UserError(`cannot read ${configFile}, the served copy of ${o.model}'s config`, { hint: "Is the model part of the repository `triton-dev up` serves?" });
       }
       const variants = await planVariants(o.compare, { name: o.model, configText, config });
-      const staging: StagingTarget = { repository: t.state.repository, reload: t.state.reload, client: t.repoClient };
+      const staging: StagingTarget = { repository: t.state.repository, reload: t.state.reload, client: t.repoClient, lint: { runtime: t.state.runtime } };
       const staged: Variant[] = [];
       try {
         for (const v of variants) {
@@ -331,7 +332,14 @@ export async function runPerf(o: PerfOptions, deps: PerfDeps): Promise<PerfRepor
           if (v.configText !== undefined) {
             deps.progress?.(`staging ${v.servedModel} (${v.label}) beside ${o.model}`);
             staged.push(v);
-            await stageVariant(staging, o.model, v, 180_000, deps.signal);
+            try {
+              await stageVariant(staging, o.model, v, 180_000, deps.signal);
+            } catch (err) {
+              // What was measured so far is still worth showing, beside why the rest was not.
+              if (!(err instanceof VariantError)) throw err;
+              stoppedByVariant = { reason: "variant", message: err.message, ...(err.hint ? { hint: err.hint } : {}) };
+              break;
+            }
             if (deps.signal?.aborted) break;
           }
           const sweep = await runOne(t, o, v.servedModel, v.label, gpuProbe, deps);
@@ -354,7 +362,7 @@ export async function runPerf(o: PerfOptions, deps: PerfDeps): Promise<PerfRepor
     }
 
     const report: PerfReport = { model: o.model, ...(o.compareText ? { compare: o.compareText } : {}), sweeps };
-    const stopped = sweeps.find((s) => s.stopped)?.stopped ?? (deps.signal?.aborted ? { reason: "interrupted" as const, message: "interrupted (Ctrl-C)" } : undefined);
+    const stopped = sweeps.find((s) => s.stopped)?.stopped ?? stoppedByVariant ?? (deps.signal?.aborted ? { reason: "interrupted" as const, message: "interrupted (Ctrl-C)" } : undefined);
     if (stopped) report.stopped = stopped;
     if (sweeps.length > 1) report.comparison = compareSweeps(sweeps);
     if (o.keepHistory && sweeps.some((s) => s.levels.length > 0)) {

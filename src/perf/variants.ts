@@ -2,6 +2,8 @@ import fs from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
 import { UsageError, UserError } from "../errors.js";
+import { formatDiagnostic } from "../repo/diagnostics.js";
+import { lintModel, type LintOptions } from "../repo/lint.js";
 import type { ModelConfigSummary } from "../triton/grpc-client.js";
 import type { TritonHttpClient } from "../triton/http-client.js";
 
@@ -28,6 +30,13 @@ export interface Variant {
   label: string;
   servedModel: string;
   configText?: string;
+  /** The user's file the config came from (`--compare config=FILE`), named in diagnostics. */
+  sourceFile?: string;
+}
+
+/** A variant that cannot be served: lint found errors in it, or Triton refused it. */
+export class VariantError extends UserError {
+  override name = "VariantError";
 }
 
 /** Sibling models carry this marker, so they are recognisable (and ignorable) anywhere. */
@@ -221,24 +230,22 @@ export async function planVariants(spec: CompareSpec, m: OriginalModel): Promise
   const name = variantName(m.name, "config");
   return [
     { label: m.name, servedModel: m.name },
-    { label: path.basename(spec.file), servedModel: name, configText: renameConfig(text, name) },
+    { label: path.basename(spec.file), servedModel: name, configText: renameConfig(text, name), sourceFile: path.resolve(spec.file) },
   ];
 }
 
-/** Hard-link a model's files into a new tree (copying where links are refused); config.pbtxt is written anew. */
-async function linkTree(src: string, dst: string): Promise<void> {
+/**
+ * Copy a model's files into a new tree (a reflink where the filesystem can). Not hard links:
+ * a new link changes the original file's ctime, which Triton's poll mode reads as an edit and
+ * answers by reloading the original (and every ensemble using it) just as it is measured.
+ */
+async function copyTree(src: string, dst: string): Promise<void> {
   await fsp.mkdir(dst, { recursive: true });
   for (const e of await fsp.readdir(src, { withFileTypes: true })) {
     const s = path.join(src, e.name);
     const d = path.join(dst, e.name);
-    if (e.isDirectory()) await linkTree(s, d);
-    else if (e.isFile()) {
-      try {
-        await fsp.link(s, d);
-      } catch {
-        await fsp.copyFile(s, d);
-      }
-    }
+    if (e.isDirectory()) await copyTree(s, d);
+    else if (e.isFile()) await fsp.copyFile(s, d, fs.constants.COPYFILE_FICLONE);
   }
 }
 
@@ -246,6 +253,8 @@ export interface StagingTarget {
   repository: string;
   reload: "poll" | "explicit";
   client: TritonHttpClient;
+  /** How the served repository is linted (its runtime): a variant is checked the same way before Triton sees it. */
+  lint: LintOptions;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -258,11 +267,11 @@ async function waitForState(client: TritonHttpClient, name: string, want: "READY
     if (want === "READY") {
       if (entry?.state === "READY") return;
       if (entry?.state === "UNAVAILABLE" && entry.reason && entry.reason !== "unloaded") {
-        throw new UserError(`the variant ${name} failed to load: ${entry.reason}`, { hint: "The variant's config is shown by `triton-dev perf --json`; check it with `triton-dev lint`." });
+        throw new VariantError(`the variant ${name} failed to load: ${entry.reason}`, { hint: "The variant's config is shown by `triton-dev perf --json`; check it with `triton-dev lint`." });
       }
     } else if (!entry || entry.state === "UNAVAILABLE") return;
     if (Date.now() > deadline) {
-      if (want === "READY") throw new UserError(`the variant ${name} was not READY after ${Math.round(timeoutMs / 1000)} s (state ${entry?.state ?? "not listed"})`);
+      if (want === "READY") throw new VariantError(`the variant ${name} was not READY after ${Math.round(timeoutMs / 1000)} s (state ${entry?.state ?? "not listed"})`);
       return;
     }
     await sleep(250);
@@ -277,17 +286,39 @@ async function waitForState(client: TritonHttpClient, name: string, want: "READY
 export async function stageVariant(t: StagingTarget, original: string, v: Variant, timeoutMs = 180_000, signal?: AbortSignal): Promise<void> {
   if (v.configText === undefined) return;
   const scratch = path.join(path.dirname(t.repository), ".publish");
-  await fsp.mkdir(scratch, { recursive: true });
-  const tmp = path.join(scratch, `perf-${v.servedModel}-${process.pid}-${Date.now()}`);
+  const shadow = path.join(scratch, `perf-${process.pid}-${Date.now()}`);
+  const tmp = path.join(shadow, v.servedModel);
   const target = path.join(t.repository, v.servedModel);
-  await linkTree(path.join(t.repository, original), tmp);
-  // Replace, never write through, the hard link: the original's config.pbtxt must stay as it is.
-  await fsp.rm(path.join(tmp, "config.pbtxt"), { force: true });
-  await fsp.writeFile(path.join(tmp, "config.pbtxt"), v.configText);
-  if (fs.existsSync(target)) await removeDir(target, scratch);
-  await fsp.rename(tmp, target);
+  try {
+    await copyTree(path.join(t.repository, original), tmp);
+    await fsp.writeFile(path.join(tmp, "config.pbtxt"), v.configText);
+    await lintVariant(t, shadow, v);
+    if (fs.existsSync(target)) await removeDir(target, scratch);
+    await fsp.rename(tmp, target);
+  } finally {
+    await fsp.rm(shadow, { recursive: true, force: true });
+  }
   if (t.reload === "explicit") await t.client.loadModel(v.servedModel);
   await waitForState(t.client, v.servedModel, "READY", timeoutMs, signal);
+}
+
+/**
+ * Lint the variant beside the models it is served with (links to them in `shadow`, so an
+ * ensemble variant finds its steps): Triton would refuse a broken config only after a poll, and
+ * then only name it in its log.
+ */
+async function lintVariant(t: StagingTarget, shadow: string, v: Variant): Promise<void> {
+  for (const m of await fsp.readdir(t.repository)) {
+    if (m !== v.servedModel && !m.startsWith(".")) await fsp.symlink(path.join(t.repository, m), path.join(shadow, m));
+  }
+  const result = await lintModel(shadow, v.servedModel, t.lint);
+  const errors = result.models.find((m) => m.name === v.servedModel)?.diagnostics.filter((d) => d.severity === "error") ?? [];
+  if (errors.length === 0) return;
+  const staged = path.join(shadow, v.servedModel, "config.pbtxt");
+  const shown = errors.map((d) => formatDiagnostic(v.sourceFile && d.file === staged ? { ...d, file: v.sourceFile } : d));
+  throw new VariantError(`the variant ${v.label} has ${errors.length} error(s), so it was not staged\n${shown.join("\n")}`, {
+    hint: v.sourceFile ? `Fix ${v.sourceFile} (\`triton-dev lint\` checks a repository the same way).` : "The variant is derived from the served config; check it with `triton-dev lint`.",
+  });
 }
 
 async function removeDir(dir: string, scratch: string): Promise<void> {

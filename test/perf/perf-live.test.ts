@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { copySampleModels, freePorts, portArgs, runCli, tempDir, testEnv } from "../helpers/cli.js";
+import { copySampleModels, SAMPLE_MODELS, freePorts, portArgs, runCli, tempDir, testEnv } from "../helpers/cli.js";
 import type { PerfReport } from "../../src/perf/run.js";
 import type { LevelResult } from "../../src/perf/profile.js";
 import { PERF_ANALYZER_HEADER, runPerfCli, spawnPerfCli, tableRows } from "./helpers.js";
@@ -99,6 +99,12 @@ describe("triton-dev perf (real Triton, sample models)", () => {
   }, 60_000);
 
   it("shows dynamic batching paying off on the image model at concurrency 64, on a staged sibling", async () => {
+    const loads = async () => {
+      const { logFile } = JSON.parse(await fs.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8")) as { logFile: string };
+      return ((await fs.readFile(logFile, "utf8")).match(/loading: image_classifier:1/g) ?? []).length;
+    };
+    const loadsBefore = await loads();
+    expect(loadsBefore).toBeGreaterThan(0);
     const r = await runPerfCli(["image_classifier", "--compare", "batching", "--concurrency-range", "64", "-p", "1500", "-r", "4", "--json"], env);
     expect(r.code, r.stderr).toBe(0);
     const report = json(r.stdout);
@@ -120,7 +126,25 @@ describe("triton-dev perf (real Triton, sample models)", () => {
     const served = status.models.filter((m: { name: string; state: string }) => m.name === "image_classifier__perf_nobatch" && m.state !== "UNAVAILABLE");
     expect(served, JSON.stringify(status.models)).toEqual([]);
     expect(status.models.find((m: { name: string }) => m.name === "image_classifier").state).toBe("READY");
+    // Staging and removing the sibling never touched the original's files: Triton did not reload it.
+    expect(await loads()).toBe(loadsBefore);
   }, 120_000);
+
+  it("refuses a --compare config that lint rejects at once, naming the user's file, after showing the original's results", async () => {
+    const bad = path.join(work, "bad-variant.pbtxt");
+    const config = await fs.readFile(path.join(SAMPLE_MODELS, "image_classifier", "config.pbtxt"), "utf8");
+    await fs.writeFile(bad, config.replace(/max_batch_size:\s*\d+/, "max_batch_size: -2"));
+    const line = config.split("\n").findIndex((l) => /max_batch_size/.test(l)) + 1;
+    const started = Date.now();
+    const r = await runPerfCli(["image_classifier", "--compare", `config=${bad}`, "--concurrency-range", "1", "-p", "500", "--no-history"], env);
+    expect(Date.now() - started).toBeLessThan(60_000);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr).toMatch(new RegExp(`error: the variant bad-variant.pbtxt has \\d+ error\\(s\\), so it was not staged; the results above are those measured until then\\n {2}.*bad-variant\\.pbtxt:${line}:\\d+: error: `));
+    expect(r.stderr).toMatch(/hint: Fix .*bad-variant\.pbtxt/);
+    expect(tableRows(r.stdout).get(1)).toBeDefined();
+    const state = JSON.parse(await fs.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8"));
+    expect((await fs.readdir(state.repository)).filter((m: string) => m.includes("__perf_"))).toEqual([]);
+  }, 90_000);
 
   it("prints the table and chart, and the difference from the previous run of the model", async () => {
     const r = await runPerfCli(["bert_tokenizer", "--concurrency-range", "2", "-p", "1000", "-r", "3"], env);
