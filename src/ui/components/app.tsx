@@ -61,7 +61,7 @@ export function App({ store, onCommand, size: fixed, scrapeIntervalMs, clock }: 
   let body;
   switch (view) {
     case "help":
-      body = <HelpPanel width={W} height={main} />;
+      body = <HelpPanel width={W} height={main} ownsServer={s.ownsServer} />;
       break;
     case "logs":
       body = <LogsPanel lines={logs} total={s.logs.length} filter={s.ui.logFilter} scroll={s.ui.logScroll} width={W} height={main} />;

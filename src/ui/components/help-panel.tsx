@@ -11,13 +11,17 @@ export const KEYS: Array<[string, string]> = [
   ["p", "quick perf check of the selected model (p again cancels)"],
   ["r", "reload the selected model: validate, stage, load"],
   ["esc", "back to the overview"],
-  ["q  Ctrl-C", "quit, stopping the Triton this run started"],
 ];
 
-export const HelpPanel = memo(function HelpPanel({ width, height }: { width: number; height: number }) {
+/** `q` stops the server only where this dashboard started it (`up`), not in `triton-dev dashboard`. */
+export function keysFor(ownsServer: boolean): Array<[string, string]> {
+  return [...KEYS, ["q  Ctrl-C", ownsServer ? "quit, stopping the Triton this run started" : "quit; the detached Triton keeps running"]];
+}
+
+export const HelpPanel = memo(function HelpPanel({ width, height, ownsServer }: { width: number; height: number; ownsServer: boolean }) {
   return (
     <Panel title="Keys" width={width} height={height}>
-      {KEYS.map(([k, d]) => (
+      {keysFor(ownsServer).map(([k, d]) => (
         <Line key={k}>
           {`  ${k.padEnd(12)}${d}`}
         </Line>
