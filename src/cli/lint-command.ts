@@ -23,17 +23,35 @@ export interface LintDeps {
   detectGpus?: () => Promise<number | undefined>;
 }
 
-/**
- * The NVIDIA driver lists each GPU it drives under /proc (Linux, containers included). Without that
- * folder but with the driver's device node we cannot tell, so we say nothing rather than guess.
- */
 function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? "" : "s"}`;
 }
 
-/** Compiler-style text: per model, errors then warnings, then a summary line. */
+/** Models named in the summary's "would not load here" list; the rest are counted. */
+const SUMMARY_NAMES = 3;
+
+/**
+ * "(4 of 5 would load here; resnet50_fp16 needs a GPU)": a model with errors does not load, and
+ * neither does one whose warnings say this machine or runtime lacks what it needs.
+ */
+function loadSummary(result: LintResult): string {
+  const total = result.models.length;
+  if (total === 0) return "";
+  const loading = result.models.filter((m) => m.wouldLoad).length;
+  const notHere = result.models.filter((m) => m.unavailable);
+  if (notHere.length === 0) return ` (${loading} of ${total} would load)`;
+  const named = notHere.slice(0, SUMMARY_NAMES).map((m) => `${m.name} ${m.unavailable}`);
+  if (notHere.length > SUMMARY_NAMES) named.push(`${notHere.length - SUMMARY_NAMES} more cannot load here`);
+  return ` (${loading} of ${total} would load here; ${named.join("; ")})`;
+}
+
+/** Compiler-style text: findings about the repository, then per model errors then warnings, then a summary line. */
 export function formatLintResult(result: LintResult, cwd: string): string {
   const lines: string[] = [];
+  if (result.repositoryDiagnostics.length > 0) {
+    for (const d of result.repositoryDiagnostics) lines.push(formatDiagnostic(d, cwd));
+    lines.push("");
+  }
   for (const m of result.models) {
     if (m.diagnostics.length === 0) continue;
     const { errors, warnings } = countBySeverity(m.diagnostics);
@@ -43,11 +61,7 @@ export function formatLintResult(result: LintResult, cwd: string): string {
     for (const d of [...byKind("error"), ...byKind("warning")]) lines.push(formatDiagnostic(d, cwd));
     lines.push("");
   }
-  const clean = result.models.filter((m) => !m.diagnostics.some((d) => d.severity === "error")).length;
-  lines.push(
-    `${plural(result.models.length, "model")} checked: ${plural(result.errorCount, "error")}, ${plural(result.warningCount, "warning")}` +
-      (result.models.length ? ` (${clean} of ${result.models.length} would load)` : ""),
-  );
+  lines.push(`${plural(result.models.length, "model")} checked: ${plural(result.errorCount, "error")}, ${plural(result.warningCount, "warning")}${loadSummary(result)}`);
   return lines.join("\n");
 }
 
@@ -89,7 +103,14 @@ export async function runLint(dir: string, flags: LintFlags, deps: LintDeps = {}
           repository: repo,
           errorCount: result.errorCount,
           warningCount: result.warningCount,
-          models: result.models.map((m) => ({ name: m.name, dir: m.dir, diagnostics: m.diagnostics })),
+          repositoryDiagnostics: result.repositoryDiagnostics,
+          models: result.models.map((m) => ({
+            name: m.name,
+            dir: m.dir,
+            wouldLoad: m.wouldLoad,
+            ...(m.unavailable ? { unavailable: m.unavailable } : {}),
+            diagnostics: m.diagnostics,
+          })),
         },
         null,
         2,

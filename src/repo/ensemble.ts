@@ -1,9 +1,9 @@
 import { ENSEMBLE_PLATFORM } from "./backends.js";
-import type { DataType, ModelConfig, ModelEnsembling_Step } from "./gen/model_config_pb.js";
+import { DataType, type ModelConfig, type ModelEnsembling_Step, type ModelInput, type ModelOutput } from "./gen/model_config_pb.js";
 import type { ModelLayout } from "./layout.js";
 import type { ParsedConfig } from "./parse.js";
 import { type Reporter, dataTypeName, shapeString, versionsToLoad } from "./rules.js";
-import { closest, quoteList } from "./suggest.js";
+import { cycleText, quoteList } from "./suggest.js";
 
 /** What the ensemble rules know of each model in the repository. */
 export interface RepoModel {
@@ -101,8 +101,13 @@ export function checkEnsembleGraph(parsed: ParsedConfig, r: Reporter): void {
   });
 
   const outputs = new Set(c.output.map((o) => o.name));
+  // Candidates for "did you mean", listed once rather than per finding.
+  let producedNames: string[] | undefined;
+  let knownNames: string[] | undefined;
   const queue: TensorInfo[] = [];
+  // An unnamed input or output is an error of its own (io-name-missing), not a graph problem.
   c.input.forEach((input, i) => {
+    if (!input.name) return;
     const t = tensors.get(input.name);
     if (!t || t.consumedBy.length === 0) {
       if (t?.producedBy) return; // reported below as an overwritten input
@@ -139,13 +144,15 @@ export function checkEnsembleGraph(parsed: ParsedConfig, r: Reporter): void {
   }
 
   const inCycle = reportTensorCycles(tensors, r);
+  const unreadySource = unreadySources(tensors);
 
   c.output.forEach((output, i) => {
+    if (!output.name) return;
     const t = tensors.get(output.name);
     if (!t || !t.producedBy) {
       if (t?.isEnsembleInput) return;
-      const names = [...tensors.values()].filter((x) => x.producedBy && !outputs.has(x.name)).map((x) => x.name);
-      const near = closest(output.name, names);
+      producedNames ??= [...tensors.values()].filter((x) => x.producedBy && !outputs.has(x.name)).map((x) => x.name);
+      const near = r.suggest(output.name, producedNames);
       r.error(
         "ensemble-output-not-written",
         `output[${i}]`,
@@ -155,7 +162,7 @@ export function checkEnsembleGraph(parsed: ParsedConfig, r: Reporter): void {
       return;
     }
     if (!t.ready && !inCycle.has(t.name)) {
-      const culprit = unreadySource(t, tensors);
+      const culprit = unreadySource(t);
       r.error(
         "ensemble-output-not-written",
         `output[${i}]`,
@@ -173,8 +180,8 @@ export function checkEnsembleGraph(parsed: ParsedConfig, r: Reporter): void {
     if (outputs.has(t.name) || inCycle.has(t.name)) continue;
     if (!t.producedBy && !t.isEnsembleInput) {
       const use = t.consumedBy[0]!;
-      const known = [...tensors.values()].filter((x) => x.producedBy || x.isEnsembleInput).map((x) => x.name);
-      const near = closest(t.name, known);
+      knownNames ??= [...tensors.values()].filter((x) => x.producedBy || x.isEnsembleInput).map((x) => x.name);
+      const near = r.suggest(t.name, knownNames);
       r.error(
         "ensemble-tensor-not-produced",
         `${entryPath(use.step, "input_map", use.key)}.value#value`,
@@ -193,7 +200,7 @@ export function checkEnsembleGraph(parsed: ParsedConfig, r: Reporter): void {
       continue;
     }
     if (t.producedBy && !t.ready) {
-      const culprit = unreadySource(t, tensors);
+      const culprit = unreadySource(t);
       r.error(
         "ensemble-tensor-unused",
         `${entryPath(t.producedBy.step, "output_map", t.producedBy.key)}.value#value`,
@@ -224,18 +231,39 @@ export function checkEnsembleGraph(parsed: ParsedConfig, r: Reporter): void {
   }
 }
 
-/** Follows not-ready inputs back to a tensor nothing produces (Triton names it the same way). */
-function unreadySource(t: TensorInfo, tensors: Map<string, TensorInfo>): string | undefined {
-  const seen = new Set<string>();
-  let cur: TensorInfo | undefined = t;
-  let last = t.name;
-  while (cur && !seen.has(cur.name)) {
-    seen.add(cur.name);
-    last = cur.name;
-    const nextBad: string | undefined = [...cur.prev].find((p) => !tensors.get(p)?.ready && !seen.has(p));
-    cur = nextBad ? tensors.get(nextBad) : undefined;
-  }
-  return last;
+/**
+ * Follows not-ready inputs back to a tensor nothing produces (Triton names it the same way). The
+ * walks are remembered: every tensor after a break in a chain of thousands of steps asks, and
+ * walking the chain again for each would take quadratic time.
+ */
+function unreadySources(tensors: Map<string, TensorInfo>): (t: TensorInfo) => string {
+  const memo = new Map<string, string>();
+  return (t) => {
+    const walked: string[] = [];
+    const seen = new Set<string>();
+    let cur: TensorInfo | undefined = t;
+    let found = t.name;
+    while (cur) {
+      const known = memo.get(cur.name);
+      if (known !== undefined) {
+        found = known;
+        break;
+      }
+      seen.add(cur.name);
+      walked.push(cur.name);
+      found = cur.name;
+      const nextBad: string | undefined = [...cur.prev].find((p) => !tensors.get(p)?.ready && !seen.has(p));
+      cur = nextBad ? tensors.get(nextBad) : undefined;
+    }
+    for (const n of walked) memo.set(n, found);
+    return found;
+  };
+}
+
+/** `0, 1 and 2`; a long list of steps shows its first ones and a count. */
+function stepList(steps: readonly number[]): string {
+  if (steps.length <= 8) return steps.length === 1 ? String(steps[0]) : `${steps.slice(0, -1).join(", ")} and ${steps[steps.length - 1]}`;
+  return `${steps.slice(0, 8).join(", ")} and ${steps.length - 8} more`;
 }
 
 /** Reports each cycle between ensemble tensors once; returns the tensors on cycles. */
@@ -252,26 +280,43 @@ function reportTensorCycles(tensors: Map<string, TensorInfo>, r: Reporter): Set<
     r.error(
       "ensemble-tensor-cycle",
       where,
-      `ensemble tensors form a cycle: ${[...cycle, cycle[0]].join(" -> ")}`,
-      `Steps ${[...new Set(steps)].sort((a, b) => a - b).join(", ")} feed each other; one of them must read a tensor produced earlier instead.`,
+      `ensemble tensors form a cycle: ${cycleText(cycle)}`,
+      `Steps ${stepList([...new Set(steps)].sort((a, b) => a - b))} feed each other; one of them must read a tensor produced earlier instead.`,
     );
   }
   return onCycle;
 }
 
-/** Elementary cycles found by DFS, each reported once, starting at its smallest member. */
+/**
+ * Cycles found by depth-first search, each reported once, starting at its smallest member. The
+ * search keeps its own stack: an ensemble of thousands of chained steps must not exhaust the
+ * call stack.
+ */
 export function findCycles(nodes: Iterable<string>, edges: (n: string) => Iterable<string>): string[][] {
   const state = new Map<string, 1 | 2>();
-  const stack: string[] = [];
+  const path: string[] = [];
+  const frames: Array<Iterator<string>> = [];
   const cycles: string[][] = [];
   const keys = new Set<string>();
-  const visit = (n: string): void => {
+  const enter = (n: string): void => {
     state.set(n, 1);
-    stack.push(n);
-    for (const m of edges(n)) {
+    path.push(n);
+    frames.push(edges(n)[Symbol.iterator]());
+  };
+  for (const start of [...nodes].sort()) {
+    if (state.has(start)) continue;
+    enter(start);
+    while (frames.length) {
+      const step = frames[frames.length - 1]!.next();
+      if (step.done) {
+        frames.pop();
+        state.set(path.pop()!, 2);
+        continue;
+      }
+      const m = step.value;
       const st = state.get(m);
       if (st === 1) {
-        const cyc = stack.slice(stack.indexOf(m));
+        const cyc = path.slice(path.lastIndexOf(m));
         const min = cyc.reduce((a, b) => (b < a ? b : a));
         const k = cyc.indexOf(min);
         const norm = [...cyc.slice(k), ...cyc.slice(0, k)];
@@ -281,13 +326,10 @@ export function findCycles(nodes: Iterable<string>, edges: (n: string) => Iterab
           cycles.push(norm);
         }
       } else if (st === undefined) {
-        visit(m);
+        enter(m);
       }
     }
-    stack.pop();
-    state.set(n, 2);
-  };
-  for (const n of [...nodes].sort()) if (!state.has(n)) visit(n);
+  }
   return cycles.sort((x, y) => (x.join("\u0000") < y.join("\u0000") ? -1 : 1));
 }
 
@@ -300,6 +342,16 @@ interface TensorNode {
 
 const sameWithWildcard = (a: readonly bigint[], b: readonly bigint[]): boolean =>
   a.length === b.length && a.every((d, i) => d === -1n || b[i] === -1n || d === b[i]);
+
+const badDim = (d: bigint): boolean => d < 1n && d !== -1n;
+
+/**
+ * An input or output whose data_type or dims are already errors of its own model
+ * (io-data-type-missing, io-dims-missing, dims-invalid, reshape-invalid): comparing it along an
+ * edge would only repeat that error as a mismatch whose hint makes no sense.
+ */
+const isBroken = (io: ModelInput | ModelOutput): boolean =>
+  io.dataType === DataType.TYPE_INVALID || io.dims.length === 0 || io.dims.some(badDim) || (io.reshape?.shape.some(badDim) ?? false);
 
 /**
  * The ensemble against the models it composes (core's ValidateEnsembleConfig at load time):
@@ -319,10 +371,14 @@ export function checkEnsembleSteps(
   const batching = c.maxBatchSize > 0;
   const nodes = new Map<string, TensorNode>();
   const node = (type: DataType, dims: bigint[], batch: boolean, from: string): TensorNode => ({ type, dims, full: batch ? [-1n, ...dims] : dims, from });
-  for (const io of c.input) nodes.set(io.name, node(io.dataType, io.reshape ? io.reshape.shape : io.dims, batching, `ensemble input '${io.name}'`));
-  for (const io of c.output) nodes.set(io.name, node(io.dataType, io.reshape ? io.reshape.shape : io.dims, batching, `ensemble output '${io.name}'`));
+  // Broken ensemble inputs and outputs stay out of the table, so their edges are not compared.
+  for (const io of c.input) if (!isBroken(io)) nodes.set(io.name, node(io.dataType, io.reshape ? io.reshape.shape : io.dims, batching, `ensemble input '${io.name}'`));
+  for (const io of c.output) if (!isBroken(io)) nodes.set(io.name, node(io.dataType, io.reshape ? io.reshape.shape : io.dims, batching, `ensemble output '${io.name}'`));
+  const broken = new Set([...c.input, ...c.output].filter(isBroken).map((io) => io.name));
 
-  const agree = (tensor: string, here: TensorNode, where: string): void => {
+  const agree = (tensor: string, io: ModelInput | ModelOutput, batch: boolean, from: string, where: string): void => {
+    if (isBroken(io) || broken.has(tensor)) return;
+    const here = node(io.dataType, io.dims, batch, from);
     const there = nodes.get(tensor);
     if (!there) {
       nodes.set(tensor, here);
@@ -352,7 +408,7 @@ export function checkEnsembleSteps(
     const m = models.get(name);
     if (name === self || (cyclic.has(self) && cyclic.has(name))) return; // reported as a cycle
     if (!m) {
-      r.error("ensemble-model-missing", at, `step ${s} runs model '${name}', which is not in the repository`, hintFor(name, [...models.keys()].filter((n) => n !== self), "model"));
+      r.error("ensemble-model-missing", at, `step ${s} runs model '${name}', which is not in the repository`, hintFor(r, name, [...models.keys()].filter((n) => n !== self), "model"));
       return;
     }
     if (!m.parsed) {
@@ -363,7 +419,8 @@ export function checkEnsembleSteps(
       r.error("ensemble-model-invalid", at, `step ${s} runs model '${name}', which has ${m.errorCount} error${m.errorCount === 1 ? "" : "s"} and will not load`, `Fix ${name} first: the ensemble cannot load without it.`);
     }
     const mc = m.parsed.config;
-    if (step.modelVersion !== -1n) {
+    // Without any version folder the model has its own error (version-missing); no version fits.
+    if (step.modelVersion !== -1n && m.layout.versions.length > 0) {
       // An omitted model_version is 0, and Triton then requires version 0, not the latest.
       const v = Number(step.modelVersion);
       const { load } = versionsToLoad(mc, m.layout);
@@ -379,7 +436,8 @@ export function checkEnsembleSteps(
         );
       }
     }
-    if (mc.maxBatchSize !== 0 && mc.maxBatchSize < c.maxBatchSize) {
+    // A negative max_batch_size on either side is an error of its own (max-batch-size-negative).
+    if (mc.maxBatchSize > 0 && c.maxBatchSize >= 0 && mc.maxBatchSize < c.maxBatchSize) {
       r.error(
         "ensemble-max-batch-size",
         at,
@@ -393,12 +451,13 @@ export function checkEnsembleSteps(
     for (const [key, tensor] of Object.entries(step.inputMap)) {
       const io = inputs.get(key);
       if (!io) {
-        r.error("ensemble-unknown-input", `${entryPath(s, "input_map", key)}.key#value`, `model '${name}' has no input '${key}'`, hintFor(key, inputs.keys(), "input"));
+        r.error("ensemble-unknown-input", `${entryPath(s, "input_map", key)}.key#value`, `model '${name}' has no input '${key}'`, hintFor(r, key, inputs.keys(), "input"));
         continue;
       }
-      agree(tensor, node(io.dataType, io.dims, stepBatching, `input '${key}' of model '${name}'`), `${entryPath(s, "input_map", key)}.value#value`);
+      agree(tensor, io, stepBatching, `input '${key}' of model '${name}'`, `${entryPath(s, "input_map", key)}.value#value`);
     }
-    const missing = mc.input.filter((i) => !i.optional && !(i.name in step.inputMap)).map((i) => i.name);
+    // An unnamed input is an error of its own model (io-name-missing): it cannot be mapped by name.
+    const missing = mc.input.filter((i) => i.name && !i.optional && !Object.hasOwn(step.inputMap, i.name)).map((i) => i.name);
     if (missing.length > 0) {
       r.error(
         "ensemble-input-not-mapped",
@@ -410,17 +469,17 @@ export function checkEnsembleSteps(
     for (const [key, tensor] of Object.entries(step.outputMap)) {
       const io = outputs.get(key);
       if (!io) {
-        r.error("ensemble-unknown-output", `${entryPath(s, "output_map", key)}.key#value`, `model '${name}' has no output '${key}'`, hintFor(key, outputs.keys(), "output"));
+        r.error("ensemble-unknown-output", `${entryPath(s, "output_map", key)}.key#value`, `model '${name}' has no output '${key}'`, hintFor(r, key, outputs.keys(), "output"));
         continue;
       }
-      agree(tensor, node(io.dataType, io.dims, stepBatching, `output '${key}' of model '${name}'`), `${entryPath(s, "output_map", key)}.value#value`);
+      agree(tensor, io, stepBatching, `output '${key}' of model '${name}'`, `${entryPath(s, "output_map", key)}.value#value`);
     }
   });
 }
 
-function hintFor(name: string, candidates: Iterable<string>, what: string): string {
+function hintFor(r: Reporter, name: string, candidates: Iterable<string>, what: string): string {
   const list = [...candidates];
-  const near = closest(name, list);
+  const near = r.suggest(name, list);
   if (near) return `Did you mean '${near}'?`;
   if (list.length === 0) return `It declares no ${what}s.`;
   return list.length <= 8 ? `Its ${what}s are ${quoteList(list)}.` : `Check the ${what} names.`;
@@ -442,7 +501,7 @@ export function checkEnsembleCycles(models: Map<string, RepoModel>, reporterFor:
   };
   for (const cycle of findCycles(ensembles.map((e) => e.name), edges)) {
     cycle.forEach((n) => cyclic.add(n));
-    const text = [...cycle, cycle[0]].join(" -> ");
+    const text = cycleText(cycle);
     cycle.forEach((n, i) => {
       const target = cycle[(i + 1) % cycle.length]!;
       const steps = ensembleSteps(models.get(n)!.parsed!.config);

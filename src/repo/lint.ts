@@ -1,6 +1,5 @@
 import path from "node:path";
 import { log } from "../log/logger.js";
-import { RUNTIME_BACKENDS, effectiveBackend } from "./backends.js";
 import { type Diagnostic, compareDiagnostics, countBySeverity, dedupeDiagnostics } from "./diagnostics.js";
 import { type RepoModel, checkEnsembleCycles, checkEnsembleGraph, checkEnsembleSteps, ensembleSteps, isEnsemble } from "./ensemble.js";
 import { CONFIG_FILE, listModelNames, scanModel } from "./layout.js";
@@ -20,11 +19,23 @@ export interface LintedModel {
   /** The parsed config in Triton's JSON form; absent when config.pbtxt is missing or unreadable. */
   config?: ModelConfigJson;
   diagnostics: Diagnostic[];
+  /**
+   * Whether Triton would load it on this machine with the chosen runtime: no error, and nothing
+   * the machine or runtime lacks (those are warnings, since the config may be meant elsewhere).
+   */
+  wouldLoad: boolean;
+  /**
+   * Why a model without errors would still not load here, as a phrase that follows its name
+   * ("needs a GPU"); absent when nothing here stops it.
+   */
+  unavailable?: string;
 }
 
 export interface LintResult {
   models: LintedModel[];
-  /** Every diagnostic of every model above, errors first. */
+  /** Findings about the repository as a whole rather than one model (it holds no model). */
+  repositoryDiagnostics: Diagnostic[];
+  /** Every diagnostic of the repository and of every model above, errors first. */
   diagnostics: Diagnostic[];
   errorCount: number;
   warningCount: number;
@@ -32,8 +43,8 @@ export interface LintResult {
 
 interface Analysed extends RepoModel {
   reporter: Reporter;
-  /** The runtime cannot load it (its backend is missing there). */
-  unavailable: boolean;
+  /** What this machine or runtime lacks to load it (see LintedModel.unavailable). */
+  unavailable?: string;
 }
 
 async function analyseModel(repo: string, name: string, options: LintOptions): Promise<Analysed> {
@@ -52,24 +63,28 @@ async function analyseModel(repo: string, name: string, options: LintOptions): P
         layout.dir,
       );
     }
-    return { name, layout, reporter, errorCount: 0, unavailable: false };
+    return { name, layout, reporter, errorCount: 0 };
   }
 
   const result = parseModelConfig(layout.configText, configFile, { model: name });
   const reporter = new Reporter(name, result.parsed, configFile);
   reporter.diagnostics.push(...result.diagnostics);
-  let unavailable = false;
+  let unavailable: string | undefined;
   if (result.parsed) {
     const ctx: ModelContext = { name, layout, parsed: result.parsed, options };
     await checkModel(ctx, reporter);
-    checkRuntimeBackend(ctx, reporter);
+    const missingBackend = checkRuntimeBackend(ctx, reporter);
     checkEnsembleGraph(result.parsed, reporter);
-    const c = result.parsed.config;
-    const backend = effectiveBackend(c.platform, c.backend);
-    unavailable = !!options.runtime && !isEnsemble(c) && !!backend && !RUNTIME_BACKENDS[options.runtime].includes(backend);
+    // The same findings as those warnings, put as what stops the model here: the summary counts
+    // it as not loading, and the ensembles that run it cannot load either.
+    if (missingBackend) {
+      unavailable = `needs the ${missingBackend} backend, not in the ${options.runtime} runtime`;
+    } else if (reporter.diagnostics.some((d) => d.code === "gpu-unavailable")) {
+      unavailable = "needs a GPU";
+    }
   }
   const { errors } = countBySeverity(reporter.diagnostics);
-  return { name, layout, parsed: result.parsed, reporter, errorCount: errors, unavailable };
+  return { name, layout, parsed: result.parsed, reporter, errorCount: errors, ...(unavailable ? { unavailable } : {}) };
 }
 
 /** Ensembles after the ensembles they run, so a broken inner ensemble is known before the outer one is checked. */
@@ -99,14 +114,15 @@ async function analyseRepository(repo: string, options: LintOptions): Promise<Ma
     checkEnsembleSteps(m.parsed!, name, models, m.reporter, cyclic);
     for (const [s, step] of ensembleSteps(m.parsed!.config).entries()) {
       const dep = models.get(step.modelName);
-      if (dep?.unavailable) {
+      // A step model with errors is already an error here (ensemble-model-invalid).
+      if (dep?.unavailable && dep.errorCount === 0) {
         m.reporter.warning(
           "ensemble-model-unavailable",
           `ensemble_scheduling.step[${s}].model_name#value`,
-          `step ${s} runs '${step.modelName}', which the ${options.runtime} runtime cannot load, so neither can this ensemble`,
-          "See the warning on that model.",
+          `step ${s} runs '${step.modelName}', which ${dep.unavailable}, so this ensemble cannot load here either`,
+          `See the warning on ${step.modelName}.`,
         );
-        m.unavailable = true;
+        m.unavailable ??= `runs '${step.modelName}', which cannot load here`;
       }
     }
     m.errorCount = countBySeverity(m.reporter.diagnostics).errors;
@@ -114,16 +130,35 @@ async function analyseRepository(repo: string, options: LintOptions): Promise<Ma
   return models;
 }
 
-function toResult(models: Analysed[]): LintResult {
-  const linted: LintedModel[] = models.map((m) => ({
-    name: m.name,
-    dir: m.layout.dir,
-    ...(m.parsed ? { config: m.parsed.json } : {}),
-    diagnostics: dedupeDiagnostics(m.reporter.diagnostics).sort(compareDiagnostics),
-  }));
-  const all = linted.flatMap((m) => m.diagnostics).sort(compareDiagnostics);
+function toResult(models: Analysed[], repositoryDiagnostics: Diagnostic[] = []): LintResult {
+  const linted: LintedModel[] = models.map((m) => {
+    const diagnostics = dedupeDiagnostics(m.reporter.diagnostics).sort(compareDiagnostics);
+    const clean = !diagnostics.some((d) => d.severity === "error");
+    return {
+      name: m.name,
+      dir: m.layout.dir,
+      ...(m.parsed ? { config: m.parsed.json } : {}),
+      diagnostics,
+      wouldLoad: clean && !m.unavailable,
+      ...(clean && m.unavailable ? { unavailable: m.unavailable } : {}),
+    };
+  });
+  const all = [...repositoryDiagnostics, ...linted.flatMap((m) => m.diagnostics)].sort(compareDiagnostics);
   const { errors, warnings } = countBySeverity(all);
-  return { models: linted, diagnostics: all, errorCount: errors, warningCount: warnings };
+  return { models: linted, repositoryDiagnostics, diagnostics: all, errorCount: errors, warningCount: warnings };
+}
+
+/** An empty repository is almost always the wrong folder; `up` refuses it too (stage.ts). */
+function emptyRepository(repo: string): Diagnostic {
+  return {
+    severity: "error",
+    file: repo,
+    line: 1,
+    column: 1,
+    message: `model repository '${path.basename(repo) || repo}' holds no model directories`,
+    hint: `A model directory holds config.pbtxt and a numbered version folder (my_model/config.pbtxt, my_model/1/model.py): pass the folder that holds such directories, or scaffold one with \`triton-dev init ${repo}\`.`,
+    code: "repository-empty",
+  };
 }
 
 /**
@@ -135,7 +170,7 @@ export async function lintRepository(dir: string, opts: LintOptions = {}): Promi
   const repo = path.resolve(dir);
   const started = Date.now();
   const models = await analyseRepository(repo, opts);
-  const result = toResult([...models.values()]);
+  const result = toResult([...models.values()], models.size === 0 ? [emptyRepository(repo)] : []);
   logger.debug("linted repository", { repo, models: models.size, errors: result.errorCount, warnings: result.warningCount, ms: Date.now() - started });
   return result;
 }

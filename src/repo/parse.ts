@@ -1,7 +1,7 @@
 import type { DescEnum, DescField, DescMessage } from "@bufbuild/protobuf";
 import { ScalarType } from "@bufbuild/protobuf";
 import { fromText } from "@bufbuild/protobuf/txtpb";
-import { type Diagnostic, DiagnosticError } from "./diagnostics.js";
+import { type Diagnostic, DiagnosticError, clipLongRuns } from "./diagnostics.js";
 import { ModelConfigSchema, type ModelConfig } from "./gen/model_config_pb.js";
 import { type ModelConfigJson, toModelConfigJson } from "./model-config.js";
 import { closest, quoteList } from "./suggest.js";
@@ -99,8 +99,8 @@ export function parseModelConfig(text: string, file: string, options: ParseOptio
     file,
     line: pos.line,
     column: pos.column,
-    message,
-    ...(hint ? { hint } : {}),
+    message: clipLongRuns(message),
+    ...(hint ? { hint: clipLongRuns(hint) } : {}),
     ...(options.model !== undefined ? { model: options.model } : {}),
     code,
   });
@@ -111,6 +111,26 @@ export function parseModelConfig(text: string, file: string, options: ParseOptio
   } catch (err) {
     if (err instanceof TextSyntaxError) return { diagnostics: [diag(err.pos, err.message, err.hint, "config-syntax")] };
     throw err;
+  }
+
+  const huge = hugeIntegers(tree);
+  if (huge.length > 0) {
+    // The library would turn each of these into a BigInt, again for every prefix that locating its
+    // error re-reads: seconds for a number a megabyte long. Each is out of range for its field in
+    // any case, so the first is the error unless the text has another one before it, which shows
+    // as well with the numbers replaced by 0 (the text before the first is unchanged).
+    const first = huge[0]!;
+    let tamed = "";
+    let at = 0;
+    for (const h of huge) {
+      tamed += `${text.slice(at, h.token.pos.offset)}0`;
+      at = h.token.end;
+    }
+    tamed += text.slice(at);
+    const earlier = parseModelConfig(tamed, file, options).diagnostics[0];
+    const p = first.token.pos;
+    if (earlier && (earlier.line < p.line || (earlier.line === p.line && earlier.column < p.column))) return { diagnostics: [earlier] };
+    return { diagnostics: [diag(p, first.message, first.hint, "config-schema")] };
   }
 
   let config: ModelConfig;
@@ -210,6 +230,80 @@ function mapMessage(node: MessageNode, desc: DescMessage, prefix: string, source
 }
 
 // ---------------------------------------------------------------------------------------------
+// Integers too large for any integer field
+
+const INTEGER_TYPES: ReadonlyMap<ScalarType, string> = new Map([
+  [ScalarType.INT32, "int32"],
+  [ScalarType.SINT32, "sint32"],
+  [ScalarType.SFIXED32, "sfixed32"],
+  [ScalarType.UINT32, "uint32"],
+  [ScalarType.FIXED32, "fixed32"],
+  [ScalarType.INT64, "int64"],
+  [ScalarType.SINT64, "sint64"],
+  [ScalarType.SFIXED64, "sfixed64"],
+  [ScalarType.UINT64, "uint64"],
+  [ScalarType.FIXED64, "fixed64"],
+]);
+
+/** More significant digits than 2^64 has in that base: out of range for every integer type. */
+function beyond64Bits(literal: string): boolean {
+  if (/^0[xX]/.test(literal)) return literal.slice(2).replace(/^0+/, "").length > 16;
+  if (literal.length > 1 && literal.startsWith("0")) return literal.slice(1).replace(/^0+/, "").length > 22;
+  return literal.replace(/^0+/, "").length > 20;
+}
+
+interface HugeInteger {
+  token: Token;
+  message: string;
+  hint: string;
+}
+
+/** Calls `visit` for each scalar value in the tree whose field the schema knows, with that field. */
+function visitScalars(root: MessageNode, visit: (token: Token, field: DescField, label: string, mapKey: boolean) => void): void {
+  const walk = (node: MessageNode, desc: DescMessage): void => {
+    for (const f of node.fields) {
+      const field = desc.fields.find((d) => d.name === f.name);
+      if (!field) continue;
+      for (const item of f.value.kind === "list" ? f.value.items : [f.value]) {
+        if (item.kind === "scalar") {
+          visit(item.token, field, field.name, false);
+        } else if (field.fieldKind === "map") {
+          for (const e of item.fields) {
+            if ((e.name === "key" || e.name === "value") && e.value.kind === "scalar") visit(e.value.token, field, `${field.name} ${e.name}`, e.name === "key");
+            else if (e.name === "value" && e.value.kind === "message" && field.mapKind === "message") walk(e.value, field.message);
+          }
+        } else if (field.fieldKind === "message" || (field.fieldKind === "list" && field.listKind === "message")) {
+          walk(item, field.message);
+        }
+      }
+    }
+  };
+  walk(root, ModelConfigSchema);
+}
+
+/** Integer literals given to integer fields (or integer map keys) that cannot fit, in file order. */
+function hugeIntegers(tree: ParseTreeResult): HugeInteger[] {
+  const huge = new Set(tree.tokens.filter((t) => t.type === "int" && beyond64Bits(t.text)));
+  if (huge.size === 0) return [];
+  const out: HugeInteger[] = [];
+  // One walk over the tree for all of them: a file can hold thousands.
+  visitScalars(tree.root, (token, f, label, mapKey) => {
+    if (!huge.has(token)) return;
+    let scalar: ScalarType | undefined;
+    if (f.fieldKind === "map") scalar = mapKey ? f.mapKey : f.mapKind === "scalar" ? f.scalar : undefined;
+    else if (f.fieldKind === "scalar" || (f.fieldKind === "list" && f.listKind === "scalar")) scalar = f.scalar;
+    const type = scalar === undefined ? undefined : INTEGER_TYPES.get(scalar);
+    if (!type || token.type !== "int") return;
+    out.push({
+      token,
+      message: `invalid value for '${label}': ${token.text.length > 40 ? `a number of ${token.text.length} characters` : token.text} does not fit in ${type}`,
+      hint: `'${label}' is a ${type.endsWith("32") ? "32" : "64"}-bit integer.`,
+    });
+  });
+  return out.sort((a, b) => a.token.pos.offset - b.token.pos.offset);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Errors from the library, located and explained
 
 interface Explained {
@@ -222,27 +316,57 @@ interface Explained {
 /**
  * The library reports no position, so find the shortest token-aligned prefix of the text that
  * fails with the same message: the error sits at that prefix's last token.
+ *
+ * Each probe re-reads a prefix, so on a large file the search first reads each top-level field on
+ * its own (one pass over the text in all): most errors lie inside one field and show there with
+ * the same message, and the search then runs within that field alone. Errors between fields (a
+ * field set twice, two members of a oneof) search the whole text.
  */
-function locateLibraryError(text: string, tokens: Token[], message: string): Token {
+function locateLibraryError(text: string, tree: ParseTreeResult, message: string): Token {
+  const { tokens } = tree;
   const n = tokens.length - 1; // the last token is eof
-  const failsTheSame = (k: number): boolean => {
-    if (k >= n) return true;
-    const prefix = text.slice(0, tokens[k - 1]!.end);
+  const messageOf = (from: number, to: number): string | undefined => {
     try {
-      fromText(ModelConfigSchema, prefix);
-      return false;
+      fromText(ModelConfigSchema, text.slice(from, to));
+      return undefined;
     } catch (err) {
-      return (err instanceof Error ? err.message : String(err)) === message;
+      return err instanceof Error ? err.message : String(err);
     }
   };
-  let lo = 1;
-  let hi = Math.max(1, n);
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (failsTheSame(mid)) hi = mid;
-    else lo = mid + 1;
+  /** The first token k in [lo, hi] whose prefix (from `from`, ending with token k-1) fails the same; hi must. */
+  const search = (from: number, lo: number, hi: number): Token => {
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (messageOf(from, tokens[mid - 1]!.end) === message) hi = mid;
+      else lo = mid + 1;
+    }
+    return tokens[Math.min(lo, n) - 1] ?? tokens[n]!;
+  };
+
+  const fields = tree.root.fields;
+  if (text.length > 4096 && fields.length > 1) {
+    const tokenIndex = (offset: number): number => {
+      let lo = 0;
+      let hi = n;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (tokens[mid]!.pos.offset < offset) lo = mid + 1;
+        else hi = mid;
+      }
+      return lo;
+    };
+    for (let f = 0; f < fields.length; f++) {
+      const from = fields[f]!.nameToken.pos.offset;
+      const to = f + 1 < fields.length ? fields[f + 1]!.nameToken.pos.offset : text.length;
+      const alone = messageOf(from, to);
+      if (alone === undefined) continue;
+      if (alone !== message) break;
+      const first = tokenIndex(from);
+      const last = f + 1 < fields.length ? tokenIndex(to) : n;
+      return search(from, first + 1, last);
+    }
   }
-  return tokens[Math.min(lo, n) - 1] ?? tokens[n]!;
+  return search(0, 1, Math.max(1, n));
 }
 
 type TokenContext =
@@ -369,7 +493,7 @@ function fieldEnum(field: DescField): DescEnum | undefined {
 }
 
 function explainLibraryError(text: string, tree: ParseTreeResult, raw: string): Explained {
-  const token = locateLibraryError(text, tree.tokens, raw);
+  const token = locateLibraryError(text, tree, raw);
   const pos = token.pos;
   // The library names the field in full for some value errors only; we name it by its short name always.
   const message = raw.replace(/^cannot decode field inference\.[A-Za-z0-9_.]+ from text format: /, "");
@@ -389,7 +513,7 @@ function explainLibraryError(text: string, tree: ParseTreeResult, raw: string): 
         ? `Did you mean '${typo}'?`
         : home
           ? `'${name}' belongs inside ${home} { ... }.`
-          : `Fields of ${shortName(ctx.parent)} are ${quoteList(ctx.parent.fields.map((f) => f.name).slice(0, 12))}${ctx.parent.fields.length > 12 ? ", ..." : ""}.`;
+          : `Fields of ${shortName(ctx.parent)} are ${quoteList(ctx.parent.fields.map((f) => f.name).slice(0, 12), "or", Infinity)}${ctx.parent.fields.length > 12 ? ", ..." : ""}.`;
       return { pos, message: `unknown field '${name}' in ${shortName(ctx.parent)}`, hint, code: "config-unknown-field" };
     }
     if (/already set/.test(raw) && ctx.field.oneof) {
@@ -420,7 +544,7 @@ function explainLibraryError(text: string, tree: ParseTreeResult, raw: string): 
     return {
       pos,
       message: `'${word}' is not a valid ${shortName(en)} for '${fieldName}'`,
-      hint: suggestion ? `Did you mean ${suggestion}?` : `Use one of ${quoteList(values)}.`,
+      hint: suggestion ? `Did you mean ${suggestion}?` : `Use one of ${quoteList(values, "or", Infinity)}.`,
       code: "config-enum",
     };
   }
@@ -430,6 +554,6 @@ function explainLibraryError(text: string, tree: ParseTreeResult, raw: string): 
   else if (expect === "number" && /negative/.test(raw)) hint = `'${fieldName}' cannot be negative.`;
   else if (expect === "bool") hint = `'${fieldName}' takes true or false.`;
   else if (expect === "message") hint = `'${fieldName}' is a message: write ${fieldName} { ... }`;
-  else if (expect === "enum" && en) hint = `Use one of ${quoteList(en.values.map((v) => v.name))}.`;
+  else if (expect === "enum" && en) hint = `Use one of ${quoteList(en.values.map((v) => v.name), "or", Infinity)}.`;
   return { pos, message: valueMessage, ...(hint ? { hint } : {}), code: "config-schema" };
 }

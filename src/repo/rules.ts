@@ -12,7 +12,7 @@ import {
   defaultModelFile,
   effectiveBackend,
 } from "./backends.js";
-import type { Diagnostic, Severity } from "./diagnostics.js";
+import { type Diagnostic, type Severity, clipLongRuns } from "./diagnostics.js";
 import type { DescEnum } from "@bufbuild/protobuf";
 import {
   DataType,
@@ -31,7 +31,7 @@ import {
 } from "./gen/model_config_pb.js";
 import type { ModelLayout } from "./layout.js";
 import type { ParsedConfig } from "./parse.js";
-import { closest, quoteList } from "./suggest.js";
+import { SuggestionBudget, closest, quoteList } from "./suggest.js";
 import type { Pos } from "./textproto.js";
 
 export interface LintOptions {
@@ -81,8 +81,8 @@ export class Reporter {
       file: file ?? this.defaultFile,
       line: pos.line,
       column: pos.column,
-      message,
-      ...(hint ? { hint } : {}),
+      message: clipLongRuns(message),
+      ...(hint ? { hint: clipLongRuns(hint) } : {}),
       model: this.model,
       code,
     });
@@ -99,6 +99,13 @@ export class Reporter {
 
   report(severity: Severity, code: string, where: string | Pos | undefined, message: string, hint?: string, file?: string): void {
     this.push(severity, code, where, message, hint, file);
+  }
+
+  private readonly budget = new SuggestionBudget();
+
+  /** The candidate `word` is a plausible typo of, within this model's suggestion budget. */
+  suggest(word: string, candidates: Iterable<string>): string | undefined {
+    return closest(word, candidates, this.budget);
   }
 
   /** Whether an error with one of these codes was reported: later rules skip what it already explains. */
@@ -387,6 +394,8 @@ function checkBatchIO(ctx: ModelContext, r: Reporter): void {
   const c = ctx.parsed.config;
   const inputs = new Set(c.input.map((i) => i.name));
   const outputs = new Set(c.output.map((o) => o.name));
+  const inputNames = [...inputs].filter(Boolean);
+  const outputNames = [...outputs].filter(Boolean);
   c.batchInput.forEach((b, i) => {
     const p = `batch_input[${i}]`;
     if (b.sourceInput.length !== 1) {
@@ -396,7 +405,7 @@ function checkBatchIO(ctx: ModelContext, r: Reporter): void {
       r.error("batch-input-type", p, `batch_input ${i + 1} has data_type ${dataTypeName(b.dataType)}; it must be TYPE_INT32 or TYPE_FP32`, "Set data_type: TYPE_INT32 or TYPE_FP32.");
     }
     b.sourceInput.forEach((s, j) => {
-      if (!inputs.has(s)) r.error("batch-input-unknown-source", `${p}.source_input[${j}]#value`, `batch_input source '${s}' is not an input of this model`, hintFor(s, inputs, "input"));
+      if (!inputs.has(s)) r.error("batch-input-unknown-source", `${p}.source_input[${j}]#value`, `batch_input source '${s}' is not an input of this model`, hintFor(r, s, inputNames, "input"));
     });
   });
   c.batchOutput.forEach((b, i) => {
@@ -405,38 +414,38 @@ function checkBatchIO(ctx: ModelContext, r: Reporter): void {
       r.error("batch-output-source", p, `batch_output ${i + 1} needs exactly 1 source_input, has ${b.sourceInput.length}`, "Name the one input its shape follows in source_input.");
     }
     b.sourceInput.forEach((s, j) => {
-      if (!inputs.has(s)) r.error("batch-output-unknown-source", `${p}.source_input[${j}]#value`, `batch_output source '${s}' is not an input of this model`, hintFor(s, inputs, "input"));
+      if (!inputs.has(s)) r.error("batch-output-unknown-source", `${p}.source_input[${j}]#value`, `batch_output source '${s}' is not an input of this model`, hintFor(r, s, inputNames, "input"));
     });
     const seen = new Set<string>();
     b.targetName.forEach((t, j) => {
-      if (!outputs.has(t)) r.error("batch-output-unknown-target", `${p}.target_name[${j}]#value`, `batch_output target '${t}' is not an output of this model`, hintFor(t, outputs, "output"));
+      if (!outputs.has(t)) r.error("batch-output-unknown-target", `${p}.target_name[${j}]#value`, `batch_output target '${t}' is not an output of this model`, hintFor(r, t, outputNames, "output"));
       else if (seen.has(t)) r.error("batch-output-duplicate-target", `${p}.target_name[${j}]#value`, `batch_output target '${t}' is listed twice`, "List each target once.");
       seen.add(t);
     });
   });
 }
 
-function hintFor(name: string, candidates: Iterable<string>, what: string): string {
-  const list = [...candidates].filter(Boolean);
-  const near = closest(name, list);
+function hintFor(r: Reporter, name: string, names: readonly string[], what: string): string {
+  const near = r.suggest(name, names);
   if (near) return `Did you mean '${near}'?`;
-  return list.length ? `The ${what}s are ${quoteList(list)}.` : `This model declares no ${what}s.`;
+  if (names.length === 0) return `This model declares no ${what}s.`;
+  return names.length <= 8 ? `The ${what}s are ${quoteList(names)}.` : `Check the ${what} names.`;
 }
 
 function isDelay(p: ModelQueuePolicy | undefined): boolean {
   return !!p && p.timeoutAction === ModelQueuePolicy_TimeoutAction.DELAY && p.defaultTimeoutMicroseconds !== 0n;
 }
 
-function checkDynamicBatching(ctx: ModelContext, r: Reporter): void {
-  const c = ctx.parsed.config;
-  if (c.schedulingChoice.case !== "dynamicBatching") return;
-  const db = c.schedulingChoice.value;
-  const mbs = c.maxBatchSize;
-  db.preferredBatchSize.forEach((size, i) => {
-    const where = `dynamic_batching.preferred_batch_size[${i}]#value`;
+/**
+ * Preferred batch sizes against max_batch_size. A negative max_batch_size is already an error of
+ * its own, and no size can be compared with it, so only the sign of each size is checked then.
+ */
+function checkPreferredSizes(sizes: readonly number[], mbs: number, pathOf: (i: number) => string, r: Reporter): void {
+  sizes.forEach((size, i) => {
+    const where = pathOf(i);
     if (size <= 0) {
-      r.error("preferred-batch-size-positive", where, `preferred batch size ${size} must be positive`, "Use sizes from 1 to max_batch_size.");
-    } else if (size > mbs) {
+      r.error("preferred-batch-size-positive", where, `preferred batch size ${size} must be positive`, mbs > 0 ? `Use sizes from 1 to ${mbs}.` : "Use sizes from 1 to max_batch_size.");
+    } else if (mbs >= 0 && size > mbs) {
       r.error(
         "preferred-batch-size-too-large",
         where,
@@ -445,6 +454,14 @@ function checkDynamicBatching(ctx: ModelContext, r: Reporter): void {
       );
     }
   });
+}
+
+function checkDynamicBatching(ctx: ModelContext, r: Reporter): void {
+  const c = ctx.parsed.config;
+  if (c.schedulingChoice.case !== "dynamicBatching") return;
+  const db = c.schedulingChoice.value;
+  const mbs = c.maxBatchSize;
+  checkPreferredSizes(db.preferredBatchSize, mbs, (i) => `dynamic_batching.preferred_batch_size[${i}]#value`, r);
 
   const levels = db.priorityLevels;
   if (levels !== 0n) {
@@ -532,11 +549,7 @@ function checkSequenceBatching(ctx: ModelContext, r: Reporter): void {
     });
   });
   if (sb.strategyChoice.case === "oldest") {
-    sb.strategyChoice.value.preferredBatchSize.forEach((size, i) => {
-      const where = `sequence_batching.oldest.preferred_batch_size[${i}]#value`;
-      if (size <= 0) r.error("preferred-batch-size-positive", where, `preferred batch size ${size} must be positive`, "Use sizes from 1 to max_batch_size.");
-      else if (size > c.maxBatchSize) r.error("preferred-batch-size-too-large", where, `preferred batch size ${size} is larger than max_batch_size ${c.maxBatchSize}`, `Use sizes up to ${c.maxBatchSize}.`);
-    });
+    checkPreferredSizes(sb.strategyChoice.value.preferredBatchSize, c.maxBatchSize, (i) => `sequence_batching.oldest.preferred_batch_size[${i}]#value`, r);
   }
   if (sb.strategyChoice.case === "direct") {
     const u = sb.strategyChoice.value.minimumSlotUtilization;
@@ -708,14 +721,14 @@ async function checkPythonModel(file: string, r: Reporter): Promise<void> {
   }
 }
 
-/** The warning for a model whose backend the chosen runtime lacks. */
-export function checkRuntimeBackend(ctx: ModelContext, r: Reporter): void {
+/** The warning for a model whose backend the chosen runtime lacks; returns that backend. */
+export function checkRuntimeBackend(ctx: ModelContext, r: Reporter): string | undefined {
   const runtime = ctx.options.runtime;
-  if (!runtime || r.hasError(...BACKEND_ERRORS)) return;
+  if (!runtime || r.hasError(...BACKEND_ERRORS)) return undefined;
   const c = ctx.parsed.config;
-  if (c.platform === ENSEMBLE_PLATFORM) return;
+  if (c.platform === ENSEMBLE_PLATFORM) return undefined;
   const backend = effectiveBackend(c.platform, c.backend) ?? inferBackendFromFiles(ctx)?.backend;
-  if (!backend || RUNTIME_BACKENDS[runtime].includes(backend)) return;
+  if (!backend || RUNTIME_BACKENDS[runtime].includes(backend)) return undefined;
   const where = c.backend ? "backend#value" : c.platform ? "platform#value" : undefined;
   r.warning(
     "backend-unavailable",
@@ -724,5 +737,5 @@ export function checkRuntimeBackend(ctx: ModelContext, r: Reporter): void {
       ? `backend '${backend}' is not in the local runtime, which has only the python backend and ensembles`
       : `backend '${backend}' is not in the ${runtime} runtime's Triton image`,
     runtime === "local" ? "Serve with --runtime docker (the NGC image has the standard backends), or wrap the model in a python backend model." : "Use an image that contains this backend.",
-  );
+  );  return backend;
 }

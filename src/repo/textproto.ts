@@ -245,6 +245,14 @@ export function tokenize(text: string): Token[] {
     if (cp === "\uFEFF") {
       throw new TextSyntaxError("unexpected byte-order mark", start, "Save the file as UTF-8 without a byte-order mark (BOM).");
     }
+    // Files are read as UTF-8, and a byte sequence that is not UTF-8 arrives as U+FFFD.
+    if (cp === "\uFFFD") {
+      throw new TextSyntaxError(
+        "unexpected byte that is not UTF-8 text (or a U+FFFD character)",
+        start,
+        "Save the file as UTF-8; outside strings and comments a config holds only field names, numbers and punctuation.",
+      );
+    }
     throw new TextSyntaxError(
       `unexpected ${describeChar(cp)}`,
       start,

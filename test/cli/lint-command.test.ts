@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { detectNvidiaGpus, registerLintCommand, runLint } from "../../src/cli/lint-command.js";
 import type { CliContext, Output } from "../../src/cli/output.js";
 import { UsageError } from "../../src/errors.js";
-import { ECHO_MODEL_PY, posOf, pythonConfig, pythonModel, tempRepo, writeFiles, removeTempRepos } from "../repo/helpers.js";
+import { ECHO_IO, ECHO_MODEL_PY, ROOT, SAMPLE_MODELS, posOf, pythonConfig, pythonModel, tempRepo, writeFiles, removeTempRepos } from "../repo/helpers.js";
 
 afterAll(removeTempRepos);
 
@@ -65,13 +65,69 @@ describe("runLint", () => {
     );
   });
 
+  it("counts the sample repository's GPU model as not loading on a machine without a GPU, and still exits 0", async () => {
+    const out = capture();
+    expect(await runLint(SAMPLE_MODELS, {}, { output: out, detectGpus: noGpu, cwd: ROOT })).toBe(0);
+    expect(out.text().split("\n").at(-1)).toBe("5 models checked: 0 errors, 1 warning (4 of 5 would load here; resnet50_fp16 needs a GPU)");
+    const withGpu = capture();
+    expect(await runLint(SAMPLE_MODELS, {}, { output: withGpu, detectGpus: async () => 1, cwd: ROOT })).toBe(0);
+    expect(withGpu.text()).toBe("5 models checked: 0 errors, 0 warnings (5 of 5 would load)");
+  });
+
+  it("counts a model whose backend the runtime lacks, and the ensembles running it, as not loading there", async () => {
+    const repo = await tempRepo();
+    const ens = `name: "ens"\nplatform: "ensemble"\nmax_batch_size: 8\n${ECHO_IO}ensemble_scheduling { step [ { model_name: "onnx" model_version: -1 input_map { key: "INPUT0" value: "INPUT0" } output_map { key: "OUTPUT0" value: "OUTPUT0" } } ] }\n`;
+    await writeFiles(repo, {
+      ...pythonModel("a"),
+      "onnx/config.pbtxt": `name: "onnx"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n${ECHO_IO}`,
+      "onnx/1/model.onnx": "onnx",
+      "ens/config.pbtxt": ens,
+      "ens/1/": "",
+    });
+    const out = capture();
+    expect(await runLint(repo, { runtime: "local" }, { output: out, detectGpus: noGpu, cwd: repo })).toBe(0);
+    expect(out.text()).toContain("onnx/config.pbtxt:2:11: warning: backend 'onnxruntime' is not in the local runtime");
+    expect(out.text().split("\n").at(-1)).toBe(
+      "3 models checked: 0 errors, 2 warnings (1 of 3 would load here; ens runs 'onnx', which cannot load here; onnx needs the onnxruntime backend, not in the local runtime)",
+    );
+    // The docker runtime's image has that backend.
+    const docker = capture();
+    expect(await runLint(repo, { runtime: "docker" }, { output: docker, detectGpus: noGpu })).toBe(0);
+    expect(docker.text()).toBe("3 models checked: 0 errors, 0 warnings (3 of 3 would load)");
+  });
+
+  it("names three models that cannot load here and counts the rest", async () => {
+    const repo = await tempRepo();
+    for (const n of ["g1", "g2", "g3", "g4", "g5"]) await writeFiles(repo, pythonModel(n, `${pythonConfig(n)}instance_group [ { kind: KIND_GPU } ]\n`));
+    const out = capture();
+    expect(await runLint(repo, {}, { output: out, detectGpus: noGpu })).toBe(0);
+    expect(out.text().split("\n").at(-1)).toBe("5 models checked: 0 errors, 5 warnings (0 of 5 would load here; g1 needs a GPU; g2 needs a GPU; g3 needs a GPU; 2 more cannot load here)");
+  });
+
+  it("refuses a folder without model directories, saying what one looks like", async () => {
+    const repo = await tempRepo();
+    await writeFiles(repo, { "notes.txt": "", "__pycache__/x.pyc": "" });
+    const out = capture();
+    expect(await runLint(repo, {}, { output: out, detectGpus: noGpu, cwd: path.dirname(repo) })).toBe(1);
+    expect(out.text().split("\n")).toEqual([
+      `${path.basename(repo)}:1:1: error: model repository '${path.basename(repo)}' holds no model directories`,
+      `  hint: A model directory holds config.pbtxt and a numbered version folder (my_model/config.pbtxt, my_model/1/model.py): pass the folder that holds such directories, or scaffold one with \`triton-dev init ${repo}\`.`,
+      "",
+      "0 models checked: 1 error, 0 warnings",
+    ]);
+    const json = capture();
+    expect(await runLint(repo, { json: true }, { output: json, detectGpus: noGpu })).toBe(1);
+    expect(JSON.parse(json.text())).toMatchObject({ errorCount: 1, models: [], repositoryDiagnostics: [{ code: "repository-empty", severity: "error" }] });
+  });
+
   it("prints JSON with --json", async () => {
     const repo = await tempRepo();
     await writeFiles(repo, { ...pythonModel("a", 'name: "a"\nbackend: "python"\ninput [ { name: "x" dims: [ 1 ] } ]\n') });
     const out = capture();
     expect(await runLint(repo, { json: true, runtime: "local" }, { output: out, detectGpus: noGpu })).toBe(1);
     const json = JSON.parse(out.text());
-    expect(json).toMatchObject({ repository: repo, errorCount: 1, warningCount: 0 });
+    expect(json).toMatchObject({ repository: repo, errorCount: 1, warningCount: 0, repositoryDiagnostics: [], models: [{ name: "a", wouldLoad: false }] });
+    expect(json.models[0]).not.toHaveProperty("unavailable");
     expect(json.models[0].diagnostics[0]).toMatchObject({ severity: "error", code: "io-data-type-missing", line: 3, column: 9, file: path.join(repo, "a", "config.pbtxt"), model: "a" });
   });
 
@@ -80,7 +136,10 @@ describe("runLint", () => {
     await writeFiles(repo, pythonModel("a", `${pythonConfig("a")}instance_group [ { kind: KIND_GPU } ]\n`));
     const out = capture();
     await runLint(repo, { gpu: true }, { output: out, detectGpus: noGpu });
-    expect(out.text()).toContain("0 warnings");
+    expect(out.text()).toBe("1 model checked: 0 errors, 0 warnings (1 of 1 would load)");
+    const json = capture();
+    await runLint(repo, { gpu: false, json: true }, { output: json, detectGpus: async () => 1 });
+    expect(JSON.parse(json.text()).models[0]).toMatchObject({ name: "a", wouldLoad: false, unavailable: "needs a GPU" });
   });
 
   it.each([

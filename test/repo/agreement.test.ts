@@ -1,8 +1,11 @@
 /**
- * Lint agrees with Triton: each broken model below is one a real tritonserver (2.51, the local
- * runtime's) refuses, and lint reports it as an error; each accepted one loads, and lint reports
- * no error. The server part runs when a Triton virtual environment is present (the managed one
- * `triton-dev setup` makes, /tmp/ptv, or TRITON_DEV_AGREEMENT_VENV); the lint part always runs.
+ * Lint agrees with Triton: each model below that a real tritonserver (2.51, the local runtime's)
+ * refuses, lint says will not load (an error, or a warning that this machine or runtime lacks what
+ * it needs); each one Triton loads, lint finds no error in and counts as loading. The server runs in
+ * explicit model-control mode and each case is loaded on its own through the repository API, as a
+ * user's `load` would. The server part runs when a Triton virtual environment is present (the
+ * managed one `triton-dev setup` makes, /tmp/ptv, or TRITON_DEV_AGREEMENT_VENV); the lint part
+ * always runs.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import fs from "node:fs";
@@ -12,14 +15,18 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resolvePaths } from "../../src/config/paths.js";
 import { scaffoldPythonModel } from "../../src/repo/init.js";
 import { type LintResult, lintRepository } from "../../src/repo/lint.js";
-import { ECHO_IO, ECHO_MODEL_PY, pythonConfig, summary, tempRepo, writeFiles, removeTempRepos } from "./helpers.js";
+import { ARTICLE_FIXTURES, ECHO_IO, ECHO_MODEL_PY, SAMPLE_MODELS, pythonConfig, summary, tempRepo, writeFiles, removeTempRepos } from "./helpers.js";
 
 afterAll(removeTempRepos);
 
 interface Case {
   model: string;
-  files: Record<string, string>;
-  /** The error lint must report, or "accepted" (lint reports no error and Triton loads it). */
+  files: Record<string, string | Uint8Array>;
+  /**
+   * The finding by which lint says the model will not load (an error, or a warning that this
+   * machine or runtime lacks something), or "accepted": no error, counted as loading, and Triton
+   * loads it.
+   */
   lint: string;
   /** What Triton says, found in its index reason or its log; absent for accepted cases. */
   triton?: string;
@@ -59,6 +66,40 @@ function ens(model: string, steps: string, { mbs = 8, ios = ENS_IO, more = "", v
   };
 }
 const echoStep = step("ok_python", { INPUT0: "IN" }, { OUTPUT0: "OUT" });
+
+/** A model folder of the sample repository (models/), files as they are. */
+function sample(model: string): Record<string, string | Uint8Array> {
+  const files: Record<string, string | Uint8Array> = {};
+  const walk = (rel: string): void => {
+    for (const e of fs.readdirSync(path.join(SAMPLE_MODELS, rel), { withFileTypes: true })) {
+      if (e.name === "__pycache__") continue;
+      const r = path.join(rel, e.name);
+      if (e.isDirectory()) {
+        files[`${r}/`] = "";
+        walk(r);
+      } else files[r] = fs.readFileSync(path.join(SAMPLE_MODELS, r));
+    }
+  };
+  walk(model);
+  return files;
+}
+
+/**
+ * One of the article's configs (test/repo/fixtures/article), verbatim but for model names: its own
+ * becomes `model`, and the models it runs get an `article_` prefix, so that the article's configs
+ * live beside the sample models of the same names (and its three resnet50_fp16 variants beside
+ * each other).
+ */
+function article(fixture: string, model: string, more: Record<string, string> = {}): Record<string, string> {
+  const text = fs
+    .readFileSync(path.join(ARTICLE_FIXTURES, fixture), "utf8")
+    .replace(/^name: "[^"]*"/m, `name: "${model}"`)
+    .replace(/model_name: "([^"]*)"/g, 'model_name: "article_$1"');
+  return { [`${model}/config.pbtxt`]: text, [`${model}/1/`]: "", ...more };
+}
+
+/** Strings (as UTF-8) and raw bytes, joined: for files that are not valid UTF-8. */
+const bytes = (...parts: Array<string | number[]>): Uint8Array => Buffer.concat(parts.map((p) => (typeof p === "string" ? Buffer.from(p) : Buffer.from(p))));
 
 /** Models the ensembles below compose; they load. */
 const BASE: Case[] = [
@@ -123,6 +164,35 @@ const CASES: Case[] = [
   { model: "ens_shape_mismatch", files: ens("ens_shape_mismatch", step("fixed4", { INPUT0: "IN" }, { OUTPUT0: "OUT" }), { ios: ENS_IO.replace("[ -1 ]", "[ 3 ]").replace("[ -1 ]", "[ 4 ]") }), lint: "ensemble-shape-mismatch", triton: "inconsistent shape: [-1,3]" },
   { model: "ens_cycle_a", files: ens("ens_cycle_a", step("ens_cycle_b", { IN: "IN" }, { OUT: "OUT" })), lint: "ensemble-cycle", triton: "circular dependency between ensembles" },
   { model: "ens_cycle_b", files: ens("ens_cycle_b", step("ens_cycle_a", { IN: "IN" }, { OUT: "OUT" })), lint: "ensemble-cycle", triton: "circular dependency between ensembles" },
+  { model: "ens_no_steps", files: ens("ens_no_steps", ""), lint: "ensemble-no-steps", triton: "must specify 'step' for ensemble 'ens_no_steps'" },
+  { model: "ens_optimization", files: ens("ens_optimization", echoStep, { more: "optimization { priority: PRIORITY_MAX }\n" }), lint: "ensemble-optimization", triton: "optimization should not be specified for ensemble 'ens_optimization'" },
+  { model: "ens_warmup", files: ens("ens_warmup", echoStep, { more: 'model_warmup [ { name: "w" batch_size: 1 inputs { key: "IN" value { data_type: TYPE_FP32 dims: [ 4 ] zero_data: true } } } ]\n' }), lint: "ensemble-warmup", triton: "model_warmup can not be specified for ensemble 'ens_warmup'" },
+  // Model files of backends the local runtime lacks: lint warns (the config may be meant for docker), and counts them as not loading here
+  { model: "onnx_local", files: { "onnx_local/config.pbtxt": `name: "onnx_local"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n${ECHO_IO}`, "onnx_local/1/model.onnx": "onnx" }, lint: "backend-unavailable", triton: "unable to find backend library for backend 'onnxruntime'" },
+  { model: "pytorch_no_file", files: { "pytorch_no_file/config.pbtxt": `name: "pytorch_no_file"\nbackend: "pytorch"\nmax_batch_size: 8\n${ECHO_IO}`, "pytorch_no_file/1/": "" }, lint: "model-file-missing", triton: "unable to find backend library for backend 'pytorch'" },
+  { model: "ens_runs_onnx", files: ens("ens_runs_onnx", step("onnx_local", { INPUT0: "IN" }, { OUTPUT0: "OUT" })), lint: "ensemble-model-unavailable", triton: "depends on 'onnx_local' which has no loaded version" },
+  // Bytes that are not UTF-8: Triton's reader refuses them outside strings and comments
+  { model: "utf8_bare", files: { "utf8_bare/config.pbtxt": bytes(pythonConfig("utf8_bare"), [0xff, 0x0a]), "utf8_bare/1/model.py": ECHO_MODEL_PY }, lint: "config-syntax", triton: "failed to read text proto" },
+  { model: "utf8_in_string", files: { "utf8_in_string/config.pbtxt": bytes(pythonConfig("utf8_in_string"), 'parameters { key: "k" value { string_value: "a', [0xff, 0xc3], 'b" } }\n'), "utf8_in_string/1/model.py": ECHO_MODEL_PY }, lint: "accepted" },
+  { model: "utf8_in_comment", files: { "utf8_in_comment/config.pbtxt": bytes("# caf", [0xe9, 0x20, 0xff], "\n", pythonConfig("utf8_in_comment")), "utf8_in_comment/1/model.py": ECHO_MODEL_PY }, lint: "accepted" },
+  // The sample repository (models/): the article's patterns as runnable models
+  { model: "bert_tokenizer", files: sample("bert_tokenizer"), lint: "accepted" },
+  { model: "image_classifier", files: sample("image_classifier"), lint: "accepted" },
+  { model: "sentiment_classifier", files: sample("sentiment_classifier"), lint: "accepted" },
+  { model: "sentiment_pipeline", files: sample("sentiment_pipeline"), lint: "accepted" },
+  { model: "resnet50_fp16", files: sample("resnet50_fp16"), lint: "gpu-unavailable", triton: "specifies invalid or unsupported gpu id 0" },
+  // The article's own configs, as its text writes them ("# ... input/output ..." elisions included)
+  { model: "article_resnet50_naive", files: article("resnet50_fp16-naive.pbtxt", "article_resnet50_naive", { "article_resnet50_naive/1/model.plan": "plan" }), lint: "backend-unavailable", triton: "unable to find backend library for backend 'tensorrt'" },
+  { model: "article_resnet50_batching", files: article("resnet50_fp16-dynamic-batching.pbtxt", "article_resnet50_batching", { "article_resnet50_batching/1/model.plan": "plan" }), lint: "backend-unavailable", triton: "unable to find backend library for backend 'tensorrt'" },
+  { model: "article_resnet50_instances", files: article("resnet50_fp16-instances.pbtxt", "article_resnet50_instances"), lint: "backend-missing", triton: "Could not determine backend for model 'article_resnet50_instances'" },
+  { model: "article_bert_large", files: article("bert_large.pbtxt", "article_bert_large"), lint: "platform-unknown", triton: "unexpected platform type 'onnxruntime'" },
+  { model: "article_bert_tokenizer", files: article("bert_tokenizer.pbtxt", "article_bert_tokenizer", { "article_bert_tokenizer/1/model.py": ECHO_MODEL_PY }), lint: "accepted" },
+  { model: "article_sentiment_pipeline", files: article("sentiment_pipeline.pbtxt", "article_sentiment_pipeline"), lint: "ensemble-model-invalid", triton: "contains models that are not available or ambiguous: article_bert_large" },
+  {
+    model: "article_queue_policy",
+    files: py("article_queue_policy", pythonConfig("article_queue_policy", ECHO_IO, 64) + fs.readFileSync(path.join(ARTICLE_FIXTURES, "queue-policy-snippet.pbtxt"), "utf8")),
+    lint: "accepted",
+  },
   // Accepted by Triton, so lint reports at most warnings
   { model: "ens_ok", files: ens("ens_ok", echoStep), lint: "accepted" },
   { model: "ens_version1", files: ens("ens_version1", step("ok_python", { INPUT0: "IN" }, { OUTPUT0: "OUT" }, "model_version: 1 ")), lint: "accepted" },
@@ -160,12 +230,30 @@ function sitePackages(venv: string): string | undefined {
 const venv = findVenv();
 const PORTS = { http: 19000, grpc: 19001, metrics: 19002 };
 
+/** Loads at once: the server loads concurrent requests in parallel, and python models take CPU time to start. */
+const LOAD_CONCURRENCY = 4;
+
+async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  const queue = [...items];
+  await Promise.all(Array.from({ length: Math.min(limit, queue.length) }, async () => {
+    for (let item = queue.shift(); item !== undefined; item = queue.shift()) await fn(item);
+  }));
+}
+
 describe("lint agrees with Triton", () => {
   let repo = "";
   let lint: LintResult;
   let server: ChildProcess | undefined;
+  /** The answer of each model's load request: undefined when it loaded, else the error it gave. */
+  const loads = new Map<string, string | undefined>();
   let index: Array<{ name: string; state?: string; reason?: string }> = [];
   let log = "";
+
+  const linted = (model: string) => {
+    const m = lint.models.find((x) => x.name === model);
+    if (!m) throw new Error(`lint did not report model ${model}`);
+    return m;
+  };
 
   beforeAll(async () => {
     repo = await tempRepo();
@@ -175,21 +263,36 @@ describe("lint agrees with Triton", () => {
     lint = await lintRepository(repo, { runtime: "local", gpuAvailable: false, gpuMissingSeverity: "error" });
   });
 
-  it.each(CASES.filter((c) => c.lint !== "accepted").map((c) => [c.model, c.lint]))("lint reports %s as %s", (model, code) => {
-    const ds = lint.models.find((m) => m.name === model)!.diagnostics;
-    expect(ds.filter((d) => d.severity === "error").map((d) => d.code), summary(ds).join("\n")).toContain(code);
+  it("has distinct cases", () => {
+    expect(new Set(CASES.map((c) => c.model)).size).toBe(CASES.length);
   });
 
-  it.each([...CASES.filter((c) => c.lint === "accepted").map((c) => c.model), SCAFFOLD])("lint finds no error in %s", (model) => {
-    const ds = lint.models.find((m) => m.name === model)!.diagnostics;
-    expect(summary(ds.filter((d) => d.severity === "error"))).toEqual([]);
+  it.each(CASES.filter((c) => c.lint !== "accepted").map((c) => [c.model, c.lint]))("lint says %s will not load: %s", (model, code) => {
+    const m = linted(model);
+    expect(m.wouldLoad, summary(m.diagnostics).join("\n")).toBe(false);
+    // The finding is an error, or a warning that this machine or runtime lacks what the model needs.
+    const found = m.diagnostics.filter((d) => d.code === code && (d.severity === "error" || m.unavailable));
+    expect(found, summary(m.diagnostics).join("\n")).not.toEqual([]);
+  });
+
+  it.each([...CASES.filter((c) => c.lint === "accepted").map((c) => c.model), SCAFFOLD])("lint finds no error in %s and counts it as loading", (model) => {
+    const m = linted(model);
+    expect(summary(m.diagnostics.filter((d) => d.severity === "error"))).toEqual([]);
+    expect(m.wouldLoad, m.unavailable).toBe(true);
   });
 
   it("lint finds nothing at all in the scaffold of `triton-dev init`", () => {
-    expect(summary(lint.models.find((m) => m.name === SCAFFOLD)!.diagnostics)).toEqual([]);
+    expect(summary(linted(SCAFFOLD).diagnostics)).toEqual([]);
   });
 
-  describe.skipIf(!venv)("against a real tritonserver", () => {
+  it("`triton-dev lint` (GPU problems as warnings) reaches the same verdict as `up`", async () => {
+    const asLint = await lintRepository(repo, { runtime: "local", gpuAvailable: false, gpuMissingSeverity: "warning" });
+    const verdicts = (r: LintResult) => r.models.map((m) => `${m.name}: ${m.wouldLoad}`);
+    expect(verdicts(asLint)).toEqual(verdicts(lint));
+    expect(asLint.models.find((m) => m.name === "resnet50_fp16")).toMatchObject({ wouldLoad: false, unavailable: "needs a GPU" });
+  });
+
+  describe.skipIf(!venv)("against a real tritonserver in explicit mode", () => {
     beforeAll(async () => {
       const sp = sitePackages(venv!)!;
       const ts = path.join(sp, "pytriton/tritonserver");
@@ -212,6 +315,12 @@ describe("lint agrees with Triton", () => {
         [
           `--model-repository=${served}`,
           `--backend-directory=${backends}`,
+          "--model-control-mode=explicit",
+          // As `up` starts it when no model defines auto_complete_config (none here does): the
+          // python backend's auto-complete would only start a stub per model to call that function,
+          // a second per load, while Triton's own completion (the backend from the model files)
+          // still runs.
+          "--disable-auto-complete-config",
           `--http-port=${PORTS.http}`,
           `--grpc-port=${PORTS.grpc}`,
           `--metrics-port=${PORTS.metrics}`,
@@ -226,22 +335,27 @@ describe("lint agrees with Triton", () => {
         },
       );
       fs.closeSync(logFd);
-      // HTTP answers once the initial loads are over, each model READY or failed.
-      const deadline = Date.now() + 180_000;
+      const url = (p: string) => `http://127.0.0.1:${PORTS.http}${p}`;
+      // In explicit mode the server starts with no model loaded; it is live once HTTP answers.
+      const deadline = Date.now() + 60_000;
       for (;;) {
         if (server.exitCode !== null) throw new Error(`tritonserver exited early:\n${fs.readFileSync(logFile, "utf8").slice(-3000)}`);
-        try {
-          const res = await fetch(`http://127.0.0.1:${PORTS.http}/v2/repository/index`, { method: "POST", body: "{}" });
-          if (res.ok) {
-            index = (await res.json()) as typeof index;
-            break;
-          }
-        } catch {
-          // not listening yet
-        }
-        if (Date.now() > deadline) throw new Error("tritonserver did not answer within 180 s");
-        await new Promise((r) => setTimeout(r, 500));
+        const live = await fetch(url("/v2/health/live")).then((r) => r.ok, () => false);
+        if (live) break;
+        if (Date.now() > deadline) throw new Error("tritonserver did not answer within 60 s");
+        await new Promise((r) => setTimeout(r, 250));
       }
+      const load = async (model: string): Promise<void> => {
+        const res = await fetch(url(`/v2/repository/models/${model}/load`), { method: "POST", body: "{}", signal: AbortSignal.timeout(120_000) });
+        loads.set(model, res.ok ? undefined : `HTTP ${res.status}: ${await res.text()}`);
+      };
+      // Each case through the repository API, composing models before the ensembles that run them
+      // (loading an ensemble would load them anyway, but then their answer would be the ensemble's).
+      const toLoad = [...CASES.filter((c) => !c.notServed).map((c) => c.model), SCAFFOLD];
+      const ensembles = new Set(lint.models.filter((m) => m.config?.platform === "ensemble" || m.config?.ensemble_scheduling).map((m) => m.name));
+      await eachLimited(toLoad.filter((m) => !ensembles.has(m)), LOAD_CONCURRENCY, load);
+      await eachLimited(toLoad.filter((m) => ensembles.has(m)), LOAD_CONCURRENCY, load);
+      index = (await (await fetch(url("/v2/repository/index"), { method: "POST", body: "{}" })).json()) as typeof index;
       log = fs.readFileSync(logFile, "utf8");
     }, 240_000);
 
@@ -254,10 +368,10 @@ describe("lint agrees with Triton", () => {
       clearTimeout(timer);
     }, 30_000);
 
-    /** What Triton said about a model: its index reason and the log lines naming it (a parse error's line precedes its own). */
+    /** What Triton said about a model: its load answer, its index reason and the log lines naming it (a parse error's line precedes its own). */
     function said(model: string): string {
       const lines = log.split("\n");
-      const out = [index.find((m) => m.name === model)?.reason ?? ""];
+      const out = [loads.get(model) ?? "", index.find((m) => m.name === model)?.reason ?? ""];
       lines.forEach((l, i) => {
         if (!new RegExp(`\\b${model}\\b`).test(l)) return;
         out.push(l);
@@ -266,12 +380,16 @@ describe("lint agrees with Triton", () => {
       return out.join("\n");
     }
 
-    it.each(CASES.filter((c) => c.triton).map((c) => [c.model, c.triton!]))("Triton refuses %s: %s", (model, message) => {
+    it.each(CASES.filter((c) => c.triton).map((c) => [c.model, c.triton!]))("Triton refuses to load %s: %s", (model, message) => {
+      expect(loads.has(model), `${model} was not loaded`).toBe(true);
+      expect(loads.get(model), said(model)).toBeDefined();
       expect(index.find((m) => m.name === model)?.state).not.toBe("READY");
       expect(said(model)).toContain(message);
     });
 
     it.each([...CASES.filter((c) => c.lint === "accepted").map((c) => c.model), SCAFFOLD])("Triton loads %s", (model) => {
+      expect(loads.has(model), `${model} was not loaded`).toBe(true);
+      expect(loads.get(model), said(model)).toBeUndefined();
       expect(index.find((m) => m.name === model), said(model)).toMatchObject({ state: "READY" });
     });
   });

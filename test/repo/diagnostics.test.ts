@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type Diagnostic, DiagnosticError, compareDiagnostics, countBySeverity, dedupeDiagnostics, displayPath, formatDiagnostic } from "../../src/repo/diagnostics.js";
+import { clipLongRuns, type Diagnostic, DiagnosticError, compareDiagnostics, countBySeverity, dedupeDiagnostics, displayPath, formatDiagnostic } from "../../src/repo/diagnostics.js";
 import { UserError } from "../../src/errors.js";
 
 const d = (over: Partial<Diagnostic> = {}): Diagnostic => ({
@@ -49,5 +49,13 @@ describe("DiagnosticError", () => {
     expect(err.message).toBe("/work/models/x/config.pbtxt:12:5: dimension 0 of input 'a' is 0");
     expect(err.hint).toBe("Use -1.");
     expect(err.diagnostics).toHaveLength(2);
+  });
+});
+
+describe("clipLongRuns", () => {
+  it("leaves ordinary text alone and cuts a run of more than 200 characters without a space", () => {
+    const sentence = "a message ".repeat(30);
+    expect(clipLongRuns(sentence)).toBe(sentence);
+    expect(clipLongRuns(`name 'x${"y".repeat(499)}' is wrong`)).toBe(`name 'x${"y".repeat(58)}…(502 characters) is wrong`);
   });
 });

@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { Diagnostic } from "../../src/repo/diagnostics.js";
 import { findCycles } from "../../src/repo/ensemble.js";
 import { type LintOptions, lintModel, lintRepository } from "../../src/repo/lint.js";
-import { ECHO_IO, posOf, pythonConfig, pythonModel, summary, tempRepo, writeFiles, removeTempRepos } from "./helpers.js";
+import { ECHO_IO, ECHO_MODEL_PY, posOf, pythonConfig, pythonModel, summary, tempRepo, writeFiles, removeTempRepos } from "./helpers.js";
 
 afterAll(removeTempRepos);
 
@@ -134,7 +134,7 @@ describe("the ensemble's own graph", () => {
       step("echo", { INPUT0: "IN" }, { OUTPUT0: "OUT" }),
     ]);
     const { diagnostics } = await lintEnsemble(cfg);
-    expect(expectOne(diagnostics, "ensemble-tensor-cycle", posOf(cfg, '"a" }'), "ensemble tensors form a cycle: a -> b -> a").hint).toContain("Steps 0, 1 feed each other");
+    expect(expectOne(diagnostics, "ensemble-tensor-cycle", posOf(cfg, '"a" }'), "ensemble tensors form a cycle: a -> b -> a").hint).toContain("Steps 0 and 1 feed each other");
     expect(diagnostics.filter((d) => d.code === "ensemble-tensor-unused")).toEqual([]);
   });
 
@@ -236,7 +236,28 @@ describe("the ensemble against the models it runs", () => {
     const cfg = ensembleConfig([step("onnx", { INPUT0: "IN" }, { OUTPUT0: "OUT" })]);
     const onnx = { "onnx/config.pbtxt": `name: "onnx"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n${ECHO_IO}`, "onnx/1/model.onnx": "x" };
     const { diagnostics } = await lintEnsemble(cfg, onnx, { runtime: "local" });
-    expectOne(diagnostics, "ensemble-model-unavailable", posOf(cfg, '"onnx"'), "step 0 runs 'onnx', which the local runtime cannot load, so neither can this ensemble", "warning");
+    expectOne(diagnostics, "ensemble-model-unavailable", posOf(cfg, '"onnx"'), "step 0 runs 'onnx', which needs the onnxruntime backend, not in the local runtime, so this ensemble cannot load here either", "warning");
+  });
+
+  it("counts an ensemble as not loading here when a model it runs needs a GPU, through nested ensembles", async () => {
+    const gpu = { "gpu/config.pbtxt": `${pythonConfig("gpu")}instance_group [ { kind: KIND_GPU } ]\n`, "gpu/1/model.py": ECHO_MODEL_PY };
+    const inner = ensembleConfig([step("gpu", { INPUT0: "IN" }, { OUTPUT0: "OUT" })], { name: "inner" });
+    const outer = ensembleConfig([step("inner", { IN: "IN" }, { OUT: "OUT" })]);
+    const { result, diagnostics } = await lintEnsemble(outer, { ...gpu, "inner/config.pbtxt": inner, "inner/1/": "" }, { gpuAvailable: false });
+    expectOne(diagnostics, "ensemble-model-unavailable", posOf(outer, '"inner"'), "step 0 runs 'inner', which runs 'gpu', which cannot load here, so this ensemble cannot load here either", "warning");
+    expect(result.errorCount).toBe(0);
+    expect(result.models.filter((m) => ["ens", "gpu", "inner"].includes(m.name)).map((m) => [m.name, m.wouldLoad, m.unavailable])).toEqual([
+      ["ens", false, "runs 'inner', which cannot load here"],
+      ["gpu", false, "needs a GPU"],
+      ["inner", false, "runs 'gpu', which cannot load here"],
+    ]);
+  });
+
+  it("adds no unavailability warning when the model it runs has errors already", async () => {
+    const gpu = { "gpu/config.pbtxt": `${pythonConfig("gpu", ECHO_IO, -1)}instance_group [ { kind: KIND_GPU } ]\n`, "gpu/1/model.py": ECHO_MODEL_PY };
+    const cfg = ensembleConfig([step("gpu", { INPUT0: "IN" }, { OUTPUT0: "OUT" })]);
+    const { diagnostics } = await lintEnsemble(cfg, gpu, { gpuAvailable: false });
+    expect(diagnostics.map((d) => d.code)).toEqual(["ensemble-model-invalid"]);
   });
 
   it("still needs a version folder", async () => {
@@ -244,6 +265,54 @@ describe("the ensemble against the models it runs", () => {
     await writeFiles(repo, { ...COMPOSING, "ens/config.pbtxt": ensembleConfig([step("echo", { INPUT0: "IN" }, { OUTPUT0: "OUT" })]) });
     const d = (await lintRepository(repo)).models.find((m) => m.name === "ens")!.diagnostics;
     expect(d.map((x) => [x.code, x.hint])).toEqual([["version-missing", "An ensemble still needs an (empty) version folder: create ens/1/."]]);
+  });
+});
+
+describe("long lists in messages", () => {
+  it("names the first unmapped inputs and counts the rest, and skips unnamed ones", async () => {
+    const inputs = Array.from({ length: 12 }, (_, i) => `{ name: "I${i}" data_type: TYPE_FP32 dims: [ -1 ] }`).join(", ");
+    const wide = pythonConfig("wide", `input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] }, { data_type: TYPE_FP32 dims: [ -1 ] }, ${inputs} ]\noutput [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n`);
+    const { diagnostics } = await lintEnsemble(ensembleConfig([step("wide", { INPUT0: "IN" }, { OUTPUT0: "OUT" })]), pythonModel("wide", wide));
+    expectOne(diagnostics, "ensemble-input-not-mapped", undefined, "step 0 does not feed inputs 'I0', 'I1', 'I2', 'I3', 'I4', 'I5', 'I6', 'I7' and 4 more of model 'wide'");
+  });
+});
+
+describe("one bad value, one error", () => {
+  // A value that is already an error of its own must not come back as further errors along the
+  // ensemble's edges, with hints built from the bad value.
+  it("a composing model's negative max_batch_size is not compared with the ensemble's", async () => {
+    const cfg = ensembleConfig([step("bad_mbs", { INPUT0: "IN" }, { OUTPUT0: "OUT" })], { mbs: 64 });
+    const { result, diagnostics } = await lintEnsemble(cfg, pythonModel("bad_mbs", pythonConfig("bad_mbs", ECHO_IO, -3)));
+    expect(result.models.find((m) => m.name === "bad_mbs")!.diagnostics.map((d) => d.code)).toEqual(["max-batch-size-negative"]);
+    expect(diagnostics.map((d) => d.code)).toEqual(["ensemble-model-invalid"]);
+    expect(diagnostics.map((d) => `${d.message} ${d.hint}`).join(" ")).not.toMatch(/-3/);
+  });
+
+  it("an ensemble's own negative max_batch_size is not compared with its models'", async () => {
+    const { diagnostics } = await lintEnsemble(ensembleConfig([step("echo", { INPUT0: "IN" }, { OUTPUT0: "OUT" })], { mbs: -1 }));
+    expect(diagnostics.map((d) => d.code)).toEqual(["max-batch-size-negative"]);
+  });
+
+  it("tensors without a data_type or with invalid dims are not compared along the edges", async () => {
+    const broken = pythonConfig("broken", 'input [ { name: "INPUT0" dims: [ -1 ] } ]\noutput [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 0 ] } ]\n');
+    const { result, diagnostics } = await lintEnsemble(ensembleConfig([step("broken", { INPUT0: "IN" }, { OUTPUT0: "OUT" })]), pythonModel("broken", broken));
+    expect(result.models.find((m) => m.name === "broken")!.diagnostics.map((d) => d.code)).toEqual(["io-data-type-missing", "dims-invalid"]);
+    expect(diagnostics.map((d) => d.code)).toEqual(["ensemble-model-invalid"]);
+  });
+
+  it("an ensemble's own broken input is one error, not also a mismatch or an unused input", async () => {
+    const io = 'input [ { name: "IN" dims: [ -1 ] }, { data_type: TYPE_FP32 dims: [ -1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_FP32 dims: [ 0 ] } ]\n';
+    const { diagnostics } = await lintEnsemble(ensembleConfig([step("echo", { INPUT0: "IN" }, { OUTPUT0: "OUT" })], { io }));
+    expect(diagnostics.map((d) => d.code).sort()).toEqual(["dims-invalid", "io-data-type-missing", "io-name-missing"]);
+  });
+
+  it("a model without any version folder is not also blamed for a missing version", async () => {
+    const cfg = ensembleConfig([step("echo", { INPUT0: "IN" }, { OUTPUT0: "OUT" }, "model_version: 3 ")]);
+    const { diagnostics } = await lintEnsemble(cfg, { "novers/config.pbtxt": pythonConfig("novers") });
+    expect(diagnostics.map((d) => d.code)).toEqual(["ensemble-model-version"]);
+    const cfg2 = ensembleConfig([step("novers", { INPUT0: "IN" }, { OUTPUT0: "OUT" }, "model_version: 3 ")]);
+    const { diagnostics: d2 } = await lintEnsemble(cfg2, { "novers/config.pbtxt": pythonConfig("novers") });
+    expect(d2.map((d) => d.code)).toEqual(["ensemble-model-invalid"]);
   });
 });
 

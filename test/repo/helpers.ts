@@ -51,9 +51,9 @@ export async function removeTempRepos(): Promise<void> {
 
 /**
  * Writes files into `repo`: keys are paths relative to it; a key ending in "/" makes an empty
- * folder.
+ * folder. Bytes are written as they are (for text that is not valid UTF-8).
  */
-export async function writeFiles(repo: string, files: Record<string, string>): Promise<void> {
+export async function writeFiles(repo: string, files: Record<string, string | Uint8Array>): Promise<void> {
   for (const [rel, text] of Object.entries(files)) {
     const p = path.join(repo, rel);
     if (rel.endsWith("/")) {

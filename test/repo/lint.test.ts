@@ -3,8 +3,8 @@ import fsp from "node:fs/promises";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { UserError } from "../../src/errors.js";
-import { lintRepository } from "../../src/repo/lint.js";
-import { ARTICLE_FIXTURES, ECHO_MODEL_PY, SAMPLE_MODELS, pythonModel, summary, tempRepo, writeFiles, removeTempRepos } from "./helpers.js";
+import { type LintOptions, lintRepository } from "../../src/repo/lint.js";
+import { ARTICLE_FIXTURES, ECHO_IO, ECHO_MODEL_PY, SAMPLE_MODELS, pythonConfig, pythonModel, summary, tempRepo, writeFiles, removeTempRepos } from "./helpers.js";
 
 afterAll(removeTempRepos);
 
@@ -20,6 +20,9 @@ describe("the sample repository (models/)", () => {
     expect(summary(r.diagnostics)).toEqual(expected);
     expect(r.errorCount).toBe(0);
     expect(r.models.map((m) => m.name)).toEqual(expect.arrayContaining(["bert_tokenizer", "image_classifier", "resnet50_fp16", "sentiment_classifier", "sentiment_pipeline"]));
+    // `up` skips the GPU model on a machine without one: it does not load here, though no error says so.
+    const gpuless = "gpuAvailable" in options && options.gpuAvailable === false;
+    expect(r.models.filter((m) => !m.wouldLoad).map((m) => [m.name, m.unavailable])).toEqual(gpuless ? [["resnet50_fp16", "needs a GPU"]] : []);
     for (const m of r.models) {
       expect(m.config?.name).toBe(m.name);
       expect(m.dir).toBe(path.join(SAMPLE_MODELS, m.name));
@@ -102,9 +105,37 @@ describe("lintRepository", () => {
     expect((await lintRepository(repo)).models.map((m) => m.name)).toEqual(["a"]);
   });
 
-  it("is fine with an empty repository", async () => {
-    const r = await lintRepository(await tempRepo());
-    expect(r).toEqual({ models: [], diagnostics: [], errorCount: 0, warningCount: 0 });
+  it("refuses a repository without model directories, saying what one looks like", async () => {
+    const repo = await tempRepo();
+    await writeFiles(repo, { "README.md": "# models", ".git/HEAD": "ref" });
+    const r = await lintRepository(repo);
+    const d = { severity: "error", code: "repository-empty", file: repo, line: 1, column: 1, message: `model repository '${path.basename(repo)}' holds no model directories` };
+    expect(r).toMatchObject({ models: [], repositoryDiagnostics: [d], diagnostics: [d], errorCount: 1, warningCount: 0 });
+    expect(r.diagnostics[0]!.hint).toContain("my_model/config.pbtxt, my_model/1/model.py");
+    expect(r.diagnostics[0]!.hint).toContain(`triton-dev init ${repo}`);
+  });
+
+  it("tells the models that would load here from those this machine or runtime cannot load", async () => {
+    const repo = await tempRepo();
+    await writeFiles(repo, {
+      ...pythonModel("py"),
+      ...pythonModel("gpu", `${pythonConfig("gpu")}instance_group [ { kind: KIND_GPU } ]\n`),
+      "onnx/config.pbtxt": 'name: "onnx"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n',
+      "onnx/1/model.onnx": "onnx",
+      ...pythonModel("broken", pythonConfig("broken", ECHO_IO, -1)),
+    });
+    const verdicts = async (options: LintOptions) =>
+      (await lintRepository(repo, options)).models.map((m) => `${m.name}: ${m.wouldLoad ? "loads" : "does not load"}${m.unavailable ? `, ${m.unavailable}` : ""}`);
+    expect(await verdicts({ runtime: "local", gpuAvailable: false })).toEqual([
+      "broken: does not load",
+      "gpu: does not load, needs a GPU",
+      "onnx: does not load, needs the onnxruntime backend, not in the local runtime",
+      "py: loads",
+    ]);
+    // Where nothing is known of the machine or runtime, nothing stops them.
+    expect(await verdicts({})).toEqual(["broken: does not load", "gpu: loads", "onnx: loads", "py: loads"]);
+    // At `up` a missing GPU is an error: the model does not load, and not for a "here" reason.
+    expect(await verdicts({ runtime: "docker", gpuAvailable: false, gpuMissingSeverity: "error" })).toEqual(["broken: does not load", "gpu: does not load", "onnx: loads", "py: loads"]);
   });
 
   it("throws UserError for a folder it cannot read", async () => {

@@ -174,6 +174,50 @@ describe("errors found by the library, with positions it does not give", () => {
     expect({ line: d.line, column: d.column }).toEqual(posOf(text, "labels"));
   });
 
+  it("locates errors between fields of a long file, and errors in its last field", () => {
+    const filler = Array.from({ length: 200 }, (_, i) => `input { name: "in${i}" data_type: TYPE_FP32 dims: [ ${i + 1} ] }`).join("\n");
+    // A field set twice is an error of neither occurrence alone: the search must read the whole text.
+    const twice = `max_batch_size: 4\n${filler}\nmax_batch_size: 8\n${filler}`;
+    const d = firstError(twice);
+    expect([d.line, d.column, d.code]).toEqual([posOf(twice, "max_batch_size", 0, 2).line, 1, "config-duplicate-field"]);
+    const last = `${filler}\ninstance_group [ { kind: KIND_CPU count: 1 }, { kind: KIND_TPU } ]\n`;
+    expect(firstError(last)).toMatchObject({ ...posOf(last, "KIND_TPU"), code: "config-enum" });
+  });
+
+  it.each([
+    ["max_batch_size", "max_batch_size: ", "", "int32"],
+    ["dims", 'input { name: "a" data_type: TYPE_FP32 dims: [ 1, -', " ] }", "int64"],
+    ["priority_queue_policy key", "dynamic_batching { priority_levels: 2 priority_queue_policy { key: ", " value { } } }", "uint64"],
+  ])("refuses a megabyte-long number for %s at once, saying it does not fit", (field, before, after, type) => {
+    const text = `name: "m"\n${before}${"9".repeat(1_000_000)}${after}\n`;
+    const started = performance.now();
+    const d = firstError(text);
+    expect(performance.now() - started).toBeLessThan(2000);
+    expect(d).toMatchObject({ ...posOf(text, "999"), code: "config-schema", message: `invalid value for '${field}': a number of 1000000 characters does not fit in ${type}` });
+  });
+
+  it("quotes a shorter number that does not fit", () => {
+    const text = 'input { name: "a" data_type: TYPE_FP32 dims: [ 1, 0x1ffffffffffffffff ] }';
+    expect(firstError(text)).toMatchObject({ ...posOf(text, "0x1f"), message: "invalid value for 'dims': 0x1ffffffffffffffff does not fit in int64" });
+  });
+
+  it("still reports an earlier error first when a huge number follows it", () => {
+    const text = `name: "m"\nmax_batch_size: "8"\ninput { dims: [ ${"9".repeat(30)} ] }\n`;
+    expect(firstError(text)).toMatchObject({ ...posOf(text, '"8"'), message: "invalid value for 'max_batch_size': expected an integer, got a string" });
+  });
+
+  it("accepts long numbers that fit: leading zeros, and floats", () => {
+    const r = parseModelConfig(`max_batch_size: ${"0".repeat(40)}7\noptimization { cuda { graph_spec { graph_lower_bound { batch_size: 1 } } } }\nsequence_batching { direct { minimum_slot_utilization: 0.${"5".repeat(400)} } }\n`, FILE);
+    expect(r.diagnostics).toEqual([]);
+    expect(r.parsed?.config.maxBatchSize).toBe(7);
+  });
+
+  it("clips a megabyte-long name in its message", () => {
+    const d = firstError(`input { data_type: TYPE_${"X".repeat(1_000_000)} }`);
+    expect(d.message.length).toBeLessThan(300);
+    expect(d.message).toContain("…(1000007 characters) is not a valid DataType"); // the quotes are part of the run
+  });
+
   it("reports invalid UTF-8 where the string starts", () => {
     const d = firstError('name: "ok"\nplatform: "a\\xff"');
     expect(d).toMatchObject({ line: 2, column: 11, message: "invalid value for 'platform': invalid UTF-8 in string" });

@@ -277,6 +277,14 @@ describe("dynamic batching", () => {
     expect(summary((await lint(cfg)).diagnostics)).toEqual([]);
   });
 
+  it("says nothing more about preferred sizes when max_batch_size is itself wrong", async () => {
+    // One bad value, one error: comparing 8 with -2 would only add errors hinting "Use sizes up to -2".
+    const cfg = db("  preferred_batch_size: [ 8, 16, 0 ]", -2);
+    const { diagnostics } = await lint(cfg);
+    expect(diagnostics.map((d) => d.code)).toEqual(["max-batch-size-negative", "preferred-batch-size-positive"]);
+    expect(diagnostics.map((d) => d.hint).join(" ")).not.toMatch(/-2/);
+  });
+
   it("warns that a non-batching model forms no batches", async () => {
     const cfg = db("", 0);
     expectOne((await lint(cfg)).diagnostics, "dynamic-batching-no-batch", posOf(cfg, "dynamic_batching"), "cannot form batches", "warning");
@@ -284,6 +292,15 @@ describe("dynamic batching", () => {
 });
 
 describe("sequence batching, caches and newer fields", () => {
+  it("checks the oldest strategy's preferred sizes like dynamic batching's, and not against a negative max_batch_size", async () => {
+    const seq = (mbs: number) => pythonConfig("m", `${ECHO_IO}sequence_batching { oldest { max_candidate_sequences: 4 preferred_batch_size: [ 2, 16 ] } }\n`, mbs);
+    const cfg = seq(4);
+    const d = expectOne((await lint(cfg)).diagnostics, "preferred-batch-size-too-large", posOf(cfg, "16 ]"), "preferred batch size 16 is larger than max_batch_size 4");
+    expect(d.hint).toBe("Use sizes up to 4, or raise max_batch_size.");
+    expect((await lint(seq(0))).diagnostics.map((x) => x.hint)).toEqual(Array(2).fill("The model does not batch (max_batch_size 0): raise max_batch_size or drop preferred_batch_size."));
+    expect((await lint(seq(-3))).diagnostics.map((x) => x.code)).toEqual(["max-batch-size-negative"]);
+  });
+
   it("checks sequence controls", async () => {
     const cfg = pythonConfig(
       "m",

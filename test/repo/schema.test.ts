@@ -15,7 +15,7 @@ function listing(): Map<string, string> {
   const visit = (m: DescMessage, prefix: string) => {
     for (const f of m.fields) {
       const type = f.scalar ?? f.message?.typeName ?? f.enum?.typeName ?? "";
-      out.set(`${prefix}${m.name}.${f.name}`, `${f.number}/${f.fieldKind}/${type}/${f.oneof?.name ?? ""}/${f.mapKey ?? ""}`);
+      out.set(`${prefix}${m.name}.${f.name}`, `${f.number}/${f.fieldKind}/${type}/${f.oneof?.name ?? ""}/${f.fieldKind === "map" ? f.mapKey : ""}`);
     }
     for (const n of m.nestedMessages) visit(n, `${prefix}${m.name}.`);
     for (const e of m.nestedEnums) out.set(`${prefix}${m.name}.${e.name}`, enumLine(e));

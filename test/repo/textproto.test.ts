@@ -56,6 +56,7 @@ describe("tokenize", () => {
     ["a = 1", 1, 3, "unexpected '='"],
     ['name: "\\q"', 1, 8, "invalid escape \\q"],
     ['\uFEFFname: "m"', 1, 1, "unexpected byte-order mark"],
+    [`name: "m"\n${Buffer.from([0x20, 0xff, 0xfe]).toString("utf8")}`, 2, 2, "unexpected byte that is not UTF-8 text (or a U+FFFD character)"],
   ])("reports %j at %i:%i", (text, line, column, message) => {
     expect(() => tokenize(text)).toThrow(TextSyntaxError);
     try {

@@ -1,0 +1,85 @@
+import fsp from "node:fs/promises";
+import path from "node:path";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { RepositoryWatcher, type ModelChange } from "../../src/repo/watch.js";
+import { removeTempRepos, tempRepo, writeFiles } from "./helpers.js";
+
+afterAll(removeTempRepos);
+
+/** A watcher whose settle windows are far apart, so which one applied shows in the timing. */
+async function watchRepo(repo: string) {
+  const changes: Array<ModelChange & { at: number }> = [];
+  const w = new RepositoryWatcher(repo, (c) => changes.push({ ...c, at: Date.now() }), { settleMs: 1_500, completeSettleMs: 20 });
+  await w.start();
+  watchers.push(w);
+  return changes;
+}
+const watchers: RepositoryWatcher[] = [];
+afterEach(async () => {
+  for (const w of watchers.splice(0)) await w.close();
+});
+
+const until = async (cond: () => boolean, ms = 5_000) => {
+  const deadline = Date.now() + ms;
+  while (!cond() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+};
+
+describe("RepositoryWatcher settle windows", () => {
+  it("settles a write-then-rename save quickly: the file is complete when it appears", async () => {
+    const repo = await tempRepo();
+    await writeFiles(repo, { "m/config.pbtxt": "a", "m/1/model.py": "old" });
+    const changes = await watchRepo(repo);
+    const file = path.join(repo, "m", "1", "model.py");
+    await fsp.writeFile(path.join(repo, "m", "1", ".model.py.tmp"), "new");
+    const savedAt = Date.now();
+    await fsp.rename(path.join(repo, "m", "1", ".model.py.tmp"), file);
+    await until(() => changes.length > 0);
+    expect(changes.map((c) => c.model)).toEqual(["m"]);
+    // Far below the 1.5 s quiet time of a file written in place.
+    expect(changes[0]!.at - savedAt).toBeLessThan(1_000);
+  });
+
+  it("waits the full quiet time for a file written in place, and coalesces a burst into one change", async () => {
+    const repo = await tempRepo();
+    await writeFiles(repo, { "m/config.pbtxt": "a", "m/1/model.py": "old" });
+    const changes = await watchRepo(repo);
+    const file = path.join(repo, "m", "1", "model.py");
+    const first = Date.now();
+    for (let i = 0; i < 5; i++) {
+      await fsp.writeFile(file, `v${i}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const last = Date.now();
+    await until(() => changes.length > 0);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(changes).toHaveLength(1);
+    expect(changes[0]!.at - last).toBeGreaterThanOrEqual(1_400);
+    expect(changes[0]!.firstEventAt).toBeGreaterThanOrEqual(first - 5);
+  });
+
+  it("takes a rename save followed by in-place writes as still being written", async () => {
+    const repo = await tempRepo();
+    await writeFiles(repo, { "m/config.pbtxt": "a", "m/1/model.py": "old" });
+    const changes = await watchRepo(repo);
+    await fsp.writeFile(path.join(repo, "m", "1", ".tmp-save"), "new");
+    await fsp.rename(path.join(repo, "m", "1", ".tmp-save"), path.join(repo, "m", "1", "model.py"));
+    await new Promise((r) => setTimeout(r, 5));
+    const written = Date.now();
+    await fsp.appendFile(path.join(repo, "m", "config.pbtxt"), "b");
+    await until(() => changes.length > 0);
+    expect(changes).toHaveLength(1);
+    expect(changes[0]!.at - written).toBeGreaterThanOrEqual(1_400);
+  });
+
+  it("ignores swap files and __pycache__, and reports each model apart", async () => {
+    const repo = await tempRepo();
+    await writeFiles(repo, { "a/config.pbtxt": "a", "a/1/model.py": "x", "b/config.pbtxt": "b", "b/1/model.py": "y" });
+    const changes = await watchRepo(repo);
+    await writeFiles(repo, { "a/1/.model.py.swp": "s", "a/1/__pycache__/model.cpython-311.pyc": "c", "a/1/model.py~": "backup" });
+    await fsp.writeFile(path.join(repo, "b", "1", ".n"), "1");
+    await fsp.rename(path.join(repo, "b", "1", ".n"), path.join(repo, "b", "1", "model.py"));
+    await until(() => changes.length > 0);
+    await new Promise((r) => setTimeout(r, 1_700));
+    expect(changes.map((c) => c.model)).toEqual(["b"]);
+  });
+});
