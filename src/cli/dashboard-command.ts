@@ -52,7 +52,7 @@ export function registerDashboardCommand(program: Command, ctx: CliContext): voi
       const urls = endpointsOf(state);
       const h = urlHost(state.host);
       const endpoints = { http: `${h}:${state.ports.http}`, grpc: `${h}:${state.ports.grpc}`, metrics: `${h}:${state.ports.metrics}` };
-      bus.emit({ type: "ready", endpoints, models, elapsedMs: Math.max(0, Date.now() - Date.parse(state.startedAt)) });
+      bus.emit({ type: "ready", endpoints, models, elapsedMs: Math.max(0, Date.now() - Date.parse(state.startedAt)), attached: true });
 
       // A detached run's supervisor records every event (the edit timeline above all); a
       // foreground `up` keeps its own in its terminal.

@@ -58,7 +58,11 @@ export function formatEvent(e: SessionEvent): string | undefined {
       return `starting tritonserver (${e.runtime} runtime, pid ${e.pid ?? "?"}); log: ${e.logFile}`;
     case "ready": {
       const ok = e.models.filter((m) => m.state === "READY").length;
-      const lines = [`Triton is up in ${(e.elapsedMs / 1000).toFixed(1)} s: ${ok}/${e.models.length} model(s) READY`];
+      const lines = [
+        e.attached
+          ? `Triton has been up for ${formatDuration(Math.round(e.elapsedMs / 1000))}: ${ok}/${e.models.length} model(s) READY`
+          : `Triton is up in ${(e.elapsedMs / 1000).toFixed(1)} s: ${ok}/${e.models.length} model(s) READY`,
+      ];
       lines.push(`  HTTP    http://${e.endpoints.http}`, `  gRPC    ${e.endpoints.grpc}`, `  metrics http://${e.endpoints.metrics}/metrics`);
       const w = Math.max(5, ...e.models.map((m) => m.name.length));
       for (const m of e.models) lines.push(`  ${pad(m.name, w)}  v${m.version ?? "-"}  ${pad(m.state ?? "UNKNOWN", 11)}${m.reason ? ` ${m.reason}` : ""}`);
@@ -72,6 +76,8 @@ export function formatEvent(e: SessionEvent): string | undefined {
       return e.action === "reattached"
         ? `reattached to the running container ${e.name} (${e.id.slice(0, 12)}, ${e.image}): same settings as before`
         : `created container ${e.name} (${e.id.slice(0, 12)}, ${e.image})${e.replaced ? `, replacing ours because ${e.replaced}` : ""}`;
+    case "kind":
+      return `kind: ${e.message}`;
     case "monitoring":
       return `monitoring: Prometheus ${e.prometheus}  Grafana ${e.grafana} (dashboard "Triton (triton-dev)")`;
     case "hint":
@@ -135,4 +141,10 @@ function formatEdit(e: Extract<SessionEvent, { type: "edit" }>): string | undefi
     case "unloaded":
       return `${head} unloaded ${secs(e.sinceSavedMs)} after the delete`;
   }
+}
+
+export function formatDuration(sec: number): string {
+  if (sec < 60) return `${sec}s`;
+  if (sec < 3600) return `${Math.floor(sec / 60)}m${String(sec % 60).padStart(2, "0")}s`;
+  return `${Math.floor(sec / 3600)}h${String(Math.floor((sec % 3600) / 60)).padStart(2, "0")}m`;
 }

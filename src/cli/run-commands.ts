@@ -7,7 +7,7 @@ import { collectStatus } from "../session/status.js";
 import { followFile, tailLines } from "../state/log-file.js";
 import { currentRun, runAlive } from "../state/run-state.js";
 import { parsePositiveInt } from "./options.js";
-import { table, type CliContext } from "./output.js";
+import { formatDuration, table, type CliContext } from "./output.js";
 
 export function registerRunCommands(program: Command, ctx: CliContext): void {
   const { output, env } = ctx;
@@ -21,22 +21,33 @@ export function registerRunCommands(program: Command, ctx: CliContext): void {
       if (flags.json) {
         output.out(
           JSON.stringify({
-            stopped: r.stopped ? { pid: r.stopped.pid, runId: r.stopped.runId, ...(r.stopped.docker ? { container: r.stopped.docker.containerName } : {}) } : null,
+            stopped: r.stopped ? { pid: r.stopped.pid, runId: r.stopped.runId, ...(r.stopped.docker ? { container: r.stopped.docker.containerName } : {}), ...(r.stopped.kind ? { cluster: r.stopped.kind.cluster } : {}) } : null,
             stale: r.stale ? { pid: r.stale.pid } : null,
             orphans: r.orphans,
             orphanContainers: r.orphanContainers,
+            clusterDeleted: r.clusterDeleted ?? null,
+            orphanClusters: r.orphanClusters,
+            orphanKindRuns: r.orphanKindRuns,
+            orphanKubectls: r.orphanKubectls,
           }),
         );
         return;
       }
       if (r.stopped) {
-        const what = r.stopped.docker ? `container ${r.stopped.docker.containerName}, removed` : `pid ${r.stopped.pid}`;
+        const what = r.stopped.docker
+          ? `container ${r.stopped.docker.containerName}, removed`
+          : r.stopped.kind
+            ? `kind cluster ${r.stopped.kind.cluster}, ${r.clusterDeleted ? "deleted" : "kept; the run's objects removed"}`
+            : `pid ${r.stopped.pid}`;
         output.out(`stopped Triton (${what}, ${r.stopped.runtime} runtime, http ${r.stopped.host}:${r.stopped.ports.http})`);
       }
-      if (r.stale) output.out(`removed the record of a run whose server (pid ${r.stale.pid}) was already gone`);
+      if (r.stale) output.out(`removed the record of a run whose server (${r.stale.kind ? `kind cluster ${r.stale.kind.cluster}${r.clusterDeleted ? ", now deleted" : ""}` : `pid ${r.stale.pid}`}) was already gone`);
       if (r.orphans.length) output.out(`stopped ${r.orphans.length} leftover tritonserver process(es) of ours: pid ${r.orphans.join(", ")}`);
       if (r.orphanContainers.length) output.out(`removed ${r.orphanContainers.length} leftover container(s) of ours: ${r.orphanContainers.join(", ")}`);
-      if (!r.stopped && !r.stale && r.orphans.length === 0 && r.orphanContainers.length === 0) output.out("nothing is running: no triton-dev server to stop");
+      if (r.orphanClusters.length) output.out(`deleted ${r.orphanClusters.length} leftover kind cluster(s) of ours: ${r.orphanClusters.join(", ")}`);
+      if (r.orphanKubectls.length) output.out(`stopped ${r.orphanKubectls.length} leftover kubectl process(es) of ours: pid ${r.orphanKubectls.join(", ")}`);
+      if (r.orphanKindRuns.length) output.out(`removed the objects of ${r.orphanKindRuns.length} finished run(s) from kept kind clusters: ${r.orphanKindRuns.join(", ")}`);
+      if (!r.stopped && !r.stale && r.orphans.length === 0 && r.orphanContainers.length === 0 && r.orphanClusters.length === 0 && r.orphanKindRuns.length === 0 && r.orphanKubectls.length === 0) output.out("nothing is running: no triton-dev server to stop");
     });
 
   program
@@ -56,7 +67,11 @@ export function registerRunCommands(program: Command, ctx: CliContext): void {
         ctx.exitCode = 1;
         return;
       }
-      output.out(`runtime   ${s.runtime} (${s.container ? `container ${s.container.name}` : `pid ${s.pid}`}, up ${formatDuration(s.uptimeSec ?? 0)}${s.detached ? ", detached" : ""})`);
+      output.out(`runtime   ${s.runtime} (${s.container ? `container ${s.container.name}` : s.cluster ? `kind cluster ${s.cluster.name}` : `pid ${s.pid}`}, up ${formatDuration(s.uptimeSec ?? 0)}${s.detached ? ", detached" : ""})`);
+      if (s.cluster) {
+        output.out(`cluster   ${s.cluster.name} (context ${s.cluster.context}, namespace ${s.cluster.namespace}; ${s.cluster.keepCluster ? "kept after the run" : "deleted by `down`"})`);
+        output.out(`image     ${s.cluster.image} (gpus ${s.cluster.gpus})`);
+      }
       if (s.container) output.out(`image     ${s.container.image} (gpus ${s.container.gpus}, /dev/shm ${Math.round(s.container.shmBytes / 1024 ** 2)} MiB)`);
       output.out(`models    ${s.modelsDir}`);
       output.out(`reload    ${s.reload?.mode}${s.reload?.mode === "poll" ? ` every ${s.reload.pollSecs} s` : ""}`);
@@ -110,10 +125,4 @@ export function registerRunCommands(program: Command, ctx: CliContext): void {
         process.on("SIGINT", finish);
       });
     });
-}
-
-export function formatDuration(sec: number): string {
-  if (sec < 60) return `${sec}s`;
-  if (sec < 3600) return `${Math.floor(sec / 60)}m${String(sec % 60).padStart(2, "0")}s`;
-  return `${Math.floor(sec / 3600)}h${String(Math.floor((sec % 3600) / 60)).padStart(2, "0")}m`;
 }

@@ -46,7 +46,7 @@ export function registerSetupCommands(program: Command, ctx: CliContext): void {
 
   program
     .command("doctor")
-    .description("Check what triton-dev needs: Python, glibc, the managed environment, ports; Docker, its NVIDIA runtime and the GPUs.")
+    .description("Check what triton-dev needs: Python, glibc, the managed environment, ports; Docker, its NVIDIA runtime and the GPUs; kind and kubectl.")
     .option("--json", "print the checks as JSON", false)
     .option("--http-port <n>", "HTTP port to check", parsePort("--http-port"), 8000)
     .option("--grpc-port <n>", "gRPC port to check", parsePort("--grpc-port"), 8001)
@@ -107,6 +107,22 @@ async function dockerChecks(env: NodeJS.ProcessEnv, deps: DoctorDeps): Promise<D
   return out;
 }
 
+/** The kind runtime's tools. Neither fails `doctor`: only `--runtime kind` needs them. */
+async function kindChecks(env: NodeJS.ProcessEnv): Promise<DoctorCheck[]> {
+  const [{ probeKindTools }, { KindTools }] = await Promise.all([import("../runtimes/kind/doctor.js"), import("../runtimes/kind/tools.js")]);
+  return (await probeKindTools(new KindTools(undefined, env))).map((t) =>
+    t.version
+      ? { name: t.tool, ok: true, detail: `${t.tool} ${t.version}` }
+      : {
+          name: t.tool,
+          ok: false,
+          warn: true,
+          detail: t.error ? `${t.tool} did not answer: ${t.error} (only the kind runtime needs it)` : `not installed (only the kind runtime needs it)`,
+          ...(t.hint ? { hint: t.hint } : {}),
+        },
+  );
+}
+
 export async function runDoctor(env: NodeJS.ProcessEnv, ports: number[], deps: DoctorDeps = {}): Promise<DoctorCheck[]> {
   const paths = resolvePaths(env);
   const checks: DoctorCheck[] = [];
@@ -135,5 +151,6 @@ export async function runDoctor(env: NodeJS.ProcessEnv, ports: number[], deps: D
     }));
   }
   checks.push(...(await dockerChecks(env, deps)));
+  checks.push(...(await kindChecks(env)));
   return checks;
 }

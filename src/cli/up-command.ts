@@ -12,6 +12,7 @@ import { recordSupervisor, runSupervisor, spawnSupervisor, waitForSupervisor } f
 
 import { UsageError } from "../errors.js";
 import { DEFAULT_IMAGE, parseGpus, parseSize } from "../runtimes/docker/settings.js";
+import { DEFAULT_CLUSTER, parseClusterName } from "../runtimes/kind/settings.js";
 import { parsePort, parsePositiveInt } from "./options.js";
 import { formatEvent, printEvents, type CliContext } from "./output.js";
 import { shouldOpenDashboard } from "../ui/mode.js";
@@ -40,6 +41,8 @@ interface UpFlags {
   gpus?: string;
   shmSize?: string;
   monitoring: boolean;
+  cluster?: string;
+  keepCluster: boolean;
 }
 
 export function registerUpCommand(program: Command, ctx: CliContext): void {
@@ -59,10 +62,12 @@ export function registerUpCommand(program: Command, ctx: CliContext): void {
     .option("--no-ui", "print plain progress lines instead of the dashboard")
     .option("--json", "print events as JSON lines", false)
     .option("--timeout <seconds>", "how long to wait for Triton and its models to be ready", parsePositiveInt("--timeout"), 180)
-    .option("--image <ref>", `docker runtime: the Triton image (default ${DEFAULT_IMAGE})`)
-    .option("--gpus <which>", "docker runtime: all, a count, device=0,1 or none (default: all when Docker has the NVIDIA runtime)")
-    .option("--shm-size <size>", "docker runtime: /dev/shm for the python backend (default 1g)")
+    .option("--image <ref>", `docker and kind runtimes: the Triton image (default ${DEFAULT_IMAGE})`)
+    .option("--gpus <which>", "docker and kind runtimes: all, a count, device=0,1 (docker) or none (default: all when Docker has the NVIDIA runtime)")
+    .option("--shm-size <size>", "docker and kind runtimes: /dev/shm for the python backend (default 1g)")
     .option("--monitoring", "docker runtime: Prometheus and Grafana beside Triton, with the article's dashboard", false)
+    .option("--cluster <name>", `kind runtime: the kind cluster to create or use (default ${DEFAULT_CLUSTER})`)
+    .option("--keep-cluster", "kind runtime: keep the cluster when the run ends (the next `up` then starts in seconds)", false)
     .action(async (flags: UpFlags) => {
       const paths = resolvePaths(env);
       const bus = new EventBus<SessionEvent>();
@@ -101,6 +106,7 @@ export function registerUpCommand(program: Command, ctx: CliContext): void {
           detached: flags.detach,
           readyTimeoutMs: flags.timeout * 1000,
           docker: dockerFlags(flags),
+          kind: kindFlags(flags),
         },
         bus,
         env,
@@ -189,9 +195,15 @@ export function registerUpCommand(program: Command, ctx: CliContext): void {
 
 /** The docker runtime's flags; refused with the local runtime, which has no image, GPUs or /dev/shm to set. */
 function dockerFlags(flags: UpFlags): UpOptions["docker"] {
-  const given = [flags.image && "--image", flags.gpus && "--gpus", flags.shmSize && "--shm-size", flags.monitoring && "--monitoring"].filter(Boolean);
+  const shared = [flags.image && "--image", flags.gpus && "--gpus", flags.shmSize && "--shm-size"].filter(Boolean);
+  const given = [...shared, flags.monitoring && "--monitoring"].filter(Boolean);
+  if (flags.runtime === "kind") {
+    if (flags.monitoring) throw new UsageError("--monitoring only applies to the docker runtime", { hint: "The kind runtime renders a ServiceMonitor when the cluster runs the Prometheus operator; drop --monitoring." });
+    return undefined;
+  }
   if (flags.runtime !== "docker") {
-    if (given.length) throw new UsageError(`${given.join(", ")} only apply to the docker runtime`, { hint: "Add `--runtime docker`." });
+    if (flags.monitoring) throw new UsageError(`${given.join(", ")} only apply to the docker runtime`, { hint: "Add `--runtime docker`." });
+    if (shared.length) throw new UsageError(`${shared.join(", ")} only appl${shared.length === 1 ? "ies" : "y"} to the docker and kind runtimes`, { hint: "Add `--runtime docker` or `--runtime kind`." });
     return undefined;
   }
   return {
@@ -199,6 +211,22 @@ function dockerFlags(flags: UpFlags): UpOptions["docker"] {
     ...(flags.gpus ? { gpus: parseGpus(flags.gpus) } : {}),
     ...(flags.shmSize ? { shmBytes: parseSize(flags.shmSize) } : {}),
     monitoring: flags.monitoring,
+  };
+}
+
+/** The kind runtime's flags (image, GPUs and /dev/shm as for docker); --cluster and --keep-cluster are refused elsewhere. */
+function kindFlags(flags: UpFlags): UpOptions["kind"] {
+  if (flags.runtime !== "kind") {
+    const given = [flags.cluster && "--cluster", flags.keepCluster && "--keep-cluster"].filter(Boolean);
+    if (given.length) throw new UsageError(`${given.join(", ")} only appl${given.length === 1 ? "ies" : "y"} to the kind runtime`, { hint: "Add `--runtime kind`." });
+    return undefined;
+  }
+  return {
+    ...(flags.cluster ? { cluster: parseClusterName(flags.cluster) } : {}),
+    keepCluster: flags.keepCluster,
+    ...(flags.image ? { image: flags.image } : {}),
+    ...(flags.gpus ? { gpus: parseGpus(flags.gpus) } : {}),
+    ...(flags.shmSize ? { shmBytes: parseSize(flags.shmSize) } : {}),
   };
 }
 

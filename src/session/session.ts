@@ -8,9 +8,12 @@ import { log as rootLog } from "../log/logger.js";
 import { findPortHolder, isPortFree } from "../net/ports.js";
 import { detectNvidiaGpus } from "../gpu/detect.js";
 import { lintRepository, type LintOptions } from "../repo/lint.js";
+import { autoCompleteNeeds } from "../repo/auto-complete.js";
 import { ReloadController } from "../repo/reload-controller.js";
 import { listModelDirs, requireModelRepository, StagingRepository } from "../repo/stage.js";
 import type { DockerPlan, DockerRuntime } from "../runtimes/docker/docker-runtime.js";
+import type { KindPlan, KindRuntime } from "../runtimes/kind/kind-runtime.js";
+import { DEFAULT_CLUSTER } from "../runtimes/kind/settings.js";
 import { isShmError, shmHint } from "../runtimes/docker/hints.js";
 import { DEFAULT_IMAGE, DEFAULT_SHM_BYTES, containerName, formatGpus, type GpuRequest } from "../runtimes/docker/settings.js";
 import { ensureEnvironment, precompilePython } from "../runtimes/local/environment.js";
@@ -36,6 +39,17 @@ export interface UpOptions {
   readyTimeoutMs: number;
   /** The docker runtime's settings (defaults: the NGC image, GPUs when the daemon has them, 1 GiB /dev/shm). */
   docker?: Partial<DockerUpOptions>;
+  /** The kind runtime's settings (defaults: cluster triton-dev, deleted at the end unless kept, the NGC image). */
+  kind?: Partial<KindUpOptions>;
+}
+
+export interface KindUpOptions {
+  cluster: string;
+  /** The cluster outlives the run (`--keep-cluster`). */
+  keepCluster: boolean;
+  image: string;
+  gpus: GpuRequest | "auto";
+  shmBytes: number;
 }
 
 export interface DockerUpOptions {
@@ -84,6 +98,7 @@ export function createController(state: RunState, staging: StagingRepository, bu
     bus,
     lint,
     editsFile: editsFile(state),
+    autoCompleteConfig: state.autoCompleteConfig !== false,
   });
 }
 
@@ -99,17 +114,17 @@ export function urlHost(host: string): string {
  * Resolve `auto` to a runtime this build can run. `auto` stays local: picking docker whenever a
  * daemon answers would mean a multi-gigabyte NGC pull that nobody asked for.
  */
-export function resolveRuntime(requested: UpOptions["runtime"]): "local" | "docker" {
+export function resolveRuntime(requested: UpOptions["runtime"]): RuntimeKind {
   if (requested === "auto" || requested === "local") return "local";
-  if (requested === "docker") return "docker";
-  throw new UserError(`the ${requested} runtime is not available in this version of triton-dev`, {
-    hint: "Use `--runtime local` (the embedded Triton, needs only Python 3.8-3.12) or `--runtime docker`.",
+  if (requested === "docker" || requested === "kind") return requested;
+  throw new UserError(`the ${String(requested)} runtime is not available in this version of triton-dev`, {
+    hint: "Use `--runtime local` (the embedded Triton, needs only Python 3.8-3.12), `--runtime docker` or `--runtime kind`.",
     exitCode: 2,
   });
 }
 
 export interface RuntimeChoice {
-  runtime: "local" | "docker";
+  runtime: RuntimeKind;
   why: string;
 }
 
@@ -117,7 +132,8 @@ export interface RuntimeChoice {
  * `--runtime auto`: Docker when a daemon answers and it can run the NGC image the way a GPU
  * workstation does (the NVIDIA runtime is registered, or the image is already here); otherwise
  * the embedded local runtime. A daemon without either would mean a multi-gigabyte pull to end
- * up on the CPU, which the local runtime does with nothing to download.
+ * up on the CPU, which the local runtime does with nothing to download. kind is never picked:
+ * a cluster is something to ask for.
  */
 export async function chooseRuntime(requested: UpOptions["runtime"], image: string, env: NodeJS.ProcessEnv, timeoutMs = 1_500): Promise<RuntimeChoice> {
   if (requested !== "auto") return { runtime: resolveRuntime(requested), why: `--runtime ${requested}` };
@@ -192,8 +208,21 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
   await requireModelRepository(modelsDir);
 
   let docker: { runtime: DockerRuntime; plan: DockerPlan; gpus: GpuRequest; opts: DockerUpOptions } | undefined;
+  let kind: { runtime: KindRuntime; plan: KindPlan; opts: KindUpOptions } | undefined;
   let environment: Awaited<ReturnType<typeof ensureEnvironment>> | undefined;
-  if (runtime === "docker") {
+  if (runtime === "kind") {
+    const opts: KindUpOptions = { cluster: DEFAULT_CLUSTER, keepCluster: false, image: DEFAULT_IMAGE, gpus: "auto", shmBytes: DEFAULT_SHM_BYTES, ...o.kind };
+    const [{ connectDocker }, { KindRuntime }] = await Promise.all([import("../runtimes/docker/client.js"), import("../runtimes/kind/kind-runtime.js")]);
+    const rt = new KindRuntime(connectDocker(env), env);
+    rt.onProgress = (p) => bus.emit({ type: "kind", step: p.step, message: p.message });
+    const plan = await rt.plan(
+      { ...opts, stateDir: paths.stateDir, ports: o.ports, host: o.host, reload: o.reload, readyTimeoutMs: o.readyTimeoutMs },
+      (p) => bus.emit({ type: "pull", ...p }),
+    );
+    // kubectl port-forward listens on these, on this machine.
+    await checkPorts(o.ports, o.host);
+    kind = { runtime: rt, plan, opts };
+  } else if (runtime === "docker") {
     const opts: DockerUpOptions = { image: DEFAULT_IMAGE, gpus: "auto", shmBytes: DEFAULT_SHM_BYTES, monitoring: false, ...o.docker };
     // Loaded here only: the Docker client costs a third of a second to load, which every other command is spared.
     const [{ connectDocker }, { DockerRuntime }] = await Promise.all([import("../runtimes/docker/client.js"), import("../runtimes/docker/docker-runtime.js")]);
@@ -223,7 +252,7 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
   // reason buried in its log. They load as soon as a fixed version is saved.
   // At `up` a KIND_GPU model on a machine without a GPU is an error (lint only warns): Triton
   // would refuse it, so it is reported here with the fix instead.
-  const gpus = docker ? (docker.gpus.kind === "none" ? 0 : undefined) : await detectNvidiaGpus();
+  const gpus = docker ? (docker.gpus.kind === "none" ? 0 : undefined) : kind ? (kind.plan.gpus === 0 ? 0 : undefined) : await detectNvidiaGpus();
   const lintOptions = { runtime, gpuAvailable: gpus === undefined ? true : gpus > 0, gpuMissingSeverity: "error" as const };
   const lint = await lintRepository(modelsDir, lintOptions);
   const refused = new Set<string>();
@@ -234,7 +263,8 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
     // repository (and a user's) stays usable on a laptop, and the notice says why.
     if (errors.length && errors.every((d) => d.code === "gpu-unavailable")) {
       skipped.add(m.name);
-      bus.emit({ type: "skipped", model: m.name, reason: docker ? "it needs a GPU (KIND_GPU) and this container has none (--gpus none)" : "it needs a GPU (KIND_GPU) and this machine has none", diagnostics: errors });
+      const reason = docker ? "it needs a GPU (KIND_GPU) and this container has none (--gpus none)" : kind ? "it needs a GPU (KIND_GPU) and the kind pod gets none (--gpus none, or Docker has no NVIDIA runtime)" : "it needs a GPU (KIND_GPU) and this machine has none";
+      bus.emit({ type: "skipped", model: m.name, reason, diagnostics: errors });
       continue;
     }
     if (errors.length) refused.add(m.name);
@@ -257,10 +287,13 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
     staged = await staging.init(modelsDir, (m) => !refused.has(m) && !skipped.has(m));
   }
   bus.emit({ type: "staged", models: staged, repository });
+  // Local runtime: Triton's config auto-complete adds a fixed second to every python model load
+  // (see repo/auto-complete.ts); it is turned off when no model of the repository needs it.
+  const autoCompleteOff = environment ? (await autoCompleteNeeds(lint.models.filter((m) => !skipped.has(m.name)))).length === 0 : false;
 
   const repositoryKey = { header: REPOSITORY_KEY_HEADER, value: reuse?.key ?? randomBytes(24).toString("hex") };
   const started = Date.now();
-  const startOptions = { runId, runDir, repository, ports: o.ports, host: o.host, reload: o.reload, pollSecs: o.pollSecs, repositoryKey, logFile };
+  const startOptions = { runId, runDir, repository, ports: o.ports, host: o.host, reload: o.reload, pollSecs: o.pollSecs, repositoryKey, logFile, ...(autoCompleteOff ? { autoCompleteConfig: false } : {}) };
   let handle: ServerHandle;
   if (docker) {
     let shmHinted = false;
@@ -284,6 +317,15 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
       bus.emit({ type: "hint", message: `the Docker daemon may not lift the locked-memory limit here (memlock=-1 refused: ${docker.runtime.memlockRefused.slice(0, 160)}); Triton runs with the daemon's limit, which only matters for pinned memory with GPUs. Rootful Docker allows it.` });
     }
     if (c.monitoring) bus.emit({ type: "monitoring", prometheus: c.monitoring.prometheus, grafana: c.monitoring.grafana });
+  } else if (kind) {
+    let shmHinted = false;
+    kind.runtime.onLogLine = (line) => {
+      if (!shmHinted && isShmError(line)) {
+        shmHinted = true;
+        bus.emit({ type: "hint", message: shmHint(kind.opts.shmBytes) });
+      }
+    };
+    handle = await kind.runtime.start(startOptions);
   } else {
     handle = await new LocalRuntime({ environment: environment!, env }).start(startOptions);
   }
@@ -295,7 +337,7 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
     runId,
     runtime,
     pid: handle.pid ?? -1,
-    executable: docker ? "tritonserver" : environment!.serverBin,
+    executable: docker ? "tritonserver" : kind ? "kubectl" : environment!.serverBin,
     ownerPid: o.detached ? undefined : process.pid,
     detached: o.detached,
     startedAt: new Date(started).toISOString(),
@@ -308,6 +350,7 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
     reload: o.reload,
     pollSecs: o.pollSecs,
     repositoryKey,
+    ...(autoCompleteOff ? { autoCompleteConfig: false } : {}),
     ...(docker && dockerStarted
       ? {
           docker: {
@@ -321,6 +364,7 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
           },
         }
       : {}),
+    ...(kind?.runtime.started ? { kind: kind.runtime.started.record } : {}),
   };
   let exitInfo: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   void handle.exited.then((e) => (exitInfo = e));
@@ -340,7 +384,7 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
   };
 
   try {
-    if (handle.pid === undefined && !docker) throw new ServerStartError(`could not launch ${environment!.serverBin}`, { hint: "Run `triton-dev setup --force` to reinstall the environment." });
+    if (handle.pid === undefined && !docker && !kind) throw new ServerStartError(`could not launch ${environment!.serverBin}`, { hint: "Run `triton-dev setup --force` to reinstall the environment." });
     await writeRunState(paths, state);
     const what = `Triton at ${o.host}:${o.ports.http}`;
     await waitFor(
@@ -361,7 +405,8 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
         },
       },
     );
-    const models = await settledIndex(client, o.readyTimeoutMs - (Date.now() - started));
+    // Triton names files of the staging copy in its reasons (a model.py traceback); point at the user's.
+    const models = (await settledIndex(client, o.readyTimeoutMs - (Date.now() - started))).map((m) => (m.reason ? { ...m, reason: staging.userPaths(m.reason, modelsDir) } : m));
     bus.emit({ type: "ready", endpoints: handle.endpoints, models, elapsedMs: Date.now() - started });
     const watch = async () => {
       controller = createController(state, staging, bus, lintOptions);
@@ -378,7 +423,7 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
   } catch (err) {
     await stop("start failed");
     if (err instanceof ReadinessAbortedError) {
-      throw new ServerStartError(err.message, { hint: startHint(logFile, docker?.opts.shmBytes), cause: err });
+      throw new ServerStartError(err.message, { hint: startHint(logFile, docker?.opts.shmBytes ?? kind?.opts.shmBytes), cause: err });
     }
     if (err instanceof ReadinessTimeoutError) {
       throw new ServerStartError(err.message, { hint: `Raise the limit with --timeout SECONDS if your models load slowly; the full log is ${logFile}.`, cause: err });

@@ -3,6 +3,7 @@ import { currentRun, type RunState } from "../state/run-state.js";
 import type { RepositoryIndexEntry } from "../triton/http-client.js";
 import fsp from "node:fs/promises";
 import type { EditSummary } from "../repo/reload-events.js";
+import { stagingLayout, toUserPaths } from "../repo/stage.js";
 import { clientFor, editsFile, urlHost } from "./session.js";
 
 export interface StatusReport {
@@ -24,6 +25,8 @@ export interface StatusReport {
   edits?: EditSummary[];
   /** The docker runtime's container. */
   container?: { name: string; id: string; image: string; gpus: string; shmBytes: number };
+  /** The kind runtime's cluster. */
+  cluster?: { name: string; context: string; namespace: string; created: boolean; keepCluster: boolean; image: string; gpus: number; nodeContainer?: string };
   /** Prometheus and Grafana of `up --monitoring`. */
   monitoring?: { prometheus: string; grafana: string };
   /** Set when the record was stale (the server is gone) or Triton did not answer. */
@@ -58,23 +61,50 @@ export async function collectStatus(paths: Paths, now: () => number = Date.now):
           ...(s.docker.monitoring ? { monitoring: s.docker.monitoring } : {}),
         }
       : {}),
+    ...(s.kind
+      ? {
+          cluster: {
+            name: s.kind.cluster,
+            context: s.kind.context,
+            namespace: s.kind.namespace,
+            created: s.kind.created,
+            keepCluster: s.kind.keepCluster,
+            image: s.kind.image,
+            gpus: s.kind.gpus,
+            ...(s.kind.nodeContainer ? { nodeContainer: s.kind.nodeContainer } : {}),
+          },
+        }
+      : {}),
   };
   if (!run.alive) {
-    const what = s.docker ? `the container ${s.docker.containerName}` : `the server (pid ${s.pid})`;
+    const what = s.docker ? `the container ${s.docker.containerName}` : s.kind ? `the Triton Deployment in kind cluster ${s.kind.cluster}` : `the server (pid ${s.pid})`;
     return { ...base, problem: `${what} is no longer running; \`triton-dev down\` cleans up its record` };
   }
   const client = clientFor(s);
   try {
     const [index, ready] = await Promise.all([client.repositoryIndex(), client.isReady()]);
     const edits = await readEdits(s);
-    return { ...base, serverReady: ready, models: index.map(toModel), ...(edits.length ? { edits } : {}) };
+    const models = index.map((e) => toModel(e, s));
+    // A model whose load failed with nothing earlier to serve is withdrawn from the served
+    // repository (so poll mode stops retrying it) and Triton may no longer list it: the reason
+    // is kept in its last edit.
+    for (const e of edits) {
+      if (!e.withdrawn || e.outcome !== "failed") continue;
+      const m = models.find((x) => x.name === e.model);
+      if (!m) models.push({ name: e.model, state: "UNAVAILABLE", ...(e.reason ? { reason: e.reason } : {}) });
+      else if (m.state !== "READY" && e.reason) m.reason = e.reason;
+    }
+    models.sort((a, b) => a.name.localeCompare(b.name));
+    return { ...base, serverReady: ready, models, ...(edits.length ? { edits } : {}) };
   } catch (err) {
     return { ...base, problem: `Triton did not answer: ${(err as Error).message}` };
   }
 }
 
-function toModel(e: RepositoryIndexEntry) {
-  return { name: e.name, ...(e.version ? { version: e.version } : {}), state: e.state ?? "UNKNOWN", ...(e.reason ? { reason: e.reason } : {}) };
+/** Reasons name files of the staging copy (a model.py traceback); shown as the user's paths. */
+function toModel(e: RepositoryIndexEntry, s: RunState): { name: string; version?: string; state: string; reason?: string } {
+  const reason = e.reason ? toUserPaths(e.reason, stagingLayout(s.runDir), s.modelsDir) : undefined;
+  return { name: e.name, ...(e.version ? { version: e.version } : {}), state: e.state ?? "UNKNOWN", ...(reason ? { reason } : {}) };
 }
 
 async function readEdits(s: RunState): Promise<EditSummary[]> {

@@ -47,6 +47,9 @@ export async function runSupervisor(paths: Paths, print: (e: SessionEvent) => vo
   bus.on(eventWriter(state));
   const gpus = await detectNvidiaGpus();
   const controller = createController(state, staging, bus, { runtime: state.runtime, gpuAvailable: gpus === undefined ? true : gpus > 0, gpuMissingSeverity: "error" });
+  // kind: Triton is reached through a port-forward and its log through `kubectl logs`, both
+  // handed over from the foreground `up`; they run here for as long as the run lasts.
+  const kind = state.runtime === "kind" ? await connectKind(state) : undefined;
   const index = await clientFor(state).repositoryIndex().catch(() => []);
   await controller.adopt(index);
   await controller.start();
@@ -56,13 +59,20 @@ export async function runSupervisor(paths: Paths, print: (e: SessionEvent) => vo
   const logs = state.runtime === "docker" ? await followDockerLogs(state) : undefined;
   fs.writeFileSync(readyFile(state), String(process.pid));
   await new Promise<void>((resolve) => {
+    let finished = false;
     const finish = () => {
+      if (finished) return;
+      finished = true;
       clearInterval(timer);
-      void Promise.all([controller.close(), logs?.stop()]).then(() => resolve());
+      void Promise.all([controller.close(), logs?.stop(), kind?.stop()]).then(() => resolve());
     };
-    const timer = setInterval(() => {
-      void runAlive(state).then((alive) => alive || finish());
-    }, 1000);
+    // kind: the connection polls the cluster already and ends with the Deployment.
+    const timer = kind
+      ? undefined
+      : setInterval(() => {
+          void runAlive(state).then((alive) => alive || finish());
+        }, 1000);
+    void kind?.exited.then(finish);
     process.once("SIGTERM", finish);
     process.once("SIGINT", finish);
     // An attached dashboard's `r`.
@@ -81,6 +91,30 @@ async function followDockerLogs(state: RunState) {
     log.warn("could not follow the container's log", { error: String(err) });
     return undefined;
   });
+}
+
+async function connectKind(state: RunState) {
+  if (!state.kind) return undefined;
+  const { KindConnection } = await import("../runtimes/kind/connection.js");
+  const { KindTools } = await import("../runtimes/kind/tools.js");
+  const k = state.kind;
+  const connection = new KindConnection({
+    tools: new KindTools(),
+    cluster: k.cluster,
+    context: k.context,
+    namespace: k.namespace,
+    runId: state.runId,
+    image: k.image,
+    ports: state.ports,
+    host: state.host,
+    logFile: state.logFile,
+    runDir: state.runDir,
+    resume: true,
+  });
+  await connection.start();
+  // The foreground `up`'s port-forward may still hold the ports for a moment; it is retried.
+  await connection.forward(30_000).catch((err: unknown) => log.warn("the port-forward did not start", { error: String(err) }));
+  return connection;
 }
 
 function readyFile(state: RunState): string {

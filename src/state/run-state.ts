@@ -5,6 +5,26 @@ import { UserError } from "../errors.js";
 import { writeFileAtomic } from "./atomic-write.js";
 import { isOurProcess } from "./process.js";
 
+export const kindRecordSchema = z.object({
+  cluster: z.string(),
+  /** kubectl's context for it (kind-<cluster>); always passed explicitly, never the user's current one. */
+  context: z.string(),
+  namespace: z.string(),
+  /** This run created the cluster. */
+  created: z.boolean(),
+  /** The cluster outlives the run (`--keep-cluster`, now or when it was created); otherwise `down` deletes it. */
+  keepCluster: z.boolean(),
+  /** The worker node's container (where node-gpu-setup.sh ran, and which mounts the state folder). */
+  nodeContainer: z.string().optional(),
+  image: z.string(),
+  gpus: z.number(),
+  /** The object kinds applied (plural resource names), deleted by the run's label. */
+  kinds: z.array(z.string()),
+  /** DOCKER_HOST at `up` (or the default socket): the daemon kind's nodes run on. */
+  daemon: z.string(),
+});
+export type KindRecord = z.infer<typeof kindRecordSchema>;
+
 /** The record of the current run, so `status`, `logs` and `down` work from another shell. */
 export const runStateSchema = z.object({
   version: z.literal(1),
@@ -27,6 +47,8 @@ export const runStateSchema = z.object({
   reload: z.enum(["poll", "explicit"]),
   pollSecs: z.number(),
   repositoryKey: z.object({ header: z.string(), value: z.string() }),
+  /** false when Triton was started with --disable-auto-complete-config (no model needed it). */
+  autoCompleteConfig: z.boolean().optional(),
   /** The docker runtime's container (pid is then the container's main process on the daemon's host). */
   docker: z
     .object({
@@ -40,6 +62,11 @@ export const runStateSchema = z.object({
       monitoring: z.object({ prometheus: z.string(), grafana: z.string() }).optional(),
     })
     .optional(),
+  /**
+   * The kind runtime's cluster and objects. `pid` is then the foreground `up`'s kubectl
+   * port-forward (a detached run's supervisor runs its own), not Triton, which runs in the pod.
+   */
+  kind: kindRecordSchema.optional(),
 });
 export type RunState = z.infer<typeof runStateSchema>;
 
@@ -86,6 +113,10 @@ export async function runAlive(s: RunState): Promise<boolean> {
     // Loaded on demand: commands of local runs never load the Docker client.
     const { dockerRunAlive } = await import("../runtimes/docker/liveness.js");
     return dockerRunAlive(s);
+  }
+  if (s.runtime === "kind") {
+    const { kindRunAlive } = await import("../runtimes/kind/liveness.js");
+    return kindRunAlive(s);
   }
   return isOurProcess(s.pid, s.executable);
 }

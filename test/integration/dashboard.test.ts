@@ -56,6 +56,8 @@ describe("triton-dev dashboard: attach to a detached run (real Triton)", () => {
     try {
       const ready = await lines.waitFor((e) => e.type === "ready", "ready", 20_000);
       expect(ready.models).toEqual([expect.objectContaining({ name: "offset", version: "1", state: "READY" })]);
+      // Its elapsed time is the server's uptime, told apart from a start's duration.
+      expect(ready.attached).toBe(true);
       await lines.waitFor((e) => e.type === "watching", "watching (replayed from the run's record)", 10_000);
       await writeOffsetModel(repo, "2");
       const done = await lines.waitFor((e) => e.type === "edit" && e.model === "offset" && e.phase === "ready", "edit ready", 60_000);
@@ -85,6 +87,9 @@ describe("triton-dev dashboard: attach to a detached run (real Triton)", () => {
       // The edit made while nobody watched is in the timeline, replayed from the run's record.
       const shown = await tmux.waitFor(/#(\d+) offset READY v2 in \d+\.\d+ s/, 10_000);
       const pid = tmux.upPid();
+      tmux.keys("?");
+      await tmux.waitFor(/q {2}Ctrl-C\s+quit; the detached Triton keeps running/, 10_000);
+      tmux.keys("Escape");
       tmux.keys("r");
       await tmux.waitFor(new RegExp(`#${Number(shown[1]) + 1} offset READY v2 in \\d+\\.\\d+ s`), 60_000);
       tmux.keys("q");

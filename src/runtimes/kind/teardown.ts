@@ -1,0 +1,121 @@
+import path from "node:path";
+import type Docker from "dockerode";
+import { log as rootLog } from "../../log/logger.js";
+import { findProcesses } from "../../state/process.js";
+import type { KindRecord } from "../../state/run-state.js";
+import { deleteCluster, inspectOurCluster, listClusters, workerContainer, sameDir } from "./cluster.js";
+import { contextOf, NAMESPACE, OBJECT_KINDS, RUN_LABEL, runSelector } from "./settings.js";
+import { ToolMissingError, type KindTools } from "./tools.js";
+
+const log = rootLog.child("kind:teardown");
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/**
+ * Delete what one run applied (by its label, never by name), then wait until its pod is gone:
+ * Triton gets its SIGTERM and unloads its models within the pod's grace period.
+ */
+export async function deleteRunObjects(tools: KindTools, o: { context: string; namespace: string; selector: string; kinds: readonly string[]; graceMs: number }): Promise<void> {
+  await tools.kubectl(o.context, [`--namespace=${o.namespace}`, "delete", o.kinds.join(","), `--selector=${o.selector}`, "--ignore-not-found", "--wait=true"], { timeoutMs: o.graceMs + 60_000 });
+  const deadline = Date.now() + o.graceMs + 30_000;
+  while (Date.now() < deadline) {
+    const pods = await tools.kubectl(o.context, [`--namespace=${o.namespace}`, "get", "pods", `--selector=${o.selector}`, "--output=name"], { timeoutMs: 15_000 }).catch(() => "");
+    if (!pods.trim()) return;
+    await sleep(500);
+  }
+  log.warn("the Triton pod is still terminating; Kubernetes removes it", { selector: o.selector });
+}
+
+/**
+ * End a run in its cluster: the cluster is deleted unless it is kept (then only the run's
+ * objects go). A cluster that no longer exists, or is no longer ours, is left as it is.
+ */
+export async function teardownRun(tools: KindTools, docker: Docker, rec: KindRecord, runId: string, stateDir: string, graceMs = 15_000): Promise<{ clusterDeleted: boolean }> {
+  const clusters = await listClusters(tools);
+  if (!clusters.includes(rec.cluster)) return { clusterDeleted: false };
+  // Checked again: a cluster of that name may have been replaced by one that is not ours.
+  const facts = await inspectOurCluster(tools, docker, rec.cluster, stateDir);
+  if (!rec.keepCluster && !facts.keep) {
+    await deleteCluster(tools, rec.cluster);
+    return { clusterDeleted: true };
+  }
+  await deleteRunObjects(tools, { context: rec.context, namespace: rec.namespace, selector: runSelector(runId), kinds: rec.kinds, graceMs });
+  return { clusterDeleted: false };
+}
+
+/** kubectl port-forward / logs processes of ours for a cluster (a crashed `up` or supervisor left them). */
+export function findOurKubectls(cluster: string, procRoot = "/proc"): number[] {
+  const ctx = `--context=${contextOf(cluster)}`;
+  return findProcesses((argv) => {
+    const i = argv.findIndex((a) => path.basename(a) === "kubectl");
+    if (i < 0) return false;
+    const args = argv.slice(i + 1);
+    return args.includes(ctx) && args.includes(`--namespace=${NAMESPACE}`) && (args.includes("port-forward") || args.includes("logs"));
+  }, procRoot).filter((pid) => pid !== process.pid);
+}
+
+export function terminatePids(pids: number[]): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, "SIGTERM");
+    } catch {
+      // gone already
+    }
+  }
+}
+
+/** The run ids our objects in a cluster's namespace carry. */
+export async function runsIn(tools: KindTools, context: string): Promise<string[]> {
+  const out = await tools.kubectl(context, [`--namespace=${NAMESPACE}`, "get", OBJECT_KINDS.join(","), `--selector=${RUN_LABEL}`, "--output=json"], { timeoutMs: 30_000 });
+  const items = (JSON.parse(out) as { items?: Array<{ metadata?: { labels?: Record<string, string> } }> }).items ?? [];
+  return [...new Set(items.map((i) => i.metadata?.labels?.[RUN_LABEL]).filter((v): v is string => !!v))];
+}
+
+export interface Leftovers {
+  /** Clusters of this state folder that no run uses and nobody asked to keep: deleted. */
+  clusters: string[];
+  /** Runs whose objects were still in a kept cluster: deleted. */
+  runs: string[];
+  /** Our kubectl processes found for those clusters: stopped. */
+  processes: number[];
+}
+
+/**
+ * What crashed runs of this state folder left in kind: clusters we created and did not keep,
+ * and objects of runs that are over. Only clusters whose nodes carry our label and mount this
+ * state folder are looked at. Skipped quietly when kind is not installed.
+ */
+export async function removeLeftovers(tools: KindTools, docker: Docker, stateDir: string, live: { runId: string; cluster: string } | undefined, graceMs = 15_000): Promise<Leftovers> {
+  const out: Leftovers = { clusters: [], runs: [], processes: [] };
+  let clusters: string[];
+  try {
+    clusters = await listClusters(tools);
+  } catch (err) {
+    if (!(err instanceof ToolMissingError)) log.debug("kind get clusters failed", { error: String(err) });
+    return out;
+  }
+  for (const cluster of clusters) {
+    if (live?.cluster === cluster) continue;
+    try {
+      const worker = await workerContainer(docker, cluster);
+      if (!worker?.stateDir || !sameDir(worker.stateDir, stateDir)) continue;
+      const facts = await inspectOurCluster(tools, docker, cluster, stateDir);
+      const pids = findOurKubectls(cluster);
+      terminatePids(pids);
+      out.processes.push(...pids);
+      if (!facts.keep) {
+        await deleteCluster(tools, cluster);
+        out.clusters.push(cluster);
+        continue;
+      }
+      for (const runId of await runsIn(tools, facts.context)) {
+        await deleteRunObjects(tools, { context: facts.context, namespace: NAMESPACE, selector: runSelector(runId), kinds: OBJECT_KINDS, graceMs });
+        out.runs.push(runId);
+      }
+    } catch (err) {
+      // Not ours, or it does not answer: nothing of it is touched.
+      log.debug("left a kind cluster alone", { cluster, error: String(err) });
+    }
+  }
+  return out;
+}

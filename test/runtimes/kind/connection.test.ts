@@ -1,0 +1,77 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { KindConnection, KindPodError } from "../../../src/runtimes/kind/connection.js";
+import { KindTools, type Child, type RunOptions } from "../../../src/runtimes/kind/tools.js";
+import { ReadinessAbortedError } from "../../../src/triton/readiness.js";
+
+/** kubectl's answers, scripted: the cluster side of the connection, without a cluster. */
+class ScriptedTools extends KindTools {
+  calls: string[][] = [];
+  constructor(private readonly answer: (args: string[]) => string) {
+    super(undefined, {});
+  }
+  override async kubectl(_context: string, args: string[], _o: RunOptions = {}): Promise<string> {
+    this.calls.push(args);
+    return this.answer(args);
+  }
+  /** A long-running kubectl that runs until killed. */
+  override spawn(): Child {
+    let end!: () => void;
+    const exited = new Promise<{ code: number | undefined; signal: string | undefined; stderr: string }>((r) => (end = () => r({ code: undefined, signal: "SIGTERM", stderr: "" })));
+    return { pid: undefined, process: undefined as never, exited, kill: () => end() };
+  }
+}
+
+const list = (...items: unknown[]) => JSON.stringify({ kind: "List", items });
+const deployment = { kind: "Deployment", metadata: { name: "triton-inference-server" } };
+const crashing = {
+  kind: "Pod",
+  metadata: { name: "triton-inference-server-abc", creationTimestamp: "2026-01-01T00:00:00Z" },
+  status: { phase: "Running", containerStatuses: [{ name: "triton", restartCount: 1, state: { waiting: { reason: "CrashLoopBackOff" } }, lastState: { terminated: { exitCode: 1, reason: "Error" } } }] },
+};
+
+function connection(tools: KindTools) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "triton-dev-conn-"));
+  return new KindConnection({ tools, cluster: "c", context: "kind-c", namespace: "triton-dev", runId: "r1", image: "img", ports: { http: 1, grpc: 2, metrics: 3 }, host: "127.0.0.1", logFile: path.join(dir, "log"), runDir: dir, resume: false, pollMs: 20 });
+}
+
+describe("KindConnection", () => {
+  it("turns a crash loop into a KindPodError carrying the crashed container's last lines", async () => {
+    const tools = new ScriptedTools((args) => (args.includes("logs") ? "2026-01-01T00:00:01.000000000Z E1129 model.py:3] boom\n2026-01-01T00:00:02.000000000Z bye\n" : list(deployment, crashing)));
+    const c = connection(tools);
+    await c.start();
+    const err = await c.waitRunning(5_000).catch((e: unknown) => e);
+    await c.stop();
+    expect(err).toBeInstanceOf(ReadinessAbortedError);
+    const cause = (err as Error).cause;
+    expect(cause).toBeInstanceOf(KindPodError);
+    expect((cause as Error).message).toBe("tritonserver in pod triton-inference-server-abc keeps exiting (exit code 1; restarted 1 time(s)); last log lines:\n  E1129 model.py:3] boom\n  bye");
+    const logCall = tools.calls.find((a) => a.includes("logs"))!;
+    expect(logCall).toEqual(expect.arrayContaining(["pod/triton-inference-server-abc", "--previous", "--tail=12"]));
+  });
+
+  it("ends the run when the Deployment is gone (twice in a row), and stop() is safe after that", async () => {
+    let gone = false;
+    const tools = new ScriptedTools(() => (gone ? list() : list(deployment)));
+    const c = connection(tools);
+    await c.start();
+    gone = true;
+    expect(await c.exited).toEqual({ code: null, signal: "SIGTERM" });
+    await c.stop();
+  });
+
+  it("ends the run when the cluster's context disappeared (kind delete cluster)", async () => {
+    const { ToolCommandError } = await import("../../../src/runtimes/kind/tools.js");
+    let deleted = false;
+    const tools = new ScriptedTools((args) => {
+      if (deleted) throw new ToolCommandError("kubectl", args, 1, 'error: context "kind-c" does not exist');
+      return list(deployment);
+    });
+    const c = connection(tools);
+    await c.start();
+    deleted = true;
+    expect(await c.exited).toEqual({ code: null, signal: "SIGTERM" });
+  });
+});
