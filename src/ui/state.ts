@@ -230,6 +230,8 @@ export function applySessionEvent(s: DashboardState, e: SessionEvent): Dashboard
     }
     case "container":
       return { ...s, server: { ...s.server, container: e.name, message: `${e.action === "reattached" ? "reattached to" : "created"} container ${e.name}` } };
+    case "kind":
+      return { ...s, server: { ...s.server, message: `kind: ${e.message}` } };
     case "monitoring":
       return { ...s, server: { ...s.server, monitoring: { prometheus: e.prometheus, grafana: e.grafana } } };
     case "hint":

@@ -59,6 +59,14 @@ describe("the dashboard's state", () => {
     expect(s.logs[s.logs.length - 1]).toEqual({ source: "tool", level: "-", text: "hint: use --shm-size 1g" });
   });
 
+  it("shows the kind runtime's progress while the cluster and pod come up", () => {
+    let s = initialState({ now: T0 });
+    s = applySessionEvent(s, { type: "kind", step: "cluster", message: "creating cluster triton-dev (about a minute)" });
+    expect(s.server.message).toBe("kind: creating cluster triton-dev (about a minute)");
+    s = applySessionEvent(s, { type: "kind", step: "pod", message: "waiting for the pod: ContainerCreating" });
+    expect(s.server.message).toBe("kind: waiting for the pod: ContainerCreating");
+  });
+
   it("prefers the serving version when the index lists several", () => {
     const s = applyIndex(started(), [
       { name: "offset", version: "2", state: "UNAVAILABLE", reason: "unloaded" },
