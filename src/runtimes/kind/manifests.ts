@@ -38,6 +38,11 @@ export interface ManifestOptions {
   /** "nvidia" on kind with GPUs (the RuntimeClass kind-config/ installs). */
   runtimeClassName?: string;
   pollSecs: number;
+  /**
+   * Default "poll", the article's. "explicit" (the kind runtime's `--reload explicit`) loads
+   * every model at start and then only what the repository API is asked to load.
+   */
+  modelControlMode?: "poll" | "explicit";
   modelSource: ModelSource;
   /** requests = limits, as in the article; omitted keys are not rendered. */
   resources?: { cpu?: string; memory?: string };
@@ -225,8 +230,7 @@ export function tritonArgs(o: ManifestOptions): string[] {
   return [
     "tritonserver",
     `--model-repository=${modelRepositoryPath(o.modelSource)}`,
-    "--model-control-mode=poll",
-    `--repository-poll-secs=${o.pollSecs}`,
+    ...(o.modelControlMode === "explicit" ? ["--model-control-mode=explicit", "--load-model=*"] : ["--model-control-mode=poll", `--repository-poll-secs=${o.pollSecs}`]),
     // One broken model must not take the whole server (and every other model) down.
     "--exit-on-error=false",
     // Latency quantiles for Prometheus: Triton exports no latency histograms, only these

@@ -87,13 +87,9 @@ export function stateLabel(stateDir: string): string {
   return createHash("sha256").update(path.resolve(stateDir)).digest("hex").slice(0, 16);
 }
 
-/**
- * tritonserver flags beyond the renderer's poll-mode set. The renderer's flags come first and
- * tritonserver keeps the last value of a repeated flag, so explicit mode overrides poll here.
- */
-export function extraServerArgs(o: Pick<StartOptions, "reload">): string[] {
+/** tritonserver flags beyond the renderer's. */
+export function extraServerArgs(): string[] {
   return [
-    ...(o.reload === "explicit" ? ["--model-control-mode=explicit", "--load-model=*"] : []),
     // Poll mode's outcomes (loaded, failed) are read from the log at info level.
     "--log-info=true",
     // Inside Kubernetes' 30 s termination grace: models unload, stubs end, then the pod goes.
@@ -118,6 +114,7 @@ export function manifestOptions(o: StartOptions, k: KindManifestInput): Manifest
     gpus: k.gpus,
     ...(k.gpus > 0 ? { runtimeClassName: "nvidia" } : {}),
     pollSecs: o.pollSecs,
+    modelControlMode: o.reload,
     // The run folder, not just repository/: the staged models are relative symlinks into the
     // sibling store/, which must resolve inside the pod too.
     modelSource: {
@@ -133,7 +130,7 @@ export function manifestOptions(o: StartOptions, k: KindManifestInput): Manifest
     // many gigabytes and needs a login), so a missing image is a clear ErrImageNeverPull.
     imagePullPolicy: "Never",
     nodeSelector: { [NODE_LABEL.managed]: "true" },
-    extraArgs: extraServerArgs(o),
+    extraArgs: extraServerArgs(),
   };
 }
 

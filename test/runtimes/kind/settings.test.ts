@@ -43,11 +43,16 @@ describe("the kind run's manifests", () => {
     expect(JSON.stringify(dep)).not.toContain("0123abcd");
   });
 
-  it("switches to explicit mode after the renderer's poll flags (the last one wins)", () => {
-    const args = (renderManifests(manifestOptions({ ...start, reload: "explicit" }, kind)).find((o) => o.kind === "Deployment") as any).spec.template.spec.containers[0].args as string[];
-    expect(args.indexOf("--model-control-mode=explicit")).toBeGreaterThan(args.indexOf("--model-control-mode=poll"));
-    expect(args).toContain("--load-model=*");
-    expect(extraServerArgs({ reload: "poll" })).not.toContain("--load-model=*");
+  it("renders explicit mode for --reload explicit: every model loaded at start, no poll flags", () => {
+    const argsFor = (reload: "poll" | "explicit") =>
+      (renderManifests(manifestOptions({ ...start, reload }, kind)).find((o) => o.kind === "Deployment") as any).spec.template.spec.containers[0].args as string[];
+    const explicit = argsFor("explicit");
+    expect(explicit).toEqual(expect.arrayContaining(["--model-control-mode=explicit", "--load-model=*"]));
+    expect(explicit.filter((a) => a.startsWith("--model-control-mode") || a.startsWith("--repository-poll-secs"))).toEqual(["--model-control-mode=explicit"]);
+    const poll = argsFor("poll");
+    expect(poll).toEqual(expect.arrayContaining(["--model-control-mode=poll", `--repository-poll-secs=${start.pollSecs}`]));
+    expect(poll).not.toContain("--load-model=*");
+    expect(extraServerArgs()).toEqual(["--log-info=true", "--exit-timeout-secs=10"]);
   });
 
   it("asks for the nvidia RuntimeClass and GPUs only with GPUs", () => {
