@@ -171,21 +171,7 @@ describe.skipIf(!availability.ok)(`up --runtime kind against an emulated kind cl
   }, 60_000);
 
   it("hot-reloads in poll mode: a new model, then an edit of it, served through the cluster", async () => {
-    const client = new TritonHttpClient(`http://127.0.0.1:${ports.http}`, { timeoutMs: 30_000 });
-    const served = async () => {
-      const r = await client.infer("offset", [{ name: "X", shape: [1, 4], datatype: "FP32", data: [0, 0, 0, 0] }]);
-      return (r.outputs[0]!.data as number[])[0]!;
-    };
-    const until = async (want: number, what: string) => {
-      const deadline = Date.now() + 45_000;
-      let last: unknown;
-      while (Date.now() < deadline) {
-        last = await served().catch((e: unknown) => e);
-        if (last === want) return;
-        await sleep(250);
-      }
-      throw new Error(`${what}: offset never served ${want} (last: ${String(last)})`);
-    };
+    const until = (want: number, what: string) => untilOffsetServes(ports.http, want, what);
     await writeOffsetModel(models, "1");
     await until(1, "new model");
     const t0 = Date.now();
@@ -235,12 +221,18 @@ describe.skipIf(!availability.ok)(`up --runtime kind against an emulated kind cl
       const left = await clusterContainers(docker, kept);
       expect(left.map((c) => c.Labels["io.x-k8s.kind.role"]).sort()).toEqual(["control-plane", "worker"]);
       const t0 = Date.now();
-      const second = await upKept();
-      expect(second.code).toBe(0);
+      // The next run, in explicit mode: loaded at start, reloaded through the repository API.
+      const second = await upKept(["--reload", "explicit"]);
+      expect(second.code, second.stderr).toBe(0);
       const steps = events(second).filter((e) => e.type === "kind").map((e) => e.message as string);
       expect(steps).toContain(`using the kind cluster ${kept} (kept from an earlier run)`);
       expect(steps.some((m) => m.startsWith("creating the kind cluster"))).toBe(false);
       console.info(`up --runtime kind --detach on a kept cluster to every model READY: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+      expect(JSON.parse((await runCli(["status", "--json"], env)).stdout).reload).toEqual({ mode: "explicit", pollSecs: expect.any(Number) });
+      await untilOffsetServes(ports.http, 5, "explicit mode, at start");
+      const file = path.join(models, "offset", "1", "model.py");
+      await fsp.writeFile(file, (await fsp.readFile(file, "utf8")).replace("x + 5.0", "x + 7.0"));
+      await untilOffsetServes(ports.http, 7, "explicit mode, after an edit");
       const stop = await runCli(["down"], env);
       expect(stop.stdout).toContain(`stopped Triton (kind cluster ${kept}, kept; the run's objects removed`);
       expect((await clusterContainers(docker, kept)).filter((c) => c.Labels["kind-emulator.pod"])).toEqual([]);
@@ -248,7 +240,7 @@ describe.skipIf(!availability.ok)(`up --runtime kind against an emulated kind cl
     } finally {
       await new Promise<void>((resolve) => execFile(path.join(FAKE_BIN, "kind"), ["delete", "cluster", `--name=${kept}`], { env }, () => resolve()));
     }
-  }, 150_000);
+  }, 240_000);
 
   it("refuses a cluster of that name that is not ours, and leaves it alone", async () => {
     const foreign = `${cluster}-foreign`;
@@ -298,3 +290,20 @@ describe.skipIf(!availability.ok)(`up --runtime kind against an emulated kind cl
     }
   }, 150_000);
 });
+
+/** Polls model `offset` through the port-forward until it answers `want` (its edit is served). */
+async function untilOffsetServes(httpPort: number, want: number, what: string): Promise<void> {
+  const client = new TritonHttpClient(`http://127.0.0.1:${httpPort}`, { timeoutMs: 30_000 });
+  const served = async () => {
+    const r = await client.infer("offset", [{ name: "X", shape: [1, 4], datatype: "FP32", data: [0, 0, 0, 0] }]);
+    return (r.outputs[0]!.data as number[])[0]!;
+  };
+  const deadline = Date.now() + 45_000;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    last = await served().catch((e: unknown) => e);
+    if (last === want) return;
+    await sleep(250);
+  }
+  throw new Error(`${what}: offset never served ${want} (last: ${String(last)})`);
+}
