@@ -57,6 +57,12 @@ export function registerDashboardCommand(program: Command, ctx: CliContext): voi
       // A detached run's supervisor records every event (the edit timeline above all); a
       // foreground `up` keeps its own in its terminal.
       const stopEvents = state.detached ? followRunEvents(state, (e) => bus.emit(e)) : undefined;
+      if (!state.detached) {
+        // A detached run's supervisor records these; a foreground one's only in run.json.
+        for (const n of state.notServed ?? []) {
+          bus.emit(n.why === "skipped" ? { type: "skipped", model: n.model, reason: n.reason, diagnostics: [] } : { type: "lint", model: n.model, diagnostics: [], staged: false });
+        }
+      }
       if (!state.detached && !flags.json) {
         const note = "this run's edit timeline is shown by the `up` that started it; here: models, metrics, logs and perf";
         if (dashboard) bus.emit({ type: "hint", message: note });

@@ -39,6 +39,19 @@ export class DiagnosticError extends UserError {
   }
 }
 
+/** Longer runs without a space are cut in messages: see clipLongRuns. */
+const MAX_RUN = 200;
+const LONG_RUN = new RegExp(`\\S{${MAX_RUN + 1},}`, "g");
+
+/**
+ * Messages and hints quote names and values from the user's files; a corrupted or generated file
+ * can hold a name or number a megabyte long, which would make one diagnostic a megabyte too.
+ * Such runs keep their start and say how long they were.
+ */
+export function clipLongRuns(text: string): string {
+  return text.length <= MAX_RUN ? text : text.replace(LONG_RUN, (run) => `${run.slice(0, 60)}…(${run.length} characters)`);
+}
+
 /** A path as the user would type it: relative to `cwd` when inside it, else absolute. */
 export function displayPath(file: string, cwd: string): string {
   const rel = path.relative(cwd, file);
@@ -51,6 +64,13 @@ export function displayPath(file: string, cwd: string): string {
 export function formatDiagnostic(d: Diagnostic, cwd: string = process.cwd()): string {
   const head = `${displayPath(d.file, cwd)}:${d.line}:${d.column}: ${d.severity}: ${d.message}`;
   return d.hint ? `${head}\n  hint: ${d.hint}` : head;
+}
+
+/** One line saying why a model was refused: how many errors, and the first of them. */
+export function refusalSummary(diagnostics: readonly Diagnostic[], cwd: string = process.cwd()): string {
+  const errors = diagnostics.filter((d) => d.severity === "error");
+  const first = errors[0] ? formatDiagnostic(errors[0], cwd).split("\n")[0] : "no details";
+  return `lint found ${errors.length} error(s); the first: ${first}`;
 }
 
 const SEVERITY_ORDER: Record<Severity, number> = { error: 0, warning: 1 };

@@ -7,6 +7,7 @@ import { EventBus } from "../events/bus.js";
 import { log as rootLog } from "../log/logger.js";
 import { findPortHolder, isPortFree } from "../net/ports.js";
 import { detectNvidiaGpus } from "../gpu/detect.js";
+import { refusalSummary } from "../repo/diagnostics.js";
 import { lintRepository, type LintOptions } from "../repo/lint.js";
 import { autoCompleteNeeds } from "../repo/auto-complete.js";
 import { ReloadController } from "../repo/reload-controller.js";
@@ -257,6 +258,7 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
   const lint = await lintRepository(modelsDir, lintOptions);
   const refused = new Set<string>();
   const skipped = new Set<string>();
+  const notServed: NonNullable<RunState["notServed"]> = [];
   for (const m of lint.models) {
     const errors = m.diagnostics.filter((d) => d.severity === "error");
     // A GPU-only model on a machine without a GPU is skipped, not a failure: the sample
@@ -265,9 +267,13 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
       skipped.add(m.name);
       const reason = docker ? "it needs a GPU (KIND_GPU) and this container has none (--gpus none)" : kind ? "it needs a GPU (KIND_GPU) and the kind pod gets none (--gpus none, or Docker has no NVIDIA runtime)" : "it needs a GPU (KIND_GPU) and this machine has none";
       bus.emit({ type: "skipped", model: m.name, reason, diagnostics: errors });
+      notServed.push({ model: m.name, why: "skipped", reason });
       continue;
     }
-    if (errors.length) refused.add(m.name);
+    if (errors.length) {
+      refused.add(m.name);
+      notServed.push({ model: m.name, why: "refused", reason: refusalSummary(errors, modelsDir) });
+    }
     if (m.diagnostics.length) bus.emit({ type: "lint", model: m.name, diagnostics: m.diagnostics, staged: errors.length === 0 });
   }
   // The container reads the store read-only, so Python can write no __pycache__ there and
@@ -341,6 +347,7 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
     ownerPid: o.detached ? undefined : process.pid,
     detached: o.detached,
     startedAt: new Date(started).toISOString(),
+    ...(notServed.length ? { notServed } : {}),
     modelsDir,
     runDir,
     repository,

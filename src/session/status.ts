@@ -2,6 +2,7 @@ import type { Paths } from "../config/paths.js";
 import { currentRun, type RunState } from "../state/run-state.js";
 import type { RepositoryIndexEntry } from "../triton/http-client.js";
 import fsp from "node:fs/promises";
+import { refusalSummary } from "../repo/diagnostics.js";
 import type { EditSummary } from "../repo/reload-events.js";
 import { stagingLayout, toUserPaths } from "../repo/stage.js";
 import { clientFor, editsFile, urlHost } from "./session.js";
@@ -93,6 +94,12 @@ export async function collectStatus(paths: Paths, now: () => number = Date.now):
       const m = models.find((x) => x.name === e.model);
       if (!m) models.push({ name: e.model, state: "UNAVAILABLE", ...(e.reason ? { reason: e.reason } : {}) });
       else if (m.state !== "READY" && e.reason) m.reason = e.reason;
+    }
+    // Models `up` did not stage, until an edit of theirs says more.
+    for (const n of s.notServed ?? []) {
+      if (models.some((m) => m.name === n.model) || edits.some((e) => e.model === n.model && e.outcome !== "refused")) continue;
+      const edit = edits.find((e) => e.model === n.model);
+      models.push({ name: n.model, state: n.why === "skipped" ? "SKIPPED" : "REFUSED", reason: edit?.diagnostics?.length ? refusalSummary(edit.diagnostics, s.modelsDir) : n.reason });
     }
     models.sort((a, b) => a.name.localeCompare(b.name));
     return { ...base, serverReady: ready, models, ...(edits.length ? { edits } : {}) };

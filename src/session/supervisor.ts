@@ -5,6 +5,7 @@ import type { Paths } from "../config/paths.js";
 import { EventBus } from "../events/bus.js";
 import { detectNvidiaGpus } from "../gpu/detect.js";
 import { log as rootLog } from "../log/logger.js";
+import { lintModel } from "../repo/lint.js";
 import { StagingRepository } from "../repo/stage.js";
 import { precompilePython, loadEnvironment } from "../runtimes/local/environment.js";
 import { isOurProcess } from "../state/process.js";
@@ -46,13 +47,25 @@ export async function runSupervisor(paths: Paths, print: (e: SessionEvent) => vo
   // Recorded for `triton-dev dashboard`, which replays and follows them.
   bus.on(eventWriter(state));
   const gpus = await detectNvidiaGpus();
-  const controller = createController(state, staging, bus, { runtime: state.runtime, gpuAvailable: gpus === undefined ? true : gpus > 0, gpuMissingSeverity: "error" });
+  const lintOptions = { runtime: state.runtime, gpuAvailable: gpus === undefined ? true : gpus > 0, gpuMissingSeverity: "error" as const };
+  const controller = createController(state, staging, bus, lintOptions);
   // kind: Triton is reached through a port-forward and its log through `kubectl logs`, both
   // handed over from the foreground `up`; they run here for as long as the run lasts.
   const kind = state.runtime === "kind" ? await connectKind(state) : undefined;
   const index = await clientFor(state).repositoryIndex().catch(() => []);
   await controller.adopt(index);
   await controller.start();
+  // What `up` left out, into the timeline and the events an attached dashboard replays, as a
+  // foreground `up` reports it to its own dashboard.
+  for (const n of state.notServed ?? []) {
+    if (n.why === "skipped") {
+      bus.emit({ type: "skipped", model: n.model, reason: n.reason, diagnostics: [] });
+      continue;
+    }
+    const lint = await lintModel(state.modelsDir, n.model, lintOptions).catch(() => undefined);
+    const errors = lint?.models.find((m) => m.name === n.model)?.diagnostics.filter((d) => d.severity === "error") ?? [];
+    controller.reportInitialRefusal(n.model, errors);
+  }
   bus.emit({ type: "watching", modelsDir: state.modelsDir, mode: state.reload });
   // A container writes its log to the daemon; while the run is detached this process copies it
   // into the log file, from where the foreground `up` stopped, for `logs` and the controller.

@@ -37,6 +37,12 @@ export const runStateSchema = z.object({
   detached: z.boolean(),
   /** The detached run's watcher process (hot reload), stopped by `down`. */
   supervisorPid: z.number().int().optional(),
+  /**
+   * Models `up` did not stage: refused by lint, or skipped (a GPU model without a GPU). Triton
+   * never lists them, so status and an attached dashboard learn of them here, until an edit
+   * of the model (recorded in edits.json) takes over.
+   */
+  notServed: z.array(z.object({ model: z.string(), why: z.enum(["refused", "skipped"]), reason: z.string() })).optional(),
   startedAt: z.string(),
   modelsDir: z.string(),
   runDir: z.string(),

@@ -1,7 +1,9 @@
 import type { ChildProcess } from "node:child_process";
+import fsp from "node:fs/promises";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLI, freePorts, portArgs, runCli, spawnCli, tempDir, testEnv } from "../helpers/cli.js";
-import { writeOffsetModel } from "../helpers/offset-model.js";
+import { OFFSET_CONFIG, OFFSET_MODEL, writeOffsetModel } from "../helpers/offset-model.js";
 import { alive, hasTmux, Tmux } from "../helpers/tmux.js";
 
 /** JSON lines a `dashboard --json` follower printed, gathered as they come. */
@@ -34,14 +36,26 @@ describe("triton-dev dashboard: attach to a detached run (real Triton)", () => {
   beforeAll(async () => {
     repo = await tempDir("attach");
     await writeOffsetModel(repo, "1");
+    // A model lint refuses: `up` leaves it out, and says so (exit 1), but serves the rest.
+    await fsp.mkdir(path.join(repo, "broken", "1"), { recursive: true });
+    await fsp.writeFile(path.join(repo, "broken", "config.pbtxt"), OFFSET_CONFIG.replace('"offset"', '"broken"').replace("max_batch_size: 8", "max_batch_size: -2"));
+    await fsp.writeFile(path.join(repo, "broken", "1", "model.py"), OFFSET_MODEL);
     env = await testEnv();
     const up = await runCli(["up", "--detach", "--models", repo, ...portArgs(await freePorts())], env);
-    expect(up.code, up.stdout + up.stderr).toBe(0);
+    expect(up.code, up.stdout + up.stderr).toBe(1);
+    expect(up.stderr).toMatch(/1 model\(s\) failed to load: broken/);
   }, 200_000);
 
   afterAll(async () => {
     if (env) await runCli(["down"], env, 60_000);
   }, 90_000);
+
+  it("status lists the refused model with its first diagnostic, though Triton never saw it", async () => {
+    const s = JSON.parse((await runCli(["status", "--json"], env)).stdout);
+    const broken = s.models.find((m: { name: string }) => m.name === "broken");
+    expect(broken).toMatchObject({ state: "REFUSED" });
+    expect(broken.reason).toMatch(/^lint found \d+ error\(s\); the first: .*broken\/config\.pbtxt:3:\d+: error: .*max_batch_size/);
+  });
 
   it("says plainly when nothing is running", async () => {
     const other = await testEnv();
@@ -56,6 +70,9 @@ describe("triton-dev dashboard: attach to a detached run (real Triton)", () => {
     try {
       const ready = await lines.waitFor((e) => e.type === "ready", "ready", 20_000);
       expect(ready.models).toEqual([expect.objectContaining({ name: "offset", version: "1", state: "READY" })]);
+      // The refused model is in the replayed timeline, with the diagnostic that refused it.
+      const refusal = await lines.waitFor((e) => e.type === "edit" && e.model === "broken" && e.phase === "refused", "broken refused", 10_000);
+      expect(JSON.stringify(refusal.diagnostics)).toMatch(/max_batch_size/);
       // Its elapsed time is the server's uptime, told apart from a start's duration.
       expect(ready.attached).toBe(true);
       await lines.waitFor((e) => e.type === "watching", "watching (replayed from the run's record)", 10_000);
@@ -90,6 +107,9 @@ describe("triton-dev dashboard: attach to a detached run (real Triton)", () => {
       tmux.keys("?");
       await tmux.waitFor(/q {2}Ctrl-C\s+quit; the detached Triton keeps running/, 10_000);
       tmux.keys("Escape");
+      // broken sorts first and starts selected; j selects offset.
+      tmux.keys("j");
+      await tmux.waitFor(/> offset\s+v2/, 10_000);
       tmux.keys("r");
       await tmux.waitFor(new RegExp(`#${Number(shown[1]) + 1} offset READY v2 in \\d+\\.\\d+ s`), 60_000);
       tmux.keys("q");

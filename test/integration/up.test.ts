@@ -49,6 +49,10 @@ describe("up --detach on the sample models (real Triton)", () => {
     for (const m of ["bert_tokenizer", "sentiment_classifier", "sentiment_pipeline", "image_classifier"]) {
       expect(byName[m]).toMatchObject({ name: m, version: "1", state: "READY" });
     }
+    // The model `up` left out is listed too, with why, although Triton never saw it.
+    expect(byName.resnet50_fp16).toMatchObject({ state: "SKIPPED", reason: "it needs a GPU (KIND_GPU) and this machine has none" });
+    const plain = await runCli(["status"], env);
+    expect(plain.stdout).toMatch(/resnet50_fp16\s+\S*\s*SKIPPED/);
     // A rough figure for the closing note; not an assertion on speed.
     console.info(`up --detach to all models READY: ${(upElapsedMs / 1000).toFixed(1)} s`);
   });
