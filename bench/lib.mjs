@@ -9,11 +9,13 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-export const CLI = path.join(ROOT, "dist/cli/main.js");
+// $TRITON_DEV_CLI runs the benches with another build of the CLI, e.g. the one-file bundle
+// (bundle/triton-dev.mjs) on a machine without node_modules.
+export const CLI = process.env.TRITON_DEV_CLI ? path.resolve(process.env.TRITON_DEV_CLI) : path.join(ROOT, "dist/cli/main.js");
 
 export function requireBuild() {
-  if (!fs.existsSync(path.join(ROOT, "dist/perf/run.js"))) {
-    console.error("bench: run `npm run build` first (dist/ is missing)");
+  if (!fs.existsSync(CLI)) {
+    console.error(`bench: run \`npm run build\` first (${path.relative(ROOT, CLI)} is missing)`);
     process.exit(2);
   }
 }
@@ -37,14 +39,18 @@ export function run(file, args, env, timeoutMs = 600_000) {
   });
 }
 
-/** Start a private server; returns its environment, ports and a stop function. */
-export async function startServer() {
+/**
+ * Start a private server; returns its environment, ports and a stop function. `only` names the
+ * sample models to serve (default: all of models/).
+ */
+export async function startServer({ only } = {}) {
   requireBuild();
   const stateDir = await fsp.mkdtemp(path.join(os.tmpdir(), "triton-dev-bench-"));
   const env = { ...process.env, TRITON_DEV_STATE_DIR: stateDir, CI: "1" };
   const ports = { http: await freePort(), grpc: await freePort(), metrics: await freePort() };
   const models = path.join(stateDir, "models");
-  await fsp.cp(path.join(ROOT, "models"), models, { recursive: true, filter: (s) => !s.includes("__pycache__") });
+  const top = (s) => path.relative(path.join(ROOT, "models"), s).split(path.sep)[0];
+  await fsp.cp(path.join(ROOT, "models"), models, { recursive: true, filter: (s) => !s.includes("__pycache__") && (!only || top(s) === "" || only.includes(top(s))) });
   console.error(`bench: starting Triton (state ${stateDir}) ...`);
   const up = await run(process.execPath, [CLI, "up", "--detach", "--models", models, "--http-port", String(ports.http), "--grpc-port", String(ports.grpc), "--metrics-port", String(ports.metrics)], env);
   if (up.code !== 0) {

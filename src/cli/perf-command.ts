@@ -124,7 +124,7 @@ export function registerPerfCommand(program: Command, ctx: CliContext): Command 
     .option("--request-rate-range <range>", "open loop: requests per second, START:END:STEP or a list", parseRange("--request-rate-range", false))
     .addOption(new Option("--request-distribution <kind>", "open-loop arrivals").choices(["constant", "poisson"]).default("constant"))
     .option("-p, --measurement-interval <ms>", "length of one measurement window", intOption("--measurement-interval", 100), 5000)
-    .option("-s, --stability-percentage <pct>", "windows agree when within this percentage", intOption("--stability-percentage", 1), 10)
+    .option("-s, --stability-percentage <pct>", "windows agree when the largest is within this percentage of the smallest (throughput and latency)", intOption("--stability-percentage", 1), 10)
     .option("-r, --max-trials <n>", "windows at most per level before it is reported unstable", intOption("--max-trials", 3), 10)
     .option("-b, --batch-size <n>", "batch size of each request", parsePositiveInt("--batch-size"), 1)
     .option("--shape <NAME:d1,d2>", "dimensions (without batch) for an input with -1 in its shape; repeatable", collectShape, [])

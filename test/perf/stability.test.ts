@@ -5,11 +5,15 @@ import { isStable } from "../../src/perf/stability.js";
 describe("perf_analyzer's stability rule", () => {
   const w = (throughput: number, latencyUs: number) => ({ throughput, latencyUs });
 
-  it("needs three windows, each within 10% of their average on throughput and latency", () => {
+  it("needs three windows whose largest is at most 1.1x their smallest, on throughput and latency", () => {
     expect(isStable([w(100, 1000), w(101, 1010)])).toBe(false);
     expect(isStable([w(100, 1000), w(105, 1040), w(96, 980)])).toBe(true);
     expect(isStable([w(100, 1000), w(130, 1000), w(100, 1000)])).toBe(false);
     expect(isStable([w(100, 1000), w(100, 1300), w(100, 1000)])).toBe(false);
+    // Within ±10% of the average (91..111 around 101), but 111/91 = 1.22: not stable.
+    expect(isStable([w(91, 1000), w(101, 1000), w(111, 1000)])).toBe(false);
+    expect(isStable([w(100, 1000), w(100, 1050), w(100, 1150)])).toBe(false);
+    expect(isStable([w(100, 1000), w(109, 1000), w(105, 1090)])).toBe(true);
   });
 
   it("looks only at the last windows, and never calls empty windows stable", () => {
