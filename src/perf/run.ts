@@ -17,6 +17,7 @@ import { AllFailingError, InterruptedError, ServerGoneError, measureLevel, type 
 import { compareSweeps, diffSweeps, type ComparisonRow, type LevelDiff, type SweepResult } from "./report.js";
 import { breakdown, diffSnapshots, snapshotOf } from "./server-stats.js";
 import { GrpcTransport, HttpTransport, InferFailedError, type InferTransport, type Protocol } from "./transport.js";
+import { collectStatus } from "../session/status.js";
 import { planVariants, removeVariant, stageVariant, VariantError, type CompareSpec, type StagingTarget, type Variant } from "./variants.js";
 
 export interface PerfOptions {
@@ -110,7 +111,7 @@ async function resolveTarget(o: PerfOptions, env: NodeJS.ProcessEnv): Promise<Ta
   return { host, port, protocol: o.protocol, endpoint, control, ...(metricsUrl ? { metricsUrl } : {}), ...(state ? { state, repoClient: clientFor(state) } : {}) };
 }
 
-async function checkModel(t: Target, model: string): Promise<void> {
+async function checkModel(t: Target, model: string, env: NodeJS.ProcessEnv): Promise<void> {
   if (!(await t.control.isLive())) {
     throw new UserError(`Triton at ${t.endpoint} (${t.protocol}) is not answering`, {
       hint: t.state ? "See `triton-dev status` and `triton-dev logs`." : "Check the address and protocol: -u HOST:PORT names the HTTP port with -i http, the gRPC port with -i grpc.",
@@ -128,6 +129,14 @@ async function checkModel(t: Target, model: string): Promise<void> {
     }
     if (entry?.state === "READY" && (await t.control.isModelReady(model))) return;
     if (!entry) {
+      // Models `up` left out (refused, skipped, or withdrawn after a failed first load) are not
+      // in Triton's index, but the run knows why.
+      const known = t.state ? (await collectStatus(resolvePaths(env)).catch(() => undefined))?.models?.find((m) => m.name === model) : undefined;
+      if (known) {
+        throw new UserError(`model '${model}' is not ready (${known.state}${known.reason ? `: ${known.reason}` : ""})`, {
+          hint: "Fix it (see `triton-dev status` and `triton-dev logs`); it loads when you save the fix.",
+        });
+      }
       throw new UserError(`model '${model}' is not in the repository Triton serves`, { hint: `Its models: ${index.map((e) => e.name).join(", ") || "(none)"}.` });
     }
     throw new UserError(`model '${model}' is not ready (${entry.state ?? "UNKNOWN"}${entry.reason ? `: ${entry.reason}` : ""})`, {
@@ -307,7 +316,7 @@ async function runOne(t: Target, o: PerfOptions, served: string, label: string |
 export async function runPerf(o: PerfOptions, deps: PerfDeps): Promise<PerfReport> {
   const t = await resolveTarget(o, deps.env);
   try {
-    await checkModel(t, o.model);
+    await checkModel(t, o.model, deps.env);
     const gpuProbe = o.engine === "builtin" ? await detectGpuProbe({ env: deps.env, host: t.host, ...(t.metricsUrl ? { metricsUrl: t.metricsUrl } : {}) }) : undefined;
     const sweeps: SweepResult[] = [];
     let stoppedByVariant: PerfReport["stopped"];

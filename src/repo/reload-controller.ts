@@ -6,6 +6,7 @@ import { log as rootLog } from "../log/logger.js";
 import { writeFileAtomic } from "../state/atomic-write.js";
 import { followFile, stripTritonPrefix } from "../state/log-file.js";
 import { TritonHttpError, type TritonHttpClient } from "../triton/http-client.js";
+import { autoCompleteOffDiagnostic, autoCompleteReason } from "./auto-complete.js";
 import type { Diagnostic } from "./diagnostics.js";
 import { lintModel, type LintOptions } from "./lint.js";
 import type { EditEvent, EditPhase, EditSummary } from "./reload-events.js";
@@ -28,6 +29,11 @@ export interface ReloadControllerOptions {
   editsFile?: string;
   loadTimeoutMs?: number;
   settleMs?: number;
+  /**
+   * Whether Triton runs with config auto-complete (default true). When the run turned it off,
+   * a model saved later that needs it is loaded with a warning saying so.
+   */
+  autoCompleteConfig?: boolean;
   now?: () => number;
 }
 
@@ -70,6 +76,11 @@ export class ReloadController {
   private readonly dirty = new Map<string, ModelChange>();
   private readonly lastGood: LastGood = new Map();
   private readonly servedHash = new Map<string, string>();
+  /**
+   * Models whose load failed with no good version to fall back on, taken out of the served
+   * repository, with the hash of the content that failed (to notice a fix saved meanwhile).
+   */
+  private readonly withdrawn = new Map<string, string | undefined>();
   private readonly summaries = new Map<string, EditSummary>();
   /** Models whose next run reloads even when their files match what is served. */
   private readonly forced = new Set<string>();
@@ -80,15 +91,69 @@ export class ReloadController {
     this.now = o.now ?? Date.now;
   }
 
-  /** Record what `up` staged and Triton loaded, so later edits know the last good version. */
-  async adopt(loaded: Array<{ name: string; state?: string }>): Promise<void> {
-    for (const m of loaded) {
-      const g = this.o.staging.current(m.name);
-      if (g === undefined) continue;
-      const h = await hashModelDir(this.o.staging.snapshotDir(m.name, g));
-      if (h) this.servedHash.set(m.name, h);
-      if (m.state === "READY") this.lastGood.set(m.name, g);
+  /**
+   * Record what `up` staged and Triton loaded, so later edits know the last good version. A
+   * model whose first load failed has no version to fall back on: it is withdrawn from the
+   * served repository (in poll mode Triton would otherwise retry it at every poll, forever) and
+   * reported once with Triton's reason; saving a fix loads it.
+   */
+  async adopt(loaded: Array<{ name: string; state?: string; reason?: string }>): Promise<void> {
+    const index = await this.settled(loaded);
+    // The index lists every version Triton knows of; a model serves when one of them is READY.
+    const names = [...new Set(index.map((m) => m.name))].filter((n) => this.o.staging.has(n));
+    const serving = (n: string) => index.some((m) => m.name === n && m.state === "READY");
+    const failed = names.filter((n) => !serving(n));
+    for (const name of names) {
+      const g = this.o.staging.current(name)!;
+      const dir = this.o.staging.snapshotDir(name, g);
+      const h = await hashModelDir(dir);
+      if (serving(name)) {
+        if (h) this.servedHash.set(name, h);
+        this.lastGood.set(name, g);
+        continue;
+      }
+      const why = index.find((m) => m.name === name && m.reason)?.reason;
+      const reason = why ? oneLine(this.userPaths(why)) : await this.noReason(dir, failed);
+      await this.withdraw(name, h);
+      const at = this.now();
+      this.emit({ type: "edit", id: this.nextId++, model: name, phase: "failed", at, sinceSavedMs: 0, reason: `${reason}; not loaded until a fix is saved`, withdrawn: true });
     }
+  }
+
+  /**
+   * The index once no staged model is loading. A detached run's supervisor reads the index a
+   * moment after `up` did, when poll mode may be retrying a failed model: its outcome is awaited.
+   */
+  private async settled<T extends { name: string; state?: string }>(index: T[]): Promise<T[]> {
+    const busy = (i: T[]) => i.some((m) => this.o.staging.has(m.name) && (m.state === "LOADING" || m.state === "UNLOADING"));
+    if (!busy(index)) return index;
+    const deadline = this.now() + (this.o.loadTimeoutMs ?? 120_000);
+    let current = index;
+    while (busy(current) && this.now() < deadline && !this.closed) {
+      await new Promise((r) => setTimeout(r, 100));
+      current = (await this.o.client.repositoryIndex().catch(() => current)) as T[];
+    }
+    return current;
+  }
+
+  /**
+   * Triton gives no reason for a model it did not try: an ensemble whose step model failed. Name
+   * that model when the staged config runs one of those that failed.
+   */
+  private async noReason(dir: string, failed: string[]): Promise<string> {
+    const config = await fsp.readFile(path.join(dir, "config.pbtxt"), "utf8").catch(() => "");
+    const runs = failed.filter((f) => new RegExp(`model_name\\s*:\\s*"${f.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}"`).test(config));
+    return runs.length ? `it runs ${runs.join(", ")}, which failed to load` : "Triton did not load it";
+  }
+
+  /** Take a model out of the served repository after a load that left nothing to serve. */
+  private async withdraw(model: string, failedHash: string | undefined): Promise<void> {
+    await this.o.staging.remove(model);
+    this.lastGood.delete(model);
+    this.servedHash.delete(model);
+    this.withdrawn.set(model, failedHash);
+    // Explicit mode never retries on its own; unloading clears what the failed load left.
+    if (this.o.mode === "explicit") await this.o.client.unloadModel(model).catch(() => {});
   }
 
   async start(): Promise<void> {
@@ -107,7 +172,9 @@ export class ReloadController {
       const source = await hashModelDir(path.join(this.o.modelsDir, name));
       const staged = this.servedHash.get(name);
       const isStaged = this.o.staging.has(name);
-      if ((source === undefined && isStaged) || (source !== undefined && isStaged && source !== staged)) {
+      // A withdrawn model waits for a fix: only different content than what failed is tried.
+      const fixed = !isStaged && this.withdrawn.has(name) && source !== undefined && source !== this.withdrawn.get(name);
+      if ((source === undefined && isStaged) || (source !== undefined && isStaged && source !== staged) || fixed) {
         this.enqueue({ model: name, firstEventAt: this.now(), events: 0 });
       }
     }
@@ -178,6 +245,7 @@ export class ReloadController {
     s.latencyMs = e.sinceSavedMs;
     if (e.reason) s.reason = e.reason;
     if (e.diagnostics) s.diagnostics = e.diagnostics.slice(0, 20);
+    if (e.withdrawn) s.withdrawn = true;
     this.summaries.set(e.model, s);
     this.o.bus.emit(e);
     if (this.o.editsFile) {
@@ -197,6 +265,7 @@ export class ReloadController {
 
     const dir = path.join(this.o.modelsDir, model);
     if (!fs.existsSync(dir)) {
+      this.withdrawn.delete(model);
       if (!this.o.staging.has(model)) return;
       await this.o.staging.remove(model);
       this.lastGood.delete(model);
@@ -219,7 +288,10 @@ export class ReloadController {
       });
       return;
     }
-    phase("validated", lint.diagnostics.length ? { diagnostics: lint.diagnostics } : {});
+    const linted = lint.models.find((m) => m.name === model);
+    const autoComplete = this.o.autoCompleteConfig === false && linted ? await autoCompleteReason(linted) : undefined;
+    const diagnostics = [...lint.diagnostics, ...(autoComplete && linted ? [autoCompleteOffDiagnostic(linted, autoComplete)] : [])];
+    phase("validated", diagnostics.length ? { diagnostics } : {});
 
     const hash = await hashModelDir(dir);
     if (!forced && hash && hash === this.servedHash.get(model) && this.lastGood.has(model)) {
@@ -228,32 +300,35 @@ export class ReloadController {
     }
 
     const logOffset = fileSize(this.o.logFile);
-    const generation = await this.o.staging.publish(this.o.modelsDir, model);
+    const generation = await this.o.staging.publish(this.o.modelsDir, model, { prepare: this.o.mode === "poll" });
     phase("staged");
     phase("loading");
     const outcome = await this.load(model, logOffset);
     if (outcome.ok) {
       this.lastGood.set(model, generation);
+      this.withdrawn.delete(model);
       if (hash) this.servedHash.set(model, hash);
       const version = await this.readyVersion(model);
       phase("ready", version ? { version } : {});
+      // Ensembles withdrawn because this model could not load can load now.
+      for (const m of lint.models) if (m.name !== model && this.withdrawn.has(m.name)) this.enqueue({ model: m.name, firstEventAt: this.now(), events: 0 });
       await this.o.staging.prune(model).catch(() => {});
       return;
     }
+    const reason = autoComplete ? `${outcome.reason} (${autoComplete}, but Triton runs with config auto-complete off in this run: restart \`triton-dev up\` to turn it on)` : outcome.reason;
     const good = this.lastGood.get(model);
     if (good !== undefined) {
       // Serve the last good snapshot again: in poll mode this also ends Triton's retry of the
       // broken one at every poll; in explicit mode it reloads what was serving.
-      await this.o.staging.restore(model, good);
+      await this.o.staging.restore(model, good, { prepare: this.o.mode === "poll" });
       this.lastGood.set(model, this.o.staging.current(model)!);
       if (this.o.mode === "explicit") await this.o.client.loadModel(model).catch(() => {});
-      phase("failed", { reason: `${outcome.reason}; the last good version keeps serving` });
+      this.servedHash.delete(model);
+      phase("failed", { reason: `${reason}; the last good version keeps serving` });
     } else {
-      await this.o.staging.remove(model);
-      if (this.o.mode === "explicit") await this.o.client.unloadModel(model).catch(() => {});
-      phase("failed", { reason: `${outcome.reason}; not loaded until a fix is saved` });
+      await this.withdraw(model, hash);
+      phase("failed", { reason: `${reason}; not loaded until a fix is saved`, withdrawn: true });
     }
-    this.servedHash.delete(model);
   }
 
   private async load(model: string, logOffset: number): Promise<{ ok: true } | { ok: false; reason: string }> {
@@ -262,7 +337,7 @@ export class ReloadController {
         await this.o.client.loadModel(model);
         return { ok: true };
       } catch (err) {
-        if (err instanceof TritonHttpError) return { ok: false, reason: this.userPaths(err.tritonMessage) };
+        if (err instanceof TritonHttpError) return { ok: false, reason: oneLine(this.userPaths(err.tritonMessage)) };
         throw err;
       }
     }
@@ -293,7 +368,9 @@ export class ReloadController {
             finish({ ok: false, reason: this.userPaths(line.replace(/\\n/g, " ").replace(/\\"/g, '"')) });
           }
         },
-        50,
+        // The save -> READY latency includes this delay; a stat every 20 ms while one load is
+        // pending costs nothing.
+        20,
       );
       const timer = setInterval(() => {
         if (this.now() >= deadline || this.closed) finish({ ok: false, reason: `Triton did not finish loading it within ${Math.round(timeout / 1000)} s` });
@@ -303,8 +380,7 @@ export class ReloadController {
 
   /** Triton names files in the staging copy; point the user at their own files instead. */
   private userPaths(text: string): string {
-    const staged = this.o.staging.repository + path.sep;
-    return text.split(staged).join(this.o.modelsDir + path.sep);
+    return this.o.staging.userPaths(text, this.o.modelsDir);
   }
 
   private async readyVersion(model: string): Promise<string | undefined> {
@@ -324,6 +400,11 @@ export class ReloadController {
       await new Promise((r) => setTimeout(r, 100));
     }
   }
+}
+
+/** Triton's multi-line reasons (a traceback) as one line, for the timeline and `status`. */
+function oneLine(text: string): string {
+  return text.replace(/\s*\n\s*/g, " ").trim();
 }
 
 function fileSize(f: string): number {

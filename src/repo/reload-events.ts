@@ -27,6 +27,11 @@ export interface EditEvent {
   /** Triton's reason (failed), or what happened next ("still serving the last good version"). */
   reason?: string;
   version?: string;
+  /**
+   * Set on a failed load with no earlier version to serve: the model was taken out of the
+   * served repository (poll mode stops retrying it) until a fix is saved.
+   */
+  withdrawn?: boolean;
 }
 
 /** The last edit of a model, as `status --json` and the dashboard show it. */
@@ -39,4 +44,6 @@ export interface EditSummary {
   phases: Array<{ phase: EditPhase; at: string; sinceSavedMs: number }>;
   reason?: string;
   diagnostics?: Diagnostic[];
+  /** See EditEvent.withdrawn: Triton no longer lists the model, so `status` shows it from here. */
+  withdrawn?: boolean;
 }

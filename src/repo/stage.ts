@@ -70,6 +70,34 @@ async function copyTree(src: string, dst: string): Promise<void> {
   }
 }
 
+export interface PublishOptions {
+  /**
+   * Run the repository's prepare step (default true). Explicit mode skips it: its only purpose is
+   * to keep the python stub from writing __pycache__ into a served folder, which matters only
+   * when Triton polls the folder's mtime.
+   */
+  prepare?: boolean;
+}
+
+/**
+ * Rewrites paths into a staging repository (`<run>/repository/<model>/...`) or its snapshots
+ * (`<run>/store/<model>@<generation>/...`) as the same paths in the user's repository: Triton's
+ * messages (a model.py traceback, say) then name the file the user edits.
+ */
+export function toUserPaths(text: string, staging: { repository: string; store: string }, sourceRepo: string): string {
+  const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const user = sourceRepo.endsWith(path.sep) ? sourceRepo : sourceRepo + path.sep;
+  return text
+    .split(staging.repository + path.sep)
+    .join(user)
+    .replace(new RegExp(`${escape(staging.store + path.sep)}([^${escape(path.sep)}\\s"']+)@\\d+(?=${escape(path.sep)}|["'\\s]|$)`, "g"), (_m, name: string) => user + name);
+}
+
+/** Where a run's staging repository and its snapshots live. */
+export function stagingLayout(runDir: string): { repository: string; store: string } {
+  return { repository: path.join(runDir, "repository"), store: path.join(runDir, "store") };
+}
+
 export interface StagingOptions {
   /** Run after a model is copied and before it becomes visible (e.g. precompiling model.py). */
   prepare?: (modelDir: string) => Promise<void>;
@@ -87,11 +115,12 @@ export class StagingRepository {
   private readonly store: string;
   private readonly scratch: string;
   private readonly generations = new Map<string, number>();
+  /** The highest generation ever written per model, so numbers are never reused. */
+  private readonly highest = new Map<string, number>();
   private readonly prepare: StagingOptions["prepare"];
 
   constructor(runDir: string, options: StagingOptions = {}) {
-    this.repository = path.join(runDir, "repository");
-    this.store = path.join(runDir, "store");
+    ({ repository: this.repository, store: this.store } = stagingLayout(runDir));
     this.scratch = path.join(runDir, ".publish");
     this.prepare = options.prepare;
   }
@@ -112,10 +141,15 @@ export class StagingRepository {
   /** Pick up what an earlier process staged here (the detached run's supervisor does this). */
   async load(): Promise<void> {
     this.generations.clear();
+    this.highest.clear();
     for (const e of await fsp.readdir(this.repository).catch(() => [] as string[])) {
       const target = await fsp.readlink(path.join(this.repository, e)).catch(() => undefined);
       const m = target && /@(\d+)$/.exec(target);
       if (m) this.generations.set(e, Number(m[1]));
+    }
+    for (const e of await fsp.readdir(this.store).catch(() => [] as string[])) {
+      const m = /^(.+)@(\d+)$/.exec(e);
+      if (m) this.highest.set(m[1]!, Math.max(this.highest.get(m[1]!) ?? 0, Number(m[2])));
     }
   }
 
@@ -136,34 +170,59 @@ export class StagingRepository {
     return [...this.generations.keys()].sort();
   }
 
-  /** Copy the model into a new snapshot and make it the served one. Returns its generation. */
-  async publish(sourceRepo: string, name: string): Promise<number> {
-    const generation = (this.generations.get(name) ?? 0) + 1;
+  /**
+   * Copy the model into a new snapshot and make it the served one. Returns its generation.
+   * `prepare: false` skips the prepare step (see PublishOptions).
+   */
+  async publish(sourceRepo: string, name: string, options: PublishOptions = {}): Promise<number> {
+    const generation = this.nextGeneration(name);
     const dir = this.snapshotDir(name, generation);
     await fsp.rm(dir, { recursive: true, force: true });
     await copyTree(path.join(sourceRepo, name), dir);
-    await this.prepare?.(dir);
+    if (options.prepare !== false) await this.prepare?.(dir);
     await this.point(name, dir);
     this.generations.set(name, generation);
     return generation;
   }
 
   /** Serve an earlier snapshot again (the last good one after a failed load). */
-  async restore(name: string, generation: number): Promise<void> {
+  async restore(name: string, generation: number, options: PublishOptions = {}): Promise<void> {
     const dir = this.snapshotDir(name, generation);
     // A fresh copy gives Triton a strictly newer mtime, which poll mode needs to notice the change.
-    const next = (this.generations.get(name) ?? generation) + 1;
+    const next = this.nextGeneration(name);
     const copy = this.snapshotDir(name, next);
+    await fsp.rm(copy, { recursive: true, force: true });
     await copyTree(dir, copy);
-    await this.prepare?.(copy);
+    if (options.prepare !== false) await this.prepare?.(copy);
     await this.point(name, copy);
     this.generations.set(name, next);
   }
 
-  /** Stop serving `name` (the model folder was deleted). */
+  /**
+   * Stop serving `name`: its folder was deleted, or its load failed with no earlier version to
+   * fall back on (poll mode would otherwise retry it at every poll).
+   */
   async remove(name: string): Promise<void> {
     await fsp.rm(path.join(this.repository, name), { force: true });
     this.generations.delete(name);
+  }
+
+  /**
+   * Generations only grow, also across a removal: a model published again after being withdrawn
+   * gets a snapshot folder of its own instead of reusing one a loading stub may still read.
+   */
+  private nextGeneration(name: string): number {
+    const next = Math.max(this.generations.get(name) ?? 0, this.highest.get(name) ?? 0) + 1;
+    this.highest.set(name, next);
+    return next;
+  }
+
+  /**
+   * Triton names files by where it loaded them (this repository, or a snapshot in the store);
+   * point the user at their own files instead.
+   */
+  userPaths(text: string, sourceRepo: string): string {
+    return toUserPaths(text, { repository: this.repository, store: this.store }, sourceRepo);
   }
 
   /** Delete snapshots of `name` other than the served one and those in `keep`. */

@@ -1,3 +1,5 @@
+import fsp from "node:fs/promises";
+import type { Stats } from "node:fs";
 import path from "node:path";
 import { watch, type FSWatcher } from "chokidar";
 import { log as rootLog } from "../log/logger.js";
@@ -15,6 +17,12 @@ export interface ModelChange {
 export interface WatcherOptions {
   /** Quiet time after the last event before a model counts as settled. */
   settleMs?: number;
+  /**
+   * Quiet time when every event of the burst replaced a file whole (an editor's write-then-rename
+   * save: the file has a new inode): its content is complete the moment the event arrives, so the
+   * wait only gathers the other files of a "save all".
+   */
+  completeSettleMs?: number;
   /** Upper bound on how long a continuous stream of events can postpone a reload. */
   maxWaitMs?: number;
   now?: () => number;
@@ -27,14 +35,25 @@ export function isIgnoredPath(rel: string): boolean {
   return rel.split(path.sep).some((seg) => seg.length > 0 && isIgnoredEntry(seg));
 }
 
+interface Pending {
+  timer: NodeJS.Timeout;
+  first: number;
+  events: number;
+  /** Every event so far replaced a file whole. */
+  complete: boolean;
+}
+
 /**
  * Watches a model repository and reports, per model, one change per settled burst of events:
  * an editor's temp-file-and-rename save, or twenty saves in 200 ms, become one change.
  */
 export class RepositoryWatcher {
   private watcher: FSWatcher | undefined;
-  private readonly pending = new Map<string, { timer: NodeJS.Timeout; first: number; events: number }>();
+  private readonly pending = new Map<string, Pending>();
+  /** Inode of every watched file, to tell a file replaced by rename from one written in place. */
+  private readonly inodes = new Map<string, number>();
   private readonly settleMs: number;
+  private readonly completeSettleMs: number;
   private readonly maxWaitMs: number;
   private readonly now: () => number;
 
@@ -44,14 +63,17 @@ export class RepositoryWatcher {
     private readonly options: WatcherOptions = {},
   ) {
     this.settleMs = options.settleMs ?? 150;
+    this.completeSettleMs = Math.min(options.completeSettleMs ?? 40, this.settleMs);
     this.maxWaitMs = options.maxWaitMs ?? 2_000;
     this.now = options.now ?? Date.now;
   }
 
   async start(): Promise<void> {
+    await this.recordInodes(this.root);
     const w = watch(this.root, {
       ignoreInitial: true,
       persistent: true,
+      alwaysStat: true,
       usePolling: this.options.usePolling ?? false,
       ignored: (p: string) => {
         const rel = path.relative(this.root, p);
@@ -59,12 +81,43 @@ export class RepositoryWatcher {
       },
     });
     this.watcher = w;
-    w.on("all", (_event, p) => this.record(p));
+    w.on("all", (event, p, stats?: Stats) => this.record(p, this.replacedWhole(event, p, stats)));
     w.on("error", (err) => log.warn("watcher error", { error: String(err) }));
     await new Promise<void>((resolve) => w.once("ready", () => resolve()));
   }
 
-  private record(p: string): void {
+  /** The inodes of the files already there, so that the first save of each is recognised too. */
+  private async recordInodes(dir: string): Promise<void> {
+    const entries = await fsp.readdir(dir, { withFileTypes: true }).catch(() => []);
+    await Promise.all(
+      entries
+        .filter((e) => !isIgnoredEntry(e.name))
+        .map(async (e) => {
+          const p = path.join(dir, e.name);
+          if (e.isDirectory()) return this.recordInodes(p);
+          const st = await fsp.stat(p).catch(() => undefined);
+          if (st?.isFile()) this.inodes.set(p, st.ino);
+        }),
+    );
+  }
+
+  /**
+   * A change that put a different file (inode) at a path that had one: a rename over it, which
+   * is atomic, so the file is already complete. A file written in place (or created) may still be
+   * growing and waits for the full quiet time.
+   */
+  private replacedWhole(event: string, p: string, stats: Stats | undefined): boolean {
+    if (event === "unlink" || event === "unlinkDir") {
+      this.inodes.delete(p);
+      return false;
+    }
+    if (!stats || !stats.isFile()) return false;
+    const before = this.inodes.get(p);
+    this.inodes.set(p, stats.ino);
+    return event === "change" && before !== undefined && before !== stats.ino;
+  }
+
+  private record(p: string, complete: boolean): void {
     const rel = path.relative(this.root, p);
     if (rel === "" || rel.startsWith("..")) return;
     const model = rel.split(path.sep)[0]!;
@@ -74,12 +127,14 @@ export class RepositoryWatcher {
     if (entry) clearTimeout(entry.timer);
     const first = entry?.first ?? now;
     const events = (entry?.events ?? 0) + 1;
-    const wait = Math.max(0, Math.min(this.settleMs, first + this.maxWaitMs - now));
+    const allComplete = (entry?.complete ?? true) && complete;
+    const settle = allComplete ? this.completeSettleMs : this.settleMs;
+    const wait = Math.max(0, Math.min(settle, first + this.maxWaitMs - now));
     const timer = setTimeout(() => {
       this.pending.delete(model);
       this.onChange({ model, firstEventAt: first, events });
     }, wait);
-    this.pending.set(model, { timer, first, events });
+    this.pending.set(model, { timer, first, events, complete: allComplete });
   }
 
   /** Stop watching; pending changes are dropped. Safe to call twice. */

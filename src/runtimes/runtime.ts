@@ -32,6 +32,8 @@ export interface StartOptions {
   pollSecs: number;
   repositoryKey: { header: string; value: string };
   logFile: string;
+  /** false: start Triton with --disable-auto-complete-config (absent: Triton's default, on). */
+  autoCompleteConfig?: boolean;
 }
 
 /** A started server. `stop()` is safe to call twice. */

@@ -5,10 +5,10 @@ import type Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isPortFree } from "../../src/net/ports.js";
 import { containerName } from "../../src/runtimes/docker/settings.js";
-import { TritonHttpClient } from "../../src/triton/http-client.js";
 import { copySampleModels, freePorts, portArgs, runCli, testEnv, type CliResult } from "../helpers/cli.js";
 import { UpProcess } from "../helpers/up-process.js";
 import { buildTestImage, dockerAvailability, listenAddresses, LocalRegistry, ourContainers, removeImage, removeTestImages } from "../fixtures/docker/harness.js";
+import { expectPipelineServedAndLocked } from "../helpers/served.js";
 
 /**
  * The docker runtime against a real daemon (.ci/run starts Debian's docker.io with vfs storage).
@@ -109,14 +109,7 @@ describe.skipIf(!availability.ok)(`up --runtime docker against a real daemon${sk
   }, 240_000);
 
   it("serves inference from the container, with the repository API locked to the run's key", async () => {
-    const client = new TritonHttpClient(`http://127.0.0.1:${ports.http}`, { timeoutMs: 60_000 });
-    const r = await client.infer("sentiment_pipeline", [{ name: "RAW_TEXT", shape: [2, 1], datatype: "BYTES", data: ["a wonderful, beautiful film; i loved it", "awful and boring, i hated it"] }]);
-    const out = r.outputs.find((o) => o.name === "PREDICTIONS")!;
-    expect(out.shape).toEqual([2, 2]);
-    const [, pp, nn] = out.data as number[];
-    expect(pp!).toBeGreaterThan(0.5);
-    expect(nn!).toBeGreaterThan(0.5);
-    await expect(client.repositoryIndex()).rejects.toThrow(/restricted/);
+    await expectPipelineServedAndLocked(ports.http);
     const s = JSON.parse((await runCli(["status", "--json"], env)).stdout);
     expect(s).toMatchObject({ running: true, runtime: "docker", serverReady: true, container: { name, image, gpus: "none", shmBytes: 1024 ** 3 } });
   }, 120_000);

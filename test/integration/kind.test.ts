@@ -10,6 +10,7 @@ import { TritonHttpClient } from "../../src/triton/http-client.js";
 import { copySampleModels, freePorts, portArgs, runCli, tempDir, testEnv, type CliResult } from "../helpers/cli.js";
 import { writeOffsetModel } from "../helpers/offset-model.js";
 import { buildTestImage, dockerAvailability, LocalRegistry, removeImage, removeTestImages } from "../fixtures/docker/harness.js";
+import { expectPipelineServedAndLocked } from "../helpers/served.js";
 
 /**
  * `up --runtime kind` end to end, with the built CLI. No kind cluster can exist on this machine
@@ -131,14 +132,7 @@ describe.skipIf(!availability.ok)(`up --runtime kind against an emulated kind cl
   }, 240_000);
 
   it("serves inference through the port-forward, with the repository API locked to the run's key", async () => {
-    const client = new TritonHttpClient(`http://127.0.0.1:${ports.http}`, { timeoutMs: 60_000 });
-    const r = await client.infer("sentiment_pipeline", [{ name: "RAW_TEXT", shape: [2, 1], datatype: "BYTES", data: ["a wonderful, beautiful film; i loved it", "awful and boring, i hated it"] }]);
-    const out = r.outputs.find((o) => o.name === "PREDICTIONS")!;
-    expect(out.shape).toEqual([2, 2]);
-    const [, pp, nn] = out.data as number[];
-    expect(pp!).toBeGreaterThan(0.5);
-    expect(nn!).toBeGreaterThan(0.5);
-    await expect(client.repositoryIndex()).rejects.toThrow(/restricted/);
+    await expectPipelineServedAndLocked(ports.http);
     const metrics = await fetch(`http://127.0.0.1:${ports.metrics}/metrics`).then((x) => x.text());
     expect(metrics).toContain("nv_inference_request_success");
   }, 120_000);

@@ -1,4 +1,5 @@
 import fs from "node:fs/promises";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TritonHttpClient } from "../../src/triton/http-client.js";
@@ -38,11 +39,15 @@ ensemble_scheduling {
 }
 `;
 
-async function writeModel(repo: string, name: string, offset: number): Promise<void> {
+async function writeModel(repo: string, name: string, offset: number, modelPy = MODEL(offset)): Promise<void> {
   await fs.mkdir(path.join(repo, name, "1"), { recursive: true });
   await fs.writeFile(path.join(repo, name, "config.pbtxt"), CONFIG(name));
-  await fs.writeFile(path.join(repo, name, "1", "model.py"), MODEL(offset));
+  await fs.writeFile(path.join(repo, name, "1", "model.py"), modelPy);
 }
+
+/** A model.py whose initialize raises: Triton fails to load it every time it tries. */
+const brokenModel = (offset: number) =>
+  MODEL(offset).replace("class TritonPythonModel:\n", 'class TritonPythonModel:\n    def initialize(self, args):\n        raise RuntimeError("cannot initialize on purpose")\n\n');
 
 /** An editor's save: write a temp file beside the target, then rename over it. */
 async function editorSave(file: string, content: string): Promise<void> {
@@ -56,12 +61,34 @@ describe.each(["poll", "explicit"] as const)("hot reload in %s mode (real Triton
   let up: UpProcess;
   let client: TritonHttpClient;
   let env: NodeJS.ProcessEnv;
+  let logFile: string;
+
+  /** How many times Triton started loading `model` so far (its log's "loading: model:1" lines). */
+  const loadsOf = (model: string) => readFileSync(logFile, "utf8").split("\n").filter((l) => l.includes(`loading: ${model}:`)).length;
+  /** Triton retries nothing more: no new "loading:" line for the model over a few seconds. */
+  const expectNoRetries = async (model: string) => {
+    // A retry Triton had already begun when the model was withdrawn may still be logged.
+    await new Promise((r) => setTimeout(r, 1_500));
+    const settled = loadsOf(model);
+    await new Promise((r) => setTimeout(r, 4_000));
+    expect(loadsOf(model)).toBe(settled);
+  };
 
   const served = async (model = "offset"): Promise<number> => {
-    const r = await client.infer(model, [{ name: model === "offset" ? "X" : "IN", shape: [1, 4], datatype: "FP32", data: [0, 0, 0, 0] }]);
+    const r = await client.infer(model, [{ name: model === "offset_pipe" ? "IN" : "X", shape: [1, 4], datatype: "FP32", data: [0, 0, 0, 0] }]);
     return (r.outputs[0]!.data as number[])[0]!;
   };
   const modelPy = () => path.join(repo, "offset", "1", "model.py");
+  /** The edit an event belongs to began (its "saved" phase) at or after `t`. */
+  const startedAfter = (e: { id?: number }, t: number) => up.events.some((x) => x.type === "edit" && x.id === e.id && x.phase === "saved" && Number(x.at) >= t);
+  /** Polls until offset serves `value`; fails the test after `timeoutMs`. */
+  const servedWithin = async (value: number, timeoutMs: number) => {
+    const deadline = Date.now() + timeoutMs;
+    while ((await served()) !== value) {
+      if (Date.now() > deadline) throw new Error(`offset did not serve ${value} within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
   const nextReady = (model: string) => {
     const from = up.events.length;
     return () => up.waitFor((e) => e.type === "edit" && e.model === model && (e.phase === "ready" || e.phase === "failed" || e.phase === "refused"), 60_000, from);
@@ -72,10 +99,13 @@ describe.each(["poll", "explicit"] as const)("hot reload in %s mode (real Triton
     await writeModel(repo, "offset", 1);
     await fs.mkdir(path.join(repo, "offset_pipe", "1"), { recursive: true });
     await fs.writeFile(path.join(repo, "offset_pipe", "config.pbtxt"), ENSEMBLE);
+    // Fails at the first load: nothing earlier to fall back on.
+    await writeModel(repo, "broken_at_up", 5, brokenModel(5));
     env = await testEnv();
     const ports = await freePorts();
     up = new UpProcess(["--models", repo, "--reload", mode, ...portArgs(ports)], env);
     await up.waitFor((e) => e.type === "watching", 120_000);
+    logFile = String((await up.waitFor((e) => e.type === "starting")).logFile);
     client = new TritonHttpClient(`http://127.0.0.1:${ports.http}`);
     expect(await served()).toBe(1);
   }, 180_000);
@@ -169,6 +199,51 @@ describe.each(["poll", "explicit"] as const)("hot reload in %s mode (real Triton
     expect(await served()).toBe(119);
   }, 90_000);
 
+  it("withdraws a model that fails at up: reported once with the user's path, not retried, loaded when fixed", async () => {
+    const failed = await up.waitFor((e) => e.type === "edit" && e.model === "broken_at_up" && e.phase === "failed", 30_000);
+    expect(failed.withdrawn).toBe(true);
+    expect(failed.reason).toMatch(/cannot initialize on purpose/);
+    expect(failed.reason).toMatch(/not loaded until a fix is saved/);
+    expect(failed.reason).toContain(path.join(repo, "broken_at_up", "1", "model.py"));
+    expect(failed.reason).not.toContain(`${path.sep}runs${path.sep}`);
+    // The first load's outcome, as `up` printed it, names the user's file too.
+    const ready = await up.waitFor((e) => e.type === "ready");
+    const atUp = (ready.models as Array<{ name: string; state?: string; reason?: string }>).find((m) => m.name === "broken_at_up")!;
+    expect(atUp.state).toBe("UNAVAILABLE");
+    expect(atUp.reason).toContain(path.join(repo, "broken_at_up", "1", "model.py"));
+    expect(atUp.reason).not.toContain(`${path.sep}runs${path.sep}`);
+    expect(up.edits("broken_at_up", "failed")).toHaveLength(1);
+
+    await expectNoRetries("broken_at_up");
+    const status = JSON.parse((await runCli(["status", "--json"], env)).stdout) as { models: Array<{ name: string; state: string; reason?: string }> };
+    const row = status.models.find((m) => m.name === "broken_at_up")!;
+    expect(row.state).toBe("UNAVAILABLE");
+    expect(row.reason).toMatch(/cannot initialize on purpose/);
+    expect(row.reason).toContain(path.join(repo, "broken_at_up"));
+    expect(row.reason).not.toContain(`${path.sep}runs${path.sep}`);
+
+    const done = nextReady("broken_at_up");
+    await editorSave(path.join(repo, "broken_at_up", "1", "model.py"), MODEL(6));
+    expect((await done()).phase).toBe("ready");
+    expect(await served("broken_at_up")).toBe(6);
+  }, 90_000);
+
+  it("withdraws a model added in a broken state, and loads it when the fix is saved", async () => {
+    let done = nextReady("broken_new");
+    await writeModel(repo, "broken_new", 8, brokenModel(8));
+    const failed = await done();
+    expect(failed.phase).toBe("failed");
+    expect(failed.withdrawn).toBe(true);
+    expect(failed.reason).toMatch(/cannot initialize on purpose/);
+    expect(failed.reason).toContain(path.join(repo, "broken_new"));
+    await expectNoRetries("broken_new");
+    expect(await client.isModelReady("broken_new")).toBe(false);
+    done = nextReady("broken_new");
+    await editorSave(path.join(repo, "broken_new", "1", "model.py"), MODEL(9));
+    expect((await done()).phase).toBe("ready");
+    expect(await served("broken_new")).toBe(9);
+  }, 90_000);
+
   it("has zero downtime: 50 edits, valid and invalid, while a client keeps sending requests", async () => {
     let stop = false;
     let ok = 0;
@@ -186,12 +261,19 @@ describe.each(["poll", "explicit"] as const)("hot reload in %s mode (real Triton
       }
     })();
     let lastValid = 119;
+    let finalSaveFrom = 0;
     for (let i = 0; i < 50; i++) {
       const kind = i % 5;
+      // The 50 end with the last valid edit (i = 47) and two invalid ones: a config that lint
+      // refuses (48), then a model.py that raises (49). Saves that come faster than reloads are
+      // coalesced, and one overwritten before its reload read it is never served; so edit 48
+      // waits until edit 47 serves, and then neither invalid edit may displace it.
+      if (i === 48) await servedWithin(lastValid, 60_000);
       if (kind === 3) {
         await editorSave(path.join(repo, "offset", "config.pbtxt"), CONFIG("offset").replace("max_batch_size: 8", "max_batch_size: -1"));
       } else if (kind === 4) {
         await editorSave(path.join(repo, "offset", "config.pbtxt"), CONFIG("offset"));
+        finalSaveFrom = Date.now();
         await editorSave(modelPy(), MODEL(200 + i, 'raise RuntimeError("bad edit")'));
       } else {
         lastValid = 200 + i;
@@ -200,17 +282,18 @@ describe.each(["poll", "explicit"] as const)("hot reload in %s mode (real Triton
       }
       await new Promise((r) => setTimeout(r, 150));
     }
-    // The last edit (i = 49, kind 4) is a broken model.py; make the final state a valid one.
-    lastValid = 999;
-    await editorSave(modelPy(), MODEL(lastValid));
-    // Edits still queued behind the burst finish one by one; the last saved content must win.
-    const deadline = Date.now() + 90_000;
-    while ((await served()) !== lastValid && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
+    expect(lastValid).toBe(247);
+    // The edit that read the last save (a model.py that raises) fails and leaves edit 47 serving.
+    const outcome = await up.waitFor((e) => e.type === "edit" && e.model === "offset" && e.phase === "failed" && startedAfter(e, finalSaveFrom), 90_000);
+    expect(outcome.reason).toMatch(/bad edit/);
+    expect(outcome.reason).toMatch(/last good version keeps serving/);
+    // Poll mode picks up the restored last good snapshot at its next poll; it serves throughout.
+    await new Promise((r) => setTimeout(r, 2_500));
     stop = true;
     await load;
     expect(failures).toEqual([]);
     expect(ok).toBeGreaterThan(50);
-    expect(await served()).toBe(999);
-    expect(await served("offset_pipe")).toBe(999);
+    expect(await served()).toBe(lastValid);
+    expect(await served("offset_pipe")).toBe(lastValid);
   }, 240_000);
 });

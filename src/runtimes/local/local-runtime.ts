@@ -33,6 +33,10 @@ export function serverArgs(env: Pick<LocalEnvironment, "backendDir">, o: StartOp
     `--http-restricted-api=model-repository:${key}`,
     `--grpc-restricted-protocol=model-repository:${key}`,
     "--log-info=true",
+    // The python backend spends a fixed second of every model load on auto-complete (a stub
+    // started only to call auto_complete_config, then a 1 s sleep); the session turns it off
+    // when no model of the repository needs it.
+    ...(o.autoCompleteConfig === false ? ["--disable-auto-complete-config"] : []),
   ];
 }
 

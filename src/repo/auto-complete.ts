@@ -1,0 +1,85 @@
+import fsp from "node:fs/promises";
+import path from "node:path";
+import type { Diagnostic } from "./diagnostics.js";
+import type { ModelConfigJson } from "./model-config.js";
+import { isIgnoredEntry } from "./stage.js";
+
+/**
+ * Triton's config auto-complete (on unless `--disable-auto-complete-config`) costs every python
+ * model load a fixed second, whatever the model: the python backend starts a stub process only
+ * to call the model's `auto_complete_config`, then sleeps 1 s (StubLauncher::UpdateHealth) before
+ * stopping it, and only then starts the instance stubs. Measured here: an image_classifier load
+ * takes 1.5 s with it and 0.3 s without. A model gains nothing from it when its config.pbtxt is
+ * there, it is served by the python backend (or is an ensemble), and its code defines no
+ * `auto_complete_config`; for any other model Triton may need it to fill in the config.
+ */
+
+/** The parts of a linted model this needs (`lintModel`/`lintRepository` give them). */
+export interface AutoCompleteSubject {
+  name: string;
+  /** Absolute path of the model folder. */
+  dir: string;
+  /** Absent when config.pbtxt is missing or unreadable. */
+  config?: ModelConfigJson;
+}
+
+/** Python files larger than this are not read: weights or data shipped as .py, not model code. */
+const MAX_SOURCE_BYTES = 4 * 1024 * 1024;
+
+/** Why Triton's auto-complete must stay on for this model, or undefined when it is a no-op for it. */
+export async function autoCompleteReason(m: AutoCompleteSubject): Promise<string | undefined> {
+  const c = m.config;
+  if (!c) return `${m.name} has no readable config.pbtxt, which Triton completes from the model files`;
+  if (c.platform === "ensemble" || c.ensemble_scheduling) return undefined;
+  if (c.backend !== "python") return `${m.name} uses ${c.backend ? `the ${c.backend} backend` : `platform ${c.platform ?? "(none)"}`}, whose config Triton can complete`;
+  const file = await findAutoCompleteDefinition(m.dir);
+  return file ? `${path.relative(m.dir, file)} of ${m.name} defines auto_complete_config` : undefined;
+}
+
+/** The models, among those given, for which Triton's auto-complete does something, with why. */
+export async function autoCompleteNeeds(models: readonly AutoCompleteSubject[]): Promise<Array<{ model: string; reason: string }>> {
+  const reasons = await Promise.all(models.map(async (m) => ({ model: m.name, reason: await autoCompleteReason(m) })));
+  return reasons.filter((r): r is { model: string; reason: string } => r.reason !== undefined);
+}
+
+/**
+ * A warning for a model saved while Triton runs without auto-complete (it was started that way
+ * because no model needed it): Triton will load the model as its config.pbtxt stands.
+ */
+export function autoCompleteOffDiagnostic(m: AutoCompleteSubject, reason: string): Diagnostic {
+  return {
+    severity: "warning",
+    file: m.config ? path.join(m.dir, "config.pbtxt") : m.dir,
+    line: 1,
+    column: 1,
+    model: m.name,
+    code: "auto-complete-off",
+    message: `${reason}, but this run started Triton with config auto-complete off (no model needed it then), so Triton loads the config as written`,
+    hint: "Restart `triton-dev up` to have Triton complete the config (reloads of python models then take about a second longer).",
+  };
+}
+
+/** Folder depth searched: version folders and the packages in them, not a link that loops. */
+const MAX_DEPTH = 6;
+
+/** The first python file in the model folder that mentions auto_complete_config. */
+async function findAutoCompleteDefinition(dir: string, depth = 0): Promise<string | undefined> {
+  if (depth > MAX_DEPTH) return undefined;
+  const entries = await fsp.readdir(dir, { withFileTypes: true }).catch(() => []);
+  for (const e of entries.sort((a, b) => a.name.localeCompare(b.name))) {
+    if (isIgnoredEntry(e.name)) continue;
+    const p = path.join(dir, e.name);
+    const st = await fsp.stat(p).catch(() => undefined);
+    if (!st) continue;
+    if (st.isDirectory()) {
+      const found = await findAutoCompleteDefinition(p, depth + 1);
+      if (found) return found;
+    } else if (e.name.endsWith(".py") && st.size <= MAX_SOURCE_BYTES) {
+      const text = await fsp.readFile(p, "utf8").catch(() => "");
+      // Any mention counts (a def, an assignment, a mixin's name): keeping auto-complete on for
+      // a model that did not need it only costs time, turning it off for one that does breaks it.
+      if (/\bauto_complete_config\b/.test(text)) return p;
+    }
+  }
+  return undefined;
+}
