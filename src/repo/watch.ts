@@ -15,12 +15,12 @@ export interface ModelChange {
 }
 
 export interface WatcherOptions {
-  /** Quiet time after the last event before a model counts as settled. */
+  /** Quiet time after the last event before a model counts as settled (never below MIN_SETTLE_MS). */
   settleMs?: number;
   /**
    * Quiet time when every event of the burst replaced a file whole (an editor's write-then-rename
    * save: the file has a new inode): its content is complete the moment the event arrives, so the
-   * wait only gathers the other files of a "save all".
+   * wait only gathers the other files of a "save all". Never below MIN_SETTLE_MS.
    */
   completeSettleMs?: number;
   /** Upper bound on how long a continuous stream of events can postpone a reload. */
@@ -29,6 +29,15 @@ export interface WatcherOptions {
   /** chokidar polling, for filesystems without inotify (network mounts, some containers). */
   usePolling?: boolean;
 }
+
+/**
+ * chokidar drops a file's change event that comes within 50 ms of the previous one it emitted
+ * for that file (FSWatcher._emit throttles "change" per path), without emitting it later. A save
+ * in that window is only seen if the files are read after it, so a model is reported settled no
+ * sooner than MIN_SETTLE_MS after its last event.
+ */
+const CHANGE_THROTTLE_MS = 50;
+const MIN_SETTLE_MS = CHANGE_THROTTLE_MS + 10;
 
 /** True when any segment of `rel` (relative to the repository) is an ignored entry. */
 export function isIgnoredPath(rel: string): boolean {
@@ -62,8 +71,8 @@ export class RepositoryWatcher {
     private readonly onChange: (c: ModelChange) => void,
     private readonly options: WatcherOptions = {},
   ) {
-    this.settleMs = options.settleMs ?? 150;
-    this.completeSettleMs = Math.min(options.completeSettleMs ?? 40, this.settleMs);
+    this.settleMs = Math.max(options.settleMs ?? 150, MIN_SETTLE_MS);
+    this.completeSettleMs = Math.min(Math.max(options.completeSettleMs ?? MIN_SETTLE_MS, MIN_SETTLE_MS), this.settleMs);
     this.maxWaitMs = options.maxWaitMs ?? 2_000;
     this.now = options.now ?? Date.now;
   }

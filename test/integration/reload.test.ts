@@ -135,9 +135,11 @@ describe.each(["poll", "explicit"] as const)("hot reload in %s mode (real Triton
     expect(d.column).toBeGreaterThan(1);
     expect(await served()).toBe(2);
     const fixed = nextReady("offset");
+    // Counted before the save: the outcome can arrive before editorSave returns.
+    const from = up.events.length;
     await editorSave(path.join(repo, "offset", "config.pbtxt"), CONFIG("offset"));
     // The fixed config equals what is served: nothing needs reloading.
-    await up.waitFor((x) => x.type === "edit" && x.model === "offset" && x.phase === "unchanged", 30_000, up.events.length - 1).catch(() => fixed());
+    await up.waitFor((x) => x.type === "edit" && x.model === "offset" && x.phase === "unchanged", 30_000, from).catch(() => fixed());
     expect(await served()).toBe(2);
   }, 90_000);
 

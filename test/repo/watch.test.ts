@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
@@ -69,6 +70,26 @@ describe("RepositoryWatcher settle windows", () => {
     await until(() => changes.length > 0);
     expect(changes).toHaveLength(1);
     expect(changes[0]!.at - written).toBeGreaterThanOrEqual(1_400);
+  });
+
+  it("reads a second save that chokidar's 50 ms change throttle swallows", async () => {
+    const repo = await tempRepo();
+    await writeFiles(repo, { "m/config.pbtxt": "a", "m/1/model.py": "old" });
+    const file = path.join(repo, "m", "1", "model.py");
+    // What a reload started at each reported change would read.
+    const read: string[] = [];
+    const w = new RepositoryWatcher(repo, () => read.push(readFileSync(file, "utf8")), { settleMs: 1_000, completeSettleMs: 10 });
+    await w.start();
+    watchers.push(w);
+    const save = async (text: string) => {
+      await fsp.writeFile(path.join(repo, "m", "1", ".tmp"), text);
+      await fsp.rename(path.join(repo, "m", "1", ".tmp"), file);
+    };
+    await save("first");
+    await new Promise((r) => setTimeout(r, 30));
+    await save("second");
+    await new Promise((r) => setTimeout(r, 1_300));
+    expect(read.at(-1)).toBe("second");
   });
 
   it("ignores swap files and __pycache__, and reports each model apart", async () => {
