@@ -20,7 +20,20 @@ export function requireBuild() {
   }
 }
 
-function freePort() {
+/** A seeded generator (mulberry32, as src/perf/inputs.ts), so two runs of a bench do the same. */
+export function rng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** A free TCP port on 127.0.0.1, for a server a bench starts. */
+export function freePort() {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.once("error", reject);

@@ -21,7 +21,7 @@ import fs from "node:fs";
 import fsp from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { ROOT, fmt, table } from "./lib.mjs";
+import { ROOT, fmt, rng, table } from "./lib.mjs";
 
 const args = process.argv.slice(2);
 const flag = (name, def) => (args.includes(name) ? args[args.indexOf(name) + 1] : def);
@@ -40,16 +40,6 @@ const { parseModelConfig } = await import(path.join(ROOT, "dist/repo/parse.js"))
 // ---------------------------------------------------------------------------------------------
 // The repository: deterministic (seeded), configs shaped like the sample models and the article's
 
-function rng(seed) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const rand = rng(20251129);
 const pick = (xs) => xs[Math.floor(rand() * xs.length)];
 const int = (lo, hi) => lo + Math.floor(rand() * (hi - lo + 1));

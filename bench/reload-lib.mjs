@@ -5,10 +5,11 @@
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import fsp from "node:fs/promises";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { CLI, ROOT, requireBuild, run } from "./lib.mjs";
+import { CLI, ROOT, freePort, requireBuild, rng, run } from "./lib.mjs";
+
+export { rng };
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -20,17 +21,6 @@ export function arg(name, dflt) {
 }
 export const flag = (name) => process.argv.includes(name);
 
-/** A seeded generator, so two runs of a bench space their saves the same way. */
-export function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export function percentile(xs, p) {
   if (xs.length === 0) return NaN;
@@ -39,16 +29,6 @@ export function percentile(xs, p) {
 }
 export const mean = (xs) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
 
-export function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once("error", reject);
-    srv.listen({ port: 0, host: "127.0.0.1" }, () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 export async function freePorts() {
   const seen = new Set();

@@ -11,10 +11,9 @@
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import fsp from "node:fs/promises";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { CLI, fmt, has, perfJson, requireBuild, run } from "./lib.mjs";
+import { CLI, fmt, freePort, has, perfJson, requireBuild, run } from "./lib.mjs";
 
 const arg = (name, dflt) => {
   const i = process.argv.indexOf(name);
@@ -56,14 +55,6 @@ function rssMb(pid) {
   return m ? Number(m[1]) / 1024 : 0;
 }
 
-function freePort() {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** One `triton-dev up` in its own tmux window; `pid` is the `up` process itself. */
 async function startUp(mode) {
