@@ -3,6 +3,7 @@ import path from "node:path";
 import { BugError, UsageError } from "../../errors.js";
 import type { GpuRequest } from "../docker/settings.js";
 import type { StartOptions } from "../runtime.js";
+import { MANAGED_NODE_LABEL } from "./kind-config.js";
 import type { ManifestOptions } from "./manifests.js";
 
 /** `--cluster`'s default: one cluster per machine user, reused by every project when kept. */
@@ -14,7 +15,7 @@ export const SECRET_NAME = "triton-dev-repository-key";
 /** Node labels (kind-config/ puts the first on the worker; we add the others after creation). */
 export const NODE_LABEL = {
   /** The node is ours: a cluster without it on any node is never used or removed. */
-  managed: "triton-dev.io/managed",
+  managed: Object.keys(MANAGED_NODE_LABEL)[0] as keyof typeof MANAGED_NODE_LABEL,
   /** "true": `--keep-cluster` asked for it to outlive runs; `down` then leaves it alone. */
   keep: "triton-dev.io/keep-cluster",
 } as const;
@@ -129,7 +130,7 @@ export function manifestOptions(o: StartOptions, k: KindManifestInput): Manifest
     // The image was put into the node with `kind load`; the node never pulls (the NGC image is
     // many gigabytes and needs a login), so a missing image is a clear ErrImageNeverPull.
     imagePullPolicy: "Never",
-    nodeSelector: { [NODE_LABEL.managed]: "true" },
+    nodeSelector: { ...MANAGED_NODE_LABEL },
     extraArgs: extraServerArgs(),
   };
 }
