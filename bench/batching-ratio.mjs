@@ -12,7 +12,10 @@ const windowMs = Number(args[args.indexOf("--window") + 1] || 5000) || 5000;
 const server = await startServer();
 let report;
 try {
-  report = await perfJson(["image_classifier", "--compare", "batching", "--concurrency-range", "64", "-p", String(windowMs)], server.env);
+  report = await perfJson(
+    ["image_classifier", "--compare", "batching", "--concurrency-range", "64", "-p", String(windowMs)],
+    server.env,
+  );
 } finally {
   await server.stop();
 }
@@ -22,8 +25,24 @@ console.log(`dynamic batching on image_classifier at concurrency 64 (${windowMs}
 console.log(
   table([
     ["variant", "infer/s", "p50 ms", "avg ms", "avg batch", "stable"],
-    ["no batching", fmt(off.throughput), fmt(off.latency.p50Us / 1000), fmt(off.latency.avgUs / 1000), fmt(off.server?.avgBatchSize), String(off.stable)],
-    ["dynamic batching", fmt(on.throughput), fmt(on.latency.p50Us / 1000), fmt(on.latency.avgUs / 1000), fmt(on.server?.avgBatchSize), String(on.stable)],
+    [
+      "no batching",
+      fmt(off.throughput),
+      fmt(off.latency.p50Us / 1000),
+      fmt(off.latency.avgUs / 1000),
+      fmt(off.server?.avgBatchSize),
+      String(off.stable),
+    ],
+    [
+      "dynamic batching",
+      fmt(on.throughput),
+      fmt(on.latency.p50Us / 1000),
+      fmt(on.latency.avgUs / 1000),
+      fmt(on.server?.avgBatchSize),
+      String(on.stable),
+    ],
   ]),
 );
-console.log(`batching ratio: ${fmt(ratio, 2)}x here; the article: 1850 / 450 = ${fmt(1850 / 450, 2)}x (ResNet-50 fp16, GPU); latency ${fmt(off.latency.avgUs / on.latency.avgUs, 2)}x lower (article: 142000 / 34500 = ${fmt(142000 / 34500, 2)}x)`);
+console.log(
+  `batching ratio: ${fmt(ratio, 2)}x here; the article: 1850 / 450 = ${fmt(1850 / 450, 2)}x (ResNet-50 fp16, GPU); latency ${fmt(off.latency.avgUs / on.latency.avgUs, 2)}x lower (article: 142000 / 34500 = ${fmt(142000 / 34500, 2)}x)`,
+);

@@ -22,10 +22,19 @@ try {
 
 const args = process.argv.slice(2);
 const seconds = Number(args[args.indexOf("--seconds") + 1] || 8) || 8;
-const connectionList = (args.includes("--connections") ? args[args.indexOf("--connections") + 1] : "1,8,32").split(",").map(Number);
+const connectionList = (args.includes("--connections") ? args[args.indexOf("--connections") + 1] : "1,8,32")
+  .split(",")
+  .map(Number);
 
 const model = "bert_tokenizer";
-const inputs = [{ name: "TEXT_INPUT", datatype: "BYTES", shape: [1, 1], data: encodeTensorData("BYTES", ["this movie was wonderful, i loved it, a great and beautiful film"]) }];
+const inputs = [
+  {
+    name: "TEXT_INPUT",
+    datatype: "BYTES",
+    shape: [1, 1],
+    data: encodeTensorData("BYTES", ["this movie was wonderful, i loved it, a great and beautiful film"]),
+  },
+];
 const { body, headerLength } = buildBinaryInferBody(inputs);
 const headers = { "Content-Type": "application/octet-stream", "Inference-Header-Content-Length": String(headerLength) };
 
@@ -48,7 +57,15 @@ async function ours(port, connections) {
 function cannon(port, connections) {
   return new Promise((resolve, reject) => {
     autocannon(
-      { url: `http://127.0.0.1:${port}/v2/models/${model}/infer`, method: "POST", headers, body, connections, pipelining: 1, duration: seconds + 1 },
+      {
+        url: `http://127.0.0.1:${port}/v2/models/${model}/infer`,
+        method: "POST",
+        headers,
+        body,
+        connections,
+        pipelining: 1,
+        duration: seconds + 1,
+      },
       (err, r) => {
         if (err) return reject(err);
         // autocannon counts per second; its mean over the run (including the first second).
@@ -60,7 +77,19 @@ function cannon(port, connections) {
 
 const server = await startServer();
 const ROUNDS = Number(args[args.indexOf("--rounds") + 1] || 3) || 3;
-const rows = [["connections", "autocannon req/s", "ours req/s", "ratio", "autocannon p50 ms", "ours p50 ms", "errors (ac/ours)", "rounds", "goal >= 0.8"]];
+const rows = [
+  [
+    "connections",
+    "autocannon req/s",
+    "ours req/s",
+    "ratio",
+    "autocannon p50 ms",
+    "ours p50 ms",
+    "errors (ac/ours)",
+    "rounds",
+    "goal >= 0.8",
+  ],
+];
 let missed = 0;
 try {
   for (const c of connectionList) {
@@ -78,16 +107,30 @@ try {
         a = await cannon(server.ports.http, c);
       }
       pairs.push({ a, o, ratio: o.rps / a.rps });
-      console.error(`bench: ${c} connections, round ${round + 1}: ours ${fmt(o.rps, 0)} req/s, autocannon ${fmt(a.rps, 0)} req/s, ratio ${fmt(o.rps / a.rps, 3)}`);
+      console.error(
+        `bench: ${c} connections, round ${round + 1}: ours ${fmt(o.rps, 0)} req/s, autocannon ${fmt(a.rps, 0)} req/s, ratio ${fmt(o.rps / a.rps, 3)}`,
+      );
     }
     const sorted = [...pairs].sort((x, y) => x.ratio - y.ratio);
     const mid = sorted[Math.floor(sorted.length / 2)];
     if (mid.ratio < 0.8) missed++;
-    rows.push([c, fmt(mid.a.rps, 0), fmt(mid.o.rps, 0), fmt(mid.ratio, 3), fmt(mid.a.p50, 2), fmt(mid.o.p50, 2), `${mid.a.errors}/${mid.o.errors}`, pairs.map((p) => fmt(p.ratio, 2)).join("/"), mid.ratio >= 0.8 ? "met" : "missed"]);
+    rows.push([
+      c,
+      fmt(mid.a.rps, 0),
+      fmt(mid.o.rps, 0),
+      fmt(mid.ratio, 3),
+      fmt(mid.a.p50, 2),
+      fmt(mid.o.p50, 2),
+      `${mid.a.errors}/${mid.o.errors}`,
+      pairs.map((p) => fmt(p.ratio, 2)).join("/"),
+      mid.ratio >= 0.8 ? "met" : "missed",
+    ]);
   }
 } finally {
   await server.stop();
 }
-console.log(`generator capacity vs autocannon (${model}, identical binary infer POST, ${seconds} s per run, median of ${ROUNDS} paired rounds)`);
+console.log(
+  `generator capacity vs autocannon (${model}, identical binary infer POST, ${seconds} s per run, median of ${ROUNDS} paired rounds)`,
+);
 console.log(table(rows));
 console.log(missed === 0 ? "goal met at every connection count" : `goal missed at ${missed} connection count(s)`);

@@ -11,7 +11,9 @@ import { fileURLToPath } from "node:url";
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 // $TRITON_DEV_CLI runs the benches with another build of the CLI, e.g. the one-file bundle
 // (bundle/triton-dev.mjs) on a machine without node_modules.
-export const CLI = process.env.TRITON_DEV_CLI ? path.resolve(process.env.TRITON_DEV_CLI) : path.join(ROOT, "dist/cli/main.js");
+export const CLI = process.env.TRITON_DEV_CLI
+  ? path.resolve(process.env.TRITON_DEV_CLI)
+  : path.join(ROOT, "dist/cli/main.js");
 
 export function requireBuild() {
   if (!fs.existsSync(CLI)) {
@@ -47,7 +49,11 @@ export function freePort() {
 export function run(file, args, env, timeoutMs = 600_000) {
   return new Promise((resolve) => {
     execFile(file, args, { env, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
-      resolve({ code: err ? (typeof err.code === "number" ? err.code : 1) : 0, stdout: String(stdout), stderr: String(stderr) });
+      resolve({
+        code: err ? (typeof err.code === "number" ? err.code : 1) : 0,
+        stdout: String(stdout),
+        stderr: String(stderr),
+      });
     });
   });
 }
@@ -63,9 +69,28 @@ export async function startServer({ only } = {}) {
   const ports = { http: await freePort(), grpc: await freePort(), metrics: await freePort() };
   const models = path.join(stateDir, "models");
   const top = (s) => path.relative(path.join(ROOT, "models"), s).split(path.sep)[0];
-  await fsp.cp(path.join(ROOT, "models"), models, { recursive: true, filter: (s) => !s.includes("__pycache__") && (!only || top(s) === "" || only.includes(top(s))) });
+  await fsp.cp(path.join(ROOT, "models"), models, {
+    recursive: true,
+    filter: (s) => !s.includes("__pycache__") && (!only || top(s) === "" || only.includes(top(s))),
+  });
   console.error(`bench: starting Triton (state ${stateDir}) ...`);
-  const up = await run(process.execPath, [CLI, "up", "--detach", "--models", models, "--http-port", String(ports.http), "--grpc-port", String(ports.grpc), "--metrics-port", String(ports.metrics)], env);
+  const up = await run(
+    process.execPath,
+    [
+      CLI,
+      "up",
+      "--detach",
+      "--models",
+      models,
+      "--http-port",
+      String(ports.http),
+      "--grpc-port",
+      String(ports.grpc),
+      "--metrics-port",
+      String(ports.metrics),
+    ],
+    env,
+  );
   if (up.code !== 0) {
     console.error(up.stdout + up.stderr);
     throw new Error("bench: `triton-dev up` failed");

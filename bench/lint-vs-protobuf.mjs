@@ -69,14 +69,16 @@ function dynamicBatching(mbs) {
     const levels = int(2, 4);
     text += `  default_queue_policy {\n    timeout_action: REJECT\n    default_timeout_microseconds: ${pick([1000000, 10000000])}\n    allow_timeout_override: true\n    max_queue_size: ${pick([64, 256, 512])}\n  }\n`;
     text += `  priority_levels: ${levels}\n  default_priority_level: ${int(1, levels)}\n`;
-    if (rand() < 0.5) text += `  priority_queue_policy {\n    key: 1\n    value { timeout_action: DELAY default_timeout_microseconds: 2000 max_queue_size: 32 }\n  }\n`;
+    if (rand() < 0.5)
+      text += `  priority_queue_policy {\n    key: 1\n    value { timeout_action: DELAY default_timeout_microseconds: 2000 max_queue_size: 32 }\n  }\n`;
   } else if (rand() < 0.3) {
     text += "  preserve_ordering: true\n";
   }
   return `${text}}\n`;
 }
 
-const instanceGroup = () => `instance_group [\n  {\n    count: ${int(1, 8)}\n    kind: ${pick(["KIND_CPU", "KIND_CPU", "KIND_AUTO"])}\n  }\n]\n`;
+const instanceGroup = () =>
+  `instance_group [\n  {\n    count: ${int(1, 8)}\n    kind: ${pick(["KIND_CPU", "KIND_CPU", "KIND_AUTO"])}\n  }\n]\n`;
 
 /** A composing model: its config, its files, and the tensors an ensemble can map. */
 function composingModel(name) {
@@ -96,12 +98,18 @@ function composingModel(name) {
   let outputs;
   if (shape === "text") {
     inputs = [{ name: "TEXT", type: "TYPE_STRING", dims: [1] }];
-    outputs = [{ name: "IDS", type: "TYPE_INT64", dims: [128] }, { name: "MASK", type: "TYPE_INT64", dims: [128] }];
+    outputs = [
+      { name: "IDS", type: "TYPE_INT64", dims: [128] },
+      { name: "MASK", type: "TYPE_INT64", dims: [128] },
+    ];
   } else if (shape === "image") {
     inputs = [{ name: "IMAGE", type: pick(["TYPE_FP32", "TYPE_FP16"]), dims: [3, 224, 224] }];
     outputs = [{ name: "PROBS", type: "TYPE_FP32", dims: [1000] }];
   } else if (shape === "vector") {
-    inputs = [{ name: "IDS", type: "TYPE_INT64", dims: [128] }, { name: "MASK", type: "TYPE_INT64", dims: [128] }];
+    inputs = [
+      { name: "IDS", type: "TYPE_INT64", dims: [128] },
+      { name: "MASK", type: "TYPE_INT64", dims: [128] },
+    ];
     outputs = [{ name: "LOGITS", type: "TYPE_FP32", dims: [int(2, 8)] }];
   } else {
     inputs = [{ name: "FRAME", type: "TYPE_FP32", dims: [-1, 80], reshape: [-1, 2, 40] }];
@@ -115,9 +123,16 @@ function composingModel(name) {
   }
   if (rand() < 0.8) text += instanceGroup();
   const versions = rand() < 0.2 ? [1, 2, 3] : [1];
-  if (versions.length > 1) text += pick([`version_policy { latest { num_versions: 2 } }\n`, `version_policy { specific { versions: [ 1, 3 ] } }\n`, `version_policy { all { } }\n`]);
-  if (rand() < 0.3) text += `parameters { key: "EXECUTION_ENV_PATH" value { string_value: "$$TRITON_MODEL_DIRECTORY/env.tar.gz" } }\n`;
-  if (backend === "onnx" && rand() < 0.5) text += `optimization { execution_accelerators { cpu_execution_accelerator : [ { name : "openvino" } ] } }\n`;
+  if (versions.length > 1)
+    text += pick([
+      `version_policy { latest { num_versions: 2 } }\n`,
+      `version_policy { specific { versions: [ 1, 3 ] } }\n`,
+      `version_policy { all { } }\n`,
+    ]);
+  if (rand() < 0.3)
+    text += `parameters { key: "EXECUTION_ENV_PATH" value { string_value: "$$TRITON_MODEL_DIRECTORY/env.tar.gz" } }\n`;
+  if (backend === "onnx" && rand() < 0.5)
+    text += `optimization { execution_accelerators { cpu_execution_accelerator : [ { name : "openvino" } ] } }\n`;
   if (rand() < 0.2 && shape !== "text") {
     const t = inputs[0];
     text += `model_warmup [\n  {\n    name: "zeros"\n    batch_size: ${mbs > 0 ? 1 : 0}\n    inputs { key: "${t.name}" value { data_type: ${t.type} dims: [ ${t.dims.map((d) => (d === -1 ? 16 : d)).join(", ")} ] zero_data: true } }\n  }\n]\n`;
@@ -126,7 +141,15 @@ function composingModel(name) {
   if (rand() < 0.15 && shape !== "sequence") text += "response_cache { enable: true }\n";
   const files = { "config.pbtxt": text };
   for (const v of versions) files[`${v}/${file}`] = backend === "python" ? PY : "weights";
-  return { name, files, shape, mbs: shape === "sequence" ? Math.max(mbs, 8) : mbs, inputs, outputs, sequence: shape === "sequence" };
+  return {
+    name,
+    files,
+    shape,
+    mbs: shape === "sequence" ? Math.max(mbs, 8) : mbs,
+    inputs,
+    outputs,
+    sequence: shape === "sequence",
+  };
 }
 
 /** A tokenizer -> classifier ensemble (the article's pipeline), over two existing models. */
@@ -205,7 +228,9 @@ function python() {
   if (!fs.existsSync(bin) || !has()) {
     console.error(`bench: installing protobuf into ${VENV} ...`);
     execFileSync("python3", ["-m", "venv", VENV], { stdio: "inherit" });
-    execFileSync(path.join(VENV, "bin/pip"), ["install", "-q", "--only-binary=:all:", "protobuf"], { stdio: "inherit" });
+    execFileSync(path.join(VENV, "bin/pip"), ["install", "-q", "--only-binary=:all:", "protobuf"], {
+      stdio: "inherit",
+    });
   }
   return bin;
 }
@@ -285,7 +310,9 @@ try {
   for (let r = 0; r < Math.min(ROUNDS, 3); r++) {
     t0 = performance.now();
     try {
-      execFileSync(process.execPath, [path.join(ROOT, "dist/cli/main.js"), "lint", repo, "--no-gpu"], { stdio: "ignore" });
+      execFileSync(process.execPath, [path.join(ROOT, "dist/cli/main.js"), "lint", repo, "--no-gpu"], {
+        stdio: "ignore",
+      });
     } catch (err) {
       console.error(`bench: triton-dev lint exited ${err.status}`);
     }
@@ -294,30 +321,65 @@ try {
 
   // Python: the descriptor set of the very .proto our code is generated from.
   const fds = path.join(work, "model_config.binpb");
-  execFileSync(path.join(ROOT, "node_modules/.bin/buf"), ["build", path.join(ROOT, "src/repo/proto"), "-o", fds], { cwd: ROOT });
-  const py = JSON.parse(execFileSync(python(), ["-c", PYTHON_BENCH, fds, repo, String(ROUNDS)], { maxBuffer: 16 * 1024 * 1024 }).toString());
+  execFileSync(path.join(ROOT, "node_modules/.bin/buf"), ["build", path.join(ROOT, "src/repo/proto"), "-o", fds], {
+    cwd: ROOT,
+  });
+  const py = JSON.parse(
+    execFileSync(python(), ["-c", PYTHON_BENCH, fds, repo, String(ROUNDS)], { maxBuffer: 16 * 1024 * 1024 }).toString(),
+  );
 
   const lint = median(lintMs);
   const ours = median(parseMs);
   const theirs = median(py.ms);
-  console.log(`lint vs protobuf text_format: ${MODELS} generated models (${ensembles} ensembles), ${(bytes / 1024).toFixed(0)} KiB of config.pbtxt, median of ${ROUNDS} rounds after a warm-up`);
-  console.log(`node ${process.version}; python ${py.python}, protobuf ${py.version} (${py.implementation} backend); ${os.cpus().length} x ${os.cpus()[0]?.model ?? "cpu"}`);
-  console.log(`lint found ${first.errorCount} errors, ${first.warningCount} warnings; both parsers accept ${ourParsed} / ${py.parsed} of ${texts.length} configs`);
+  console.log(
+    `lint vs protobuf text_format: ${MODELS} generated models (${ensembles} ensembles), ${(bytes / 1024).toFixed(0)} KiB of config.pbtxt, median of ${ROUNDS} rounds after a warm-up`,
+  );
+  console.log(
+    `node ${process.version}; python ${py.python}, protobuf ${py.version} (${py.implementation} backend); ${os.cpus().length} x ${os.cpus()[0]?.model ?? "cpu"}`,
+  );
+  console.log(
+    `lint found ${first.errorCount} errors, ${first.warningCount} warnings; both parsers accept ${ourParsed} / ${py.parsed} of ${texts.length} configs`,
+  );
   console.log(
     table([
       ["what", "whole repository ms", "per model µs", "vs protobuf parse"],
-      ["`triton-dev lint DIR` (new process, all included)", fmt(median(cliMs)), fmt((median(cliMs) * 1000) / MODELS, 0), `${fmt(median(cliMs) / theirs, 2)}x`],
-      ["triton-dev lint (cold, first run)", fmt(coldMs), fmt((coldMs * 1000) / MODELS, 0), `${fmt(coldMs / theirs, 2)}x`],
-      ["triton-dev lint (files, parse, rules, ensembles)", fmt(lint), fmt((lint * 1000) / MODELS, 0), `${fmt(lint / theirs, 2)}x`],
-      ["triton-dev parseModelConfig (texts in memory)", fmt(ours), fmt((ours * 1000) / MODELS, 0), `${fmt(ours / theirs, 2)}x`],
+      [
+        "`triton-dev lint DIR` (new process, all included)",
+        fmt(median(cliMs)),
+        fmt((median(cliMs) * 1000) / MODELS, 0),
+        `${fmt(median(cliMs) / theirs, 2)}x`,
+      ],
+      [
+        "triton-dev lint (cold, first run)",
+        fmt(coldMs),
+        fmt((coldMs * 1000) / MODELS, 0),
+        `${fmt(coldMs / theirs, 2)}x`,
+      ],
+      [
+        "triton-dev lint (files, parse, rules, ensembles)",
+        fmt(lint),
+        fmt((lint * 1000) / MODELS, 0),
+        `${fmt(lint / theirs, 2)}x`,
+      ],
+      [
+        "triton-dev parseModelConfig (texts in memory)",
+        fmt(ours),
+        fmt((ours * 1000) / MODELS, 0),
+        `${fmt(ours / theirs, 2)}x`,
+      ],
       ["python protobuf text_format.Parse (texts in memory)", fmt(theirs), fmt((theirs * 1000) / MODELS, 0), "1.00x"],
     ]),
   );
-  console.log(`ratio (time, lower is faster): parse ours / protobuf = ${fmt(ours / theirs, 2)}; whole lint / protobuf parse = ${fmt(lint / theirs, 2)}`);
-  console.log(`goal: whole repository well under 1 s -> ${fmt(lint)} ms warm, ${fmt(coldMs)} ms cold: ${coldMs < 1000 ? "met" : "NOT met"}`);
+  console.log(
+    `ratio (time, lower is faster): parse ours / protobuf = ${fmt(ours / theirs, 2)}; whole lint / protobuf parse = ${fmt(lint / theirs, 2)}`,
+  );
+  console.log(
+    `goal: whole repository well under 1 s -> ${fmt(lint)} ms warm, ${fmt(coldMs)} ms cold: ${coldMs < 1000 ? "met" : "NOT met"}`,
+  );
   if (first.errorCount > 0 || ourParsed !== py.parsed) {
     console.error("bench: the generated repository should lint without errors and parse identically on both sides:");
-    for (const d of first.diagnostics.filter((x) => x.severity === "error").slice(0, 10)) console.error(`  ${d.file}:${d.line}:${d.column}: ${d.message}`);
+    for (const d of first.diagnostics.filter((x) => x.severity === "error").slice(0, 10))
+      console.error(`  ${d.file}:${d.line}:${d.column}: ${d.message}`);
     process.exitCode = 1;
   }
   if (args.includes("--keep")) console.log(`repository kept in ${repo}`);

@@ -21,14 +21,12 @@ export function arg(name, dflt) {
 }
 export const flag = (name) => process.argv.includes(name);
 
-
 export function percentile(xs, p) {
   if (xs.length === 0) return NaN;
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
 }
 export const mean = (xs) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
-
 
 export async function freePorts() {
   const seen = new Set();
@@ -41,7 +39,10 @@ export async function freePorts() {
 export function readEnvironment() {
   const home = process.env.TRITON_DEV_HOME
     ? path.resolve(process.env.TRITON_DEV_HOME)
-    : path.join(process.env.XDG_CACHE_HOME ? path.resolve(process.env.XDG_CACHE_HOME) : path.join(os.homedir(), ".cache"), "triton-dev");
+    : path.join(
+        process.env.XDG_CACHE_HOME ? path.resolve(process.env.XDG_CACHE_HOME) : path.join(os.homedir(), ".cache"),
+        "triton-dev",
+      );
   const file = path.join(home, "environment.json");
   if (!fs.existsSync(file)) {
     console.error(`bench: no environment at ${home}; run \`triton-dev setup\` (or set TRITON_DEV_HOME)`);
@@ -77,7 +78,22 @@ export async function startUp({ mode, pollSecs = 1, extraArgs = [] }) {
   const ports = await freePorts();
   const modelsDir = path.join(stateDir, "models");
   await copyModels(modelsDir);
-  const args = ["up", "--detach", "--models", modelsDir, "--reload", mode, ...(mode === "poll" ? ["--poll-secs", String(pollSecs)] : []), "--http-port", String(ports.http), "--grpc-port", String(ports.grpc), "--metrics-port", String(ports.metrics), ...extraArgs];
+  const args = [
+    "up",
+    "--detach",
+    "--models",
+    modelsDir,
+    "--reload",
+    mode,
+    ...(mode === "poll" ? ["--poll-secs", String(pollSecs)] : []),
+    "--http-port",
+    String(ports.http),
+    "--grpc-port",
+    String(ports.grpc),
+    "--metrics-port",
+    String(ports.metrics),
+    ...extraArgs,
+  ];
   const up = await run(process.execPath, [CLI, ...args], env);
   const stop = async () => {
     const r = await run(process.execPath, [CLI, "down"], env);
@@ -91,7 +107,18 @@ export async function startUp({ mode, pollSecs = 1, extraArgs = [] }) {
   }
   const status = JSON.parse((await run(process.execPath, [CLI, "status", "--json"], env)).stdout);
   const runDir = path.dirname(status.logFile);
-  return { env, ports, stateDir, modelsDir, runDir, status, baseUrl: `http://127.0.0.1:${ports.http}`, eventsFile: path.join(runDir, "events.jsonl"), logFile: status.logFile, stop };
+  return {
+    env,
+    ports,
+    stateDir,
+    modelsDir,
+    runDir,
+    status,
+    baseUrl: `http://127.0.0.1:${ports.http}`,
+    eventsFile: path.join(runDir, "events.jsonl"),
+    logFile: status.logFile,
+    stop,
+  };
 }
 
 /** Follows a file of lines as it grows (the run's events.jsonl, Triton's log). */
@@ -135,7 +162,8 @@ export class LineFollower {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       this.poll();
-      for (let i = from; i < this.items.length; i++) if (pred(this.items[i].item)) return { ...this.items[i], index: i };
+      for (let i = from; i < this.items.length; i++)
+        if (pred(this.items[i].item)) return { ...this.items[i], index: i };
       if (Date.now() > deadline) return undefined;
       await sleep(10);
     }
@@ -147,7 +175,15 @@ export function tritonLogTime(line, now = new Date()) {
   const m = /^[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{6}) /.exec(line);
   if (!m) return undefined;
   const [, mo, d, h, mi, s, us] = m;
-  return new Date(now.getFullYear(), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s), Math.floor(Number(us) / 1000)).getTime();
+  return new Date(
+    now.getFullYear(),
+    Number(mo) - 1,
+    Number(d),
+    Number(h),
+    Number(mi),
+    Number(s),
+    Math.floor(Number(us) / 1000),
+  ).getTime();
 }
 
 /**
@@ -165,7 +201,9 @@ export class ModelEditor {
     this.style = style;
   }
   content(k, { broken = false } = {}) {
-    let text = this.seeded ? this.original.replace(/^SEED = (\d+)$/m, (_m, n) => `SEED = ${Number(n) + k}`) : `${this.original}\n# bench edit ${k}\n`;
+    let text = this.seeded
+      ? this.original.replace(/^SEED = (\d+)$/m, (_m, n) => `SEED = ${Number(n) + k}`)
+      : `${this.original}\n# bench edit ${k}\n`;
     // A module-level raise makes the load fail (for the soak's invalid edits).
     if (broken) text += `\nraise RuntimeError("bench: broken edit ${k}")\n`;
     return text;
@@ -192,15 +230,39 @@ export class ModelEditor {
 /** One request with a fixed input to a sample model; resolves with the output values. */
 export async function infer(baseUrl, model) {
   const inputs = {
-    image_classifier: () => [{ name: "input_1", shape: [1, 3, 224, 224], datatype: "FP32", data: Array.from({ length: 3 * 224 * 224 }, (_, i) => ((i * 37) % 255) / 255) }],
-    sentiment_classifier: () => [
-      { name: "input_ids", shape: [1, 128], datatype: "INT64", data: Array.from({ length: 128 }, (_, i) => (i === 0 ? 2 : i < 6 ? 100 + i * 7 : i === 6 ? 3 : 0)) },
-      { name: "attention_mask", shape: [1, 128], datatype: "INT64", data: Array.from({ length: 128 }, (_, i) => (i <= 6 ? 1 : 0)) },
+    image_classifier: () => [
+      {
+        name: "input_1",
+        shape: [1, 3, 224, 224],
+        datatype: "FP32",
+        data: Array.from({ length: 3 * 224 * 224 }, (_, i) => ((i * 37) % 255) / 255),
+      },
     ],
-    bert_tokenizer: () => [{ name: "TEXT_INPUT", shape: [1, 1], datatype: "BYTES", data: ["a movie worth seeing twice"] }],
+    sentiment_classifier: () => [
+      {
+        name: "input_ids",
+        shape: [1, 128],
+        datatype: "INT64",
+        data: Array.from({ length: 128 }, (_, i) => (i === 0 ? 2 : i < 6 ? 100 + i * 7 : i === 6 ? 3 : 0)),
+      },
+      {
+        name: "attention_mask",
+        shape: [1, 128],
+        datatype: "INT64",
+        data: Array.from({ length: 128 }, (_, i) => (i <= 6 ? 1 : 0)),
+      },
+    ],
+    bert_tokenizer: () => [
+      { name: "TEXT_INPUT", shape: [1, 1], datatype: "BYTES", data: ["a movie worth seeing twice"] },
+    ],
   }[model];
   if (!inputs) throw new Error(`bench: no sample input for ${model}`);
-  const res = await fetch(`${baseUrl}/v2/models/${model}/infer`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ inputs: inputs() }), signal: AbortSignal.timeout(30_000) });
+  const res = await fetch(`${baseUrl}/v2/models/${model}/infer`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ inputs: inputs() }),
+    signal: AbortSignal.timeout(30_000),
+  });
   const body = await res.json();
   if (!res.ok) throw new Error(`infer ${model}: HTTP ${res.status}: ${body.error ?? JSON.stringify(body)}`);
   return body.outputs[0].data;
@@ -254,7 +316,10 @@ export async function startRawTriton({ environment, repository, pollSecs, logFil
   const deadline = Date.now() + 120_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`bench: raw tritonserver exited (${child.exitCode}); see ${logFile}`);
-    const ok = await fetch(`${baseUrl}/v2/health/ready`).then((r) => r.ok, () => false);
+    const ok = await fetch(`${baseUrl}/v2/health/ready`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) break;
     if (Date.now() > deadline) {
       await stop();

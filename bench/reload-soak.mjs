@@ -14,7 +14,18 @@ import fs from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
 import { table } from "./lib.mjs";
-import { LineFollower, ModelEditor, arg, descendants, infer, openFds, processes, sameOutput, sleep, startUp } from "./reload-lib.mjs";
+import {
+  LineFollower,
+  ModelEditor,
+  arg,
+  descendants,
+  infer,
+  openFds,
+  processes,
+  sameOutput,
+  sleep,
+  startUp,
+} from "./reload-lib.mjs";
 
 const MODE = arg("--reload", "poll");
 const EDITS = arg("--edits", 500);
@@ -98,7 +109,8 @@ try {
   await editor.save(0);
   if (!(await ready)) throw new Error("bench: the original model did not load again");
   const original = await infer(up.baseUrl, MODEL);
-  if (sameOutput(original, expected)) throw new Error("bench: the reference save serves what the original does; no way to tell them apart");
+  if (sameOutput(original, expected))
+    throw new Error("bench: the reference save serves what the original does; no way to tell them apart");
   await quiet(events, 30_000);
   const before = snapshot("before", tritonPid, supervisorPid);
 
@@ -143,18 +155,39 @@ try {
 
   const edits = events.items.map((x) => x.item).filter((e) => e.type === "edit" && e.model === MODEL);
   const count = (p) => edits.filter((e) => e.phase === p).length;
-  console.log(`\nsoak: ${saves} saves of ${MODEL} in ${(savesMs / 1000).toFixed(0)} s (--reload ${MODE}); last one served after ${(soakMs / 1000).toFixed(0)} s, bounded to ${BOUND_MS / 1000} s (${(totalMs / 1000).toFixed(0)} s with the server's start)`);
-  console.log(`timeline: ${count("saved")} settled changes -> ${count("ready")} ready, ${count("failed")} failed (last good kept), ${count("refused")} refused, ${count("unchanged")} unchanged`);
+  console.log(
+    `\nsoak: ${saves} saves of ${MODEL} in ${(savesMs / 1000).toFixed(0)} s (--reload ${MODE}); last one served after ${(soakMs / 1000).toFixed(0)} s, bounded to ${BOUND_MS / 1000} s (${(totalMs / 1000).toFixed(0)} s with the server's start)`,
+  );
+  console.log(
+    `timeline: ${count("saved")} settled changes -> ${count("ready")} ready, ${count("failed")} failed (last good kept), ${count("refused")} refused, ${count("unchanged")} unchanged`,
+  );
   const finalOk = sameOutput(served, expected) && tail?.phase === "ready";
-  console.log(`final state: ${finalOk ? "the last save is served" : "NOT the last save"} (last timeline outcome: ${tail?.phase ?? "none"})`);
-  const rows = [["", "our watcher fds", "Triton fds", "processes", "python stubs", `stubs of ${MODEL}`], ...[before, after].map((s) => [s.label, s.oursFds, s.tritonFds, s.processes, s.stubs, s.stubsOfModel])];
-  rows.push(["growth", after.oursFds - before.oursFds, after.tritonFds - before.tritonFds, after.processes - before.processes, after.stubs - before.stubs, after.stubsOfModel - before.stubsOfModel]);
+  console.log(
+    `final state: ${finalOk ? "the last save is served" : "NOT the last save"} (last timeline outcome: ${tail?.phase ?? "none"})`,
+  );
+  const rows = [
+    ["", "our watcher fds", "Triton fds", "processes", "python stubs", `stubs of ${MODEL}`],
+    ...[before, after].map((s) => [s.label, s.oursFds, s.tritonFds, s.processes, s.stubs, s.stubsOfModel]),
+  ];
+  rows.push([
+    "growth",
+    after.oursFds - before.oursFds,
+    after.tritonFds - before.tritonFds,
+    after.processes - before.processes,
+    after.stubs - before.stubs,
+    after.stubsOfModel - before.stubsOfModel,
+  ]);
   console.log(table(rows));
-  const grew = after.oursFds > before.oursFds || after.tritonFds > before.tritonFds || after.processes > before.processes || after.stubs > before.stubs;
+  const grew =
+    after.oursFds > before.oursFds ||
+    after.tritonFds > before.tritonFds ||
+    after.processes > before.processes ||
+    after.stubs > before.stubs;
   if (after.tritonFds > before.tritonFds) {
     const count = (xs) => xs.reduce((m, x) => m.set(x, (m.get(x) ?? 0) + 1), new Map());
     const b = count(before.fdTargets);
-    for (const [t, n] of count(after.fdTargets)) if (n > (b.get(t) ?? 0)) console.log(`  Triton fd growth: ${t} x${n - (b.get(t) ?? 0)}`);
+    for (const [t, n] of count(after.fdTargets))
+      if (n > (b.get(t) ?? 0)) console.log(`  Triton fd growth: ${t} x${n - (b.get(t) ?? 0)}`);
   }
   console.log(`resources: ${grew ? "GREW" : "no growth"}; within bound: ${soakMs <= BOUND_MS ? "yes" : "NO"}`);
   failed = !finalOk || grew || soakMs > BOUND_MS;

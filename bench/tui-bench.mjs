@@ -55,7 +55,6 @@ function rssMb(pid) {
   return m ? Number(m[1]) / 1024 : 0;
 }
 
-
 /** One `triton-dev up` in its own tmux window; `pid` is the `up` process itself. */
 async function startUp(mode) {
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), `triton-dev-tui-bench-${mode}-`));
@@ -67,18 +66,49 @@ async function startUp(mode) {
   const env = { ...process.env, TRITON_DEV_STATE_DIR: path.join(dir, "state") };
   delete env.CI;
   delete env.CONTINUOUS_INTEGRATION;
-  const args = ["up", ...(mode === "no-ui" ? ["--no-ui"] : []), "--models", models, "--http-port", String(ports.http), "--grpc-port", String(ports.grpc), "--metrics-port", String(ports.metrics)];
-  const vars = Object.entries(env).filter(([k]) => /^(PATH|HOME|LANG|TRITON_DEV_\w+)$/.test(k)).map(([k, v]) => `${k}=${v}`);
+  const args = [
+    "up",
+    ...(mode === "no-ui" ? ["--no-ui"] : []),
+    "--models",
+    models,
+    "--http-port",
+    String(ports.http),
+    "--grpc-port",
+    String(ports.grpc),
+    "--metrics-port",
+    String(ports.metrics),
+  ];
+  const vars = Object.entries(env)
+    .filter(([k]) => /^(PATH|HOME|LANG|TRITON_DEV_\w+)$/.test(k))
+    .map(([k, v]) => `${k}=${v}`);
   // env(1) execs node, so the pane's pid is the `up` process.
-  tmux(mode === "ui" ? "new-session" : "new-window", ...(mode === "ui" ? ["-d", "-s", "bench", "-x", "120", "-y", "40"] : ["-d", "-t", "bench"]), "-n", mode, "--", "env", "-i", "TERM=tmux-256color", ...vars, process.execPath, CLI, ...args);
+  tmux(
+    mode === "ui" ? "new-session" : "new-window",
+    ...(mode === "ui" ? ["-d", "-s", "bench", "-x", "120", "-y", "40"] : ["-d", "-t", "bench"]),
+    "-n",
+    mode,
+    "--",
+    "env",
+    "-i",
+    "TERM=tmux-256color",
+    ...vars,
+    process.execPath,
+    CLI,
+    ...args,
+  );
   const pid = Number(tmux("display-message", "-p", "-t", `bench:${mode}`, "#{pane_pid}").trim());
   return { mode, dir, env, ports, pid, target: `bench:${mode}`, runs: [], ticks: 0, secs: 0, rssMax: 0 };
 }
 
 async function waitReady(u) {
   const deadline = Date.now() + 180_000;
-  while (!(await fetch(`http://127.0.0.1:${u.ports.http}/v2/health/ready`).then((r) => r.ok).catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`${u.mode}: Triton did not become ready:\n${tmux("capture-pane", "-p", "-t", u.target)}`);
+  while (
+    !(await fetch(`http://127.0.0.1:${u.ports.http}/v2/health/ready`)
+      .then((r) => r.ok)
+      .catch(() => false))
+  ) {
+    if (Date.now() > deadline)
+      throw new Error(`${u.mode}: Triton did not become ready:\n${tmux("capture-pane", "-p", "-t", u.target)}`);
     await sleep(500);
   }
 }
@@ -99,7 +129,13 @@ async function watch(procs, during) {
   done = true;
   await sampler;
   const secs = (Date.now() - t0) / 1000;
-  return procs.map((p, i) => ({ ticks: cpuTicks(p.pid) - c0[i], secs, cpu: ((cpuTicks(p.pid) - c0[i]) / TICK / secs) * 100, rssMean: rss[i].reduce((a, b) => a + b, 0) / rss[i].length, rssMax: Math.max(...rss[i]) }));
+  return procs.map((p, i) => ({
+    ticks: cpuTicks(p.pid) - c0[i],
+    secs,
+    cpu: ((cpuTicks(p.pid) - c0[i]) / TICK / secs) * 100,
+    rssMean: rss[i].reduce((a, b) => a + b, 0) / rss[i].length,
+    rssMax: Math.max(...rss[i]),
+  }));
 }
 
 const median = (xs) => {
@@ -137,14 +173,20 @@ try {
   const screen = tmux("capture-pane", "-p", "-t", ui.target);
   const row = (u) =>
     `${u.mode.padEnd(6)}  ${fmt(u.idle.cpu, 2).padStart(9)}  ${fmt(u.idle.rssMean, 0).padStart(8)}  ${fmt(u.idle.rssMax, 0).padStart(7)}  ${fmt((u.ticks / TICK / u.secs) * 100, 2).padStart(9)}  ${fmt(u.rssMax, 0).padStart(7)}  ${fmt(median(u.runs), 0).padStart(7)}`;
-  console.log(`triton-dev up in tmux (120x40), both at once: ${IDLE_S} s idle, then \`triton-dev perf ${PERF_ARGS.join(" ")}\` ${PAIRS}x against each, alternating (python model, local runtime, ${os.cpus().length} cores)`);
+  console.log(
+    `triton-dev up in tmux (120x40), both at once: ${IDLE_S} s idle, then \`triton-dev perf ${PERF_ARGS.join(" ")}\` ${PAIRS}x against each, alternating (python model, local runtime, ${os.cpus().length} cores)`,
+  );
   console.log("mode    idle CPU%  idle RSS  RSS max  perf CPU%  RSS max  infer/s (median)");
   console.log(row(ui));
   console.log(row(plain));
-  console.log(`throughput per run: ui ${ui.runs.map((x) => fmt(x, 0)).join(", ")}; no-ui ${plain.runs.map((x) => fmt(x, 0)).join(", ")}`);
+  console.log(
+    `throughput per run: ui ${ui.runs.map((x) => fmt(x, 0)).join(", ")}; no-ui ${plain.runs.map((x) => fmt(x, 0)).join(", ")}`,
+  );
   const ratio = median(ui.runs) / median(plain.runs);
   const rssMax = Math.max(ui.idle.rssMax, ui.rssMax);
-  console.log(`with the dashboard / without: throughput ${fmt(ratio, 3)} (goal >= 0.95); dashboard idle CPU ${fmt(ui.idle.cpu, 2)}% of a core (goal <= 2); RSS max ${fmt(rssMax, 0)} MB (goal <= 150)`);
+  console.log(
+    `with the dashboard / without: throughput ${fmt(ratio, 3)} (goal >= 0.95); dashboard idle CPU ${fmt(ui.idle.cpu, 2)}% of a core (goal <= 2); RSS max ${fmt(rssMax, 0)} MB (goal <= 150)`,
+  );
   if (process.argv.includes("--screen")) console.log("\n" + screen);
 } finally {
   for (const u of ups) {

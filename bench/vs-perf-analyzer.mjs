@@ -33,7 +33,16 @@ const windowMs = Number(flag("--window", 3000)) || 3000;
 const ROUNDS = Number(flag("--rounds", 3)) || 3;
 const warmupMs = Number(flag("--warmup-ms", 1000));
 const protocols = args.includes("--grpc") ? ["http", "grpc"] : ["http"];
-const outFile = path.resolve(flag("--out", path.join(ROOT, "bench/results", `vs-perf-analyzer-${os.hostname()}-${new Date().toISOString().slice(0, 16).replace(/[:T]/g, "")}.json`)));
+const outFile = path.resolve(
+  flag(
+    "--out",
+    path.join(
+      ROOT,
+      "bench/results",
+      `vs-perf-analyzer-${os.hostname()}-${new Date().toISOString().slice(0, 16).replace(/[:T]/g, "")}.json`,
+    ),
+  ),
+);
 const VENV = "/tmp/triton-dev-bench/pa-venv";
 // perf_analyzer's time windows last 1.2 x --measurement-interval (InferenceProfiler::Measure).
 const PA_WINDOW_FACTOR = 1.2;
@@ -52,17 +61,32 @@ function ensurePerfAnalyzer() {
   if (process.env.PERF_ANALYZER) return process.env.PERF_ANALYZER;
   const bin = path.join(VENV, "bin/perf_analyzer");
   if (!fs.existsSync(bin)) {
-    console.error(`bench: installing perf_analyzer into ${VENV} (tritonclient 2.51.0 wheel, nvidia-cuda-runtime-cu12) ...`);
+    console.error(
+      `bench: installing perf_analyzer into ${VENV} (tritonclient 2.51.0 wheel, nvidia-cuda-runtime-cu12) ...`,
+    );
     execFileSync("python3", ["-m", "venv", VENV], { stdio: "inherit" });
-    execFileSync(path.join(VENV, "bin/pip"), ["install", "-q", "--only-binary=:all:", "tritonclient==2.51.0", "nvidia-cuda-runtime-cu12"], { stdio: "inherit" });
+    execFileSync(
+      path.join(VENV, "bin/pip"),
+      ["install", "-q", "--only-binary=:all:", "tritonclient==2.51.0", "nvidia-cuda-runtime-cu12"],
+      { stdio: "inherit" },
+    );
   }
   const libb64 = execFileSync("sh", ["-c", "ldconfig -p | grep -c libb64.so.0d || true"]).toString().trim() !== "0";
   if (!libb64) {
     if (process.getuid?.() === 0 && has("apt-get")) {
       console.error("bench: installing libb64-0d (perf_analyzer links it) ...");
-      execFileSync("sh", ["-c", "apt-get install -y -qq libb64-0d >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq libb64-0d)"], { stdio: "inherit" });
+      execFileSync(
+        "sh",
+        [
+          "-c",
+          "apt-get install -y -qq libb64-0d >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq libb64-0d)",
+        ],
+        { stdio: "inherit" },
+      );
     } else {
-      console.error("bench: perf_analyzer needs libb64.so.0d: install Debian's libb64-0d (as root: apt-get install libb64-0d)");
+      console.error(
+        "bench: perf_analyzer needs libb64.so.0d: install Debian's libb64-0d (as root: apt-get install libb64-0d)",
+      );
       process.exit(2);
     }
   }
@@ -70,7 +94,10 @@ function ensurePerfAnalyzer() {
 }
 
 const pa = ensurePerfAnalyzer();
-const paEnv = { ...process.env, LD_LIBRARY_PATH: [...libDirs(), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") };
+const paEnv = {
+  ...process.env,
+  LD_LIBRARY_PATH: [...libDirs(), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":"),
+};
 const check = await run(pa, ["--version"], paEnv);
 if (/error while loading shared libraries/.test(check.stderr)) {
   console.error(`bench: perf_analyzer cannot start: ${check.stderr.trim()}`);
@@ -79,7 +106,10 @@ if (/error while loading shared libraries/.test(check.stderr)) {
 
 const work = await fsp.mkdtemp(path.join(os.tmpdir(), "triton-dev-bench-pa-"));
 const textData = path.join(work, "text.json");
-await fsp.writeFile(textData, JSON.stringify({ data: [{ TEXT_INPUT: ["this movie was wonderful, i loved it, a great and beautiful film"] }] }));
+await fsp.writeFile(
+  textData,
+  JSON.stringify({ data: [{ TEXT_INPUT: ["this movie was wonderful, i loved it, a great and beautiful film"] }] }),
+);
 // Both tools send exactly the same inputs: a fixed sentence for the tokenizer, zeros for images.
 const DATA = { bert_tokenizer: textData, image_classifier: "zero" };
 const cases = flag("--cases", "bert_tokenizer:1,4/image_classifier:16")
@@ -128,22 +158,27 @@ function sampledRun(file, argv, env) {
   return new Promise((resolve) => {
     const t0 = Date.now();
     const samples = [];
-    const child = execFile(file, argv, { env, timeout: 600_000, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
-      clearInterval(timer);
-      const steady = samples.filter((s) => s.t >= 1500 && s.cpu !== undefined);
-      const a = steady[0];
-      const b = steady[steady.length - 1];
-      const span = a && b && b.t > a.t ? (b.t - a.t) / 1000 : 0;
-      resolve({
-        code: err ? (typeof err.code === "number" ? err.code : 1) : 0,
-        stdout: String(stdout),
-        stderr: String(stderr),
-        wallS: (Date.now() - t0) / 1000,
-        clientCpuS: samples.filter((s) => s.cpu !== undefined).at(-1)?.cpu ?? 0,
-        clientCores: span ? (b.cpu - a.cpu) / span : undefined,
-        machineBusy: span ? (b.m.busy - a.m.busy) / (b.m.total - a.m.total) : undefined,
-      });
-    });
+    const child = execFile(
+      file,
+      argv,
+      { env, timeout: 600_000, maxBuffer: 64 * 1024 * 1024 },
+      (err, stdout, stderr) => {
+        clearInterval(timer);
+        const steady = samples.filter((s) => s.t >= 1500 && s.cpu !== undefined);
+        const a = steady[0];
+        const b = steady[steady.length - 1];
+        const span = a && b && b.t > a.t ? (b.t - a.t) / 1000 : 0;
+        resolve({
+          code: err ? (typeof err.code === "number" ? err.code : 1) : 0,
+          stdout: String(stdout),
+          stderr: String(stderr),
+          wallS: (Date.now() - t0) / 1000,
+          clientCpuS: samples.filter((s) => s.cpu !== undefined).at(-1)?.cpu ?? 0,
+          clientCores: span ? (b.cpu - a.cpu) / span : undefined,
+          machineBusy: span ? (b.m.busy - a.m.busy) / (b.m.total - a.m.total) : undefined,
+        });
+      },
+    );
     const sample = () => samples.push({ t: Date.now() - t0, cpu: procCpu(child.pid), m: machineCpu() });
     const timer = setInterval(sample, 200);
     sample();
@@ -189,23 +224,92 @@ async function observed(model, port, go) {
 async function runPa(model, url, protocol, level, data) {
   const csv = path.join(work, `pa-${model}-${protocol}-${level}.csv`);
   await fsp.rm(csv, { force: true });
-  const r = await sampledRun(pa, ["-m", model, "-u", url, "-i", protocol, "--concurrency-range", String(level), "--measurement-interval", String(windowMs), "--input-data", data, "-f", csv], paEnv);
+  const r = await sampledRun(
+    pa,
+    [
+      "-m",
+      model,
+      "-u",
+      url,
+      "-i",
+      protocol,
+      "--concurrency-range",
+      String(level),
+      "--measurement-interval",
+      String(windowMs),
+      "--input-data",
+      data,
+      "-f",
+      csv,
+    ],
+    paEnv,
+  );
   if (!fs.existsSync(csv)) return { error: (r.stdout + r.stderr).trim().split("\n").slice(-2).join(" ") };
   const [head, row] = fs.readFileSync(csv, "utf8").trim().split("\n");
   const cells = Object.fromEntries(head.split(",").map((h, i) => [h, Number(row.split(",")[i])]));
   const trials = (r.stdout.match(/Pass \[\d+\]/g) ?? []).length || undefined;
   // Where its average latency goes, by its own accounting (µs).
-  const split = { clientSend: cells["Client Send"], networkServer: cells["Network+Server Send/Recv"], serverQueue: cells["Server Queue"], serverCompute: cells["Server Compute Input"] + cells["Server Compute Infer"] + cells["Server Compute Output"], clientRecv: cells["Client Recv"] };
-  return { throughput: cells["Inferences/Second"], p50: cells["p50 latency"], p99: cells["p99 latency"], stable: true, trials, split, ...r, stdout: undefined, stderr: undefined };
+  const split = {
+    clientSend: cells["Client Send"],
+    networkServer: cells["Network+Server Send/Recv"],
+    serverQueue: cells["Server Queue"],
+    serverCompute: cells["Server Compute Input"] + cells["Server Compute Infer"] + cells["Server Compute Output"],
+    clientRecv: cells["Client Recv"],
+  };
+  return {
+    throughput: cells["Inferences/Second"],
+    p50: cells["p50 latency"],
+    p99: cells["p99 latency"],
+    stable: true,
+    trials,
+    split,
+    ...r,
+    stdout: undefined,
+    stderr: undefined,
+  };
 }
 
 async function runOurs(model, protocol, level, data, env, windowOurs = Math.round(windowMs * PA_WINDOW_FACTOR)) {
-  const r = await sampledRun(process.execPath, [CLI, "perf", model, "-i", protocol, "--concurrency-range", String(level), "-p", String(windowOurs), "--input-data", data, "--json", "--no-history"], env);
+  const r = await sampledRun(
+    process.execPath,
+    [
+      CLI,
+      "perf",
+      model,
+      "-i",
+      protocol,
+      "--concurrency-range",
+      String(level),
+      "-p",
+      String(windowOurs),
+      "--input-data",
+      data,
+      "--json",
+      "--no-history",
+    ],
+    env,
+  );
   if (r.code !== 0) return { error: r.stderr.trim().split("\n").slice(-2).join(" ") };
   const l = JSON.parse(r.stdout).sweeps[0].levels[0];
   const sv = l.server;
-  const split = { clientSend: l.clientSendUs, networkServer: l.networkServerUs, serverQueue: sv?.queueUs, serverCompute: sv ? sv.computeInputUs + sv.computeInferUs + sv.computeOutputUs : undefined, clientRecv: l.clientRecvUs };
-  return { throughput: l.throughput, p50: l.latency.p50Us, p99: l.latency.p99Us, stable: l.stable, trials: l.trials, split, ...r, stdout: undefined, stderr: undefined };
+  const split = {
+    clientSend: l.clientSendUs,
+    networkServer: l.networkServerUs,
+    serverQueue: sv?.queueUs,
+    serverCompute: sv ? sv.computeInputUs + sv.computeInferUs + sv.computeOutputUs : undefined,
+    clientRecv: l.clientRecvUs,
+  };
+  return {
+    throughput: l.throughput,
+    p50: l.latency.p50Us,
+    p99: l.latency.p99Us,
+    stable: l.stable,
+    trials: l.trials,
+    split,
+    ...r,
+    stdout: undefined,
+    stderr: undefined,
+  };
 }
 
 const median = (xs) => {
@@ -217,7 +321,15 @@ const median = (xs) => {
 const outside = (r, level) => (level * 1e6) / r.throughput - r.server.requestUs;
 const perReq = (r) => (r.clientCores !== undefined && r.throughput ? (r.clientCores * 1e6) / r.throughput : undefined);
 
-const results = { machine: { host: os.hostname(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, node: process.version }, windowMs, oursWindowMs: Math.round(windowMs * PA_WINDOW_FACTOR), warmupMs, rounds: ROUNDS, startedAt: new Date().toISOString(), rows: [] };
+const results = {
+  machine: { host: os.hostname(), cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, node: process.version },
+  windowMs,
+  oursWindowMs: Math.round(windowMs * PA_WINDOW_FACTOR),
+  warmupMs,
+  rounds: ROUNDS,
+  startedAt: new Date().toISOString(),
+  rows: [],
+};
 const server = await startServer({ only: cases.map((c) => c.model) });
 // `timeout -s INT` (bench/gpu/vs-pa-on-gpu.sh) or Ctrl-C: keep what was measured, stop the server.
 let interrupted = false;
@@ -233,7 +345,24 @@ const save = async () => {
   await fsp.mkdir(path.dirname(outFile), { recursive: true });
   await fsp.writeFile(outFile, JSON.stringify(results, null, 2));
 };
-const rows = [["protocol", "model", "conc", "pa infer/s", "ours infer/s", "thr ratio", "pa p50 us", "ours p50 us", "p50 ratio", "per round (thr, p50)", "batch pa/ours", "client cpu us/req pa/ours", "outside server us pa/ours", "goal"]];
+const rows = [
+  [
+    "protocol",
+    "model",
+    "conc",
+    "pa infer/s",
+    "ours infer/s",
+    "thr ratio",
+    "pa p50 us",
+    "ours p50 us",
+    "p50 ratio",
+    "per round (thr, p50)",
+    "batch pa/ours",
+    "client cpu us/req pa/ours",
+    "outside server us pa/ours",
+    "goal",
+  ],
+];
 let failures = 0;
 try {
   for (const protocol of protocols) {
@@ -249,7 +378,8 @@ try {
         const skipped = [];
         for (let round = 0, tries = 0; pairs.length < ROUNDS && tries < ROUNDS + 3; tries++, round++) {
           const goPa = () => observed(c.model, server.ports.http, () => runPa(c.model, url, protocol, level, c.data));
-          const goOurs = () => observed(c.model, server.ports.http, () => runOurs(c.model, protocol, level, c.data, server.env));
+          const goOurs = () =>
+            observed(c.model, server.ports.http, () => runOurs(c.model, protocol, level, c.data, server.env));
           let a;
           let o;
           if (round % 2 === 0) {
@@ -263,11 +393,19 @@ try {
           // ours reports it marked unstable. Either way the round does not count.
           if (!o.error && !o.stable) o.error = `not stable within ${o.trials} windows`;
           if (a.error || o.error) {
-            console.error(`bench: round skipped (${a.error ? `perf_analyzer: ${a.error.slice(0, 120)}` : `ours: ${o.error.slice(0, 120)}`})`);
+            console.error(
+              `bench: round skipped (${a.error ? `perf_analyzer: ${a.error.slice(0, 120)}` : `ours: ${o.error.slice(0, 120)}`})`,
+            );
             skipped.push({ round, pa: a, ours: o });
             continue;
           }
-          const p = { first: round % 2 === 0 ? "pa" : "ours", pa: a, ours: o, tr: o.throughput / a.throughput, pr: o.p50 / a.p50 };
+          const p = {
+            first: round % 2 === 0 ? "pa" : "ours",
+            pa: a,
+            ours: o,
+            tr: o.throughput / a.throughput,
+            pr: o.p50 / a.p50,
+          };
           pairs.push(p);
           console.error(
             `bench: ${protocol} ${c.model} c=${level} round ${pairs.length} (${p.first} first): pa ${fmt(a.throughput)} ours ${fmt(o.throughput)} infer/s, ratio ${fmt(p.tr, 3)}, p50 ratio ${fmt(p.pr, 3)}; ` +
@@ -295,16 +433,49 @@ try {
           fmt(m((p) => p.pa.throughput)),
           fmt(m((p) => p.ours.throughput)),
           fmt(tr, 3),
-          fmt(m((p) => p.pa.p50), 0),
-          fmt(m((p) => p.ours.p50), 0),
+          fmt(
+            m((p) => p.pa.p50),
+            0,
+          ),
+          fmt(
+            m((p) => p.ours.p50),
+            0,
+          ),
           fmt(pr, 3),
           pairs.map((p) => `${fmt(p.tr, 2)},${fmt(p.pr, 2)}`).join(" "),
-          `${fmt(m((p) => p.pa.server.avgBatch), 2)}/${fmt(m((p) => p.ours.server.avgBatch), 2)}`,
-          `${fmt(m((p) => perReq(p.pa) ?? NaN), 0)}/${fmt(m((p) => perReq(p.ours) ?? NaN), 0)}`,
-          `${fmt(m((p) => outside(p.pa, level)), 0)}/${fmt(m((p) => outside(p.ours, level)), 0)}`,
+          `${fmt(
+            m((p) => p.pa.server.avgBatch),
+            2,
+          )}/${fmt(
+            m((p) => p.ours.server.avgBatch),
+            2,
+          )}`,
+          `${fmt(
+            m((p) => perReq(p.pa) ?? NaN),
+            0,
+          )}/${fmt(
+            m((p) => perReq(p.ours) ?? NaN),
+            0,
+          )}`,
+          `${fmt(
+            m((p) => outside(p.pa, level)),
+            0,
+          )}/${fmt(
+            m((p) => outside(p.ours, level)),
+            0,
+          )}`,
           ok ? "met" : "missed",
         ]);
-        results.rows.push({ protocol, model: c.model, level, throughputRatio: tr, p50Ratio: pr, met: ok, pairs, skipped });
+        results.rows.push({
+          protocol,
+          model: c.model,
+          level,
+          throughputRatio: tr,
+          p50Ratio: pr,
+          met: ok,
+          pairs,
+          skipped,
+        });
         await save();
       }
     }
@@ -319,6 +490,10 @@ try {
 }
 results.finishedAt = new Date().toISOString();
 await save();
-console.log(`triton-dev perf vs perf_analyzer on ${os.cpus().length} CPUs (${windowMs} ms interval: ${Math.round(windowMs * PA_WINDOW_FACTOR)} ms windows for both; ratio = ours / perf_analyzer, median of ${ROUNDS} paired rounds)`);
+console.log(
+  `triton-dev perf vs perf_analyzer on ${os.cpus().length} CPUs (${windowMs} ms interval: ${Math.round(windowMs * PA_WINDOW_FACTOR)} ms windows for both; ratio = ours / perf_analyzer, median of ${ROUNDS} paired rounds)`,
+);
 console.log(table(rows));
-console.log(`${rows.length - 1 - failures} of ${rows.length - 1} within the goal (throughput 0.95-1.05, p50 within 10%); raw results: ${path.relative(process.cwd(), outFile)}`);
+console.log(
+  `${rows.length - 1 - failures} of ${rows.length - 1} within the goal (throughput 0.95-1.05, p50 within 10%); raw results: ${path.relative(process.cwd(), outFile)}`,
+);

@@ -11,7 +11,12 @@ export interface InitFlags {
 }
 
 /** Runs `triton-dev init`; returns the exit code. */
-export async function runInit(dir: string, flags: InitFlags, output: Output = processOutput, cwd: string = process.cwd()): Promise<number> {
+export async function runInit(
+  dir: string,
+  flags: InitFlags,
+  output: Output = processOutput,
+  cwd: string = process.cwd(),
+): Promise<number> {
   const problem = validateModelName(flags.name);
   if (problem) throw new UsageError(problem, { hint: "Pass --name with a name like my_model." });
   const repo = path.resolve(cwd, dir);
@@ -21,7 +26,9 @@ export async function runInit(dir: string, flags: InitFlags, output: Output = pr
   const result = await lintModel(repo, flags.name);
   for (const d of result.diagnostics) output.out(formatDiagnostic(d, cwd));
   const rel = displayPath(repo, cwd);
-  output.out(`next: edit ${displayPath(created.files[1]!, cwd)}, then \`triton-dev lint ${rel}\` and \`triton-dev up --models ${rel}\``);
+  output.out(
+    `next: edit ${displayPath(created.files[1]!, cwd)}, then \`triton-dev lint ${rel}\` and \`triton-dev up --models ${rel}\``,
+  );
   return result.errorCount > 0 ? 1 : 0;
 }
 

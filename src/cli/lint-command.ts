@@ -55,13 +55,17 @@ export function formatLintResult(result: LintResult, cwd: string): string {
   for (const m of result.models) {
     if (m.diagnostics.length === 0) continue;
     const { errors, warnings } = countBySeverity(m.diagnostics);
-    const counts = [errors ? plural(errors, "error") : "", warnings ? plural(warnings, "warning") : ""].filter(Boolean).join(", ");
+    const counts = [errors ? plural(errors, "error") : "", warnings ? plural(warnings, "warning") : ""]
+      .filter(Boolean)
+      .join(", ");
     lines.push(`${m.name} (${displayPath(m.dir, cwd)}): ${counts}`);
     const byKind = (s: Diagnostic["severity"]) => m.diagnostics.filter((d) => d.severity === s);
     for (const d of [...byKind("error"), ...byKind("warning")]) lines.push(formatDiagnostic(d, cwd));
     lines.push("");
   }
-  lines.push(`${plural(result.models.length, "model")} checked: ${plural(result.errorCount, "error")}, ${plural(result.warningCount, "warning")}${loadSummary(result)}`);
+  lines.push(
+    `${plural(result.models.length, "model")} checked: ${plural(result.errorCount, "error")}, ${plural(result.warningCount, "warning")}${loadSummary(result)}`,
+  );
   return lines.join("\n");
 }
 
@@ -74,10 +78,14 @@ export async function runLint(dir: string, flags: LintFlags, deps: LintDeps = {}
   try {
     st = await fsp.stat(repo);
   } catch {
-    throw new UsageError(`model repository ${dir} does not exist`, { hint: "Pass the folder that holds your models: `triton-dev lint path/to/models`." });
+    throw new UsageError(`model repository ${dir} does not exist`, {
+      hint: "Pass the folder that holds your models: `triton-dev lint path/to/models`.",
+    });
   }
   if (!st.isDirectory()) {
-    throw new UsageError(`${dir} is not a folder`, { hint: "Pass the model repository (the folder holding one sub-folder per model), not a file in it." });
+    throw new UsageError(`${dir} is not a folder`, {
+      hint: "Pass the model repository (the folder holding one sub-folder per model), not a file in it.",
+    });
   }
   if (fs.existsSync(path.join(repo, "config.pbtxt"))) {
     throw new UsageError(`${dir} is a model, not a model repository`, {
@@ -129,7 +137,13 @@ export function registerLintCommand(program: Command, ctx: CliContext, deps: Omi
     .description("Check a model repository the way Triton will: configs, version folders, model files and ensembles.")
     .argument("[dir]", "the model repository", "models")
     .option("--json", "print the diagnostics as JSON", false)
-    .addOption(new Option("--runtime <runtime>", "also check that this runtime has every backend the models need").choices(["local", "docker", "kind"]))
+    .addOption(
+      new Option("--runtime <runtime>", "also check that this runtime has every backend the models need").choices([
+        "local",
+        "docker",
+        "kind",
+      ]),
+    )
     .option("--gpu", "check as if this machine had a GPU")
     .option("--no-gpu", "check as if this machine had no GPU")
     .action(async (dir: string, flags: LintFlags) => {

@@ -30,7 +30,11 @@ export function buildProgram(ctx: CliContext): Command {
   registerManifestsCommand(program, ctx);
   registerInitCommand(program, ctx);
   registerPerfCommand(program, ctx);
-  for (const c of program.commands) c.exitOverride().configureOutput({ writeOut: (s) => output.out(s.trimEnd()), writeErr: (s) => output.err(s.trimEnd()) });
+  for (const c of program.commands)
+    c.exitOverride().configureOutput({
+      writeOut: (s) => output.out(s.trimEnd()),
+      writeErr: (s) => output.err(s.trimEnd()),
+    });
   return program;
 }
 
@@ -49,7 +53,11 @@ export function reportError(err: unknown, output: Output): number {
   return 70;
 }
 
-export async function main(argv: string[], output: Output = processOutput, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+export async function main(
+  argv: string[],
+  output: Output = processOutput,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
   const ctx: CliContext = { output, env, exitCode: 0 };
   const program = buildProgram(ctx);
   try {
@@ -60,7 +68,9 @@ export async function main(argv: string[], output: Output = processOutput, env: 
   }
 }
 
-const invokedDirectly = process.argv[1] && import.meta.url === new URL(`file://${(await import("node:fs")).realpathSync(process.argv[1])}`).href;
+const invokedDirectly =
+  process.argv[1] &&
+  import.meta.url === new URL(`file://${(await import("node:fs")).realpathSync(process.argv[1])}`).href;
 if (invokedDirectly) {
   const code = await main(process.argv.slice(2));
   process.exitCode = code;

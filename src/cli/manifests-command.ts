@@ -88,7 +88,12 @@ function labelPairs(flag: string, values: string[] = []): Record<string, string>
     const key = eq >= 0 ? v.slice(0, eq) : "";
     const value = eq >= 0 ? v.slice(eq + 1) : "";
     if (!isLabelKey(key) || !isLabelValue(value)) {
-      throw usage(flag, v, "KEY=VALUE with a Kubernetes label name and value", "For example release=prometheus; names and values use letters, digits, '-', '_' and '.' (at most 63), a name may have a DNS prefix/.");
+      throw usage(
+        flag,
+        v,
+        "KEY=VALUE with a Kubernetes label name and value",
+        "For example release=prometheus; names and values use letters, digits, '-', '_' and '.' (at most 63), a name may have a DNS prefix/.",
+      );
     }
     out[key] = value;
   }
@@ -105,15 +110,24 @@ export function parseModelsFrom(value: string, pollSecs: number): ModelSource {
   const bad = (expected: string, hint: string) => usage("--models-from", value, expected, hint);
   switch (scheme) {
     case "hostpath": {
-      if (!path.posix.isAbsolute(rest)) throw bad("hostpath: followed by an absolute path on the node", "For example hostpath:/data/models (a folder that exists on every node the pod may run on).");
+      if (!path.posix.isAbsolute(rest))
+        throw bad(
+          "hostpath: followed by an absolute path on the node",
+          "For example hostpath:/data/models (a folder that exists on every node the pod may run on).",
+        );
       return { kind: "hostPath", path: rest };
     }
     case "pvc": {
       const slash = rest.indexOf("/");
       const claimName = slash >= 0 ? rest.slice(0, slash) : rest;
       const subPath = slash >= 0 ? rest.slice(slash + 1).replace(/\/+$/, "") : undefined;
-      if (!isDnsSubdomain(claimName)) throw bad("pvc: followed by a PersistentVolumeClaim name", "For example pvc:triton-models, or pvc:shared/triton/models for a folder inside the claim.");
-      if (subPath !== undefined && subPath !== "" && !isContainedPath(subPath)) throw bad("pvc:CLAIM/SUBPATH with a relative SUBPATH inside the volume", "Leave out '..' and double slashes.");
+      if (!isDnsSubdomain(claimName))
+        throw bad(
+          "pvc: followed by a PersistentVolumeClaim name",
+          "For example pvc:triton-models, or pvc:shared/triton/models for a folder inside the claim.",
+        );
+      if (subPath !== undefined && subPath !== "" && !isContainedPath(subPath))
+        throw bad("pvc:CLAIM/SUBPATH with a relative SUBPATH inside the volume", "Leave out '..' and double slashes.");
       return { kind: "pvc", claimName, ...(subPath ? { subPath } : {}) };
     }
     case "git": {
@@ -137,9 +151,18 @@ export function parseModelsFrom(value: string, pollSecs: number): ModelSource {
         }
       }
       subdir = subdir?.replace(/^\/+|\/+$/g, "");
-      if (!GIT_URL.test(url)) throw bad("git: followed by a repository URL", "For example git:https://github.com/org/models.git#main//triton (REF and //SUBDIR optional).");
-      if (!ref || /\s/.test(ref)) throw bad("git:URL#REF with a branch, tag or commit after '#'", "Leave out #REF to follow the remote's default branch.");
-      if (subdir !== undefined && subdir !== "" && !isContainedPath(subdir)) throw bad("git:URL//SUBDIR with a relative SUBDIR inside the repository", "Leave out '..'.");
+      if (!GIT_URL.test(url))
+        throw bad(
+          "git: followed by a repository URL",
+          "For example git:https://github.com/org/models.git#main//triton (REF and //SUBDIR optional).",
+        );
+      if (!ref || /\s/.test(ref))
+        throw bad(
+          "git:URL#REF with a branch, tag or commit after '#'",
+          "Leave out #REF to follow the remote's default branch.",
+        );
+      if (subdir !== undefined && subdir !== "" && !isContainedPath(subdir))
+        throw bad("git:URL//SUBDIR with a relative SUBDIR inside the repository", "Leave out '..'.");
       return { kind: "git", repo: url, branch: ref, ...(subdir ? { subdir } : {}), periodSecs: pollSecs };
     }
     default:
@@ -149,18 +172,37 @@ export function parseModelsFrom(value: string, pollSecs: number): ModelSource {
 
 /** The renderer's options from the command line, every flag checked with a message naming it. */
 export function manifestOptionsFromFlags(f: ManifestsFlags): ManifestOptions {
-  if (!f.image.trim() || /\s/.test(f.image)) throw usage("--image", f.image, "an image reference", `For example ${DEFAULT_IMAGE}.`);
+  if (!f.image.trim() || /\s/.test(f.image))
+    throw usage("--image", f.image, "an image reference", `For example ${DEFAULT_IMAGE}.`);
   const gpus = wholeNumber("--gpus", f.gpus, 0);
   const pollSecs = wholeNumber("--poll-secs", f.pollSecs, 1);
-  if (f.namespace !== undefined && !isDnsLabel(f.namespace)) throw usage("--namespace", f.namespace, "a namespace name", "Lowercase letters, digits and '-', at most 63, starting and ending with a letter or digit.");
-  if (!isServiceName(f.name)) throw usage("--name", f.name, "a Deployment and Service name", "Lowercase letters, digits and '-', at most 63, starting with a letter.");
+  if (f.namespace !== undefined && !isDnsLabel(f.namespace))
+    throw usage(
+      "--namespace",
+      f.namespace,
+      "a namespace name",
+      "Lowercase letters, digits and '-', at most 63, starting and ending with a letter or digit.",
+    );
+  if (!isServiceName(f.name))
+    throw usage(
+      "--name",
+      f.name,
+      "a Deployment and Service name",
+      "Lowercase letters, digits and '-', at most 63, starting with a letter.",
+    );
   const cpu = f.cpu !== undefined ? quantity("--cpu", f.cpu, "8 (cores) or 500m (millicores)") : undefined;
   const memory = f.memory !== undefined ? quantity("--memory", f.memory, "16Gi") : undefined;
   const shmSize = quantity("--shm-size", f.shmSize, "1Gi");
   if (f.repositoryKeySecret !== undefined && !isDnsSubdomain(f.repositoryKeySecret)) {
-    throw usage("--repository-key-secret", f.repositoryKeySecret, "a Secret name", "Lowercase letters, digits, '-' and '.'.");
+    throw usage(
+      "--repository-key-secret",
+      f.repositoryKeySecret,
+      "a Secret name",
+      "Lowercase letters, digits, '-' and '.'.",
+    );
   }
-  if (f.runtimeClass !== undefined && !isDnsSubdomain(f.runtimeClass)) throw usage("--runtime-class", f.runtimeClass, "a RuntimeClass name", "For example nvidia.");
+  if (f.runtimeClass !== undefined && !isDnsSubdomain(f.runtimeClass))
+    throw usage("--runtime-class", f.runtimeClass, "a RuntimeClass name", "For example nvidia.");
   return {
     name: f.name,
     ...(f.namespace !== undefined ? { namespace: f.namespace } : {}),
@@ -169,9 +211,13 @@ export function manifestOptionsFromFlags(f: ManifestsFlags): ManifestOptions {
     ...(f.runtimeClass !== undefined ? { runtimeClassName: f.runtimeClass } : {}),
     pollSecs,
     modelSource: parseModelsFrom(f.modelsFrom, pollSecs),
-    ...(cpu !== undefined || memory !== undefined ? { resources: { ...(cpu !== undefined ? { cpu } : {}), ...(memory !== undefined ? { memory } : {}) } } : {}),
+    ...(cpu !== undefined || memory !== undefined
+      ? { resources: { ...(cpu !== undefined ? { cpu } : {}), ...(memory !== undefined ? { memory } : {}) } }
+      : {}),
     shmSize,
-    ...(f.repositoryKeySecret !== undefined ? { repositoryKey: { header: REPOSITORY_KEY_HEADER, secretName: f.repositoryKeySecret } } : {}),
+    ...(f.repositoryKeySecret !== undefined
+      ? { repositoryKey: { header: REPOSITORY_KEY_HEADER, secretName: f.repositoryKeySecret } }
+      : {}),
     serviceMonitor: f.serviceMonitor,
     ...(f.imagePullPolicy ? { imagePullPolicy: f.imagePullPolicy } : {}),
     ...optional("nodeSelector", labelPairs("--node-selector", f.nodeSelector)),
@@ -188,7 +234,9 @@ async function lintFirst(dir: string, gpus: number, output: Output, cwd: string)
   const repo = path.resolve(cwd, dir);
   const st = await fsp.stat(repo).catch(() => undefined);
   if (!st?.isDirectory()) {
-    throw new UsageError(`--models ${dir} is not a folder`, { hint: "Pass the local model repository (one sub-folder per model) to check before rendering, or leave --models out." });
+    throw new UsageError(`--models ${dir} is not a folder`, {
+      hint: "Pass the local model repository (one sub-folder per model) to check before rendering, or leave --models out.",
+    });
   }
   const result = await lintRepository(repo, {
     runtime: "kind",
@@ -200,9 +248,12 @@ async function lintFirst(dir: string, gpus: number, output: Output, cwd: string)
   for (const d of result.diagnostics) output.err(formatDiagnostic(d, cwd));
   const { errors } = countBySeverity(result.diagnostics);
   if (errors > 0) {
-    throw new UserError(`${displayPath(repo, cwd)} has ${errors} error(s) (above) that Triton would refuse; no manifests rendered`, {
-      hint: `Fix them (\`triton-dev lint ${dir}\` checks again), or render without --models.`,
-    });
+    throw new UserError(
+      `${displayPath(repo, cwd)} has ${errors} error(s) (above) that Triton would refuse; no manifests rendered`,
+      {
+        hint: `Fix them (\`triton-dev lint ${dir}\` checks again), or render without --models.`,
+      },
+    );
   }
 }
 
@@ -211,24 +262,44 @@ export function manifestFileName(obj: K8sObject, index: number, ext: "yaml" | "j
   return `${String(index + 1).padStart(2, "0")}-${obj.kind.toLowerCase()}-${obj.metadata.name}.${ext}`;
 }
 
-async function writeFiles(objects: K8sObject[], dir: string, f: ManifestsFlags, output: Output, cwd: string): Promise<void> {
+async function writeFiles(
+  objects: K8sObject[],
+  dir: string,
+  f: ManifestsFlags,
+  output: Output,
+  cwd: string,
+): Promise<void> {
   const outDir = path.resolve(cwd, dir);
   const ext = f.json ? "json" : "yaml";
-  const files = objects.map((o, i) => ({ file: path.join(outDir, manifestFileName(o, i, ext)), text: f.json ? JSON.stringify(o, null, 2) + "\n" : toYaml([o]) }));
+  const files = objects.map((o, i) => ({
+    file: path.join(outDir, manifestFileName(o, i, ext)),
+    text: f.json ? JSON.stringify(o, null, 2) + "\n" : toYaml([o]),
+  }));
   if (fs.existsSync(outDir) && !fs.statSync(outDir).isDirectory()) {
-    throw new UsageError(`--out ${dir} is a file, not a folder`, { hint: "Pass a folder to write one file per object into (it is created when missing)." });
+    throw new UsageError(`--out ${dir} is a file, not a folder`, {
+      hint: "Pass a folder to write one file per object into (it is created when missing).",
+    });
   }
   if (!f.force) {
     const existing = files.filter((x) => fs.existsSync(x.file)).map((x) => displayPath(x.file, cwd));
     if (existing.length > 0) {
-      throw new UserError(`not overwriting ${existing.join(", ")}`, { hint: "Pass --force to replace them, or choose another --out folder." });
+      throw new UserError(`not overwriting ${existing.join(", ")}`, {
+        hint: "Pass --force to replace them, or choose another --out folder.",
+      });
     }
   }
   await fsp.mkdir(outDir, { recursive: true });
   for (const x of files) await fsp.writeFile(x.file, x.text, { flag: f.force ? "w" : "wx" });
   const shown = files.map((x) => displayPath(x.file, cwd));
   if (f.json) output.out(JSON.stringify({ wrote: shown }, null, 2));
-  else output.out([`wrote ${files.length} file(s):`, ...shown.map((s) => `  ${s}`), `apply them with: kubectl apply -f ${displayPath(outDir, cwd)}`].join("\n"));
+  else
+    output.out(
+      [
+        `wrote ${files.length} file(s):`,
+        ...shown.map((s) => `  ${s}`),
+        `apply them with: kubectl apply -f ${displayPath(outDir, cwd)}`,
+      ].join("\n"),
+    );
 }
 
 /** Runs `triton-dev manifests`; returns the exit code. */
@@ -244,13 +315,23 @@ export async function runManifests(f: ManifestsFlags, deps: ManifestsDeps): Prom
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
 
-export function registerManifestsCommand(program: Command, ctx: CliContext, deps: Omit<ManifestsDeps, "output"> = {}): Command {
+export function registerManifestsCommand(
+  program: Command,
+  ctx: CliContext,
+  deps: Omit<ManifestsDeps, "output"> = {},
+): Command {
   return program
     .command("manifests")
-    .description("Print the Kubernetes objects that run Triton as in the article: the poll-mode Deployment (probes, GPU limits, /dev/shm), its Service and a ServiceMonitor.")
+    .description(
+      "Print the Kubernetes objects that run Triton as in the article: the poll-mode Deployment (probes, GPU limits, /dev/shm), its Service and a ServiceMonitor.",
+    )
     .option("--image <ref>", "Triton image", DEFAULT_IMAGE)
     .option("--gpus <n>", "nvidia.com/gpu per pod (requests = limits); 0 for CPU only", MANIFEST_DEFAULTS.gpus)
-    .option("--poll-secs <n>", "--repository-poll-secs: how often Triton looks for changed models (and git-sync for new commits)", MANIFEST_DEFAULTS.pollSecs)
+    .option(
+      "--poll-secs <n>",
+      "--repository-poll-secs: how often Triton looks for changed models (and git-sync for new commits)",
+      MANIFEST_DEFAULTS.pollSecs,
+    )
     .option("--namespace <ns>", "put every object in this namespace, and render the Namespace too")
     .option("--name <name>", "Deployment, Service and ServiceMonitor name", DEFAULT_NAME)
     .option(
@@ -262,18 +343,41 @@ export function registerManifestsCommand(program: Command, ctx: CliContext, deps
     )
     .option("--cpu <amount>", "CPU per pod, requests = limits (the article: 8); default none")
     .option("--memory <amount>", "memory per pod, requests = limits (the article: 16Gi); default none")
-    .option("--shm-size <size>", "size of the memory-backed /dev/shm (the python backend passes tensors through it)", MANIFEST_DEFAULTS.shmSize)
-    .option("--no-service-monitor", "leave out the ServiceMonitor (a cluster without the Prometheus operator has no such kind)")
-    .option("--service-monitor-label <key=value>", "label the ServiceMonitor so your Prometheus picks it up, e.g. release=prometheus (repeatable)", collect)
+    .option(
+      "--shm-size <size>",
+      "size of the memory-backed /dev/shm (the python backend passes tensors through it)",
+      MANIFEST_DEFAULTS.shmSize,
+    )
+    .option(
+      "--no-service-monitor",
+      "leave out the ServiceMonitor (a cluster without the Prometheus operator has no such kind)",
+    )
+    .option(
+      "--service-monitor-label <key=value>",
+      "label the ServiceMonitor so your Prometheus picks it up, e.g. release=prometheus (repeatable)",
+      collect,
+    )
     .option(
       "--repository-key-secret <name>",
       `restrict Triton's model-repository API to the key in this Secret (you create it: kubectl create secret generic NAME --from-literal=${REPOSITORY_KEY_SECRET_KEY}=...; clients send it in the ${REPOSITORY_KEY_HEADER} header). ` +
         "Without it the API is open inside the cluster; poll mode refuses load and unload either way",
     )
-    .option("--runtime-class <name>", "runtimeClassName of the pod, e.g. nvidia where GPUs need the NVIDIA runtime class")
+    .option(
+      "--runtime-class <name>",
+      "runtimeClassName of the pod, e.g. nvidia where GPUs need the NVIDIA runtime class",
+    )
     .option("--node-selector <key=value>", "schedule only on nodes with this label (repeatable)", collect)
-    .addOption(new Option("--image-pull-policy <policy>", "the container's imagePullPolicy (default: Kubernetes' own)").choices(["IfNotPresent", "Always", "Never"]))
-    .option("--models <dir>", "first check this local copy of the repository the pod will serve, as `triton-dev lint` does; refuse on errors")
+    .addOption(
+      new Option("--image-pull-policy <policy>", "the container's imagePullPolicy (default: Kubernetes' own)").choices([
+        "IfNotPresent",
+        "Always",
+        "Never",
+      ]),
+    )
+    .option(
+      "--models <dir>",
+      "first check this local copy of the repository the pod will serve, as `triton-dev lint` does; refuse on errors",
+    )
     .option("--out <dir>", "write one file per object into DIR (numbered in apply order) instead of printing")
     .option("--force", "with --out: replace files that already exist", false)
     .option("--json", "the objects as a JSON array (with --out: one .json file each)", false)

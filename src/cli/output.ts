@@ -63,9 +63,16 @@ export function formatEvent(e: SessionEvent): string | undefined {
           ? `Triton has been up for ${formatDuration(Math.round(e.elapsedMs / 1000))}: ${ok}/${e.models.length} model(s) READY`
           : `Triton is up in ${(e.elapsedMs / 1000).toFixed(1)} s: ${ok}/${e.models.length} model(s) READY`,
       ];
-      lines.push(`  HTTP    http://${e.endpoints.http}`, `  gRPC    ${e.endpoints.grpc}`, `  metrics http://${e.endpoints.metrics}/metrics`);
+      lines.push(
+        `  HTTP    http://${e.endpoints.http}`,
+        `  gRPC    ${e.endpoints.grpc}`,
+        `  metrics http://${e.endpoints.metrics}/metrics`,
+      );
       const w = Math.max(5, ...e.models.map((m) => m.name.length));
-      for (const m of e.models) lines.push(`  ${pad(m.name, w)}  v${m.version ?? "-"}  ${pad(m.state ?? "UNKNOWN", 11)}${m.reason ? ` ${m.reason}` : ""}`);
+      for (const m of e.models)
+        lines.push(
+          `  ${pad(m.name, w)}  v${m.version ?? "-"}  ${pad(m.state ?? "UNKNOWN", 11)}${m.reason ? ` ${m.reason}` : ""}`,
+        );
       return lines.join("\n");
     }
     case "server-exited":
@@ -112,8 +119,10 @@ function formatPull(e: Extract<SessionEvent, { type: "pull" }>): string | undefi
   if (e.finished) return `pulled ${e.image}: ${e.layers.length} layer(s), ${mb(e.size)} downloaded`;
   const l = e.changed;
   if (!l || !e.phaseChanged) return undefined;
-  if (l.phase === "downloading") return `pull ${e.image}: layer ${l.id} downloading${l.total ? ` (${mb(l.total)})` : ""}`;
-  if (l.phase === "done") return `pull ${e.image}: layer ${l.id} done (${e.done}/${e.layers.length} layers, ${mb(e.downloaded)}/${mb(e.size)})`;
+  if (l.phase === "downloading")
+    return `pull ${e.image}: layer ${l.id} downloading${l.total ? ` (${mb(l.total)})` : ""}`;
+  if (l.phase === "done")
+    return `pull ${e.image}: layer ${l.id} done (${e.done}/${e.layers.length} layers, ${mb(e.downloaded)}/${mb(e.size)})`;
   return undefined;
 }
 
@@ -129,7 +138,10 @@ function formatEdit(e: Extract<SessionEvent, { type: "edit" }>): string | undefi
     case "loading":
       return `${head} valid, staged, loading`;
     case "refused":
-      return [`${head} refused (${e.diagnostics?.length ?? 0} error(s)); ${e.reason ?? ""}`, ...(e.diagnostics ?? []).map((d) => "  " + formatDiagnostic(d).replace(/\n/g, "\n  "))].join("\n");
+      return [
+        `${head} refused (${e.diagnostics?.length ?? 0} error(s)); ${e.reason ?? ""}`,
+        ...(e.diagnostics ?? []).map((d) => "  " + formatDiagnostic(d).replace(/\n/g, "\n  ")),
+      ].join("\n");
     case "unchanged":
       return `${head} saved with no change; nothing to reload`;
     case "ready":

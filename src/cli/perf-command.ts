@@ -3,7 +3,17 @@ import path from "node:path";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { UsageError } from "../errors.js";
 import { parseShapeFlag, type InputDataSource } from "../perf/inputs.js";
-import { chart, describeErrors, describeGpu, formatComparison, formatDiff, formatTable, seriesOf, toCsv, type SweepResult } from "../perf/report.js";
+import {
+  chart,
+  describeErrors,
+  describeGpu,
+  formatComparison,
+  formatDiff,
+  formatTable,
+  seriesOf,
+  toCsv,
+  type SweepResult,
+} from "../perf/report.js";
 import { runPerf, type PerfOptions, type PerfReport } from "../perf/run.js";
 import { parseCompareFlag } from "../perf/variants.js";
 import { parsePositiveInt } from "./options.js";
@@ -44,7 +54,9 @@ export function parseRange(flag: string, integer: boolean) {
     const numeric = (s: string) => {
       const n = Number(s);
       if (s.trim() === "" || !Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n))) {
-        throw new InvalidArgumentError(`${flag} takes START[:END[:STEP]] or a list like 1,2,4,8 of ${integer ? "whole numbers" : "numbers"} > 0, got '${value}'`);
+        throw new InvalidArgumentError(
+          `${flag} takes START[:END[:STEP]] or a list like 1,2,4,8 of ${integer ? "whole numbers" : "numbers"} > 0, got '${value}'`,
+        );
       }
       return n;
     };
@@ -73,10 +85,13 @@ function collectShape(value: string, previous: Array<[string, number[]]> = []): 
   }
 }
 
-const intOption = (flag: string, min = 0) => (value: string) => {
-  if (!/^\d+$/.test(value) || Number(value) < min) throw new InvalidArgumentError(`${flag} must be a whole number >= ${min}, got '${value}'`);
-  return Number(value);
-};
+const intOption =
+  (flag: string, min = 0) =>
+  (value: string) => {
+    if (!/^\d+$/.test(value) || Number(value) < min)
+      throw new InvalidArgumentError(`${flag} must be a whole number >= ${min}, got '${value}'`);
+    return Number(value);
+  };
 
 function printSweep(output: Output, s: SweepResult, heading: boolean): void {
   if (heading) output.out(`\n== ${s.label ?? s.servedModel}${s.label ? ` (${s.servedModel})` : ""}`);
@@ -105,7 +120,12 @@ export function printReport(output: Output, r: PerfReport, o: { chart: boolean }
     output.out(chart(r.sweeps.map((s, i) => seriesOf(s, r.sweeps.length > 1 ? markers[i % markers.length]! : "*"))));
   }
   if (r.previous) {
-    if (r.previous.diffs.length) output.out([`\ncompared with the previous run (${r.previous.savedAt}):`, ...formatDiff(first.kind, r.previous.diffs)].join("\n"));
+    if (r.previous.diffs.length)
+      output.out(
+        [`\ncompared with the previous run (${r.previous.savedAt}):`, ...formatDiff(first.kind, r.previous.diffs)].join(
+          "\n",
+        ),
+      );
     else output.out(`\nthe previous run (${r.previous.savedAt}) measured no level this one did`);
   }
   if (r.savedTo) output.out(`saved: ${r.savedTo}`);
@@ -115,39 +135,95 @@ export function registerPerfCommand(program: Command, ctx: CliContext): Command 
   const { output, env } = ctx;
   return program
     .command("perf")
-    .description("Measure a model's throughput and latency over a concurrency (or request-rate) sweep, with the server's breakdown; compare config variants.")
+    .description(
+      "Measure a model's throughput and latency over a concurrency (or request-rate) sweep, with the server's breakdown; compare config variants.",
+    )
     .argument("[model]", "the model to measure (or -m NAME, as perf_analyzer takes it)")
     .option("-m, --model-name <name>", "the model to measure")
-    .option("-u, --url <host:port>", "the server's endpoint for the protocol (default: the server `triton-dev up` started)")
+    .option(
+      "-u, --url <host:port>",
+      "the server's endpoint for the protocol (default: the server `triton-dev up` started)",
+    )
     .addOption(new Option("-i, --protocol <protocol>", "http or grpc").choices(["http", "grpc"]).default("http"))
-    .option("--concurrency-range <range>", "closed loop: START:END:STEP or a list like 1,2,4,8 (default 1,2,4,8)", parseRange("--concurrency-range", true))
-    .option("--request-rate-range <range>", "open loop: requests per second, START:END:STEP or a list", parseRange("--request-rate-range", false))
-    .addOption(new Option("--request-distribution <kind>", "open-loop arrivals").choices(["constant", "poisson"]).default("constant"))
-    .option("-p, --measurement-interval <ms>", "length of one measurement window", intOption("--measurement-interval", 100), 5000)
-    .option("-s, --stability-percentage <pct>", "windows agree when the largest is within this percentage of the smallest (throughput and latency)", intOption("--stability-percentage", 1), 10)
-    .option("-r, --max-trials <n>", "windows at most per level before it is reported unstable", intOption("--max-trials", 3), 10)
+    .option(
+      "--concurrency-range <range>",
+      "closed loop: START:END:STEP or a list like 1,2,4,8 (default 1,2,4,8)",
+      parseRange("--concurrency-range", true),
+    )
+    .option(
+      "--request-rate-range <range>",
+      "open loop: requests per second, START:END:STEP or a list",
+      parseRange("--request-rate-range", false),
+    )
+    .addOption(
+      new Option("--request-distribution <kind>", "open-loop arrivals")
+        .choices(["constant", "poisson"])
+        .default("constant"),
+    )
+    .option(
+      "-p, --measurement-interval <ms>",
+      "length of one measurement window",
+      intOption("--measurement-interval", 100),
+      5000,
+    )
+    .option(
+      "-s, --stability-percentage <pct>",
+      "windows agree when the largest is within this percentage of the smallest (throughput and latency)",
+      intOption("--stability-percentage", 1),
+      10,
+    )
+    .option(
+      "-r, --max-trials <n>",
+      "windows at most per level before it is reported unstable",
+      intOption("--max-trials", 3),
+      10,
+    )
     .option("-b, --batch-size <n>", "batch size of each request", parsePositiveInt("--batch-size"), 1)
-    .option("--shape <NAME:d1,d2>", "dimensions (without batch) for an input with -1 in its shape; repeatable", collectShape, [])
+    .option(
+      "--shape <NAME:d1,d2>",
+      "dimensions (without batch) for an input with -1 in its shape; repeatable",
+      collectShape,
+      [],
+    )
     .option("--input-data <random|zero|FILE>", "synthetic data, zeros, or perf_analyzer's JSON data file", "random")
     .option("--string-length <n>", "characters of synthetic BYTES elements", parsePositiveInt("--string-length"), 128)
     .option("--priority <n>", "request priority parameter (1 is highest)", intOption("--priority", 1))
-    .option("--request-timeout-us <us>", "request timeout parameter, in microseconds (the queue policy must allow overrides)", intOption("--request-timeout-us", 1))
+    .option(
+      "--request-timeout-us <us>",
+      "request timeout parameter, in microseconds (the queue policy must allow overrides)",
+      intOption("--request-timeout-us", 1),
+    )
     .option("--compare <variant>", "A/B on staged copies of the model's config: batching | instances=N,M | config=FILE")
-    .addOption(new Option("--engine <engine>", "who sends the load").choices(["builtin", "perf_analyzer"]).default("builtin"))
+    .addOption(
+      new Option("--engine <engine>", "who sends the load").choices(["builtin", "perf_analyzer"]).default("builtin"),
+    )
     .option("--perf-analyzer <path>", "the perf_analyzer binary (--engine perf_analyzer)")
     .option("--metrics-url <url>", "Triton's metrics endpoint, for GPU figures when nvidia-smi is absent")
-    .option("--max-in-flight <n>", "open loop: connections and requests in flight at most", parsePositiveInt("--max-in-flight"), 256)
+    .option(
+      "--max-in-flight <n>",
+      "open loop: connections and requests in flight at most",
+      parsePositiveInt("--max-in-flight"),
+      256,
+    )
     .option("-f, --file <OUT.csv>", "also write perf_analyzer's CSV (one file per variant with --compare)")
     .option("--json", "print the full result as JSON", false)
     .option("--no-chart", "leave out the throughput/latency chart")
     .option("--no-history", "do not keep this run (nor compare it with the previous one)")
     .action(async (modelArg: string | undefined, flags: PerfFlags & { file?: string; modelName?: string }) => {
-      if (modelArg && flags.modelName && modelArg !== flags.modelName) throw new UsageError(`two models given: ${modelArg} and -m ${flags.modelName}`);
+      if (modelArg && flags.modelName && modelArg !== flags.modelName)
+        throw new UsageError(`two models given: ${modelArg} and -m ${flags.modelName}`);
       const model = modelArg ?? flags.modelName;
-      if (!model) throw new UsageError("which model? Give its name: `triton-dev perf MODEL` (or -m MODEL)", { hint: "`triton-dev status` lists the models the server has." });
-      if (flags.concurrencyRange && flags.requestRateRange) throw new UsageError("give --concurrency-range or --request-rate-range, not both");
+      if (!model)
+        throw new UsageError("which model? Give its name: `triton-dev perf MODEL` (or -m MODEL)", {
+          hint: "`triton-dev status` lists the models the server has.",
+        });
+      if (flags.concurrencyRange && flags.requestRateRange)
+        throw new UsageError("give --concurrency-range or --request-rate-range, not both");
       const compare = flags.compare ? parseCompareFlag(flags.compare) : undefined;
-      const inputData: InputDataSource = flags.inputData === "random" || flags.inputData === "zero" ? flags.inputData : { file: path.resolve(flags.inputData) };
+      const inputData: InputDataSource =
+        flags.inputData === "random" || flags.inputData === "zero"
+          ? flags.inputData
+          : { file: path.resolve(flags.inputData) };
       const shapes: Record<string, number[]> = {};
       for (const [name, dims] of flags.shape) shapes[name] = dims;
       const kind = flags.requestRateRange ? "rate" : "concurrency";
@@ -204,7 +280,9 @@ export function registerPerfCommand(program: Command, ctx: CliContext): Command 
       if (report.stopped) {
         // The qualifier on the first line; a variant's diagnostics and the hint below it.
         const [first, ...details] = report.stopped.message.split("\n");
-        output.err(`error: ${first}; ${report.sweeps.some((s) => s.levels.length) ? "the results above are those measured until then" : "nothing was measured"}`);
+        output.err(
+          `error: ${first}; ${report.sweeps.some((s) => s.levels.length) ? "the results above are those measured until then" : "nothing was measured"}`,
+        );
         for (const d of details) output.err(`  ${d}`);
         if (report.stopped.hint) output.err(`  hint: ${report.stopped.hint}`);
         ctx.exitCode = report.stopped.reason === "interrupted" ? 130 : 1;

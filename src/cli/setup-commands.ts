@@ -23,9 +23,15 @@ export function registerSetupCommands(program: Command, ctx: CliContext): void {
   const { output, env } = ctx;
   program
     .command("setup")
-    .description("Install the embedded Triton (a managed Python environment with the nvidia-pytriton wheel). `up` runs it on first use.")
+    .description(
+      "Install the embedded Triton (a managed Python environment with the nvidia-pytriton wheel). `up` runs it on first use.",
+    )
     .option("--force", "reinstall even if the environment looks complete", false)
-    .option("--with-site-packages", "let models import the packages of the Python found (e.g. an installed torch with CUDA)", false)
+    .option(
+      "--with-site-packages",
+      "let models import the packages of the Python found (e.g. an installed torch with CUDA)",
+      false,
+    )
     .option("--json", "print progress as JSON lines", false)
     .action(async (flags: { force: boolean; json: boolean; withSitePackages: boolean }) => {
       const paths = resolvePaths(env);
@@ -38,15 +44,25 @@ export function registerSetupCommands(program: Command, ctx: CliContext): void {
         onProgress: (p) => {
           if (flags.json) output.out(JSON.stringify(p));
           else if (!p.line) output.out(`setup: ${p.message}`);
-          else if (p.line.startsWith("Successfully") || p.line.startsWith("Downloading") || p.line.startsWith("Collecting")) output.out(`  ${p.line}`);
+          else if (
+            p.line.startsWith("Successfully") ||
+            p.line.startsWith("Downloading") ||
+            p.line.startsWith("Collecting")
+          )
+            output.out(`  ${p.line}`);
         },
       });
-      if (!flags.json) output.out(`tritonserver: ${e.serverBin}\nbackends:     ${e.backendDir}\n(${((Date.now() - started) / 1000).toFixed(1)} s)`);
+      if (!flags.json)
+        output.out(
+          `tritonserver: ${e.serverBin}\nbackends:     ${e.backendDir}\n(${((Date.now() - started) / 1000).toFixed(1)} s)`,
+        );
     });
 
   program
     .command("doctor")
-    .description("Check what triton-dev needs: Python, glibc, the managed environment, ports; Docker, its NVIDIA runtime and the GPUs; kind and kubectl.")
+    .description(
+      "Check what triton-dev needs: Python, glibc, the managed environment, ports; Docker, its NVIDIA runtime and the GPUs; kind and kubectl.",
+    )
     .option("--json", "print the checks as JSON", false)
     .option("--http-port <n>", "HTTP port to check", parsePort("--http-port"), 8000)
     .option("--grpc-port <n>", "gRPC port to check", parsePort("--grpc-port"), 8001)
@@ -69,7 +85,8 @@ async function check(name: string, fn: () => Promise<string> | string): Promise<
   try {
     return { name, ok: true, detail: await fn() };
   } catch (err) {
-    if (err instanceof UserError) return { name, ok: false, detail: err.message, ...(err.hint ? { hint: err.hint } : {}) };
+    if (err instanceof UserError)
+      return { name, ok: false, detail: err.message, ...(err.hint ? { hint: err.hint } : {}) };
     throw err;
   }
 }
@@ -87,20 +104,45 @@ async function dockerChecks(env: NodeJS.ProcessEnv, deps: DoctorDeps): Promise<D
   const probe = await probeDocker(env);
   const d = probe.daemon;
   if (d.ok) {
-    out.push({ name: "docker", ok: true, detail: `Docker ${d.facts.version} (API ${d.facts.apiVersion}, ${d.facts.storageDriver} storage) at ${d.address}` });
+    out.push({
+      name: "docker",
+      ok: true,
+      detail: `Docker ${d.facts.version} (API ${d.facts.apiVersion}, ${d.facts.storageDriver} storage) at ${d.address}`,
+    });
     out.push(
       d.facts.nvidia
-        ? { name: "nvidia runtime", ok: true, detail: `registered with Docker (runtimes: ${d.facts.runtimes.join(", ")}; default ${d.facts.defaultRuntime})` }
-        : { name: "nvidia runtime", ok: false, warn: true, detail: `not registered with Docker (runtimes: ${d.facts.runtimes.join(", ") || "none"}): \`up --runtime docker\` runs on the CPU (--gpus none)`, hint: NVIDIA_FIX },
+        ? {
+            name: "nvidia runtime",
+            ok: true,
+            detail: `registered with Docker (runtimes: ${d.facts.runtimes.join(", ")}; default ${d.facts.defaultRuntime})`,
+          }
+        : {
+            name: "nvidia runtime",
+            ok: false,
+            warn: true,
+            detail: `not registered with Docker (runtimes: ${d.facts.runtimes.join(", ") || "none"}): \`up --runtime docker\` runs on the CPU (--gpus none)`,
+            hint: NVIDIA_FIX,
+          },
     );
   } else {
-    out.push({ name: "docker", ok: false, warn: true, detail: `${d.error.message} (only the docker runtime needs it)`, ...(d.error.hint ? { hint: d.error.hint } : {}) });
+    out.push({
+      name: "docker",
+      ok: false,
+      warn: true,
+      detail: `${d.error.message} (only the docker runtime needs it)`,
+      ...(d.error.hint ? { hint: d.error.hint } : {}),
+    });
   }
   out.push(
     await check("gpus", async () => {
       const gpus = await (deps.gpus ?? (() => nvidiaSmiGpus()))();
-      if (gpus === undefined) throw new UserError("nvidia-smi not found: no NVIDIA driver on this machine, so Triton runs on the CPU (KIND_CPU instance groups)", { hint: "Install the NVIDIA driver to use a GPU; the sample models also run on the CPU." });
-      if (gpus.length === 0) throw new UserError("nvidia-smi lists no GPU", { hint: "Check `nvidia-smi` and the driver." });
+      if (gpus === undefined)
+        throw new UserError(
+          "nvidia-smi not found: no NVIDIA driver on this machine, so Triton runs on the CPU (KIND_CPU instance groups)",
+          { hint: "Install the NVIDIA driver to use a GPU; the sample models also run on the CPU." },
+        );
+      if (gpus.length === 0)
+        throw new UserError("nvidia-smi lists no GPU", { hint: "Check `nvidia-smi` and the driver." });
       return `${gpus.length} GPU(s): ${gpus.map((g) => `${g.index} ${g.name} (${g.memoryMiB} MiB, driver ${g.driver})`).join("; ")}`;
     }).then((c) => (c.ok ? c : { ...c, warn: true })),
   );
@@ -109,7 +151,10 @@ async function dockerChecks(env: NodeJS.ProcessEnv, deps: DoctorDeps): Promise<D
 
 /** The kind runtime's tools. Neither fails `doctor`: only `--runtime kind` needs them. */
 async function kindChecks(env: NodeJS.ProcessEnv): Promise<DoctorCheck[]> {
-  const [{ probeKindTools }, { KindTools }] = await Promise.all([import("../runtimes/kind/doctor.js"), import("../runtimes/kind/tools.js")]);
+  const [{ probeKindTools }, { KindTools }] = await Promise.all([
+    import("../runtimes/kind/doctor.js"),
+    import("../runtimes/kind/tools.js"),
+  ]);
   return (await probeKindTools(new KindTools(undefined, env))).map((t) =>
     t.version
       ? { name: t.tool, ok: true, detail: `${t.tool} ${t.version}` }
@@ -117,38 +162,61 @@ async function kindChecks(env: NodeJS.ProcessEnv): Promise<DoctorCheck[]> {
           name: t.tool,
           ok: false,
           warn: true,
-          detail: t.error ? `${t.tool} did not answer: ${t.error} (only the kind runtime needs it)` : `not installed (only the kind runtime needs it)`,
+          detail: t.error
+            ? `${t.tool} did not answer: ${t.error} (only the kind runtime needs it)`
+            : `not installed (only the kind runtime needs it)`,
           ...(t.hint ? { hint: t.hint } : {}),
         },
   );
 }
 
-export async function runDoctor(env: NodeJS.ProcessEnv, ports: number[], deps: DoctorDeps = {}): Promise<DoctorCheck[]> {
+export async function runDoctor(
+  env: NodeJS.ProcessEnv,
+  ports: number[],
+  deps: DoctorDeps = {},
+): Promise<DoctorCheck[]> {
   const paths = resolvePaths(env);
   const checks: DoctorCheck[] = [];
-  checks.push(await check("node", () => {
-    const [maj, min] = process.versions.node.split(".").map(Number) as [number, number];
-    if (maj < 20 || (maj === 20 && min < 19)) throw new UserError(`Node.js ${process.versions.node} is too old`, { hint: "Install Node.js 20.19 or newer (22 or 24 recommended)." });
-    return `Node.js ${process.versions.node}`;
-  }));
+  checks.push(
+    await check("node", () => {
+      const [maj, min] = process.versions.node.split(".").map(Number) as [number, number];
+      if (maj < 20 || (maj === 20 && min < 19))
+        throw new UserError(`Node.js ${process.versions.node} is too old`, {
+          hint: "Install Node.js 20.19 or newer (22 or 24 recommended).",
+        });
+      return `Node.js ${process.versions.node}`;
+    }),
+  );
   checks.push(await check("glibc", () => `glibc ${checkGlibc(glibcVersion())}`));
-  checks.push(await check("python", async () => {
-    const p = await discoverPython({ env });
-    return `Python ${p.version} at ${p.executable} (${p.libDir}/${p.libName})`;
-  }));
-  checks.push(await check("environment", async () => {
-    const e = await loadEnvironment(paths);
-    if (!e) throw new UserError(`no managed environment at ${paths.venv}`, { hint: "Run `triton-dev setup` (or just `triton-dev up`, which runs it on first use)." });
-    return `nvidia-pytriton ${e.pytritonVersion} in ${e.venv} (Python ${e.python.version})`;
-  }));
+  checks.push(
+    await check("python", async () => {
+      const p = await discoverPython({ env });
+      return `Python ${p.version} at ${p.executable} (${p.libDir}/${p.libName})`;
+    }),
+  );
+  checks.push(
+    await check("environment", async () => {
+      const e = await loadEnvironment(paths);
+      if (!e)
+        throw new UserError(`no managed environment at ${paths.venv}`, {
+          hint: "Run `triton-dev setup` (or just `triton-dev up`, which runs it on first use).",
+        });
+      return `nvidia-pytriton ${e.pytritonVersion} in ${e.venv} (Python ${e.python.version})`;
+    }),
+  );
   const run = await currentRun(paths);
   for (const port of ports) {
-    checks.push(await check(`port ${port}`, async () => {
-      if (await isPortFree(port)) return "free";
-      if (run?.alive && Object.values(run.state.ports).includes(port)) return `in use by our running Triton (${run.state.docker ? `container ${run.state.docker.containerName}` : `pid ${run.state.pid}`})`;
-      const holder = findPortHolder(port);
-      throw new UserError(`in use${holder ? ` by pid ${holder.pid} (${holder.command.slice(0, 80)})` : ""}`, { hint: "Stop that process or pick other ports with --http-port/--grpc-port/--metrics-port." });
-    }));
+    checks.push(
+      await check(`port ${port}`, async () => {
+        if (await isPortFree(port)) return "free";
+        if (run?.alive && Object.values(run.state.ports).includes(port))
+          return `in use by our running Triton (${run.state.docker ? `container ${run.state.docker.containerName}` : `pid ${run.state.pid}`})`;
+        const holder = findPortHolder(port);
+        throw new UserError(`in use${holder ? ` by pid ${holder.pid} (${holder.command.slice(0, 80)})` : ""}`, {
+          hint: "Stop that process or pick other ports with --http-port/--grpc-port/--metrics-port.",
+        });
+      }),
+    );
   }
   checks.push(...(await dockerChecks(env, deps)));
   checks.push(...(await kindChecks(env)));

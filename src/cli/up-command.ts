@@ -22,7 +22,10 @@ import { urlHost } from "../session/session.js";
 
 // The running CLI's own entry (dist/cli/main.js, or a single-file bundle), so the supervisor
 // of a detached run is the same program.
-const CLI_PATH = process.argv[1] && /triton-dev|main\.js$/.test(process.argv[1]) ? fs.realpathSync(process.argv[1]) : fileURLToPath(new URL("./main.js", import.meta.url));
+const CLI_PATH =
+  process.argv[1] && /triton-dev|main\.js$/.test(process.argv[1])
+    ? fs.realpathSync(process.argv[1])
+    : fileURLToPath(new URL("./main.js", import.meta.url));
 
 interface UpFlags {
   runtime: UpOptions["runtime"];
@@ -50,9 +53,17 @@ export function registerUpCommand(program: Command, ctx: CliContext): void {
   program
     .command("up")
     .description("Start Triton on your model repository and keep it running (Ctrl-C stops it).")
-    .addOption(new Option("--runtime <runtime>", "where Triton runs").choices(["auto", "local", "docker", "kind"]).default("auto"))
+    .addOption(
+      new Option("--runtime <runtime>", "where Triton runs")
+        .choices(["auto", "local", "docker", "kind"])
+        .default("auto"),
+    )
     .option("--models <dir>", "the model repository to serve", "models")
-    .addOption(new Option("--reload <mode>", "how Triton picks up changes: poll (as in the article) or explicit").choices(["poll", "explicit"]).default("poll"))
+    .addOption(
+      new Option("--reload <mode>", "how Triton picks up changes: poll (as in the article) or explicit")
+        .choices(["poll", "explicit"])
+        .default("poll"),
+    )
     .option("--poll-secs <n>", "poll interval in seconds (poll mode)", parsePositiveInt("--poll-secs"), 1)
     .option("--http-port <n>", "HTTP port", parsePort("--http-port"), 8000)
     .option("--grpc-port <n>", "gRPC port", parsePort("--grpc-port"), 8001)
@@ -61,13 +72,25 @@ export function registerUpCommand(program: Command, ctx: CliContext): void {
     .option("--detach", "return once every model has loaded; stop it later with `triton-dev down`", false)
     .option("--no-ui", "print plain progress lines instead of the dashboard")
     .option("--json", "print events as JSON lines", false)
-    .option("--timeout <seconds>", "how long to wait for Triton and its models to be ready", parsePositiveInt("--timeout"), 180)
+    .option(
+      "--timeout <seconds>",
+      "how long to wait for Triton and its models to be ready",
+      parsePositiveInt("--timeout"),
+      180,
+    )
     .option("--image <ref>", `docker and kind runtimes: the Triton image (default ${DEFAULT_IMAGE})`)
-    .option("--gpus <which>", "docker and kind runtimes: all, a count, device=0,1 (docker) or none (default: all when Docker has the NVIDIA runtime)")
+    .option(
+      "--gpus <which>",
+      "docker and kind runtimes: all, a count, device=0,1 (docker) or none (default: all when Docker has the NVIDIA runtime)",
+    )
     .option("--shm-size <size>", "docker and kind runtimes: /dev/shm for the python backend (default 1g)")
     .option("--monitoring", "docker runtime: Prometheus and Grafana beside Triton, with the article's dashboard", false)
     .option("--cluster <name>", `kind runtime: the kind cluster to create or use (default ${DEFAULT_CLUSTER})`)
-    .option("--keep-cluster", "kind runtime: keep the cluster when the run ends (the next `up` then starts in seconds)", false)
+    .option(
+      "--keep-cluster",
+      "kind runtime: keep the cluster when the run ends (the next `up` then starts in seconds)",
+      false,
+    )
     .action(async (flags: UpFlags) => {
       const paths = resolvePaths(env);
       const bus = new EventBus<SessionEvent>();
@@ -84,7 +107,11 @@ export function registerUpCommand(program: Command, ctx: CliContext): void {
       // otherwise how the run ended.
       const replay: SessionEvent[] = [];
       let started = false;
-      if (dashboard) bus.on((e) => (!started || e.type === "server-exited" || e.type === "stopping" || e.type === "stopped") && replay.push(e));
+      if (dashboard)
+        bus.on(
+          (e) =>
+            (!started || e.type === "server-exited" || e.type === "stopping" || e.type === "stopped") && replay.push(e),
+        );
       else bus.on(printEvents(output, flags.json));
       const closeDashboard = async () => {
         if (!dashboard) return;
@@ -123,10 +150,14 @@ export function registerUpCommand(program: Command, ctx: CliContext): void {
         const pid = spawnSupervisor(session.state, CLI_PATH, env);
         await recordSupervisor(paths, session.state, pid);
         if (!(await waitForSupervisor(session.state, pid))) {
-          output.err(`hot reload did not start for this detached run; see ${path.join(session.state.runDir, "supervisor.log")}. Triton itself is running.`);
+          output.err(
+            `hot reload did not start for this detached run; see ${path.join(session.state.runDir, "supervisor.log")}. Triton itself is running.`,
+          );
         }
         if (failed.length > 0) {
-          output.err(`${failed.length} model(s) failed to load: ${failed.join(", ")} (reasons above). The server keeps serving the others and reloads each model when you save a fix; stop it with \`triton-dev down\`.`);
+          output.err(
+            `${failed.length} model(s) failed to load: ${failed.join(", ")} (reasons above). The server keeps serving the others and reloads each model when you save a fix; stop it with \`triton-dev down\`.`,
+          );
           ctx.exitCode = 1;
         } else if (!flags.json) {
           output.out("running in the background: `triton-dev status`, `triton-dev logs -f`, `triton-dev down`");
@@ -198,12 +229,20 @@ function dockerFlags(flags: UpFlags): UpOptions["docker"] {
   const shared = [flags.image && "--image", flags.gpus && "--gpus", flags.shmSize && "--shm-size"].filter(Boolean);
   const given = [...shared, flags.monitoring && "--monitoring"].filter(Boolean);
   if (flags.runtime === "kind") {
-    if (flags.monitoring) throw new UsageError("--monitoring only applies to the docker runtime", { hint: "The kind runtime renders a ServiceMonitor when the cluster runs the Prometheus operator; drop --monitoring." });
+    if (flags.monitoring)
+      throw new UsageError("--monitoring only applies to the docker runtime", {
+        hint: "The kind runtime renders a ServiceMonitor when the cluster runs the Prometheus operator; drop --monitoring.",
+      });
     return undefined;
   }
   if (flags.runtime !== "docker") {
-    if (flags.monitoring) throw new UsageError(`${given.join(", ")} only apply to the docker runtime`, { hint: "Add `--runtime docker`." });
-    if (shared.length) throw new UsageError(`${shared.join(", ")} only appl${shared.length === 1 ? "ies" : "y"} to the docker and kind runtimes`, { hint: "Add `--runtime docker` or `--runtime kind`." });
+    if (flags.monitoring)
+      throw new UsageError(`${given.join(", ")} only apply to the docker runtime`, { hint: "Add `--runtime docker`." });
+    if (shared.length)
+      throw new UsageError(
+        `${shared.join(", ")} only appl${shared.length === 1 ? "ies" : "y"} to the docker and kind runtimes`,
+        { hint: "Add `--runtime docker` or `--runtime kind`." },
+      );
     return undefined;
   }
   return {
@@ -218,7 +257,10 @@ function dockerFlags(flags: UpFlags): UpOptions["docker"] {
 function kindFlags(flags: UpFlags): UpOptions["kind"] {
   if (flags.runtime !== "kind") {
     const given = [flags.cluster && "--cluster", flags.keepCluster && "--keep-cluster"].filter(Boolean);
-    if (given.length) throw new UsageError(`${given.join(", ")} only appl${given.length === 1 ? "ies" : "y"} to the kind runtime`, { hint: "Add `--runtime kind`." });
+    if (given.length)
+      throw new UsageError(`${given.join(", ")} only appl${given.length === 1 ? "ies" : "y"} to the kind runtime`, {
+        hint: "Add `--runtime kind`.",
+      });
     return undefined;
   }
   return {

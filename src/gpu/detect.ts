@@ -6,7 +6,10 @@ import fsp from "node:fs/promises";
  * a container that still has the driver). 0 when there is clearly no driver; undefined when
  * the driver is there but the count cannot be read.
  */
-export async function detectNvidiaGpus(procDir = "/proc/driver/nvidia/gpus", deviceNode = "/dev/nvidiactl"): Promise<number | undefined> {
+export async function detectNvidiaGpus(
+  procDir = "/proc/driver/nvidia/gpus",
+  deviceNode = "/dev/nvidiactl",
+): Promise<number | undefined> {
   if (process.platform !== "linux") return undefined;
   try {
     return (await fsp.readdir(procDir)).length;
@@ -14,4 +17,3 @@ export async function detectNvidiaGpus(procDir = "/proc/driver/nvidia/gpus", dev
     return fs.existsSync(deviceNode) ? undefined : 0;
   }
 }
-

@@ -86,7 +86,10 @@ export class MetricsHistory {
   }
 
   /** One value per consecutive pair of scrapes in which the model appears. */
-  private perInterval(model: string, f: (a: ModelCounters, b: ModelCounters, dtSec: number) => number | undefined): number[] {
+  private perInterval(
+    model: string,
+    f: (a: ModelCounters, b: ModelCounters, dtSec: number) => number | undefined,
+  ): number[] {
     const out: number[] = [];
     for (let i = 1; i < this.snapshots.length; i++) {
       const a = this.snapshots[i - 1]!;
@@ -104,7 +107,11 @@ export class MetricsHistory {
     const last = this.snapshots[this.snapshots.length - 1];
     if (!last) return { rangeMs: this.rangeMs, scrapes: 0, summaries: false, models: [], gpus: [] };
     const r = this.rangeMs;
-    const grow = (a: number, b: number) => increase([{ t: 0, v: a }, { t: 1, v: b }]);
+    const grow = (a: number, b: number) =>
+      increase([
+        { t: 0, v: a },
+        { t: 1, v: b },
+      ]);
     const models = Object.keys(last.models)
       .sort()
       .map((name): ModelMetrics => {
@@ -144,6 +151,14 @@ export class MetricsHistory {
       ...g,
       utilizationSeries: this.snapshots.map((s) => s.gpus.find((x) => x.uuid === g.uuid)?.utilization ?? 0),
     }));
-    return { at: last.at, rangeMs: r, scrapes: this.snapshots.length, summaries: last.summaries, models, gpus, ...(last.cpu ? { cpu: last.cpu } : {}) };
+    return {
+      at: last.at,
+      rangeMs: r,
+      scrapes: this.snapshots.length,
+      summaries: last.summaries,
+      models,
+      gpus,
+      ...(last.cpu ? { cpu: last.cpu } : {}),
+    };
   }
 }

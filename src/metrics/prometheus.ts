@@ -57,16 +57,22 @@ const labelKey = (labels: Labels, without?: string) =>
  */
 export function parseExposition(text: string): Exposition {
   const grouped = new Map<string, "summary" | "histogram">();
-  const retyped = text.replace(/^# TYPE (\S+) (summary|histogram)[ \t]*$/gm, (_line, name: string, type: "summary" | "histogram") => {
-    grouped.set(name, type);
-    return `# TYPE ${name} untyped`;
-  });
+  const retyped = text.replace(
+    /^# TYPE (\S+) (summary|histogram)[ \t]*$/gm,
+    (_line, name: string, type: "summary" | "histogram") => {
+      grouped.set(name, type);
+      return `# TYPE ${name} untyped`;
+    },
+  );
   let families: ReturnType<typeof parsePrometheusTextFormat>;
   try {
     // The parser drops the last sample of a text that does not end in a newline.
     families = parsePrometheusTextFormat(retyped.endsWith("\n") ? retyped : retyped + "\n");
   } catch (err) {
-    throw new MetricsParseError(`the metrics endpoint answered text that is not Prometheus' format: ${(err as Error).message}`, { cause: err });
+    throw new MetricsParseError(
+      `the metrics endpoint answered text that is not Prometheus' format: ${(err as Error).message}`,
+      { cause: err },
+    );
   }
 
   const samples: Sample[] = [];

@@ -67,7 +67,10 @@ export class MetricsScraper {
     } catch (err) {
       if (this.stopped) return;
       const cause = (err as { cause?: { code?: string } }).cause?.code;
-      this.o.onUpdate({ view: this.history.view(), error: `metrics at ${this.o.url} did not answer (${cause ?? (err as Error).message})` });
+      this.o.onUpdate({
+        view: this.history.view(),
+        error: `metrics at ${this.o.url} did not answer (${cause ?? (err as Error).message})`,
+      });
       return;
     }
     if (this.stopped) return;

@@ -48,7 +48,10 @@ export interface TritonMetricsSnapshot {
   summaries: boolean;
 }
 
-const COUNTERS: Record<string, keyof Omit<ModelCounters, "model" | "versions" | "queueSummary" | "requestSummary" | "computeInferSummary">> = {
+const COUNTERS: Record<
+  string,
+  keyof Omit<ModelCounters, "model" | "versions" | "queueSummary" | "requestSummary" | "computeInferSummary">
+> = {
   nv_inference_request_success: "success",
   nv_inference_request_failure: "failure",
   nv_inference_count: "inferences",
@@ -68,7 +71,20 @@ const SUMMARIES: Record<string, "queueSummary" | "requestSummary" | "computeInfe
 };
 
 function emptyModel(model: string): ModelCounters {
-  return { model, versions: [], success: 0, failure: 0, inferences: 0, executions: 0, requestUs: 0, queueUs: 0, computeInputUs: 0, computeInferUs: 0, computeOutputUs: 0, pending: 0 };
+  return {
+    model,
+    versions: [],
+    success: 0,
+    failure: 0,
+    inferences: 0,
+    executions: 0,
+    requestUs: 0,
+    queueUs: 0,
+    computeInputUs: 0,
+    computeInferUs: 0,
+    computeOutputUs: 0,
+    pending: 0,
+  };
 }
 
 const finite = (x: number) => (Number.isFinite(x) ? x : 0);
@@ -140,5 +156,11 @@ export function tritonSnapshot(x: Exposition, at: number): TritonMetricsSnapshot
     m[field] = mergeQuantiles(m[field], s);
   }
   for (const m of Object.values(models)) m.versions.sort((a, b) => Number(a) - Number(b));
-  return { at, models, gpus: [...gpus.values()].sort((a, b) => a.uuid.localeCompare(b.uuid)), ...(cpu ? { cpu } : {}), summaries };
+  return {
+    at,
+    models,
+    gpus: [...gpus.values()].sort((a, b) => a.uuid.localeCompare(b.uuid)),
+    ...(cpu ? { cpu } : {}),
+    summaries,
+  };
 }

@@ -1,5 +1,15 @@
-import { TritonGrpcClient, TritonGrpcError, type ModelConfigSummary, type StatisticsJson } from "../triton/grpc-client.js";
-import { TritonHttpClient, TritonHttpError, TritonUnreachableError, type ModelMetadata } from "../triton/http-client.js";
+import {
+  TritonGrpcClient,
+  TritonGrpcError,
+  type ModelConfigSummary,
+  type StatisticsJson,
+} from "../triton/grpc-client.js";
+import {
+  TritonHttpClient,
+  TritonHttpError,
+  TritonUnreachableError,
+  type ModelMetadata,
+} from "../triton/http-client.js";
 import type { Protocol } from "./transport.js";
 
 /**
@@ -20,12 +30,16 @@ export interface ControlClient {
 /** The server said the model does not exist (as opposed to: not reachable, not ready). */
 export function isUnknownModelError(err: unknown): boolean {
   if (err instanceof TritonHttpError) return /unknown model|not found/i.test(err.tritonMessage);
-  if (err instanceof TritonGrpcError) return err.codeName === "NOT_FOUND" || /unknown model|not found/i.test(err.details);
+  if (err instanceof TritonGrpcError)
+    return err.codeName === "NOT_FOUND" || /unknown model|not found/i.test(err.details);
   return false;
 }
 
 export function isUnreachableError(err: unknown): boolean {
-  return err instanceof TritonUnreachableError || (err instanceof TritonGrpcError && (err.codeName === "UNAVAILABLE" || err.codeName === "DEADLINE_EXCEEDED"));
+  return (
+    err instanceof TritonUnreachableError ||
+    (err instanceof TritonGrpcError && (err.codeName === "UNAVAILABLE" || err.codeName === "DEADLINE_EXCEEDED"))
+  );
 }
 
 export class HttpControl implements ControlClient {
@@ -56,10 +70,24 @@ export class HttpControl implements ControlClient {
       backend: c.backend ?? "",
       max_batch_size: Number(c.max_batch_size ?? 0),
       ...(c.dynamic_batching
-        ? { dynamic_batching: { preferred_batch_size: (c.dynamic_batching.preferred_batch_size ?? []).map(Number), max_queue_delay_microseconds: Number(c.dynamic_batching.max_queue_delay_microseconds ?? 0) } }
+        ? {
+            dynamic_batching: {
+              preferred_batch_size: (c.dynamic_batching.preferred_batch_size ?? []).map(Number),
+              max_queue_delay_microseconds: Number(c.dynamic_batching.max_queue_delay_microseconds ?? 0),
+            },
+          }
         : {}),
-      instance_group: (c.instance_group ?? []).map((g) => ({ count: Number(g.count ?? 1), kind: String(g.kind ?? "KIND_AUTO") })),
-      ...(c.ensemble_scheduling ? { ensemble_scheduling: { step: (c.ensemble_scheduling.step ?? []).map((s) => ({ model_name: s.model_name })) } } : {}),
+      instance_group: (c.instance_group ?? []).map((g) => ({
+        count: Number(g.count ?? 1),
+        kind: String(g.kind ?? "KIND_AUTO"),
+      })),
+      ...(c.ensemble_scheduling
+        ? {
+            ensemble_scheduling: {
+              step: (c.ensemble_scheduling.step ?? []).map((s) => ({ model_name: s.model_name })),
+            },
+          }
+        : {}),
     };
   }
 

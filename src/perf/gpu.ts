@@ -16,7 +16,14 @@ export interface GpuReading {
 export interface GpuStats {
   source: "nvidia-smi" | "triton-metrics";
   samples: number;
-  gpus: Array<{ id: string; name?: string; utilizationAvg: number; utilizationMax: number; memoryUsedMaxBytes: number; memoryTotalBytes: number }>;
+  gpus: Array<{
+    id: string;
+    name?: string;
+    utilizationAvg: number;
+    utilizationMax: number;
+    memoryUsedMaxBytes: number;
+    memoryTotalBytes: number;
+  }>;
 }
 
 export interface GpuProbe {
@@ -26,7 +33,10 @@ export interface GpuProbe {
 
 const MIB = 1024 * 1024;
 
-export const NVIDIA_SMI_ARGS = ["--query-gpu=index,uuid,name,utilization.gpu,memory.used,memory.total", "--format=csv,noheader,nounits"];
+export const NVIDIA_SMI_ARGS = [
+  "--query-gpu=index,uuid,name,utilization.gpu,memory.used,memory.total",
+  "--format=csv,noheader,nounits",
+];
 
 /** `nvidia-smi --query-gpu=index,uuid,name,utilization.gpu,memory.used,memory.total --format=csv,noheader,nounits` */
 export function parseNvidiaSmiCsv(text: string): GpuReading[] {
@@ -105,7 +115,10 @@ export interface GpuProbeOptions {
 export async function detectGpuProbe(o: GpuProbeOptions): Promise<GpuProbe | undefined> {
   const smi = isLoopback(o.host) ? findOnPath("nvidia-smi", o.env) : undefined;
   if (smi) {
-    const probe: GpuProbe = { source: "nvidia-smi", read: async () => parseNvidiaSmiCsv(await run(smi, NVIDIA_SMI_ARGS)) };
+    const probe: GpuProbe = {
+      source: "nvidia-smi",
+      read: async () => parseNvidiaSmiCsv(await run(smi, NVIDIA_SMI_ARGS)),
+    };
     try {
       if ((await probe.read()).length > 0) return probe;
     } catch {

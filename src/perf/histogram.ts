@@ -21,7 +21,11 @@ export interface LatencySummary {
  * holds, and windows merge by addition.
  */
 export class LatencyHistogram {
-  private readonly h = hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: 3 });
+  private readonly h = hdr.build({
+    lowestDiscernibleValue: 1,
+    highestTrackableValue: 3_600_000_000,
+    numberOfSignificantValueDigits: 3,
+  });
 
   record(us: number): void {
     this.h.recordValue(Math.min(3_600_000_000, Math.max(1, Math.round(us))));

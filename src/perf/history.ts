@@ -24,7 +24,11 @@ export function historyRoot(stateDir: string): string {
   return path.join(stateDir, "perf");
 }
 
-export async function saveRun(root: string, run: Omit<SavedRun, "version" | "id" | "savedAt">, now = new Date()): Promise<{ file: string; saved: SavedRun }> {
+export async function saveRun(
+  root: string,
+  run: Omit<SavedRun, "version" | "id" | "savedAt">,
+  now = new Date(),
+): Promise<{ file: string; saved: SavedRun }> {
   const id = `${now.toISOString().replace(/[-:]/g, "").replace(/\..*/, "")}-${randomBytes(3).toString("hex")}`;
   const saved: SavedRun = { version: 1, id, savedAt: now.toISOString(), ...run };
   const file = path.join(modelDir(root, run.model), `${id}.json`);
@@ -37,7 +41,10 @@ export async function listRuns(root: string, model: string): Promise<SavedRun[]>
   const dir = modelDir(root, model);
   let names: string[];
   try {
-    names = (await fsp.readdir(dir)).filter((n) => n.endsWith(".json")).sort().reverse();
+    names = (await fsp.readdir(dir))
+      .filter((n) => n.endsWith(".json"))
+      .sort()
+      .reverse();
   } catch {
     return [];
   }
@@ -61,7 +68,13 @@ export async function previousComparable(root: string, sweep: SweepResult): Prom
   for (const r of await listRuns(root, sweep.model)) {
     const s = r.sweeps[0];
     if (r.compare || r.sweeps.length !== 1 || !s) continue;
-    if (s.protocol === sweep.protocol && s.kind === sweep.kind && s.batchSize === sweep.batchSize && s.levels.some((l) => l.requests > 0)) return r;
+    if (
+      s.protocol === sweep.protocol &&
+      s.kind === sweep.kind &&
+      s.batchSize === sweep.batchSize &&
+      s.levels.some((l) => l.requests > 0)
+    )
+      return r;
   }
   return undefined;
 }

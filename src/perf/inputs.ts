@@ -21,7 +21,13 @@ export interface InputOptions {
 export function parseShapeFlag(value: string): [string, number[]] {
   const i = value.lastIndexOf(":");
   const name = i > 0 ? value.slice(0, i) : "";
-  const dims = i > 0 ? value.slice(i + 1).split(",").map((d) => d.trim()) : [];
+  const dims =
+    i > 0
+      ? value
+          .slice(i + 1)
+          .split(",")
+          .map((d) => d.trim())
+      : [];
   if (!name || dims.length === 0 || dims.some((d) => !/^\d+$/.test(d) || Number(d) < 1)) {
     throw new UsageError(`--shape must look like NAME:d1,d2 with every dimension a whole number >= 1, got '${value}'`, {
       hint: "Give the dimensions without the batch dimension, e.g. --shape INPUT0:3,224,224.",
@@ -59,8 +65,15 @@ function isFloat(datatype: string): boolean {
 }
 
 /** Values of the right type for one batch item. */
-function synthesise(datatype: string, count: number, source: "random" | "zero", stringLength: number, random: () => number): unknown[] {
-  if (datatype === "BYTES") return Array.from({ length: count }, () => (source === "zero" ? "" : randomText(stringLength, random)));
+function synthesise(
+  datatype: string,
+  count: number,
+  source: "random" | "zero",
+  stringLength: number,
+  random: () => number,
+): unknown[] {
+  if (datatype === "BYTES")
+    return Array.from({ length: count }, () => (source === "zero" ? "" : randomText(stringLength, random)));
   if (source === "zero") return new Array(count).fill(0);
   // Floats in [0, 1) stay finite after any cast; integers 0 or 1 are in range for the masks,
   // token ids and class indexes that integer inputs usually are.
@@ -69,9 +82,15 @@ function synthesise(datatype: string, count: number, source: "random" | "zero", 
 }
 
 /** Fast path for large float/integer inputs: fill the wire buffer directly. */
-function synthesiseRaw(datatype: string, count: number, source: "random" | "zero", random: () => number): Buffer | undefined {
+function synthesiseRaw(
+  datatype: string,
+  count: number,
+  source: "random" | "zero",
+  random: () => number,
+): Buffer | undefined {
   const size = DATATYPE_BYTES[datatype];
-  if (size === undefined || source === "zero") return source === "zero" && size !== undefined ? Buffer.alloc(count * size) : undefined;
+  if (size === undefined || source === "zero")
+    return source === "zero" && size !== undefined ? Buffer.alloc(count * size) : undefined;
   if (datatype === "FP32") {
     const f = new Float32Array(count);
     for (let i = 0; i < count; i++) f[i] = random();
@@ -93,33 +112,51 @@ export interface ResolvedInput {
 }
 
 /** Each input's concrete dimensions, filling -1 from --shape, with perf_analyzer's error when one is missing. */
-export function resolveInputs(metadata: ModelMetadata, config: Pick<ModelConfigSummary, "max_batch_size">, o: Pick<InputOptions, "batchSize" | "shapes">): ResolvedInput[] {
+export function resolveInputs(
+  metadata: ModelMetadata,
+  config: Pick<ModelConfigSummary, "max_batch_size">,
+  o: Pick<InputOptions, "batchSize" | "shapes">,
+): ResolvedInput[] {
   const batching = config.max_batch_size > 0;
   if (!batching && o.batchSize > 1) {
-    throw new UsageError(`can not specify batch size > 1 as the model ${metadata.name} does not support batching (max_batch_size is 0)`, { hint: "Leave out -b." });
+    throw new UsageError(
+      `can not specify batch size > 1 as the model ${metadata.name} does not support batching (max_batch_size is 0)`,
+      { hint: "Leave out -b." },
+    );
   }
   if (batching && o.batchSize > config.max_batch_size) {
-    throw new UsageError(`batch size ${o.batchSize} is larger than the max_batch_size ${config.max_batch_size} of ${metadata.name}`);
+    throw new UsageError(
+      `batch size ${o.batchSize} is larger than the max_batch_size ${config.max_batch_size} of ${metadata.name}`,
+    );
   }
   const known = new Set(metadata.inputs.map((i) => i.name));
   for (const name of Object.keys(o.shapes)) {
-    if (!known.has(name)) throw new UsageError(`--shape names ${name}, which is not an input of ${metadata.name}`, { hint: `Its inputs are: ${[...known].join(", ")}.` });
+    if (!known.has(name))
+      throw new UsageError(`--shape names ${name}, which is not an input of ${metadata.name}`, {
+        hint: `Its inputs are: ${[...known].join(", ")}.`,
+      });
   }
   return metadata.inputs.map((t: TensorMetadata) => {
     const declared = batching ? t.shape.slice(1) : t.shape;
     const given = o.shapes[t.name];
     if (given) {
       if (given.length !== declared.length || given.some((d, i) => declared[i]! >= 0 && declared[i] !== d)) {
-        throw new UsageError(`--shape ${t.name}:${given.join(",")} does not fit the model's shape [${declared.join(",")}] for ${t.name}`, {
-          hint: "Give every dimension except the batch dimension; fixed ones must match the model.",
-        });
+        throw new UsageError(
+          `--shape ${t.name}:${given.join(",")} does not fit the model's shape [${declared.join(",")}] for ${t.name}`,
+          {
+            hint: "Give every dimension except the batch dimension; fixed ones must match the model.",
+          },
+        );
       }
       return { name: t.name, datatype: t.datatype, dims: given };
     }
     if (declared.some((d) => d < 0)) {
-      throw new UsageError(`input ${t.name} contains dynamic shape [${declared.join(",")}], provide shapes to send along with the request`, {
-        hint: `Pass --shape ${t.name}:${declared.map((d) => (d < 0 ? "N" : String(d))).join(",")} with a size for each -1.`,
-      });
+      throw new UsageError(
+        `input ${t.name} contains dynamic shape [${declared.join(",")}], provide shapes to send along with the request`,
+        {
+          hint: `Pass --shape ${t.name}:${declared.map((d) => (d < 0 ? "N" : String(d))).join(",")} with a size for each -1.`,
+        },
+      );
     }
     return { name: t.name, datatype: t.datatype, dims: declared };
   });
@@ -148,10 +185,17 @@ async function readDataFile(file: string): Promise<DataFileEntry[]> {
     throw new UserError(`--input-data ${file} is not valid JSON: ${(err as Error).message}`);
   }
   const data = (json as { data?: unknown }).data;
-  if (!Array.isArray(data) || data.length === 0 || data.some((e) => typeof e !== "object" || e === null || Array.isArray(e))) {
-    throw new UserError(`--input-data ${file} must hold {"data": [ {"INPUT": [values]}, ... ]} with at least one entry`, {
-      hint: 'This is perf_analyzer\'s format; an entry may also give {"content": [...], "shape": [...]} or {"b64": "..."} per input.',
-    });
+  if (
+    !Array.isArray(data) ||
+    data.length === 0 ||
+    data.some((e) => typeof e !== "object" || e === null || Array.isArray(e))
+  ) {
+    throw new UserError(
+      `--input-data ${file} must hold {"data": [ {"INPUT": [values]}, ... ]} with at least one entry`,
+      {
+        hint: 'This is perf_analyzer\'s format; an entry may also give {"content": [...], "shape": [...]} or {"b64": "..."} per input.',
+      },
+    );
   }
   return data as DataFileEntry[];
 }
@@ -168,9 +212,12 @@ function tensorFromEntry(input: ResolvedInput, value: unknown, where: string): {
   const values = flatten(content);
   const expected = elementCount(dims);
   if (values.length !== expected) {
-    throw new UserError(`${where}: ${input.name} has ${values.length} element(s) but shape [${dims.join(",")}] needs ${expected}`, {
-      hint: `Give ${expected} values, or a "shape" next to "content" (and --shape ${input.name}:... for a dynamic input).`,
-    });
+    throw new UserError(
+      `${where}: ${input.name} has ${values.length} element(s) but shape [${dims.join(",")}] needs ${expected}`,
+      {
+        hint: `Give ${expected} values, or a "shape" next to "content" (and --shape ${input.name}:... for a dynamic input).`,
+      },
+    );
   }
   return { dims, data: encodeTensorData(input.datatype, values) };
 }
@@ -183,7 +230,11 @@ function repeatBatch(data: Buffer, batchSize: number): Buffer {
  * The request inputs to send, one array per distinct request (the load generator rotates through
  * them): from the data file's entries, or synthesised from the model's metadata.
  */
-export async function buildPayloads(inputs: readonly ResolvedInput[], batching: boolean, o: InputOptions): Promise<RawTensor[][]> {
+export async function buildPayloads(
+  inputs: readonly ResolvedInput[],
+  batching: boolean,
+  o: InputOptions,
+): Promise<RawTensor[][]> {
   const full = (dims: number[]) => (batching ? [o.batchSize, ...dims] : dims);
   if (typeof o.data === "object") {
     const file = o.data.file;
@@ -191,22 +242,37 @@ export async function buildPayloads(inputs: readonly ResolvedInput[], batching: 
     return entries.map((entry, k) =>
       inputs.map((input) => {
         if (!(input.name in entry)) {
-          throw new UserError(`--input-data ${file}: entry ${k + 1} has no value for input ${input.name}`, { hint: `Every entry needs all of: ${inputs.map((i) => i.name).join(", ")}.` });
+          throw new UserError(`--input-data ${file}: entry ${k + 1} has no value for input ${input.name}`, {
+            hint: `Every entry needs all of: ${inputs.map((i) => i.name).join(", ")}.`,
+          });
         }
         const t = tensorFromEntry(input, entry[input.name], `--input-data ${file}, entry ${k + 1}`);
-        return { name: input.name, datatype: input.datatype, shape: full(t.dims), data: repeatBatch(t.data, o.batchSize) };
+        return {
+          name: input.name,
+          datatype: input.datatype,
+          shape: full(t.dims),
+          data: repeatBatch(t.data, o.batchSize),
+        };
       }),
     );
   }
   const source = o.data;
   const random = o.random ?? seededRandom();
-  const itemBytes = inputs.reduce((n, i) => n + elementCount(i.dims) * (DATATYPE_BYTES[i.datatype] ?? o.stringLength + 4), 0);
+  const itemBytes = inputs.reduce(
+    (n, i) => n + elementCount(i.dims) * (DATATYPE_BYTES[i.datatype] ?? o.stringLength + 4),
+    0,
+  );
   // A few distinct requests vary the data the server sees, within a bounded amount of memory.
-  const distinct = source === "zero" ? 1 : Math.max(1, Math.min(8, Math.floor((8 * 1024 * 1024) / Math.max(1, itemBytes * o.batchSize))));
+  const distinct =
+    source === "zero"
+      ? 1
+      : Math.max(1, Math.min(8, Math.floor((8 * 1024 * 1024) / Math.max(1, itemBytes * o.batchSize))));
   return Array.from({ length: distinct }, () =>
     inputs.map((input) => {
       const n = elementCount(input.dims) * o.batchSize;
-      const data = synthesiseRaw(input.datatype, n, source, random) ?? encodeTensorData(input.datatype, synthesise(input.datatype, n, source, o.stringLength, random));
+      const data =
+        synthesiseRaw(input.datatype, n, source, random) ??
+        encodeTensorData(input.datatype, synthesise(input.datatype, n, source, o.stringLength, random));
       return { name: input.name, datatype: input.datatype, shape: full(input.dims), data };
     }),
   );

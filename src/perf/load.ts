@@ -5,7 +5,8 @@ import type { InferTransport, Outcome } from "./transport.js";
 export type Distribution = "constant" | "poisson";
 
 /** Closed loop: N requests always in flight. Open loop: requests sent on a schedule, answered or not. */
-export type LoadMode = { kind: "concurrency"; concurrency: number } | { kind: "rate"; rate: number; distribution: Distribution };
+export type LoadMode =
+  { kind: "concurrency"; concurrency: number } | { kind: "rate"; rate: number; distribution: Distribution };
 
 export interface ErrorCount {
   count: number;
@@ -26,7 +27,17 @@ export interface WindowData {
 }
 
 function emptyWindow(now: number): WindowData {
-  return { startMs: now, endMs: now, histogram: new LatencyHistogram(), success: 0, errors: new Map(), connectionErrors: 0, sendUsSum: 0, recvUsSum: 0, delayed: 0 };
+  return {
+    startMs: now,
+    endMs: now,
+    histogram: new LatencyHistogram(),
+    success: 0,
+    errors: new Map(),
+    connectionErrors: 0,
+    sendUsSum: 0,
+    recvUsSum: 0,
+    delayed: 0,
+  };
 }
 
 export interface LoadGeneratorOptions {

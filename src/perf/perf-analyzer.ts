@@ -40,7 +40,10 @@ export interface PerfAnalyzerLevelOptions {
   signal?: AbortSignal;
 }
 
-export function perfAnalyzerArgs(o: Omit<PerfAnalyzerLevelOptions, "bin" | "env" | "signal">, csvFile: string): string[] {
+export function perfAnalyzerArgs(
+  o: Omit<PerfAnalyzerLevelOptions, "bin" | "env" | "signal">,
+  csvFile: string,
+): string[] {
   return [
     "-m",
     o.model,
@@ -48,7 +51,9 @@ export function perfAnalyzerArgs(o: Omit<PerfAnalyzerLevelOptions, "bin" | "env"
     o.url,
     "-i",
     o.protocol,
-    ...(o.kind === "concurrency" ? ["--concurrency-range", String(o.value)] : ["--request-rate-range", String(o.value), "--request-distribution", o.distribution]),
+    ...(o.kind === "concurrency"
+      ? ["--concurrency-range", String(o.value)]
+      : ["--request-rate-range", String(o.value), "--request-distribution", o.distribution]),
     "--measurement-interval",
     String(o.windowMs),
     "--stability-percentage",
@@ -169,9 +174,17 @@ export async function runPerfAnalyzerLevel(o: PerfAnalyzerLevelOptions): Promise
     const row = parsed?.rows[0];
     if (!parsed || !row) {
       if (/stable measurement/i.test(output)) {
-        return { ...levelFromCsvRow(["Concurrency"], [String(o.value)]), kind: o.kind, value: o.value, stable: false, partial: "perf_analyzer found no stable measurement" };
+        return {
+          ...levelFromCsvRow(["Concurrency"], [String(o.value)]),
+          kind: o.kind,
+          value: o.value,
+          stable: false,
+          partial: "perf_analyzer found no stable measurement",
+        };
       }
-      throw new UserError(`perf_analyzer failed (exit ${code}) at ${o.kind} ${o.value}:\n  ${lastLines(output, 8)}`, { hint: `The command was: ${o.bin} ${args.join(" ")}` });
+      throw new UserError(`perf_analyzer failed (exit ${code}) at ${o.kind} ${o.value}:\n  ${lastLines(output, 8)}`, {
+        hint: `The command was: ${o.bin} ${args.join(" ")}`,
+      });
     }
     return levelFromCsvRow(parsed.header, row, requests);
   } finally {

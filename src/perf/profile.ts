@@ -74,7 +74,9 @@ export class ServerGoneError extends UserError {
     message: string,
     readonly partial: LevelResult | undefined,
   ) {
-    super(message, { hint: "Check the server with `triton-dev status` and its log with `triton-dev logs`; the results measured before it stopped are shown." });
+    super(message, {
+      hint: "Check the server with `triton-dev status` and its log with `triton-dev logs`; the results measured before it stopped are shown.",
+    });
   }
 }
 
@@ -161,7 +163,9 @@ export function mergeWindows(
     latency,
     clientSendUs,
     clientRecvUs,
-    ...(server && requests ? { networkServerUs: Math.max(0, latency.avgUs - clientSendUs - clientRecvUs - server.avgRequestUs) } : {}),
+    ...(server && requests
+      ? { networkServerUs: Math.max(0, latency.avgUs - clientSendUs - clientRecvUs - server.avgRequestUs) }
+      : {}),
     errors,
     errorCount,
     ...(kind === "rate" ? { delayed } : {}),
@@ -175,13 +179,21 @@ export function mergeWindows(
  * `maxTrials` windows have passed (then the result is marked unstable).
  */
 export async function measureLevel(ctx: ProfileContext, kind: LevelKind, value: number): Promise<LevelResult> {
-  const mode: LoadMode = kind === "concurrency" ? { kind: "concurrency", concurrency: value } : { kind: "rate", rate: value, distribution: ctx.distribution };
-  const fetchSnapshot = async (): Promise<StatsSnapshot> => snapshotOf(await ctx.control.modelStatistics(ctx.composing.length ? undefined : ctx.model));
+  const mode: LoadMode =
+    kind === "concurrency"
+      ? { kind: "concurrency", concurrency: value }
+      : { kind: "rate", rate: value, distribution: ctx.distribution };
+  const fetchSnapshot = async (): Promise<StatsSnapshot> =>
+    snapshotOf(await ctx.control.modelStatistics(ctx.composing.length ? undefined : ctx.model));
   const snaps: Array<StatsSnapshot | undefined> = [];
   try {
     snaps.push(await fetchSnapshot());
   } catch (err) {
-    if (isUnreachableError(err)) throw new ServerGoneError(`Triton at ${ctx.control.endpoint} stopped answering before ${kind} ${value} started`, undefined);
+    if (isUnreachableError(err))
+      throw new ServerGoneError(
+        `Triton at ${ctx.control.endpoint} stopped answering before ${kind} ${value} started`,
+        undefined,
+      );
     snaps.push(undefined);
   }
   const transport = ctx.makeTransport(kind === "concurrency" ? value : ctx.maxInFlight);
@@ -197,7 +209,11 @@ export async function measureLevel(ctx: ProfileContext, kind: LevelKind, value: 
     const a = snaps[snaps.length - 1];
     const b = snaps[snaps.length - 1 - k];
     const server = a && b ? breakdown(diffSnapshots(a, b), ctx.model, ctx.composing) : undefined;
-    return { ...mergeWindows(kind, value, windows, k, stable, ctx.batchSize, server), ...(gpu ? { gpu } : {}), ...(partial ? { partial } : {}) };
+    return {
+      ...mergeWindows(kind, value, windows, k, stable, ctx.batchSize, server),
+      ...(gpu ? { gpu } : {}),
+      ...(partial ? { partial } : {}),
+    };
   };
 
   sampler?.start();
@@ -221,19 +237,29 @@ export async function measureLevel(ctx: ProfileContext, kind: LevelKind, value: 
       }
       snaps.push(snap);
       const summary = summariseWindow(w, ctx.batchSize);
-      const figures = windows.map((x) => summariseWindow(x, ctx.batchSize)).map((s) => ({ throughput: s.throughput, latencyUs: s.avgLatencyUs }));
+      const figures = windows
+        .map((x) => summariseWindow(x, ctx.batchSize))
+        .map((s) => ({ throughput: s.throughput, latencyUs: s.avgLatencyUs }));
       stable = isStable(figures, ctx.rule);
       ctx.onWindow?.({ kind, value, trial, window: summary, stable });
-      const gone = (snapError !== undefined && isUnreachableError(snapError)) || (w.success === 0 && w.connectionErrors > 0 && !(await ctx.control.isLive()));
+      const gone =
+        (snapError !== undefined && isUnreachableError(snapError)) ||
+        (w.success === 0 && w.connectionErrors > 0 && !(await ctx.control.isLive()));
       if (gone) {
         windows.pop();
         snaps.pop();
-        failure = new ServerGoneError(`Triton at ${ctx.control.endpoint} stopped answering during ${kind} ${value} (${topError(w)})`, undefined);
+        failure = new ServerGoneError(
+          `Triton at ${ctx.control.endpoint} stopped answering during ${kind} ${value} (${topError(w)})`,
+          undefined,
+        );
         break;
       }
       if (w.success === 0 && summary.errors > 0) {
         // Kept, so the report shows what the errors were.
-        failure = new AllFailingError(`every request failed for ${((w.endMs - w.startMs) / 1000).toFixed(1)} s at ${kind} ${value}: ${topError(w)}`, undefined);
+        failure = new AllFailingError(
+          `every request failed for ${((w.endMs - w.startMs) / 1000).toFixed(1)} s at ${kind} ${value}: ${topError(w)}`,
+          undefined,
+        );
         break;
       }
       if (stable) break;
@@ -244,7 +270,8 @@ export async function measureLevel(ctx: ProfileContext, kind: LevelKind, value: 
     transport.close();
   }
   if (failure instanceof InterruptedError) throw new InterruptedError(result("interrupted"));
-  if (failure instanceof ServerGoneError) throw new ServerGoneError(failure.message, result("server stopped answering"));
+  if (failure instanceof ServerGoneError)
+    throw new ServerGoneError(failure.message, result("server stopped answering"));
   if (failure instanceof AllFailingError) throw new AllFailingError(failure.message, result("every request failed"));
   return result()!;
 }

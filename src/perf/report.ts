@@ -80,7 +80,8 @@ export function parseCsv(text: string): { header: string[]; rows: string[][] } {
   return { header: (head ?? "").split(","), rows: rest.map((l) => l.split(",")) };
 }
 
-const pad = (s: string, n: number, right = false) => (s.length >= n ? s : right ? " ".repeat(n - s.length) + s : s + " ".repeat(n - s.length));
+const pad = (s: string, n: number, right = false) =>
+  s.length >= n ? s : right ? " ".repeat(n - s.length) + s : s + " ".repeat(n - s.length);
 
 function ms(usValue: number | undefined): string {
   if (usValue === undefined) return "-";
@@ -94,7 +95,14 @@ function rate(x: number): string {
 
 function textTable(rows: string[][], rightAlignFrom = 1): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)));
-  return rows.map((r) => r.map((c, i) => pad(c, widths[i]!, i >= rightAlignFrom)).join("  ").trimEnd()).join("\n");
+  return rows
+    .map((r) =>
+      r
+        .map((c, i) => pad(c, widths[i]!, i >= rightAlignFrom))
+        .join("  ")
+        .trimEnd(),
+    )
+    .join("\n");
 }
 
 /** perf_analyzer's columns, in milliseconds for reading, plus the batch size the server formed and errors. */
@@ -145,7 +153,8 @@ export function formatTable(sweep: SweepResult): string {
 export function describeErrors(sweep: SweepResult): string[] {
   const lines: string[] = [];
   for (const l of sweep.levels) {
-    for (const [kind, n] of Object.entries(l.errors).sort((a, b) => b[1] - a[1])) lines.push(`  ${sweep.kind} ${l.value}: ${n} x ${kind}`);
+    for (const [kind, n] of Object.entries(l.errors).sort((a, b) => b[1] - a[1]))
+      lines.push(`  ${sweep.kind} ${l.value}: ${n} x ${kind}`);
   }
   return lines;
 }
@@ -156,7 +165,9 @@ export function describeGpu(sweep: SweepResult): string | undefined {
     .map((l) => {
       const g = l.gpu!;
       const util = g.gpus.map((x) => `${(x.utilizationAvg * 100).toFixed(0)}%`).join("/");
-      const mem = g.gpus.map((x) => `${(x.memoryUsedMaxBytes / 2 ** 30).toFixed(1)}/${(x.memoryTotalBytes / 2 ** 30).toFixed(0)} GiB`).join(", ");
+      const mem = g.gpus
+        .map((x) => `${(x.memoryUsedMaxBytes / 2 ** 30).toFixed(1)}/${(x.memoryTotalBytes / 2 ** 30).toFixed(0)} GiB`)
+        .join(", ");
       return `${l.value}: util ${util}, memory ${mem}`;
     });
   if (parts.length === 0) return undefined;
@@ -173,7 +184,10 @@ export interface Series {
  * Throughput (x) against average latency (y), the curve perf_analyzer summarises a sweep with:
  * it climbs flat while the server has headroom, then turns upward once requests start to queue.
  */
-export function chart(series: readonly Series[], o: { width?: number; height?: number; xLabel?: string; yLabel?: string } = {}): string {
+export function chart(
+  series: readonly Series[],
+  o: { width?: number; height?: number; xLabel?: string; yLabel?: string } = {},
+): string {
   const W = o.width ?? 60;
   const H = o.height ?? 14;
   const all = series.flatMap((s) => s.points);
@@ -211,7 +225,9 @@ export function chart(series: readonly Series[], o: { width?: number; height?: n
   const axis = xl + " ".repeat(Math.max(1, Math.floor(W / 2) - xl.length - Math.floor(xm.length / 2))) + xm;
   lines.push(`${" ".repeat(yw + 2)}${axis}${" ".repeat(Math.max(1, W - axis.length - xr.length))}${xr}`);
   lines.unshift(`${o.yLabel ?? "avg latency (ms)"}`);
-  lines.push(`${" ".repeat(yw + 2)}${o.xLabel ?? "throughput (infer/s)"}${series.length > 1 || series[0]?.label ? "   " + series.map((s) => `${s.marker} ${s.label}`).join("   ") : ""}`);
+  lines.push(
+    `${" ".repeat(yw + 2)}${o.xLabel ?? "throughput (infer/s)"}${series.length > 1 || series[0]?.label ? "   " + series.map((s) => `${s.marker} ${s.label}`).join("   ") : ""}`,
+  );
   return lines.join("\n");
 }
 
@@ -219,7 +235,9 @@ export function seriesOf(sweep: SweepResult, marker: string): Series {
   return {
     label: sweep.label ?? sweep.servedModel,
     marker,
-    points: sweep.levels.filter((l) => l.requests > 0).map((l) => ({ x: l.throughput, y: l.latency.avgUs / 1000, tag: String(l.value) })),
+    points: sweep.levels
+      .filter((l) => l.requests > 0)
+      .map((l) => ({ x: l.throughput, y: l.latency.avgUs / 1000, tag: String(l.value) })),
   };
 }
 
@@ -238,7 +256,12 @@ export function diffSweeps(now: SweepResult, before: SweepResult): LevelDiff[] {
   for (const l of now.levels) {
     const b = before.levels.find((x) => x.value === l.value && x.requests > 0);
     if (!b || l.requests === 0) continue;
-    out.push({ value: l.value, throughputPct: pct(l.throughput, b.throughput), p50Pct: pct(l.latency.p50Us, b.latency.p50Us), p99Pct: pct(l.latency.p99Us, b.latency.p99Us) });
+    out.push({
+      value: l.value,
+      throughputPct: pct(l.throughput, b.throughput),
+      p50Pct: pct(l.latency.p50Us, b.latency.p50Us),
+      p99Pct: pct(l.latency.p99Us, b.latency.p99Us),
+    });
   }
   return out.sort((a, b) => a.value - b.value);
 }
@@ -246,7 +269,10 @@ export function diffSweeps(now: SweepResult, before: SweepResult): LevelDiff[] {
 const signed = (x: number) => `${x >= 0 ? "+" : ""}${x.toFixed(1)}%`;
 
 export function formatDiff(kind: LevelKind, diffs: readonly LevelDiff[]): string[] {
-  return diffs.map((d) => `  ${kind} ${g6(d.value)}: throughput ${signed(d.throughputPct)}, p50 ${signed(d.p50Pct)}, p99 ${signed(d.p99Pct)}`);
+  return diffs.map(
+    (d) =>
+      `  ${kind} ${g6(d.value)}: throughput ${signed(d.throughputPct)}, p50 ${signed(d.p50Pct)}, p99 ${signed(d.p99Pct)}`,
+  );
 }
 
 export interface ComparisonRow {
@@ -274,10 +300,17 @@ export function compareSweeps(sweeps: readonly SweepResult[]): ComparisonRow[] {
 
 export function formatComparison(sweeps: readonly SweepResult[], rows: readonly ComparisonRow[]): string {
   const labels = sweeps.map((s) => s.label ?? s.servedModel);
-  const head = [sweeps[0]?.kind === "rate" ? "Rate/s" : "Concurrency", ...labels.flatMap((l) => [`${l} infer/s`, "p50 ms"]), ...labels.slice(1).map((l) => `${l} / ${labels[0]}`)];
+  const head = [
+    sweeps[0]?.kind === "rate" ? "Rate/s" : "Concurrency",
+    ...labels.flatMap((l) => [`${l} infer/s`, "p50 ms"]),
+    ...labels.slice(1).map((l) => `${l} / ${labels[0]}`),
+  ];
   const body = rows.map((r) => [
     g6(r.value),
-    ...r.throughput.flatMap((t, i) => [t === undefined ? "-" : rate(t), r.p50Us[i] === undefined ? "-" : ms(r.p50Us[i])]),
+    ...r.throughput.flatMap((t, i) => [
+      t === undefined ? "-" : rate(t),
+      r.p50Us[i] === undefined ? "-" : ms(r.p50Us[i]),
+    ]),
     ...r.ratio.slice(1).map((x) => (x === undefined ? "-" : `${x.toFixed(2)}x`)),
   ]);
   return textTable([head, ...body]);

@@ -13,12 +13,28 @@ import { historyRoot, previousComparable, saveRun } from "./history.js";
 import { buildPayloads, resolveInputs, type InputDataSource } from "./inputs.js";
 import type { Distribution } from "./load.js";
 import { findPerfAnalyzer, runPerfAnalyzerLevel } from "./perf-analyzer.js";
-import { AllFailingError, InterruptedError, ServerGoneError, measureLevel, type LevelKind, type LevelResult, type ProfileContext } from "./profile.js";
+import {
+  AllFailingError,
+  InterruptedError,
+  ServerGoneError,
+  measureLevel,
+  type LevelKind,
+  type LevelResult,
+  type ProfileContext,
+} from "./profile.js";
 import { compareSweeps, diffSweeps, type ComparisonRow, type LevelDiff, type SweepResult } from "./report.js";
 import { breakdown, diffSnapshots, snapshotOf } from "./server-stats.js";
 import { GrpcTransport, HttpTransport, InferFailedError, type InferTransport, type Protocol } from "./transport.js";
 import { collectStatus } from "../session/status.js";
-import { planVariants, removeVariant, stageVariant, VariantError, type CompareSpec, type StagingTarget, type Variant } from "./variants.js";
+import {
+  planVariants,
+  removeVariant,
+  stageVariant,
+  VariantError,
+  type CompareSpec,
+  type StagingTarget,
+  type Variant,
+} from "./variants.js";
 
 export interface PerfOptions {
   model: string;
@@ -81,7 +97,10 @@ interface Target {
 export function parseUrlFlag(value: string): { host: string; port: number } {
   const v = value.replace(/^[a-z]+:\/\//i, "").replace(/\/.*$/, "");
   const m = /^(\[[^\]]+\]|[^:]+):(\d+)$/.exec(v);
-  if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) throw new UsageError(`-u must be HOST:PORT, got '${value}'`, { hint: "For example -u 127.0.0.1:8000 (HTTP) or -u 127.0.0.1:8001 -i grpc." });
+  if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535)
+    throw new UsageError(`-u must be HOST:PORT, got '${value}'`, {
+      hint: "For example -u 127.0.0.1:8000 (HTTP) or -u 127.0.0.1:8001 -i grpc.",
+    });
   return { host: m[1]!.replace(/^\[|\]$/g, ""), port: Number(m[2]) };
 }
 
@@ -96,10 +115,14 @@ async function resolveTarget(o: PerfOptions, env: NodeJS.ProcessEnv): Promise<Ta
   } else {
     const run = await currentRun(resolvePaths(env));
     if (!run) {
-      throw new UserError("nothing is running, so there is no server to measure", { hint: "Start Triton with `triton-dev up --detach`, or point perf at a server with -u HOST:PORT." });
+      throw new UserError("nothing is running, so there is no server to measure", {
+        hint: "Start Triton with `triton-dev up --detach`, or point perf at a server with -u HOST:PORT.",
+      });
     }
     if (!run.alive) {
-      throw new UserError(`the recorded server (pid ${run.state.pid}) is no longer running`, { hint: "`triton-dev down` cleans up its record; start a new one with `triton-dev up`." });
+      throw new UserError(`the recorded server (pid ${run.state.pid}) is no longer running`, {
+        hint: "`triton-dev down` cleans up its record; start a new one with `triton-dev up`.",
+      });
     }
     state = run.state;
     host = state.host;
@@ -107,14 +130,27 @@ async function resolveTarget(o: PerfOptions, env: NodeJS.ProcessEnv): Promise<Ta
     metricsUrl ??= `http://${urlHost(host)}:${state.ports.metrics}/metrics`;
   }
   const endpoint = `${urlHost(host)}:${port}`;
-  const control: ControlClient = o.protocol === "grpc" ? new GrpcControl(new TritonGrpcClient(endpoint)) : new HttpControl(state ? clientFor(state) : new TritonHttpClient(`http://${endpoint}`));
-  return { host, port, protocol: o.protocol, endpoint, control, ...(metricsUrl ? { metricsUrl } : {}), ...(state ? { state, repoClient: clientFor(state) } : {}) };
+  const control: ControlClient =
+    o.protocol === "grpc"
+      ? new GrpcControl(new TritonGrpcClient(endpoint))
+      : new HttpControl(state ? clientFor(state) : new TritonHttpClient(`http://${endpoint}`));
+  return {
+    host,
+    port,
+    protocol: o.protocol,
+    endpoint,
+    control,
+    ...(metricsUrl ? { metricsUrl } : {}),
+    ...(state ? { state, repoClient: clientFor(state) } : {}),
+  };
 }
 
 async function checkModel(t: Target, model: string, env: NodeJS.ProcessEnv): Promise<void> {
   if (!(await t.control.isLive())) {
     throw new UserError(`Triton at ${t.endpoint} (${t.protocol}) is not answering`, {
-      hint: t.state ? "See `triton-dev status` and `triton-dev logs`." : "Check the address and protocol: -u HOST:PORT names the HTTP port with -i http, the gRPC port with -i grpc.",
+      hint: t.state
+        ? "See `triton-dev status` and `triton-dev logs`."
+        : "Check the address and protocol: -u HOST:PORT names the HTTP port with -i http, the gRPC port with -i grpc.",
     });
   }
   if (await t.control.isModelReady(model)) return;
@@ -122,7 +158,10 @@ async function checkModel(t: Target, model: string, env: NodeJS.ProcessEnv): Pro
     let index = await t.repoClient.repositoryIndex();
     let entry = index.find((e) => e.name === model);
     // A model that is (re)loading right now gets a moment to settle: it may be about to serve.
-    for (const deadline = Date.now() + 30_000; (entry?.state === "LOADING" || entry?.state === "UNLOADING") && Date.now() < deadline; ) {
+    for (
+      const deadline = Date.now() + 30_000;
+      (entry?.state === "LOADING" || entry?.state === "UNLOADING") && Date.now() < deadline;
+    ) {
       await new Promise((r) => setTimeout(r, 250));
       index = await t.repoClient.repositoryIndex();
       entry = index.find((e) => e.name === model);
@@ -131,24 +170,39 @@ async function checkModel(t: Target, model: string, env: NodeJS.ProcessEnv): Pro
     if (!entry) {
       // Models `up` left out (refused, skipped, or withdrawn after a failed first load) are not
       // in Triton's index, but the run knows why.
-      const known = t.state ? (await collectStatus(resolvePaths(env)).catch(() => undefined))?.models?.find((m) => m.name === model) : undefined;
+      const known = t.state
+        ? (await collectStatus(resolvePaths(env)).catch(() => undefined))?.models?.find((m) => m.name === model)
+        : undefined;
       if (known) {
-        throw new UserError(`model '${model}' is not ready (${known.state}${known.reason ? `: ${known.reason}` : ""})`, {
-          hint: "Fix it (see `triton-dev status` and `triton-dev logs`); it loads when you save the fix.",
-        });
+        throw new UserError(
+          `model '${model}' is not ready (${known.state}${known.reason ? `: ${known.reason}` : ""})`,
+          {
+            hint: "Fix it (see `triton-dev status` and `triton-dev logs`); it loads when you save the fix.",
+          },
+        );
       }
-      throw new UserError(`model '${model}' is not in the repository Triton serves`, { hint: `Its models: ${index.map((e) => e.name).join(", ") || "(none)"}.` });
+      throw new UserError(`model '${model}' is not in the repository Triton serves`, {
+        hint: `Its models: ${index.map((e) => e.name).join(", ") || "(none)"}.`,
+      });
     }
-    throw new UserError(`model '${model}' is not ready (${entry.state ?? "UNKNOWN"}${entry.reason ? `: ${entry.reason}` : ""})`, {
-      hint: "Fix it (see `triton-dev logs`) and wait until `triton-dev status` shows it READY.",
-    });
+    throw new UserError(
+      `model '${model}' is not ready (${entry.state ?? "UNKNOWN"}${entry.reason ? `: ${entry.reason}` : ""})`,
+      {
+        hint: "Fix it (see `triton-dev logs`) and wait until `triton-dev status` shows it READY.",
+      },
+    );
   }
   try {
     await t.control.modelMetadata(model);
   } catch (err) {
-    if (isUnknownModelError(err)) throw new UserError(`model '${model}' is not served by Triton at ${t.endpoint}`, { hint: "Check the model name (it is the folder name in the repository)." });
+    if (isUnknownModelError(err))
+      throw new UserError(`model '${model}' is not served by Triton at ${t.endpoint}`, {
+        hint: "Check the model name (it is the folder name in the repository).",
+      });
   }
-  throw new UserError(`model '${model}' is not ready on Triton at ${t.endpoint}`, { hint: "Wait until it has loaded, or look at the server's log for why it failed." });
+  throw new UserError(`model '${model}' is not ready on Triton at ${t.endpoint}`, {
+    hint: "Wait until it has loaded, or look at the server's log for why it failed.",
+  });
 }
 
 interface ModelSetup {
@@ -162,7 +216,12 @@ async function prepareModel(t: Target, o: PerfOptions, served: string): Promise<
   const [metadata, config] = await Promise.all([t.control.modelMetadata(served), t.control.modelConfig(served)]);
   const composing = [...new Set((config.ensemble_scheduling?.step ?? []).map((s) => s.model_name))];
   const inputs = resolveInputs(metadata, config, o);
-  const payloads = await buildPayloads(inputs, config.max_batch_size > 0, { batchSize: o.batchSize, shapes: o.shapes, data: o.inputData, stringLength: o.stringLength });
+  const payloads = await buildPayloads(inputs, config.max_batch_size > 0, {
+    batchSize: o.batchSize,
+    shapes: o.shapes,
+    data: o.inputData,
+    stringLength: o.stringLength,
+  });
   return { metadata, config, composing, payloads };
 }
 
@@ -173,7 +232,13 @@ function requestParameters(o: PerfOptions): Record<string, ParameterValue> | und
   return Object.keys(p).length ? p : undefined;
 }
 
-function transportFactory(t: Target, served: string, payloads: RawTensor[][], o: PerfOptions, withParameters = true): (maxConnections: number) => InferTransport {
+function transportFactory(
+  t: Target,
+  served: string,
+  payloads: RawTensor[][],
+  o: PerfOptions,
+  withParameters = true,
+): (maxConnections: number) => InferTransport {
   const parameters = withParameters ? requestParameters(o) : undefined;
   return (maxConnections) => {
     const opts = { model: served, payloads, maxConnections, ...(parameters ? { parameters } : {}) };
@@ -188,7 +253,9 @@ async function probe(make: (n: number) => InferTransport, served: string): Promi
   } catch (err) {
     if (err instanceof InferFailedError) {
       throw new UserError(`the first request to ${served} failed: ${err.message}`, {
-        hint: err.connection ? "Is the server still running? See `triton-dev status`." : "Give inputs the model accepts with --input-data FILE.json (perf_analyzer's format) or --shape NAME:d1,d2.",
+        hint: err.connection
+          ? "Is the server still running? See `triton-dev status`."
+          : "Give inputs the model accepts with --input-data FILE.json (perf_analyzer's format) or --shape NAME:d1,d2.",
       });
     }
     throw err;
@@ -197,7 +264,15 @@ async function probe(make: (n: number) => InferTransport, served: string): Promi
   }
 }
 
-async function sweepBuiltin(t: Target, o: PerfOptions, served: string, setup: ModelSetup, gpuProbe: GpuProbe | undefined, deps: PerfDeps, sweep: SweepResult): Promise<void> {
+async function sweepBuiltin(
+  t: Target,
+  o: PerfOptions,
+  served: string,
+  setup: ModelSetup,
+  gpuProbe: GpuProbe | undefined,
+  deps: PerfDeps,
+  sweep: SweepResult,
+): Promise<void> {
   const make = transportFactory(t, served, setup.payloads, o);
   // The probe checks the data, so it goes without priority and timeout: a request the queue
   // policy rejects is a result to count, not a reason to refuse the run.
@@ -232,7 +307,8 @@ async function sweepBuiltin(t: Target, o: PerfOptions, served: string, setup: Mo
     } catch (err) {
       const partial = (err as { partial?: LevelResult }).partial;
       if (partial) sweep.levels.push(partial);
-      if (err instanceof InterruptedError) sweep.stopped = { reason: "interrupted", message: `interrupted (Ctrl-C) during ${o.kind} ${value}` };
+      if (err instanceof InterruptedError)
+        sweep.stopped = { reason: "interrupted", message: `interrupted (Ctrl-C) during ${o.kind} ${value}` };
       else if (err instanceof ServerGoneError) sweep.stopped = { reason: "server-gone", message: err.message };
       else if (err instanceof AllFailingError) sweep.stopped = { reason: "failing", message: err.message };
       else throw err;
@@ -241,7 +317,14 @@ async function sweepBuiltin(t: Target, o: PerfOptions, served: string, setup: Mo
   }
 }
 
-async function sweepPerfAnalyzer(t: Target, o: PerfOptions, served: string, setup: ModelSetup, deps: PerfDeps, sweep: SweepResult): Promise<void> {
+async function sweepPerfAnalyzer(
+  t: Target,
+  o: PerfOptions,
+  served: string,
+  setup: ModelSetup,
+  deps: PerfDeps,
+  sweep: SweepResult,
+): Promise<void> {
   const bin = findPerfAnalyzer(deps.env, o.perfAnalyzer);
   for (const value of o.levels) {
     if (deps.signal?.aborted) {
@@ -275,7 +358,15 @@ async function sweepPerfAnalyzer(t: Target, o: PerfOptions, served: string, setu
     });
     // perf_analyzer's CSV has no batch sizes: take them from the server's counters over its run.
     const b = before && after ? breakdown(diffSnapshots(after, before), served, setup.composing) : undefined;
-    if (b && level.server) level.server = { ...level.server, avgBatchSize: b.avgBatchSize, inferenceCount: b.inferenceCount, executionCount: b.executionCount, failures: b.failures, avgRequestUs: b.avgRequestUs };
+    if (b && level.server)
+      level.server = {
+        ...level.server,
+        avgBatchSize: b.avgBatchSize,
+        inferenceCount: b.inferenceCount,
+        executionCount: b.executionCount,
+        failures: b.failures,
+        avgRequestUs: b.avgRequestUs,
+      };
     sweep.levels.push(level);
     if (deps.signal?.aborted) {
       sweep.stopped = { reason: "interrupted", message: `interrupted (Ctrl-C) during ${o.kind} ${value}` };
@@ -303,7 +394,14 @@ function newSweep(o: PerfOptions, t: Target, served: string, label: string | und
   };
 }
 
-async function runOne(t: Target, o: PerfOptions, served: string, label: string | undefined, gpuProbe: GpuProbe | undefined, deps: PerfDeps): Promise<SweepResult> {
+async function runOne(
+  t: Target,
+  o: PerfOptions,
+  served: string,
+  label: string | undefined,
+  gpuProbe: GpuProbe | undefined,
+  deps: PerfDeps,
+): Promise<SweepResult> {
   const setup = await prepareModel(t, o, served);
   const sweep = newSweep(o, t, served, label);
   if (o.engine === "perf_analyzer") await sweepPerfAnalyzer(t, o, served, setup, deps, sweep);
@@ -317,12 +415,18 @@ export async function runPerf(o: PerfOptions, deps: PerfDeps): Promise<PerfRepor
   const t = await resolveTarget(o, deps.env);
   try {
     await checkModel(t, o.model, deps.env);
-    const gpuProbe = o.engine === "builtin" ? await detectGpuProbe({ env: deps.env, host: t.host, ...(t.metricsUrl ? { metricsUrl: t.metricsUrl } : {}) }) : undefined;
+    const gpuProbe =
+      o.engine === "builtin"
+        ? await detectGpuProbe({ env: deps.env, host: t.host, ...(t.metricsUrl ? { metricsUrl: t.metricsUrl } : {}) })
+        : undefined;
     const sweeps: SweepResult[] = [];
     let stoppedByVariant: PerfReport["stopped"];
     if (o.compare) {
       if (!t.state || !t.repoClient) {
-        throw new UsageError("--compare needs the server started by `triton-dev up`: variants are staged into the repository it serves", { hint: "Leave out -u, and start Triton with `triton-dev up`." });
+        throw new UsageError(
+          "--compare needs the server started by `triton-dev up`: variants are staged into the repository it serves",
+          { hint: "Leave out -u, and start Triton with `triton-dev up`." },
+        );
       }
       const config = await t.control.modelConfig(o.model);
       const configFile = path.join(t.state.repository, o.model, "config.pbtxt");
@@ -330,10 +434,17 @@ export async function runPerf(o: PerfOptions, deps: PerfDeps): Promise<PerfRepor
       try {
         configText = await fsp.readFile(configFile, "utf8");
       } catch {
-        throw new UserError(`cannot read ${configFile}, the served copy of ${o.model}'s config`, { hint: "Is the model part of the repository `triton-dev up` serves?" });
+        throw new UserError(`cannot read ${configFile}, the served copy of ${o.model}'s config`, {
+          hint: "Is the model part of the repository `triton-dev up` serves?",
+        });
       }
       const variants = await planVariants(o.compare, { name: o.model, configText, config });
-      const staging: StagingTarget = { repository: t.state.repository, reload: t.state.reload, client: t.repoClient, lint: { runtime: t.state.runtime } };
+      const staging: StagingTarget = {
+        repository: t.state.repository,
+        reload: t.state.reload,
+        client: t.repoClient,
+        lint: { runtime: t.state.runtime },
+      };
       const staged: Variant[] = [];
       try {
         for (const v of variants) {
@@ -371,7 +482,10 @@ export async function runPerf(o: PerfOptions, deps: PerfDeps): Promise<PerfRepor
     }
 
     const report: PerfReport = { model: o.model, ...(o.compareText ? { compare: o.compareText } : {}), sweeps };
-    const stopped = sweeps.find((s) => s.stopped)?.stopped ?? stoppedByVariant ?? (deps.signal?.aborted ? { reason: "interrupted" as const, message: "interrupted (Ctrl-C)" } : undefined);
+    const stopped =
+      sweeps.find((s) => s.stopped)?.stopped ??
+      stoppedByVariant ??
+      (deps.signal?.aborted ? { reason: "interrupted" as const, message: "interrupted (Ctrl-C)" } : undefined);
     if (stopped) report.stopped = stopped;
     if (sweeps.length > 1) report.comparison = compareSweeps(sweeps);
     if (o.keepHistory && sweeps.some((s) => s.levels.length > 0)) {
@@ -379,9 +493,14 @@ export async function runPerf(o: PerfOptions, deps: PerfDeps): Promise<PerfRepor
       if (!o.compare && sweeps[0]) {
         const prev = await previousComparable(root, sweeps[0]);
         const prevSweep = prev?.sweeps[0];
-        if (prev && prevSweep) report.previous = { id: prev.id, savedAt: prev.savedAt, diffs: diffSweeps(sweeps[0], prevSweep) };
+        if (prev && prevSweep)
+          report.previous = { id: prev.id, savedAt: prev.savedAt, diffs: diffSweeps(sweeps[0], prevSweep) };
       }
-      const { file } = await saveRun(root, { model: o.model, sweeps, ...(o.compareText ? { compare: o.compareText } : {}) });
+      const { file } = await saveRun(root, {
+        model: o.model,
+        sweeps,
+        ...(o.compareText ? { compare: o.compareText } : {}),
+      });
       report.savedTo = file;
     }
     return report;

@@ -133,7 +133,11 @@ function stage(model: string, c: ModelCounters): StageBreakdown {
  * Per-request averages for `model` from a snapshot delta. An ensemble has no queue or compute of
  * its own: as perf_analyzer does, its parts are the sums over the models its steps call.
  */
-export function breakdown(delta: StatsSnapshot, model: string, composing: readonly string[] = []): ServerBreakdown | undefined {
+export function breakdown(
+  delta: StatsSnapshot,
+  model: string,
+  composing: readonly string[] = [],
+): ServerBreakdown | undefined {
   const m = delta.get(model);
   if (!m) return undefined;
   const requests = m.success.count;
@@ -143,7 +147,9 @@ export function breakdown(delta: StatsSnapshot, model: string, composing: readon
   if (composing.length) {
     steps = composing.map((name) => {
       const c = delta.get(name);
-      return c ? stage(name, c) : { model: name, queueUs: 0, computeInputUs: 0, computeInferUs: 0, computeOutputUs: 0, avgBatchSize: 0 };
+      return c
+        ? stage(name, c)
+        : { model: name, queueUs: 0, computeInputUs: 0, computeInferUs: 0, computeOutputUs: 0, avgBatchSize: 0 };
     });
     parts = steps.reduce(
       (a, s) => ({

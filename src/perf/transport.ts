@@ -1,8 +1,20 @@
 import { performance } from "node:perf_hooks";
 import { TritonDevError } from "../errors.js";
-import { buildBinaryInferBody, parseInferResponseBody, type DecodedInferResponse, type ParameterValue, type RawTensor } from "../triton/binary.js";
+import {
+  buildBinaryInferBody,
+  parseInferResponseBody,
+  type DecodedInferResponse,
+  type ParameterValue,
+  type RawTensor,
+} from "../triton/binary.js";
 import { TritonGrpcClient, TritonGrpcError } from "../triton/grpc-client.js";
-import { HttpConnectionError, KeepAliveHttpPool, buildPostRequest, responseHeader, type PooledResponse } from "../triton/http-pool.js";
+import {
+  HttpConnectionError,
+  KeepAliveHttpPool,
+  buildPostRequest,
+  responseHeader,
+  type PooledResponse,
+} from "../triton/http-pool.js";
 
 export type Protocol = "http" | "grpc";
 
@@ -88,11 +100,17 @@ export class HttpTransport implements InferTransport {
   constructor(host: string, port: number, o: TransportOptions) {
     const hostHeader = `${host.includes(":") ? `[${host}]` : host}:${port}`;
     this.endpoint = `http://${hostHeader}`;
-    this.pool = new KeepAliveHttpPool(host, port, { maxConnections: o.maxConnections, ...(o.requestTimeoutMs ? { requestTimeoutMs: o.requestTimeoutMs } : {}) });
+    this.pool = new KeepAliveHttpPool(host, port, {
+      maxConnections: o.maxConnections,
+      ...(o.requestTimeoutMs ? { requestTimeoutMs: o.requestTimeoutMs } : {}),
+    });
     const path = `/v2/models/${encodeURIComponent(o.model)}/infer`;
     this.requests = o.payloads.map((inputs) => {
       const { body, headerLength } = buildBinaryInferBody(inputs, o.parameters ? { parameters: o.parameters } : {});
-      return buildPostRequest(hostHeader, path, body, { "Content-Type": "application/octet-stream", "Inference-Header-Content-Length": headerLength });
+      return buildPostRequest(hostHeader, path, body, {
+        "Content-Type": "application/octet-stream",
+        "Inference-Header-Content-Length": headerLength,
+      });
     });
   }
 
@@ -104,11 +122,25 @@ export class HttpTransport implements InferTransport {
       r = await this.pool.request(raw);
     } catch (err) {
       const code = err instanceof HttpConnectionError ? err.code : "ECONNERROR";
-      return { ok: false, latencyUs: (performance.now() - t0) * 1000, sendUs: 0, recvUs: 0, error: { kind: CONNECTION_WORDS[code] ?? `connection error (${code})`, connection: true } };
+      return {
+        ok: false,
+        latencyUs: (performance.now() - t0) * 1000,
+        sendUs: 0,
+        recvUs: 0,
+        error: { kind: CONNECTION_WORDS[code] ?? `connection error (${code})`, connection: true },
+      };
     }
-    const timing = { latencyUs: (r.endMs - r.startMs) * 1000, sendUs: (r.sentMs - r.startMs) * 1000, recvUs: (r.endMs - r.firstByteMs) * 1000 };
+    const timing = {
+      latencyUs: (r.endMs - r.startMs) * 1000,
+      sendUs: (r.sentMs - r.startMs) * 1000,
+      recvUs: (r.endMs - r.firstByteMs) * 1000,
+    };
     if (r.status === 200) return { ok: true, ...timing };
-    return { ok: false, ...timing, error: { kind: `HTTP ${r.status}: ${clip(httpErrorMessage(r))}`, connection: false } };
+    return {
+      ok: false,
+      ...timing,
+      error: { kind: `HTTP ${r.status}: ${clip(httpErrorMessage(r))}`, connection: false },
+    };
   }
 
   async probe(index: number): Promise<DecodedInferResponse> {
@@ -139,7 +171,9 @@ export class GrpcTransport implements InferTransport {
     this.endpoint = address;
     this.client = new TritonGrpcClient(address);
     this.timeoutMs = o.requestTimeoutMs;
-    this.requests = o.payloads.map((inputs) => TritonGrpcClient.encodeInferRequest(o.model, inputs, o.parameters ? { parameters: o.parameters } : {}));
+    this.requests = o.payloads.map((inputs) =>
+      TritonGrpcClient.encodeInferRequest(o.model, inputs, o.parameters ? { parameters: o.parameters } : {}),
+    );
   }
 
   async send(index: number): Promise<Outcome> {
@@ -150,11 +184,23 @@ export class GrpcTransport implements InferTransport {
     } catch (err) {
       const latencyUs = (performance.now() - t0) * 1000;
       if (err instanceof TritonGrpcError) {
-        const connection = err.codeName === "UNAVAILABLE" || err.codeName === "CANCELLED" || (err.codeName === "DEADLINE_EXCEEDED" && this.timeoutMs !== undefined);
-        const kind = err.codeName === "UNAVAILABLE" && /ECONNREFUSED|No connection established|connect/i.test(err.details) ? "connection refused" : `gRPC ${err.codeName}: ${clip(err.details)}`;
+        const connection =
+          err.codeName === "UNAVAILABLE" ||
+          err.codeName === "CANCELLED" ||
+          (err.codeName === "DEADLINE_EXCEEDED" && this.timeoutMs !== undefined);
+        const kind =
+          err.codeName === "UNAVAILABLE" && /ECONNREFUSED|No connection established|connect/i.test(err.details)
+            ? "connection refused"
+            : `gRPC ${err.codeName}: ${clip(err.details)}`;
         return { ok: false, latencyUs, sendUs: 0, recvUs: 0, error: { kind, connection } };
       }
-      return { ok: false, latencyUs, sendUs: 0, recvUs: 0, error: { kind: `gRPC error: ${clip((err as Error).message)}`, connection: true } };
+      return {
+        ok: false,
+        latencyUs,
+        sendUs: 0,
+        recvUs: 0,
+        error: { kind: `gRPC error: ${clip((err as Error).message)}`, connection: true },
+      };
     }
   }
 
@@ -163,7 +209,8 @@ export class GrpcTransport implements InferTransport {
       const bytes = await this.client.inferRaw(this.requests[index % this.requests.length]!, 60_000);
       return TritonGrpcClient.decodeInferResponse(bytes);
     } catch (err) {
-      if (err instanceof TritonGrpcError) throw new InferFailedError(`Triton answered ${err.codeName}: ${err.details}`, err.codeName === "UNAVAILABLE");
+      if (err instanceof TritonGrpcError)
+        throw new InferFailedError(`Triton answered ${err.codeName}: ${err.details}`, err.codeName === "UNAVAILABLE");
       throw err;
     }
   }

@@ -8,7 +8,8 @@ import type { ModelConfigSummary } from "../triton/grpc-client.js";
 import type { TritonHttpClient } from "../triton/http-client.js";
 
 /** What `--compare` was asked to compare. */
-export type CompareSpec = { kind: "batching" } | { kind: "instances"; counts: number[] } | { kind: "config"; file: string };
+export type CompareSpec =
+  { kind: "batching" } | { kind: "instances"; counts: number[] } | { kind: "config"; file: string };
 
 export function parseCompareFlag(value: string): CompareSpec {
   if (value === "batching") return { kind: "batching" };
@@ -16,7 +17,9 @@ export function parseCompareFlag(value: string): CompareSpec {
   if (inst) {
     const counts = inst[1]!.split(",").map((s) => s.trim());
     if (counts.length < 2 || counts.some((c) => !/^\d+$/.test(c) || Number(c) < 1)) {
-      throw new UsageError(`--compare instances= needs two or more instance counts, e.g. instances=1,3; got '${value}'`);
+      throw new UsageError(
+        `--compare instances= needs two or more instance counts, e.g. instances=1,3; got '${value}'`,
+      );
     }
     return { kind: "instances", counts: counts.map(Number) };
   }
@@ -78,7 +81,7 @@ function skipSpace(text: string, i: number): number {
 /** From an opening { or [ to just past its match, ignoring brackets in strings and comments. */
 function matchBracket(text: string, open: number): number {
   let depth = 0;
-  for (let i = open; i < text.length; ) {
+  for (let i = open; i < text.length;) {
     const c = text[i]!;
     if (c === '"' || c === "'") {
       i = skipString(text, i);
@@ -102,7 +105,7 @@ function matchBracket(text: string, open: number): number {
 export function findTopLevelField(text: string, key: string): Span[] {
   const spans: Span[] = [];
   let depth = 0;
-  for (let i = 0; i < text.length; ) {
+  for (let i = 0; i < text.length;) {
     const c = text[i]!;
     if (c === '"' || c === "'") {
       i = skipString(text, i);
@@ -197,28 +200,54 @@ export interface OriginalModel {
 export async function planVariants(spec: CompareSpec, m: OriginalModel): Promise<Variant[]> {
   const ensemble = m.config.platform === "ensemble";
   if (spec.kind === "batching") {
-    if (ensemble) throw new UsageError(`${m.name} is an ensemble: Triton does not batch ensembles themselves`, { hint: "Compare batching on the models its steps call." });
+    if (ensemble)
+      throw new UsageError(`${m.name} is an ensemble: Triton does not batch ensembles themselves`, {
+        hint: "Compare batching on the models its steps call.",
+      });
     if (m.config.max_batch_size <= 0) {
-      throw new UsageError(`${m.name} has max_batch_size 0, so Triton cannot batch its requests`, { hint: "Set max_batch_size in its config.pbtxt first." });
+      throw new UsageError(`${m.name} has max_batch_size 0, so Triton cannot batch its requests`, {
+        hint: "Set max_batch_size in its config.pbtxt first.",
+      });
     }
     const has = m.config.dynamic_batching !== undefined;
     const off: Variant = has
-      ? { label: "no batching", servedModel: variantName(m.name, "nobatch"), configText: renameConfig(removeField(m.configText, "dynamic_batching"), variantName(m.name, "nobatch")) }
+      ? {
+          label: "no batching",
+          servedModel: variantName(m.name, "nobatch"),
+          configText: renameConfig(removeField(m.configText, "dynamic_batching"), variantName(m.name, "nobatch")),
+        }
       : { label: "no batching", servedModel: m.name };
     const on: Variant = has
       ? { label: "dynamic batching", servedModel: m.name }
-      : { label: "dynamic batching", servedModel: variantName(m.name, "batch"), configText: renameConfig(setField(m.configText, "dynamic_batching", "dynamic_batching { }"), variantName(m.name, "batch")) };
+      : {
+          label: "dynamic batching",
+          servedModel: variantName(m.name, "batch"),
+          configText: renameConfig(
+            setField(m.configText, "dynamic_batching", "dynamic_batching { }"),
+            variantName(m.name, "batch"),
+          ),
+        };
     return [off, on];
   }
   if (spec.kind === "instances") {
-    if (ensemble) throw new UsageError(`${m.name} is an ensemble, which has no instances of its own`, { hint: "Compare instances on the models its steps call." });
+    if (ensemble)
+      throw new UsageError(`${m.name} is an ensemble, which has no instances of its own`, {
+        hint: "Compare instances on the models its steps call.",
+      });
     const groups = m.config.instance_group;
     const current = groups.length === 1 ? groups[0]!.count : undefined;
     const kind = groups[0]?.kind ?? "KIND_AUTO";
     return spec.counts.map((n) => {
       if (n === current) return { label: `instances=${n}`, servedModel: m.name };
       const name = variantName(m.name, `instances${n}`);
-      return { label: `instances=${n}`, servedModel: name, configText: renameConfig(setField(m.configText, "instance_group", `instance_group [ { count: ${n} kind: ${kind} } ]`), name) };
+      return {
+        label: `instances=${n}`,
+        servedModel: name,
+        configText: renameConfig(
+          setField(m.configText, "instance_group", `instance_group [ { count: ${n} kind: ${kind} } ]`),
+          name,
+        ),
+      };
     });
   }
   let text: string;
@@ -230,7 +259,12 @@ export async function planVariants(spec: CompareSpec, m: OriginalModel): Promise
   const name = variantName(m.name, "config");
   return [
     { label: m.name, servedModel: m.name },
-    { label: path.basename(spec.file), servedModel: name, configText: renameConfig(text, name), sourceFile: path.resolve(spec.file) },
+    {
+      label: path.basename(spec.file),
+      servedModel: name,
+      configText: renameConfig(text, name),
+      sourceFile: path.resolve(spec.file),
+    },
   ];
 }
 
@@ -259,7 +293,13 @@ export interface StagingTarget {
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-async function waitForState(client: TritonHttpClient, name: string, want: "READY" | "GONE", timeoutMs: number, signal?: AbortSignal): Promise<void> {
+async function waitForState(
+  client: TritonHttpClient,
+  name: string,
+  want: "READY" | "GONE",
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (signal?.aborted) return;
@@ -267,11 +307,16 @@ async function waitForState(client: TritonHttpClient, name: string, want: "READY
     if (want === "READY") {
       if (entry?.state === "READY") return;
       if (entry?.state === "UNAVAILABLE" && entry.reason && entry.reason !== "unloaded") {
-        throw new VariantError(`the variant ${name} failed to load: ${entry.reason}`, { hint: "The variant's config is shown by `triton-dev perf --json`; check it with `triton-dev lint`." });
+        throw new VariantError(`the variant ${name} failed to load: ${entry.reason}`, {
+          hint: "The variant's config is shown by `triton-dev perf --json`; check it with `triton-dev lint`.",
+        });
       }
     } else if (!entry || entry.state === "UNAVAILABLE") return;
     if (Date.now() > deadline) {
-      if (want === "READY") throw new VariantError(`the variant ${name} was not READY after ${Math.round(timeoutMs / 1000)} s (state ${entry?.state ?? "not listed"})`);
+      if (want === "READY")
+        throw new VariantError(
+          `the variant ${name} was not READY after ${Math.round(timeoutMs / 1000)} s (state ${entry?.state ?? "not listed"})`,
+        );
       return;
     }
     await sleep(250);
@@ -283,7 +328,13 @@ async function waitForState(client: TritonHttpClient, name: string, want: "READY
  * folder beside the repository, renamed into place in one step, so Triton never sees it half
  * written; then wait until Triton serves it.
  */
-export async function stageVariant(t: StagingTarget, original: string, v: Variant, timeoutMs = 180_000, signal?: AbortSignal): Promise<void> {
+export async function stageVariant(
+  t: StagingTarget,
+  original: string,
+  v: Variant,
+  timeoutMs = 180_000,
+  signal?: AbortSignal,
+): Promise<void> {
   if (v.configText === undefined) return;
   const scratch = path.join(path.dirname(t.repository), ".publish");
   const shadow = path.join(scratch, `perf-${process.pid}-${Date.now()}`);
@@ -312,13 +363,21 @@ async function lintVariant(t: StagingTarget, shadow: string, v: Variant): Promis
     if (m !== v.servedModel && !m.startsWith(".")) await fsp.symlink(path.join(t.repository, m), path.join(shadow, m));
   }
   const result = await lintModel(shadow, v.servedModel, t.lint);
-  const errors = result.models.find((m) => m.name === v.servedModel)?.diagnostics.filter((d) => d.severity === "error") ?? [];
+  const errors =
+    result.models.find((m) => m.name === v.servedModel)?.diagnostics.filter((d) => d.severity === "error") ?? [];
   if (errors.length === 0) return;
   const staged = path.join(shadow, v.servedModel, "config.pbtxt");
-  const shown = errors.map((d) => formatDiagnostic(v.sourceFile && d.file === staged ? { ...d, file: v.sourceFile } : d));
-  throw new VariantError(`the variant ${v.label} has ${errors.length} error(s), so it was not staged\n${shown.join("\n")}`, {
-    hint: v.sourceFile ? `Fix ${v.sourceFile} (\`triton-dev lint\` checks a repository the same way).` : "The variant is derived from the served config; check it with `triton-dev lint`.",
-  });
+  const shown = errors.map((d) =>
+    formatDiagnostic(v.sourceFile && d.file === staged ? { ...d, file: v.sourceFile } : d),
+  );
+  throw new VariantError(
+    `the variant ${v.label} has ${errors.length} error(s), so it was not staged\n${shown.join("\n")}`,
+    {
+      hint: v.sourceFile
+        ? `Fix ${v.sourceFile} (\`triton-dev lint\` checks a repository the same way).`
+        : "The variant is derived from the served config; check it with `triton-dev lint`.",
+    },
+  );
 }
 
 async function removeDir(dir: string, scratch: string): Promise<void> {

@@ -31,13 +31,16 @@ export async function autoCompleteReason(m: AutoCompleteSubject): Promise<string
   const c = m.config;
   if (!c) return `${m.name} has no readable config.pbtxt, which Triton completes from the model files`;
   if (c.platform === "ensemble" || c.ensemble_scheduling) return undefined;
-  if (c.backend !== "python") return `${m.name} uses ${c.backend ? `the ${c.backend} backend` : `platform ${c.platform ?? "(none)"}`}, whose config Triton can complete`;
+  if (c.backend !== "python")
+    return `${m.name} uses ${c.backend ? `the ${c.backend} backend` : `platform ${c.platform ?? "(none)"}`}, whose config Triton can complete`;
   const file = await findAutoCompleteDefinition(m.dir);
   return file ? `${path.relative(m.dir, file)} of ${m.name} defines auto_complete_config` : undefined;
 }
 
 /** The models, among those given, for which Triton's auto-complete does something, with why. */
-export async function autoCompleteNeeds(models: readonly AutoCompleteSubject[]): Promise<Array<{ model: string; reason: string }>> {
+export async function autoCompleteNeeds(
+  models: readonly AutoCompleteSubject[],
+): Promise<Array<{ model: string; reason: string }>> {
   const reasons = await Promise.all(models.map(async (m) => ({ model: m.name, reason: await autoCompleteReason(m) })));
   return reasons.filter((r): r is { model: string; reason: string } => r.reason !== undefined);
 }

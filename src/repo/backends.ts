@@ -43,8 +43,32 @@ export type RuntimeName = "local" | "docker" | "kind";
  */
 export const RUNTIME_BACKENDS: Record<RuntimeName, readonly string[]> = {
   local: ["python"],
-  docker: ["python", "onnxruntime", "tensorrt", "pytorch", "tensorflow", "openvino", "fil", "dali", "identity", "repeat", "square"],
-  kind: ["python", "onnxruntime", "tensorrt", "pytorch", "tensorflow", "openvino", "fil", "dali", "identity", "repeat", "square"],
+  docker: [
+    "python",
+    "onnxruntime",
+    "tensorrt",
+    "pytorch",
+    "tensorflow",
+    "openvino",
+    "fil",
+    "dali",
+    "identity",
+    "repeat",
+    "square",
+  ],
+  kind: [
+    "python",
+    "onnxruntime",
+    "tensorrt",
+    "pytorch",
+    "tensorflow",
+    "openvino",
+    "fil",
+    "dali",
+    "identity",
+    "repeat",
+    "square",
+  ],
 };
 
 /** The Triton release inside the local runtime, whose ModelConfig lacks later fields. */

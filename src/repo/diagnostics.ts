@@ -49,7 +49,9 @@ const LONG_RUN = new RegExp(`\\S{${MAX_RUN + 1},}`, "g");
  * Such runs keep their start and say how long they were.
  */
 export function clipLongRuns(text: string): string {
-  return text.length <= MAX_RUN ? text : text.replace(LONG_RUN, (run) => `${run.slice(0, 60)}…(${run.length} characters)`);
+  return text.length <= MAX_RUN
+    ? text
+    : text.replace(LONG_RUN, (run) => `${run.slice(0, 60)}…(${run.length} characters)`);
 }
 
 /** A path as the user would type it: relative to `cwd` when inside it, else absolute. */

@@ -1,5 +1,11 @@
 import { ENSEMBLE_PLATFORM } from "./backends.js";
-import { DataType, type ModelConfig, type ModelEnsembling_Step, type ModelInput, type ModelOutput } from "./gen/model_config_pb.js";
+import {
+  DataType,
+  type ModelConfig,
+  type ModelEnsembling_Step,
+  type ModelInput,
+  type ModelOutput,
+} from "./gen/model_config_pb.js";
 import type { ModelLayout } from "./layout.js";
 import type { ParsedConfig } from "./parse.js";
 import { type Reporter, dataTypeName, shapeString, versionsToLoad } from "./rules.js";
@@ -44,17 +50,37 @@ export function checkEnsembleGraph(parsed: ParsedConfig, r: Reporter): void {
   const c = parsed.config;
   if (c.schedulingChoice.case !== "ensembleScheduling") return;
   if (c.instanceGroup.length > 0) {
-    r.error("ensemble-instance-group", "instance_group", "an ensemble takes no instance_group", "Delete instance_group: each composing model sets its own instances.");
+    r.error(
+      "ensemble-instance-group",
+      "instance_group",
+      "an ensemble takes no instance_group",
+      "Delete instance_group: each composing model sets its own instances.",
+    );
   }
   if (c.optimization) {
-    r.error("ensemble-optimization", "optimization", "an ensemble takes no optimization", "Delete optimization: set it on the composing models.");
+    r.error(
+      "ensemble-optimization",
+      "optimization",
+      "an ensemble takes no optimization",
+      "Delete optimization: set it on the composing models.",
+    );
   }
   if (c.modelWarmup.length > 0) {
-    r.error("ensemble-warmup", "model_warmup", "an ensemble takes no model_warmup", "Delete model_warmup: warm up the composing models instead.");
+    r.error(
+      "ensemble-warmup",
+      "model_warmup",
+      "an ensemble takes no model_warmup",
+      "Delete model_warmup: warm up the composing models instead.",
+    );
   }
   const steps = c.schedulingChoice.value.step;
   if (steps.length === 0) {
-    r.error("ensemble-no-steps", "ensemble_scheduling", "the ensemble has no step", "Add step [ { model_name: \"...\" input_map {...} output_map {...} } ].");
+    r.error(
+      "ensemble-no-steps",
+      "ensemble_scheduling",
+      "the ensemble has no step",
+      'Add step [ { model_name: "..." input_map {...} output_map {...} } ].',
+    );
     return;
   }
 
@@ -70,9 +96,27 @@ export function checkEnsembleGraph(parsed: ParsedConfig, r: Reporter): void {
 
   steps.forEach((step, s) => {
     const p = stepPath(s);
-    if (!step.modelName) r.error("ensemble-step-model-missing", p, `step ${s} has no model_name`, "Name the model this step runs: model_name: \"...\".");
-    if (Object.keys(step.inputMap).length === 0) r.error("ensemble-step-input-map-missing", p, `step ${s} has no input_map`, "Map each input of the step's model to an ensemble tensor: input_map { key: \"<model input>\" value: \"<tensor>\" }.");
-    if (Object.keys(step.outputMap).length === 0) r.error("ensemble-step-output-map-missing", p, `step ${s} has no output_map`, "Map at least one output of the step's model to an ensemble tensor: output_map { key: \"<model output>\" value: \"<tensor>\" }.");
+    if (!step.modelName)
+      r.error(
+        "ensemble-step-model-missing",
+        p,
+        `step ${s} has no model_name`,
+        'Name the model this step runs: model_name: "...".',
+      );
+    if (Object.keys(step.inputMap).length === 0)
+      r.error(
+        "ensemble-step-input-map-missing",
+        p,
+        `step ${s} has no input_map`,
+        'Map each input of the step\'s model to an ensemble tensor: input_map { key: "<model input>" value: "<tensor>" }.',
+      );
+    if (Object.keys(step.outputMap).length === 0)
+      r.error(
+        "ensemble-step-output-map-missing",
+        p,
+        `step ${s} has no output_map`,
+        'Map at least one output of the step\'s model to an ensemble tensor: output_map { key: "<model output>" value: "<tensor>" }.',
+      );
     const written: string[] = [];
     for (const [key, name] of Object.entries(step.outputMap)) {
       const t = tensor(name);
@@ -111,7 +155,12 @@ export function checkEnsembleGraph(parsed: ParsedConfig, r: Reporter): void {
     const t = tensors.get(input.name);
     if (!t || t.consumedBy.length === 0) {
       if (t?.producedBy) return; // reported below as an overwritten input
-      r.error("ensemble-input-unused", `input[${i}]`, `ensemble input '${input.name}' is not used by any step`, "Map it into a step's input_map, or remove it from the ensemble's inputs.");
+      r.error(
+        "ensemble-input-unused",
+        `input[${i}]`,
+        `ensemble input '${input.name}' is not used by any step`,
+        "Map it into a step's input_map, or remove it from the ensemble's inputs.",
+      );
       return;
     }
     t.isEnsembleInput = true;
@@ -157,7 +206,9 @@ export function checkEnsembleGraph(parsed: ParsedConfig, r: Reporter): void {
         "ensemble-output-not-written",
         `output[${i}]`,
         `ensemble output '${output.name}' is not written by any step`,
-        near ? `Did you mean '${near}'? Map a model output to '${output.name}' in a step's output_map.` : `Map a model output to '${output.name}' in a step's output_map.`,
+        near
+          ? `Did you mean '${near}'? Map a model output to '${output.name}' in a step's output_map.`
+          : `Map a model output to '${output.name}' in a step's output_map.`,
       );
       return;
     }
@@ -186,7 +237,9 @@ export function checkEnsembleGraph(parsed: ParsedConfig, r: Reporter): void {
         "ensemble-tensor-not-produced",
         `${entryPath(use.step, "input_map", use.key)}.value#value`,
         `step ${use.step} reads ensemble tensor '${t.name}', but no step writes it and it is not an ensemble input`,
-        near ? `Did you mean '${near}'?` : "Write it in an earlier step's output_map, or add it to the ensemble's inputs.",
+        near
+          ? `Did you mean '${near}'?`
+          : "Write it in an earlier step's output_map, or add it to the ensemble's inputs.",
       );
       continue;
     }
@@ -226,7 +279,9 @@ export function checkEnsembleGraph(parsed: ParsedConfig, r: Reporter): void {
       "ensemble-map-duplicate-key",
       d.second,
       `${m[2]} '${d.key}' of ${model} is mapped twice in step ${s} (first at ${d.first.line}:${d.first.column}); Triton uses only the last mapping${kept !== undefined ? `, to '${kept}'` : ""}`,
-      m[2] === "input" ? "Map each model input exactly once." : "Map each model output once; give a second tensor its own step output.",
+      m[2] === "input"
+        ? "Map each model input exactly once."
+        : "Map each model output once; give a second tensor its own step output.",
     );
   }
 }
@@ -262,7 +317,8 @@ function unreadySources(tensors: Map<string, TensorInfo>): (t: TensorInfo) => st
 
 /** `0, 1 and 2`; a long list of steps shows its first ones and a count. */
 function stepList(steps: readonly number[]): string {
-  if (steps.length <= 8) return steps.length === 1 ? String(steps[0]) : `${steps.slice(0, -1).join(", ")} and ${steps[steps.length - 1]}`;
+  if (steps.length <= 8)
+    return steps.length === 1 ? String(steps[0]) : `${steps.slice(0, -1).join(", ")} and ${steps[steps.length - 1]}`;
   return `${steps.slice(0, 8).join(", ")} and ${steps.length - 8} more`;
 }
 
@@ -271,12 +327,15 @@ function reportTensorCycles(tensors: Map<string, TensorInfo>, r: Reporter): Set<
   const onCycle = new Set<string>();
   // Writing an ensemble input again closes no cycle for Triton (inputs are ready from the start);
   // that case gets its own warning above.
-  const edges = (n: string): string[] => [...(tensors.get(n)?.next ?? [])].filter((m) => !tensors.get(m)?.isEnsembleInput);
+  const edges = (n: string): string[] =>
+    [...(tensors.get(n)?.next ?? [])].filter((m) => !tensors.get(m)?.isEnsembleInput);
   for (const cycle of findCycles([...tensors.keys()], edges)) {
     cycle.forEach((n) => onCycle.add(n));
     const first = tensors.get(cycle[0]!)!;
     const steps = cycle.map((n) => tensors.get(n)?.producedBy?.step).filter((s): s is number => s !== undefined);
-    const where = first.producedBy ? `${entryPath(first.producedBy.step, "output_map", first.producedBy.key)}.value#value` : "ensemble_scheduling";
+    const where = first.producedBy
+      ? `${entryPath(first.producedBy.step, "output_map", first.producedBy.key)}.value#value`
+      : "ensemble_scheduling";
     r.error(
       "ensemble-tensor-cycle",
       where,
@@ -351,7 +410,10 @@ const badDim = (d: bigint): boolean => d < 1n && d !== -1n;
  * edge would only repeat that error as a mismatch whose hint makes no sense.
  */
 const isBroken = (io: ModelInput | ModelOutput): boolean =>
-  io.dataType === DataType.TYPE_INVALID || io.dims.length === 0 || io.dims.some(badDim) || (io.reshape?.shape.some(badDim) ?? false);
+  io.dataType === DataType.TYPE_INVALID ||
+  io.dims.length === 0 ||
+  io.dims.some(badDim) ||
+  (io.reshape?.shape.some(badDim) ?? false);
 
 /**
  * The ensemble against the models it composes (core's ValidateEnsembleConfig at load time):
@@ -370,10 +432,25 @@ export function checkEnsembleSteps(
   const steps = c.schedulingChoice.value.step;
   const batching = c.maxBatchSize > 0;
   const nodes = new Map<string, TensorNode>();
-  const node = (type: DataType, dims: bigint[], batch: boolean, from: string): TensorNode => ({ type, dims, full: batch ? [-1n, ...dims] : dims, from });
+  const node = (type: DataType, dims: bigint[], batch: boolean, from: string): TensorNode => ({
+    type,
+    dims,
+    full: batch ? [-1n, ...dims] : dims,
+    from,
+  });
   // Broken ensemble inputs and outputs stay out of the table, so their edges are not compared.
-  for (const io of c.input) if (!isBroken(io)) nodes.set(io.name, node(io.dataType, io.reshape ? io.reshape.shape : io.dims, batching, `ensemble input '${io.name}'`));
-  for (const io of c.output) if (!isBroken(io)) nodes.set(io.name, node(io.dataType, io.reshape ? io.reshape.shape : io.dims, batching, `ensemble output '${io.name}'`));
+  for (const io of c.input)
+    if (!isBroken(io))
+      nodes.set(
+        io.name,
+        node(io.dataType, io.reshape ? io.reshape.shape : io.dims, batching, `ensemble input '${io.name}'`),
+      );
+  for (const io of c.output)
+    if (!isBroken(io))
+      nodes.set(
+        io.name,
+        node(io.dataType, io.reshape ? io.reshape.shape : io.dims, batching, `ensemble output '${io.name}'`),
+      );
   const broken = new Set([...c.input, ...c.output].filter(isBroken).map((io) => io.name));
 
   const agree = (tensor: string, io: ModelInput | ModelOutput, batch: boolean, from: string, where: string): void => {
@@ -408,15 +485,35 @@ export function checkEnsembleSteps(
     const m = models.get(name);
     if (name === self || (cyclic.has(self) && cyclic.has(name))) return; // reported as a cycle
     if (!m) {
-      r.error("ensemble-model-missing", at, `step ${s} runs model '${name}', which is not in the repository`, hintFor(r, name, [...models.keys()].filter((n) => n !== self), "model"));
+      r.error(
+        "ensemble-model-missing",
+        at,
+        `step ${s} runs model '${name}', which is not in the repository`,
+        hintFor(
+          r,
+          name,
+          [...models.keys()].filter((n) => n !== self),
+          "model",
+        ),
+      );
       return;
     }
     if (!m.parsed) {
-      r.error("ensemble-model-invalid", at, `step ${s} runs model '${name}', whose config.pbtxt has errors`, `Fix ${name} first: the ensemble cannot load without it.`);
+      r.error(
+        "ensemble-model-invalid",
+        at,
+        `step ${s} runs model '${name}', whose config.pbtxt has errors`,
+        `Fix ${name} first: the ensemble cannot load without it.`,
+      );
       return;
     }
     if (m.errorCount > 0) {
-      r.error("ensemble-model-invalid", at, `step ${s} runs model '${name}', which has ${m.errorCount} error${m.errorCount === 1 ? "" : "s"} and will not load`, `Fix ${name} first: the ensemble cannot load without it.`);
+      r.error(
+        "ensemble-model-invalid",
+        at,
+        `step ${s} runs model '${name}', which has ${m.errorCount} error${m.errorCount === 1 ? "" : "s"} and will not load`,
+        `Fix ${name} first: the ensemble cannot load without it.`,
+      );
     }
     const mc = m.parsed.config;
     // Without any version folder the model has its own error (version-missing); no version fits.
@@ -451,13 +548,26 @@ export function checkEnsembleSteps(
     for (const [key, tensor] of Object.entries(step.inputMap)) {
       const io = inputs.get(key);
       if (!io) {
-        r.error("ensemble-unknown-input", `${entryPath(s, "input_map", key)}.key#value`, `model '${name}' has no input '${key}'`, hintFor(r, key, inputs.keys(), "input"));
+        r.error(
+          "ensemble-unknown-input",
+          `${entryPath(s, "input_map", key)}.key#value`,
+          `model '${name}' has no input '${key}'`,
+          hintFor(r, key, inputs.keys(), "input"),
+        );
         continue;
       }
-      agree(tensor, io, stepBatching, `input '${key}' of model '${name}'`, `${entryPath(s, "input_map", key)}.value#value`);
+      agree(
+        tensor,
+        io,
+        stepBatching,
+        `input '${key}' of model '${name}'`,
+        `${entryPath(s, "input_map", key)}.value#value`,
+      );
     }
     // An unnamed input is an error of its own model (io-name-missing): it cannot be mapped by name.
-    const missing = mc.input.filter((i) => i.name && !i.optional && !Object.hasOwn(step.inputMap, i.name)).map((i) => i.name);
+    const missing = mc.input
+      .filter((i) => i.name && !i.optional && !Object.hasOwn(step.inputMap, i.name))
+      .map((i) => i.name);
     if (missing.length > 0) {
       r.error(
         "ensemble-input-not-mapped",
@@ -469,10 +579,21 @@ export function checkEnsembleSteps(
     for (const [key, tensor] of Object.entries(step.outputMap)) {
       const io = outputs.get(key);
       if (!io) {
-        r.error("ensemble-unknown-output", `${entryPath(s, "output_map", key)}.key#value`, `model '${name}' has no output '${key}'`, hintFor(r, key, outputs.keys(), "output"));
+        r.error(
+          "ensemble-unknown-output",
+          `${entryPath(s, "output_map", key)}.key#value`,
+          `model '${name}' has no output '${key}'`,
+          hintFor(r, key, outputs.keys(), "output"),
+        );
         continue;
       }
-      agree(tensor, io, stepBatching, `output '${key}' of model '${name}'`, `${entryPath(s, "output_map", key)}.value#value`);
+      agree(
+        tensor,
+        io,
+        stepBatching,
+        `output '${key}' of model '${name}'`,
+        `${entryPath(s, "output_map", key)}.value#value`,
+      );
     }
   });
 }
@@ -486,7 +607,10 @@ function hintFor(r: Reporter, name: string, candidates: Iterable<string>, what: 
 }
 
 /** Ensembles that (directly or through other ensembles) run each other. */
-export function checkEnsembleCycles(models: Map<string, RepoModel>, reporterFor: (model: string) => Reporter): Set<string> {
+export function checkEnsembleCycles(
+  models: Map<string, RepoModel>,
+  reporterFor: (model: string) => Reporter,
+): Set<string> {
   const cyclic = new Set<string>();
   const ensembles = [...models.values()].filter((m) => m.parsed && isEnsemble(m.parsed.config));
   const edges = (n: string): string[] => {
@@ -499,7 +623,10 @@ export function checkEnsembleCycles(models: Map<string, RepoModel>, reporterFor:
         return !!t?.parsed && isEnsemble(t.parsed.config);
       });
   };
-  for (const cycle of findCycles(ensembles.map((e) => e.name), edges)) {
+  for (const cycle of findCycles(
+    ensembles.map((e) => e.name),
+    edges,
+  )) {
     cycle.forEach((n) => cyclic.add(n));
     const text = cycleText(cycle);
     cycle.forEach((n, i) => {

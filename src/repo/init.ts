@@ -91,14 +91,19 @@ export interface ScaffoldResult {
  */
 export async function scaffoldPythonModel(repo: string, name: string): Promise<ScaffoldResult> {
   const problem = validateModelName(name);
-  if (problem) throw new UserError(problem, { hint: "Pick a name like my_model: it becomes the folder and the name clients call." });
+  if (problem)
+    throw new UserError(problem, {
+      hint: "Pick a name like my_model: it becomes the folder and the name clients call.",
+    });
   const modelDir = path.join(repo, name);
   try {
     await fsp.mkdir(repo, { recursive: true });
     await fsp.mkdir(modelDir);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "EEXIST") {
-      throw new UserError(`${modelDir} already exists`, { hint: "Choose another name with --name; init never overwrites a model." });
+      throw new UserError(`${modelDir} already exists`, {
+        hint: "Choose another name with --name; init never overwrites a model.",
+      });
     }
     throw new UserError(`cannot create ${modelDir}: ${(err as Error).message}`, { cause: err });
   }

@@ -1,7 +1,14 @@
 import path from "node:path";
 import { log } from "../log/logger.js";
 import { type Diagnostic, compareDiagnostics, countBySeverity, dedupeDiagnostics } from "./diagnostics.js";
-import { type RepoModel, checkEnsembleCycles, checkEnsembleGraph, checkEnsembleSteps, ensembleSteps, isEnsemble } from "./ensemble.js";
+import {
+  type RepoModel,
+  checkEnsembleCycles,
+  checkEnsembleGraph,
+  checkEnsembleSteps,
+  ensembleSteps,
+  isEnsemble,
+} from "./ensemble.js";
 import { CONFIG_FILE, listModelNames, scanModel } from "./layout.js";
 import type { ModelConfigJson } from "./model-config.js";
 import { parseModelConfig } from "./parse.js";
@@ -53,7 +60,12 @@ async function analyseModel(repo: string, name: string, options: LintOptions): P
   if (layout.configText === undefined) {
     const reporter = new Reporter(name, undefined, configFile);
     if (layout.configReadError) {
-      reporter.error("config-unreadable", undefined, `cannot read ${CONFIG_FILE}: ${layout.configReadError}`, "Check the file's permissions.");
+      reporter.error(
+        "config-unreadable",
+        undefined,
+        `cannot read ${CONFIG_FILE}: ${layout.configReadError}`,
+        "Check the file's permissions.",
+      );
     } else {
       reporter.warning(
         "config-missing",
@@ -95,7 +107,8 @@ function ensembleOrder(models: Map<string, Analysed>): string[] {
     if (state.has(n)) return;
     state.set(n, "visiting");
     const m = models.get(n);
-    if (m?.parsed) for (const s of ensembleSteps(m.parsed.config)) if (models.get(s.modelName)?.parsed) visit(s.modelName);
+    if (m?.parsed)
+      for (const s of ensembleSteps(m.parsed.config)) if (models.get(s.modelName)?.parsed) visit(s.modelName);
     state.set(n, "done");
     if (m?.parsed && isEnsemble(m.parsed.config)) order.push(n);
   };
@@ -171,7 +184,13 @@ export async function lintRepository(dir: string, opts: LintOptions = {}): Promi
   const started = Date.now();
   const models = await analyseRepository(repo, opts);
   const result = toResult([...models.values()], models.size === 0 ? [emptyRepository(repo)] : []);
-  logger.debug("linted repository", { repo, models: models.size, errors: result.errorCount, warnings: result.warningCount, ms: Date.now() - started });
+  logger.debug("linted repository", {
+    repo,
+    models: models.size,
+    errors: result.errorCount,
+    warnings: result.warningCount,
+    ms: Date.now() - started,
+  });
   return result;
 }
 
@@ -187,7 +206,9 @@ export async function lintModel(repoDir: string, name: string, opts: LintOptions
   const wanted = new Set<string>();
   if (models.has(name)) wanted.add(name);
   const users = (target: string): string[] =>
-    [...models.values()].filter((m) => m.parsed && ensembleSteps(m.parsed.config).some((s) => s.modelName === target)).map((m) => m.name);
+    [...models.values()]
+      .filter((m) => m.parsed && ensembleSteps(m.parsed.config).some((s) => s.modelName === target))
+      .map((m) => m.name);
   const queue = [name];
   const seen = new Set<string>([name]);
   while (queue.length) {

@@ -14,7 +14,11 @@ export interface ModelConfigJson {
   platform?: string;
   backend?: string;
   runtime?: string;
-  version_policy?: { latest?: { num_versions?: number }; all?: Record<string, never>; specific?: { versions?: number[] } };
+  version_policy?: {
+    latest?: { num_versions?: number };
+    all?: Record<string, never>;
+    specific?: { versions?: number[] };
+  };
   max_batch_size?: number;
   input?: ModelInputJson[];
   output?: ModelOutputJson[];
@@ -38,9 +42,21 @@ export interface ModelConfigJson {
 }
 
 export type DataTypeName =
-  | "TYPE_INVALID" | "TYPE_BOOL" | "TYPE_UINT8" | "TYPE_UINT16" | "TYPE_UINT32" | "TYPE_UINT64"
-  | "TYPE_INT8" | "TYPE_INT16" | "TYPE_INT32" | "TYPE_INT64" | "TYPE_FP16" | "TYPE_FP32"
-  | "TYPE_FP64" | "TYPE_STRING" | "TYPE_BF16";
+  | "TYPE_INVALID"
+  | "TYPE_BOOL"
+  | "TYPE_UINT8"
+  | "TYPE_UINT16"
+  | "TYPE_UINT32"
+  | "TYPE_UINT64"
+  | "TYPE_INT8"
+  | "TYPE_INT16"
+  | "TYPE_INT32"
+  | "TYPE_INT64"
+  | "TYPE_FP16"
+  | "TYPE_FP32"
+  | "TYPE_FP64"
+  | "TYPE_STRING"
+  | "TYPE_BF16";
 
 export interface ModelInputJson {
   name?: string;
@@ -103,7 +119,11 @@ export interface InstanceGroupJson {
 }
 
 const INT64_TYPES = new Set<ScalarType>([
-  ScalarType.INT64, ScalarType.UINT64, ScalarType.SINT64, ScalarType.FIXED64, ScalarType.SFIXED64,
+  ScalarType.INT64,
+  ScalarType.UINT64,
+  ScalarType.SINT64,
+  ScalarType.FIXED64,
+  ScalarType.SFIXED64,
 ]);
 
 function toNumber(v: JsonValue): JsonValue {
@@ -126,7 +146,8 @@ function fixInt64(desc: DescMessage, obj: JsonObject): void {
         if (!Array.isArray(v)) break;
         if (field.listKind === "scalar" && INT64_TYPES.has(field.scalar)) obj[field.name] = v.map(toNumber);
         else if (field.listKind === "message") {
-          for (const item of v) if (item && typeof item === "object" && !Array.isArray(item)) fixInt64(field.message, item);
+          for (const item of v)
+            if (item && typeof item === "object" && !Array.isArray(item)) fixInt64(field.message, item);
         }
         break;
       case "map":

@@ -129,7 +129,8 @@ export function parseModelConfig(text: string, file: string, options: ParseOptio
     tamed += text.slice(at);
     const earlier = parseModelConfig(tamed, file, options).diagnostics[0];
     const p = first.token.pos;
-    if (earlier && (earlier.line < p.line || (earlier.line === p.line && earlier.column < p.column))) return { diagnostics: [earlier] };
+    if (earlier && (earlier.line < p.line || (earlier.line === p.line && earlier.column < p.column)))
+      return { diagnostics: [earlier] };
     return { diagnostics: [diag(p, first.message, first.hint, "config-schema")] };
   }
 
@@ -169,7 +170,10 @@ function scalarKey(node: ScalarNode | undefined, keyType: ScalarType): string {
   if (t.type === "string" || t.type === "identifier") return t.value;
   if (t.type === "int") {
     try {
-      const v = t.text.length > 1 && t.text.startsWith("0") && !/^0[xX]/.test(t.text) ? BigInt("0o" + t.text.slice(1)) : BigInt(t.text);
+      const v =
+        t.text.length > 1 && t.text.startsWith("0") && !/^0[xX]/.test(t.text)
+          ? BigInt("0o" + t.text.slice(1))
+          : BigInt(t.text);
       return (node.sign ? -v : v).toString();
     } catch {
       return t.text;
@@ -195,7 +199,8 @@ function mapMessage(node: MessageNode, desc: DescMessage, prefix: string, source
           const itemPath = `${path}[${i}]`;
           const itemPos = nodePos(item, f.nameToken.pos);
           source.set(itemPath, f.value.kind === "list" ? itemPos : f.nameToken.pos, itemPos);
-          if (field.listKind === "message" && item.kind === "message") mapMessage(item, field.message, itemPath, source);
+          if (field.listKind === "message" && item.kind === "message")
+            mapMessage(item, field.message, itemPath, source);
         }
         break;
       case "map":
@@ -212,10 +217,15 @@ function mapMessage(node: MessageNode, desc: DescMessage, prefix: string, source
             continue;
           }
           source.set(entryPath, entryPos, nodePos(item, entryPos));
-          if (keyField) source.set(`${entryPath}.key`, keyField.nameToken.pos, nodePos(keyNode ?? item, keyField.nameToken.pos));
+          if (keyField)
+            source.set(`${entryPath}.key`, keyField.nameToken.pos, nodePos(keyNode ?? item, keyField.nameToken.pos));
           if (valueField) {
             const v = valueField.value;
-            source.set(`${entryPath}.value`, valueField.nameToken.pos, v.kind === "list" ? v.open.pos : nodePos(v, valueField.nameToken.pos));
+            source.set(
+              `${entryPath}.value`,
+              valueField.nameToken.pos,
+              v.kind === "list" ? v.open.pos : nodePos(v, valueField.nameToken.pos),
+            );
             if (field.mapKind === "message" && v.kind === "message") mapMessage(v, field.message, entryPath, source);
           }
         }
@@ -259,7 +269,10 @@ interface HugeInteger {
 }
 
 /** Calls `visit` for each scalar value in the tree whose field the schema knows, with that field. */
-function visitScalars(root: MessageNode, visit: (token: Token, field: DescField, label: string, mapKey: boolean) => void): void {
+function visitScalars(
+  root: MessageNode,
+  visit: (token: Token, field: DescField, label: string, mapKey: boolean) => void,
+): void {
   const walk = (node: MessageNode, desc: DescMessage): void => {
     for (const f of node.fields) {
       const field = desc.fields.find((d) => d.name === f.name);
@@ -269,8 +282,10 @@ function visitScalars(root: MessageNode, visit: (token: Token, field: DescField,
           visit(item.token, field, field.name, false);
         } else if (field.fieldKind === "map") {
           for (const e of item.fields) {
-            if ((e.name === "key" || e.name === "value") && e.value.kind === "scalar") visit(e.value.token, field, `${field.name} ${e.name}`, e.name === "key");
-            else if (e.name === "value" && e.value.kind === "message" && field.mapKind === "message") walk(e.value, field.message);
+            if ((e.name === "key" || e.name === "value") && e.value.kind === "scalar")
+              visit(e.value.token, field, `${field.name} ${e.name}`, e.name === "key");
+            else if (e.name === "value" && e.value.kind === "message" && field.mapKind === "message")
+              walk(e.value, field.message);
           }
         } else if (field.fieldKind === "message" || (field.fieldKind === "list" && field.listKind === "message")) {
           walk(item, field.message);
@@ -387,7 +402,8 @@ function contextAt(root: MessageNode, offset: number): TokenContext | undefined 
         return { role: "name", parent: desc, field, node: f, earlier };
       }
       const items = f.value.kind === "list" ? f.value.items : [f.value];
-      if (f.value.kind === "list" && f.value.open.pos.offset === offset) return { role: "value", parent: desc, field, node: f };
+      if (f.value.kind === "list" && f.value.open.pos.offset === offset)
+        return { role: "value", parent: desc, field, node: f };
       for (const item of items) {
         if (item.kind === "scalar") {
           if (inNode(item)) return { role: "value", parent: desc, field, node: f };
@@ -433,18 +449,38 @@ function whereFieldLives(name: string): string | undefined {
     seen.add(desc.typeName);
     if (path.length > 0 && desc.fields.some((f) => f.name === name)) return path.join(" { ");
     for (const f of desc.fields) {
-      if (f.message && (f.fieldKind === "message" || f.fieldKind === "list")) queue.push({ desc: f.message, path: [...path, f.name] });
+      if (f.message && (f.fieldKind === "message" || f.fieldKind === "list"))
+        queue.push({ desc: f.message, path: [...path, f.name] });
     }
   }
   return undefined;
 }
 
 const DATA_TYPE_ALIASES: Record<string, string> = {
-  FLOAT: "TYPE_FP32", FLOAT32: "TYPE_FP32", FP32: "TYPE_FP32", TYPE_FLOAT: "TYPE_FP32", TYPE_FLOAT32: "TYPE_FP32",
-  HALF: "TYPE_FP16", FLOAT16: "TYPE_FP16", FP16: "TYPE_FP16", TYPE_FLOAT16: "TYPE_FP16", TYPE_HALF: "TYPE_FP16",
-  DOUBLE: "TYPE_FP64", FLOAT64: "TYPE_FP64", FP64: "TYPE_FP64", TYPE_DOUBLE: "TYPE_FP64", TYPE_FLOAT64: "TYPE_FP64",
-  BYTES: "TYPE_STRING", STRING: "TYPE_STRING", TYPE_BYTES: "TYPE_STRING", STR: "TYPE_STRING",
-  INT: "TYPE_INT32", LONG: "TYPE_INT64", BOOL: "TYPE_BOOL", BOOLEAN: "TYPE_BOOL", BFLOAT16: "TYPE_BF16",
+  FLOAT: "TYPE_FP32",
+  FLOAT32: "TYPE_FP32",
+  FP32: "TYPE_FP32",
+  TYPE_FLOAT: "TYPE_FP32",
+  TYPE_FLOAT32: "TYPE_FP32",
+  HALF: "TYPE_FP16",
+  FLOAT16: "TYPE_FP16",
+  FP16: "TYPE_FP16",
+  TYPE_FLOAT16: "TYPE_FP16",
+  TYPE_HALF: "TYPE_FP16",
+  DOUBLE: "TYPE_FP64",
+  FLOAT64: "TYPE_FP64",
+  FP64: "TYPE_FP64",
+  TYPE_DOUBLE: "TYPE_FP64",
+  TYPE_FLOAT64: "TYPE_FP64",
+  BYTES: "TYPE_STRING",
+  STRING: "TYPE_STRING",
+  TYPE_BYTES: "TYPE_STRING",
+  STR: "TYPE_STRING",
+  INT: "TYPE_INT32",
+  LONG: "TYPE_INT64",
+  BOOL: "TYPE_BOOL",
+  BOOLEAN: "TYPE_BOOL",
+  BFLOAT16: "TYPE_BF16",
 };
 
 function enumSuggestion(e: DescEnum, word: string): string | undefined {
@@ -479,7 +515,8 @@ function expectedKind(field: DescField, mapKey: boolean): "string" | "number" | 
     if (mapKey) return scalar(field.mapKey);
     return field.mapKind === "message" ? "message" : field.mapKind === "enum" ? "enum" : scalar(field.scalar);
   }
-  if (field.fieldKind === "list") return field.listKind === "message" ? "message" : field.listKind === "enum" ? "enum" : scalar(field.scalar);
+  if (field.fieldKind === "list")
+    return field.listKind === "message" ? "message" : field.listKind === "enum" ? "enum" : scalar(field.scalar);
   if (field.fieldKind === "message") return "message";
   if (field.fieldKind === "enum") return "enum";
   return scalar(field.scalar);
@@ -501,31 +538,61 @@ function explainLibraryError(text: string, tree: ParseTreeResult, raw: string): 
   if (!ctx) return { pos, message, code: "config-schema" };
 
   if (ctx.role === "map-entry-name") {
-    return { pos, message: `unknown field '${ctx.node.name}' in an entry of map '${ctx.field.name}'`, hint: "A map entry holds only 'key' and 'value'.", code: "config-unknown-field" };
+    return {
+      pos,
+      message: `unknown field '${ctx.node.name}' in an entry of map '${ctx.field.name}'`,
+      hint: "A map entry holds only 'key' and 'value'.",
+      code: "config-unknown-field",
+    };
   }
 
   if (ctx.role === "name") {
     const name = ctx.node.name;
     if (!ctx.field) {
-      const typo = closest(name, ctx.parent.fields.map((f) => f.name));
+      const typo = closest(
+        name,
+        ctx.parent.fields.map((f) => f.name),
+      );
       const home = typo ? undefined : whereFieldLives(name);
       const hint = typo
         ? `Did you mean '${typo}'?`
         : home
           ? `'${name}' belongs inside ${home} { ... }.`
           : `Fields of ${shortName(ctx.parent)} are ${quoteList(ctx.parent.fields.map((f) => f.name).slice(0, 12), "or", Infinity)}${ctx.parent.fields.length > 12 ? ", ..." : ""}.`;
-      return { pos, message: `unknown field '${name}' in ${shortName(ctx.parent)}`, hint, code: "config-unknown-field" };
+      return {
+        pos,
+        message: `unknown field '${name}' in ${shortName(ctx.parent)}`,
+        hint,
+        code: "config-unknown-field",
+      };
     }
     if (/already set/.test(raw) && ctx.field.oneof) {
       const choices = ctx.field.oneof.fields.map((f) => f.name);
-      return { pos, message: `'${name}' cannot be set together with another of ${quoteList(choices)}`, hint: `Keep only one of ${quoteList(choices)}.`, code: "config-oneof" };
+      return {
+        pos,
+        message: `'${name}' cannot be set together with another of ${quoteList(choices)}`,
+        hint: `Keep only one of ${quoteList(choices)}.`,
+        code: "config-oneof",
+      };
     }
     if (/is repeated/.test(raw)) {
-      const at = ctx.earlier ? ` (first set at ${ctx.earlier.nameToken.pos.line}:${ctx.earlier.nameToken.pos.column})` : "";
-      return { pos, message: `'${name}' is set more than once${at}`, hint: `'${name}' takes a single value: remove one of them.`, code: "config-duplicate-field" };
+      const at = ctx.earlier
+        ? ` (first set at ${ctx.earlier.nameToken.pos.line}:${ctx.earlier.nameToken.pos.column})`
+        : "";
+      return {
+        pos,
+        message: `'${name}' is set more than once${at}`,
+        hint: `'${name}' takes a single value: remove one of them.`,
+        code: "config-duplicate-field",
+      };
     }
     if (/expected ":"/.test(raw)) {
-      return { pos, message, hint: `Separate the field and its value with a colon: ${name}: ...`, code: "config-syntax" };
+      return {
+        pos,
+        message,
+        hint: `Separate the field and its value with a colon: ${name}: ...`,
+        code: "config-syntax",
+      };
     }
     return { pos, message, code: "config-schema" };
   }
@@ -534,7 +601,8 @@ function explainLibraryError(text: string, tree: ParseTreeResult, raw: string): 
   const field = ctx.field;
   if (!field) return { pos, message, code: "config-schema" };
   const expect = expectedKind(field, ctx.mapKey ?? false);
-  const fieldName = ctx.node.name === "key" || ctx.node.name === "value" ? `${field.name} ${ctx.node.name}` : field.name;
+  const fieldName =
+    ctx.node.name === "key" || ctx.node.name === "value" ? `${field.name} ${ctx.node.name}` : field.name;
   const word = tokenText(token);
   const valueMessage = `invalid value for '${fieldName}': ${message}`;
   const en = fieldEnum(field);
@@ -554,6 +622,11 @@ function explainLibraryError(text: string, tree: ParseTreeResult, raw: string): 
   else if (expect === "number" && /negative/.test(raw)) hint = `'${fieldName}' cannot be negative.`;
   else if (expect === "bool") hint = `'${fieldName}' takes true or false.`;
   else if (expect === "message") hint = `'${fieldName}' is a message: write ${fieldName} { ... }`;
-  else if (expect === "enum" && en) hint = `Use one of ${quoteList(en.values.map((v) => v.name), "or", Infinity)}.`;
+  else if (expect === "enum" && en)
+    hint = `Use one of ${quoteList(
+      en.values.map((v) => v.name),
+      "or",
+      Infinity,
+    )}.`;
   return { pos, message: valueMessage, ...(hint ? { hint } : {}), code: "config-schema" };
 }

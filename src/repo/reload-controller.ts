@@ -43,7 +43,9 @@ type LastGood = Map<string, number>;
 export async function hashModelDir(dir: string): Promise<string | undefined> {
   const h = createHash("sha1");
   const walk = async (d: string, rel: string): Promise<void> => {
-    const entries = (await fsp.readdir(d, { withFileTypes: true })).filter((e) => !isIgnoredEntry(e.name)).sort((a, b) => a.name.localeCompare(b.name));
+    const entries = (await fsp.readdir(d, { withFileTypes: true }))
+      .filter((e) => !isIgnoredEntry(e.name))
+      .sort((a, b) => a.name.localeCompare(b.name));
     for (const e of entries) {
       const p = path.join(d, e.name);
       const r = `${rel}/${e.name}`;
@@ -116,7 +118,16 @@ export class ReloadController {
       const reason = why ? oneLine(this.userPaths(why)) : await this.noReason(dir, failed);
       await this.withdraw(name, h);
       const at = this.now();
-      this.emit({ type: "edit", id: this.nextId++, model: name, phase: "failed", at, sinceSavedMs: 0, reason: `${reason}; not loaded until a fix is saved`, withdrawn: true });
+      this.emit({
+        type: "edit",
+        id: this.nextId++,
+        model: name,
+        phase: "failed",
+        at,
+        sinceSavedMs: 0,
+        reason: `${reason}; not loaded until a fix is saved`,
+        withdrawn: true,
+      });
     }
   }
 
@@ -125,7 +136,8 @@ export class ReloadController {
    * moment after `up` did, when poll mode may be retrying a failed model: its outcome is awaited.
    */
   private async settled<T extends { name: string; state?: string }>(index: T[]): Promise<T[]> {
-    const busy = (i: T[]) => i.some((m) => this.o.staging.has(m.name) && (m.state === "LOADING" || m.state === "UNLOADING"));
+    const busy = (i: T[]) =>
+      i.some((m) => this.o.staging.has(m.name) && (m.state === "LOADING" || m.state === "UNLOADING"));
     if (!busy(index)) return index;
     const deadline = this.now() + (this.o.loadTimeoutMs ?? 120_000);
     let current = index;
@@ -142,7 +154,9 @@ export class ReloadController {
    */
   private async noReason(dir: string, failed: string[]): Promise<string> {
     const config = await fsp.readFile(path.join(dir, "config.pbtxt"), "utf8").catch(() => "");
-    const runs = failed.filter((f) => new RegExp(`model_name\\s*:\\s*"${f.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}"`).test(config));
+    const runs = failed.filter((f) =>
+      new RegExp(`model_name\\s*:\\s*"${f.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}"`).test(config),
+    );
     return runs.length ? `it runs ${runs.join(", ")}, which failed to load` : "Triton did not load it";
   }
 
@@ -167,13 +181,17 @@ export class ReloadController {
    * user's folders with what was staged, and processed like any other edit.
    */
   private async reconcile(): Promise<void> {
-    const names = new Set([...(await listModelDirs(this.o.modelsDir).catch(() => [] as string[])), ...this.o.staging.names()]);
+    const names = new Set([
+      ...(await listModelDirs(this.o.modelsDir).catch(() => [] as string[])),
+      ...this.o.staging.names(),
+    ]);
     for (const name of names) {
       const source = await hashModelDir(path.join(this.o.modelsDir, name));
       const staged = this.servedHash.get(name);
       const isStaged = this.o.staging.has(name);
       // A withdrawn model waits for a fix: only different content than what failed is tried.
-      const fixed = !isStaged && this.withdrawn.has(name) && source !== undefined && source !== this.withdrawn.get(name);
+      const fixed =
+        !isStaged && this.withdrawn.has(name) && source !== undefined && source !== this.withdrawn.get(name);
       if ((source === undefined && isStaged) || (source !== undefined && isStaged && source !== staged) || fixed) {
         this.enqueue({ model: name, firstEventAt: this.now(), events: 0 });
       }
@@ -217,11 +235,16 @@ export class ReloadController {
     if (this.closed) return;
     if (this.running.has(change.model)) {
       const prev = this.dirty.get(change.model);
-      this.dirty.set(change.model, prev ? { ...change, firstEventAt: prev.firstEventAt, events: prev.events + change.events } : change);
+      this.dirty.set(
+        change.model,
+        prev ? { ...change, firstEventAt: prev.firstEventAt, events: prev.events + change.events } : change,
+      );
       return;
     }
     const run = this.process(change)
-      .catch((err) => log.error("reload failed unexpectedly", { model: change.model, error: String(err?.stack ?? err) }))
+      .catch((err) =>
+        log.error("reload failed unexpectedly", { model: change.model, error: String(err?.stack ?? err) }),
+      )
       .finally(() => {
         this.running.delete(change.model);
         const again = this.dirty.get(change.model);
@@ -239,7 +262,14 @@ export class ReloadController {
     const s: EditSummary =
       prev && prev.id === e.id
         ? prev
-        : { id: e.id, model: e.model, savedAt: new Date(e.at - e.sinceSavedMs).toISOString(), outcome: e.phase, latencyMs: 0, phases: [] };
+        : {
+            id: e.id,
+            model: e.model,
+            savedAt: new Date(e.at - e.sinceSavedMs).toISOString(),
+            outcome: e.phase,
+            latencyMs: 0,
+            phases: [],
+          };
     s.phases.push({ phase: e.phase, at: iso, sinceSavedMs: e.sinceSavedMs });
     s.outcome = e.phase;
     s.latencyMs = e.sinceSavedMs;
@@ -259,7 +289,8 @@ export class ReloadController {
     const { model } = change;
     const id = this.nextId++;
     const saved = change.firstEventAt;
-    const phase = (p: EditPhase, extra: Partial<EditEvent> = {}) => this.emit({ type: "edit", id, model, phase: p, at: this.now(), sinceSavedMs: this.now() - saved, ...extra });
+    const phase = (p: EditPhase, extra: Partial<EditEvent> = {}) =>
+      this.emit({ type: "edit", id, model, phase: p, at: this.now(), sinceSavedMs: this.now() - saved, ...extra });
     phase("saved");
     const forced = this.forced.delete(model);
 
@@ -284,13 +315,18 @@ export class ReloadController {
     if (errors.length > 0) {
       phase("refused", {
         diagnostics: errors,
-        reason: this.lastGood.has(model) ? "the last good version keeps serving" : "not loaded until the errors are fixed",
+        reason: this.lastGood.has(model)
+          ? "the last good version keeps serving"
+          : "not loaded until the errors are fixed",
       });
       return;
     }
     const linted = lint.models.find((m) => m.name === model);
     const autoComplete = this.o.autoCompleteConfig === false && linted ? await autoCompleteReason(linted) : undefined;
-    const diagnostics = [...lint.diagnostics, ...(autoComplete && linted ? [autoCompleteOffDiagnostic(linted, autoComplete)] : [])];
+    const diagnostics = [
+      ...lint.diagnostics,
+      ...(autoComplete && linted ? [autoCompleteOffDiagnostic(linted, autoComplete)] : []),
+    ];
     phase("validated", diagnostics.length ? { diagnostics } : {});
 
     const hash = await hashModelDir(dir);
@@ -311,11 +347,15 @@ export class ReloadController {
       const version = await this.readyVersion(model);
       phase("ready", version ? { version } : {});
       // Ensembles withdrawn because this model could not load can load now.
-      for (const m of lint.models) if (m.name !== model && this.withdrawn.has(m.name)) this.enqueue({ model: m.name, firstEventAt: this.now(), events: 0 });
+      for (const m of lint.models)
+        if (m.name !== model && this.withdrawn.has(m.name))
+          this.enqueue({ model: m.name, firstEventAt: this.now(), events: 0 });
       await this.o.staging.prune(model).catch(() => {});
       return;
     }
-    const reason = autoComplete ? `${outcome.reason} (${autoComplete}, but Triton runs with config auto-complete off in this run: restart \`triton-dev up\` to turn it on)` : outcome.reason;
+    const reason = autoComplete
+      ? `${outcome.reason} (${autoComplete}, but Triton runs with config auto-complete off in this run: restart \`triton-dev up\` to turn it on)`
+      : outcome.reason;
     const good = this.lastGood.get(model);
     if (good !== undefined) {
       // Serve the last good snapshot again: in poll mode this also ends Triton's retry of the
@@ -373,7 +413,8 @@ export class ReloadController {
         20,
       );
       const timer = setInterval(() => {
-        if (this.now() >= deadline || this.closed) finish({ ok: false, reason: `Triton did not finish loading it within ${Math.round(timeout / 1000)} s` });
+        if (this.now() >= deadline || this.closed)
+          finish({ ok: false, reason: `Triton did not finish loading it within ${Math.round(timeout / 1000)} s` });
       }, 50);
     });
   }

@@ -2,16 +2,7 @@ import type { Diagnostic } from "./diagnostics.js";
 
 /** The life of one edit to one model, from the save to the served result. */
 export type EditPhase =
-  | "saved"
-  | "validated"
-  | "refused"
-  | "unchanged"
-  | "staged"
-  | "loading"
-  | "ready"
-  | "failed"
-  | "removed"
-  | "unloaded";
+  "saved" | "validated" | "refused" | "unchanged" | "staged" | "loading" | "ready" | "failed" | "removed" | "unloaded";
 
 export interface EditEvent {
   type: "edit";

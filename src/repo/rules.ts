@@ -65,7 +65,14 @@ export class Reporter {
     private readonly defaultFile: string,
   ) {}
 
-  private push(severity: Severity, code: string, where: string | Pos | undefined, message: string, hint?: string, file?: string): void {
+  private push(
+    severity: Severity,
+    code: string,
+    where: string | Pos | undefined,
+    message: string,
+    hint?: string,
+    file?: string,
+  ): void {
     const pos: Pos =
       where === undefined
         ? { line: 1, column: 1, offset: 0 }
@@ -97,7 +104,14 @@ export class Reporter {
     this.push("warning", code, where, message, hint, file);
   }
 
-  report(severity: Severity, code: string, where: string | Pos | undefined, message: string, hint?: string, file?: string): void {
+  report(
+    severity: Severity,
+    code: string,
+    where: string | Pos | undefined,
+    message: string,
+    hint?: string,
+    file?: string,
+  ): void {
     this.push(severity, code, where, message, hint, file);
   }
 
@@ -156,14 +170,24 @@ export async function checkModel(ctx: ModelContext, r: Reporter): Promise<void> 
   checkName(ctx, r);
   checkPlatformBackend(ctx, r);
   if (c.maxBatchSize < 0) {
-    r.error("max-batch-size-negative", "max_batch_size#value", `max_batch_size is ${c.maxBatchSize}; it must be 0 or more`, "Use 0 for a model that does not batch, or the largest batch the model accepts.");
+    r.error(
+      "max-batch-size-negative",
+      "max_batch_size#value",
+      `max_batch_size is ${c.maxBatchSize}; it must be 0 or more`,
+      "Use 0 for a model that does not batch, or the largest batch the model accepts.",
+    );
   }
   checkIOs(ctx, r);
   checkBatchIO(ctx, r);
   checkDynamicBatching(ctx, r);
   checkSequenceBatching(ctx, r);
   if (c.modelTransactionPolicy?.decoupled && c.responseCache?.enable) {
-    r.error("response-cache-decoupled", "response_cache", "the response cache does not support decoupled models", "Remove response_cache or set decoupled: false.");
+    r.error(
+      "response-cache-decoupled",
+      "response_cache",
+      "the response cache does not support decoupled models",
+      "Remove response_cache or set decoupled: false.",
+    );
   }
   checkNewerFields(ctx, r);
   checkModelMetrics(ctx, r);
@@ -195,10 +219,20 @@ function checkPlatformBackend(ctx: ModelContext, r: Reporter): void {
 
   if (platform === ENSEMBLE_PLATFORM) {
     if (backend) {
-      r.error("ensemble-backend", "backend#value", `an ensemble has no backend, but backend is '${backend}'`, 'Delete the backend line: platform: "ensemble" is all an ensemble needs.');
+      r.error(
+        "ensemble-backend",
+        "backend#value",
+        `an ensemble has no backend, but backend is '${backend}'`,
+        'Delete the backend line: platform: "ensemble" is all an ensemble needs.',
+      );
     }
     if (!isEnsembleScheduling) {
-      r.error("ensemble-no-scheduling", "platform#value", "platform is 'ensemble' but there is no ensemble_scheduling", "Add ensemble_scheduling { step [ ... ] }, or set the platform or backend that runs this model.");
+      r.error(
+        "ensemble-no-scheduling",
+        "platform#value",
+        "platform is 'ensemble' but there is no ensemble_scheduling",
+        "Add ensemble_scheduling { step [ ... ] }, or set the platform or backend that runs this model.",
+      );
     }
     return;
   }
@@ -206,7 +240,9 @@ function checkPlatformBackend(ctx: ModelContext, r: Reporter): void {
     r.error(
       "ensemble-platform",
       "ensemble_scheduling",
-      platform ? `ensemble_scheduling needs platform 'ensemble', but platform is '${platform}'` : "ensemble_scheduling needs platform: \"ensemble\"",
+      platform
+        ? `ensemble_scheduling needs platform 'ensemble', but platform is '${platform}'`
+        : 'ensemble_scheduling needs platform: "ensemble"',
       backend ? 'Write platform: "ensemble" and delete the backend line.' : 'Add platform: "ensemble".',
     );
     return;
@@ -222,32 +258,52 @@ function checkPlatformBackend(ctx: ModelContext, r: Reporter): void {
         `Write backend: "${inferred.backend}" so the model does not depend on which files are present.`,
       );
     } else {
-      r.error("backend-missing", undefined, "the config sets neither platform nor backend", 'Add backend: "python" for a Python model (model.py), or the platform/backend that runs it (e.g. platform: "onnxruntime_onnx").');
+      r.error(
+        "backend-missing",
+        undefined,
+        "the config sets neither platform nor backend",
+        'Add backend: "python" for a Python model (model.py), or the platform/backend that runs it (e.g. platform: "onnxruntime_onnx").',
+      );
     }
     return;
   }
 
   if (platform && !PLATFORMS[platform]) {
     if (!backend) {
-      const asBackend = PLATFORMS[`${platform}_onnx`] ? `${platform}_onnx` : Object.entries(PLATFORMS).find(([, v]) => v.backend === platform)?.[0];
+      const asBackend = PLATFORMS[`${platform}_onnx`]
+        ? `${platform}_onnx`
+        : Object.entries(PLATFORMS).find(([, v]) => v.backend === platform)?.[0];
       const hint = asBackend
         ? `'${platform}' is a backend name: write platform: "${asBackend}" or backend: "${platform}".`
         : knownBackends.includes(platform)
           ? `'${platform}' is a backend name: write backend: "${platform}" instead of platform.`
           : (() => {
               const near = closest(platform, knownPlatforms);
-              return near ? `Did you mean platform: "${near}"?` : `Known platforms are ${quoteList(knownPlatforms)}; other runtimes are chosen with backend.`;
+              return near
+                ? `Did you mean platform: "${near}"?`
+                : `Known platforms are ${quoteList(knownPlatforms)}; other runtimes are chosen with backend.`;
             })();
       r.error("platform-unknown", "platform#value", `unknown platform '${platform}'`, hint);
       return;
     }
     if (TYPED_BACKENDS.has(backend)) {
-      r.error("platform-backend-mismatch", "platform#value", `platform '${platform}' does not go with backend '${backend}'`, `Delete the platform line: backend '${backend}' sets it.`);
+      r.error(
+        "platform-backend-mismatch",
+        "platform#value",
+        `platform '${platform}' does not go with backend '${backend}'`,
+        `Delete the platform line: backend '${backend}' sets it.`,
+      );
       return;
     }
   }
 
-  if (platform && PLATFORMS[platform] && backend && TYPED_BACKENDS.has(backend) && PLATFORMS[platform]!.backend !== backend) {
+  if (
+    platform &&
+    PLATFORMS[platform] &&
+    backend &&
+    TYPED_BACKENDS.has(backend) &&
+    PLATFORMS[platform]!.backend !== backend
+  ) {
     r.error(
       "platform-backend-mismatch",
       "backend#value",
@@ -264,7 +320,12 @@ function checkPlatformBackend(ctx: ModelContext, r: Reporter): void {
       return;
     }
     if (!ctx.options.runtime) {
-      r.warning("backend-custom", "backend#value", `backend '${backend}' is not one Triton ships`, `Triton loads it from <backend-directory>/${backend}/libtriton_${backend}.so; make sure that exists.`);
+      r.warning(
+        "backend-custom",
+        "backend#value",
+        `backend '${backend}' is not one Triton ships`,
+        `Triton loads it from <backend-directory>/${backend}/libtriton_${backend}.so; make sure that exists.`,
+      );
     }
   }
 
@@ -272,7 +333,12 @@ function checkPlatformBackend(ctx: ModelContext, r: Reporter): void {
     const first = ctx.layout.versions[0];
     const has = (f: string) => first?.entries.has(f) ?? false;
     if (!has("model.savedmodel") && !has("model.graphdef")) {
-      r.error("platform-missing", "backend#value", "backend 'tensorflow' needs a platform", 'Write platform: "tensorflow_savedmodel" or "tensorflow_graphdef".');
+      r.error(
+        "platform-missing",
+        "backend#value",
+        "backend 'tensorflow' needs a platform",
+        'Write platform: "tensorflow_savedmodel" or "tensorflow_graphdef".',
+      );
     }
   }
 }
@@ -306,14 +372,21 @@ function checkIOs(ctx: ModelContext, r: Reporter): void {
       r.error("io-name-missing", p, `${kind} ${i + 1} has no name`, `Add name: "..." inside this ${kind}.`);
     }
     if (io.dataType === DataType.TYPE_INVALID) {
-      r.error("io-data-type-missing", p, `${label} has no data_type`, "Add data_type, e.g. data_type: TYPE_FP32 (TYPE_STRING for text).");
+      r.error(
+        "io-data-type-missing",
+        p,
+        `${label} has no data_type`,
+        "Add data_type, e.g. data_type: TYPE_FP32 (TYPE_STRING for text).",
+      );
     }
     if (io.dims.length === 0) {
       r.error(
         "io-dims-missing",
         p,
         `${label} has no dims`,
-        c.maxBatchSize > 0 ? "Add dims: [ ... ] without the batch dimension, e.g. dims: [ 1 ] for one value per batch item." : "Add dims: [ ... ], e.g. dims: [ -1 ] for a variable-length vector.",
+        c.maxBatchSize > 0
+          ? "Add dims: [ ... ] without the batch dimension, e.g. dims: [ 1 ] for one value per batch item."
+          : "Add dims: [ ... ], e.g. dims: [ -1 ] for a variable-length vector.",
       );
     }
     io.dims.forEach((d, j) => {
@@ -322,18 +395,30 @@ function checkIOs(ctx: ModelContext, r: Reporter): void {
           "dims-invalid",
           `${p}.dims[${j}]#value`,
           `dimension ${j} of ${label} is ${d}: a dimension must be >= 1, or -1 for a variable size`,
-          d === 0n ? "Use -1 for a dimension whose size varies, or its actual size." : "Use -1 for a variable-size dimension.",
+          d === 0n
+            ? "Use -1 for a dimension whose size varies, or its actual size."
+            : "Use -1 for a variable-size dimension.",
         );
       }
     });
     if (io.reshape) {
       const shape = io.reshape.shape;
       if (shape.length === 0 && c.maxBatchSize === 0) {
-        r.error("reshape-empty", `${p}.reshape`, `${label} has an empty reshape, which a non-batching model cannot use`, "Scalars need batching: set max_batch_size > 0, or give reshape a shape.");
+        r.error(
+          "reshape-empty",
+          `${p}.reshape`,
+          `${label} has an empty reshape, which a non-batching model cannot use`,
+          "Scalars need batching: set max_batch_size > 0, or give reshape a shape.",
+        );
       }
       shape.forEach((d, j) => {
         if (d < 1n && d !== -1n) {
-          r.error("reshape-invalid", `${p}.reshape.shape[${j}]#value`, `reshape dimension ${j} of ${label} is ${d}: it must be >= 1, or -1`, "Use -1 for a variable-size dimension.");
+          r.error(
+            "reshape-invalid",
+            `${p}.reshape.shape[${j}]#value`,
+            `reshape dimension ${j} of ${label} is ${d}: it must be >= 1, or -1`,
+            "Use -1 for a variable-size dimension.",
+          );
         }
       });
       const valid = io.dims.every((d) => d >= 1n || d === -1n) && shape.every((d) => d >= 1n || d === -1n);
@@ -342,14 +427,29 @@ function checkIOs(ctx: ModelContext, r: Reporter): void {
         const b = elementCount(shape);
         const hint = `dims ${shapeString(io.dims)} and reshape ${shapeString(shape)} must hold the same number of elements.`;
         if (a !== b && !(b === 0n && a === 1n) && !(shape.length === 0 && a === 1n)) {
-          r.error("reshape-count", `${p}.reshape`, `reshape of ${label} changes the element count (${a === -1n ? "variable" : a} -> ${b === -1n ? "variable" : b})`, hint);
+          r.error(
+            "reshape-count",
+            `${p}.reshape`,
+            `reshape of ${label} changes the element count (${a === -1n ? "variable" : a} -> ${b === -1n ? "variable" : b})`,
+            hint,
+          );
         } else if (a === -1n) {
           const sa = segmentCounts(io.dims);
           const sb = segmentCounts(shape);
           if (sa.length !== sb.length) {
-            r.error("reshape-count", `${p}.reshape`, `reshape of ${label} has a different number of variable dimensions than its dims`, hint);
+            r.error(
+              "reshape-count",
+              `${p}.reshape`,
+              `reshape of ${label} has a different number of variable dimensions than its dims`,
+              hint,
+            );
           } else if (sa.some((x, k) => x !== sb[k])) {
-            r.error("reshape-count", `${p}.reshape`, `reshape of ${label} changes the element count between variable dimensions`, `${hint} Between -1 dimensions the products must match.`);
+            r.error(
+              "reshape-count",
+              `${p}.reshape`,
+              `reshape of ${label} changes the element count between variable dimensions`,
+              `${hint} Between -1 dimensions the products must match.`,
+            );
           }
         }
       }
@@ -357,17 +457,37 @@ function checkIOs(ctx: ModelContext, r: Reporter): void {
     if (kind === "input") {
       const inp = io as ModelInput;
       if ((inp.format === ModelInput_Format.NHWC || inp.format === ModelInput_Format.NCHW) && inp.dims.length !== 3) {
-        r.error("io-format-dims", `${p}.format`, `${label} has format ${enumName(ModelInput_FormatSchema, inp.format)}, which needs exactly 3 dims`, "Give dims as [C, H, W] or [H, W, C] without the batch dimension, or drop format.");
+        r.error(
+          "io-format-dims",
+          `${p}.format`,
+          `${label} has format ${enumName(ModelInput_FormatSchema, inp.format)}, which needs exactly 3 dims`,
+          "Give dims as [C, H, W] or [H, W, C] without the batch dimension, or drop format.",
+        );
       }
     }
     if (io.isShapeTensor && platform !== "tensorrt_plan") {
-      r.error("shape-tensor-platform", `${p}.is_shape_tensor`, `${label} is a shape tensor, which only TensorRT models support`, "Delete is_shape_tensor.");
+      r.error(
+        "shape-tensor-platform",
+        `${p}.is_shape_tensor`,
+        `${label} is a shape tensor, which only TensorRT models support`,
+        "Delete is_shape_tensor.",
+      );
     }
     if (io.isNonLinearFormatIo) {
       if (platform !== "tensorrt_plan") {
-        r.error("non-linear-io-platform", `${p}.is_non_linear_format_io`, `${label} uses non-linear IO format, which only TensorRT models support`, "Delete is_non_linear_format_io.");
+        r.error(
+          "non-linear-io-platform",
+          `${p}.is_non_linear_format_io`,
+          `${label} uses non-linear IO format, which only TensorRT models support`,
+          "Delete is_non_linear_format_io.",
+        );
       } else if (io.dims.length !== 3) {
-        r.error("non-linear-io-dims", `${p}.is_non_linear_format_io`, `${label} uses non-linear IO format, which needs 3 dims`, "Give exactly 3 dims.");
+        r.error(
+          "non-linear-io-dims",
+          `${p}.is_non_linear_format_io`,
+          `${label} uses non-linear IO format, which needs 3 dims`,
+          "Give exactly 3 dims.",
+        );
       }
     }
   };
@@ -385,7 +505,12 @@ function checkIOs(ctx: ModelContext, r: Reporter): void {
       }
       const at = ctx.parsed.source.at(`${kind}[${first}]`);
       // Triton 2.51 loads such a model; clients then see one tensor where two were meant.
-      r.warning("io-duplicate", `${kind}[${i}].name#value`, `${kind} '${io.name}' is declared twice (first at ${at.line}:${at.column})`, `Rename or remove one of the two ${kind}s.`);
+      r.warning(
+        "io-duplicate",
+        `${kind}[${i}].name#value`,
+        `${kind} '${io.name}' is declared twice (first at ${at.line}:${at.column})`,
+        `Rename or remove one of the two ${kind}s.`,
+      );
     });
   }
 }
@@ -399,27 +524,66 @@ function checkBatchIO(ctx: ModelContext, r: Reporter): void {
   c.batchInput.forEach((b, i) => {
     const p = `batch_input[${i}]`;
     if (b.sourceInput.length !== 1) {
-      r.error("batch-input-source", p, `batch_input ${i + 1} needs exactly 1 source_input, has ${b.sourceInput.length}`, "Name the one input it is derived from in source_input.");
+      r.error(
+        "batch-input-source",
+        p,
+        `batch_input ${i + 1} needs exactly 1 source_input, has ${b.sourceInput.length}`,
+        "Name the one input it is derived from in source_input.",
+      );
     }
     if (b.dataType !== DataType.TYPE_INT32 && b.dataType !== DataType.TYPE_FP32) {
-      r.error("batch-input-type", p, `batch_input ${i + 1} has data_type ${dataTypeName(b.dataType)}; it must be TYPE_INT32 or TYPE_FP32`, "Set data_type: TYPE_INT32 or TYPE_FP32.");
+      r.error(
+        "batch-input-type",
+        p,
+        `batch_input ${i + 1} has data_type ${dataTypeName(b.dataType)}; it must be TYPE_INT32 or TYPE_FP32`,
+        "Set data_type: TYPE_INT32 or TYPE_FP32.",
+      );
     }
     b.sourceInput.forEach((s, j) => {
-      if (!inputs.has(s)) r.error("batch-input-unknown-source", `${p}.source_input[${j}]#value`, `batch_input source '${s}' is not an input of this model`, hintFor(r, s, inputNames, "input"));
+      if (!inputs.has(s))
+        r.error(
+          "batch-input-unknown-source",
+          `${p}.source_input[${j}]#value`,
+          `batch_input source '${s}' is not an input of this model`,
+          hintFor(r, s, inputNames, "input"),
+        );
     });
   });
   c.batchOutput.forEach((b, i) => {
     const p = `batch_output[${i}]`;
     if (b.sourceInput.length !== 1) {
-      r.error("batch-output-source", p, `batch_output ${i + 1} needs exactly 1 source_input, has ${b.sourceInput.length}`, "Name the one input its shape follows in source_input.");
+      r.error(
+        "batch-output-source",
+        p,
+        `batch_output ${i + 1} needs exactly 1 source_input, has ${b.sourceInput.length}`,
+        "Name the one input its shape follows in source_input.",
+      );
     }
     b.sourceInput.forEach((s, j) => {
-      if (!inputs.has(s)) r.error("batch-output-unknown-source", `${p}.source_input[${j}]#value`, `batch_output source '${s}' is not an input of this model`, hintFor(r, s, inputNames, "input"));
+      if (!inputs.has(s))
+        r.error(
+          "batch-output-unknown-source",
+          `${p}.source_input[${j}]#value`,
+          `batch_output source '${s}' is not an input of this model`,
+          hintFor(r, s, inputNames, "input"),
+        );
     });
     const seen = new Set<string>();
     b.targetName.forEach((t, j) => {
-      if (!outputs.has(t)) r.error("batch-output-unknown-target", `${p}.target_name[${j}]#value`, `batch_output target '${t}' is not an output of this model`, hintFor(r, t, outputNames, "output"));
-      else if (seen.has(t)) r.error("batch-output-duplicate-target", `${p}.target_name[${j}]#value`, `batch_output target '${t}' is listed twice`, "List each target once.");
+      if (!outputs.has(t))
+        r.error(
+          "batch-output-unknown-target",
+          `${p}.target_name[${j}]#value`,
+          `batch_output target '${t}' is not an output of this model`,
+          hintFor(r, t, outputNames, "output"),
+        );
+      else if (seen.has(t))
+        r.error(
+          "batch-output-duplicate-target",
+          `${p}.target_name[${j}]#value`,
+          `batch_output target '${t}' is listed twice`,
+          "List each target once.",
+        );
       seen.add(t);
     });
   });
@@ -444,13 +608,20 @@ function checkPreferredSizes(sizes: readonly number[], mbs: number, pathOf: (i: 
   sizes.forEach((size, i) => {
     const where = pathOf(i);
     if (size <= 0) {
-      r.error("preferred-batch-size-positive", where, `preferred batch size ${size} must be positive`, mbs > 0 ? `Use sizes from 1 to ${mbs}.` : "Use sizes from 1 to max_batch_size.");
+      r.error(
+        "preferred-batch-size-positive",
+        where,
+        `preferred batch size ${size} must be positive`,
+        mbs > 0 ? `Use sizes from 1 to ${mbs}.` : "Use sizes from 1 to max_batch_size.",
+      );
     } else if (mbs >= 0 && size > mbs) {
       r.error(
         "preferred-batch-size-too-large",
         where,
         `preferred batch size ${size} is larger than max_batch_size ${mbs}`,
-        mbs === 0 ? "The model does not batch (max_batch_size 0): raise max_batch_size or drop preferred_batch_size." : `Use sizes up to ${mbs}, or raise max_batch_size.`,
+        mbs === 0
+          ? "The model does not batch (max_batch_size 0): raise max_batch_size or drop preferred_batch_size."
+          : `Use sizes up to ${mbs}, or raise max_batch_size.`,
       );
     }
   });
@@ -468,7 +639,9 @@ function checkDynamicBatching(ctx: ModelContext, r: Reporter): void {
     if (db.defaultPriorityLevel === 0n || db.defaultPriorityLevel > levels) {
       r.error(
         "default-priority-out-of-range",
-        db.defaultPriorityLevel === 0n ? "dynamic_batching.priority_levels" : "dynamic_batching.default_priority_level#value",
+        db.defaultPriorityLevel === 0n
+          ? "dynamic_batching.priority_levels"
+          : "dynamic_batching.default_priority_level#value",
         db.defaultPriorityLevel === 0n
           ? `priority_levels is ${levels} but default_priority_level is not set`
           : `default_priority_level ${db.defaultPriorityLevel} is outside 1..${levels}`,
@@ -488,28 +661,58 @@ function checkDynamicBatching(ctx: ModelContext, r: Reporter): void {
     }
   } else {
     if (db.defaultPriorityLevel !== 0n) {
-      r.warning("priority-ignored", "dynamic_batching.default_priority_level", "default_priority_level has no effect without priority_levels", "Set priority_levels, or delete default_priority_level.");
+      r.warning(
+        "priority-ignored",
+        "dynamic_batching.default_priority_level",
+        "default_priority_level has no effect without priority_levels",
+        "Set priority_levels, or delete default_priority_level.",
+      );
     }
     if (Object.keys(db.priorityQueuePolicy).length > 0) {
-      r.warning("priority-ignored", "dynamic_batching.priority_queue_policy", "priority_queue_policy has no effect without priority_levels", "Set priority_levels, or delete priority_queue_policy.");
+      r.warning(
+        "priority-ignored",
+        "dynamic_batching.priority_queue_policy",
+        "priority_queue_policy has no effect without priority_levels",
+        "Set priority_levels, or delete priority_queue_policy.",
+      );
     }
   }
 
   if (db.preserveOrdering) {
     if (levels > 1n) {
-      r.error("preserve-ordering-priorities", "dynamic_batching.preserve_ordering", `preserve_ordering allows one priority level, but priority_levels is ${levels}`, "Drop preserve_ordering, or use a single priority level.");
+      r.error(
+        "preserve-ordering-priorities",
+        "dynamic_batching.preserve_ordering",
+        `preserve_ordering allows one priority level, but priority_levels is ${levels}`,
+        "Drop preserve_ordering, or use a single priority level.",
+      );
     }
     if (isDelay(db.defaultQueuePolicy)) {
-      r.error("preserve-ordering-delay", "dynamic_batching.default_queue_policy.timeout_action#value", "preserve_ordering cannot be combined with timeout_action DELAY", "Use timeout_action: REJECT, or drop preserve_ordering.");
+      r.error(
+        "preserve-ordering-delay",
+        "dynamic_batching.default_queue_policy.timeout_action#value",
+        "preserve_ordering cannot be combined with timeout_action DELAY",
+        "Use timeout_action: REJECT, or drop preserve_ordering.",
+      );
     }
     for (const [key, p] of Object.entries(db.priorityQueuePolicy)) {
       if (isDelay(p)) {
-        r.error("preserve-ordering-delay", `dynamic_batching.priority_queue_policy{${key}}.timeout_action#value`, "preserve_ordering cannot be combined with timeout_action DELAY", "Use timeout_action: REJECT, or drop preserve_ordering.");
+        r.error(
+          "preserve-ordering-delay",
+          `dynamic_batching.priority_queue_policy{${key}}.timeout_action#value`,
+          "preserve_ordering cannot be combined with timeout_action DELAY",
+          "Use timeout_action: REJECT, or drop preserve_ordering.",
+        );
       }
     }
   }
   if (mbs === 0 && db.preferredBatchSize.length === 0 && levels === 0n && !db.defaultQueuePolicy) {
-    r.warning("dynamic-batching-no-batch", "dynamic_batching", "dynamic_batching cannot form batches when max_batch_size is 0", "Set max_batch_size to the largest batch the model accepts.");
+    r.warning(
+      "dynamic-batching-no-batch",
+      "dynamic_batching",
+      "dynamic_batching cannot form batches when max_batch_size is 0",
+      "Set max_batch_size to the largest batch the model accepts.",
+    );
   }
 }
 
@@ -518,42 +721,109 @@ function checkSequenceBatching(ctx: ModelContext, r: Reporter): void {
   if (c.schedulingChoice.case !== "sequenceBatching") return;
   const sb = c.schedulingChoice.value;
   if (c.responseCache?.enable) {
-    r.error("response-cache-sequence", "response_cache", "the response cache does not support sequence batching", "Remove response_cache, or use dynamic_batching.");
+    r.error(
+      "response-cache-sequence",
+      "response_cache",
+      "the response cache does not support sequence batching",
+      "Remove response_cache, or use dynamic_batching.",
+    );
   }
   const K = ModelSequenceBatching_Control_Kind;
   const names = new Set<string>();
   const seenKinds = new Set<number>();
   sb.controlInput.forEach((ci, i) => {
     const p = `sequence_batching.control_input[${i}]`;
-    if (!ci.name) r.error("sequence-control-name", p, "a sequence control input has no name", "Add name: \"...\": the model input that receives the control.");
-    else if (names.has(ci.name)) r.error("sequence-control-duplicate", `${p}.name#value`, `control tensor '${ci.name}' is used for more than one control`, "Give each control its own input.");
+    if (!ci.name)
+      r.error(
+        "sequence-control-name",
+        p,
+        "a sequence control input has no name",
+        'Add name: "...": the model input that receives the control.',
+      );
+    else if (names.has(ci.name))
+      r.error(
+        "sequence-control-duplicate",
+        `${p}.name#value`,
+        `control tensor '${ci.name}' is used for more than one control`,
+        "Give each control its own input.",
+      );
     names.add(ci.name);
     ci.control.forEach((ctl, j) => {
       const cp = `${p}.control[${j}]`;
       const kindLabel = enumName(ModelSequenceBatching_Control_KindSchema, ctl.kind);
-      if (seenKinds.has(ctl.kind)) r.error("sequence-control-kind-twice", cp, `${kindLabel} is given more than once`, "Keep one control of each kind.");
+      if (seenKinds.has(ctl.kind))
+        r.error(
+          "sequence-control-kind-twice",
+          cp,
+          `${kindLabel} is given more than once`,
+          "Keep one control of each kind.",
+        );
       seenKinds.add(ctl.kind);
       const lists = [ctl.int32FalseTrue.length, ctl.fp32FalseTrue.length, ctl.boolFalseTrue.length];
       const nonEmpty = lists.filter((n) => n > 0);
       if (ctl.kind === K.CONTROL_SEQUENCE_CORRID) {
-        if (nonEmpty.length > 0) r.error("sequence-control-values", cp, `${kindLabel} takes a data_type, not false/true values`, "Delete int32_false_true / fp32_false_true / bool_false_true here.");
-        const ok = [DataType.TYPE_UINT64, DataType.TYPE_INT64, DataType.TYPE_UINT32, DataType.TYPE_INT32, DataType.TYPE_STRING];
-        if (!ok.includes(ctl.dataType)) r.error("sequence-corrid-type", cp, `${kindLabel} has data_type ${dataTypeName(ctl.dataType)}`, "Use TYPE_UINT64, TYPE_INT64, TYPE_UINT32, TYPE_INT32 or TYPE_STRING.");
+        if (nonEmpty.length > 0)
+          r.error(
+            "sequence-control-values",
+            cp,
+            `${kindLabel} takes a data_type, not false/true values`,
+            "Delete int32_false_true / fp32_false_true / bool_false_true here.",
+          );
+        const ok = [
+          DataType.TYPE_UINT64,
+          DataType.TYPE_INT64,
+          DataType.TYPE_UINT32,
+          DataType.TYPE_INT32,
+          DataType.TYPE_STRING,
+        ];
+        if (!ok.includes(ctl.dataType))
+          r.error(
+            "sequence-corrid-type",
+            cp,
+            `${kindLabel} has data_type ${dataTypeName(ctl.dataType)}`,
+            "Use TYPE_UINT64, TYPE_INT64, TYPE_UINT32, TYPE_INT32 or TYPE_STRING.",
+          );
       } else if (nonEmpty.length === 0) {
-        r.error("sequence-control-values", cp, `${kindLabel} needs int32_false_true, fp32_false_true or bool_false_true`, "Add e.g. int32_false_true: [ 0, 1 ].");
+        r.error(
+          "sequence-control-values",
+          cp,
+          `${kindLabel} needs int32_false_true, fp32_false_true or bool_false_true`,
+          "Add e.g. int32_false_true: [ 0, 1 ].",
+        );
       } else if (nonEmpty.length > 1) {
-        r.error("sequence-control-values", cp, `${kindLabel} gives more than one of int32_false_true, fp32_false_true and bool_false_true`, "Keep one of them.");
+        r.error(
+          "sequence-control-values",
+          cp,
+          `${kindLabel} gives more than one of int32_false_true, fp32_false_true and bool_false_true`,
+          "Keep one of them.",
+        );
       } else if (nonEmpty[0] !== 2) {
-        r.error("sequence-control-values", cp, `${kindLabel} false/true values need exactly 2 entries, has ${nonEmpty[0]}`, "Write the false value then the true value, e.g. [ 0, 1 ].");
+        r.error(
+          "sequence-control-values",
+          cp,
+          `${kindLabel} false/true values need exactly 2 entries, has ${nonEmpty[0]}`,
+          "Write the false value then the true value, e.g. [ 0, 1 ].",
+        );
       }
     });
   });
   if (sb.strategyChoice.case === "oldest") {
-    checkPreferredSizes(sb.strategyChoice.value.preferredBatchSize, c.maxBatchSize, (i) => `sequence_batching.oldest.preferred_batch_size[${i}]#value`, r);
+    checkPreferredSizes(
+      sb.strategyChoice.value.preferredBatchSize,
+      c.maxBatchSize,
+      (i) => `sequence_batching.oldest.preferred_batch_size[${i}]#value`,
+      r,
+    );
   }
   if (sb.strategyChoice.case === "direct") {
     const u = sb.strategyChoice.value.minimumSlotUtilization;
-    if (u < 0 || u > 1) r.error("sequence-slot-utilization", "sequence_batching.direct.minimum_slot_utilization#value", `minimum_slot_utilization ${u} is outside 0..1`, "Use a fraction between 0 and 1.");
+    if (u < 0 || u > 1)
+      r.error(
+        "sequence-slot-utilization",
+        "sequence_batching.direct.minimum_slot_utilization#value",
+        `minimum_slot_utilization ${u} is outside 0..1`,
+        "Use a fraction between 0 and 1.",
+      );
   }
 }
 
@@ -577,10 +847,34 @@ function checkModelMetrics(ctx: ModelContext, r: Reporter): void {
   if (!mm) return;
   mm.metricControl.forEach((m, i) => {
     const p = `model_metrics.metric_control[${i}]`;
-    if (!m.metricIdentifier) r.error("metrics-identifier", p, "metric control has no metric_identifier", "Add metric_identifier { family: \"...\" }.");
-    else if (!m.metricIdentifier.family) r.error("metrics-identifier", `${p}.metric_identifier`, "metric identifier has an empty family", "Name the metric family, e.g. family: \"nv_inference_first_response_histogram_ms\".");
-    if (m.metricOptions.case !== "histogramOptions") r.error("metrics-histogram", p, "metric control has no histogram_options", "Add histogram_options { buckets: [ ... ] }.");
-    else if (m.metricOptions.value.buckets.length === 0) r.error("metrics-histogram", `${p}.histogram_options`, "histogram_options has no buckets", "List the bucket boundaries in ascending order.");
+    if (!m.metricIdentifier)
+      r.error(
+        "metrics-identifier",
+        p,
+        "metric control has no metric_identifier",
+        'Add metric_identifier { family: "..." }.',
+      );
+    else if (!m.metricIdentifier.family)
+      r.error(
+        "metrics-identifier",
+        `${p}.metric_identifier`,
+        "metric identifier has an empty family",
+        'Name the metric family, e.g. family: "nv_inference_first_response_histogram_ms".',
+      );
+    if (m.metricOptions.case !== "histogramOptions")
+      r.error(
+        "metrics-histogram",
+        p,
+        "metric control has no histogram_options",
+        "Add histogram_options { buckets: [ ... ] }.",
+      );
+    else if (m.metricOptions.value.buckets.length === 0)
+      r.error(
+        "metrics-histogram",
+        `${p}.histogram_options`,
+        "histogram_options has no buckets",
+        "List the bucket boundaries in ascending order.",
+      );
   });
 }
 
@@ -602,12 +896,25 @@ function checkInstanceGroups(ctx: ModelContext, r: Reporter): void {
       } else if (gpuCount !== undefined) {
         g.gpus.forEach((id, j) => {
           if (id < 0 || id >= gpuCount) {
-            r.error("gpu-id-invalid", `${p}.gpus[${j}]#value`, `${label} names GPU ${id}, but this machine has ${gpuCount} GPU${gpuCount === 1 ? "" : "s"} (0..${gpuCount - 1})`, "List GPU ids that exist, or drop gpus to use all of them.");
+            r.error(
+              "gpu-id-invalid",
+              `${p}.gpus[${j}]#value`,
+              `${label} names GPU ${id}, but this machine has ${gpuCount} GPU${gpuCount === 1 ? "" : "s"} (0..${gpuCount - 1})`,
+              "List GPU ids that exist, or drop gpus to use all of them.",
+            );
           }
         });
       }
-    } else if ((g.kind === ModelInstanceGroup_Kind.CPU || g.kind === ModelInstanceGroup_Kind.MODEL) && g.gpus.length > 0) {
-      r.error("instance-gpus-not-gpu-kind", `${p}.gpus`, `${label} has kind ${kindName(g.kind)} but lists GPUs`, `Delete gpus, or use kind: KIND_GPU.`);
+    } else if (
+      (g.kind === ModelInstanceGroup_Kind.CPU || g.kind === ModelInstanceGroup_Kind.MODEL) &&
+      g.gpus.length > 0
+    ) {
+      r.error(
+        "instance-gpus-not-gpu-kind",
+        `${p}.gpus`,
+        `${label} has kind ${kindName(g.kind)} but lists GPUs`,
+        `Delete gpus, or use kind: KIND_GPU.`,
+      );
     } else if (g.kind === ModelInstanceGroup_Kind.AUTO && g.gpus.length > 0 && gpuAvailable === false) {
       // Without a GPU Triton turns KIND_AUTO into KIND_CPU, which may not list GPUs.
       r.report(
@@ -619,10 +926,20 @@ function checkInstanceGroups(ctx: ModelContext, r: Reporter): void {
       );
     }
     if (g.count < 0) {
-      r.warning("instance-count-negative", `${p}.count#value`, `${label} has count ${g.count}; Triton uses the default (1) instead`, "Use a count of 1 or more.");
+      r.warning(
+        "instance-count-negative",
+        `${p}.count#value`,
+        `${label} has count ${g.count}; Triton uses the default (1) instead`,
+        "Use a count of 1 or more.",
+      );
     }
     if (g.profile.length > 0 && c.platform !== "tensorrt_plan") {
-      r.error("instance-profile-platform", `${p}.profile`, `${label} sets profile, which only TensorRT models support`, "Delete profile.");
+      r.error(
+        "instance-profile-platform",
+        `${p}.profile`,
+        `${label} sets profile, which only TensorRT models support`,
+        "Delete profile.",
+      );
     }
   });
 }
@@ -630,7 +947,12 @@ function checkInstanceGroups(ctx: ModelContext, r: Reporter): void {
 function checkDuplicateKeys(ctx: ModelContext, r: Reporter): void {
   for (const d of ctx.parsed.source.duplicateKeys) {
     if (/^ensemble_scheduling\.step\[\d+\]\.(input|output)_map\{/.test(d.path)) continue; // ensemble.ts explains these
-    r.warning("map-duplicate-key", d.second, `key '${d.key}' is given twice in this map (first at ${d.first.line}:${d.first.column}); only the last is kept`, "Keep one entry per key.");
+    r.warning(
+      "map-duplicate-key",
+      d.second,
+      `key '${d.key}' is given twice in this map (first at ${d.first.line}:${d.first.column}); only the last is kept`,
+      "Keep one entry per key.",
+    );
   }
 }
 
@@ -638,12 +960,18 @@ function checkDuplicateKeys(ctx: ModelContext, r: Reporter): void {
 // Version folders and model files
 
 /** The versions Triton will load under the config's version policy (core's VersionsToLoad). */
-export function versionsToLoad(config: ModelConfig, layout: ModelLayout): { load: number[]; missingSpecific: number[] } {
+export function versionsToLoad(
+  config: ModelConfig,
+  layout: ModelLayout,
+): { load: number[]; missingSpecific: number[] } {
   const existing = layout.versions.map((v) => v.version).sort((a, b) => b - a);
   const vp = config.versionPolicy?.policyChoice;
   if (vp?.case === "specific") {
     const wanted = vp.value.versions.map(Number);
-    return { load: wanted.filter((v) => existing.includes(v)), missingSpecific: wanted.filter((v) => !existing.includes(v)) };
+    return {
+      load: wanted.filter((v) => existing.includes(v)),
+      missingSpecific: wanted.filter((v) => !existing.includes(v)),
+    };
   }
   if (vp?.case === "all") return { load: existing, missingSpecific: [] };
   const n = vp?.case === "latest" ? Math.max(1, vp.value.numVersions) : 1;
@@ -651,7 +979,14 @@ export function versionsToLoad(config: ModelConfig, layout: ModelLayout): { load
 }
 
 /** Errors that leave the backend unknown, so the model-file and runtime checks have nothing to go on. */
-const BACKEND_ERRORS = ["platform-unknown", "platform-backend-mismatch", "backend-unknown", "backend-missing", "platform-missing", "ensemble-platform"];
+const BACKEND_ERRORS = [
+  "platform-unknown",
+  "platform-backend-mismatch",
+  "backend-unknown",
+  "backend-missing",
+  "platform-missing",
+  "ensemble-platform",
+];
 
 async function checkVersions(ctx: ModelContext, r: Reporter): Promise<void> {
   const { layout, parsed } = ctx;
@@ -659,8 +994,16 @@ async function checkVersions(ctx: ModelContext, r: Reporter): Promise<void> {
   const rel = (p: string) => path.relative(path.dirname(layout.dir), p);
   for (const d of layout.ignoredDirs) {
     const why = /^0\d+$/.test(d) ? "has a leading zero" : "is not a number";
-    const fix = /^0\d+$/.test(d) ? `Rename it to '${String(Number(d))}'.` : "Version folders are named 1, 2, ...; move other files into a version folder.";
-    r.warning("version-dir-ignored", undefined, `folder '${d}' ${why}, so Triton ignores it as a version`, fix, path.join(layout.dir, d));
+    const fix = /^0\d+$/.test(d)
+      ? `Rename it to '${String(Number(d))}'.`
+      : "Version folders are named 1, 2, ...; move other files into a version folder.";
+    r.warning(
+      "version-dir-ignored",
+      undefined,
+      `folder '${d}' ${why}, so Triton ignores it as a version`,
+      fix,
+      path.join(layout.dir, d),
+    );
   }
   const isEnsemble = c.platform === ENSEMBLE_PLATFORM;
   if (layout.versions.length === 0) {
@@ -668,23 +1011,41 @@ async function checkVersions(ctx: ModelContext, r: Reporter): Promise<void> {
       "version-missing",
       undefined,
       `model '${ctx.name}' has no version folder`,
-      isEnsemble ? `An ensemble still needs an (empty) version folder: create ${rel(path.join(layout.dir, "1"))}/.` : `Create ${rel(path.join(layout.dir, "1"))}/ holding the model file.`,
+      isEnsemble
+        ? `An ensemble still needs an (empty) version folder: create ${rel(path.join(layout.dir, "1"))}/.`
+        : `Create ${rel(path.join(layout.dir, "1"))}/ holding the model file.`,
     );
     return;
   }
   const { load, missingSpecific } = versionsToLoad(c, layout);
   for (const v of missingSpecific) {
-    r.warning("version-specific-missing", "version_policy", `version_policy names version ${v}, which has no folder`, `Create ${rel(path.join(layout.dir, String(v)))}/ or remove ${v} from versions.`);
+    r.warning(
+      "version-specific-missing",
+      "version_policy",
+      `version_policy names version ${v}, which has no folder`,
+      `Create ${rel(path.join(layout.dir, String(v)))}/ or remove ${v} from versions.`,
+    );
   }
   if (load.length === 0) {
-    r.error("version-none-selected", "version_policy", "no version folder matches the version_policy", "Make the policy name an existing version folder.");
+    r.error(
+      "version-none-selected",
+      "version_policy",
+      "no version folder matches the version_policy",
+      "Make the policy name an existing version folder.",
+    );
     return;
   }
   if (isEnsemble || r.hasError(...BACKEND_ERRORS)) return;
   const backend = effectiveBackend(c.platform, c.backend) ?? inferBackendFromFiles(ctx)?.backend ?? "";
   const want = defaultModelFile(c.platform, backend, c.defaultModelFilename);
   if (!want) return;
-  const where = c.defaultModelFilename ? "default_model_filename#value" : c.backend ? "backend#value" : c.platform ? "platform#value" : undefined;
+  const where = c.defaultModelFilename
+    ? "default_model_filename#value"
+    : c.backend
+      ? "backend#value"
+      : c.platform
+        ? "platform#value"
+        : undefined;
   for (const version of load) {
     const v = layout.versions.find((x) => x.version === version)!;
     const entry = v.entries.get(want.file);
@@ -694,12 +1055,19 @@ async function checkVersions(ctx: ModelContext, r: Reporter): Promise<void> {
         "model-file-missing",
         where,
         `version ${version} has no ${want.file} (${rel(path.join(v.dir, want.file))})`,
-        backend === "python" ? `Put the model code in ${rel(path.join(v.dir, "model.py"))} (class TritonPythonModel).` : `Put the ${backend || c.platform} model file there, or set default_model_filename.`,
+        backend === "python"
+          ? `Put the model code in ${rel(path.join(v.dir, "model.py"))} (class TritonPythonModel).`
+          : `Put the ${backend || c.platform} model file there, or set default_model_filename.`,
       );
       continue;
     }
     if (entry && want.isDir && !entry.isDir) {
-      r.error("model-file-kind", where, `${rel(path.join(v.dir, want.file))} must be a directory`, "A SavedModel is a folder; export it with tf.saved_model.save.");
+      r.error(
+        "model-file-kind",
+        where,
+        `${rel(path.join(v.dir, want.file))} must be a directory`,
+        "A SavedModel is a folder; export it with tf.saved_model.save.",
+      );
     }
     if (backend === "python" && entry && !entry.isDir) await checkPythonModel(path.join(v.dir, want.file), r);
   }
@@ -713,11 +1081,23 @@ async function checkPythonModel(file: string, r: Reporter): Promise<void> {
     return;
   }
   if (!/\bclass\s+TritonPythonModel\b|^TritonPythonModel\s*=/m.test(text)) {
-    r.error("python-model-class", { line: 1, column: 1, offset: 0 }, "model.py defines no class TritonPythonModel", "The python backend loads class TritonPythonModel with an execute(self, requests) method.", file);
+    r.error(
+      "python-model-class",
+      { line: 1, column: 1, offset: 0 },
+      "model.py defines no class TritonPythonModel",
+      "The python backend loads class TritonPythonModel with an execute(self, requests) method.",
+      file,
+    );
     return;
   }
   if (!/^\s+(async\s+)?def\s+execute\s*\(/m.test(text)) {
-    r.warning("python-model-execute", { line: 1, column: 1, offset: 0 }, "TritonPythonModel has no execute method", "Define execute(self, requests) returning one response per request.", file);
+    r.warning(
+      "python-model-execute",
+      { line: 1, column: 1, offset: 0 },
+      "TritonPythonModel has no execute method",
+      "Define execute(self, requests) returning one response per request.",
+      file,
+    );
   }
 }
 
@@ -736,6 +1116,9 @@ export function checkRuntimeBackend(ctx: ModelContext, r: Reporter): string | un
     runtime === "local"
       ? `backend '${backend}' is not in the local runtime, which has only the python backend and ensembles`
       : `backend '${backend}' is not in the ${runtime} runtime's Triton image`,
-    runtime === "local" ? "Serve with --runtime docker (the NGC image has the standard backends), or wrap the model in a python backend model." : "Use an image that contains this backend.",
-  );  return backend;
+    runtime === "local"
+      ? "Serve with --runtime docker (the NGC image has the standard backends), or wrap the model in a python backend model."
+      : "Use an image that contains this backend.",
+  );
+  return backend;
 }

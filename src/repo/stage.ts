@@ -41,12 +41,17 @@ export async function requireModelRepository(dir: string): Promise<string[]> {
     });
   }
   if (!st.isDirectory()) {
-    throw new UserError(`model repository ${dir} is not a folder`, { hint: "Pass the folder that holds one sub-folder per model with `--models DIR`." });
+    throw new UserError(`model repository ${dir} is not a folder`, {
+      hint: "Pass the folder that holds one sub-folder per model with `--models DIR`.",
+    });
   }
   const models = await listModelDirs(dir);
   if (models.length === 0) {
     throw new UserError(`model repository ${dir} holds no models`, {
-      hint: "A model is a folder with config.pbtxt and a version folder (e.g. mymodel/config.pbtxt and mymodel/1/model.py). Create one with `triton-dev init " + dir + "`.",
+      hint:
+        "A model is a folder with config.pbtxt and a version folder (e.g. mymodel/config.pbtxt and mymodel/1/model.py). Create one with `triton-dev init " +
+        dir +
+        "`.",
     });
   }
   return models;
@@ -90,7 +95,13 @@ export function toUserPaths(text: string, staging: { repository: string; store: 
   return text
     .split(staging.repository + path.sep)
     .join(user)
-    .replace(new RegExp(`${escape(staging.store + path.sep)}([^${escape(path.sep)}\\s"']+)@\\d+(?=${escape(path.sep)}|["'\\s]|$)`, "g"), (_m, name: string) => user + name);
+    .replace(
+      new RegExp(
+        `${escape(staging.store + path.sep)}([^${escape(path.sep)}\\s"']+)@\\d+(?=${escape(path.sep)}|["'\\s]|$)`,
+        "g",
+      ),
+      (_m, name: string) => user + name,
+    );
 }
 
 /** Where a run's staging repository and its snapshots live. */

@@ -57,7 +57,11 @@ export class SuggestionBudget {
 
 /** `'a'`, `'a' or 'b'`, `'a', 'b' or 'c'`; past `max` items, `'a', 'b' and 7 more`. */
 export function quoteList(items: readonly string[], conj = "or", max = 8): string {
-  if (items.length > max) return `${items.slice(0, max).map((s) => `'${s}'`).join(", ")} ${conj === "or" ? "or one of" : "and"} ${items.length - max} more`;
+  if (items.length > max)
+    return `${items
+      .slice(0, max)
+      .map((s) => `'${s}'`)
+      .join(", ")} ${conj === "or" ? "or one of" : "and"} ${items.length - max} more`;
   const q = items.map((s) => `'${s}'`);
   if (q.length <= 1) return q.join("");
   return `${q.slice(0, -1).join(", ")} ${conj} ${q[q.length - 1]}`;

@@ -158,7 +158,17 @@ export function tokenize(text: string): Token[] {
     const c = text[pos];
     if (c === undefined) throw new TextSyntaxError("unterminated escape sequence", escPos);
     const simple: Record<string, string> = {
-      n: "\n", t: "\t", r: "\r", a: "\x07", b: "\b", f: "\f", v: "\v", "\\": "\\", "'": "'", '"': '"', "?": "?",
+      n: "\n",
+      t: "\t",
+      r: "\r",
+      a: "\x07",
+      b: "\b",
+      f: "\f",
+      v: "\v",
+      "\\": "\\",
+      "'": "'",
+      '"': '"',
+      "?": "?",
     };
     if (c in simple) {
       pos++;
@@ -243,7 +253,11 @@ export function tokenize(text: string): Token[] {
     }
     const cp = String.fromCodePoint(text.codePointAt(pos) ?? 0);
     if (cp === "\uFEFF") {
-      throw new TextSyntaxError("unexpected byte-order mark", start, "Save the file as UTF-8 without a byte-order mark (BOM).");
+      throw new TextSyntaxError(
+        "unexpected byte-order mark",
+        start,
+        "Save the file as UTF-8 without a byte-order mark (BOM).",
+      );
     }
     // Files are read as UTF-8, and a byte sequence that is not UTF-8 arrives as U+FFFD.
     if (cp === "\uFFFD") {
@@ -353,7 +367,9 @@ export function parseTree(text: string): ParseTreeResult {
         throw new TextSyntaxError(
           `unexpected '${t.type}'`,
           t.pos,
-          close === "eof" ? "It closes nothing: remove it or add the opening '{' it belongs to." : `Expected '${close}' here.`,
+          close === "eof"
+            ? "It closes nothing: remove it or add the opening '{' it belongs to."
+            : `Expected '${close}' here.`,
         );
       }
       fields.push(parseField(depth));
@@ -431,7 +447,9 @@ export function parseTree(text: string): ParseTreeResult {
             throw new TextSyntaxError(
               `expected ',' or ']' in the list of '${nameToken.value}', found ${describeToken(sep)}`,
               sep.pos,
-              sep.type === "eof" ? `Close the list opened at ${open.pos.line}:${open.pos.column} with ']'.` : "Separate list elements with commas.",
+              sep.type === "eof"
+                ? `Close the list opened at ${open.pos.line}:${open.pos.column} with ']'.`
+                : "Separate list elements with commas.",
             );
           }
         }

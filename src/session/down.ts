@@ -43,17 +43,31 @@ async function stopDockerRun(s: RunState, graceMs: number): Promise<void> {
   try {
     await requireDaemon(docker, env);
   } catch (err) {
-    throw new UserError(`cannot stop container ${s.docker.containerName}: ${(err as Error).message}`, { hint: (err as UserError).hint, cause: err });
+    throw new UserError(`cannot stop container ${s.docker.containerName}: ${(err as Error).message}`, {
+      hint: (err as UserError).hint,
+      cause: err,
+    });
   }
-  const info = await docker.getContainer(s.docker.containerId).inspect().catch(() => undefined);
+  const info = await docker
+    .getContainer(s.docker.containerId)
+    .inspect()
+    .catch(() => undefined);
   // A container of that id without our labels is not ours to remove, whatever the record says.
   const extra = info && isOurs(info.Config.Labels) ? [info.Id] : [];
   await removeRun(docker, s.runId, path.dirname(s.runDir), extra, Math.round(graceMs / 1000));
 }
 
 /** Containers a crashed run of this state folder left behind; skipped quietly when no daemon answers. */
-async function removeOrphanContainers(paths: Paths, keepRunId: string | undefined, env: NodeJS.ProcessEnv, graceMs: number): Promise<string[]> {
-  const [{ connectDocker, requireDaemon }, { findOurs, removeRun }] = await Promise.all([import("../runtimes/docker/client.js"), import("../runtimes/docker/docker-runtime.js")]);
+async function removeOrphanContainers(
+  paths: Paths,
+  keepRunId: string | undefined,
+  env: NodeJS.ProcessEnv,
+  graceMs: number,
+): Promise<string[]> {
+  const [{ connectDocker, requireDaemon }, { findOurs, removeRun }] = await Promise.all([
+    import("../runtimes/docker/client.js"),
+    import("../runtimes/docker/docker-runtime.js"),
+  ]);
   const docker = connectDocker(env);
   try {
     await requireDaemon(docker, env, 1_500);
@@ -64,7 +78,9 @@ async function removeOrphanContainers(paths: Paths, keepRunId: string | undefine
   const removed: string[] = [];
   for (const runId of new Set(ours.map((c) => c.Labels["dev.triton-dev.run-id"] ?? ""))) {
     if (runId === keepRunId) continue;
-    const names = ours.filter((c) => c.Labels["dev.triton-dev.run-id"] === runId).map((c) => (c.Names[0] ?? c.Id).replace(/^\//, ""));
+    const names = ours
+      .filter((c) => c.Labels["dev.triton-dev.run-id"] === runId)
+      .map((c) => (c.Names[0] ?? c.Id).replace(/^\//, ""));
     await removeRun(docker, runId, paths.runsDir, [], Math.round(graceMs / 1000));
     removed.push(...names);
   }
@@ -75,12 +91,18 @@ async function removeOrphanContainers(paths: Paths, keepRunId: string | undefine
  * The recorded kind run: its kubectl children (the supervisor's, or a crashed `up`'s), then
  * the cluster if it is not kept, else the run's objects by label.
  */
-async function stopKindRun(paths: Paths, s: RunState, graceMs: number, env: NodeJS.ProcessEnv): Promise<string | undefined> {
+async function stopKindRun(
+  paths: Paths,
+  s: RunState,
+  graceMs: number,
+  env: NodeJS.ProcessEnv,
+): Promise<string | undefined> {
   if (!s.kind) return undefined;
   // The supervisor stops its port-forward and log follower on SIGTERM; it is given a moment,
   // so that nothing of the run is left when `down` returns.
   const deadline = Date.now() + 5_000;
-  while (s.supervisorPid !== undefined && isOurProcess(s.supervisorPid, process.execPath) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  while (s.supervisorPid !== undefined && isOurProcess(s.supervisorPid, process.execPath) && Date.now() < deadline)
+    await new Promise((r) => setTimeout(r, 100));
   const [{ connectDocker }, { KindTools }, { findOurKubectls, teardownRun, terminatePids }] = await Promise.all([
     import("../runtimes/docker/client.js"),
     import("../runtimes/kind/tools.js"),
@@ -89,16 +111,32 @@ async function stopKindRun(paths: Paths, s: RunState, graceMs: number, env: Node
   terminatePids(findOurKubectls(s.kind.cluster));
   const tools = new KindTools(undefined, env);
   try {
-    const r = await teardownRun(tools, connectDocker({ ...env, DOCKER_HOST: s.kind.daemon }), s.kind, s.runId, paths.stateDir, graceMs);
+    const r = await teardownRun(
+      tools,
+      connectDocker({ ...env, DOCKER_HOST: s.kind.daemon }),
+      s.kind,
+      s.runId,
+      paths.stateDir,
+      graceMs,
+    );
     return r.clusterDeleted ? s.kind.cluster : undefined;
   } catch (err) {
-    if (err instanceof UserError) throw new UserError(`cannot clean up the kind cluster ${s.kind.cluster}: ${err.message}`, { hint: err.hint, cause: err });
+    if (err instanceof UserError)
+      throw new UserError(`cannot clean up the kind cluster ${s.kind.cluster}: ${err.message}`, {
+        hint: err.hint,
+        cause: err,
+      });
     throw err;
   }
 }
 
 /** Clusters and objects crashed kind runs of this state folder left; skipped quietly without kind or Docker. */
-async function removeKindLeftovers(paths: Paths, live: RunState | undefined, env: NodeJS.ProcessEnv, graceMs: number): Promise<{ clusters: string[]; runs: string[]; processes: number[] }> {
+async function removeKindLeftovers(
+  paths: Paths,
+  live: RunState | undefined,
+  env: NodeJS.ProcessEnv,
+  graceMs: number,
+): Promise<{ clusters: string[]; runs: string[]; processes: number[] }> {
   const [{ connectDocker, requireDaemon }, { KindTools }, { removeLeftovers }, { listClusters }] = await Promise.all([
     import("../runtimes/docker/client.js"),
     import("../runtimes/kind/tools.js"),
@@ -114,13 +152,29 @@ async function removeKindLeftovers(paths: Paths, live: RunState | undefined, env
   } catch {
     return { clusters: [], runs: [], processes: [] };
   }
-  const r = await removeLeftovers(tools, docker, paths.stateDir, live?.kind ? { runId: live.runId, cluster: live.kind.cluster } : undefined, graceMs);
+  const r = await removeLeftovers(
+    tools,
+    docker,
+    paths.stateDir,
+    live?.kind ? { runId: live.runId, cluster: live.kind.cluster } : undefined,
+    graceMs,
+  );
   return r;
 }
 
-export async function stopRun(paths: Paths, graceMs = 15_000, env: NodeJS.ProcessEnv = process.env): Promise<DownResult> {
+export async function stopRun(
+  paths: Paths,
+  graceMs = 15_000,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<DownResult> {
   const run = await currentRun(paths);
-  const result: DownResult = { orphans: [], orphanContainers: [], orphanClusters: [], orphanKindRuns: [], orphanKubectls: [] };
+  const result: DownResult = {
+    orphans: [],
+    orphanContainers: [],
+    orphanClusters: [],
+    orphanKindRuns: [],
+    orphanKubectls: [],
+  };
   terminateOurs(run?.state.supervisorPid, process.execPath);
   if (run?.state.runtime === "kind") {
     const deleted = await stopKindRun(paths, run.state, graceMs, env);

@@ -35,7 +35,11 @@ export function eventWriter(state: Pick<RunState, "runDir">): (e: SessionEvent) 
  * Every event recorded so far, then each new one as the supervisor writes it, until the
  * returned stop function is called. Lines that do not parse (a torn write at a crash) are skipped.
  */
-export function followRunEvents(state: Pick<RunState, "runDir">, onEvent: (e: SessionEvent) => void, intervalMs = 250): () => void {
+export function followRunEvents(
+  state: Pick<RunState, "runDir">,
+  onEvent: (e: SessionEvent) => void,
+  intervalMs = 250,
+): () => void {
   return followFile(
     eventsFile(state),
     0,

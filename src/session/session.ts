@@ -16,7 +16,13 @@ import type { DockerPlan, DockerRuntime } from "../runtimes/docker/docker-runtim
 import type { KindPlan, KindRuntime } from "../runtimes/kind/kind-runtime.js";
 import { DEFAULT_CLUSTER } from "../runtimes/kind/settings.js";
 import { isShmError, shmHint } from "../runtimes/docker/hints.js";
-import { DEFAULT_IMAGE, DEFAULT_SHM_BYTES, containerName, formatGpus, type GpuRequest } from "../runtimes/docker/settings.js";
+import {
+  DEFAULT_IMAGE,
+  DEFAULT_SHM_BYTES,
+  containerName,
+  formatGpus,
+  type GpuRequest,
+} from "../runtimes/docker/settings.js";
 import { ensureEnvironment, precompilePython } from "../runtimes/local/environment.js";
 import { LocalRuntime } from "../runtimes/local/local-runtime.js";
 import type { Ports, ReloadMode, RuntimeKind, ServerHandle } from "../runtimes/runtime.js";
@@ -88,7 +94,12 @@ export function editsFile(state: RunState): string {
   return path.join(state.runDir, "edits.json");
 }
 
-export function createController(state: RunState, staging: StagingRepository, bus: EventBus<SessionEvent>, lint: LintOptions): ReloadController {
+export function createController(
+  state: RunState,
+  staging: StagingRepository,
+  bus: EventBus<SessionEvent>,
+  lint: LintOptions,
+): ReloadController {
   return new ReloadController({
     modelsDir: state.modelsDir,
     staging,
@@ -104,7 +115,9 @@ export function createController(state: RunState, staging: StagingRepository, bu
 }
 
 export function clientFor(state: RunState): TritonHttpClient {
-  return new TritonHttpClient(`http://${urlHost(state.host)}:${state.ports.http}`, { repositoryKey: state.repositoryKey });
+  return new TritonHttpClient(`http://${urlHost(state.host)}:${state.ports.http}`, {
+    repositoryKey: state.repositoryKey,
+  });
 }
 
 export function urlHost(host: string): string {
@@ -136,7 +149,12 @@ export interface RuntimeChoice {
  * up on the CPU, which the local runtime does with nothing to download. kind is never picked:
  * a cluster is something to ask for.
  */
-export async function chooseRuntime(requested: UpOptions["runtime"], image: string, env: NodeJS.ProcessEnv, timeoutMs = 1_500): Promise<RuntimeChoice> {
+export async function chooseRuntime(
+  requested: UpOptions["runtime"],
+  image: string,
+  env: NodeJS.ProcessEnv,
+  timeoutMs = 1_500,
+): Promise<RuntimeChoice> {
   if (requested !== "auto") return { runtime: resolveRuntime(requested), why: `--runtime ${requested}` };
   try {
     const { connectDocker, daemonFacts } = await import("../runtimes/docker/client.js");
@@ -145,13 +163,19 @@ export async function chooseRuntime(requested: UpOptions["runtime"], image: stri
       daemonFacts(docker),
       new Promise<never>((_, reject) => setTimeout(() => reject(new Error("timeout")), timeoutMs).unref()),
     ]);
-    const present = await docker.getImage(image).inspect().then(
-      () => true,
-      () => false,
-    );
+    const present = await docker
+      .getImage(image)
+      .inspect()
+      .then(
+        () => true,
+        () => false,
+      );
     if (facts.nvidia) return { runtime: "docker", why: `Docker ${facts.version} answers with the NVIDIA runtime` };
     if (present) return { runtime: "docker", why: `Docker ${facts.version} answers and ${image} is present` };
-    return { runtime: "local", why: `Docker answers but has no NVIDIA runtime and no ${image}; the local runtime needs no download` };
+    return {
+      runtime: "local",
+      why: `Docker answers but has no NVIDIA runtime and no ${image}; the local runtime needs no download`,
+    };
   } catch {
     return { runtime: "local", why: "no Docker daemon answers" };
   }
@@ -166,7 +190,11 @@ async function checkPorts(ports: Ports, host: string): Promise<void> {
   const seen = new Map<number, keyof Ports>();
   for (const [name, port] of Object.entries(ports) as [keyof Ports, number][]) {
     const other = seen.get(port);
-    if (other) throw new UserError(`${PORT_FLAGS[name]} and ${PORT_FLAGS[other]} are both ${port}`, { hint: "Give each endpoint its own port.", exitCode: 2 });
+    if (other)
+      throw new UserError(`${PORT_FLAGS[name]} and ${PORT_FLAGS[other]} are both ${port}`, {
+        hint: "Give each endpoint its own port.",
+        exitCode: 2,
+      });
     seen.set(port, name);
     if (await isPortFree(port, host)) continue;
     const holder = findPortHolder(port);
@@ -181,7 +209,12 @@ async function checkPorts(ports: Ports, host: string): Promise<void> {
  * `up`: check, set up, stage, start, wait until every model settled, record the run.
  * Every resource it creates is released again if a later step fails.
  */
-export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<SessionEvent>, env: NodeJS.ProcessEnv = process.env): Promise<Session> {
+export async function startSession(
+  paths: Paths,
+  o: UpOptions,
+  bus: EventBus<SessionEvent>,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<Session> {
   const choice = await chooseRuntime(o.runtime, o.docker?.image ?? DEFAULT_IMAGE, env);
   const runtime = choice.runtime;
   if (o.runtime === "auto") bus.emit({ type: "runtime", runtime, why: choice.why });
@@ -191,11 +224,17 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
     const s = existing.state;
     // `up` again for the same project's detached container hands it over to this `up`: the
     // container is reattached (same settings) or recreated (changed ones) below.
-    const takeOver = runtime === "docker" && s.runtime === "docker" && s.docker?.containerName === containerName(modelsDir) && !ownerAlive(s);
+    const takeOver =
+      runtime === "docker" &&
+      s.runtime === "docker" &&
+      s.docker?.containerName === containerName(modelsDir) &&
+      !ownerAlive(s);
     if (!takeOver) {
       throw new UserError(
         `triton-dev is already running (pid ${s.pid}, ${s.runtime} runtime, http ${s.host}:${s.ports.http}, models ${s.modelsDir})`,
-        { hint: "See it with `triton-dev status`, follow it with `triton-dev logs -f`, or stop it with `triton-dev down` before starting another." },
+        {
+          hint: "See it with `triton-dev status`, follow it with `triton-dev logs -f`, or stop it with `triton-dev down` before starting another.",
+        },
       );
     }
     terminateOurs(s.supervisorPid, process.execPath);
@@ -212,25 +251,61 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
   let kind: { runtime: KindRuntime; plan: KindPlan; opts: KindUpOptions } | undefined;
   let environment: Awaited<ReturnType<typeof ensureEnvironment>> | undefined;
   if (runtime === "kind") {
-    const opts: KindUpOptions = { cluster: DEFAULT_CLUSTER, keepCluster: false, image: DEFAULT_IMAGE, gpus: "auto", shmBytes: DEFAULT_SHM_BYTES, ...o.kind };
-    const [{ connectDocker }, { KindRuntime }] = await Promise.all([import("../runtimes/docker/client.js"), import("../runtimes/kind/kind-runtime.js")]);
+    const opts: KindUpOptions = {
+      cluster: DEFAULT_CLUSTER,
+      keepCluster: false,
+      image: DEFAULT_IMAGE,
+      gpus: "auto",
+      shmBytes: DEFAULT_SHM_BYTES,
+      ...o.kind,
+    };
+    const [{ connectDocker }, { KindRuntime }] = await Promise.all([
+      import("../runtimes/docker/client.js"),
+      import("../runtimes/kind/kind-runtime.js"),
+    ]);
     const rt = new KindRuntime(connectDocker(env), env);
     rt.onProgress = (p) => bus.emit({ type: "kind", step: p.step, message: p.message });
     const plan = await rt.plan(
-      { ...opts, stateDir: paths.stateDir, ports: o.ports, host: o.host, reload: o.reload, readyTimeoutMs: o.readyTimeoutMs },
+      {
+        ...opts,
+        stateDir: paths.stateDir,
+        ports: o.ports,
+        host: o.host,
+        reload: o.reload,
+        readyTimeoutMs: o.readyTimeoutMs,
+      },
       (p) => bus.emit({ type: "pull", ...p }),
     );
     // kubectl port-forward listens on these, on this machine.
     await checkPorts(o.ports, o.host);
     kind = { runtime: rt, plan, opts };
   } else if (runtime === "docker") {
-    const opts: DockerUpOptions = { image: DEFAULT_IMAGE, gpus: "auto", shmBytes: DEFAULT_SHM_BYTES, monitoring: false, ...o.docker };
+    const opts: DockerUpOptions = {
+      image: DEFAULT_IMAGE,
+      gpus: "auto",
+      shmBytes: DEFAULT_SHM_BYTES,
+      monitoring: false,
+      ...o.docker,
+    };
     // Loaded here only: the Docker client costs a third of a second to load, which every other command is spared.
-    const [{ connectDocker }, { DockerRuntime }] = await Promise.all([import("../runtimes/docker/client.js"), import("../runtimes/docker/docker-runtime.js")]);
+    const [{ connectDocker }, { DockerRuntime }] = await Promise.all([
+      import("../runtimes/docker/client.js"),
+      import("../runtimes/docker/docker-runtime.js"),
+    ]);
     const rt = new DockerRuntime(connectDocker(env), env);
     const gpus = opts.gpus === "auto" ? await rt.autoGpus() : opts.gpus;
     const plan = await rt.plan(
-      { ...opts, gpus, modelsDir, runsDir: paths.runsDir, ports: o.ports, host: o.host, reload: o.reload, pollSecs: o.pollSecs, repositoryKeyHeader: REPOSITORY_KEY_HEADER },
+      {
+        ...opts,
+        gpus,
+        modelsDir,
+        runsDir: paths.runsDir,
+        ports: o.ports,
+        host: o.host,
+        reload: o.reload,
+        pollSecs: o.pollSecs,
+        repositoryKeyHeader: REPOSITORY_KEY_HEADER,
+      },
       (p) => bus.emit({ type: "pull", ...p }),
     );
     if (!plan.reuse) {
@@ -239,12 +314,18 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
     }
     docker = { runtime: rt, plan, gpus, opts };
   } else {
-    environment = await ensureEnvironment({ paths, env, onProgress: (progress) => bus.emit({ type: "setup", progress }) });
+    environment = await ensureEnvironment({
+      paths,
+      env,
+      onProgress: (progress) => bus.emit({ type: "setup", progress }),
+    });
     await checkPorts(o.ports, o.host);
   }
 
   const reuse = docker?.plan.reuse;
-  const runId = reuse?.runId ?? `${new Date().toISOString().replace(/[-:]/g, "").replace(/\..*/, "")}-${randomBytes(3).toString("hex")}`;
+  const runId =
+    reuse?.runId ??
+    `${new Date().toISOString().replace(/[-:]/g, "").replace(/\..*/, "")}-${randomBytes(3).toString("hex")}`;
   const runDir = reuse?.runDir ?? path.join(paths.runsDir, runId);
   const repository = path.join(runDir, "repository");
   const logFile = path.join(runDir, "tritonserver.log");
@@ -253,8 +334,20 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
   // reason buried in its log. They load as soon as a fixed version is saved.
   // At `up` a KIND_GPU model on a machine without a GPU is an error (lint only warns): Triton
   // would refuse it, so it is reported here with the fix instead.
-  const gpus = docker ? (docker.gpus.kind === "none" ? 0 : undefined) : kind ? (kind.plan.gpus === 0 ? 0 : undefined) : await detectNvidiaGpus();
-  const lintOptions = { runtime, gpuAvailable: gpus === undefined ? true : gpus > 0, gpuMissingSeverity: "error" as const };
+  const gpus = docker
+    ? docker.gpus.kind === "none"
+      ? 0
+      : undefined
+    : kind
+      ? kind.plan.gpus === 0
+        ? 0
+        : undefined
+      : await detectNvidiaGpus();
+  const lintOptions = {
+    runtime,
+    gpuAvailable: gpus === undefined ? true : gpus > 0,
+    gpuMissingSeverity: "error" as const,
+  };
   const lint = await lintRepository(modelsDir, lintOptions);
   const refused = new Set<string>();
   const skipped = new Set<string>();
@@ -265,7 +358,11 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
     // repository (and a user's) stays usable on a laptop, and the notice says why.
     if (errors.length && errors.every((d) => d.code === "gpu-unavailable")) {
       skipped.add(m.name);
-      const reason = docker ? "it needs a GPU (KIND_GPU) and this container has none (--gpus none)" : kind ? "it needs a GPU (KIND_GPU) and the kind pod gets none (--gpus none, or Docker has no NVIDIA runtime)" : "it needs a GPU (KIND_GPU) and this machine has none";
+      const reason = docker
+        ? "it needs a GPU (KIND_GPU) and this container has none (--gpus none)"
+        : kind
+          ? "it needs a GPU (KIND_GPU) and the kind pod gets none (--gpus none, or Docker has no NVIDIA runtime)"
+          : "it needs a GPU (KIND_GPU) and this machine has none";
       bus.emit({ type: "skipped", model: m.name, reason, diagnostics: errors });
       notServed.push({ model: m.name, why: "skipped", reason });
       continue;
@@ -274,11 +371,15 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
       refused.add(m.name);
       notServed.push({ model: m.name, why: "refused", reason: refusalSummary(errors, modelsDir) });
     }
-    if (m.diagnostics.length) bus.emit({ type: "lint", model: m.name, diagnostics: m.diagnostics, staged: errors.length === 0 });
+    if (m.diagnostics.length)
+      bus.emit({ type: "lint", model: m.name, diagnostics: m.diagnostics, staged: errors.length === 0 });
   }
   // The container reads the store read-only, so Python can write no __pycache__ there and
   // nothing needs precompiling (the image's Python may differ from ours anyway).
-  const staging = new StagingRepository(runDir, environment ? { prepare: (dir) => precompilePython(environment, dir) } : {});
+  const staging = new StagingRepository(
+    runDir,
+    environment ? { prepare: (dir) => precompilePython(environment, dir) } : {},
+  );
   let staged: string[];
   if (reuse) {
     // The running container has this folder bind-mounted: it is updated in place, never
@@ -295,11 +396,24 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
   bus.emit({ type: "staged", models: staged, repository });
   // Local runtime: Triton's config auto-complete adds a fixed second to every python model load
   // (see repo/auto-complete.ts); it is turned off when no model of the repository needs it.
-  const autoCompleteOff = environment ? (await autoCompleteNeeds(lint.models.filter((m) => !skipped.has(m.name)))).length === 0 : false;
+  const autoCompleteOff = environment
+    ? (await autoCompleteNeeds(lint.models.filter((m) => !skipped.has(m.name)))).length === 0
+    : false;
 
   const repositoryKey = { header: REPOSITORY_KEY_HEADER, value: reuse?.key ?? randomBytes(24).toString("hex") };
   const started = Date.now();
-  const startOptions = { runId, runDir, repository, ports: o.ports, host: o.host, reload: o.reload, pollSecs: o.pollSecs, repositoryKey, logFile, ...(autoCompleteOff ? { autoCompleteConfig: false } : {}) };
+  const startOptions = {
+    runId,
+    runDir,
+    repository,
+    ports: o.ports,
+    host: o.host,
+    reload: o.reload,
+    pollSecs: o.pollSecs,
+    repositoryKey,
+    logFile,
+    ...(autoCompleteOff ? { autoCompleteConfig: false } : {}),
+  };
   let handle: ServerHandle;
   if (docker) {
     let shmHinted = false;
@@ -320,9 +434,13 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
       ...(docker.plan.replace ? { replaced: docker.plan.replace.reason } : {}),
     });
     if (docker.runtime.memlockRefused) {
-      bus.emit({ type: "hint", message: `the Docker daemon may not lift the locked-memory limit here (memlock=-1 refused: ${docker.runtime.memlockRefused.slice(0, 160)}); Triton runs with the daemon's limit, which only matters for pinned memory with GPUs. Rootful Docker allows it.` });
+      bus.emit({
+        type: "hint",
+        message: `the Docker daemon may not lift the locked-memory limit here (memlock=-1 refused: ${docker.runtime.memlockRefused.slice(0, 160)}); Triton runs with the daemon's limit, which only matters for pinned memory with GPUs. Rootful Docker allows it.`,
+      });
     }
-    if (c.monitoring) bus.emit({ type: "monitoring", prometheus: c.monitoring.prometheus, grafana: c.monitoring.grafana });
+    if (c.monitoring)
+      bus.emit({ type: "monitoring", prometheus: c.monitoring.prometheus, grafana: c.monitoring.grafana });
   } else if (kind) {
     let shmHinted = false;
     kind.runtime.onLogLine = (line) => {
@@ -367,7 +485,14 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
             daemon: docker.plan.daemon,
             gpus: formatGpus(docker.gpus),
             shmBytes: docker.opts.shmBytes,
-            ...(dockerStarted.monitoring ? { monitoring: { prometheus: dockerStarted.monitoring.prometheus, grafana: dockerStarted.monitoring.grafana } } : {}),
+            ...(dockerStarted.monitoring
+              ? {
+                  monitoring: {
+                    prometheus: dockerStarted.monitoring.prometheus,
+                    grafana: dockerStarted.monitoring.grafana,
+                  },
+                }
+              : {}),
           },
         }
       : {}),
@@ -391,7 +516,10 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
   };
 
   try {
-    if (handle.pid === undefined && !docker && !kind) throw new ServerStartError(`could not launch ${environment!.serverBin}`, { hint: "Run `triton-dev setup --force` to reinstall the environment." });
+    if (handle.pid === undefined && !docker && !kind)
+      throw new ServerStartError(`could not launch ${environment!.serverBin}`, {
+        hint: "Run `triton-dev setup --force` to reinstall the environment.",
+      });
     await writeRunState(paths, state);
     const what = `Triton at ${o.host}:${o.ports.http}`;
     await waitFor(
@@ -403,7 +531,9 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
           if (exitInfo) {
             const lines = (await tailLines(logFile, 8)).map(stripTritonPrefix);
             bus.emit({ type: "server-exited", code: exitInfo.code, signal: exitInfo.signal, lastLines: lines });
-            throw new ReadinessAbortedError(`tritonserver exited during start (${exitInfo.signal ?? `code ${exitInfo.code}`}); last log lines:\n  ${lines.join("\n  ")}`);
+            throw new ReadinessAbortedError(
+              `tritonserver exited during start (${exitInfo.signal ?? `code ${exitInfo.code}`}); last log lines:\n  ${lines.join("\n  ")}`,
+            );
           }
         },
         detail: () => {
@@ -413,7 +543,9 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
       },
     );
     // Triton names files of the staging copy in its reasons (a model.py traceback); point at the user's.
-    const models = (await settledIndex(client, o.readyTimeoutMs - (Date.now() - started))).map((m) => (m.reason ? { ...m, reason: staging.userPaths(m.reason, modelsDir) } : m));
+    const models = (await settledIndex(client, o.readyTimeoutMs - (Date.now() - started))).map((m) =>
+      m.reason ? { ...m, reason: staging.userPaths(m.reason, modelsDir) } : m,
+    );
     bus.emit({ type: "ready", endpoints: handle.endpoints, models, elapsedMs: Date.now() - started });
     const watch = async () => {
       controller = createController(state, staging, bus, lintOptions);
@@ -421,7 +553,11 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
       await controller.start();
       for (const name of refused) {
         const m = lint.models.find((x) => x.name === name);
-        if (m) controller.reportInitialRefusal(name, m.diagnostics.filter((d) => d.severity === "error"));
+        if (m)
+          controller.reportInitialRefusal(
+            name,
+            m.diagnostics.filter((d) => d.severity === "error"),
+          );
       }
       bus.emit({ type: "watching", modelsDir, mode: state.reload });
       return controller;
@@ -430,17 +566,24 @@ export async function startSession(paths: Paths, o: UpOptions, bus: EventBus<Ses
   } catch (err) {
     await stop("start failed");
     if (err instanceof ReadinessAbortedError) {
-      throw new ServerStartError(err.message, { hint: startHint(logFile, docker?.opts.shmBytes ?? kind?.opts.shmBytes), cause: err });
+      throw new ServerStartError(err.message, {
+        hint: startHint(logFile, docker?.opts.shmBytes ?? kind?.opts.shmBytes),
+        cause: err,
+      });
     }
     if (err instanceof ReadinessTimeoutError) {
-      throw new ServerStartError(err.message, { hint: `Raise the limit with --timeout SECONDS if your models load slowly; the full log is ${logFile}.`, cause: err });
+      throw new ServerStartError(err.message, {
+        hint: `Raise the limit with --timeout SECONDS if your models load slowly; the full log is ${logFile}.`,
+        cause: err,
+      });
     }
     throw err;
   }
 }
 
 function startHint(logFile: string, shmBytes: number | undefined): string {
-  if (shmBytes !== undefined && tailLinesSync(logFile, 40).some(isShmError)) return `${shmHint(shmBytes)} The full log is ${logFile}.`;
+  if (shmBytes !== undefined && tailLinesSync(logFile, 40).some(isShmError))
+    return `${shmHint(shmBytes)} The full log is ${logFile}.`;
   return `The full log is ${logFile}.`;
 }
 

@@ -27,7 +27,16 @@ export interface StatusReport {
   /** The docker runtime's container. */
   container?: { name: string; id: string; image: string; gpus: string; shmBytes: number };
   /** The kind runtime's cluster. */
-  cluster?: { name: string; context: string; namespace: string; created: boolean; keepCluster: boolean; image: string; gpus: number; nodeContainer?: string };
+  cluster?: {
+    name: string;
+    context: string;
+    namespace: string;
+    created: boolean;
+    keepCluster: boolean;
+    image: string;
+    gpus: number;
+    nodeContainer?: string;
+  };
   /** Prometheus and Grafana of `up --monitoring`. */
   monitoring?: { prometheus: string; grafana: string };
   /** Set when the record was stale (the server is gone) or Triton did not answer. */
@@ -36,7 +45,11 @@ export interface StatusReport {
 
 export function endpointsOf(s: RunState) {
   const h = urlHost(s.host);
-  return { http: `http://${h}:${s.ports.http}`, grpc: `${h}:${s.ports.grpc}`, metrics: `http://${h}:${s.ports.metrics}/metrics` };
+  return {
+    http: `http://${h}:${s.ports.http}`,
+    grpc: `${h}:${s.ports.grpc}`,
+    metrics: `http://${h}:${s.ports.metrics}/metrics`,
+  };
 }
 
 export async function collectStatus(paths: Paths, now: () => number = Date.now): Promise<StatusReport> {
@@ -58,7 +71,13 @@ export async function collectStatus(paths: Paths, now: () => number = Date.now):
     endpoints: endpointsOf(s),
     ...(s.docker
       ? {
-          container: { name: s.docker.containerName, id: s.docker.containerId, image: s.docker.image, gpus: s.docker.gpus, shmBytes: s.docker.shmBytes },
+          container: {
+            name: s.docker.containerName,
+            id: s.docker.containerId,
+            image: s.docker.image,
+            gpus: s.docker.gpus,
+            shmBytes: s.docker.shmBytes,
+          },
           ...(s.docker.monitoring ? { monitoring: s.docker.monitoring } : {}),
         }
       : {}),
@@ -78,7 +97,11 @@ export async function collectStatus(paths: Paths, now: () => number = Date.now):
       : {}),
   };
   if (!run.alive) {
-    const what = s.docker ? `the container ${s.docker.containerName}` : s.kind ? `the Triton Deployment in kind cluster ${s.kind.cluster}` : `the server (pid ${s.pid})`;
+    const what = s.docker
+      ? `the container ${s.docker.containerName}`
+      : s.kind
+        ? `the Triton Deployment in kind cluster ${s.kind.cluster}`
+        : `the server (pid ${s.pid})`;
     return { ...base, problem: `${what} is no longer running; \`triton-dev down\` cleans up its record` };
   }
   const client = clientFor(s);
@@ -97,9 +120,14 @@ export async function collectStatus(paths: Paths, now: () => number = Date.now):
     }
     // Models `up` did not stage, until an edit of theirs says more.
     for (const n of s.notServed ?? []) {
-      if (models.some((m) => m.name === n.model) || edits.some((e) => e.model === n.model && e.outcome !== "refused")) continue;
+      if (models.some((m) => m.name === n.model) || edits.some((e) => e.model === n.model && e.outcome !== "refused"))
+        continue;
       const edit = edits.find((e) => e.model === n.model);
-      models.push({ name: n.model, state: n.why === "skipped" ? "SKIPPED" : "REFUSED", reason: edit?.diagnostics?.length ? refusalSummary(edit.diagnostics, s.modelsDir) : n.reason });
+      models.push({
+        name: n.model,
+        state: n.why === "skipped" ? "SKIPPED" : "REFUSED",
+        reason: edit?.diagnostics?.length ? refusalSummary(edit.diagnostics, s.modelsDir) : n.reason,
+      });
     }
     models.sort((a, b) => a.name.localeCompare(b.name));
     return { ...base, serverReady: ready, models, ...(edits.length ? { edits } : {}) };
@@ -109,9 +137,17 @@ export async function collectStatus(paths: Paths, now: () => number = Date.now):
 }
 
 /** Reasons name files of the staging copy (a model.py traceback); shown as the user's paths. */
-function toModel(e: RepositoryIndexEntry, s: RunState): { name: string; version?: string; state: string; reason?: string } {
+function toModel(
+  e: RepositoryIndexEntry,
+  s: RunState,
+): { name: string; version?: string; state: string; reason?: string } {
   const reason = e.reason ? toUserPaths(e.reason, stagingLayout(s.runDir), s.modelsDir) : undefined;
-  return { name: e.name, ...(e.version ? { version: e.version } : {}), state: e.state ?? "UNKNOWN", ...(reason ? { reason } : {}) };
+  return {
+    name: e.name,
+    ...(e.version ? { version: e.version } : {}),
+    state: e.state ?? "UNKNOWN",
+    ...(reason ? { reason } : {}),
+  };
 }
 
 async function readEdits(s: RunState): Promise<EditSummary[]> {

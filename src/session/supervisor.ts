@@ -23,7 +23,11 @@ const log = rootLog.child("supervisor");
 export function spawnSupervisor(state: RunState, cliPath: string, env: NodeJS.ProcessEnv): number | undefined {
   const out = fs.openSync(path.join(state.runDir, "supervisor.log"), "a");
   try {
-    const child = spawn(process.execPath, [cliPath, "__supervise"], { detached: true, stdio: ["ignore", out, out], env });
+    const child = spawn(process.execPath, [cliPath, "__supervise"], {
+      detached: true,
+      stdio: ["ignore", out, out],
+      env,
+    });
     child.unref();
     return child.pid;
   } finally {
@@ -40,19 +44,27 @@ export async function runSupervisor(paths: Paths, print: (e: SessionEvent) => vo
   const state = run.state;
   // Docker: the store is mounted read-only, so nothing is precompiled for the container's Python.
   const environment = state.runtime === "local" ? await loadEnvironment(paths) : undefined;
-  const staging = new StagingRepository(state.runDir, { prepare: environment ? (dir) => precompilePython(environment, dir) : undefined });
+  const staging = new StagingRepository(state.runDir, {
+    prepare: environment ? (dir) => precompilePython(environment, dir) : undefined,
+  });
   await staging.load();
   const bus = new EventBus<SessionEvent>();
   bus.on(print);
   // Recorded for `triton-dev dashboard`, which replays and follows them.
   bus.on(eventWriter(state));
   const gpus = await detectNvidiaGpus();
-  const lintOptions = { runtime: state.runtime, gpuAvailable: gpus === undefined ? true : gpus > 0, gpuMissingSeverity: "error" as const };
+  const lintOptions = {
+    runtime: state.runtime,
+    gpuAvailable: gpus === undefined ? true : gpus > 0,
+    gpuMissingSeverity: "error" as const,
+  };
   const controller = createController(state, staging, bus, lintOptions);
   // kind: Triton is reached through a port-forward and its log through `kubectl logs`, both
   // handed over from the foreground `up`; they run here for as long as the run lasts.
   const kind = state.runtime === "kind" ? await connectKind(state) : undefined;
-  const index = await clientFor(state).repositoryIndex().catch(() => []);
+  const index = await clientFor(state)
+    .repositoryIndex()
+    .catch(() => []);
   await controller.adopt(index);
   await controller.start();
   // What `up` left out, into the timeline and the events an attached dashboard replays, as a
@@ -63,7 +75,8 @@ export async function runSupervisor(paths: Paths, print: (e: SessionEvent) => vo
       continue;
     }
     const lint = await lintModel(state.modelsDir, n.model, lintOptions).catch(() => undefined);
-    const errors = lint?.models.find((m) => m.name === n.model)?.diagnostics.filter((d) => d.severity === "error") ?? [];
+    const errors =
+      lint?.models.find((m) => m.name === n.model)?.diagnostics.filter((d) => d.severity === "error") ?? [];
     controller.reportInitialRefusal(n.model, errors);
   }
   bus.emit({ type: "watching", modelsDir: state.modelsDir, mode: state.reload });
@@ -98,7 +111,10 @@ export async function runSupervisor(paths: Paths, print: (e: SessionEvent) => vo
 
 async function followDockerLogs(state: RunState) {
   if (!state.docker) return undefined;
-  const [{ connectDocker }, { followLogs }] = await Promise.all([import("../runtimes/docker/client.js"), import("../runtimes/docker/logs.js")]);
+  const [{ connectDocker }, { followLogs }] = await Promise.all([
+    import("../runtimes/docker/client.js"),
+    import("../runtimes/docker/logs.js"),
+  ]);
   const container = connectDocker({ DOCKER_HOST: state.docker.daemon }).getContainer(state.docker.containerId);
   return followLogs(container, { logFile: state.logFile, runDir: state.runDir, resume: true }).catch((err) => {
     log.warn("could not follow the container's log", { error: String(err) });
@@ -126,7 +142,9 @@ async function connectKind(state: RunState) {
   });
   await connection.start();
   // The foreground `up`'s port-forward may still hold the ports for a moment; it is retried.
-  await connection.forward(30_000).catch((err: unknown) => log.warn("the port-forward did not start", { error: String(err) }));
+  await connection
+    .forward(30_000)
+    .catch((err: unknown) => log.warn("the port-forward did not start", { error: String(err) }));
   return connection;
 }
 
@@ -135,7 +153,11 @@ function readyFile(state: RunState): string {
 }
 
 /** `up --detach` returns only once edits are being watched, so no save is missed. */
-export async function waitForSupervisor(state: RunState, pid: number | undefined, timeoutMs = 20_000): Promise<boolean> {
+export async function waitForSupervisor(
+  state: RunState,
+  pid: number | undefined,
+  timeoutMs = 20_000,
+): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (fs.existsSync(readyFile(state))) return true;

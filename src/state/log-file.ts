@@ -2,7 +2,11 @@ import fs from "node:fs";
 import fsp from "node:fs/promises";
 
 function lastNonEmptyLines(text: string, n: number): string[] {
-  return text.split("\n").map((l) => l.trimEnd()).filter((l) => l.length > 0).slice(-n);
+  return text
+    .split("\n")
+    .map((l) => l.trimEnd())
+    .filter((l) => l.length > 0)
+    .slice(-n);
 }
 
 /** The last `n` non-empty lines of a file (reads only the tail, so large logs stay cheap). */
@@ -42,7 +46,12 @@ export function stripTritonPrefix(line: string): string {
  * Follow a file as it grows, calling onLine for each complete new line, until the returned
  * stop function is called. Polling keeps it simple and works on every filesystem.
  */
-export function followFile(file: string, fromOffset: number, onLine: (line: string) => void, intervalMs = 250): () => void {
+export function followFile(
+  file: string,
+  fromOffset: number,
+  onLine: (line: string) => void,
+  intervalMs = 250,
+): () => void {
   let offset = fromOffset;
   let partial = "";
   let busy = false;

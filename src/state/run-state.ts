@@ -42,7 +42,9 @@ export const runStateSchema = z.object({
    * never lists them, so status and an attached dashboard learn of them here, until an edit
    * of the model (recorded in edits.json) takes over.
    */
-  notServed: z.array(z.object({ model: z.string(), why: z.enum(["refused", "skipped"]), reason: z.string() })).optional(),
+  notServed: z
+    .array(z.object({ model: z.string(), why: z.enum(["refused", "skipped"]), reason: z.string() }))
+    .optional(),
   startedAt: z.string(),
   modelsDir: z.string(),
   runDir: z.string(),
@@ -100,9 +102,12 @@ export async function readRunState(paths: Paths): Promise<RunState | undefined> 
   const parsed = runStateSchema.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new UserError(`the run record ${paths.runFile} is not one this version understands (field ${issue?.path.join(".") || "?"}: ${issue?.message})`, {
-      hint: `Delete it (\`rm ${paths.runFile}\`) after stopping any running server.`,
-    });
+    throw new UserError(
+      `the run record ${paths.runFile} is not one this version understands (field ${issue?.path.join(".") || "?"}: ${issue?.message})`,
+      {
+        hint: `Delete it (\`rm ${paths.runFile}\`) after stopping any running server.`,
+      },
+    );
   }
   return parsed.data;
 }
@@ -128,7 +133,10 @@ export async function runAlive(s: RunState): Promise<boolean> {
 }
 
 /** The recorded run and whether its server is still the process we started. */
-export async function currentRun(paths: Paths, isAlive: (s: RunState) => boolean | Promise<boolean> = runAlive): Promise<LiveRun> {
+export async function currentRun(
+  paths: Paths,
+  isAlive: (s: RunState) => boolean | Promise<boolean> = runAlive,
+): Promise<LiveRun> {
   const state = await readRunState(paths);
   if (!state) return undefined;
   return (await isAlive(state)) ? { state, alive: true } : { state, alive: false };

@@ -69,7 +69,9 @@ function float16BitsToNumber(h: number): number {
 /** Encode JSON-style values (numbers, booleans, strings, bigints) into the wire layout. */
 export function encodeTensorData(datatype: string, values: readonly unknown[]): Buffer {
   if (datatype === "BYTES") {
-    const parts = values.map((v) => (Buffer.isBuffer(v) ? v : Buffer.from(typeof v === "string" ? v : JSON.stringify(v), "utf8")));
+    const parts = values.map((v) =>
+      Buffer.isBuffer(v) ? v : Buffer.from(typeof v === "string" ? v : JSON.stringify(v), "utf8"),
+    );
     const out = Buffer.allocUnsafe(parts.reduce((n, p) => n + 4 + p.length, 0));
     let off = 0;
     for (const p of parts) {
@@ -221,12 +223,20 @@ export interface BinaryRequestOptions {
  * The body of a binary-extension infer POST: the JSON header, then each input's bytes.
  * Returns the body and the header length for `Inference-Header-Content-Length`.
  */
-export function buildBinaryInferBody(inputs: readonly RawTensor[], options: BinaryRequestOptions = {}): { body: Buffer; headerLength: number } {
+export function buildBinaryInferBody(
+  inputs: readonly RawTensor[],
+  options: BinaryRequestOptions = {},
+): { body: Buffer; headerLength: number } {
   const header = {
     ...(options.id ? { id: options.id } : {}),
     // Binary outputs spare the server from writing JSON arrays, as perf_analyzer asks too.
     parameters: { ...(options.parameters ?? {}), binary_data_output: true },
-    inputs: inputs.map((t) => ({ name: t.name, shape: t.shape, datatype: t.datatype, parameters: { binary_data_size: t.data.length } })),
+    inputs: inputs.map((t) => ({
+      name: t.name,
+      shape: t.shape,
+      datatype: t.datatype,
+      parameters: { binary_data_size: t.data.length },
+    })),
   };
   const json = Buffer.from(JSON.stringify(header), "utf8");
   return { body: Buffer.concat([json, ...inputs.map((t) => t.data)]), headerLength: json.length };
@@ -256,7 +266,13 @@ export function parseInferResponseBody(body: Buffer, headerLength?: number): Dec
     model_name: string;
     model_version: string;
     id?: string;
-    outputs?: Array<{ name: string; datatype: string; shape: number[]; data?: unknown[]; parameters?: { binary_data_size?: number } }>;
+    outputs?: Array<{
+      name: string;
+      datatype: string;
+      shape: number[];
+      data?: unknown[];
+      parameters?: { binary_data_size?: number };
+    }>;
   };
   try {
     header = JSON.parse(body.toString("utf8", 0, jsonEnd));
@@ -267,10 +283,16 @@ export function parseInferResponseBody(body: Buffer, headerLength?: number): Dec
   const outputs = (header.outputs ?? []).map((o) => {
     const size = o.parameters?.binary_data_size;
     if (size === undefined) return { name: o.name, datatype: o.datatype, shape: o.shape, data: o.data ?? [] };
-    if (off + size > body.length) throw new TensorDataError(`output ${o.name} claims ${size} bytes but the body ends first`);
+    if (off + size > body.length)
+      throw new TensorDataError(`output ${o.name} claims ${size} bytes but the body ends first`);
     const data = decodeTensorData(o.datatype, body.subarray(off, off + size));
     off += size;
     return { name: o.name, datatype: o.datatype, shape: o.shape, data };
   });
-  return { model_name: header.model_name, model_version: header.model_version, ...(header.id ? { id: header.id } : {}), outputs };
+  return {
+    model_name: header.model_name,
+    model_version: header.model_version,
+    ...(header.id ? { id: header.id } : {}),
+    outputs,
+  };
 }

@@ -1,5 +1,12 @@
 import * as grpc from "@grpc/grpc-js";
-import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
+import {
+  create,
+  fromBinary,
+  toBinary,
+  type DescMessage,
+  type MessageInitShape,
+  type MessageShape,
+} from "@bufbuild/protobuf";
 import { TritonDevError } from "../errors.js";
 import { decodeTensorData, type DecodedInferResponse, type ParameterValue, type RawTensor } from "./binary.js";
 import {
@@ -72,8 +79,10 @@ const identity = (b: Buffer) => b;
 
 function param(v: ParameterValue): InferParameter {
   if (typeof v === "boolean") return create(InferParameterSchema, { parameterChoice: { case: "boolParam", value: v } });
-  if (typeof v === "number" && Number.isInteger(v)) return create(InferParameterSchema, { parameterChoice: { case: "int64Param", value: BigInt(v) } });
-  if (typeof v === "number") return create(InferParameterSchema, { parameterChoice: { case: "doubleParam", value: v } });
+  if (typeof v === "number" && Number.isInteger(v))
+    return create(InferParameterSchema, { parameterChoice: { case: "int64Param", value: BigInt(v) } });
+  if (typeof v === "number")
+    return create(InferParameterSchema, { parameterChoice: { case: "doubleParam", value: v } });
   return create(InferParameterSchema, { parameterChoice: { case: "stringParam", value: v } });
 }
 
@@ -117,10 +126,18 @@ export class TritonGrpcClient {
   callRaw(method: string, bytes: Buffer, timeoutMs: number | undefined = this.timeoutMs): Promise<Buffer> {
     return new Promise((resolve, reject) => {
       const options: grpc.CallOptions = timeoutMs ? { deadline: Date.now() + timeoutMs } : {};
-      this.client.makeUnaryRequest(SERVICE + method, identity, identity, bytes, new grpc.Metadata(), options, (err, res) => {
-        if (err) reject(new TritonGrpcError(err.code, err.details || err.message, method));
-        else resolve(res!);
-      });
+      this.client.makeUnaryRequest(
+        SERVICE + method,
+        identity,
+        identity,
+        bytes,
+        new grpc.Metadata(),
+        options,
+        (err, res) => {
+          if (err) reject(new TritonGrpcError(err.code, err.details || err.message, method));
+          else resolve(res!);
+        },
+      );
     });
   }
 
@@ -134,7 +151,9 @@ export class TritonGrpcClient {
 
   async isModelReady(model: string, version = ""): Promise<boolean> {
     try {
-      return (await this.call("ModelReady", ModelReadyRequestSchema, ModelReadyResponseSchema, { name: model, version })).ready;
+      return (
+        await this.call("ModelReady", ModelReadyRequestSchema, ModelReadyResponseSchema, { name: model, version })
+      ).ready;
     } catch {
       return false;
     }
@@ -146,9 +165,21 @@ export class TritonGrpcClient {
   }
 
   async modelMetadata(model: string): Promise<ModelMetadata> {
-    const r = await this.call("ModelMetadata", ModelMetadataRequestSchema, ModelMetadataResponseSchema, { name: model });
-    const tensor = (t: { name: string; datatype: string; shape: bigint[] }) => ({ name: t.name, datatype: t.datatype, shape: t.shape.map(Number) });
-    return { name: r.name, versions: [...r.versions], platform: r.platform, inputs: r.inputs.map(tensor), outputs: r.outputs.map(tensor) };
+    const r = await this.call("ModelMetadata", ModelMetadataRequestSchema, ModelMetadataResponseSchema, {
+      name: model,
+    });
+    const tensor = (t: { name: string; datatype: string; shape: bigint[] }) => ({
+      name: t.name,
+      datatype: t.datatype,
+      shape: t.shape.map(Number),
+    });
+    return {
+      name: r.name,
+      versions: [...r.versions],
+      platform: r.platform,
+      inputs: r.inputs.map(tensor),
+      outputs: r.outputs.map(tensor),
+    };
   }
 
   async modelConfig(model: string): Promise<ModelConfigSummary> {
@@ -161,15 +192,24 @@ export class TritonGrpcClient {
       backend: c?.backend ?? "",
       max_batch_size: c?.maxBatchSize ?? 0,
       ...(c?.dynamicBatching
-        ? { dynamic_batching: { preferred_batch_size: [...c.dynamicBatching.preferredBatchSize], max_queue_delay_microseconds: Number(c.dynamicBatching.maxQueueDelayMicroseconds) } }
+        ? {
+            dynamic_batching: {
+              preferred_batch_size: [...c.dynamicBatching.preferredBatchSize],
+              max_queue_delay_microseconds: Number(c.dynamicBatching.maxQueueDelayMicroseconds),
+            },
+          }
         : {}),
       instance_group: (c?.instanceGroup ?? []).map((g) => ({ count: g.count, kind: kinds[g.kind] ?? String(g.kind) })),
-      ...(c?.ensembleScheduling ? { ensemble_scheduling: { step: c.ensembleScheduling.step.map((s) => ({ model_name: s.modelName })) } } : {}),
+      ...(c?.ensembleScheduling
+        ? { ensemble_scheduling: { step: c.ensembleScheduling.step.map((s) => ({ model_name: s.modelName })) } }
+        : {}),
     };
   }
 
   async modelStatistics(model = ""): Promise<StatisticsJson> {
-    const r = await this.call("ModelStatistics", ModelStatisticsRequestSchema, ModelStatisticsResponseSchema, { name: model });
+    const r = await this.call("ModelStatistics", ModelStatisticsRequestSchema, ModelStatisticsResponseSchema, {
+      name: model,
+    });
     return {
       model_stats: r.modelStats.map((m) => {
         const s = m.inferenceStats;
@@ -186,14 +226,21 @@ export class TritonGrpcClient {
             compute_infer: duration(s?.computeInfer),
             compute_output: duration(s?.computeOutput),
           },
-          batch_stats: m.batchStats.map((b) => ({ batch_size: Number(b.batchSize), compute_infer: duration(b.computeInfer) })),
+          batch_stats: m.batchStats.map((b) => ({
+            batch_size: Number(b.batchSize),
+            compute_infer: duration(b.computeInfer),
+          })),
         };
       }),
     };
   }
 
   /** ModelInfer request bytes for these inputs, to be sent many times with `inferRaw`. */
-  static encodeInferRequest(model: string, inputs: readonly RawTensor[], options: { id?: string; parameters?: Record<string, ParameterValue> } = {}): Buffer {
+  static encodeInferRequest(
+    model: string,
+    inputs: readonly RawTensor[],
+    options: { id?: string; parameters?: Record<string, ParameterValue> } = {},
+  ): Buffer {
     const msg = create(ModelInferRequestSchema, {
       modelName: model,
       id: options.id ?? "",
@@ -223,7 +270,11 @@ export class TritonGrpcClient {
     };
   }
 
-  async infer(model: string, inputs: readonly RawTensor[], options: { id?: string; parameters?: Record<string, ParameterValue> } = {}): Promise<DecodedInferResponse> {
+  async infer(
+    model: string,
+    inputs: readonly RawTensor[],
+    options: { id?: string; parameters?: Record<string, ParameterValue> } = {},
+  ): Promise<DecodedInferResponse> {
     const bytes = await this.inferRaw(TritonGrpcClient.encodeInferRequest(model, inputs, options), this.timeoutMs);
     return TritonGrpcClient.decodeInferResponse(bytes);
   }

@@ -89,7 +89,12 @@ export class TritonHttpClient {
     this.repositoryKey = options.repositoryKey;
   }
 
-  private async request(method: "GET" | "POST", path: string, body?: unknown, extraHeaders: Record<string, string> = {}): Promise<Response> {
+  private async request(
+    method: "GET" | "POST",
+    path: string,
+    body?: unknown,
+    extraHeaders: Record<string, string> = {},
+  ): Promise<Response> {
     const url = this.baseUrl + path;
     try {
       return await this.fetchImpl(url, {
@@ -103,7 +108,12 @@ export class TritonHttpClient {
     }
   }
 
-  private async json<T>(method: "GET" | "POST", path: string, body?: unknown, headers?: Record<string, string>): Promise<T> {
+  private async json<T>(
+    method: "GET" | "POST",
+    path: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<T> {
     const res = await this.request(method, path, body, headers);
     const text = await res.text();
     let parsed: unknown;
@@ -158,7 +168,12 @@ export class TritonHttpClient {
   }
 
   async loadModel(model: string, parameters?: Record<string, string>): Promise<void> {
-    await this.json("POST", `/v2/repository/models/${encodeURIComponent(model)}/load`, parameters ? { parameters } : {}, this.repoHeaders());
+    await this.json(
+      "POST",
+      `/v2/repository/models/${encodeURIComponent(model)}/load`,
+      parameters ? { parameters } : {},
+      this.repoHeaders(),
+    );
   }
 
   async unloadModel(model: string, unloadDependents = false): Promise<void> {
@@ -182,7 +197,11 @@ export class TritonHttpClient {
     return this.json("GET", model ? `/v2/models/${encodeURIComponent(model)}/stats` : "/v2/models/stats");
   }
 
-  infer(model: string, inputs: InferInput[], options: { id?: string; parameters?: Record<string, string | number | boolean> } = {}): Promise<InferResponse> {
+  infer(
+    model: string,
+    inputs: InferInput[],
+    options: { id?: string; parameters?: Record<string, string | number | boolean> } = {},
+  ): Promise<InferResponse> {
     return this.json("POST", `/v2/models/${encodeURIComponent(model)}/infer`, {
       ...(options.id ? { id: options.id } : {}),
       ...(options.parameters ? { parameters: options.parameters } : {}),

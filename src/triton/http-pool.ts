@@ -67,7 +67,8 @@ class Connection {
   readonly socket: net.Socket;
   private current: (Pending & { sentMs: number; firstByteMs: number }) | undefined;
   private buf: Buffer = EMPTY;
-  private head: { status: number; text: string; bodyStart: number; length: number; chunked: boolean; close: boolean } | undefined;
+  private head:
+    { status: number; text: string; bodyStart: number; length: number; chunked: boolean; close: boolean } | undefined;
   private timer: NodeJS.Timeout | undefined;
   closed = false;
 
@@ -163,7 +164,8 @@ class Connection {
       if (size === 0) {
         const trailerEnd = this.buf.indexOf(CRLFCRLF, eol);
         if (trailerEnd >= 0) return { data: Buffer.concat(parts), end: trailerEnd + 4 };
-        if (this.buf.length >= eol + 4 && this.buf.toString("latin1", eol, eol + 4) === "\r\n\r\n") return { data: Buffer.concat(parts), end: eol + 4 };
+        if (this.buf.length >= eol + 4 && this.buf.toString("latin1", eol, eol + 4) === "\r\n\r\n")
+          return { data: Buffer.concat(parts), end: eol + 4 };
         return undefined;
       }
       if (this.buf.length < eol + 2 + size + 2) return undefined;
@@ -284,13 +286,26 @@ export class KeepAliveHttpPool {
   /** Close every connection; requests still in flight or queued fail with ECLOSED. */
   close(): void {
     this.closed = true;
-    for (const p of this.waiting.splice(0)) p.reject(new HttpConnectionError("ECLOSED", "the connection pool is closed"));
+    for (const p of this.waiting.splice(0))
+      p.reject(new HttpConnectionError("ECLOSED", "the connection pool is closed"));
     for (const c of [...this.all]) c.close();
   }
 }
 
 /** The request line and headers of an HTTP/1.1 POST, followed by its body, as one buffer. */
-export function buildPostRequest(host: string, path: string, body: Buffer, headers: Record<string, string | number> = {}): Buffer {
-  const lines = [`POST ${path} HTTP/1.1`, `Host: ${host}`, `Content-Length: ${body.length}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), "", ""];
+export function buildPostRequest(
+  host: string,
+  path: string,
+  body: Buffer,
+  headers: Record<string, string | number> = {},
+): Buffer {
+  const lines = [
+    `POST ${path} HTTP/1.1`,
+    `Host: ${host}`,
+    `Content-Length: ${body.length}`,
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+    "",
+    "",
+  ];
   return Buffer.concat([Buffer.from(lines.join("\r\n"), "latin1"), body]);
 }

@@ -67,6 +67,10 @@ export function httpOk(url: string, fetchImpl: typeof fetch = fetch, description
 }
 
 /** Holds once a log line matching `pattern` has been seen by `lines()`. */
-export function logLine(pattern: RegExp, lines: () => readonly string[], description = `log line ${pattern}`): WaitStrategy {
+export function logLine(
+  pattern: RegExp,
+  lines: () => readonly string[],
+  description = `log line ${pattern}`,
+): WaitStrategy {
   return { description, check: async () => lines().some((l) => pattern.test(l)) };
 }

@@ -8,7 +8,14 @@ import { followTritonLog } from "./controllers/log-feed.js";
 import { PerfRunner, type QuickCheck, type RunPerf } from "./controllers/perf-runner.js";
 import { ServerPoller } from "./controllers/server-poller.js";
 import { notice, type Command } from "./keys.js";
-import { applyLogLines, applySessionEvent, clockKey, initialState, metricsFingerprint, type DashboardState } from "./state.js";
+import {
+  applyLogLines,
+  applySessionEvent,
+  clockKey,
+  initialState,
+  metricsFingerprint,
+  type DashboardState,
+} from "./state.js";
 import { Store } from "./store.js";
 import { colorEnabled, ThemeContext } from "./theme.js";
 
@@ -102,7 +109,13 @@ export function openDashboard(o: DashboardOptions): Dashboard {
     partial += typeof chunk === "string" ? chunk : Buffer.from(chunk).toString("utf8");
     const lines = partial.split("\n");
     partial = lines.pop() ?? "";
-    if (lines.length) store.update((s) => applyLogLines(s, lines.filter((l) => l.trim()).map((text) => ({ source: "tool" as const, text, level: "-" as const }))));
+    if (lines.length)
+      store.update((s) =>
+        applyLogLines(
+          s,
+          lines.filter((l) => l.trim()).map((text) => ({ source: "tool" as const, text, level: "-" as const })),
+        ),
+      );
     const cb = rest.find((r) => typeof r === "function") as (() => void) | undefined;
     cb?.();
     return true;
@@ -111,7 +124,12 @@ export function openDashboard(o: DashboardOptions): Dashboard {
     stderr.write = realWrite as typeof stderr.write;
   });
 
-  const perf = new PerfRunner({ store, env: o.env, runPerf: o.runPerf, ...(o.quickCheck ? { check: o.quickCheck } : {}) });
+  const perf = new PerfRunner({
+    store,
+    env: o.env,
+    runPerf: o.runPerf,
+    ...(o.quickCheck ? { check: o.quickCheck } : {}),
+  });
   let target: DashboardTarget | undefined;
   let resolveQuit!: () => void;
   const quitRequested = new Promise<void>((r) => (resolveQuit = r));
@@ -119,7 +137,10 @@ export function openDashboard(o: DashboardOptions): Dashboard {
   const onCommand = (c: Command) => {
     switch (c.type) {
       case "quit":
-        store.update((s) => notice(s, s.ownsServer ? "stopping Triton…" : "quitting; the detached server keeps running"), true);
+        store.update(
+          (s) => notice(s, s.ownsServer ? "stopping Triton…" : "quitting; the detached server keeps running"),
+          true,
+        );
         resolveQuit();
         return;
       case "reload":
@@ -142,7 +163,12 @@ export function openDashboard(o: DashboardOptions): Dashboard {
   const theme = { color: colorEnabled(o.env) };
   const instance: Instance = render(
     <ThemeContext.Provider value={theme}>
-      <App store={store} onCommand={onCommand} clock={now} {...(o.scrapeIntervalMs ? { scrapeIntervalMs: o.scrapeIntervalMs } : {})} />
+      <App
+        store={store}
+        onCommand={onCommand}
+        clock={now}
+        {...(o.scrapeIntervalMs ? { scrapeIntervalMs: o.scrapeIntervalMs } : {})}
+      />
     </ThemeContext.Provider>,
     { stdout, stdin, stderr, exitOnCtrlC: false, patchConsole: true, maxFps: 15 },
   );
@@ -158,7 +184,11 @@ export function openDashboard(o: DashboardOptions): Dashboard {
     attach(t) {
       if (target) return;
       target = t;
-      const client = new TritonHttpClient(t.baseUrl, { fetch: closingFetch, timeoutMs: 5000, ...(t.repositoryKey ? { repositoryKey: t.repositoryKey } : {}) });
+      const client = new TritonHttpClient(t.baseUrl, {
+        fetch: closingFetch,
+        timeoutMs: 5000,
+        ...(t.repositoryKey ? { repositoryKey: t.repositoryKey } : {}),
+      });
       const poller = new ServerPoller({ store, client, env: o.env });
       poller.start();
       feeds.push(() => poller.stop());
@@ -174,7 +204,12 @@ export function openDashboard(o: DashboardOptions): Dashboard {
         shownAt = t;
         store.update((s) => ({ ...s, metrics: m }));
       };
-      const scraper = new MetricsScraper({ url: t.metricsUrl, fetch: closingFetch, intervalMs: o.scrapeIntervalMs ?? 2000, onUpdate });
+      const scraper = new MetricsScraper({
+        url: t.metricsUrl,
+        fetch: closingFetch,
+        intervalMs: o.scrapeIntervalMs ?? 2000,
+        onUpdate,
+      });
       scraper.start();
       feeds.push(() => scraper.stop());
     },

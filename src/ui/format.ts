@@ -107,6 +107,12 @@ export function sparkline(values: readonly number[], width: number, max?: number
     }
   }
   const top = max ?? Math.max(0, ...cells);
-  const line = cells.map((v) => (top <= 0 || v <= 0 ? BLOCKS[0]! : BLOCKS[Math.min(BLOCKS.length - 1, Math.round((v / top) * (BLOCKS.length - 1)))]!)).join("");
+  const line = cells
+    .map((v) =>
+      top <= 0 || v <= 0
+        ? BLOCKS[0]!
+        : BLOCKS[Math.min(BLOCKS.length - 1, Math.round((v / top) * (BLOCKS.length - 1)))]!,
+    )
+    .join("");
   return " ".repeat(width - cells.length) + line;
 }

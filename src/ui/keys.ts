@@ -15,7 +15,8 @@ export interface KeyInfo {
 }
 
 /** Work the dashboard asks a controller to do; the store changes come back as events. */
-export type Command = { type: "quit" } | { type: "reload"; model: string } | { type: "perf"; model: string } | { type: "cancel-perf" };
+export type Command =
+  { type: "quit" } | { type: "reload"; model: string } | { type: "perf"; model: string } | { type: "cancel-perf" };
 
 export interface KeyResult {
   state: DashboardState;
@@ -91,7 +92,10 @@ export function handleKey(s: DashboardState, input: string, key: KeyInfo, pageLi
       return { state: ui(s, { view: "perf", help: false }), command: { type: "perf", model } };
     case "r":
       if (!model) return { state: notice(s, "no model selected to reload", "error") };
-      return { state: notice(s, `reloading ${model}: validate, stage, load`, "info"), command: { type: "reload", model } };
+      return {
+        state: notice(s, `reloading ${model}: validate, stage, load`, "info"),
+        command: { type: "reload", model },
+      };
     default:
       return { state: s };
   }
@@ -102,7 +106,17 @@ export function handleKey(s: DashboardState, input: string, key: KeyInfo, pageLi
  * own, so "/tok" starts a filter and types into it.
  */
 export function handleInput(s: DashboardState, input: string, key: KeyInfo, pageLines = 10): KeyResult {
-  const plain = !key.ctrl && !key.escape && !key.return && !key.backspace && !key.delete && !key.upArrow && !key.downArrow && !key.pageUp && !key.pageDown && !key.tab;
+  const plain =
+    !key.ctrl &&
+    !key.escape &&
+    !key.return &&
+    !key.backspace &&
+    !key.delete &&
+    !key.upArrow &&
+    !key.downArrow &&
+    !key.pageUp &&
+    !key.pageDown &&
+    !key.tab;
   if (!plain || [...input].length <= 1) return handleKey(s, input, key, pageLines);
   let state = s;
   let command: Command | undefined;

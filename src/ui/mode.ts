@@ -14,7 +14,12 @@ export interface DashboardChoice {
  * The dashboard needs a terminal on both ends (it draws on stdout and reads keys on stdin);
  * anything else (a pipe, a file, CI, --no-ui, --json, --detach) gets the plain event lines.
  */
-export function shouldOpenDashboard(flags: DashboardChoice, env: NodeJS.ProcessEnv, stdout: { isTTY?: boolean }, stdin: { isTTY?: boolean }): boolean {
+export function shouldOpenDashboard(
+  flags: DashboardChoice,
+  env: NodeJS.ProcessEnv,
+  stdout: { isTTY?: boolean },
+  stdin: { isTTY?: boolean },
+): boolean {
   if (!flags.ui || flags.json || flags.detach) return false;
   if (isCi(env) || env.TERM === "dumb") return false;
   return Boolean(stdout.isTTY && stdin.isTTY);

@@ -156,13 +156,23 @@ export function applyIndex(s: DashboardState, index: readonly RepositoryIndexEnt
   // Several versions can be listed; the one serving (READY) wins, then the newest.
   for (const e of index) {
     const prev = seen.get(e.name);
-    if (!prev || (e.state === "READY" && prev.state !== "READY") || (e.state === prev.state && Number(e.version ?? 0) > Number(prev.version ?? 0))) seen.set(e.name, e);
+    if (
+      !prev ||
+      (e.state === "READY" && prev.state !== "READY") ||
+      (e.state === prev.state && Number(e.version ?? 0) > Number(prev.version ?? 0))
+    )
+      seen.set(e.name, e);
   }
   const models: ModelRow[] = [];
   for (const m of s.models) {
     const e = seen.get(m.name);
     if (e) {
-      models.push({ ...m, state: e.state ?? "UNKNOWN", ...(e.version ? { version: e.version } : {}), ...(e.reason ? { reason: e.reason } : { reason: undefined }) });
+      models.push({
+        ...m,
+        state: e.state ?? "UNKNOWN",
+        ...(e.version ? { version: e.version } : {}),
+        ...(e.reason ? { reason: e.reason } : { reason: undefined }),
+      });
       seen.delete(m.name);
     } else if (m.state === "SKIPPED" || m.lastEdit?.phase === "refused" || m.lastEdit?.phase === "loading") {
       models.push(m);
@@ -171,16 +181,33 @@ export function applyIndex(s: DashboardState, index: readonly RepositoryIndexEnt
       if (m.lastEdit?.phase !== "unloaded") models.push({ ...m, state: "NOT LOADED", version: undefined });
     } else models.push(m);
   }
-  for (const e of seen.values()) models.push({ name: e.name, state: e.state ?? "UNKNOWN", ...(e.version ? { version: e.version } : {}), ...(e.reason ? { reason: e.reason } : {}) });
+  for (const e of seen.values())
+    models.push({
+      name: e.name,
+      state: e.state ?? "UNKNOWN",
+      ...(e.version ? { version: e.version } : {}),
+      ...(e.reason ? { reason: e.reason } : {}),
+    });
   models.sort(byName);
   return sameModels(s.models, models) ? s : { ...s, models };
 }
 
 function sameModels(a: readonly ModelRow[], b: readonly ModelRow[]): boolean {
-  return a.length === b.length && a.every((m, i) => m.name === b[i]!.name && m.state === b[i]!.state && m.version === b[i]!.version && m.reason === b[i]!.reason);
+  return (
+    a.length === b.length &&
+    a.every(
+      (m, i) =>
+        m.name === b[i]!.name && m.state === b[i]!.state && m.version === b[i]!.version && m.reason === b[i]!.reason,
+    )
+  );
 }
 
-export function applyConfig(s: DashboardState, name: string, version: string | undefined, config: ConfigSummary): DashboardState {
+export function applyConfig(
+  s: DashboardState,
+  name: string,
+  version: string | undefined,
+  config: ConfigSummary,
+): DashboardState {
   return upsertModel(s, name, (m) => ({ ...m, config, ...(version ? { configFor: version } : {}) }));
 }
 
@@ -196,11 +223,12 @@ function applyEdit(s: DashboardState, e: Extract<SessionEvent, { type: "edit" }>
     phase: e.phase,
     latencyMs: e.sinceSavedMs,
     phases: [...(prev?.phases ?? []), { phase: e.phase, sinceSavedMs: e.sinceSavedMs }],
-    ...(e.version ?? prev?.version ? { version: e.version ?? prev?.version } : {}),
-    ...(e.reason ?? prev?.reason ? { reason: e.reason ?? prev?.reason } : {}),
-    ...(e.diagnostics ?? prev?.diagnostics ? { diagnostics: e.diagnostics ?? prev?.diagnostics } : {}),
+    ...((e.version ?? prev?.version) ? { version: e.version ?? prev?.version } : {}),
+    ...((e.reason ?? prev?.reason) ? { reason: e.reason ?? prev?.reason } : {}),
+    ...((e.diagnostics ?? prev?.diagnostics) ? { diagnostics: e.diagnostics ?? prev?.diagnostics } : {}),
   };
-  const timeline = i >= 0 ? s.timeline.map((t, j) => (j === i ? entry : t)) : [entry, ...s.timeline].slice(0, MAX_TIMELINE);
+  const timeline =
+    i >= 0 ? s.timeline.map((t, j) => (j === i ? entry : t)) : [entry, ...s.timeline].slice(0, MAX_TIMELINE);
   const next = { ...s, timeline };
   return upsertModel(next, e.model, (m) => {
     const row: ModelRow = { ...m, lastEdit: { id: e.id, phase: e.phase, at: e.at, latencyMs: e.sinceSavedMs } };
@@ -208,7 +236,13 @@ function applyEdit(s: DashboardState, e: Extract<SessionEvent, { type: "edit" }>
       case "loading":
         return { ...row, state: m.state === "UNKNOWN" || m.state === "NOT LOADED" ? "LOADING" : m.state };
       case "ready":
-        return { ...row, state: "READY", reason: undefined, ...(e.version ? { version: e.version } : {}), lastReload: { at: e.at, latencyMs: e.sinceSavedMs, ...(e.version ? { version: e.version } : {}) } };
+        return {
+          ...row,
+          state: "READY",
+          reason: undefined,
+          ...(e.version ? { version: e.version } : {}),
+          lastReload: { at: e.at, latencyMs: e.sinceSavedMs, ...(e.version ? { version: e.version } : {}) },
+        };
       case "refused":
         return m.state === "UNKNOWN" || m.state === "STAGED" ? { ...row, state: "NOT LOADED" } : row;
       case "unloaded":
@@ -226,16 +260,32 @@ export function applySessionEvent(s: DashboardState, e: SessionEvent): Dashboard
     case "pull": {
       const total = e.layers.length;
       const size = e.size > 0 ? `, ${bytes(e.downloaded)} of ${bytes(e.size)}` : "";
-      return { ...s, server: { ...s.server, message: e.finished ? `image ${e.image} ready` : `pulling ${e.image}: ${e.done}/${total} layers${size}` } };
+      return {
+        ...s,
+        server: {
+          ...s.server,
+          message: e.finished ? `image ${e.image} ready` : `pulling ${e.image}: ${e.done}/${total} layers${size}`,
+        },
+      };
     }
     case "container":
-      return { ...s, server: { ...s.server, container: e.name, message: `${e.action === "reattached" ? "reattached to" : "created"} container ${e.name}` } };
+      return {
+        ...s,
+        server: {
+          ...s.server,
+          container: e.name,
+          message: `${e.action === "reattached" ? "reattached to" : "created"} container ${e.name}`,
+        },
+      };
     case "kind":
       return { ...s, server: { ...s.server, message: `kind: ${e.message}` } };
     case "monitoring":
       return { ...s, server: { ...s.server, monitoring: { prometheus: e.prometheus, grafana: e.grafana } } };
     case "hint":
-      return applyLogLines({ ...s, ui: { ...s.ui, notice: { text: `hint: ${e.message}`, at: s.now, level: "error" } } }, [{ source: "tool", level: "-", text: `hint: ${e.message}` }]);
+      return applyLogLines(
+        { ...s, ui: { ...s.ui, notice: { text: `hint: ${e.message}`, at: s.now, level: "error" } } },
+        [{ source: "tool", level: "-", text: `hint: ${e.message}` }],
+      );
     case "setup":
       return { ...s, server: { ...s.server, message: `setup: ${e.progress.line ?? e.progress.message}` } };
     case "lint":
@@ -244,13 +294,35 @@ export function applySessionEvent(s: DashboardState, e: SessionEvent): Dashboard
       return upsertModel(s, e.model, (m) => ({ ...m, state: "SKIPPED", reason: e.reason }));
     case "staged": {
       let next = s;
-      for (const name of e.models) next = upsertModel(next, name, (m) => (m.state === "UNKNOWN" ? { ...m, state: "STAGED" } : m));
+      for (const name of e.models)
+        next = upsertModel(next, name, (m) => (m.state === "UNKNOWN" ? { ...m, state: "STAGED" } : m));
       return next;
     }
     case "starting":
-      return { ...s, server: { ...s.server, phase: "starting", runtime: e.runtime, ...(e.pid !== undefined ? { pid: e.pid } : {}), logFile: e.logFile, startedAt: s.now, message: "waiting for Triton to answer" } };
+      return {
+        ...s,
+        server: {
+          ...s.server,
+          phase: "starting",
+          runtime: e.runtime,
+          ...(e.pid !== undefined ? { pid: e.pid } : {}),
+          logFile: e.logFile,
+          startedAt: s.now,
+          message: "waiting for Triton to answer",
+        },
+      };
     case "ready": {
-      const next = { ...s, server: { ...s.server, phase: "running" as const, endpoints: e.endpoints, startedAt: s.now - e.elapsedMs, live: true, message: undefined } };
+      const next = {
+        ...s,
+        server: {
+          ...s.server,
+          phase: "running" as const,
+          endpoints: e.endpoints,
+          startedAt: s.now - e.elapsedMs,
+          live: true,
+          message: undefined,
+        },
+      };
       return applyIndex(next, e.models);
     }
     case "watching":
@@ -258,11 +330,23 @@ export function applySessionEvent(s: DashboardState, e: SessionEvent): Dashboard
     case "edit":
       return applyEdit(s, e);
     case "server-exited":
-      return { ...s, server: { ...s.server, phase: "exited", live: false, ready: false, message: `tritonserver exited (${e.signal ?? `code ${e.code}`})${e.lastLines.length ? `: ${e.lastLines[e.lastLines.length - 1]}` : ""}` } };
+      return {
+        ...s,
+        server: {
+          ...s.server,
+          phase: "exited",
+          live: false,
+          ready: false,
+          message: `tritonserver exited (${e.signal ?? `code ${e.code}`})${e.lastLines.length ? `: ${e.lastLines[e.lastLines.length - 1]}` : ""}`,
+        },
+      };
     case "stopping":
       return { ...s, server: { ...s.server, phase: "stopping", message: `stopping (${e.reason})` } };
     case "stopped":
-      return { ...s, server: { ...s.server, phase: "stopped", live: false, ready: false, message: "stopped; nothing left running" } };
+      return {
+        ...s,
+        server: { ...s.server, phase: "stopped", live: false, ready: false, message: "stopped; nothing left running" },
+      };
     default:
       return s;
   }
@@ -275,7 +359,8 @@ export function applyHealth(s: DashboardState, h: { live: boolean; ready: boolea
 
 export function applyLogLines(s: DashboardState, lines: readonly LogLine[]): DashboardState {
   if (lines.length === 0) return s;
-  const logs = s.logs.length + lines.length > MAX_LOG_LINES ? [...s.logs, ...lines].slice(-MAX_LOG_LINES) : [...s.logs, ...lines];
+  const logs =
+    s.logs.length + lines.length > MAX_LOG_LINES ? [...s.logs, ...lines].slice(-MAX_LOG_LINES) : [...s.logs, ...lines];
   // A reader scrolled back keeps looking at the same lines while new ones arrive.
   const logScroll = s.ui.logScroll > 0 ? Math.min(s.ui.logScroll + lines.length, logs.length) : 0;
   return { ...s, logs, ui: logScroll === s.ui.logScroll ? s.ui : { ...s.ui, logScroll } };
@@ -312,9 +397,14 @@ export function summariseConfig(c: Record<string, unknown>): ConfigSummary {
   const num = (x: unknown) => (typeof x === "number" ? x : typeof x === "string" && x !== "" ? Number(x) : 0);
   const db = c.dynamic_batching as Record<string, unknown> | undefined;
   const groups = (c.instance_group as Array<Record<string, unknown>> | undefined) ?? [];
-  const steps = ((c.ensemble_scheduling as { step?: Array<{ model_name?: string }> } | undefined)?.step ?? []).map((s) => s.model_name ?? "?");
+  const steps = ((c.ensemble_scheduling as { step?: Array<{ model_name?: string }> } | undefined)?.step ?? []).map(
+    (s) => s.model_name ?? "?",
+  );
   const platform = String(c.platform || c.backend || "");
-  const instances = platform === "ensemble" ? "" : groups.map((g) => `${num(g.count) || 1}×${String(g.kind ?? "KIND_AUTO").replace(/^KIND_/, "")}`).join(" + ");
+  const instances =
+    platform === "ensemble"
+      ? ""
+      : groups.map((g) => `${num(g.count) || 1}×${String(g.kind ?? "KIND_AUTO").replace(/^KIND_/, "")}`).join(" + ");
   return {
     platform,
     maxBatchSize: num(c.max_batch_size),
@@ -364,9 +454,30 @@ const activity = (values: readonly number[], max?: number) => sparkline(values, 
 export function metricsFingerprint(m: ScrapeState): string {
   const v = m.view;
   const models = v.models.map((x) =>
-    [x.model, perSec(x.requestsPerSec), perSec(x.inferencesPerSec), perSec(x.failuresPerSec), usAsMs(x.queueAvgUs), usAsMs(x.queueP99Us), usAsMs(x.computeInferAvgUs), usAsMs(x.requestAvgUs), x.avgBatch?.toFixed(1), x.pending, activity(x.throughputSeries), activity(x.queueSeries)].join(" "),
+    [
+      x.model,
+      perSec(x.requestsPerSec),
+      perSec(x.inferencesPerSec),
+      perSec(x.failuresPerSec),
+      usAsMs(x.queueAvgUs),
+      usAsMs(x.queueP99Us),
+      usAsMs(x.computeInferAvgUs),
+      usAsMs(x.requestAvgUs),
+      x.avgBatch?.toFixed(1),
+      x.pending,
+      activity(x.throughputSeries),
+      activity(x.queueSeries),
+    ].join(" "),
   );
-  const gpus = v.gpus.map((g) => [g.uuid, Math.round(g.utilization * 100), Math.round(g.memoryUsedBytes / 2 ** 26), g.powerWatts?.toFixed(0), activity(g.utilizationSeries, 1)].join(" "));
+  const gpus = v.gpus.map((g) =>
+    [
+      g.uuid,
+      Math.round(g.utilization * 100),
+      Math.round(g.memoryUsedBytes / 2 ** 26),
+      g.powerWatts?.toFixed(0),
+      activity(g.utilizationSeries, 1),
+    ].join(" "),
+  );
   const mem = v.cpu ? (v.cpu.memoryUsedBytes / 2 ** 30).toFixed(1) : "";
   return JSON.stringify([m.error ?? "", v.summaries, models, gpus, mem]);
 }

@@ -20,7 +20,13 @@ export function colorEnabled(env: NodeJS.ProcessEnv): boolean {
 
 export type Tone = "ok" | "warn" | "bad" | "dim" | "accent" | undefined;
 
-const TONES: Record<Exclude<Tone, undefined>, string> = { ok: "green", warn: "yellow", bad: "red", dim: "gray", accent: "cyan" };
+const TONES: Record<Exclude<Tone, undefined>, string> = {
+  ok: "green",
+  warn: "yellow",
+  bad: "red",
+  dim: "gray",
+  accent: "cyan",
+};
 
 /** The Ink colour for a tone, or none when colour is off. */
 export function toneColor(theme: Theme, tone: Tone): string | undefined {

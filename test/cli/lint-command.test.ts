@@ -5,7 +5,18 @@ import { afterAll, describe, expect, it } from "vitest";
 import { detectNvidiaGpus, registerLintCommand, runLint } from "../../src/cli/lint-command.js";
 import type { CliContext, Output } from "../../src/cli/output.js";
 import { UsageError } from "../../src/errors.js";
-import { ECHO_IO, ECHO_MODEL_PY, ROOT, SAMPLE_MODELS, posOf, pythonConfig, pythonModel, tempRepo, writeFiles, removeTempRepos } from "../repo/helpers.js";
+import {
+  ECHO_IO,
+  ECHO_MODEL_PY,
+  ROOT,
+  SAMPLE_MODELS,
+  posOf,
+  pythonConfig,
+  pythonModel,
+  tempRepo,
+  writeFiles,
+  removeTempRepos,
+} from "../repo/helpers.js";
 
 afterAll(removeTempRepos);
 
@@ -32,12 +43,17 @@ describe("runLint", () => {
     const out = capture();
     expect(await runLint(repo, {}, { output: out, detectGpus: noGpu, cwd: repo })).toBe(0);
     const at = posOf(cfg, "KIND_GPU");
-    expect(out.text()).toContain(`a/config.pbtxt:${at.line}:${at.column}: warning: instance group 1 asks for KIND_GPU, but this machine has no GPU`);
+    expect(out.text()).toContain(
+      `a/config.pbtxt:${at.line}:${at.column}: warning: instance group 1 asks for KIND_GPU, but this machine has no GPU`,
+    );
   });
 
   it("exits 1 on errors, compiler style, grouped per model, errors before warnings", async () => {
     const repo = await tempRepo();
-    const cfg = `${pythonConfig("a")}instance_group [ { kind: KIND_GPU } ]\n`.replace("max_batch_size: 8", "max_batch_size: -8");
+    const cfg = `${pythonConfig("a")}instance_group [ { kind: KIND_GPU } ]\n`.replace(
+      "max_batch_size: 8",
+      "max_batch_size: -8",
+    );
     const mbs = posOf(cfg, "-8");
     const gpu = posOf(cfg, "KIND_GPU");
     await writeFiles(repo, {
@@ -68,7 +84,9 @@ describe("runLint", () => {
   it("counts the sample repository's GPU model as not loading on a machine without a GPU, and still exits 0", async () => {
     const out = capture();
     expect(await runLint(SAMPLE_MODELS, {}, { output: out, detectGpus: noGpu, cwd: ROOT })).toBe(0);
-    expect(out.text().split("\n").at(-1)).toBe("5 models checked: 0 errors, 1 warning (4 of 5 would load here; resnet50_fp16 needs a GPU)");
+    expect(out.text().split("\n").at(-1)).toBe(
+      "5 models checked: 0 errors, 1 warning (4 of 5 would load here; resnet50_fp16 needs a GPU)",
+    );
     const withGpu = capture();
     expect(await runLint(SAMPLE_MODELS, {}, { output: withGpu, detectGpus: async () => 1, cwd: ROOT })).toBe(0);
     expect(withGpu.text()).toBe("5 models checked: 0 errors, 0 warnings (5 of 5 would load)");
@@ -98,10 +116,13 @@ describe("runLint", () => {
 
   it("names three models that cannot load here and counts the rest", async () => {
     const repo = await tempRepo();
-    for (const n of ["g1", "g2", "g3", "g4", "g5"]) await writeFiles(repo, pythonModel(n, `${pythonConfig(n)}instance_group [ { kind: KIND_GPU } ]\n`));
+    for (const n of ["g1", "g2", "g3", "g4", "g5"])
+      await writeFiles(repo, pythonModel(n, `${pythonConfig(n)}instance_group [ { kind: KIND_GPU } ]\n`));
     const out = capture();
     expect(await runLint(repo, {}, { output: out, detectGpus: noGpu })).toBe(0);
-    expect(out.text().split("\n").at(-1)).toBe("5 models checked: 0 errors, 5 warnings (0 of 5 would load here; g1 needs a GPU; g2 needs a GPU; g3 needs a GPU; 2 more cannot load here)");
+    expect(out.text().split("\n").at(-1)).toBe(
+      "5 models checked: 0 errors, 5 warnings (0 of 5 would load here; g1 needs a GPU; g2 needs a GPU; g3 needs a GPU; 2 more cannot load here)",
+    );
   });
 
   it("refuses a folder without model directories, saying what one looks like", async () => {
@@ -117,18 +138,37 @@ describe("runLint", () => {
     ]);
     const json = capture();
     expect(await runLint(repo, { json: true }, { output: json, detectGpus: noGpu })).toBe(1);
-    expect(JSON.parse(json.text())).toMatchObject({ errorCount: 1, models: [], repositoryDiagnostics: [{ code: "repository-empty", severity: "error" }] });
+    expect(JSON.parse(json.text())).toMatchObject({
+      errorCount: 1,
+      models: [],
+      repositoryDiagnostics: [{ code: "repository-empty", severity: "error" }],
+    });
   });
 
   it("prints JSON with --json", async () => {
     const repo = await tempRepo();
-    await writeFiles(repo, { ...pythonModel("a", 'name: "a"\nbackend: "python"\ninput [ { name: "x" dims: [ 1 ] } ]\n') });
+    await writeFiles(repo, {
+      ...pythonModel("a", 'name: "a"\nbackend: "python"\ninput [ { name: "x" dims: [ 1 ] } ]\n'),
+    });
     const out = capture();
     expect(await runLint(repo, { json: true, runtime: "local" }, { output: out, detectGpus: noGpu })).toBe(1);
     const json = JSON.parse(out.text());
-    expect(json).toMatchObject({ repository: repo, errorCount: 1, warningCount: 0, repositoryDiagnostics: [], models: [{ name: "a", wouldLoad: false }] });
+    expect(json).toMatchObject({
+      repository: repo,
+      errorCount: 1,
+      warningCount: 0,
+      repositoryDiagnostics: [],
+      models: [{ name: "a", wouldLoad: false }],
+    });
     expect(json.models[0]).not.toHaveProperty("unavailable");
-    expect(json.models[0].diagnostics[0]).toMatchObject({ severity: "error", code: "io-data-type-missing", line: 3, column: 9, file: path.join(repo, "a", "config.pbtxt"), model: "a" });
+    expect(json.models[0].diagnostics[0]).toMatchObject({
+      severity: "error",
+      code: "io-data-type-missing",
+      line: 3,
+      column: 9,
+      file: path.join(repo, "a", "config.pbtxt"),
+      model: "a",
+    });
   });
 
   it("takes --gpu/--no-gpu over what the machine says", async () => {
@@ -139,7 +179,11 @@ describe("runLint", () => {
     expect(out.text()).toBe("1 model checked: 0 errors, 0 warnings (1 of 1 would load)");
     const json = capture();
     await runLint(repo, { gpu: false, json: true }, { output: json, detectGpus: async () => 1 });
-    expect(JSON.parse(json.text()).models[0]).toMatchObject({ name: "a", wouldLoad: false, unavailable: "needs a GPU" });
+    expect(JSON.parse(json.text()).models[0]).toMatchObject({
+      name: "a",
+      wouldLoad: false,
+      unavailable: "needs a GPU",
+    });
   });
 
   it.each([
@@ -160,8 +204,12 @@ describe("registerLintCommand", () => {
 
   function program(out: Output): Command {
     ctx = { output: out, env: process.env, exitCode: 0 };
-    const p = new Command("triton-dev").exitOverride().configureOutput({ writeErr: () => undefined, writeOut: () => undefined });
-    registerLintCommand(p, ctx, { detectGpus: noGpu }).exitOverride().configureOutput({ writeErr: () => undefined, writeOut: () => undefined });
+    const p = new Command("triton-dev")
+      .exitOverride()
+      .configureOutput({ writeErr: () => undefined, writeOut: () => undefined });
+    registerLintCommand(p, ctx, { detectGpus: noGpu })
+      .exitOverride()
+      .configureOutput({ writeErr: () => undefined, writeOut: () => undefined });
     return p;
   }
 
@@ -175,20 +223,25 @@ describe("registerLintCommand", () => {
   });
 
   it("rejects an unknown runtime as a usage error", async () => {
-    await expect(program(capture()).parseAsync(["lint", ".", "--runtime", "moon"], { from: "user" })).rejects.toBeInstanceOf(CommanderError);
+    await expect(
+      program(capture()).parseAsync(["lint", ".", "--runtime", "moon"], { from: "user" }),
+    ).rejects.toBeInstanceOf(CommanderError);
   });
 });
 
 describe("detectNvidiaGpus", () => {
-  it.skipIf(process.platform !== "linux")("counts the GPUs the driver lists, and says nothing when it cannot tell", async () => {
-    const dir = await tempRepo();
-    const procDir = path.join(dir, "gpus");
-    expect(await detectNvidiaGpus(procDir, path.join(dir, "nvidiactl"))).toBe(0);
-    fs.writeFileSync(path.join(dir, "nvidiactl"), "");
-    expect(await detectNvidiaGpus(procDir, path.join(dir, "nvidiactl"))).toBeUndefined();
-    fs.mkdirSync(path.join(procDir, "0000:00:06.0"), { recursive: true });
-    expect(await detectNvidiaGpus(procDir)).toBe(1);
-  });
+  it.skipIf(process.platform !== "linux")(
+    "counts the GPUs the driver lists, and says nothing when it cannot tell",
+    async () => {
+      const dir = await tempRepo();
+      const procDir = path.join(dir, "gpus");
+      expect(await detectNvidiaGpus(procDir, path.join(dir, "nvidiactl"))).toBe(0);
+      fs.writeFileSync(path.join(dir, "nvidiactl"), "");
+      expect(await detectNvidiaGpus(procDir, path.join(dir, "nvidiactl"))).toBeUndefined();
+      fs.mkdirSync(path.join(procDir, "0000:00:06.0"), { recursive: true });
+      expect(await detectNvidiaGpus(procDir)).toBe(1);
+    },
+  );
 });
 
 it("checks GPU ids against the GPUs found", async () => {

@@ -50,25 +50,45 @@ describe("triton-dev manifests: stdout", () => {
 
   it("the flags reach the objects", async () => {
     const r = await run([
-      "--image", "registry.local/triton:24.10",
-      "--gpus", "2",
-      "--poll-secs", "10",
-      "--namespace", "ml",
-      "--name", "triton-a",
-      "--models-from", "git:https://github.com/org/models.git#v2//serving",
-      "--cpu", "8",
-      "--memory", "16Gi",
-      "--shm-size", "2Gi",
-      "--service-monitor-label", "release=prometheus",
-      "--repository-key-secret", "triton-key",
-      "--runtime-class", "nvidia",
-      "--node-selector", "pool=gpu",
-      "--node-selector", "zone=a",
-      "--image-pull-policy", "IfNotPresent",
+      "--image",
+      "registry.local/triton:24.10",
+      "--gpus",
+      "2",
+      "--poll-secs",
+      "10",
+      "--namespace",
+      "ml",
+      "--name",
+      "triton-a",
+      "--models-from",
+      "git:https://github.com/org/models.git#v2//serving",
+      "--cpu",
+      "8",
+      "--memory",
+      "16Gi",
+      "--shm-size",
+      "2Gi",
+      "--service-monitor-label",
+      "release=prometheus",
+      "--repository-key-secret",
+      "triton-key",
+      "--runtime-class",
+      "nvidia",
+      "--node-selector",
+      "pool=gpu",
+      "--node-selector",
+      "zone=a",
+      "--image-pull-policy",
+      "IfNotPresent",
     ]);
     expect(r.code, r.stderr).toBe(0);
     const objects = objectsOf(r);
-    expect(objects.map((o) => `${o.kind}/${o.metadata.name}`)).toEqual(["Namespace/ml", "Deployment/triton-a", "Service/triton-a", "ServiceMonitor/triton-a"]);
+    expect(objects.map((o) => `${o.kind}/${o.metadata.name}`)).toEqual([
+      "Namespace/ml",
+      "Deployment/triton-a",
+      "Service/triton-a",
+      "ServiceMonitor/triton-a",
+    ]);
     const d = deploymentOf(r);
     const spec = d.spec.template.spec;
     const c = spec.containers[0];
@@ -77,13 +97,22 @@ describe("triton-dev manifests: stdout", () => {
     expect(c.args).toContain("--repository-poll-secs=10");
     expect(c.args).toContain("--model-repository=/git/current/serving");
     expect(c.args).toContain("--http-restricted-api=model-repository:triton-dev-key=$(TRITON_REPOSITORY_KEY)");
-    expect(c.env).toContainEqual({ name: "TRITON_REPOSITORY_KEY", valueFrom: { secretKeyRef: { name: "triton-key", key: "key" } } });
+    expect(c.env).toContainEqual({
+      name: "TRITON_REPOSITORY_KEY",
+      valueFrom: { secretKeyRef: { name: "triton-key", key: "key" } },
+    });
     expect(c.resources.limits).toEqual({ cpu: "8", memory: "16Gi", "nvidia.com/gpu": 2 });
     expect(spec.runtimeClassName).toBe("nvidia");
     expect(spec.nodeSelector).toEqual({ pool: "gpu", zone: "a" });
     expect(spec.volumes).toContainEqual({ name: "dshm", emptyDir: { medium: "Memory", sizeLimit: "2Gi" } });
     const sync = spec.containers.find((x: Any) => x.name === "git-sync");
-    expect(sync.args).toEqual(["--repo=https://github.com/org/models.git", "--ref=v2", "--root=/git", "--link=current", "--period=10s"]);
+    expect(sync.args).toEqual([
+      "--repo=https://github.com/org/models.git",
+      "--ref=v2",
+      "--root=/git",
+      "--link=current",
+      "--period=10s",
+    ]);
     expect(objects.find((o) => o.kind === "ServiceMonitor")!.metadata.labels.release).toBe("prometheus");
     // A referenced Secret is the user's to create: none is printed.
     expect(objects.some((o) => o.kind === "Secret")).toBe(false);
@@ -105,7 +134,15 @@ describe("triton-dev manifests: stdout", () => {
   it("--help explains the model sources and the defaults", async () => {
     const r = await run(["--help"]);
     expect(r.code).toBe(0);
-    for (const s of ["pvc:CLAIM[/SUBPATH]", "hostpath:PATH", "git:URL[#REF][//SUBDIR]", "pvc:triton-models", "16Gi", "--no-service-monitor", "--repository-key-secret"]) {
+    for (const s of [
+      "pvc:CLAIM[/SUBPATH]",
+      "hostpath:PATH",
+      "git:URL[#REF][//SUBDIR]",
+      "pvc:triton-models",
+      "16Gi",
+      "--no-service-monitor",
+      "--repository-key-secret",
+    ]) {
       expect(r.stdout).toContain(s);
     }
   });
@@ -131,7 +168,12 @@ describe("triton-dev manifests --out", () => {
     const dir = path.join(await tempRepo(), "k8s");
     const r = await run(["--out", dir, "--namespace", "ml"]);
     expect(r.code, r.stderr).toBe(0);
-    const names = ["01-namespace-ml.yaml", "02-deployment-triton-inference-server.yaml", "03-service-triton-inference-server.yaml", "04-servicemonitor-triton-inference-server.yaml"];
+    const names = [
+      "01-namespace-ml.yaml",
+      "02-deployment-triton-inference-server.yaml",
+      "03-service-triton-inference-server.yaml",
+      "04-servicemonitor-triton-inference-server.yaml",
+    ];
     expect(fs.readdirSync(dir).sort()).toEqual(names);
     for (const n of names) expect(r.stdout).toContain(path.join(dir, n));
     expect(r.stdout).toContain(`kubectl apply -f ${dir}`);
@@ -173,18 +215,42 @@ describe("triton-dev manifests: bad flags", () => {
     [["--gpus", "-1"], "--gpus must be a whole number >= 0; got '-1'"],
     [["--gpus", "two"], "--gpus must be a whole number >= 0; got 'two'"],
     [["--poll-secs", "0"], "--poll-secs must be a whole number >= 1; got '0'"],
-    [["--shm-size", "1g"], "--shm-size must be a Kubernetes quantity; got '1g'\n  hint: Kubernetes writes binary sizes as Ki, Mi, Gi and Ti: 1Gi."],
-    [["--memory", "16gb"], "--memory must be a Kubernetes quantity; got '16gb'\n  hint: Kubernetes writes binary sizes as Ki, Mi, Gi and Ti: 16Gi."],
-    [["--cpu", "eight"], "--cpu must be a Kubernetes quantity; got 'eight'\n  hint: For example 8 (cores) or 500m (millicores)."],
+    [
+      ["--shm-size", "1g"],
+      "--shm-size must be a Kubernetes quantity; got '1g'\n  hint: Kubernetes writes binary sizes as Ki, Mi, Gi and Ti: 1Gi.",
+    ],
+    [
+      ["--memory", "16gb"],
+      "--memory must be a Kubernetes quantity; got '16gb'\n  hint: Kubernetes writes binary sizes as Ki, Mi, Gi and Ti: 16Gi.",
+    ],
+    [
+      ["--cpu", "eight"],
+      "--cpu must be a Kubernetes quantity; got 'eight'\n  hint: For example 8 (cores) or 500m (millicores).",
+    ],
     [["--namespace", "My_NS"], "--namespace must be a namespace name; got 'My_NS'"],
     [["--name", "9triton"], "--name must be a Deployment and Service name; got '9triton'"],
     [["--image", "a b"], "--image must be an image reference; got 'a b'"],
-    [["--models-from", "s3://bucket/models"], "--models-from must be hostpath:PATH, pvc:CLAIM[/SUBPATH] or git:URL[#REF][//SUBDIR]; got 's3://bucket/models'"],
-    [["--models-from", "hostpath:models"], "--models-from must be hostpath: followed by an absolute path on the node; got 'hostpath:models'"],
-    [["--models-from", "pvc:Models"], "--models-from must be pvc: followed by a PersistentVolumeClaim name; got 'pvc:Models'"],
-    [["--models-from", "pvc:models/../etc"], "--models-from must be pvc:CLAIM/SUBPATH with a relative SUBPATH inside the volume"],
+    [
+      ["--models-from", "s3://bucket/models"],
+      "--models-from must be hostpath:PATH, pvc:CLAIM[/SUBPATH] or git:URL[#REF][//SUBDIR]; got 's3://bucket/models'",
+    ],
+    [
+      ["--models-from", "hostpath:models"],
+      "--models-from must be hostpath: followed by an absolute path on the node; got 'hostpath:models'",
+    ],
+    [
+      ["--models-from", "pvc:Models"],
+      "--models-from must be pvc: followed by a PersistentVolumeClaim name; got 'pvc:Models'",
+    ],
+    [
+      ["--models-from", "pvc:models/../etc"],
+      "--models-from must be pvc:CLAIM/SUBPATH with a relative SUBPATH inside the volume",
+    ],
     [["--models-from", "git:models"], "--models-from must be git: followed by a repository URL; got 'git:models'"],
-    [["--models-from", "git:https://h/r.git#"], "--models-from must be git:URL#REF with a branch, tag or commit after '#'"],
+    [
+      ["--models-from", "git:https://h/r.git#"],
+      "--models-from must be git:URL#REF with a branch, tag or commit after '#'",
+    ],
     [["--node-selector", "gpu"], "--node-selector must be KEY=VALUE with a Kubernetes label name and value; got 'gpu'"],
     [["--service-monitor-label", "release=a b"], "--service-monitor-label must be KEY=VALUE"],
     [["--repository-key-secret", "Key"], "--repository-key-secret must be a Secret name; got 'Key'"],
@@ -212,12 +278,30 @@ describe("parseModelsFrom", () => {
     ["pvc:shared/triton/models/", { kind: "pvc", claimName: "shared", subPath: "triton/models" }],
     ["hostpath:/data/models", { kind: "hostPath", path: "/data/models" }],
     ["hostPath:/data/models", { kind: "hostPath", path: "/data/models" }],
-    ["git:https://github.com/org/models.git", { kind: "git", repo: "https://github.com/org/models.git", branch: "HEAD", periodSecs: 30 }],
-    ["git:https://github.com/org/models.git#main", { kind: "git", repo: "https://github.com/org/models.git", branch: "main", periodSecs: 30 }],
-    ["git:https://github.com/org/models.git//triton/repo", { kind: "git", repo: "https://github.com/org/models.git", branch: "HEAD", subdir: "triton/repo", periodSecs: 30 }],
-    ["git:https://github.com/org/models.git#v1.2//triton", { kind: "git", repo: "https://github.com/org/models.git", branch: "v1.2", subdir: "triton", periodSecs: 30 }],
-    ["git:git@github.com:org/models.git#dev//models", { kind: "git", repo: "git@github.com:org/models.git", branch: "dev", subdir: "models", periodSecs: 30 }],
-    ["git:ssh://git@host:2222/org/models.git", { kind: "git", repo: "ssh://git@host:2222/org/models.git", branch: "HEAD", periodSecs: 30 }],
+    [
+      "git:https://github.com/org/models.git",
+      { kind: "git", repo: "https://github.com/org/models.git", branch: "HEAD", periodSecs: 30 },
+    ],
+    [
+      "git:https://github.com/org/models.git#main",
+      { kind: "git", repo: "https://github.com/org/models.git", branch: "main", periodSecs: 30 },
+    ],
+    [
+      "git:https://github.com/org/models.git//triton/repo",
+      { kind: "git", repo: "https://github.com/org/models.git", branch: "HEAD", subdir: "triton/repo", periodSecs: 30 },
+    ],
+    [
+      "git:https://github.com/org/models.git#v1.2//triton",
+      { kind: "git", repo: "https://github.com/org/models.git", branch: "v1.2", subdir: "triton", periodSecs: 30 },
+    ],
+    [
+      "git:git@github.com:org/models.git#dev//models",
+      { kind: "git", repo: "git@github.com:org/models.git", branch: "dev", subdir: "models", periodSecs: 30 },
+    ],
+    [
+      "git:ssh://git@host:2222/org/models.git",
+      { kind: "git", repo: "ssh://git@host:2222/org/models.git", branch: "HEAD", periodSecs: 30 },
+    ],
   ];
   for (const [spec, expected] of cases) {
     it(spec, () => expect(parseModelsFrom(spec, 30)).toEqual(expected));
@@ -233,7 +317,9 @@ describe("triton-dev manifests --models", () => {
     expect(r.code).toBe(1);
     expect(r.stdout).toBe("");
     const at = posOf(cfg, "-8");
-    expect(r.stderr).toContain(`${path.join(repo, "a/config.pbtxt")}:${at.line}:${at.column}: error: max_batch_size is -8`);
+    expect(r.stderr).toContain(
+      `${path.join(repo, "a/config.pbtxt")}:${at.line}:${at.column}: error: max_batch_size is -8`,
+    );
     expect(r.stderr).toContain("has 1 error(s) (above) that Triton would refuse; no manifests rendered");
   });
 

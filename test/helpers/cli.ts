@@ -19,10 +19,19 @@ export interface CliResult {
 /** Run the built CLI as a user would, with its own state folder and the shared Triton environment. */
 export function runCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 240_000): Promise<CliResult> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { env, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === "number" ? ((err as { code: number }).code) : 1) : 0;
-      resolve({ code, stdout: String(stdout), stderr: String(stderr) });
-    });
+    execFile(
+      process.execPath,
+      [CLI, ...args],
+      { env, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 },
+      (err, stdout, stderr) => {
+        const code = err
+          ? typeof (err as { code?: unknown }).code === "number"
+            ? (err as { code: number }).code
+            : 1
+          : 0;
+        resolve({ code, stdout: String(stdout), stderr: String(stderr) });
+      },
+    );
   });
 }
 
@@ -37,7 +46,13 @@ export async function tempDir(prefix: string): Promise<string> {
 /** A per-test environment: own state folder (so runs never collide), the shared managed venv. */
 export async function testEnv(extra: NodeJS.ProcessEnv = {}): Promise<NodeJS.ProcessEnv> {
   const stateDir = await tempDir("state");
-  return { ...process.env, TRITON_DEV_STATE_DIR: stateDir, TRITON_DEV_LOG: process.env.TRITON_DEV_LOG ?? "warn", CI: "1", ...extra };
+  return {
+    ...process.env,
+    TRITON_DEV_STATE_DIR: stateDir,
+    TRITON_DEV_LOG: process.env.TRITON_DEV_LOG ?? "warn",
+    CI: "1",
+    ...extra,
+  };
 }
 
 export async function freePorts(): Promise<{ http: number; grpc: number; metrics: number }> {

@@ -9,5 +9,8 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
  * present) through the built CLI, exactly as a user's `triton-dev setup` would.
  */
 export default function setup(): void {
-  execFileSync(process.execPath, [path.join(root, "dist/cli/main.js"), "setup"], { stdio: "inherit", env: process.env });
+  execFileSync(process.execPath, [path.join(root, "dist/cli/main.js"), "setup"], {
+    stdio: "inherit",
+    env: process.env,
+  });
 }

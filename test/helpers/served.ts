@@ -7,7 +7,14 @@ import { TritonHttpClient } from "../../src/triton/http-client.js";
  */
 export async function expectPipelineServedAndLocked(httpPort: number): Promise<void> {
   const client = new TritonHttpClient(`http://127.0.0.1:${httpPort}`, { timeoutMs: 60_000 });
-  const r = await client.infer("sentiment_pipeline", [{ name: "RAW_TEXT", shape: [2, 1], datatype: "BYTES", data: ["a wonderful, beautiful film; i loved it", "awful and boring, i hated it"] }]);
+  const r = await client.infer("sentiment_pipeline", [
+    {
+      name: "RAW_TEXT",
+      shape: [2, 1],
+      datatype: "BYTES",
+      data: ["a wonderful, beautiful film; i loved it", "awful and boring, i hated it"],
+    },
+  ]);
   const out = r.outputs.find((o) => o.name === "PREDICTIONS")!;
   expect(out.shape).toEqual([2, 2]);
   const [, pp, nn] = out.data as number[];

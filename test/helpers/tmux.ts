@@ -67,11 +67,11 @@ export function processesMentioning(text: string): string[] {
   for (const pid of fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
     try {
       const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").replace(/\0/g, " ");
-      if (cmd.includes(text) && !/^(tmux|sh -c) /.test(cmd) && Number(pid) !== process.pid) out.push(`${pid} ${cmd.slice(0, 160)}`);
+      if (cmd.includes(text) && !/^(tmux|sh -c) /.test(cmd) && Number(pid) !== process.pid)
+        out.push(`${pid} ${cmd.slice(0, 160)}`);
     } catch {
       // exited meanwhile
     }
   }
   return out;
 }
-

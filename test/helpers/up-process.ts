@@ -47,7 +47,12 @@ export class UpProcess {
       const hit = this.events.slice(from).find(pred);
       if (hit) return hit;
       if (Date.now() > deadline) {
-        throw new Error(`no matching event within ${timeoutMs} ms; events so far:\n${this.events.slice(-15).map((e) => JSON.stringify(e).slice(0, 300)).join("\n")}\nstderr: ${this.stderr.slice(-2000)}`);
+        throw new Error(
+          `no matching event within ${timeoutMs} ms; events so far:\n${this.events
+            .slice(-15)
+            .map((e) => JSON.stringify(e).slice(0, 300))
+            .join("\n")}\nstderr: ${this.stderr.slice(-2000)}`,
+        );
       }
       await new Promise<void>((r) => {
         const t = setTimeout(r, 200);

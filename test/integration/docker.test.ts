@@ -7,7 +7,15 @@ import { isPortFree } from "../../src/net/ports.js";
 import { containerName } from "../../src/runtimes/docker/settings.js";
 import { copySampleModels, freePorts, portArgs, runCli, testEnv, type CliResult } from "../helpers/cli.js";
 import { UpProcess } from "../helpers/up-process.js";
-import { buildTestImage, dockerAvailability, listenAddresses, LocalRegistry, ourContainers, removeImage, removeTestImages } from "../fixtures/docker/harness.js";
+import {
+  buildTestImage,
+  dockerAvailability,
+  listenAddresses,
+  LocalRegistry,
+  ourContainers,
+  removeImage,
+  removeTestImages,
+} from "../fixtures/docker/harness.js";
 import { expectPipelineServedAndLocked } from "../helpers/served.js";
 
 /**
@@ -42,7 +50,22 @@ describe.skipIf(!availability.ok)(`up --runtime docker against a real daemon${sk
   let models: string;
   let name: string;
   const up = (extra: string[] = [], e: NodeJS.ProcessEnv = env) =>
-    runCli(["up", "--runtime", "docker", "--detach", "--json", "--image", image, "--models", models, ...portArgs(ports), ...extra], e);
+    runCli(
+      [
+        "up",
+        "--runtime",
+        "docker",
+        "--detach",
+        "--json",
+        "--image",
+        image,
+        "--models",
+        models,
+        ...portArgs(ports),
+        ...extra,
+      ],
+      e,
+    );
   const containerId = async () => (await docker.getContainer(name).inspect()).Id;
 
   beforeAll(async () => {
@@ -60,7 +83,11 @@ describe.skipIf(!availability.ok)(`up --runtime docker against a real daemon${sk
 
   afterAll(async () => {
     if (env) await runCli(["down"], env);
-    for (const c of (await ourContainers(docker, runsDir).catch(() => [])) ?? []) await docker.getContainer(c.Id).remove({ force: true }).catch(() => {});
+    for (const c of (await ourContainers(docker, runsDir).catch(() => [])) ?? [])
+      await docker
+        .getContainer(c.Id)
+        .remove({ force: true })
+        .catch(() => {});
     await registry.stop();
     if (image) await removeImage(docker, image).catch(() => {});
   }, 120_000);
@@ -81,7 +108,9 @@ describe.skipIf(!availability.ok)(`up --runtime docker against a real daemon${sk
   it("says plainly when the daemon cannot be reached", async () => {
     const r = await up([], { ...env, DOCKER_HOST: "unix:///nonexistent/docker.sock" });
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/cannot reach the Docker daemon at unix:\/\/\/nonexistent\/docker.sock: its socket does not exist/);
+    expect(r.stderr).toMatch(
+      /cannot reach the Docker daemon at unix:\/\/\/nonexistent\/docker.sock: its socket does not exist/,
+    );
     expect(r.stderr).toMatch(/--runtime local/);
   });
 
@@ -91,7 +120,12 @@ describe.skipIf(!availability.ok)(`up --runtime docker against a real daemon${sk
     expect(r.code).toBe(0);
     const ev = events(r);
     const pulls = ev.filter((e) => e.type === "pull");
-    const last = pulls.at(-1) as { finished: boolean; layers: Array<{ id: string; phase: string }>; size: number; downloaded: number };
+    const last = pulls.at(-1) as {
+      finished: boolean;
+      layers: Array<{ id: string; phase: string }>;
+      size: number;
+      downloaded: number;
+    };
     expect(last.finished).toBe(true);
     expect(last.layers.length).toBeGreaterThanOrEqual(2);
     expect(last.layers.every((l) => l.phase === "done")).toBe(true);
@@ -111,30 +145,56 @@ describe.skipIf(!availability.ok)(`up --runtime docker against a real daemon${sk
   it("serves inference from the container, with the repository API locked to the run's key", async () => {
     await expectPipelineServedAndLocked(ports.http);
     const s = JSON.parse((await runCli(["status", "--json"], env)).stdout);
-    expect(s).toMatchObject({ running: true, runtime: "docker", serverReady: true, container: { name, image, gpus: "none", shmBytes: 1024 ** 3 } });
+    expect(s).toMatchObject({
+      running: true,
+      runtime: "docker",
+      serverReady: true,
+      container: { name, image, gpus: "none", shmBytes: 1024 ** 3 },
+    });
   }, 120_000);
 
   it("labels the container, mounts the staging repository read-only and sets the article's resources", async () => {
     const i = await docker.getContainer(name).inspect();
     const state = JSON.parse(await fsp.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8"));
-    expect(i.Config.Labels).toMatchObject({ "dev.triton-dev.tool": "triton-dev", "dev.triton-dev.run-id": state.runId, "dev.triton-dev.repository": state.repository });
-    expect(i.HostConfig.Binds).toEqual([`${state.repository}:/models:ro`, `${path.join(state.runDir, "store")}:/store:ro`]);
+    expect(i.Config.Labels).toMatchObject({
+      "dev.triton-dev.tool": "triton-dev",
+      "dev.triton-dev.run-id": state.runId,
+      "dev.triton-dev.repository": state.repository,
+    });
+    expect(i.HostConfig.Binds).toEqual([
+      `${state.repository}:/models:ro`,
+      `${path.join(state.runDir, "store")}:/store:ro`,
+    ]);
     expect(i.HostConfig.ShmSize).toBe(1024 ** 3);
     // memlock=-1 is asked for, but this sandbox's daemon lacks CAP_SYS_RESOURCE: the runtime
     // retries without it and says so; the stack limit stays.
     expect(i.HostConfig.Ulimits).toContainEqual({ Name: "stack", Soft: 67108864, Hard: 67108864 });
-    expect(i.Config.Cmd).toEqual(expect.arrayContaining(["tritonserver", "--model-repository=/models", "--model-control-mode=poll", "--exit-on-error=false"]));
+    expect(i.Config.Cmd).toEqual(
+      expect.arrayContaining([
+        "tritonserver",
+        "--model-repository=/models",
+        "--model-control-mode=poll",
+        "--exit-on-error=false",
+      ]),
+    );
   });
 
   it("publishes the ports on 127.0.0.1 only", async () => {
     const i = await docker.getContainer(name).inspect();
-    for (const [inside, outside] of [["8000/tcp", ports.http], ["8001/tcp", ports.grpc], ["8002/tcp", ports.metrics]] as const) {
+    for (const [inside, outside] of [
+      ["8000/tcp", ports.http],
+      ["8001/tcp", ports.grpc],
+      ["8002/tcp", ports.metrics],
+    ] as const) {
       expect(i.HostConfig.PortBindings[inside]).toEqual([{ HostIp: "127.0.0.1", HostPort: String(outside) }]);
       expect(i.NetworkSettings.Ports[inside]).toEqual([{ HostIp: "127.0.0.1", HostPort: String(outside) }]);
       // What actually listens on the host (docker-proxy): loopback, never a wildcard address.
       const listeners = await listenAddresses(outside);
       expect(listeners.length).toBeGreaterThan(0);
-      expect(listeners.every((a) => a === "127.0.0.1"), `listeners on ${outside}: ${listeners.join(", ")}`).toBe(true);
+      expect(
+        listeners.every((a) => a === "127.0.0.1"),
+        `listeners on ${outside}: ${listeners.join(", ")}`,
+      ).toBe(true);
     }
   });
 
@@ -147,7 +207,11 @@ describe.skipIf(!availability.ok)(`up --runtime docker against a real daemon${sk
     const ev = events(r);
     expect(ev.find((e) => e.type === "container")).toMatchObject({ action: "reattached", id: before });
     expect(ev.some((e) => e.type === "pull")).toBe(false);
-    expect((ev.find((e) => e.type === "ready") as { models: Array<{ state: string }> }).models.every((m) => m.state === "READY")).toBe(true);
+    expect(
+      (ev.find((e) => e.type === "ready") as { models: Array<{ state: string }> }).models.every(
+        (m) => m.state === "READY",
+      ),
+    ).toBe(true);
     expect(await containerId()).toBe(before);
     console.info(`up (reattach) to READY: ${(elapsed / 1000).toFixed(1)} s`);
   }, 120_000);
@@ -160,14 +224,19 @@ describe.skipIf(!availability.ok)(`up --runtime docker against a real daemon${sk
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     const ev = events(r);
-    expect(ev.find((e) => e.type === "container")).toMatchObject({ action: "created", replaced: "its settings differ" });
+    expect(ev.find((e) => e.type === "container")).toMatchObject({
+      action: "created",
+      replaced: "its settings differ",
+    });
     const after = await containerId();
     expect(after).not.toBe(before);
     await expect(docker.getContainer(before).inspect()).rejects.toMatchObject({ statusCode: 404 });
     expect((await docker.getContainer(after).inspect()).HostConfig.ShmSize).toBe(512 * 1024 ** 2);
     const ready = ev.find((e) => e.type === "ready") as { elapsedMs: number; models: Array<{ state: string }> };
     expect(ready.models.every((m) => m.state === "READY")).toBe(true);
-    console.info(`up --runtime docker (image present, new container) to READY: ${(elapsed / 1000).toFixed(1)} s (Triton start to READY ${(ready.elapsedMs / 1000).toFixed(1)} s)`);
+    console.info(
+      `up --runtime docker (image present, new container) to READY: ${(elapsed / 1000).toFixed(1)} s (Triton start to READY ${(ready.elapsedMs / 1000).toFixed(1)} s)`,
+    );
   }, 180_000);
 
   it("down stops and removes the container and frees the ports", async () => {
@@ -185,7 +254,9 @@ describe.skipIf(!availability.ok)(`up --runtime docker against a real daemon${sk
     try {
       const ready = await p.waitFor((e) => e.type === "ready", 120_000);
       // The figure for the closing note: a fresh container, the image present, nothing to replace.
-      console.info(`up --runtime docker (image present) to every model READY: ${((Date.now() - t0) / 1000).toFixed(1)} s (container start to READY ${((ready.elapsedMs as number) / 1000).toFixed(1)} s)`);
+      console.info(
+        `up --runtime docker (image present) to every model READY: ${((Date.now() - t0) / 1000).toFixed(1)} s (container start to READY ${((ready.elapsedMs as number) / 1000).toFixed(1)} s)`,
+      );
       // Once it watches: `up` installs its signal handlers after the watcher started.
       await p.waitFor((e) => e.type === "watching", 120_000);
       const id = await containerId();
@@ -201,7 +272,9 @@ describe.skipIf(!availability.ok)(`up --runtime docker against a real daemon${sk
     // The image is present now, so the daemon itself is asked and refuses at start.
     const r = await up(["--gpus", "1"]);
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/GPUs were requested \(--gpus\), but the Docker daemon has no NVIDIA runtime \("could not select device driver/);
+    expect(r.stderr).toMatch(
+      /GPUs were requested \(--gpus\), but the Docker daemon has no NVIDIA runtime \("could not select device driver/,
+    );
     expect(r.stderr).toMatch(/nvidia-ctk runtime configure --runtime=docker/);
     expect(await ourContainers(docker, runsDir)).toEqual([]);
   }, 60_000);
@@ -212,7 +285,9 @@ describe.skipIf(!availability.ok)(`up --runtime docker against a real daemon${sk
     try {
       const r = await up();
       expect(r.code).toBe(1);
-      expect(r.stderr).toContain(`port ${ports.metrics} (metrics) on 127.0.0.1 is already in use by pid ${process.pid}`);
+      expect(r.stderr).toContain(
+        `port ${ports.metrics} (metrics) on 127.0.0.1 is already in use by pid ${process.pid}`,
+      );
       expect(r.stderr).toMatch(/--metrics-port N/);
       expect(await ourContainers(docker, runsDir)).toEqual([]);
     } finally {
@@ -221,12 +296,19 @@ describe.skipIf(!availability.ok)(`up --runtime docker against a real daemon${sk
   }, 60_000);
 
   it("never stops or removes a container without our labels, even with our name", async () => {
-    const stranger = await docker.createContainer({ name, Image: image, Cmd: ["sleep", "600"], Labels: { purpose: "someone else's" } });
+    const stranger = await docker.createContainer({
+      name,
+      Image: image,
+      Cmd: ["sleep", "600"],
+      Labels: { purpose: "someone else's" },
+    });
     try {
       await stranger.start();
       const r = await up();
       expect(r.code).toBe(1);
-      expect(r.stderr).toMatch(new RegExp(`a container named ${name} already exists and was not created by triton-dev; it is left alone`));
+      expect(r.stderr).toMatch(
+        new RegExp(`a container named ${name} already exists and was not created by triton-dev; it is left alone`),
+      );
       const down = await runCli(["down"], env);
       expect(down.code).toBe(0);
       const i = await stranger.inspect();

@@ -9,7 +9,13 @@ import { findProcesses, isOurProcess } from "../../src/state/process.js";
 import { TritonHttpClient } from "../../src/triton/http-client.js";
 import { copySampleModels, freePorts, portArgs, runCli, tempDir, testEnv, type CliResult } from "../helpers/cli.js";
 import { writeOffsetModel } from "../helpers/offset-model.js";
-import { buildTestImage, dockerAvailability, LocalRegistry, removeImage, removeTestImages } from "../fixtures/docker/harness.js";
+import {
+  buildTestImage,
+  dockerAvailability,
+  LocalRegistry,
+  removeImage,
+  removeTestImages,
+} from "../fixtures/docker/harness.js";
 import { expectPipelineServedAndLocked } from "../helpers/served.js";
 
 /**
@@ -42,7 +48,9 @@ const events = (r: CliResult): JsonEvent[] =>
 function kubectls(cluster: string, longRunning = false): number[] {
   return findProcesses(
     (argv) =>
-      argv.some((a) => a === path.join(FAKE_BIN, "kubectl")) && argv.includes(`--context=kind-${cluster}`) && (!longRunning || argv.includes("port-forward") || argv.includes("logs")),
+      argv.some((a) => a === path.join(FAKE_BIN, "kubectl")) &&
+      argv.includes(`--context=kind-${cluster}`) &&
+      (!longRunning || argv.includes("port-forward") || argv.includes("logs")),
   );
 }
 
@@ -52,238 +60,384 @@ async function clusterContainers(docker: Docker, cluster: string): Promise<Docke
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe.skipIf(!availability.ok)(`up --runtime kind against an emulated kind cluster on a real Docker daemon${skipReason}`, () => {
-  const docker = (availability as { docker: Docker }).docker;
-  const registry = new LocalRegistry();
-  const suffix = Math.random().toString(36).slice(2, 7);
-  const cluster = `tdk-${suffix}`;
-  let image = "";
-  let env: NodeJS.ProcessEnv;
-  let ports: { http: number; grpc: number; metrics: number };
-  let models: string;
-  const up = (extra: string[] = [], e: NodeJS.ProcessEnv = env) =>
-    runCli(["up", "--runtime", "kind", "--cluster", cluster, "--detach", "--json", "--image", image, "--models", models, "--poll-secs", "1", ...portArgs(ports), ...extra], e);
+describe.skipIf(!availability.ok)(
+  `up --runtime kind against an emulated kind cluster on a real Docker daemon${skipReason}`,
+  () => {
+    const docker = (availability as { docker: Docker }).docker;
+    const registry = new LocalRegistry();
+    const suffix = Math.random().toString(36).slice(2, 7);
+    const cluster = `tdk-${suffix}`;
+    let image = "";
+    let env: NodeJS.ProcessEnv;
+    let ports: { http: number; grpc: number; metrics: number };
+    let models: string;
+    const up = (extra: string[] = [], e: NodeJS.ProcessEnv = env) =>
+      runCli(
+        [
+          "up",
+          "--runtime",
+          "kind",
+          "--cluster",
+          cluster,
+          "--detach",
+          "--json",
+          "--image",
+          image,
+          "--models",
+          models,
+          "--poll-secs",
+          "1",
+          ...portArgs(ports),
+          ...extra,
+        ],
+        e,
+      );
 
-  beforeAll(async () => {
-    const built = await buildTestImage();
-    await registry.start(built.registryDir);
-    image = registry.ref(built);
-    // Absent from the daemon, so `up` pulls it (with progress) before `kind load`.
-    await removeTestImages(docker, built);
-    const emulator = await tempDir("kind-emulator");
-    env = await testEnv({ PATH: `${FAKE_BIN}:${process.env.PATH}`, KIND_EMULATOR_STATE: emulator, KIND_EMULATOR_NODE_IMAGE: image });
-    ports = await freePorts();
-    models = await copySampleModels();
-  }, 900_000);
+    beforeAll(async () => {
+      const built = await buildTestImage();
+      await registry.start(built.registryDir);
+      image = registry.ref(built);
+      // Absent from the daemon, so `up` pulls it (with progress) before `kind load`.
+      await removeTestImages(docker, built);
+      const emulator = await tempDir("kind-emulator");
+      env = await testEnv({
+        PATH: `${FAKE_BIN}:${process.env.PATH}`,
+        KIND_EMULATOR_STATE: emulator,
+        KIND_EMULATOR_NODE_IMAGE: image,
+      });
+      ports = await freePorts();
+      models = await copySampleModels();
+    }, 900_000);
 
-  afterAll(async () => {
-    if (env) await runCli(["down"], env);
-    for (const name of [cluster, `${cluster}-kept`, `${cluster}-foreign`, `${cluster}-crash`]) {
-      for (const c of await clusterContainers(docker, name).catch(() => [])) await docker.getContainer(c.Id).remove({ force: true }).catch(() => {});
-    }
-    for (const pid of kubectls(cluster)) process.kill(pid, "SIGKILL");
-    await registry.stop();
-    if (image) await removeImage(docker, image).catch(() => {});
-  }, 120_000);
+    afterAll(async () => {
+      if (env) await runCli(["down"], env);
+      for (const name of [cluster, `${cluster}-kept`, `${cluster}-foreign`, `${cluster}-crash`]) {
+        for (const c of await clusterContainers(docker, name).catch(() => []))
+          await docker
+            .getContainer(c.Id)
+            .remove({ force: true })
+            .catch(() => {});
+      }
+      for (const pid of kubectls(cluster)) process.kill(pid, "SIGKILL");
+      await registry.stop();
+      if (image) await removeImage(docker, image).catch(() => {});
+    }, 120_000);
 
-  it("refuses --gpus all when Docker has no NVIDIA runtime, before creating anything", async () => {
-    const r = await up(["--gpus", "all"]);
-    expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/GPUs were requested \(--gpus\) for the kind cluster, but the Docker daemon has no NVIDIA runtime/);
-    expect(r.stderr).toMatch(/accept-nvidia-visible-devices-as-volume-mounts=true/);
-    expect((await runCli(["status", "--json"], env)).stdout).toMatch(/"running": false/);
-    expect(await clusterContainers(docker, cluster)).toEqual([]);
-  }, 60_000);
+    it("refuses --gpus all when Docker has no NVIDIA runtime, before creating anything", async () => {
+      const r = await up(["--gpus", "all"]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(
+        /GPUs were requested \(--gpus\) for the kind cluster, but the Docker daemon has no NVIDIA runtime/,
+      );
+      expect(r.stderr).toMatch(/accept-nvidia-visible-devices-as-volume-mounts=true/);
+      expect((await runCli(["status", "--json"], env)).stdout).toMatch(/"running": false/);
+      expect(await clusterContainers(docker, cluster)).toEqual([]);
+    }, 60_000);
 
-  it("names the install command when kind is not on PATH", async () => {
-    const r = await up([], { ...env, PATH: path.dirname(process.execPath) });
-    expect(r.code).toBe(1);
-    expect(r.stderr).toContain("kind was not found on PATH");
-    expect(r.stderr).toContain("go install sigs.k8s.io/kind@v0.33.0");
-  });
-
-  it("pulls the image, creates the cluster, loads the image, applies, port-forwards: every CPU model READY", async () => {
-    const t0 = Date.now();
-    const r = await up();
-    const elapsed = Date.now() - t0;
-    expect(r.stderr).toBe("");
-    expect(r.code).toBe(0);
-    const ev = events(r);
-    expect((ev.filter((e) => e.type === "pull").at(-1) as { finished?: boolean } | undefined)?.finished).toBe(true);
-    const steps = ev.filter((e) => e.type === "kind").map((e) => `${e.step as string}: ${e.message as string}`);
-    expect(steps).toEqual(
-      expect.arrayContaining([
-        `cluster: creating the kind cluster ${cluster} (a minute or two the first time)`,
-        `cluster: Set kubectl context to "kind-${cluster}"`,
-        `image: loading ${image} into the cluster's node (kind load docker-image)`,
-        expect.stringMatching(/^apply: applying Namespace\/triton-dev, Secret\/triton-dev-repository-key, Deployment\/triton-inference-server, Service\/triton-inference-server in namespace triton-dev$/),
-        expect.stringMatching(/^forward: port-forwarding 127\.0\.0\.1:\d+, \d+, \d+ to pod triton-inference-server-/),
-      ]),
-    );
-    expect(ev.find((e) => e.type === "skipped")).toMatchObject({ model: "resnet50_fp16" });
-    const ready = ev.find((e) => e.type === "ready") as { models: Array<{ name: string; state: string }> };
-    expect(ready.models.map((m) => [m.name, m.state])).toEqual([
-      ["bert_tokenizer", "READY"],
-      ["image_classifier", "READY"],
-      ["sentiment_classifier", "READY"],
-      ["sentiment_pipeline", "READY"],
-    ]);
-    console.info(`up --runtime kind --detach (pull, new cluster) to every model READY: ${(elapsed / 1000).toFixed(1)} s`);
-  }, 240_000);
-
-  it("serves inference through the port-forward, with the repository API locked to the run's key", async () => {
-    await expectPipelineServedAndLocked(ports.http);
-    const metrics = await fetch(`http://127.0.0.1:${ports.metrics}/metrics`).then((x) => x.text());
-    expect(metrics).toContain("nv_inference_request_success");
-  }, 120_000);
-
-  it("status shows the cluster, context and namespace; the pod runs the rendered Deployment", async () => {
-    const s = JSON.parse((await runCli(["status", "--json"], env)).stdout);
-    expect(s).toMatchObject({
-      running: true,
-      runtime: "kind",
-      detached: true,
-      serverReady: true,
-      cluster: { name: cluster, context: `kind-${cluster}`, namespace: "triton-dev", created: true, keepCluster: false, image, gpus: 0, nodeContainer: `${cluster}-worker` },
+    it("names the install command when kind is not on PATH", async () => {
+      const r = await up([], { ...env, PATH: path.dirname(process.execPath) });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain("kind was not found on PATH");
+      expect(r.stderr).toContain("go install sigs.k8s.io/kind@v0.33.0");
     });
-    const text = (await runCli(["status"], env)).stdout;
-    expect(text).toContain(`runtime   kind (kind cluster ${cluster}`);
-    expect(text).toContain(`cluster   ${cluster} (context kind-${cluster}, namespace triton-dev; deleted by \`down\`)`);
-    const state = JSON.parse(await fsp.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8"));
-    const pods = (await clusterContainers(docker, cluster)).filter((c) => c.Labels["kind-emulator.pod"]);
-    expect(pods).toHaveLength(1);
-    const i = await docker.getContainer(pods[0]!.Id).inspect();
-    // The run folder reached through the worker's mount of the state folder, read-only; the key expanded from the Secret.
-    expect(i.HostConfig.Binds).toEqual([`${state.runDir}:/models:ro`]);
-    expect(i.HostConfig.ShmSize).toBe(1024 ** 3);
-    expect(i.Config.Cmd).toEqual(expect.arrayContaining(["tritonserver", "--model-repository=/models/repository", "--model-control-mode=poll", "--repository-poll-secs=1", `--http-restricted-api=model-repository:triton-dev-key=${state.repositoryKey.value}`]));
-    const worker = await docker.getContainer(`${cluster}-worker`).inspect();
-    expect(worker.Mounts.find((m) => m.Destination === "/triton-dev")?.Source).toBe(env.TRITON_DEV_STATE_DIR);
-    // The detached run's port-forward and log follower belong to its supervisor.
-    expect(isOurProcess(state.supervisorPid, process.execPath)).toBe(true);
-    expect(kubectls(cluster, true).length).toBe(2);
-  }, 60_000);
 
-  it("hot-reloads in poll mode: a new model, then an edit of it, served through the cluster", async () => {
-    const until = (want: number, what: string) => untilOffsetServes(ports.http, want, what);
-    await writeOffsetModel(models, "1");
-    await until(1, "new model");
-    const t0 = Date.now();
-    const file = path.join(models, "offset", "1", "model.py");
-    await fsp.writeFile(file, (await fsp.readFile(file, "utf8")).replace("x + 1.0", "x + 5.0"));
-    await until(5, "edited model");
-    console.info(`kind poll-mode reload, save to new version served: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-    const s = JSON.parse((await runCli(["status", "--json"], env)).stdout);
-    expect(s.edits.find((e: { model: string }) => e.model === "offset")).toMatchObject({ outcome: "ready" });
-    expect(await fsp.readFile(JSON.parse(await fsp.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8")).logFile, "utf8")).toMatch(/successfully loaded 'offset'/);
-  }, 120_000);
+    it("pulls the image, creates the cluster, loads the image, applies, port-forwards: every CPU model READY", async () => {
+      const t0 = Date.now();
+      const r = await up();
+      const elapsed = Date.now() - t0;
+      expect(r.stderr).toBe("");
+      expect(r.code).toBe(0);
+      const ev = events(r);
+      expect((ev.filter((e) => e.type === "pull").at(-1) as { finished?: boolean } | undefined)?.finished).toBe(true);
+      const steps = ev.filter((e) => e.type === "kind").map((e) => `${e.step as string}: ${e.message as string}`);
+      expect(steps).toEqual(
+        expect.arrayContaining([
+          `cluster: creating the kind cluster ${cluster} (a minute or two the first time)`,
+          `cluster: Set kubectl context to "kind-${cluster}"`,
+          `image: loading ${image} into the cluster's node (kind load docker-image)`,
+          expect.stringMatching(
+            /^apply: applying Namespace\/triton-dev, Secret\/triton-dev-repository-key, Deployment\/triton-inference-server, Service\/triton-inference-server in namespace triton-dev$/,
+          ),
+          expect.stringMatching(/^forward: port-forwarding 127\.0\.0\.1:\d+, \d+, \d+ to pod triton-inference-server-/),
+        ]),
+      );
+      expect(ev.find((e) => e.type === "skipped")).toMatchObject({ model: "resnet50_fp16" });
+      const ready = ev.find((e) => e.type === "ready") as { models: Array<{ name: string; state: string }> };
+      expect(ready.models.map((m) => [m.name, m.state])).toEqual([
+        ["bert_tokenizer", "READY"],
+        ["image_classifier", "READY"],
+        ["sentiment_classifier", "READY"],
+        ["sentiment_pipeline", "READY"],
+      ]);
+      console.info(
+        `up --runtime kind --detach (pull, new cluster) to every model READY: ${(elapsed / 1000).toFixed(1)} s`,
+      );
+    }, 240_000);
 
-  it("down deletes the cluster it created, stops the port-forward and log follower, frees the ports", async () => {
-    const state = JSON.parse(await fsp.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8"));
-    const t0 = Date.now();
-    const r = await runCli(["down"], env);
-    expect(r.code).toBe(0);
-    expect(r.stdout).toContain(`stopped Triton (kind cluster ${cluster}, deleted, kind runtime, http 127.0.0.1:${ports.http})`);
-    console.info(`down (kind, cluster deleted): ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-    expect(await clusterContainers(docker, cluster)).toEqual([]);
-    // The emulator's cluster record is gone too (what `kind get clusters` lists).
-    expect((await fsp.readdir(env.KIND_EMULATOR_STATE!)).filter((f) => f.startsWith(cluster))).toEqual([]);
-    await sleep(500);
-    expect(kubectls(cluster)).toEqual([]);
-    expect(isOurProcess(state.supervisorPid, process.execPath)).toBe(false);
-    for (const p of Object.values(ports)) expect(await isPortFree(p)).toBe(true);
-    expect(JSON.parse((await runCli(["status", "--json"], env)).stdout).running).toBe(false);
-  }, 90_000);
+    it("serves inference through the port-forward, with the repository API locked to the run's key", async () => {
+      await expectPipelineServedAndLocked(ports.http);
+      const metrics = await fetch(`http://127.0.0.1:${ports.metrics}/metrics`).then((x) => x.text());
+      expect(metrics).toContain("nv_inference_request_success");
+    }, 120_000);
 
-  it("--keep-cluster: the cluster outlives the run, a crashed run's leftovers are found, the next up reuses it", async () => {
-    const kept = `${cluster}-kept`;
-    const upKept = (extra: string[] = []) => runCli(["up", "--runtime", "kind", "--cluster", kept, "--detach", "--json", "--image", image, "--models", models, ...portArgs(ports), ...extra], env);
-    try {
-      const first = await upKept(["--keep-cluster"]);
-      expect(first.code).toBe(0);
-      expect(JSON.parse((await runCli(["status", "--json"], env)).stdout).cluster).toMatchObject({ name: kept, created: true, keepCluster: true });
-      // A crash: the supervisor is gone without a word, and so is the record.
+    it("status shows the cluster, context and namespace; the pod runs the rendered Deployment", async () => {
+      const s = JSON.parse((await runCli(["status", "--json"], env)).stdout);
+      expect(s).toMatchObject({
+        running: true,
+        runtime: "kind",
+        detached: true,
+        serverReady: true,
+        cluster: {
+          name: cluster,
+          context: `kind-${cluster}`,
+          namespace: "triton-dev",
+          created: true,
+          keepCluster: false,
+          image,
+          gpus: 0,
+          nodeContainer: `${cluster}-worker`,
+        },
+      });
+      const text = (await runCli(["status"], env)).stdout;
+      expect(text).toContain(`runtime   kind (kind cluster ${cluster}`);
+      expect(text).toContain(
+        `cluster   ${cluster} (context kind-${cluster}, namespace triton-dev; deleted by \`down\`)`,
+      );
       const state = JSON.parse(await fsp.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8"));
-      process.kill(state.supervisorPid, "SIGKILL");
-      await fsp.rm(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"));
-      expect(kubectls(kept, true)).toHaveLength(2);
-      const down = JSON.parse((await runCli(["down", "--json"], env)).stdout);
-      expect(down).toMatchObject({ stopped: null, orphanClusters: [], orphanKindRuns: [state.runId] });
-      expect(down.orphanKubectls).toHaveLength(2);
-      expect(kubectls(kept)).toEqual([]);
-      // The cluster stays (its nodes), the pod is gone.
-      const left = await clusterContainers(docker, kept);
-      expect(left.map((c) => c.Labels["io.x-k8s.kind.role"]).sort()).toEqual(["control-plane", "worker"]);
+      const pods = (await clusterContainers(docker, cluster)).filter((c) => c.Labels["kind-emulator.pod"]);
+      expect(pods).toHaveLength(1);
+      const i = await docker.getContainer(pods[0]!.Id).inspect();
+      // The run folder reached through the worker's mount of the state folder, read-only; the key expanded from the Secret.
+      expect(i.HostConfig.Binds).toEqual([`${state.runDir}:/models:ro`]);
+      expect(i.HostConfig.ShmSize).toBe(1024 ** 3);
+      expect(i.Config.Cmd).toEqual(
+        expect.arrayContaining([
+          "tritonserver",
+          "--model-repository=/models/repository",
+          "--model-control-mode=poll",
+          "--repository-poll-secs=1",
+          `--http-restricted-api=model-repository:triton-dev-key=${state.repositoryKey.value}`,
+        ]),
+      );
+      const worker = await docker.getContainer(`${cluster}-worker`).inspect();
+      expect(worker.Mounts.find((m) => m.Destination === "/triton-dev")?.Source).toBe(env.TRITON_DEV_STATE_DIR);
+      // The detached run's port-forward and log follower belong to its supervisor.
+      expect(isOurProcess(state.supervisorPid, process.execPath)).toBe(true);
+      expect(kubectls(cluster, true).length).toBe(2);
+    }, 60_000);
+
+    it("hot-reloads in poll mode: a new model, then an edit of it, served through the cluster", async () => {
+      const until = (want: number, what: string) => untilOffsetServes(ports.http, want, what);
+      await writeOffsetModel(models, "1");
+      await until(1, "new model");
       const t0 = Date.now();
-      // The next run, in explicit mode: loaded at start, reloaded through the repository API.
-      const second = await upKept(["--reload", "explicit"]);
-      expect(second.code, second.stderr).toBe(0);
-      const steps = events(second).filter((e) => e.type === "kind").map((e) => e.message as string);
-      expect(steps).toContain(`using the kind cluster ${kept} (kept from an earlier run)`);
-      expect(steps.some((m) => m.startsWith("creating the kind cluster"))).toBe(false);
-      console.info(`up --runtime kind --detach on a kept cluster to every model READY: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-      expect(JSON.parse((await runCli(["status", "--json"], env)).stdout).reload).toEqual({ mode: "explicit", pollSecs: expect.any(Number) });
-      await untilOffsetServes(ports.http, 5, "explicit mode, at start");
       const file = path.join(models, "offset", "1", "model.py");
-      await fsp.writeFile(file, (await fsp.readFile(file, "utf8")).replace("x + 5.0", "x + 7.0"));
-      await untilOffsetServes(ports.http, 7, "explicit mode, after an edit");
-      const stop = await runCli(["down"], env);
-      expect(stop.stdout).toContain(`stopped Triton (kind cluster ${kept}, kept; the run's objects removed`);
-      expect((await clusterContainers(docker, kept)).filter((c) => c.Labels["kind-emulator.pod"])).toEqual([]);
-      expect(kubectls(kept)).toEqual([]);
-    } finally {
-      await new Promise<void>((resolve) => execFile(path.join(FAKE_BIN, "kind"), ["delete", "cluster", `--name=${kept}`], { env }, () => resolve()));
-    }
-  }, 240_000);
+      await fsp.writeFile(file, (await fsp.readFile(file, "utf8")).replace("x + 1.0", "x + 5.0"));
+      await until(5, "edited model");
+      console.info(`kind poll-mode reload, save to new version served: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+      const s = JSON.parse((await runCli(["status", "--json"], env)).stdout);
+      expect(s.edits.find((e: { model: string }) => e.model === "offset")).toMatchObject({ outcome: "ready" });
+      expect(
+        await fsp.readFile(
+          JSON.parse(await fsp.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8")).logFile,
+          "utf8",
+        ),
+      ).toMatch(/successfully loaded 'offset'/);
+    }, 120_000);
 
-  it("refuses a cluster of that name that is not ours, and leaves it alone", async () => {
-    const foreign = `${cluster}-foreign`;
-    const cfg = path.join(await tempDir("kind-foreign"), "cluster.yaml");
-    await fsp.writeFile(cfg, "kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnodes:\n  - role: control-plane\n  - role: worker\n");
-    await new Promise<void>((resolve, reject) => execFile(path.join(FAKE_BIN, "kind"), ["create", "cluster", `--name=${foreign}`, `--config=${cfg}`], { env }, (e) => (e ? reject(e) : resolve())));
-    try {
-      const r = await runCli(["up", "--runtime", "kind", "--cluster", foreign, "--detach", "--image", image, "--models", models, ...portArgs(ports)], env);
-      expect(r.code).toBe(1);
-      expect(r.stderr).toContain(`a kind cluster named ${foreign} exists and was not created by triton-dev (no node carries the label triton-dev.io/managed=true); it is left alone`);
-      expect(r.stderr).toContain("--cluster NAME");
-      const down = await runCli(["down"], env);
-      expect(down.code).toBe(0);
-      expect((await clusterContainers(docker, foreign)).map((c) => c.State)).toEqual(["running", "running"]);
-    } finally {
-      await new Promise<void>((resolve) => execFile(path.join(FAKE_BIN, "kind"), ["delete", "cluster", `--name=${foreign}`], { env }, () => resolve()));
-    }
-  }, 90_000);
-
-  it("a Triton that keeps exiting: a clear crash-loop error with its last log lines, and nothing left", async () => {
-    const crash = `${cluster}-crash`;
-    // The test image with an entrypoint that fails the way a broken server build does.
-    const broken = `triton-dev-test/crashing:${suffix}`;
-    await new Promise<void>((resolve, reject) => {
-      const p = spawn("docker", ["build", "-q", "-t", broken, "-"], { env: { ...process.env, DOCKER_BUILDKIT: "0" }, stdio: ["pipe", "ignore", "pipe"] });
-      let stderr = "";
-      p.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-      p.stdin.end(`FROM ${image}\nENTRYPOINT ["/bin/sh", "-c", "echo 'tritonserver: cannot start (simulated failure)' >&2; exit 3", "sh"]\n`);
-      p.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`docker build failed: ${stderr}`))));
-    });
-    try {
+    it("down deletes the cluster it created, stops the port-forward and log follower, frees the ports", async () => {
+      const state = JSON.parse(await fsp.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8"));
       const t0 = Date.now();
-      const r = await runCli(["up", "--runtime", "kind", "--cluster", crash, "--detach", "--image", broken, "--models", models, "--timeout", "90", ...portArgs(ports)], env);
-      console.info(`kind crash loop reported and cleaned up in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-      expect(r.code).toBe(1);
-      expect(r.stderr).toMatch(/error: tritonserver in pod triton-inference-server-\S+ keeps exiting \(exit code 3; restarted 1 time\(s\)\); last log lines:/);
-      expect(r.stderr).toContain("tritonserver: cannot start (simulated failure)");
-      expect(r.stderr).toContain(`logs triton-inference-server-`);
-      expect(r.stderr).toContain("--previous");
-      expect(await clusterContainers(docker, crash)).toEqual([]);
+      const r = await runCli(["down"], env);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain(
+        `stopped Triton (kind cluster ${cluster}, deleted, kind runtime, http 127.0.0.1:${ports.http})`,
+      );
+      console.info(`down (kind, cluster deleted): ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+      expect(await clusterContainers(docker, cluster)).toEqual([]);
+      // The emulator's cluster record is gone too (what `kind get clusters` lists).
+      expect((await fsp.readdir(env.KIND_EMULATOR_STATE!)).filter((f) => f.startsWith(cluster))).toEqual([]);
       await sleep(500);
-      expect(kubectls(crash)).toEqual([]);
+      expect(kubectls(cluster)).toEqual([]);
+      expect(isOurProcess(state.supervisorPid, process.execPath)).toBe(false);
       for (const p of Object.values(ports)) expect(await isPortFree(p)).toBe(true);
       expect(JSON.parse((await runCli(["status", "--json"], env)).stdout).running).toBe(false);
-    } finally {
-      await removeImage(docker, broken).catch(() => {});
-    }
-  }, 150_000);
-});
+    }, 90_000);
+
+    it("--keep-cluster: the cluster outlives the run, a crashed run's leftovers are found, the next up reuses it", async () => {
+      const kept = `${cluster}-kept`;
+      const upKept = (extra: string[] = []) =>
+        runCli(
+          [
+            "up",
+            "--runtime",
+            "kind",
+            "--cluster",
+            kept,
+            "--detach",
+            "--json",
+            "--image",
+            image,
+            "--models",
+            models,
+            ...portArgs(ports),
+            ...extra,
+          ],
+          env,
+        );
+      try {
+        const first = await upKept(["--keep-cluster"]);
+        expect(first.code).toBe(0);
+        expect(JSON.parse((await runCli(["status", "--json"], env)).stdout).cluster).toMatchObject({
+          name: kept,
+          created: true,
+          keepCluster: true,
+        });
+        // A crash: the supervisor is gone without a word, and so is the record.
+        const state = JSON.parse(await fsp.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8"));
+        process.kill(state.supervisorPid, "SIGKILL");
+        await fsp.rm(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"));
+        expect(kubectls(kept, true)).toHaveLength(2);
+        const down = JSON.parse((await runCli(["down", "--json"], env)).stdout);
+        expect(down).toMatchObject({ stopped: null, orphanClusters: [], orphanKindRuns: [state.runId] });
+        expect(down.orphanKubectls).toHaveLength(2);
+        expect(kubectls(kept)).toEqual([]);
+        // The cluster stays (its nodes), the pod is gone.
+        const left = await clusterContainers(docker, kept);
+        expect(left.map((c) => c.Labels["io.x-k8s.kind.role"]).sort()).toEqual(["control-plane", "worker"]);
+        const t0 = Date.now();
+        // The next run, in explicit mode: loaded at start, reloaded through the repository API.
+        const second = await upKept(["--reload", "explicit"]);
+        expect(second.code, second.stderr).toBe(0);
+        const steps = events(second)
+          .filter((e) => e.type === "kind")
+          .map((e) => e.message as string);
+        expect(steps).toContain(`using the kind cluster ${kept} (kept from an earlier run)`);
+        expect(steps.some((m) => m.startsWith("creating the kind cluster"))).toBe(false);
+        console.info(
+          `up --runtime kind --detach on a kept cluster to every model READY: ${((Date.now() - t0) / 1000).toFixed(1)} s`,
+        );
+        expect(JSON.parse((await runCli(["status", "--json"], env)).stdout).reload).toEqual({
+          mode: "explicit",
+          pollSecs: expect.any(Number),
+        });
+        await untilOffsetServes(ports.http, 5, "explicit mode, at start");
+        const file = path.join(models, "offset", "1", "model.py");
+        await fsp.writeFile(file, (await fsp.readFile(file, "utf8")).replace("x + 5.0", "x + 7.0"));
+        await untilOffsetServes(ports.http, 7, "explicit mode, after an edit");
+        const stop = await runCli(["down"], env);
+        expect(stop.stdout).toContain(`stopped Triton (kind cluster ${kept}, kept; the run's objects removed`);
+        expect((await clusterContainers(docker, kept)).filter((c) => c.Labels["kind-emulator.pod"])).toEqual([]);
+        expect(kubectls(kept)).toEqual([]);
+      } finally {
+        await new Promise<void>((resolve) =>
+          execFile(path.join(FAKE_BIN, "kind"), ["delete", "cluster", `--name=${kept}`], { env }, () => resolve()),
+        );
+      }
+    }, 240_000);
+
+    it("refuses a cluster of that name that is not ours, and leaves it alone", async () => {
+      const foreign = `${cluster}-foreign`;
+      const cfg = path.join(await tempDir("kind-foreign"), "cluster.yaml");
+      await fsp.writeFile(
+        cfg,
+        "kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnodes:\n  - role: control-plane\n  - role: worker\n",
+      );
+      await new Promise<void>((resolve, reject) =>
+        execFile(
+          path.join(FAKE_BIN, "kind"),
+          ["create", "cluster", `--name=${foreign}`, `--config=${cfg}`],
+          { env },
+          (e) => (e ? reject(e) : resolve()),
+        ),
+      );
+      try {
+        const r = await runCli(
+          [
+            "up",
+            "--runtime",
+            "kind",
+            "--cluster",
+            foreign,
+            "--detach",
+            "--image",
+            image,
+            "--models",
+            models,
+            ...portArgs(ports),
+          ],
+          env,
+        );
+        expect(r.code).toBe(1);
+        expect(r.stderr).toContain(
+          `a kind cluster named ${foreign} exists and was not created by triton-dev (no node carries the label triton-dev.io/managed=true); it is left alone`,
+        );
+        expect(r.stderr).toContain("--cluster NAME");
+        const down = await runCli(["down"], env);
+        expect(down.code).toBe(0);
+        expect((await clusterContainers(docker, foreign)).map((c) => c.State)).toEqual(["running", "running"]);
+      } finally {
+        await new Promise<void>((resolve) =>
+          execFile(path.join(FAKE_BIN, "kind"), ["delete", "cluster", `--name=${foreign}`], { env }, () => resolve()),
+        );
+      }
+    }, 90_000);
+
+    it("a Triton that keeps exiting: a clear crash-loop error with its last log lines, and nothing left", async () => {
+      const crash = `${cluster}-crash`;
+      // The test image with an entrypoint that fails the way a broken server build does.
+      const broken = `triton-dev-test/crashing:${suffix}`;
+      await new Promise<void>((resolve, reject) => {
+        const p = spawn("docker", ["build", "-q", "-t", broken, "-"], {
+          env: { ...process.env, DOCKER_BUILDKIT: "0" },
+          stdio: ["pipe", "ignore", "pipe"],
+        });
+        let stderr = "";
+        p.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+        p.stdin.end(
+          `FROM ${image}\nENTRYPOINT ["/bin/sh", "-c", "echo 'tritonserver: cannot start (simulated failure)' >&2; exit 3", "sh"]\n`,
+        );
+        p.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`docker build failed: ${stderr}`))));
+      });
+      try {
+        const t0 = Date.now();
+        const r = await runCli(
+          [
+            "up",
+            "--runtime",
+            "kind",
+            "--cluster",
+            crash,
+            "--detach",
+            "--image",
+            broken,
+            "--models",
+            models,
+            "--timeout",
+            "90",
+            ...portArgs(ports),
+          ],
+          env,
+        );
+        console.info(`kind crash loop reported and cleaned up in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+        expect(r.code).toBe(1);
+        expect(r.stderr).toMatch(
+          /error: tritonserver in pod triton-inference-server-\S+ keeps exiting \(exit code 3; restarted 1 time\(s\)\); last log lines:/,
+        );
+        expect(r.stderr).toContain("tritonserver: cannot start (simulated failure)");
+        expect(r.stderr).toContain(`logs triton-inference-server-`);
+        expect(r.stderr).toContain("--previous");
+        expect(await clusterContainers(docker, crash)).toEqual([]);
+        await sleep(500);
+        expect(kubectls(crash)).toEqual([]);
+        for (const p of Object.values(ports)) expect(await isPortFree(p)).toBe(true);
+        expect(JSON.parse((await runCli(["status", "--json"], env)).stdout).running).toBe(false);
+      } finally {
+        await removeImage(docker, broken).catch(() => {});
+      }
+    }, 150_000);
+  },
+);
 
 /** Polls model `offset` through the port-forward until it answers `want` (its edit is served). */
 async function untilOffsetServes(httpPort: number, want: number, what: string): Promise<void> {

@@ -47,7 +47,10 @@ async function writeModel(repo: string, name: string, offset: number, modelPy = 
 
 /** A model.py whose initialize raises: Triton fails to load it every time it tries. */
 const brokenModel = (offset: number) =>
-  MODEL(offset).replace("class TritonPythonModel:\n", 'class TritonPythonModel:\n    def initialize(self, args):\n        raise RuntimeError("cannot initialize on purpose")\n\n');
+  MODEL(offset).replace(
+    "class TritonPythonModel:\n",
+    'class TritonPythonModel:\n    def initialize(self, args):\n        raise RuntimeError("cannot initialize on purpose")\n\n',
+  );
 
 /** An editor's save: write a temp file beside the target, then rename over it. */
 async function editorSave(file: string, content: string): Promise<void> {
@@ -64,7 +67,10 @@ describe.each(["poll", "explicit"] as const)("hot reload in %s mode (real Triton
   let logFile: string;
 
   /** How many times Triton started loading `model` so far (its log's "loading: model:1" lines). */
-  const loadsOf = (model: string) => readFileSync(logFile, "utf8").split("\n").filter((l) => l.includes(`loading: ${model}:`)).length;
+  const loadsOf = (model: string) =>
+    readFileSync(logFile, "utf8")
+      .split("\n")
+      .filter((l) => l.includes(`loading: ${model}:`)).length;
   /** Triton retries nothing more: no new "loading:" line for the model over a few seconds. */
   const expectNoRetries = async (model: string) => {
     // A retry Triton had already begun when the model was withdrawn may still be logged.
@@ -75,12 +81,15 @@ describe.each(["poll", "explicit"] as const)("hot reload in %s mode (real Triton
   };
 
   const served = async (model = "offset"): Promise<number> => {
-    const r = await client.infer(model, [{ name: model === "offset_pipe" ? "IN" : "X", shape: [1, 4], datatype: "FP32", data: [0, 0, 0, 0] }]);
+    const r = await client.infer(model, [
+      { name: model === "offset_pipe" ? "IN" : "X", shape: [1, 4], datatype: "FP32", data: [0, 0, 0, 0] },
+    ]);
     return (r.outputs[0]!.data as number[])[0]!;
   };
   const modelPy = () => path.join(repo, "offset", "1", "model.py");
   /** The edit an event belongs to began (its "saved" phase) at or after `t`. */
-  const startedAfter = (e: { id?: number }, t: number) => up.events.some((x) => x.type === "edit" && x.id === e.id && x.phase === "saved" && Number(x.at) >= t);
+  const startedAfter = (e: { id?: number }, t: number) =>
+    up.events.some((x) => x.type === "edit" && x.id === e.id && x.phase === "saved" && Number(x.at) >= t);
   /** Polls until offset serves `value`; fails the test after `timeoutMs`. */
   const servedWithin = async (value: number, timeoutMs: number) => {
     const deadline = Date.now() + timeoutMs;
@@ -91,7 +100,15 @@ describe.each(["poll", "explicit"] as const)("hot reload in %s mode (real Triton
   };
   const nextReady = (model: string) => {
     const from = up.events.length;
-    return () => up.waitFor((e) => e.type === "edit" && e.model === model && (e.phase === "ready" || e.phase === "failed" || e.phase === "refused"), 60_000, from);
+    return () =>
+      up.waitFor(
+        (e) =>
+          e.type === "edit" &&
+          e.model === model &&
+          (e.phase === "ready" || e.phase === "failed" || e.phase === "refused"),
+        60_000,
+        from,
+      );
   };
 
   beforeAll(async () => {
@@ -126,7 +143,10 @@ describe.each(["poll", "explicit"] as const)("hot reload in %s mode (real Triton
 
   it("refuses an invalid config with file:line:col while the old version answers", async () => {
     const done = nextReady("offset");
-    await editorSave(path.join(repo, "offset", "config.pbtxt"), CONFIG("offset").replace("dims: [ 4 ] } ]\noutput", "dims: [ 0 ] } ]\noutput"));
+    await editorSave(
+      path.join(repo, "offset", "config.pbtxt"),
+      CONFIG("offset").replace("dims: [ 4 ] } ]\noutput", "dims: [ 0 ] } ]\noutput"),
+    );
     const e = await done();
     expect(e.phase).toBe("refused");
     const d = e.diagnostics![0]!;
@@ -139,7 +159,9 @@ describe.each(["poll", "explicit"] as const)("hot reload in %s mode (real Triton
     const from = up.events.length;
     await editorSave(path.join(repo, "offset", "config.pbtxt"), CONFIG("offset"));
     // The fixed config equals what is served: nothing needs reloading.
-    await up.waitFor((x) => x.type === "edit" && x.model === "offset" && x.phase === "unchanged", 30_000, from).catch(() => fixed());
+    await up
+      .waitFor((x) => x.type === "edit" && x.model === "offset" && x.phase === "unchanged", 30_000, from)
+      .catch(() => fixed());
     expect(await served()).toBe(2);
   }, 90_000);
 
@@ -202,7 +224,10 @@ describe.each(["poll", "explicit"] as const)("hot reload in %s mode (real Triton
   }, 90_000);
 
   it("withdraws a model that fails at up: reported once with the user's path, not retried, loaded when fixed", async () => {
-    const failed = await up.waitFor((e) => e.type === "edit" && e.model === "broken_at_up" && e.phase === "failed", 30_000);
+    const failed = await up.waitFor(
+      (e) => e.type === "edit" && e.model === "broken_at_up" && e.phase === "failed",
+      30_000,
+    );
     expect(failed.withdrawn).toBe(true);
     expect(failed.reason).toMatch(/cannot initialize on purpose/);
     expect(failed.reason).toMatch(/not loaded until a fix is saved/);
@@ -210,14 +235,18 @@ describe.each(["poll", "explicit"] as const)("hot reload in %s mode (real Triton
     expect(failed.reason).not.toContain(`${path.sep}runs${path.sep}`);
     // The first load's outcome, as `up` printed it, names the user's file too.
     const ready = await up.waitFor((e) => e.type === "ready");
-    const atUp = (ready.models as Array<{ name: string; state?: string; reason?: string }>).find((m) => m.name === "broken_at_up")!;
+    const atUp = (ready.models as Array<{ name: string; state?: string; reason?: string }>).find(
+      (m) => m.name === "broken_at_up",
+    )!;
     expect(atUp.state).toBe("UNAVAILABLE");
     expect(atUp.reason).toContain(path.join(repo, "broken_at_up", "1", "model.py"));
     expect(atUp.reason).not.toContain(`${path.sep}runs${path.sep}`);
     expect(up.edits("broken_at_up", "failed")).toHaveLength(1);
 
     await expectNoRetries("broken_at_up");
-    const status = JSON.parse((await runCli(["status", "--json"], env)).stdout) as { models: Array<{ name: string; state: string; reason?: string }> };
+    const status = JSON.parse((await runCli(["status", "--json"], env)).stdout) as {
+      models: Array<{ name: string; state: string; reason?: string }>;
+    };
     const row = status.models.find((m) => m.name === "broken_at_up")!;
     expect(row.state).toBe("UNAVAILABLE");
     expect(row.reason).toMatch(/cannot initialize on purpose/);
@@ -272,7 +301,10 @@ describe.each(["poll", "explicit"] as const)("hot reload in %s mode (real Triton
       // waits until edit 47 serves, and then neither invalid edit may displace it.
       if (i === 48) await servedWithin(lastValid, 60_000);
       if (kind === 3) {
-        await editorSave(path.join(repo, "offset", "config.pbtxt"), CONFIG("offset").replace("max_batch_size: 8", "max_batch_size: -1"));
+        await editorSave(
+          path.join(repo, "offset", "config.pbtxt"),
+          CONFIG("offset").replace("max_batch_size: 8", "max_batch_size: -1"),
+        );
       } else if (kind === 4) {
         await editorSave(path.join(repo, "offset", "config.pbtxt"), CONFIG("offset"));
         finalSaveFrom = Date.now();
@@ -286,7 +318,10 @@ describe.each(["poll", "explicit"] as const)("hot reload in %s mode (real Triton
     }
     expect(lastValid).toBe(247);
     // The edit that read the last save (a model.py that raises) fails and leaves edit 47 serving.
-    const outcome = await up.waitFor((e) => e.type === "edit" && e.model === "offset" && e.phase === "failed" && startedAfter(e, finalSaveFrom), 90_000);
+    const outcome = await up.waitFor(
+      (e) => e.type === "edit" && e.model === "offset" && e.phase === "failed" && startedAfter(e, finalSaveFrom),
+      90_000,
+    );
     expect(outcome.reason).toMatch(/bad edit/);
     expect(outcome.reason).toMatch(/last good version keeps serving/);
     // Poll mode picks up the restored last good snapshot at its next poll; it serves throughout.

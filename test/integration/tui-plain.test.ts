@@ -23,7 +23,10 @@ class TritonPythonModel:
  * `up` with its output going to a pipe, as a script or a CI log gets it, and with CI unset so
  * that only the missing terminal decides: it must print plain lines, never the dashboard.
  */
-async function upWithoutTerminal(extra: string[], untilLine: RegExp): Promise<{ stdout: string; stderr: string; code: number | null }> {
+async function upWithoutTerminal(
+  extra: string[],
+  untilLine: RegExp,
+): Promise<{ stdout: string; stderr: string; code: number | null }> {
   const repo = await tempDir("plain");
   await fsp.mkdir(path.join(repo, "plain", "1"), { recursive: true });
   await fsp.writeFile(path.join(repo, "plain", "config.pbtxt"), CONFIG);
@@ -32,12 +35,20 @@ async function upWithoutTerminal(extra: string[], untilLine: RegExp): Promise<{ 
   delete env.CI;
   delete env.CONTINUOUS_INTEGRATION;
   envs.push(env);
-  const child = spawn(process.execPath, [CLI, "up", "--models", repo, ...portArgs(await freePorts()), ...extra], { env, stdio: ["pipe", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [CLI, "up", "--models", repo, ...portArgs(await freePorts()), ...extra], {
+    env,
+    stdio: ["pipe", "pipe", "pipe"],
+  });
   let stdout = "";
   let stderr = "";
-  const exited = new Promise<number | null>((r) => child.once("exit", (code, signal) => r(code ?? (signal ? -1 : null))));
+  const exited = new Promise<number | null>((r) =>
+    child.once("exit", (code, signal) => r(code ?? (signal ? -1 : null))),
+  );
   const seen = new Promise<void>((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`no line matching ${untilLine} within 180 s:\n${stdout}\n${stderr}`)), 180_000);
+    const t = setTimeout(
+      () => reject(new Error(`no line matching ${untilLine} within 180 s:\n${stdout}\n${stderr}`)),
+      180_000,
+    );
     child.stdout.on("data", (d: Buffer) => {
       stdout += d.toString();
       if (untilLine.test(stdout)) {
@@ -78,7 +89,12 @@ describe("up without a terminal prints the events as lines (real Triton)", () =>
   it("prints JSON lines with --json", async () => {
     const r = await upWithoutTerminal(["--json"], /"type":"watching"/);
     expect(r.code).toBe(0);
-    const events = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as { type: string });
-    expect(events.map((e) => e.type)).toEqual(expect.arrayContaining(["staged", "starting", "ready", "watching", "stopping", "stopped"]));
+    const events = r.stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { type: string });
+    expect(events.map((e) => e.type)).toEqual(
+      expect.arrayContaining(["staged", "starting", "ready", "watching", "stopping", "stopped"]),
+    );
   }, 240_000);
 });

@@ -15,12 +15,36 @@ describe.skipIf(!hasTmux)("the dashboard in a real terminal (tmux, real Triton)"
     env = await testEnv();
     const ports = await freePorts();
     // Without CI in its environment: under CI `up` prints plain lines instead of the dashboard.
-    const vars = ["TRITON_DEV_HOME", "TRITON_DEV_STATE_DIR", "TRITON_DEV_LOG", "PATH", "HOME"].filter((k) => env[k] !== undefined).map((k) => `${k}=${env[k]}`);
+    const vars = ["TRITON_DEV_HOME", "TRITON_DEV_STATE_DIR", "TRITON_DEV_LOG", "PATH", "HOME"]
+      .filter((k) => env[k] !== undefined)
+      .map((k) => `${k}=${env[k]}`);
     // A shell around `up` writes its exit status on the screen once it ends, and keeps the pane.
     tmux.run(
-      "new-session", "-d", "-s", tmux.session, "-x", "120", "-y", "40", "--",
-      "sh", "-c", '"$@"; echo "[up exited with $?]"; sleep 300', "sh",
-      "env", "-u", "CI", "-u", "CONTINUOUS_INTEGRATION", ...vars, process.execPath, CLI, "up", "--models", repo, ...portArgs(ports),
+      "new-session",
+      "-d",
+      "-s",
+      tmux.session,
+      "-x",
+      "120",
+      "-y",
+      "40",
+      "--",
+      "sh",
+      "-c",
+      '"$@"; echo "[up exited with $?]"; sleep 300',
+      "sh",
+      "env",
+      "-u",
+      "CI",
+      "-u",
+      "CONTINUOUS_INTEGRATION",
+      ...vars,
+      process.execPath,
+      CLI,
+      "up",
+      "--models",
+      repo,
+      ...portArgs(ports),
     );
     const m = await tmux.waitFor(/pid (\d+), poll reload\)[\s\S]*offset\s+v1\s+READY/, 180_000);
     serverPid = Number(m[1]);
@@ -74,7 +98,9 @@ describe.skipIf(!hasTmux)("the dashboard in a real terminal (tmux, real Triton)"
     const exit = await tmux.waitFor(/\[up exited with (\d+)\]/, 60_000);
     expect(exit[1], tmux.screen()).toBe("0");
     // Back on the normal screen: how the run ended, as plain lines.
-    expect(tmux.screen()).toMatch(/stopping Triton \(quit from the dashboard\)\nstopped; nothing left running\n\[up exited with 0\]/);
+    expect(tmux.screen()).toMatch(
+      /stopping Triton \(quit from the dashboard\)\nstopped; nothing left running\n\[up exited with 0\]/,
+    );
     expect(alive(upPid)).toBe(false);
     expect(alive(serverPid)).toBe(false);
     expect(processesMentioning(env.TRITON_DEV_STATE_DIR!)).toEqual([]);

@@ -29,7 +29,9 @@ describe("up --detach on the sample models (real Triton)", () => {
     expect(up.code).toBe(0);
     expect(up.stdout).toMatch(/4\/4 model\(s\) READY/);
     // The GPU sample model is skipped on a machine without a GPU, plainly and without failing `up`.
-    expect(up.stdout).toMatch(/resnet50_fp16: skipped, it needs a GPU \(KIND_GPU\) and this machine has none \(.*config\.pbtxt:\d+:\d+/);
+    expect(up.stdout).toMatch(
+      /resnet50_fp16: skipped, it needs a GPU \(KIND_GPU\) and this machine has none \(.*config\.pbtxt:\d+:\d+/,
+    );
     client = new TritonHttpClient(`http://127.0.0.1:${ports.http}`, { timeoutMs: 60_000 });
   }, 300_000);
 
@@ -50,7 +52,10 @@ describe("up --detach on the sample models (real Triton)", () => {
       expect(byName[m]).toMatchObject({ name: m, version: "1", state: "READY" });
     }
     // The model `up` left out is listed too, with why, although Triton never saw it.
-    expect(byName.resnet50_fp16).toMatchObject({ state: "SKIPPED", reason: "it needs a GPU (KIND_GPU) and this machine has none" });
+    expect(byName.resnet50_fp16).toMatchObject({
+      state: "SKIPPED",
+      reason: "it needs a GPU (KIND_GPU) and this machine has none",
+    });
     const plain = await runCli(["status"], env);
     expect(plain.stdout).toMatch(/resnet50_fp16\s+\S*\s*SKIPPED/);
     // A rough figure for the closing note; not an assertion on speed.
@@ -64,7 +69,14 @@ describe("up --detach on the sample models (real Triton)", () => {
   });
 
   it("tokenizes for real with the shipped vocabulary", async () => {
-    const r = await client.infer("bert_tokenizer", [{ name: "TEXT_INPUT", shape: [2, 1], datatype: "BYTES", data: ["Hello world!", "unbelievably wonderful tokenization"] }]);
+    const r = await client.infer("bert_tokenizer", [
+      {
+        name: "TEXT_INPUT",
+        shape: [2, 1],
+        datatype: "BYTES",
+        data: ["Hello world!", "unbelievably wonderful tokenization"],
+      },
+    ]);
     const ids = r.outputs.find((o) => o.name === "INPUT_IDS")!;
     const mask = r.outputs.find((o) => o.name === "ATTENTION_MASK")!;
     expect(ids.shape).toEqual([2, 128]);
@@ -84,7 +96,9 @@ describe("up --detach on the sample models (real Triton)", () => {
   it("runs the article's ensemble: raw text in, two probabilities out, ordered by sentiment", async () => {
     const positive = "this movie was wonderful, i loved it, a great and beautiful film";
     const negative = "terrible, boring and awful. i hated it, the worst film";
-    const r = await client.infer("sentiment_pipeline", [{ name: "RAW_TEXT", shape: [2, 1], datatype: "BYTES", data: [positive, negative] }]);
+    const r = await client.infer("sentiment_pipeline", [
+      { name: "RAW_TEXT", shape: [2, 1], datatype: "BYTES", data: [positive, negative] },
+    ]);
     const out = r.outputs.find((o) => o.name === "PREDICTIONS")!;
     expect(out.datatype).toBe("FP32");
     expect(out.shape).toEqual([2, 2]);
@@ -98,8 +112,12 @@ describe("up --detach on the sample models (real Triton)", () => {
   it("classifies an image-shaped tensor deterministically into 1000 probabilities", async () => {
     const n = 3 * 224 * 224;
     const data = Array.from({ length: n }, (_, i) => Math.sin(i * 0.001));
-    const a = await client.infer("image_classifier", [{ name: "input_1", shape: [1, 3, 224, 224], datatype: "FP32", data }]);
-    const b = await client.infer("image_classifier", [{ name: "input_1", shape: [1, 3, 224, 224], datatype: "FP32", data }]);
+    const a = await client.infer("image_classifier", [
+      { name: "input_1", shape: [1, 3, 224, 224], datatype: "FP32", data },
+    ]);
+    const b = await client.infer("image_classifier", [
+      { name: "input_1", shape: [1, 3, 224, 224], datatype: "FP32", data },
+    ]);
     const pa = a.outputs[0]!.data as number[];
     expect(a.outputs[0]!.name).toBe("predictions");
     expect(pa).toHaveLength(1000);
@@ -108,13 +126,25 @@ describe("up --detach on the sample models (real Triton)", () => {
   });
 
   it("enforces the article's queue policy: a request past its timeout is rejected, not hung", async () => {
-    const tok = await client.infer("bert_tokenizer", [{ name: "TEXT_INPUT", shape: [1, 1], datatype: "BYTES", data: ["a fairly ordinary sentence about nothing much"] }]);
+    const tok = await client.infer("bert_tokenizer", [
+      { name: "TEXT_INPUT", shape: [1, 1], datatype: "BYTES", data: ["a fairly ordinary sentence about nothing much"] },
+    ]);
     const ids = tok.outputs.find((o) => o.name === "INPUT_IDS")!.data as number[];
     const mask = tok.outputs.find((o) => o.name === "ATTENTION_MASK")!.data as number[];
     const batch = 32;
     const inputs = [
-      { name: "input_ids", shape: [batch, 128], datatype: "INT64", data: Array.from({ length: batch }, () => ids).flat() },
-      { name: "attention_mask", shape: [batch, 128], datatype: "INT64", data: Array.from({ length: batch }, () => mask).flat() },
+      {
+        name: "input_ids",
+        shape: [batch, 128],
+        datatype: "INT64",
+        data: Array.from({ length: batch }, () => ids).flat(),
+      },
+      {
+        name: "attention_mask",
+        shape: [batch, 128],
+        datatype: "INT64",
+        data: Array.from({ length: batch }, () => mask).flat(),
+      },
     ];
     // 24 full batches at once keep both instances busy; each request may wait only 20 ms
     // (allow_timeout_override is on), so the ones still queued must be rejected.
@@ -139,7 +169,9 @@ describe("up --detach on the sample models (real Triton)", () => {
   it("serves nv_inference_request_success on the metrics port for the models used", async () => {
     const text = await (await fetch(`http://127.0.0.1:${ports.metrics}/metrics`)).text();
     for (const m of ["bert_tokenizer", "sentiment_pipeline", "image_classifier", "sentiment_classifier"]) {
-      const line = text.split("\n").find((l) => l.startsWith("nv_inference_request_success") && l.includes(`model="${m}"`));
+      const line = text
+        .split("\n")
+        .find((l) => l.startsWith("nv_inference_request_success") && l.includes(`model="${m}"`));
       expect(line, `metrics line for ${m}`).toBeDefined();
       expect(Number(line!.split(" ").pop())).toBeGreaterThan(0);
     }
@@ -193,16 +225,25 @@ describe("up: failures a user meets", () => {
     // The one fake here is at the outermost edge: a tritonserver binary that fails the way a
     // broken install does. Everything else (environment record, staging, waits) is real.
     const env = await testEnv();
-    const home = env.TRITON_DEV_HOME ? path.resolve(env.TRITON_DEV_HOME) : path.join(process.env.HOME ?? "/root", ".cache/triton-dev");
+    const home = env.TRITON_DEV_HOME
+      ? path.resolve(env.TRITON_DEV_HOME)
+      : path.join(process.env.HOME ?? "/root", ".cache/triton-dev");
     const marker = JSON.parse(await fs.readFile(path.join(home, "environment.json"), "utf8"));
     const fakeHome = path.join(env.TRITON_DEV_STATE_DIR!, "home");
     await fs.mkdir(fakeHome, { recursive: true });
     const fakeBin = path.join(fakeHome, "tritonserver");
-    await fs.writeFile(fakeBin, "#!/bin/sh\necho 'I1129 10:00:00.000000 1 server.cc:1] \"starting\"'\necho 'E1129 10:00:00.000001 1 main.cc:2] \"error: creating server: Internal - failed to load all models\"'\nexit 1\n", { mode: 0o755 });
+    await fs.writeFile(
+      fakeBin,
+      "#!/bin/sh\necho 'I1129 10:00:00.000000 1 server.cc:1] \"starting\"'\necho 'E1129 10:00:00.000001 1 main.cc:2] \"error: creating server: Internal - failed to load all models\"'\nexit 1\n",
+      { mode: 0o755 },
+    );
     await fs.writeFile(path.join(fakeHome, "environment.json"), JSON.stringify({ ...marker, serverBin: fakeBin }));
     const ports = await freePorts();
     const models = await copySampleModels();
-    const r = await runCli(["up", "--detach", "--models", models, ...portArgs(ports)], { ...env, TRITON_DEV_HOME: fakeHome });
+    const r = await runCli(["up", "--detach", "--models", models, ...portArgs(ports)], {
+      ...env,
+      TRITON_DEV_HOME: fakeHome,
+    });
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/tritonserver exited during start \(code 1\)/);
     expect(r.stderr).toMatch(/error: creating server: Internal - failed to load all models/);

@@ -14,13 +14,20 @@ describe("parseExposition", () => {
   it("keeps each labelled child of a summary apart (the parser alone would fold them into one)", () => {
     const x = parseExposition(SUMMARY_SCRAPE);
     const queue = x.summaries.filter((s) => s.name === "nv_inference_queue_summary_us");
-    expect(queue.map((s) => s.labels.model).sort()).toEqual(["bert_tokenizer", "image_classifier", "sentiment_classifier", "sentiment_pipeline"]);
+    expect(queue.map((s) => s.labels.model).sort()).toEqual([
+      "bert_tokenizer",
+      "image_classifier",
+      "sentiment_classifier",
+      "sentiment_pipeline",
+    ]);
     const pipe = queue.find((s) => s.labels.model === "sentiment_pipeline")!;
     expect(pipe.labels).toEqual({ model: "sentiment_pipeline", version: "1" });
     expect(pipe.count).toBe(5);
     expect(Object.keys(pipe.quantiles).sort()).toEqual(["0.5", "0.9", "0.95", "0.99", "0.999"]);
     // A model with no request in the window: Triton writes "Nan".
-    const idle = x.summaries.find((s) => s.name === "nv_inference_request_summary_us" && s.labels.model === "image_classifier")!;
+    const idle = x.summaries.find(
+      (s) => s.name === "nv_inference_request_summary_us" && s.labels.model === "image_classifier",
+    )!;
     expect(idle.count).toBe(0);
     expect(Number.isNaN(idle.quantiles["0.99"])).toBe(true);
   });
@@ -44,7 +51,9 @@ describe("parseExposition", () => {
       "",
     ].join("\n");
     const x = parseExposition(text);
-    expect(x.summaries).toEqual([{ name: "rpc_seconds", labels: { path: '/a"b' }, count: 3, sum: 1.5, quantiles: { "0.99": Infinity } }]);
+    expect(x.summaries).toEqual([
+      { name: "rpc_seconds", labels: { path: '/a"b' }, count: 3, sum: 1.5, quantiles: { "0.99": Infinity } },
+    ]);
     expect(Number.isNaN(x.samples[0]!.value)).toBe(true);
     expect(parseValue("-Inf")).toBe(-Infinity);
     expect(parseValue("1e3")).toBe(1000);

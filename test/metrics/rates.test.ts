@@ -25,10 +25,28 @@ describe("counter maths", () => {
   });
 });
 
-function snap(at: number, models: Record<string, Partial<ModelCounters>>, extra: Partial<TritonMetricsSnapshot> = {}): TritonMetricsSnapshot {
+function snap(
+  at: number,
+  models: Record<string, Partial<ModelCounters>>,
+  extra: Partial<TritonMetricsSnapshot> = {},
+): TritonMetricsSnapshot {
   const full: Record<string, ModelCounters> = {};
   for (const [name, m] of Object.entries(models)) {
-    full[name] = { model: name, versions: ["1"], success: 0, failure: 0, inferences: 0, executions: 0, requestUs: 0, queueUs: 0, computeInputUs: 0, computeInferUs: 0, computeOutputUs: 0, pending: 0, ...m };
+    full[name] = {
+      model: name,
+      versions: ["1"],
+      success: 0,
+      failure: 0,
+      inferences: 0,
+      executions: 0,
+      requestUs: 0,
+      queueUs: 0,
+      computeInputUs: 0,
+      computeInferUs: 0,
+      computeOutputUs: 0,
+      pending: 0,
+      ...m,
+    };
   }
   return { at, models: full, gpus: [], summaries: false, ...extra };
 }
@@ -67,6 +85,12 @@ describe("MetricsHistory", () => {
     for (let t = 0; t <= 20_000; t += 2000) h.push(snap(t, {}));
     h.push(snap(20_000, {}));
     expect(h.size).toBe(3);
-    expect(new MetricsHistory().view()).toEqual({ rangeMs: 10_000, scrapes: 0, summaries: false, models: [], gpus: [] });
+    expect(new MetricsHistory().view()).toEqual({
+      rangeMs: 10_000,
+      scrapes: 0,
+      summaries: false,
+      models: [],
+      gpus: [],
+    });
   });
 });

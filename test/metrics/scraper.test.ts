@@ -13,7 +13,9 @@ async function fakeTriton(): Promise<string> {
     if (req.url !== "/metrics") return void res.writeHead(404).end();
     n += 10;
     res.writeHead(200, { "content-type": "text/plain; version=0.0.4" });
-    res.end(`# TYPE nv_inference_request_success counter\nnv_inference_request_success{model="m",version="1"} ${n}\n# TYPE nv_inference_queue_duration_us counter\nnv_inference_queue_duration_us{model="m",version="1"} ${n * 100}\n`);
+    res.end(
+      `# TYPE nv_inference_request_success counter\nnv_inference_request_success{model="m",version="1"} ${n}\n# TYPE nv_inference_queue_duration_us counter\nnv_inference_queue_duration_us{model="m",version="1"} ${n * 100}\n`,
+    );
   });
   await new Promise<void>((r) => server!.listen(0, "127.0.0.1", r));
   return `http://127.0.0.1:${(server!.address() as AddressInfo).port}/metrics`;
@@ -37,7 +39,11 @@ describe("MetricsScraper", () => {
 
   it("reports an endpoint that does not answer, keeping what it had", async () => {
     const states: ScrapeState[] = [];
-    const s = new MetricsScraper({ url: "http://127.0.0.1:9/metrics", timeoutMs: 500, onUpdate: (x) => states.push(x) });
+    const s = new MetricsScraper({
+      url: "http://127.0.0.1:9/metrics",
+      timeoutMs: 500,
+      onUpdate: (x) => states.push(x),
+    });
     await s.scrapeOnce();
     expect(states[0]!.error).toMatch(/did not answer/);
     expect(states[0]!.view.scrapes).toBe(0);

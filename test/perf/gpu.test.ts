@@ -3,10 +3,17 @@ import { parseNvidiaSmiCsv, parseTritonGpuMetrics, summariseGpu } from "../../sr
 
 describe("GPU readings", () => {
   it("reads nvidia-smi's CSV (captured on an H200) and tolerates [N/A]", () => {
-    const text = "0, GPU-15e3accb-d14f-acc6-812d-dd5a09781ad2, NVIDIA H200, 37, 1024, 143771\n1, GPU-2, NVIDIA H200, [N/A], 0, 143771\n";
+    const text =
+      "0, GPU-15e3accb-d14f-acc6-812d-dd5a09781ad2, NVIDIA H200, 37, 1024, 143771\n1, GPU-2, NVIDIA H200, [N/A], 0, 143771\n";
     const r = parseNvidiaSmiCsv(text);
     expect(r).toHaveLength(2);
-    expect(r[0]).toEqual({ id: "GPU-15e3accb-d14f-acc6-812d-dd5a09781ad2", name: "NVIDIA H200", utilization: 0.37, memoryUsedBytes: 1024 * 2 ** 20, memoryTotalBytes: 143771 * 2 ** 20 });
+    expect(r[0]).toEqual({
+      id: "GPU-15e3accb-d14f-acc6-812d-dd5a09781ad2",
+      name: "NVIDIA H200",
+      utilization: 0.37,
+      memoryUsedBytes: 1024 * 2 ** 20,
+      memoryTotalBytes: 143771 * 2 ** 20,
+    });
     expect(r[1]!.utilization).toBe(0);
   });
 
@@ -18,8 +25,10 @@ describe("GPU readings", () => {
       'nv_gpu_memory_total_bytes{gpu_uuid="GPU-a"} 8000',
       'nv_inference_count{model="m",version="1"} 3',
     ].join("\n");
-    expect(parseTritonGpuMetrics(text)).toEqual([{ id: "GPU-a", utilization: 0.5, memoryUsedBytes: 2000, memoryTotalBytes: 8000 }]);
-    expect(parseTritonGpuMetrics('nv_cpu_utilization 0.3\n')).toEqual([]);
+    expect(parseTritonGpuMetrics(text)).toEqual([
+      { id: "GPU-a", utilization: 0.5, memoryUsedBytes: 2000, memoryTotalBytes: 8000 },
+    ]);
+    expect(parseTritonGpuMetrics("nv_cpu_utilization 0.3\n")).toEqual([]);
   });
 
   it("summarises samples into average and peak per GPU", () => {

@@ -4,13 +4,21 @@ import { CLI, type CliResult } from "../helpers/cli.js";
 export const PERF_ANALYZER_HEADER =
   "Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,Server Compute Infer,Server Compute Output,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency";
 
-
 export function runPerfCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 170_000): Promise<CliResult> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, "perf", ...args], { env, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === "number" ? (err as { code: number }).code : 1) : 0;
-      resolve({ code, stdout: String(stdout), stderr: String(stderr) });
-    });
+    execFile(
+      process.execPath,
+      [CLI, "perf", ...args],
+      { env, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 },
+      (err, stdout, stderr) => {
+        const code = err
+          ? typeof (err as { code?: unknown }).code === "number"
+            ? (err as { code: number }).code
+            : 1
+          : 0;
+        resolve({ code, stdout: String(stdout), stderr: String(stderr) });
+      },
+    );
   });
 }
 

@@ -13,16 +13,40 @@ describe("perf_analyzer as the engine", () => {
   it("reads its CSV rows into the same level results", () => {
     const { header, rows } = parseCsv(PA_CSV);
     const l = levelFromCsvRow(header, rows[1]!, 8836);
-    expect(l).toMatchObject({ kind: "concurrency", value: 2, throughput: 2343.86, requests: 8836, clientSendUs: 53, networkServerUs: 365 });
+    expect(l).toMatchObject({
+      kind: "concurrency",
+      value: 2,
+      throughput: 2343.86,
+      requests: 8836,
+      clientSendUs: 53,
+      networkServerUs: 365,
+    });
     expect(l.latency).toMatchObject({ p50Us: 653, p90Us: 1092, p95Us: 1780, p99Us: 5030, avgUs: 653 });
     expect(l.server).toMatchObject({ queueUs: 38, computeInputUs: 11, computeInferUs: 352, computeOutputUs: 27 });
-    const verbose = levelFromCsvRow([...header, "Avg latency", "request/response", "response wait"], [...rows[0]!, "429", "35", "388"]);
+    const verbose = levelFromCsvRow(
+      [...header, "Avg latency", "request/response", "response wait"],
+      [...rows[0]!, "429", "35", "388"],
+    );
     expect(verbose.latency.avgUs).toBe(429);
   });
 
   it("passes our flags through under perf_analyzer's names", () => {
     const args = perfAnalyzerArgs(
-      { model: "m", url: "127.0.0.1:8001", protocol: "grpc", kind: "rate", value: 50, distribution: "poisson", windowMs: 2000, stabilityPct: 10, maxTrials: 5, batchSize: 2, shapes: { IN: [3, 4] }, inputData: "zero", stringLength: 16 },
+      {
+        model: "m",
+        url: "127.0.0.1:8001",
+        protocol: "grpc",
+        kind: "rate",
+        value: 50,
+        distribution: "poisson",
+        windowMs: 2000,
+        stabilityPct: 10,
+        maxTrials: 5,
+        batchSize: 2,
+        shapes: { IN: [3, 4] },
+        inputData: "zero",
+        stringLength: 16,
+      },
       "/tmp/x.csv",
     );
     expect(args.join(" ")).toBe(

@@ -18,7 +18,8 @@ describe("triton-dev perf (real Triton, sample models)", () => {
   let work: string;
 
   const json = (stdout: string) => JSON.parse(stdout) as PerfReport;
-  const partsUs = (l: LevelResult) => l.server!.queueUs + l.server!.computeInputUs + l.server!.computeInferUs + l.server!.computeOutputUs;
+  const partsUs = (l: LevelResult) =>
+    l.server!.queueUs + l.server!.computeInputUs + l.server!.computeInferUs + l.server!.computeOutputUs;
 
   beforeAll(async () => {
     env = await testEnv();
@@ -46,7 +47,10 @@ describe("triton-dev perf (real Triton, sample models)", () => {
 
   it("sweeps concurrency 1:8: throughput rises and then flattens, latency grows, no errors", async () => {
     const csv = path.join(work, "tokenizer.csv");
-    const r = await runPerfCli(["bert_tokenizer", "--concurrency-range", "1:8", "-p", "1000", "-r", "3", "--json", "-f", csv], env);
+    const r = await runPerfCli(
+      ["bert_tokenizer", "--concurrency-range", "1:8", "-p", "1000", "-r", "3", "--json", "-f", csv],
+      env,
+    );
     expect(r.code, r.stderr).toBe(0);
     sweep = json(r.stdout);
     const levels = sweep.sweeps[0]!.levels;
@@ -70,7 +74,9 @@ describe("triton-dev perf (real Triton, sample models)", () => {
     });
     expect(header).toBe(PERF_ANALYZER_HEADER);
     expect(rows.map((row) => Number(row[0]))).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
-    expect(rows.every((row) => row.length === 13 && row.every((c) => c !== "" && Number.isFinite(Number(c))))).toBe(true);
+    expect(rows.every((row) => row.length === 13 && row.every((c) => c !== "" && Number.isFinite(Number(c))))).toBe(
+      true,
+    );
   }, 120_000);
 
   it("breaks each level down on the server, and the parts fit inside the client's latency", () => {
@@ -85,7 +91,22 @@ describe("triton-dev perf (real Triton, sample models)", () => {
   });
 
   it("speaks gRPC too, and breaks an ensemble down by its steps", async () => {
-    const r = await runPerfCli(["sentiment_pipeline", "-i", "grpc", "--concurrency-range", "1,2", "-p", "1000", "-r", "3", "--json", "--no-history"], env);
+    const r = await runPerfCli(
+      [
+        "sentiment_pipeline",
+        "-i",
+        "grpc",
+        "--concurrency-range",
+        "1,2",
+        "-p",
+        "1000",
+        "-r",
+        "3",
+        "--json",
+        "--no-history",
+      ],
+      env,
+    );
     expect(r.code, r.stderr).toBe(0);
     const s = json(r.stdout).sweeps[0]!;
     expect(s.protocol).toBe("grpc");
@@ -100,12 +121,17 @@ describe("triton-dev perf (real Triton, sample models)", () => {
 
   it("shows dynamic batching paying off on the image model at concurrency 64, on a staged sibling", async () => {
     const loads = async () => {
-      const { logFile } = JSON.parse(await fs.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8")) as { logFile: string };
+      const { logFile } = JSON.parse(await fs.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8")) as {
+        logFile: string;
+      };
       return ((await fs.readFile(logFile, "utf8")).match(/loading: image_classifier:1/g) ?? []).length;
     };
     const loadsBefore = await loads();
     expect(loadsBefore).toBeGreaterThan(0);
-    const r = await runPerfCli(["image_classifier", "--compare", "batching", "--concurrency-range", "64", "-p", "1500", "-r", "4", "--json"], env);
+    const r = await runPerfCli(
+      ["image_classifier", "--compare", "batching", "--concurrency-range", "64", "-p", "1500", "-r", "4", "--json"],
+      env,
+    );
     expect(r.code, r.stderr).toBe(0);
     const report = json(r.stdout);
     expect(report.sweeps.map((s) => [s.label, s.servedModel])).toEqual([
@@ -123,7 +149,9 @@ describe("triton-dev perf (real Triton, sample models)", () => {
     const state = JSON.parse(await fs.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8"));
     expect(await fs.readdir(state.repository)).not.toContain("image_classifier__perf_nobatch");
     const status = JSON.parse((await runCli(["status", "--json"], env)).stdout);
-    const served = status.models.filter((m: { name: string; state: string }) => m.name === "image_classifier__perf_nobatch" && m.state !== "UNAVAILABLE");
+    const served = status.models.filter(
+      (m: { name: string; state: string }) => m.name === "image_classifier__perf_nobatch" && m.state !== "UNAVAILABLE",
+    );
     expect(served, JSON.stringify(status.models)).toEqual([]);
     expect(status.models.find((m: { name: string }) => m.name === "image_classifier").state).toBe("READY");
     // Staging and removing the sibling never touched the original's files: Triton did not reload it.
@@ -136,10 +164,17 @@ describe("triton-dev perf (real Triton, sample models)", () => {
     await fs.writeFile(bad, config.replace(/max_batch_size:\s*\d+/, "max_batch_size: -2"));
     const line = config.split("\n").findIndex((l) => /max_batch_size/.test(l)) + 1;
     const started = Date.now();
-    const r = await runPerfCli(["image_classifier", "--compare", `config=${bad}`, "--concurrency-range", "1", "-p", "500", "--no-history"], env);
+    const r = await runPerfCli(
+      ["image_classifier", "--compare", `config=${bad}`, "--concurrency-range", "1", "-p", "500", "--no-history"],
+      env,
+    );
     expect(Date.now() - started).toBeLessThan(60_000);
     expect(r.code, r.stderr).toBe(1);
-    expect(r.stderr).toMatch(new RegExp(`error: the variant bad-variant.pbtxt has \\d+ error\\(s\\), so it was not staged; the results above are those measured until then\\n {2}.*bad-variant\\.pbtxt:${line}:\\d+: error: `));
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `error: the variant bad-variant.pbtxt has \\d+ error\\(s\\), so it was not staged; the results above are those measured until then\\n {2}.*bad-variant\\.pbtxt:${line}:\\d+: error: `,
+      ),
+    );
     expect(r.stderr).toMatch(/hint: Fix .*bad-variant\.pbtxt/);
     expect(tableRows(r.stdout).get(1)).toBeDefined();
     const state = JSON.parse(await fs.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8"));
@@ -152,12 +187,29 @@ describe("triton-dev perf (real Triton, sample models)", () => {
     expect(tableRows(r.stdout).get(2)).toBeDefined();
     expect(r.stdout).toMatch(/^avg latency \(ms\)$/m);
     expect(r.stdout).toMatch(/throughput \(infer\/s\)/);
-    expect(r.stdout).toMatch(/compared with the previous run \(.*\):\n {2}concurrency 2: throughput [+-]\d+\.\d%, p50 [+-]\d+\.\d%, p99 [+-]\d+\.\d%/);
+    expect(r.stdout).toMatch(
+      /compared with the previous run \(.*\):\n {2}concurrency 2: throughput [+-]\d+\.\d%, p50 [+-]\d+\.\d%, p99 [+-]\d+\.\d%/,
+    );
     expect(r.stdout).toMatch(/saved: .*perf\/bert_tokenizer\/.*\.json/);
   }, 60_000);
 
   it("sends an open-loop Poisson rate, data from a file, and request priorities", async () => {
-    const rate = await runPerfCli(["bert_tokenizer", "--request-rate-range", "150", "--request-distribution", "poisson", "-p", "1500", "-r", "3", "--json", "--no-history"], env);
+    const rate = await runPerfCli(
+      [
+        "bert_tokenizer",
+        "--request-rate-range",
+        "150",
+        "--request-distribution",
+        "poisson",
+        "-p",
+        "1500",
+        "-r",
+        "3",
+        "--json",
+        "--no-history",
+      ],
+      env,
+    );
     expect(rate.code, rate.stderr).toBe(0);
     const l = json(rate.stdout).sweeps[0]!.levels[0]!;
     expect(l.kind).toBe("rate");
@@ -165,21 +217,70 @@ describe("triton-dev perf (real Triton, sample models)", () => {
     expect(l.throughput).toBeLessThan(150 * 1.25);
 
     const data = path.join(work, "texts.json");
-    await fs.writeFile(data, JSON.stringify({ data: [{ TEXT_INPUT: ["a wonderful film"] }, { TEXT_INPUT: ["boring and awful"] }] }));
-    const file = await runPerfCli(["bert_tokenizer", "--input-data", data, "--concurrency-range", "2", "-p", "1000", "-r", "3", "--json", "--no-history"], env);
+    await fs.writeFile(
+      data,
+      JSON.stringify({ data: [{ TEXT_INPUT: ["a wonderful film"] }, { TEXT_INPUT: ["boring and awful"] }] }),
+    );
+    const file = await runPerfCli(
+      [
+        "bert_tokenizer",
+        "--input-data",
+        data,
+        "--concurrency-range",
+        "2",
+        "-p",
+        "1000",
+        "-r",
+        "3",
+        "--json",
+        "--no-history",
+      ],
+      env,
+    );
     expect(file.code, file.stderr).toBe(0);
     expect(json(file.stdout).sweeps[0]!.levels[0]!.errorCount).toBe(0);
 
-    const prio = await runPerfCli(["sentiment_classifier", "--priority", "1", "--concurrency-range", "2", "-p", "1000", "-r", "3", "--json", "--no-history"], env);
+    const prio = await runPerfCli(
+      [
+        "sentiment_classifier",
+        "--priority",
+        "1",
+        "--concurrency-range",
+        "2",
+        "-p",
+        "1000",
+        "-r",
+        "3",
+        "--json",
+        "--no-history",
+      ],
+      env,
+    );
     expect(prio.code, prio.stderr).toBe(0);
     expect(json(prio.stdout).sweeps[0]!.levels[0]!.errorCount).toBe(0);
   }, 90_000);
 
   it("counts errors by kind instead of failing on them, and stops when every request fails", async () => {
-    const r = await runPerfCli(["sentiment_classifier", "--request-timeout-us", "1", "--concurrency-range", "4", "-p", "1000", "-r", "3", "--no-history"], env);
+    const r = await runPerfCli(
+      [
+        "sentiment_classifier",
+        "--request-timeout-us",
+        "1",
+        "--concurrency-range",
+        "4",
+        "-p",
+        "1000",
+        "-r",
+        "3",
+        "--no-history",
+      ],
+      env,
+    );
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/errors:\n {2}concurrency 4: \d+ x HTTP 503: Request timeout expired/);
-    expect(r.stderr).toMatch(/error: every request failed for \d+\.\d s at concurrency 4: HTTP 503: Request timeout expired/);
+    expect(r.stderr).toMatch(
+      /error: every request failed for \d+\.\d s at concurrency 4: HTTP 503: Request timeout expired/,
+    );
   }, 30_000);
 
   it("explains an unknown model, an unready model and flags it cannot use", async () => {
@@ -196,7 +297,10 @@ describe("triton-dev perf (real Triton, sample models)", () => {
     expect(shape.code).toBe(2);
     expect(shape.stderr).toMatch(/--shape names NOPE, which is not an input of bert_tokenizer/);
 
-    const remote = await runPerfCli(["image_classifier", "-u", `127.0.0.1:${ports.http}`, "--compare", "batching"], env);
+    const remote = await runPerfCli(
+      ["image_classifier", "-u", `127.0.0.1:${ports.http}`, "--compare", "batching"],
+      env,
+    );
     expect(remote.code).toBe(2);
     expect(remote.stderr).toMatch(/--compare needs the server started by `triton-dev up`/);
 
@@ -207,35 +311,78 @@ describe("triton-dev perf (real Triton, sample models)", () => {
 
   // perf_analyzer is no npm or apt package: bench/vs-perf-analyzer.mjs installs it under /tmp.
   const paVenv = "/tmp/triton-dev-bench/pa-venv";
-  const paBin = process.env.PERF_ANALYZER ?? (existsSync(`${paVenv}/bin/perf_analyzer`) ? `${paVenv}/bin/perf_analyzer` : undefined);
-  it.skipIf(!paBin)("uses an installed perf_analyzer as the engine and reads its CSV into the same report", async () => {
-    const libs = (await fs.readdir(`${paVenv}/lib`).catch(() => [] as string[])).map((py) => `${paVenv}/lib/${py}/site-packages/nvidia/cuda_runtime/lib`);
-    const paEnv = { ...env, LD_LIBRARY_PATH: [...libs, env.LD_LIBRARY_PATH].filter(Boolean).join(":") };
-    const r = await runPerfCli(["bert_tokenizer", "--engine", "perf_analyzer", "--perf-analyzer", paBin!, "--concurrency-range", "2", "-p", "1000", "-s", "30", "--json", "--no-history"], paEnv);
-    expect(r.code, r.stderr).toBe(0);
-    const s = json(r.stdout).sweeps[0]!;
-    expect(s.engine).toBe("perf_analyzer");
-    const l = s.levels[0]!;
-    expect(l.value).toBe(2);
-    expect(l.throughput).toBeGreaterThan(100);
-    expect(l.requests).toBeGreaterThan(100);
-    expect(l.latency.p50Us).toBeGreaterThan(0);
-    expect(l.server!.computeInferUs).toBeGreaterThan(0);
-    expect(l.server!.avgBatchSize).toBeGreaterThanOrEqual(1);
-  }, 90_000);
+  const paBin =
+    process.env.PERF_ANALYZER ??
+    (existsSync(`${paVenv}/bin/perf_analyzer`) ? `${paVenv}/bin/perf_analyzer` : undefined);
+  it.skipIf(!paBin)(
+    "uses an installed perf_analyzer as the engine and reads its CSV into the same report",
+    async () => {
+      const libs = (await fs.readdir(`${paVenv}/lib`).catch(() => [] as string[])).map(
+        (py) => `${paVenv}/lib/${py}/site-packages/nvidia/cuda_runtime/lib`,
+      );
+      const paEnv = { ...env, LD_LIBRARY_PATH: [...libs, env.LD_LIBRARY_PATH].filter(Boolean).join(":") };
+      const r = await runPerfCli(
+        [
+          "bert_tokenizer",
+          "--engine",
+          "perf_analyzer",
+          "--perf-analyzer",
+          paBin!,
+          "--concurrency-range",
+          "2",
+          "-p",
+          "1000",
+          "-s",
+          "30",
+          "--json",
+          "--no-history",
+        ],
+        paEnv,
+      );
+      expect(r.code, r.stderr).toBe(0);
+      const s = json(r.stdout).sweeps[0]!;
+      expect(s.engine).toBe("perf_analyzer");
+      const l = s.levels[0]!;
+      expect(l.value).toBe(2);
+      expect(l.throughput).toBeGreaterThan(100);
+      expect(l.requests).toBeGreaterThan(100);
+      expect(l.latency.p50Us).toBeGreaterThan(0);
+      expect(l.server!.computeInferUs).toBeGreaterThan(0);
+      expect(l.server!.avgBatchSize).toBeGreaterThanOrEqual(1);
+    },
+    90_000,
+  );
 
   it("on Ctrl-C stops, prints what it measured, removes the staged variant and exits 130", async () => {
-    const p = spawnPerfCli(["image_classifier", "--compare", "batching", "--concurrency-range", "4,8", "-p", "1000", "-r", "3", "--no-history"], env);
+    const p = spawnPerfCli(
+      [
+        "image_classifier",
+        "--compare",
+        "batching",
+        "--concurrency-range",
+        "4,8",
+        "-p",
+        "1000",
+        "-r",
+        "3",
+        "--no-history",
+      ],
+      env,
+    );
     await p.waitFor(/image_classifier__perf_nobatch concurrency 4, window 2/);
     p.child.kill("SIGINT");
     expect(await p.exit).toBe(130);
     expect(p.stderr()).toMatch(/interrupted: stopping the load and cleaning up/);
-    expect(p.stderr()).toMatch(/error: interrupted \(Ctrl-C\) during concurrency 4; the results above are those measured until then/);
+    expect(p.stderr()).toMatch(
+      /error: interrupted \(Ctrl-C\) during concurrency 4; the results above are those measured until then/,
+    );
     expect(tableRows(p.stdout()).get(4)?.join(" ")).toMatch(/\(interrupted\)$/);
     const state = JSON.parse(await fs.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8"));
     expect(await fs.readdir(state.repository)).not.toContain("image_classifier__perf_nobatch");
     const status = JSON.parse((await runCli(["status", "--json"], env)).stdout);
-    const served = status.models.filter((m: { name: string; state: string }) => m.name === "image_classifier__perf_nobatch" && m.state !== "UNAVAILABLE");
+    const served = status.models.filter(
+      (m: { name: string; state: string }) => m.name === "image_classifier__perf_nobatch" && m.state !== "UNAVAILABLE",
+    );
     expect(served, JSON.stringify(status.models)).toEqual([]);
   }, 90_000);
 });

@@ -10,7 +10,10 @@ describe("triton-dev perf when the server is killed mid-run", () => {
 
   beforeAll(async () => {
     env = await testEnv();
-    const up = await runCli(["up", "--detach", "--models", await copySampleModels(), ...portArgs(await freePorts())], env);
+    const up = await runCli(
+      ["up", "--detach", "--models", await copySampleModels(), ...portArgs(await freePorts())],
+      env,
+    );
     expect(up.code, up.stderr).toBe(0);
   }, 300_000);
 
@@ -25,7 +28,9 @@ describe("triton-dev perf when the server is killed mid-run", () => {
     // The whole process group, as a crash or the OOM killer would take it: server and stubs.
     process.kill(-state.pid, "SIGKILL");
     expect(await p.exit).toBe(1);
-    expect(p.stderr()).toMatch(/error: Triton at (http:\/\/)?127\.0\.0\.1:\d+ stopped answering during concurrency 2 \((connection refused|connection reset)\); the results above are those measured until then/);
+    expect(p.stderr()).toMatch(
+      /error: Triton at (http:\/\/)?127\.0\.0\.1:\d+ stopped answering during concurrency 2 \((connection refused|connection reset)\); the results above are those measured until then/,
+    );
     const rows = tableRows(p.stdout());
     expect(rows.get(1)).toBeDefined();
     // Measured in full before the kill (possibly unstable on a busy machine, never partial).

@@ -1,8 +1,18 @@
 import { describe, expect, it } from "vitest";
 import { PERF_ANALYZER_HEADER } from "./helpers.js";
 import type { LevelResult } from "../../src/perf/profile.js";
-import { chart, compareSweeps, csvHeader, diffSweeps, formatComparison, formatTable, parseCsv, seriesOf, toCsv, type SweepResult } from "../../src/perf/report.js";
-
+import {
+  chart,
+  compareSweeps,
+  csvHeader,
+  diffSweeps,
+  formatComparison,
+  formatTable,
+  parseCsv,
+  seriesOf,
+  toCsv,
+  type SweepResult,
+} from "../../src/perf/report.js";
 
 function level(value: number, throughput: number, p50: number): LevelResult {
   return {
@@ -14,13 +24,35 @@ function level(value: number, throughput: number, p50: number): LevelResult {
     durationMs: 3000,
     requests: Math.round(throughput * 3),
     throughput,
-    latency: { count: 1, avgUs: p50 * 1.1, minUs: 1, maxUs: p50 * 3, stdDevUs: 1, p50Us: p50, p90Us: p50 * 1.5, p95Us: p50 * 2, p99Us: p50 * 2.5 },
+    latency: {
+      count: 1,
+      avgUs: p50 * 1.1,
+      minUs: 1,
+      maxUs: p50 * 3,
+      stdDevUs: 1,
+      p50Us: p50,
+      p90Us: p50 * 1.5,
+      p95Us: p50 * 2,
+      p99Us: p50 * 2.5,
+    },
     clientSendUs: 35.7,
     clientRecvUs: 1.2,
     networkServerUs: 117.9,
     errors: value === 2 ? { "HTTP 503: Request timeout expired": 4 } : {},
     errorCount: value === 2 ? 4 : 0,
-    server: { requests: 1, failures: 0, inferenceCount: 8, executionCount: 2, avgBatchSize: 4, avgRequestUs: 277, queueUs: 24.4, computeInputUs: 11, computeInferUs: 203, computeOutputUs: 37, overheadUs: 1.6 },
+    server: {
+      requests: 1,
+      failures: 0,
+      inferenceCount: 8,
+      executionCount: 2,
+      avgBatchSize: 4,
+      avgRequestUs: 277,
+      queueUs: 24.4,
+      computeInputUs: 11,
+      computeInferUs: 203,
+      computeOutputUs: 37,
+      overheadUs: 1.6,
+    },
   };
 }
 
@@ -53,8 +85,12 @@ describe("reports", () => {
   it("prints a table with the breakdown, batch size, errors and stability", () => {
     const t = formatTable(sweep([level(1, 2314.66, 414), { ...level(2, 2343.86, 653), stable: false }]));
     const lines = t.split("\n");
-    expect(lines[0]).toMatch(/^Concurrency\s+Infer\/s\s+Send\s+Net\+Srv\s+Queue\s+In\s+Infer\s+Out\s+Recv\s+p50\s+p90\s+p95\s+p99\s+Avg\s+Batch\s+Errors$/);
-    expect(lines[1]).toMatch(/^1\s+2315\s+0\.04\s+0\.12\s+0\.02\s+0\.01\s+0\.20\s+0\.04\s+0\.00\s+0\.41\s+.*\s+4\.0\s+0$/);
+    expect(lines[0]).toMatch(
+      /^Concurrency\s+Infer\/s\s+Send\s+Net\+Srv\s+Queue\s+In\s+Infer\s+Out\s+Recv\s+p50\s+p90\s+p95\s+p99\s+Avg\s+Batch\s+Errors$/,
+    );
+    expect(lines[1]).toMatch(
+      /^1\s+2315\s+0\.04\s+0\.12\s+0\.02\s+0\.01\s+0\.20\s+0\.04\s+0\.00\s+0\.41\s+.*\s+4\.0\s+0$/,
+    );
     expect(lines[2]).toMatch(/4\s+\(unstable\)$/);
   });
 
@@ -67,7 +103,9 @@ describe("reports", () => {
     expect(lines.filter((l) => l.includes("|"))).toHaveLength(10);
     expect(text.match(/\*/g)!.length).toBeGreaterThanOrEqual(3);
     expect(text).toContain("* a   o b");
-    expect(lines.find((l) => l.includes("o"))!.indexOf("o")).toBeGreaterThan(lines.find((l) => l.includes("*") && l.includes("|"))!.indexOf("*"));
+    expect(lines.find((l) => l.includes("o"))!.indexOf("o")).toBeGreaterThan(
+      lines.find((l) => l.includes("*") && l.includes("|"))!.indexOf("*"),
+    );
   });
 
   it("compares variants with throughput ratios, and runs with percentage changes", () => {

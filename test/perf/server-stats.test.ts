@@ -35,7 +35,14 @@ describe("the server-side breakdown", () => {
   it("sums an ensemble's steps, as perf_analyzer does", () => {
     const snap = snapshotOf({
       model_stats: [
-        { ...stats("ens", 10, 5, 0), inference_stats: { ...stats("ens", 10, 5, 0).inference_stats, queue: { count: 0, ns: 0 }, compute_infer: { count: 0, ns: 0 } } },
+        {
+          ...stats("ens", 10, 5, 0),
+          inference_stats: {
+            ...stats("ens", 10, 5, 0).inference_stats,
+            queue: { count: 0, ns: 0 },
+            compute_infer: { count: 0, ns: 0 },
+          },
+        },
         stats("tok", 10, 1, 10),
         stats("cls", 10, 2, 5),
       ],

@@ -2,7 +2,14 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { UsageError } from "../../src/errors.js";
-import { findTopLevelField, parseCompareFlag, planVariants, removeField, renameConfig, setField } from "../../src/perf/variants.js";
+import {
+  findTopLevelField,
+  parseCompareFlag,
+  planVariants,
+  removeField,
+  renameConfig,
+  setField,
+} from "../../src/perf/variants.js";
 import { SAMPLE_MODELS } from "../helpers/cli.js";
 
 const config = `# top comment with dynamic_batching { in it
@@ -43,13 +50,26 @@ describe("config.pbtxt edits for variants", () => {
   it("replaces instance_group, adds a missing field, and renames the model", () => {
     const out = setField(config, "instance_group", "instance_group [ { count: 3 kind: KIND_CPU } ]");
     expect(out).toContain("instance_group [ { count: 3 kind: KIND_CPU } ]\ndynamic_batching {");
-    expect(setField('name: "m"\n', "dynamic_batching", "dynamic_batching { }")).toBe('name: "m"\n\ndynamic_batching { }\n');
+    expect(setField('name: "m"\n', "dynamic_batching", "dynamic_batching { }")).toBe(
+      'name: "m"\n\ndynamic_batching { }\n',
+    );
     expect(renameConfig(config, "image_classifier__perf_x")).toContain('name: "image_classifier__perf_x"\nbackend');
     expect(renameConfig('backend: "python"\n', "x")).toBe('name: "x"\nbackend: "python"\n');
   });
 
   it("plans batching, instances and config comparisons, reusing the original where it matches", async () => {
-    const base = { name: "image_classifier", configText: config, config: { name: "image_classifier", platform: "", backend: "python", max_batch_size: 256, dynamic_batching: { preferred_batch_size: [8], max_queue_delay_microseconds: 5000 }, instance_group: [{ count: 1, kind: "KIND_CPU" }] } };
+    const base = {
+      name: "image_classifier",
+      configText: config,
+      config: {
+        name: "image_classifier",
+        platform: "",
+        backend: "python",
+        max_batch_size: 256,
+        dynamic_batching: { preferred_batch_size: [8], max_queue_delay_microseconds: 5000 },
+        instance_group: [{ count: 1, kind: "KIND_CPU" }],
+      },
+    };
     const batching = await planVariants({ kind: "batching" }, base);
     expect(batching.map((v) => [v.label, v.servedModel, v.configText === undefined])).toEqual([
       ["no batching", "image_classifier__perf_nobatch", false],
@@ -59,10 +79,21 @@ describe("config.pbtxt edits for variants", () => {
     const inst = await planVariants({ kind: "instances", counts: [1, 3] }, base);
     expect(inst.map((v) => v.servedModel)).toEqual(["image_classifier", "image_classifier__perf_instances3"]);
     expect(inst[1]!.configText).toContain("instance_group [ { count: 3 kind: KIND_CPU } ]");
-    const noBatching = await planVariants({ kind: "batching" }, { ...base, config: { ...base.config, dynamic_batching: undefined } as never, configText: removeField(config, "dynamic_batching") });
+    const noBatching = await planVariants(
+      { kind: "batching" },
+      {
+        ...base,
+        config: { ...base.config, dynamic_batching: undefined } as never,
+        configText: removeField(config, "dynamic_batching"),
+      },
+    );
     expect(noBatching[1]!.configText).toMatch(/dynamic_batching \{ \}/);
-    await expect(planVariants({ kind: "batching" }, { ...base, config: { ...base.config, max_batch_size: 0 } })).rejects.toThrow(UsageError);
-    await expect(planVariants({ kind: "batching" }, { ...base, config: { ...base.config, platform: "ensemble" } })).rejects.toThrow(/ensemble/);
+    await expect(
+      planVariants({ kind: "batching" }, { ...base, config: { ...base.config, max_batch_size: 0 } }),
+    ).rejects.toThrow(UsageError);
+    await expect(
+      planVariants({ kind: "batching" }, { ...base, config: { ...base.config, platform: "ensemble" } }),
+    ).rejects.toThrow(/ensemble/);
     const file = path.join(SAMPLE_MODELS, "image_classifier", "config.pbtxt");
     const cfg = await planVariants({ kind: "config", file }, base);
     expect(cfg[1]!.configText).toContain('name: "image_classifier__perf_config"');

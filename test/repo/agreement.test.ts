@@ -15,7 +15,17 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resolvePaths } from "../../src/config/paths.js";
 import { scaffoldPythonModel } from "../../src/repo/init.js";
 import { type LintResult, lintRepository } from "../../src/repo/lint.js";
-import { ARTICLE_FIXTURES, ECHO_IO, ECHO_MODEL_PY, SAMPLE_MODELS, pythonConfig, summary, tempRepo, writeFiles, removeTempRepos } from "./helpers.js";
+import {
+  ARTICLE_FIXTURES,
+  ECHO_IO,
+  ECHO_MODEL_PY,
+  SAMPLE_MODELS,
+  pythonConfig,
+  summary,
+  tempRepo,
+  writeFiles,
+  removeTempRepos,
+} from "./helpers.js";
 
 afterAll(removeTempRepos);
 
@@ -47,19 +57,36 @@ const ENS_IO = `input [ { name: "IN" data_type: TYPE_FP32 dims: [ -1 ] } ]
 output [ { name: "OUT" data_type: TYPE_FP32 dims: [ -1 ] } ]
 `;
 
-function py(model: string, config: string, versions: Record<string, string | null> = { "1": ECHO_MODEL_PY }): Record<string, string> {
+function py(
+  model: string,
+  config: string,
+  versions: Record<string, string | null> = { "1": ECHO_MODEL_PY },
+): Record<string, string> {
   const files: Record<string, string> = { [`${model}/config.pbtxt`]: config };
-  for (const [v, code] of Object.entries(versions)) files[code === null ? `${model}/${v}/` : `${model}/${v}/model.py`] = code ?? "";
+  for (const [v, code] of Object.entries(versions))
+    files[code === null ? `${model}/${v}/` : `${model}/${v}/model.py`] = code ?? "";
   return files;
 }
 const io = (model: string, body: string, mbs = 8) => py(model, pythonConfig(model, body, mbs));
 const extra = (model: string, more: string) => py(model, pythonConfig(model) + more);
 
-function step(model: string, ins: Record<string, string>, outs: Record<string, string>, version = "model_version: -1 "): string {
-  const maps = (kind: string, m: Record<string, string>) => Object.entries(m).map(([k, v]) => `${kind} { key: "${k}" value: "${v}" }`).join(" ");
+function step(
+  model: string,
+  ins: Record<string, string>,
+  outs: Record<string, string>,
+  version = "model_version: -1 ",
+): string {
+  const maps = (kind: string, m: Record<string, string>) =>
+    Object.entries(m)
+      .map(([k, v]) => `${kind} { key: "${k}" value: "${v}" }`)
+      .join(" ");
   return `  step { model_name: "${model}" ${version}${maps("input_map", ins)} ${maps("output_map", outs)} }\n`;
 }
-function ens(model: string, steps: string, { mbs = 8, ios = ENS_IO, more = "", versionDir = true } = {}): Record<string, string> {
+function ens(
+  model: string,
+  steps: string,
+  { mbs = 8, ios = ENS_IO, more = "", versionDir = true } = {},
+): Record<string, string> {
   return {
     [`${model}/config.pbtxt`]: `name: "${model}"\nplatform: "ensemble"\nmax_batch_size: ${mbs}\n${ios}${more}ensemble_scheduling {\n${steps}}\n`,
     ...(versionDir ? { [`${model}/1/`]: "" } : {}),
@@ -99,7 +126,8 @@ function article(fixture: string, model: string, more: Record<string, string> = 
 }
 
 /** Strings (as UTF-8) and raw bytes, joined: for files that are not valid UTF-8. */
-const bytes = (...parts: Array<string | number[]>): Uint8Array => Buffer.concat(parts.map((p) => (typeof p === "string" ? Buffer.from(p) : Buffer.from(p))));
+const bytes = (...parts: Array<string | number[]>): Uint8Array =>
+  Buffer.concat(parts.map((p) => (typeof p === "string" ? Buffer.from(p) : Buffer.from(p))));
 
 /** Models the ensembles below compose; they load. */
 const BASE: Case[] = [
@@ -112,110 +140,558 @@ const BASE: Case[] = [
 const CASES: Case[] = [
   ...BASE,
   // config.pbtxt that Triton's text parser refuses
-  { model: "unknown_field", files: io("unknown_field", ECHO_IO.replace("dims", "dim")), lint: "config-unknown-field", triton: 'has no field named "dim"' },
-  { model: "bad_enum", files: io("bad_enum", ECHO_IO.replace("TYPE_FP32", "TYPE_FLOAT32")), lint: "config-enum", triton: 'Unknown enumeration value of "TYPE_FLOAT32"' },
-  { model: "syntax_unclosed", files: extra("syntax_unclosed", "dynamic_batching {\n"), lint: "config-syntax", triton: "failed to read text proto" },
-  { model: "dup_field", files: extra("dup_field", "max_batch_size: 4\n"), lint: "config-duplicate-field", triton: 'Non-repeated field "max_batch_size" is specified multiple times' },
-  { model: "oneof_twice", files: extra("oneof_twice", "dynamic_batching { }\nsequence_batching { }\n"), lint: "config-oneof", triton: 'another member of oneof "scheduling_choice"' },
-  { model: "string_for_int", files: py("string_for_int", pythonConfig("string_for_int").replace("max_batch_size: 8", 'max_batch_size: "8"')), lint: "config-schema", triton: 'Expected integer, got: "8"' },
-  { model: "model_metrics_field", files: extra("model_metrics_field", 'model_metrics { metric_control [ { metric_identifier { family: "f" } histogram_options { buckets: [ 1 ] } } ] }\n'), lint: "field-newer-than-runtime", triton: 'has no field named "model_metrics"' },
+  {
+    model: "unknown_field",
+    files: io("unknown_field", ECHO_IO.replace("dims", "dim")),
+    lint: "config-unknown-field",
+    triton: 'has no field named "dim"',
+  },
+  {
+    model: "bad_enum",
+    files: io("bad_enum", ECHO_IO.replace("TYPE_FP32", "TYPE_FLOAT32")),
+    lint: "config-enum",
+    triton: 'Unknown enumeration value of "TYPE_FLOAT32"',
+  },
+  {
+    model: "syntax_unclosed",
+    files: extra("syntax_unclosed", "dynamic_batching {\n"),
+    lint: "config-syntax",
+    triton: "failed to read text proto",
+  },
+  {
+    model: "dup_field",
+    files: extra("dup_field", "max_batch_size: 4\n"),
+    lint: "config-duplicate-field",
+    triton: 'Non-repeated field "max_batch_size" is specified multiple times',
+  },
+  {
+    model: "oneof_twice",
+    files: extra("oneof_twice", "dynamic_batching { }\nsequence_batching { }\n"),
+    lint: "config-oneof",
+    triton: 'another member of oneof "scheduling_choice"',
+  },
+  {
+    model: "string_for_int",
+    files: py("string_for_int", pythonConfig("string_for_int").replace("max_batch_size: 8", 'max_batch_size: "8"')),
+    lint: "config-schema",
+    triton: 'Expected integer, got: "8"',
+  },
+  {
+    model: "model_metrics_field",
+    files: extra(
+      "model_metrics_field",
+      'model_metrics { metric_control [ { metric_identifier { family: "f" } histogram_options { buckets: [ 1 ] } } ] }\n',
+    ),
+    lint: "field-newer-than-runtime",
+    triton: 'has no field named "model_metrics"',
+  },
   // ValidateModelConfig
-  { model: "name_mismatch", files: py("name_mismatch", pythonConfig("other")), lint: "name-mismatch", triton: "directory name must equal model name" },
-  { model: "platform_onnxruntime", files: py("platform_onnxruntime", `name: "platform_onnxruntime"\nplatform: "onnxruntime"\nmax_batch_size: 8\n${ECHO_IO}`), lint: "platform-unknown", triton: "unexpected platform type 'onnxruntime'" },
-  { model: "platform_backend_mismatch", files: py("platform_backend_mismatch", `name: "platform_backend_mismatch"\nplatform: "tensorrt_plan"\nbackend: "onnxruntime"\n${ECHO_IO}`), lint: "platform-backend-mismatch", triton: "unexpected 'platform' and 'backend' pair" },
-  { model: "backend_typo", files: py("backend_typo", pythonConfig("backend_typo").replace('"python"', '"pyton"')), lint: "backend-unknown", triton: "unable to find backend library for backend 'pyton'" },
-  { model: "negative_mbs", files: io("negative_mbs", ECHO_IO, -1), lint: "max-batch-size-negative", triton: "'max_batch_size' must be non-negative" },
-  { model: "preferred_too_large", files: extra("preferred_too_large", "dynamic_batching { preferred_batch_size: [ 16 ] }\n"), lint: "preferred-batch-size-too-large", triton: "dynamic batching preferred size must be <= max batch size" },
-  { model: "default_priority_out", files: extra("default_priority_out", "dynamic_batching { priority_levels: 2 default_priority_level: 3 }\n"), lint: "default-priority-out-of-range", triton: "default priority level must be in range [1, 2]" },
-  { model: "pq_policy_key_out", files: extra("pq_policy_key_out", "dynamic_batching { priority_levels: 2 default_priority_level: 1 priority_queue_policy { key: 5 value { max_queue_size: 4 } } }\n"), lint: "priority-policy-out-of-range", triton: "priority queue policy must have priority level in range [1, 2]" },
-  { model: "preserve_ordering_levels", files: extra("preserve_ordering_levels", "dynamic_batching { preserve_ordering: true priority_levels: 2 default_priority_level: 1 }\n"), lint: "preserve-ordering-priorities", triton: "Only one priority level is allowed when 'preserve_ordering' is true" },
-  { model: "preserve_ordering_delay", files: extra("preserve_ordering_delay", "dynamic_batching { preserve_ordering: true default_queue_policy { timeout_action: DELAY default_timeout_microseconds: 100 } }\n"), lint: "preserve-ordering-delay", triton: "Queue policy can not have DELAY as timeout action" },
+  {
+    model: "name_mismatch",
+    files: py("name_mismatch", pythonConfig("other")),
+    lint: "name-mismatch",
+    triton: "directory name must equal model name",
+  },
+  {
+    model: "platform_onnxruntime",
+    files: py(
+      "platform_onnxruntime",
+      `name: "platform_onnxruntime"\nplatform: "onnxruntime"\nmax_batch_size: 8\n${ECHO_IO}`,
+    ),
+    lint: "platform-unknown",
+    triton: "unexpected platform type 'onnxruntime'",
+  },
+  {
+    model: "platform_backend_mismatch",
+    files: py(
+      "platform_backend_mismatch",
+      `name: "platform_backend_mismatch"\nplatform: "tensorrt_plan"\nbackend: "onnxruntime"\n${ECHO_IO}`,
+    ),
+    lint: "platform-backend-mismatch",
+    triton: "unexpected 'platform' and 'backend' pair",
+  },
+  {
+    model: "backend_typo",
+    files: py("backend_typo", pythonConfig("backend_typo").replace('"python"', '"pyton"')),
+    lint: "backend-unknown",
+    triton: "unable to find backend library for backend 'pyton'",
+  },
+  {
+    model: "negative_mbs",
+    files: io("negative_mbs", ECHO_IO, -1),
+    lint: "max-batch-size-negative",
+    triton: "'max_batch_size' must be non-negative",
+  },
+  {
+    model: "preferred_too_large",
+    files: extra("preferred_too_large", "dynamic_batching { preferred_batch_size: [ 16 ] }\n"),
+    lint: "preferred-batch-size-too-large",
+    triton: "dynamic batching preferred size must be <= max batch size",
+  },
+  {
+    model: "default_priority_out",
+    files: extra("default_priority_out", "dynamic_batching { priority_levels: 2 default_priority_level: 3 }\n"),
+    lint: "default-priority-out-of-range",
+    triton: "default priority level must be in range [1, 2]",
+  },
+  {
+    model: "pq_policy_key_out",
+    files: extra(
+      "pq_policy_key_out",
+      "dynamic_batching { priority_levels: 2 default_priority_level: 1 priority_queue_policy { key: 5 value { max_queue_size: 4 } } }\n",
+    ),
+    lint: "priority-policy-out-of-range",
+    triton: "priority queue policy must have priority level in range [1, 2]",
+  },
+  {
+    model: "preserve_ordering_levels",
+    files: extra(
+      "preserve_ordering_levels",
+      "dynamic_batching { preserve_ordering: true priority_levels: 2 default_priority_level: 1 }\n",
+    ),
+    lint: "preserve-ordering-priorities",
+    triton: "Only one priority level is allowed when 'preserve_ordering' is true",
+  },
+  {
+    model: "preserve_ordering_delay",
+    files: extra(
+      "preserve_ordering_delay",
+      "dynamic_batching { preserve_ordering: true default_queue_policy { timeout_action: DELAY default_timeout_microseconds: 100 } }\n",
+    ),
+    lint: "preserve-ordering-delay",
+    triton: "Queue policy can not have DELAY as timeout action",
+  },
   // Inputs and outputs (checked at load)
-  { model: "dims_zero", files: io("dims_zero", ECHO_IO.replace("[ -1 ]", "[ 0 ]")), lint: "dims-invalid", triton: "dimension must be integer >= 1, or -1" },
-  { model: "missing_data_type", files: io("missing_data_type", ECHO_IO.replace("data_type: TYPE_FP32 ", "")), lint: "io-data-type-missing", triton: "must specify 'data_type'" },
-  { model: "missing_dims", files: io("missing_dims", ECHO_IO.replace("dims: [ -1 ] ", "")), lint: "io-dims-missing", triton: "must specify 'dims'" },
-  { model: "reshape_count", files: io("reshape_count", ECHO_IO.replace("dims: [ -1 ]", "dims: [ 4 ] reshape { shape: [ 3 ] }")), lint: "reshape-count", triton: "has different size for dims and reshape" },
-  { model: "reshape_wild_bad", files: io("reshape_wild_bad", ECHO_IO.replace("dims: [ -1 ]", "dims: [ 2, 4, -1, 6 ] reshape { shape: [ 4, -1, 2, 6 ] }")), lint: "reshape-count", triton: "has different size for dims and reshape" },
-  { model: "batch_input_bad_source", files: extra("batch_input_bad_source", 'batch_input [ { kind: BATCH_ELEMENT_COUNT target_name: "N" data_type: TYPE_INT32 source_input: "NOPE" } ]\n'), lint: "batch-input-unknown-source", triton: "unknown source input name 'NOPE'" },
+  {
+    model: "dims_zero",
+    files: io("dims_zero", ECHO_IO.replace("[ -1 ]", "[ 0 ]")),
+    lint: "dims-invalid",
+    triton: "dimension must be integer >= 1, or -1",
+  },
+  {
+    model: "missing_data_type",
+    files: io("missing_data_type", ECHO_IO.replace("data_type: TYPE_FP32 ", "")),
+    lint: "io-data-type-missing",
+    triton: "must specify 'data_type'",
+  },
+  {
+    model: "missing_dims",
+    files: io("missing_dims", ECHO_IO.replace("dims: [ -1 ] ", "")),
+    lint: "io-dims-missing",
+    triton: "must specify 'dims'",
+  },
+  {
+    model: "reshape_count",
+    files: io("reshape_count", ECHO_IO.replace("dims: [ -1 ]", "dims: [ 4 ] reshape { shape: [ 3 ] }")),
+    lint: "reshape-count",
+    triton: "has different size for dims and reshape",
+  },
+  {
+    model: "reshape_wild_bad",
+    files: io(
+      "reshape_wild_bad",
+      ECHO_IO.replace("dims: [ -1 ]", "dims: [ 2, 4, -1, 6 ] reshape { shape: [ 4, -1, 2, 6 ] }"),
+    ),
+    lint: "reshape-count",
+    triton: "has different size for dims and reshape",
+  },
+  {
+    model: "batch_input_bad_source",
+    files: extra(
+      "batch_input_bad_source",
+      'batch_input [ { kind: BATCH_ELEMENT_COUNT target_name: "N" data_type: TYPE_INT32 source_input: "NOPE" } ]\n',
+    ),
+    lint: "batch-input-unknown-source",
+    triton: "unknown source input name 'NOPE'",
+  },
   // Instance groups on this GPU-less machine, linted as `up` would (GPU problems are errors there)
-  { model: "kind_gpu", files: extra("kind_gpu", "instance_group [ { kind: KIND_GPU count: 1 } ]\n"), lint: "gpu-unavailable", triton: "has kind KIND_GPU but no GPUs are available" },
-  { model: "kind_auto_gpus", files: extra("kind_auto_gpus", "instance_group [ { kind: KIND_AUTO gpus: [ 0 ] } ]\n"), lint: "gpu-unavailable", triton: "has kind KIND_CPU but specifies one or more GPUs" },
-  { model: "kind_cpu_gpus", files: extra("kind_cpu_gpus", "instance_group [ { kind: KIND_CPU count: 1 gpus: [ 0 ] } ]\n"), lint: "instance-gpus-not-gpu-kind", triton: "has kind KIND_CPU but specifies one or more GPUs" },
+  {
+    model: "kind_gpu",
+    files: extra("kind_gpu", "instance_group [ { kind: KIND_GPU count: 1 } ]\n"),
+    lint: "gpu-unavailable",
+    triton: "has kind KIND_GPU but no GPUs are available",
+  },
+  {
+    model: "kind_auto_gpus",
+    files: extra("kind_auto_gpus", "instance_group [ { kind: KIND_AUTO gpus: [ 0 ] } ]\n"),
+    lint: "gpu-unavailable",
+    triton: "has kind KIND_CPU but specifies one or more GPUs",
+  },
+  {
+    model: "kind_cpu_gpus",
+    files: extra("kind_cpu_gpus", "instance_group [ { kind: KIND_CPU count: 1 gpus: [ 0 ] } ]\n"),
+    lint: "instance-gpus-not-gpu-kind",
+    triton: "has kind KIND_CPU but specifies one or more GPUs",
+  },
   // Version folders and model files
-  { model: "leading_zero_version", files: py("leading_zero_version", pythonConfig("leading_zero_version"), { "01": ECHO_MODEL_PY }), lint: "version-missing", triton: "at least one version must be available" },
-  { model: "no_class", files: py("no_class", pythonConfig("no_class"), { "1": "class Model:\n    def execute(self, requests):\n        return []\n" }), lint: "python-model-class", triton: "has no attribute 'TritonPythonModel'" },
-  { model: "missing_model_py", files: py("missing_model_py", pythonConfig("missing_model_py"), { "1": null }), lint: "model-file-missing", notServed: "Triton 2.51's python backend waits forever for the stub" },
+  {
+    model: "leading_zero_version",
+    files: py("leading_zero_version", pythonConfig("leading_zero_version"), { "01": ECHO_MODEL_PY }),
+    lint: "version-missing",
+    triton: "at least one version must be available",
+  },
+  {
+    model: "no_class",
+    files: py("no_class", pythonConfig("no_class"), {
+      "1": "class Model:\n    def execute(self, requests):\n        return []\n",
+    }),
+    lint: "python-model-class",
+    triton: "has no attribute 'TritonPythonModel'",
+  },
+  {
+    model: "missing_model_py",
+    files: py("missing_model_py", pythonConfig("missing_model_py"), { "1": null }),
+    lint: "model-file-missing",
+    notServed: "Triton 2.51's python backend waits forever for the stub",
+  },
   // Ensembles: the graph (checked when the config is read)
-  { model: "ens_instance_group", files: ens("ens_instance_group", echoStep, { more: "instance_group [ { kind: KIND_CPU } ]\n" }), lint: "ensemble-instance-group", triton: "instance group should not be specified for ensemble" },
-  { model: "ens_unused_input", files: ens("ens_unused_input", echoStep, { ios: ENS_IO.replace("] }", '] }, { name: "EXTRA" data_type: TYPE_FP32 dims: [ -1 ] }') }), lint: "ensemble-input-unused", triton: "ensemble input 'EXTRA' for ensemble ens_unused_input' is not used" },
-  { model: "ens_output_not_written", files: ens("ens_output_not_written", echoStep, { ios: ENS_IO.replace('dims: [ -1 ] } ]\n', 'dims: [ -1 ] } ]\n').replace('{ name: "OUT" data_type: TYPE_FP32 dims: [ -1 ] }', '{ name: "OUT" data_type: TYPE_FP32 dims: [ -1 ] }, { name: "OUT2" data_type: TYPE_FP32 dims: [ -1 ] }') }), lint: "ensemble-output-not-written", triton: "ensemble output 'OUT2'" },
-  { model: "ens_not_produced", files: ens("ens_not_produced", step("two_in", { INPUT0: "IN", INPUT1: "ghost" }, { OUTPUT0: "OUT" })), lint: "ensemble-tensor-not-produced", triton: "at least one of its depending tensors, 'ghost', is not connected" },
-  { model: "ens_unused_tensor", files: ens("ens_unused_tensor", step("two_out", { INPUT0: "IN" }, { OUTPUT0: "OUT", OUTPUT1: "spare" })), lint: "ensemble-tensor-unused", triton: "ensemble tensor 'spare' is unused" },
-  { model: "ens_written_twice", files: ens("ens_written_twice", echoStep + echoStep), lint: "ensemble-tensor-written-twice", triton: "can appear in an output map only once" },
-  { model: "ens_tensor_cycle", files: ens("ens_tensor_cycle", step("ok_python", { INPUT0: "b" }, { OUTPUT0: "a" }) + step("two_in", { INPUT0: "a", INPUT1: "IN" }, { OUTPUT0: "b" }) + echoStep), lint: "ensemble-tensor-cycle", triton: "ensemble tensor 'b' is unused" },
-  { model: "ens_no_version_dir", files: ens("ens_no_version_dir", echoStep, { versionDir: false }), lint: "version-missing", triton: "at least one version must be available" },
+  {
+    model: "ens_instance_group",
+    files: ens("ens_instance_group", echoStep, { more: "instance_group [ { kind: KIND_CPU } ]\n" }),
+    lint: "ensemble-instance-group",
+    triton: "instance group should not be specified for ensemble",
+  },
+  {
+    model: "ens_unused_input",
+    files: ens("ens_unused_input", echoStep, {
+      ios: ENS_IO.replace("] }", '] }, { name: "EXTRA" data_type: TYPE_FP32 dims: [ -1 ] }'),
+    }),
+    lint: "ensemble-input-unused",
+    triton: "ensemble input 'EXTRA' for ensemble ens_unused_input' is not used",
+  },
+  {
+    model: "ens_output_not_written",
+    files: ens("ens_output_not_written", echoStep, {
+      ios: ENS_IO.replace("dims: [ -1 ] } ]\n", "dims: [ -1 ] } ]\n").replace(
+        '{ name: "OUT" data_type: TYPE_FP32 dims: [ -1 ] }',
+        '{ name: "OUT" data_type: TYPE_FP32 dims: [ -1 ] }, { name: "OUT2" data_type: TYPE_FP32 dims: [ -1 ] }',
+      ),
+    }),
+    lint: "ensemble-output-not-written",
+    triton: "ensemble output 'OUT2'",
+  },
+  {
+    model: "ens_not_produced",
+    files: ens("ens_not_produced", step("two_in", { INPUT0: "IN", INPUT1: "ghost" }, { OUTPUT0: "OUT" })),
+    lint: "ensemble-tensor-not-produced",
+    triton: "at least one of its depending tensors, 'ghost', is not connected",
+  },
+  {
+    model: "ens_unused_tensor",
+    files: ens("ens_unused_tensor", step("two_out", { INPUT0: "IN" }, { OUTPUT0: "OUT", OUTPUT1: "spare" })),
+    lint: "ensemble-tensor-unused",
+    triton: "ensemble tensor 'spare' is unused",
+  },
+  {
+    model: "ens_written_twice",
+    files: ens("ens_written_twice", echoStep + echoStep),
+    lint: "ensemble-tensor-written-twice",
+    triton: "can appear in an output map only once",
+  },
+  {
+    model: "ens_tensor_cycle",
+    files: ens(
+      "ens_tensor_cycle",
+      step("ok_python", { INPUT0: "b" }, { OUTPUT0: "a" }) +
+        step("two_in", { INPUT0: "a", INPUT1: "IN" }, { OUTPUT0: "b" }) +
+        echoStep,
+    ),
+    lint: "ensemble-tensor-cycle",
+    triton: "ensemble tensor 'b' is unused",
+  },
+  {
+    model: "ens_no_version_dir",
+    files: ens("ens_no_version_dir", echoStep, { versionDir: false }),
+    lint: "version-missing",
+    triton: "at least one version must be available",
+  },
   // Ensembles against the models they run (checked at load)
-  { model: "ens_missing_model", files: ens("ens_missing_model", step("nope", { INPUT0: "IN" }, { OUTPUT0: "OUT" })), lint: "ensemble-model-missing", triton: "contains models that are not available or ambiguous: nope" },
-  { model: "ens_no_model_version", files: ens("ens_no_model_version", step("ok_python", { INPUT0: "IN" }, { OUTPUT0: "OUT" }, "")), lint: "ensemble-model-version", triton: "whose required version 0 is not loaded" },
-  { model: "ens_mbs", files: ens("ens_mbs", echoStep, { mbs: 16 }), lint: "ensemble-max-batch-size", triton: "allows maximum batch size 16, but it contains model ok_python" },
-  { model: "ens_unknown_input_key", files: ens("ens_unknown_input_key", step("ok_python", { INPUTX: "IN" }, { OUTPUT0: "OUT" })), lint: "ensemble-unknown-input", triton: "is mapping to non-existing input INPUTX" },
-  { model: "ens_unmapped_input", files: ens("ens_unmapped_input", step("two_in", { INPUT0: "IN" }, { OUTPUT0: "OUT" })), lint: "ensemble-input-not-mapped", triton: "input INPUT1 in model two_in is not mapped" },
-  { model: "ens_type_mismatch", files: ens("ens_type_mismatch", echoStep, { ios: ENS_IO.replace("TYPE_FP32", "TYPE_INT32") }), lint: "ensemble-type-mismatch", triton: "inconsistent data type: TYPE_INT32" },
-  { model: "ens_shape_mismatch", files: ens("ens_shape_mismatch", step("fixed4", { INPUT0: "IN" }, { OUTPUT0: "OUT" }), { ios: ENS_IO.replace("[ -1 ]", "[ 3 ]").replace("[ -1 ]", "[ 4 ]") }), lint: "ensemble-shape-mismatch", triton: "inconsistent shape: [-1,3]" },
-  { model: "ens_cycle_a", files: ens("ens_cycle_a", step("ens_cycle_b", { IN: "IN" }, { OUT: "OUT" })), lint: "ensemble-cycle", triton: "circular dependency between ensembles" },
-  { model: "ens_cycle_b", files: ens("ens_cycle_b", step("ens_cycle_a", { IN: "IN" }, { OUT: "OUT" })), lint: "ensemble-cycle", triton: "circular dependency between ensembles" },
-  { model: "ens_no_steps", files: ens("ens_no_steps", ""), lint: "ensemble-no-steps", triton: "must specify 'step' for ensemble 'ens_no_steps'" },
-  { model: "ens_optimization", files: ens("ens_optimization", echoStep, { more: "optimization { priority: PRIORITY_MAX }\n" }), lint: "ensemble-optimization", triton: "optimization should not be specified for ensemble 'ens_optimization'" },
-  { model: "ens_warmup", files: ens("ens_warmup", echoStep, { more: 'model_warmup [ { name: "w" batch_size: 1 inputs { key: "IN" value { data_type: TYPE_FP32 dims: [ 4 ] zero_data: true } } } ]\n' }), lint: "ensemble-warmup", triton: "model_warmup can not be specified for ensemble 'ens_warmup'" },
+  {
+    model: "ens_missing_model",
+    files: ens("ens_missing_model", step("nope", { INPUT0: "IN" }, { OUTPUT0: "OUT" })),
+    lint: "ensemble-model-missing",
+    triton: "contains models that are not available or ambiguous: nope",
+  },
+  {
+    model: "ens_no_model_version",
+    files: ens("ens_no_model_version", step("ok_python", { INPUT0: "IN" }, { OUTPUT0: "OUT" }, "")),
+    lint: "ensemble-model-version",
+    triton: "whose required version 0 is not loaded",
+  },
+  {
+    model: "ens_mbs",
+    files: ens("ens_mbs", echoStep, { mbs: 16 }),
+    lint: "ensemble-max-batch-size",
+    triton: "allows maximum batch size 16, but it contains model ok_python",
+  },
+  {
+    model: "ens_unknown_input_key",
+    files: ens("ens_unknown_input_key", step("ok_python", { INPUTX: "IN" }, { OUTPUT0: "OUT" })),
+    lint: "ensemble-unknown-input",
+    triton: "is mapping to non-existing input INPUTX",
+  },
+  {
+    model: "ens_unmapped_input",
+    files: ens("ens_unmapped_input", step("two_in", { INPUT0: "IN" }, { OUTPUT0: "OUT" })),
+    lint: "ensemble-input-not-mapped",
+    triton: "input INPUT1 in model two_in is not mapped",
+  },
+  {
+    model: "ens_type_mismatch",
+    files: ens("ens_type_mismatch", echoStep, { ios: ENS_IO.replace("TYPE_FP32", "TYPE_INT32") }),
+    lint: "ensemble-type-mismatch",
+    triton: "inconsistent data type: TYPE_INT32",
+  },
+  {
+    model: "ens_shape_mismatch",
+    files: ens("ens_shape_mismatch", step("fixed4", { INPUT0: "IN" }, { OUTPUT0: "OUT" }), {
+      ios: ENS_IO.replace("[ -1 ]", "[ 3 ]").replace("[ -1 ]", "[ 4 ]"),
+    }),
+    lint: "ensemble-shape-mismatch",
+    triton: "inconsistent shape: [-1,3]",
+  },
+  {
+    model: "ens_cycle_a",
+    files: ens("ens_cycle_a", step("ens_cycle_b", { IN: "IN" }, { OUT: "OUT" })),
+    lint: "ensemble-cycle",
+    triton: "circular dependency between ensembles",
+  },
+  {
+    model: "ens_cycle_b",
+    files: ens("ens_cycle_b", step("ens_cycle_a", { IN: "IN" }, { OUT: "OUT" })),
+    lint: "ensemble-cycle",
+    triton: "circular dependency between ensembles",
+  },
+  {
+    model: "ens_no_steps",
+    files: ens("ens_no_steps", ""),
+    lint: "ensemble-no-steps",
+    triton: "must specify 'step' for ensemble 'ens_no_steps'",
+  },
+  {
+    model: "ens_optimization",
+    files: ens("ens_optimization", echoStep, { more: "optimization { priority: PRIORITY_MAX }\n" }),
+    lint: "ensemble-optimization",
+    triton: "optimization should not be specified for ensemble 'ens_optimization'",
+  },
+  {
+    model: "ens_warmup",
+    files: ens("ens_warmup", echoStep, {
+      more: 'model_warmup [ { name: "w" batch_size: 1 inputs { key: "IN" value { data_type: TYPE_FP32 dims: [ 4 ] zero_data: true } } } ]\n',
+    }),
+    lint: "ensemble-warmup",
+    triton: "model_warmup can not be specified for ensemble 'ens_warmup'",
+  },
   // Model files of backends the local runtime lacks: lint warns (the config may be meant for docker), and counts them as not loading here
-  { model: "onnx_local", files: { "onnx_local/config.pbtxt": `name: "onnx_local"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n${ECHO_IO}`, "onnx_local/1/model.onnx": "onnx" }, lint: "backend-unavailable", triton: "unable to find backend library for backend 'onnxruntime'" },
-  { model: "pytorch_no_file", files: { "pytorch_no_file/config.pbtxt": `name: "pytorch_no_file"\nbackend: "pytorch"\nmax_batch_size: 8\n${ECHO_IO}`, "pytorch_no_file/1/": "" }, lint: "model-file-missing", triton: "unable to find backend library for backend 'pytorch'" },
-  { model: "ens_runs_onnx", files: ens("ens_runs_onnx", step("onnx_local", { INPUT0: "IN" }, { OUTPUT0: "OUT" })), lint: "ensemble-model-unavailable", triton: "depends on 'onnx_local' which has no loaded version" },
+  {
+    model: "onnx_local",
+    files: {
+      "onnx_local/config.pbtxt": `name: "onnx_local"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n${ECHO_IO}`,
+      "onnx_local/1/model.onnx": "onnx",
+    },
+    lint: "backend-unavailable",
+    triton: "unable to find backend library for backend 'onnxruntime'",
+  },
+  {
+    model: "pytorch_no_file",
+    files: {
+      "pytorch_no_file/config.pbtxt": `name: "pytorch_no_file"\nbackend: "pytorch"\nmax_batch_size: 8\n${ECHO_IO}`,
+      "pytorch_no_file/1/": "",
+    },
+    lint: "model-file-missing",
+    triton: "unable to find backend library for backend 'pytorch'",
+  },
+  {
+    model: "ens_runs_onnx",
+    files: ens("ens_runs_onnx", step("onnx_local", { INPUT0: "IN" }, { OUTPUT0: "OUT" })),
+    lint: "ensemble-model-unavailable",
+    triton: "depends on 'onnx_local' which has no loaded version",
+  },
   // Bytes that are not UTF-8: Triton's reader refuses them outside strings and comments
-  { model: "utf8_bare", files: { "utf8_bare/config.pbtxt": bytes(pythonConfig("utf8_bare"), [0xff, 0x0a]), "utf8_bare/1/model.py": ECHO_MODEL_PY }, lint: "config-syntax", triton: "failed to read text proto" },
-  { model: "utf8_in_string", files: { "utf8_in_string/config.pbtxt": bytes(pythonConfig("utf8_in_string"), 'parameters { key: "k" value { string_value: "a', [0xff, 0xc3], 'b" } }\n'), "utf8_in_string/1/model.py": ECHO_MODEL_PY }, lint: "accepted" },
-  { model: "utf8_in_comment", files: { "utf8_in_comment/config.pbtxt": bytes("# caf", [0xe9, 0x20, 0xff], "\n", pythonConfig("utf8_in_comment")), "utf8_in_comment/1/model.py": ECHO_MODEL_PY }, lint: "accepted" },
+  {
+    model: "utf8_bare",
+    files: {
+      "utf8_bare/config.pbtxt": bytes(pythonConfig("utf8_bare"), [0xff, 0x0a]),
+      "utf8_bare/1/model.py": ECHO_MODEL_PY,
+    },
+    lint: "config-syntax",
+    triton: "failed to read text proto",
+  },
+  {
+    model: "utf8_in_string",
+    files: {
+      "utf8_in_string/config.pbtxt": bytes(
+        pythonConfig("utf8_in_string"),
+        'parameters { key: "k" value { string_value: "a',
+        [0xff, 0xc3],
+        'b" } }\n',
+      ),
+      "utf8_in_string/1/model.py": ECHO_MODEL_PY,
+    },
+    lint: "accepted",
+  },
+  {
+    model: "utf8_in_comment",
+    files: {
+      "utf8_in_comment/config.pbtxt": bytes("# caf", [0xe9, 0x20, 0xff], "\n", pythonConfig("utf8_in_comment")),
+      "utf8_in_comment/1/model.py": ECHO_MODEL_PY,
+    },
+    lint: "accepted",
+  },
   // The sample repository (models/): the article's patterns as runnable models
   { model: "bert_tokenizer", files: sample("bert_tokenizer"), lint: "accepted" },
   { model: "image_classifier", files: sample("image_classifier"), lint: "accepted" },
   { model: "sentiment_classifier", files: sample("sentiment_classifier"), lint: "accepted" },
   { model: "sentiment_pipeline", files: sample("sentiment_pipeline"), lint: "accepted" },
-  { model: "resnet50_fp16", files: sample("resnet50_fp16"), lint: "gpu-unavailable", triton: "specifies invalid or unsupported gpu id 0" },
+  {
+    model: "resnet50_fp16",
+    files: sample("resnet50_fp16"),
+    lint: "gpu-unavailable",
+    triton: "specifies invalid or unsupported gpu id 0",
+  },
   // The article's own configs, as its text writes them ("# ... input/output ..." elisions included)
-  { model: "article_resnet50_naive", files: article("resnet50_fp16-naive.pbtxt", "article_resnet50_naive", { "article_resnet50_naive/1/model.plan": "plan" }), lint: "backend-unavailable", triton: "unable to find backend library for backend 'tensorrt'" },
-  { model: "article_resnet50_batching", files: article("resnet50_fp16-dynamic-batching.pbtxt", "article_resnet50_batching", { "article_resnet50_batching/1/model.plan": "plan" }), lint: "backend-unavailable", triton: "unable to find backend library for backend 'tensorrt'" },
-  { model: "article_resnet50_instances", files: article("resnet50_fp16-instances.pbtxt", "article_resnet50_instances"), lint: "backend-missing", triton: "Could not determine backend for model 'article_resnet50_instances'" },
-  { model: "article_bert_large", files: article("bert_large.pbtxt", "article_bert_large"), lint: "platform-unknown", triton: "unexpected platform type 'onnxruntime'" },
-  { model: "article_bert_tokenizer", files: article("bert_tokenizer.pbtxt", "article_bert_tokenizer", { "article_bert_tokenizer/1/model.py": ECHO_MODEL_PY }), lint: "accepted" },
-  { model: "article_sentiment_pipeline", files: article("sentiment_pipeline.pbtxt", "article_sentiment_pipeline"), lint: "ensemble-model-invalid", triton: "contains models that are not available or ambiguous: article_bert_large" },
+  {
+    model: "article_resnet50_naive",
+    files: article("resnet50_fp16-naive.pbtxt", "article_resnet50_naive", {
+      "article_resnet50_naive/1/model.plan": "plan",
+    }),
+    lint: "backend-unavailable",
+    triton: "unable to find backend library for backend 'tensorrt'",
+  },
+  {
+    model: "article_resnet50_batching",
+    files: article("resnet50_fp16-dynamic-batching.pbtxt", "article_resnet50_batching", {
+      "article_resnet50_batching/1/model.plan": "plan",
+    }),
+    lint: "backend-unavailable",
+    triton: "unable to find backend library for backend 'tensorrt'",
+  },
+  {
+    model: "article_resnet50_instances",
+    files: article("resnet50_fp16-instances.pbtxt", "article_resnet50_instances"),
+    lint: "backend-missing",
+    triton: "Could not determine backend for model 'article_resnet50_instances'",
+  },
+  {
+    model: "article_bert_large",
+    files: article("bert_large.pbtxt", "article_bert_large"),
+    lint: "platform-unknown",
+    triton: "unexpected platform type 'onnxruntime'",
+  },
+  {
+    model: "article_bert_tokenizer",
+    files: article("bert_tokenizer.pbtxt", "article_bert_tokenizer", {
+      "article_bert_tokenizer/1/model.py": ECHO_MODEL_PY,
+    }),
+    lint: "accepted",
+  },
+  {
+    model: "article_sentiment_pipeline",
+    files: article("sentiment_pipeline.pbtxt", "article_sentiment_pipeline"),
+    lint: "ensemble-model-invalid",
+    triton: "contains models that are not available or ambiguous: article_bert_large",
+  },
   {
     model: "article_queue_policy",
-    files: py("article_queue_policy", pythonConfig("article_queue_policy", ECHO_IO, 64) + fs.readFileSync(path.join(ARTICLE_FIXTURES, "queue-policy-snippet.pbtxt"), "utf8")),
+    files: py(
+      "article_queue_policy",
+      pythonConfig("article_queue_policy", ECHO_IO, 64) +
+        fs.readFileSync(path.join(ARTICLE_FIXTURES, "queue-policy-snippet.pbtxt"), "utf8"),
+    ),
     lint: "accepted",
   },
   // Accepted by Triton, so lint reports at most warnings
   { model: "ens_ok", files: ens("ens_ok", echoStep), lint: "accepted" },
-  { model: "ens_version1", files: ens("ens_version1", step("ok_python", { INPUT0: "IN" }, { OUTPUT0: "OUT" }, "model_version: 1 ")), lint: "accepted" },
+  {
+    model: "ens_version1",
+    files: ens("ens_version1", step("ok_python", { INPUT0: "IN" }, { OUTPUT0: "OUT" }, "model_version: 1 ")),
+    lint: "accepted",
+  },
   { model: "ens_mbs0", files: ens("ens_mbs0", echoStep, { mbs: 0 }), lint: "accepted" },
-  { model: "ens_dup_key", files: ens("ens_dup_key", '  step { model_name: "two_in" model_version: -1 input_map { key: "INPUT0" value: "IN" } input_map { key: "INPUT1" value: "IN" } input_map { key: "INPUT1" value: "IN" } output_map { key: "OUTPUT0" value: "OUT" } }\n'), lint: "accepted" },
-  { model: "ens_overwrite_input", files: ens("ens_overwrite_input", step("ok_python", { INPUT0: "IN" }, { OUTPUT0: "tmp" }) + step("ok_python", { INPUT0: "tmp" }, { OUTPUT0: "OUT" }) + step("ok_python", { INPUT0: "OUT" }, { OUTPUT0: "IN" })), lint: "accepted" },
-  { model: "no_backend_autodetect", files: py("no_backend_autodetect", `name: "no_backend_autodetect"\nmax_batch_size: 8\n${ECHO_IO}`), lint: "accepted" },
-  { model: "duplicate_input", files: io("duplicate_input", ECHO_IO.replace("] } ]", '] }, { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]')), lint: "accepted" },
-  { model: "platform_foo_python", files: py("platform_foo_python", pythonConfig("platform_foo_python").replace('backend: "python"', 'platform: "foo"\nbackend: "python"')), lint: "accepted" },
+  {
+    model: "ens_dup_key",
+    files: ens(
+      "ens_dup_key",
+      '  step { model_name: "two_in" model_version: -1 input_map { key: "INPUT0" value: "IN" } input_map { key: "INPUT1" value: "IN" } input_map { key: "INPUT1" value: "IN" } output_map { key: "OUTPUT0" value: "OUT" } }\n',
+    ),
+    lint: "accepted",
+  },
+  {
+    model: "ens_overwrite_input",
+    files: ens(
+      "ens_overwrite_input",
+      step("ok_python", { INPUT0: "IN" }, { OUTPUT0: "tmp" }) +
+        step("ok_python", { INPUT0: "tmp" }, { OUTPUT0: "OUT" }) +
+        step("ok_python", { INPUT0: "OUT" }, { OUTPUT0: "IN" }),
+    ),
+    lint: "accepted",
+  },
+  {
+    model: "no_backend_autodetect",
+    files: py("no_backend_autodetect", `name: "no_backend_autodetect"\nmax_batch_size: 8\n${ECHO_IO}`),
+    lint: "accepted",
+  },
+  {
+    model: "duplicate_input",
+    files: io(
+      "duplicate_input",
+      ECHO_IO.replace("] } ]", '] }, { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]'),
+    ),
+    lint: "accepted",
+  },
+  {
+    model: "platform_foo_python",
+    files: py(
+      "platform_foo_python",
+      pythonConfig("platform_foo_python").replace('backend: "python"', 'platform: "foo"\nbackend: "python"'),
+    ),
+    lint: "accepted",
+  },
   { model: "empty_name", files: py("empty_name", pythonConfig("x").replace('name: "x"\n', "")), lint: "accepted" },
-  { model: "extra_version_dir", files: py("extra_version_dir", pythonConfig("extra_version_dir"), { "1": ECHO_MODEL_PY, abc: null }), lint: "accepted" },
-  { model: "priority_without_levels", files: extra("priority_without_levels", "dynamic_batching { default_priority_level: 5 }\n"), lint: "accepted" },
-  { model: "specific_missing", files: extra("specific_missing", "version_policy { specific { versions: [ 1, 3 ] } }\n"), lint: "accepted" },
-  { model: "db_mbs0", files: py("db_mbs0", `${pythonConfig("db_mbs0", ECHO_IO, 0)}dynamic_batching { }\n`), lint: "accepted" },
-  { model: "reshape_wild_ok", files: io("reshape_wild_ok", ECHO_IO.replace("dims: [ -1 ]", "dims: [ 2, 4, -1, 6 ] reshape { shape: [ 8, -1, 1, 6 ] }")), lint: "accepted" },
-  { model: "no_execute", files: py("no_execute", pythonConfig("no_execute"), { "1": "class TritonPythonModel:\n    def initialize(self, args):\n        pass\n" }), lint: "accepted" },
+  {
+    model: "extra_version_dir",
+    files: py("extra_version_dir", pythonConfig("extra_version_dir"), { "1": ECHO_MODEL_PY, abc: null }),
+    lint: "accepted",
+  },
+  {
+    model: "priority_without_levels",
+    files: extra("priority_without_levels", "dynamic_batching { default_priority_level: 5 }\n"),
+    lint: "accepted",
+  },
+  {
+    model: "specific_missing",
+    files: extra("specific_missing", "version_policy { specific { versions: [ 1, 3 ] } }\n"),
+    lint: "accepted",
+  },
+  {
+    model: "db_mbs0",
+    files: py("db_mbs0", `${pythonConfig("db_mbs0", ECHO_IO, 0)}dynamic_batching { }\n`),
+    lint: "accepted",
+  },
+  {
+    model: "reshape_wild_ok",
+    files: io(
+      "reshape_wild_ok",
+      ECHO_IO.replace("dims: [ -1 ]", "dims: [ 2, 4, -1, 6 ] reshape { shape: [ 8, -1, 1, 6 ] }"),
+    ),
+    lint: "accepted",
+  },
+  {
+    model: "no_execute",
+    files: py("no_execute", pythonConfig("no_execute"), {
+      "1": "class TritonPythonModel:\n    def initialize(self, args):\n        pass\n",
+    }),
+    lint: "accepted",
+  },
 ];
 
 /** The scaffold of `triton-dev init` is added by beforeAll, through the real code. */
 const SCAFFOLD = "scaffolded";
 
 function findVenv(): string | undefined {
-  const candidates = [process.env.TRITON_DEV_AGREEMENT_VENV, "/tmp/ptv", resolvePaths().venv].filter((x): x is string => !!x);
+  const candidates = [process.env.TRITON_DEV_AGREEMENT_VENV, "/tmp/ptv", resolvePaths().venv].filter(
+    (x): x is string => !!x,
+  );
   return candidates.find((v) => fs.existsSync(v) && sitePackages(v) !== undefined);
 }
 
@@ -235,9 +711,11 @@ const LOAD_CONCURRENCY = 4;
 
 async function eachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
   const queue = [...items];
-  await Promise.all(Array.from({ length: Math.min(limit, queue.length) }, async () => {
-    for (let item = queue.shift(); item !== undefined; item = queue.shift()) await fn(item);
-  }));
+  await Promise.all(
+    Array.from({ length: Math.min(limit, queue.length) }, async () => {
+      for (let item = queue.shift(); item !== undefined; item = queue.shift()) await fn(item);
+    }),
+  );
 }
 
 describe("lint agrees with Triton", () => {
@@ -267,19 +745,25 @@ describe("lint agrees with Triton", () => {
     expect(new Set(CASES.map((c) => c.model)).size).toBe(CASES.length);
   });
 
-  it.each(CASES.filter((c) => c.lint !== "accepted").map((c) => [c.model, c.lint]))("lint says %s will not load: %s", (model, code) => {
-    const m = linted(model);
-    expect(m.wouldLoad, summary(m.diagnostics).join("\n")).toBe(false);
-    // The finding is an error, or a warning that this machine or runtime lacks what the model needs.
-    const found = m.diagnostics.filter((d) => d.code === code && (d.severity === "error" || m.unavailable));
-    expect(found, summary(m.diagnostics).join("\n")).not.toEqual([]);
-  });
+  it.each(CASES.filter((c) => c.lint !== "accepted").map((c) => [c.model, c.lint]))(
+    "lint says %s will not load: %s",
+    (model, code) => {
+      const m = linted(model);
+      expect(m.wouldLoad, summary(m.diagnostics).join("\n")).toBe(false);
+      // The finding is an error, or a warning that this machine or runtime lacks what the model needs.
+      const found = m.diagnostics.filter((d) => d.code === code && (d.severity === "error" || m.unavailable));
+      expect(found, summary(m.diagnostics).join("\n")).not.toEqual([]);
+    },
+  );
 
-  it.each([...CASES.filter((c) => c.lint === "accepted").map((c) => c.model), SCAFFOLD])("lint finds no error in %s and counts it as loading", (model) => {
-    const m = linted(model);
-    expect(summary(m.diagnostics.filter((d) => d.severity === "error"))).toEqual([]);
-    expect(m.wouldLoad, m.unavailable).toBe(true);
-  });
+  it.each([...CASES.filter((c) => c.lint === "accepted").map((c) => c.model), SCAFFOLD])(
+    "lint finds no error in %s and counts it as loading",
+    (model) => {
+      const m = linted(model);
+      expect(summary(m.diagnostics.filter((d) => d.severity === "error"))).toEqual([]);
+      expect(m.wouldLoad, m.unavailable).toBe(true);
+    },
+  );
 
   it("lint finds nothing at all in the scaffold of `triton-dev init`", () => {
     expect(summary(linted(SCAFFOLD).diagnostics)).toEqual([]);
@@ -289,7 +773,10 @@ describe("lint agrees with Triton", () => {
     const asLint = await lintRepository(repo, { runtime: "local", gpuAvailable: false, gpuMissingSeverity: "warning" });
     const verdicts = (r: LintResult) => r.models.map((m) => `${m.name}: ${m.wouldLoad}`);
     expect(verdicts(asLint)).toEqual(verdicts(lint));
-    expect(asLint.models.find((m) => m.name === "resnet50_fp16")).toMatchObject({ wouldLoad: false, unavailable: "needs a GPU" });
+    expect(asLint.models.find((m) => m.name === "resnet50_fp16")).toMatchObject({
+      wouldLoad: false,
+      unavailable: "needs a GPU",
+    });
   });
 
   describe.skipIf(!venv)("against a real tritonserver in explicit mode", () => {
@@ -304,9 +791,13 @@ describe("lint agrees with Triton", () => {
       const backends = path.join(scratch, "backends");
       await fsp.mkdir(path.join(backends, "python"), { recursive: true });
       for (const f of fs.readdirSync(path.join(ts, "backends/python"))) {
-        if (f.endsWith(".py") || f.endsWith(".so")) await fsp.copyFile(path.join(ts, "backends/python", f), path.join(backends, "python", f));
+        if (f.endsWith(".py") || f.endsWith(".so"))
+          await fsp.copyFile(path.join(ts, "backends/python", f), path.join(backends, "python", f));
       }
-      await fsp.copyFile(path.join(ts, "python_backend_stubs", pyVersion, "triton_python_backend_stub"), path.join(backends, "python", "triton_python_backend_stub"));
+      await fsp.copyFile(
+        path.join(ts, "python_backend_stubs", pyVersion, "triton_python_backend_stub"),
+        path.join(backends, "python", "triton_python_backend_stub"),
+      );
       await fsp.chmod(path.join(backends, "python", "triton_python_backend_stub"), 0o755);
       const logFile = path.join(scratch, "server.log");
       const logFd = fs.openSync(logFile, "w");
@@ -330,7 +821,11 @@ describe("lint agrees with Triton", () => {
           "--exit-on-error=false",
         ],
         {
-          env: { ...process.env, PATH: `${path.join(venv!, "bin")}:${process.env.PATH ?? ""}`, LD_LIBRARY_PATH: path.join(sp, "nvidia_pytriton.libs") },
+          env: {
+            ...process.env,
+            PATH: `${path.join(venv!, "bin")}:${process.env.PATH ?? ""}`,
+            LD_LIBRARY_PATH: path.join(sp, "nvidia_pytriton.libs"),
+          },
           stdio: ["ignore", logFd, logFd],
         },
       );
@@ -339,26 +834,50 @@ describe("lint agrees with Triton", () => {
       // In explicit mode the server starts with no model loaded; it is live once HTTP answers.
       const deadline = Date.now() + 60_000;
       for (;;) {
-        if (server.exitCode !== null) throw new Error(`tritonserver exited early:\n${fs.readFileSync(logFile, "utf8").slice(-3000)}`);
-        const live = await fetch(url("/v2/health/live")).then((r) => r.ok, () => false);
+        if (server.exitCode !== null)
+          throw new Error(`tritonserver exited early:\n${fs.readFileSync(logFile, "utf8").slice(-3000)}`);
+        const live = await fetch(url("/v2/health/live")).then(
+          (r) => r.ok,
+          () => false,
+        );
         if (live) break;
         if (Date.now() > deadline) throw new Error("tritonserver did not answer within 60 s");
         await new Promise((r) => setTimeout(r, 250));
       }
       const load = async (model: string): Promise<void> => {
-        const res = await fetch(url(`/v2/repository/models/${model}/load`), { method: "POST", body: "{}", signal: AbortSignal.timeout(120_000) });
+        const res = await fetch(url(`/v2/repository/models/${model}/load`), {
+          method: "POST",
+          body: "{}",
+          signal: AbortSignal.timeout(120_000),
+        });
         loads.set(model, res.ok ? undefined : `HTTP ${res.status}: ${await res.text()}`);
       };
       // Each case through the repository API, composing models before the ensembles that run them
       // (loading an ensemble would load them anyway, but then their answer would be the ensemble's).
       const toLoad = [...CASES.filter((c) => !c.notServed).map((c) => c.model), SCAFFOLD];
-      const ensembles = new Set(lint.models.filter((m) => m.config?.platform === "ensemble" || m.config?.ensemble_scheduling).map((m) => m.name));
+      const ensembles = new Set(
+        lint.models
+          .filter((m) => m.config?.platform === "ensemble" || m.config?.ensemble_scheduling)
+          .map((m) => m.name),
+      );
       // Configs that do not parse, one at a time: protobuf's reason is an unnamed log line just
       // before Triton's own, and concurrent loads would interleave them.
       const unparsed = new Set(lint.models.filter((m) => !m.config).map((m) => m.name));
-      await eachLimited(toLoad.filter((m) => unparsed.has(m)), 1, load);
-      await eachLimited(toLoad.filter((m) => !unparsed.has(m) && !ensembles.has(m)), LOAD_CONCURRENCY, load);
-      await eachLimited(toLoad.filter((m) => !unparsed.has(m) && ensembles.has(m)), LOAD_CONCURRENCY, load);
+      await eachLimited(
+        toLoad.filter((m) => unparsed.has(m)),
+        1,
+        load,
+      );
+      await eachLimited(
+        toLoad.filter((m) => !unparsed.has(m) && !ensembles.has(m)),
+        LOAD_CONCURRENCY,
+        load,
+      );
+      await eachLimited(
+        toLoad.filter((m) => !unparsed.has(m) && ensembles.has(m)),
+        LOAD_CONCURRENCY,
+        load,
+      );
       index = (await (await fetch(url("/v2/repository/index"), { method: "POST", body: "{}" })).json()) as typeof index;
       log = fs.readFileSync(logFile, "utf8");
     }, 240_000);
@@ -384,17 +903,26 @@ describe("lint agrees with Triton", () => {
       return out.join("\n");
     }
 
-    it.each(CASES.filter((c) => c.triton).map((c) => [c.model, c.triton!]))("Triton refuses to load %s: %s", (model, message) => {
-      expect(loads.has(model), `${model} was not loaded`).toBe(true);
-      expect(loads.get(model), said(model)).toBeDefined();
-      expect(index.find((m) => m.name === model)?.state).not.toBe("READY");
-      expect(said(model)).toContain(message);
-    });
+    it.each(CASES.filter((c) => c.triton).map((c) => [c.model, c.triton!]))(
+      "Triton refuses to load %s: %s",
+      (model, message) => {
+        expect(loads.has(model), `${model} was not loaded`).toBe(true);
+        expect(loads.get(model), said(model)).toBeDefined();
+        expect(index.find((m) => m.name === model)?.state).not.toBe("READY");
+        expect(said(model)).toContain(message);
+      },
+    );
 
-    it.each([...CASES.filter((c) => c.lint === "accepted").map((c) => c.model), SCAFFOLD])("Triton loads %s", (model) => {
-      expect(loads.has(model), `${model} was not loaded`).toBe(true);
-      expect(loads.get(model), said(model)).toBeUndefined();
-      expect(index.find((m) => m.name === model), said(model)).toMatchObject({ state: "READY" });
-    });
+    it.each([...CASES.filter((c) => c.lint === "accepted").map((c) => c.model), SCAFFOLD])(
+      "Triton loads %s",
+      (model) => {
+        expect(loads.has(model), `${model} was not loaded`).toBe(true);
+        expect(loads.get(model), said(model)).toBeUndefined();
+        expect(
+          index.find((m) => m.name === model),
+          said(model),
+        ).toMatchObject({ state: "READY" });
+      },
+    );
   });
 });

@@ -17,7 +17,8 @@ describe("Triton's config auto-complete: which models need it", () => {
     await writeFiles(repo, {
       ...pythonModel("plain"),
       "completes/config.pbtxt": pythonConfig("completes"),
-      "completes/1/model.py": "class TritonPythonModel:\n    @staticmethod\n    def auto_complete_config(c):\n        return c\n\n    def execute(self, requests):\n        return []\n",
+      "completes/1/model.py":
+        "class TritonPythonModel:\n    @staticmethod\n    def auto_complete_config(c):\n        return c\n\n    def execute(self, requests):\n        return []\n",
       "noconfig/1/model.py": "class TritonPythonModel:\n    def execute(self, requests):\n        return []\n",
       "onnx/config.pbtxt": 'name: "onnx"\nplatform: "onnxruntime_onnx"\n',
       "onnx/1/model.onnx": "x",
@@ -25,12 +26,17 @@ describe("Triton's config auto-complete: which models need it", () => {
     const lint = await lintRepository(repo, { runtime: "docker", gpuAvailable: true });
     const needs = await autoCompleteNeeds(lint.models);
     expect(needs.map((n) => n.model).sort()).toEqual(["completes", "noconfig", "onnx"]);
-    expect(needs.find((n) => n.model === "completes")!.reason).toBe(`${path.join("1", "model.py")} of completes defines auto_complete_config`);
+    expect(needs.find((n) => n.model === "completes")!.reason).toBe(
+      `${path.join("1", "model.py")} of completes defines auto_complete_config`,
+    );
     expect(await autoCompleteReason(lint.models.find((m) => m.name === "plain")!)).toBeUndefined();
   });
 
   it("warns, with the fix, when such a model is saved while Triton runs without it", async () => {
-    const d = autoCompleteOffDiagnostic({ name: "m", dir: "/r/m", config: { backend: "python" } }, "1/model.py of m defines auto_complete_config");
+    const d = autoCompleteOffDiagnostic(
+      { name: "m", dir: "/r/m", config: { backend: "python" } },
+      "1/model.py of m defines auto_complete_config",
+    );
     expect(d).toMatchObject({ severity: "warning", file: "/r/m/config.pbtxt", code: "auto-complete-off" });
     expect(d.hint).toMatch(/Restart `triton-dev up`/);
   });

@@ -1,5 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { clipLongRuns, type Diagnostic, DiagnosticError, compareDiagnostics, countBySeverity, dedupeDiagnostics, displayPath, formatDiagnostic } from "../../src/repo/diagnostics.js";
+import {
+  clipLongRuns,
+  type Diagnostic,
+  DiagnosticError,
+  compareDiagnostics,
+  countBySeverity,
+  dedupeDiagnostics,
+  displayPath,
+  formatDiagnostic,
+} from "../../src/repo/diagnostics.js";
 import { UserError } from "../../src/errors.js";
 
 const d = (over: Partial<Diagnostic> = {}): Diagnostic => ({
@@ -15,19 +24,30 @@ const d = (over: Partial<Diagnostic> = {}): Diagnostic => ({
 
 describe("formatDiagnostic", () => {
   it("writes path:line:col: severity: message, then an indented hint", () => {
-    expect(formatDiagnostic(d({ hint: "Use -1." }), "/work")).toBe("models/x/config.pbtxt:12:5: error: dimension 0 of input 'a' is 0\n  hint: Use -1.");
-    expect(formatDiagnostic(d({ severity: "warning" }), "/work")).toBe("models/x/config.pbtxt:12:5: warning: dimension 0 of input 'a' is 0");
+    expect(formatDiagnostic(d({ hint: "Use -1." }), "/work")).toBe(
+      "models/x/config.pbtxt:12:5: error: dimension 0 of input 'a' is 0\n  hint: Use -1.",
+    );
+    expect(formatDiagnostic(d({ severity: "warning" }), "/work")).toBe(
+      "models/x/config.pbtxt:12:5: warning: dimension 0 of input 'a' is 0",
+    );
   });
 
   it("keeps paths outside the working directory absolute", () => {
-    expect(formatDiagnostic(d(), "/elsewhere")).toBe("/work/models/x/config.pbtxt:12:5: error: dimension 0 of input 'a' is 0");
+    expect(formatDiagnostic(d(), "/elsewhere")).toBe(
+      "/work/models/x/config.pbtxt:12:5: error: dimension 0 of input 'a' is 0",
+    );
     expect(displayPath("/work", "/work")).toBe(".");
   });
 });
 
 describe("ordering and counting", () => {
   it("puts errors first, then file, line and column", () => {
-    const list = [d({ severity: "warning", line: 1 }), d({ line: 9 }), d({ file: "/a", line: 50 }), d({ line: 9, column: 1 })];
+    const list = [
+      d({ severity: "warning", line: 1 }),
+      d({ line: 9 }),
+      d({ file: "/a", line: 50 }),
+      d({ line: 9, column: 1 }),
+    ];
     expect(list.sort(compareDiagnostics).map((x) => `${x.severity[0]}${x.file}:${x.line}:${x.column}`)).toEqual([
       "e/a:50:5",
       "e/work/models/x/config.pbtxt:9:1",
@@ -56,6 +76,8 @@ describe("clipLongRuns", () => {
   it("leaves ordinary text alone and cuts a run of more than 200 characters without a space", () => {
     const sentence = "a message ".repeat(30);
     expect(clipLongRuns(sentence)).toBe(sentence);
-    expect(clipLongRuns(`name 'x${"y".repeat(499)}' is wrong`)).toBe(`name 'x${"y".repeat(58)}…(502 characters) is wrong`);
+    expect(clipLongRuns(`name 'x${"y".repeat(499)}' is wrong`)).toBe(
+      `name 'x${"y".repeat(58)}…(502 characters) is wrong`,
+    );
   });
 });

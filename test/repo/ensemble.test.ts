@@ -2,7 +2,17 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { Diagnostic } from "../../src/repo/diagnostics.js";
 import { findCycles } from "../../src/repo/ensemble.js";
 import { type LintOptions, lintModel, lintRepository } from "../../src/repo/lint.js";
-import { ECHO_IO, ECHO_MODEL_PY, posOf, pythonConfig, pythonModel, summary, tempRepo, writeFiles, removeTempRepos } from "./helpers.js";
+import {
+  ECHO_IO,
+  ECHO_MODEL_PY,
+  posOf,
+  pythonConfig,
+  pythonModel,
+  summary,
+  tempRepo,
+  writeFiles,
+  removeTempRepos,
+} from "./helpers.js";
 
 afterAll(removeTempRepos);
 
@@ -23,15 +33,26 @@ const COMPOSING = {
   ...pythonModel("two_out", pythonConfig("two_out", TWO_OUT)),
   ...pythonModel("fixed4", pythonConfig("fixed4", FIXED4)),
   ...pythonModel("echo_nobatch", pythonConfig("echo_nobatch", ECHO_IO.replaceAll("[ -1 ]", "[ -1, -1 ]"), 0)),
-  ...pythonModel("echo_opt", pythonConfig("echo_opt", TWO_IN.replace('name: "INPUT1"', 'name: "INPUT1" optional: true'))),
+  ...pythonModel(
+    "echo_opt",
+    pythonConfig("echo_opt", TWO_IN.replace('name: "INPUT1"', 'name: "INPUT1" optional: true')),
+  ),
 };
 
 const ENSEMBLE_IO = `input [ { name: "IN" data_type: TYPE_FP32 dims: [ -1 ] } ]
 output [ { name: "OUT" data_type: TYPE_FP32 dims: [ -1 ] } ]
 `;
 
-function step(model: string, ins: Record<string, string>, outs: Record<string, string>, version = "model_version: -1 "): string {
-  const maps = (kind: string, m: Record<string, string>) => Object.entries(m).map(([k, v]) => `${kind} { key: "${k}" value: "${v}" }`).join(" ");
+function step(
+  model: string,
+  ins: Record<string, string>,
+  outs: Record<string, string>,
+  version = "model_version: -1 ",
+): string {
+  const maps = (kind: string, m: Record<string, string>) =>
+    Object.entries(m)
+      .map(([k, v]) => `${kind} { key: "${k}" value: "${v}" }`)
+      .join(" ");
   return `    { model_name: "${model}" ${version}${maps("input_map", ins)} ${maps("output_map", outs)} }`;
 }
 
@@ -46,7 +67,13 @@ async function lintEnsemble(config: string, more: Record<string, string> = {}, o
   return { repo, result, diagnostics: result.models.find((m) => m.name === "ens")?.diagnostics ?? [] };
 }
 
-function expectOne(ds: Diagnostic[], code: string, where: { line: number; column: number } | undefined, message: string, severity: "error" | "warning" = "error"): Diagnostic {
+function expectOne(
+  ds: Diagnostic[],
+  code: string,
+  where: { line: number; column: number } | undefined,
+  message: string,
+  severity: "error" | "warning" = "error",
+): Diagnostic {
   const found = ds.filter((d) => d.code === code);
   expect(found, summary(ds).join("\n")).toHaveLength(1);
   const d = found[0]!;
@@ -59,18 +86,31 @@ function expectOne(ds: Diagnostic[], code: string, where: { line: number; column
 
 describe("an ensemble that is right", () => {
   it("has no diagnostics", async () => {
-    const { diagnostics, result } = await lintEnsemble(ensembleConfig([step("echo", { INPUT0: "IN" }, { OUTPUT0: "mid" }), step("echo", { INPUT0: "mid" }, { OUTPUT0: "OUT" })]));
+    const { diagnostics, result } = await lintEnsemble(
+      ensembleConfig([
+        step("echo", { INPUT0: "IN" }, { OUTPUT0: "mid" }),
+        step("echo", { INPUT0: "mid" }, { OUTPUT0: "OUT" }),
+      ]),
+    );
     expect(summary(result.diagnostics)).toEqual([]);
     expect(diagnostics).toEqual([]);
   });
 
   it("may feed one tensor to two inputs, skip an optional input and batch a non-batching model", async () => {
     const { result } = await lintEnsemble(
-      ensembleConfig([step("two_in", { INPUT0: "IN", INPUT1: "IN" }, { OUTPUT0: "a" }), step("echo_opt", { INPUT0: "a" }, { OUTPUT0: "OUT" })], { mbs: 4 }),
+      ensembleConfig(
+        [
+          step("two_in", { INPUT0: "IN", INPUT1: "IN" }, { OUTPUT0: "a" }),
+          step("echo_opt", { INPUT0: "a" }, { OUTPUT0: "OUT" }),
+        ],
+        { mbs: 4 },
+      ),
     );
     expect(summary(result.diagnostics)).toEqual([]);
     // A batching ensemble's [-1] is [-1,-1] with the batch dimension, as the non-batching model says.
-    const nobatch = await lintEnsemble(ensembleConfig([step("echo_nobatch", { INPUT0: "IN" }, { OUTPUT0: "OUT" })], { mbs: 4 }));
+    const nobatch = await lintEnsemble(
+      ensembleConfig([step("echo_nobatch", { INPUT0: "IN" }, { OUTPUT0: "OUT" })], { mbs: 4 }),
+    );
     expect(summary(nobatch.result.diagnostics)).toEqual([]);
   });
 });
@@ -78,52 +118,112 @@ describe("an ensemble that is right", () => {
 describe("the ensemble's own graph", () => {
   it("takes no instance_group, optimization or model_warmup", async () => {
     const cfg = ensembleConfig([step("echo", { INPUT0: "IN" }, { OUTPUT0: "OUT" })], {
-      extra: 'instance_group [ { kind: KIND_CPU } ]\noptimization { graph { level: 1 } }\nmodel_warmup [ { name: "w" batch_size: 1 } ]\n',
+      extra:
+        'instance_group [ { kind: KIND_CPU } ]\noptimization { graph { level: 1 } }\nmodel_warmup [ { name: "w" batch_size: 1 } ]\n',
     });
     const { diagnostics } = await lintEnsemble(cfg);
-    expectOne(diagnostics, "ensemble-instance-group", posOf(cfg, "instance_group"), "an ensemble takes no instance_group");
+    expectOne(
+      diagnostics,
+      "ensemble-instance-group",
+      posOf(cfg, "instance_group"),
+      "an ensemble takes no instance_group",
+    );
     expectOne(diagnostics, "ensemble-optimization", posOf(cfg, "optimization"), "an ensemble takes no optimization");
     expectOne(diagnostics, "ensemble-warmup", posOf(cfg, "model_warmup"), "an ensemble takes no model_warmup");
   });
 
   it("needs steps, each complete", async () => {
     const none = ensembleConfig([]);
-    expectOne((await lintEnsemble(none)).diagnostics, "ensemble-no-steps", posOf(none, "ensemble_scheduling"), "the ensemble has no step");
-    const partial = ensembleConfig(["    { input_map { key: \"INPUT0\" value: \"IN\" } }"]);
+    expectOne(
+      (await lintEnsemble(none)).diagnostics,
+      "ensemble-no-steps",
+      posOf(none, "ensemble_scheduling"),
+      "the ensemble has no step",
+    );
+    const partial = ensembleConfig(['    { input_map { key: "INPUT0" value: "IN" } }']);
     const { diagnostics } = await lintEnsemble(partial);
     expectOne(diagnostics, "ensemble-step-model-missing", posOf(partial, "{ input_map"), "step 0 has no model_name");
-    expectOne(diagnostics, "ensemble-step-output-map-missing", posOf(partial, "{ input_map"), "step 0 has no output_map");
-    const noInputs = ensembleConfig(['    { model_name: "echo" model_version: -1 output_map { key: "OUTPUT0" value: "OUT" } }']);
-    expectOne((await lintEnsemble(noInputs)).diagnostics, "ensemble-step-input-map-missing", posOf(noInputs, '{ model_name: "echo"'), "step 0 has no input_map");
+    expectOne(
+      diagnostics,
+      "ensemble-step-output-map-missing",
+      posOf(partial, "{ input_map"),
+      "step 0 has no output_map",
+    );
+    const noInputs = ensembleConfig([
+      '    { model_name: "echo" model_version: -1 output_map { key: "OUTPUT0" value: "OUT" } }',
+    ]);
+    expectOne(
+      (await lintEnsemble(noInputs)).diagnostics,
+      "ensemble-step-input-map-missing",
+      posOf(noInputs, '{ model_name: "echo"'),
+      "step 0 has no input_map",
+    );
   });
 
   it("writes each tensor once", async () => {
-    const cfg = ensembleConfig([step("echo", { INPUT0: "IN" }, { OUTPUT0: "OUT" }), step("echo", { INPUT0: "IN" }, { OUTPUT0: "OUT" })]);
-    const d = expectOne((await lintEnsemble(cfg)).diagnostics, "ensemble-tensor-written-twice", posOf(cfg, '"OUT" }', 0, 2), "ensemble tensor 'OUT' is written more than once (step 0 writes it too, at");
+    const cfg = ensembleConfig([
+      step("echo", { INPUT0: "IN" }, { OUTPUT0: "OUT" }),
+      step("echo", { INPUT0: "IN" }, { OUTPUT0: "OUT" }),
+    ]);
+    const d = expectOne(
+      (await lintEnsemble(cfg)).diagnostics,
+      "ensemble-tensor-written-twice",
+      posOf(cfg, '"OUT" }', 0, 2),
+      "ensemble tensor 'OUT' is written more than once (step 0 writes it too, at",
+    );
     expect(d.message).toContain(`${posOf(cfg, '"OUT" }').line}:${posOf(cfg, '"OUT" }').column}`);
   });
 
   it("uses every input", async () => {
-    const cfg = ensembleConfig([step("echo", { INPUT0: "IN" }, { OUTPUT0: "OUT" })], { io: ENSEMBLE_IO.replace("] }", '] }, { name: "EXTRA" data_type: TYPE_FP32 dims: [ -1 ] }') });
-    expectOne((await lintEnsemble(cfg)).diagnostics, "ensemble-input-unused", posOf(cfg, '{ name: "EXTRA"'), "ensemble input 'EXTRA' is not used by any step");
+    const cfg = ensembleConfig([step("echo", { INPUT0: "IN" }, { OUTPUT0: "OUT" })], {
+      io: ENSEMBLE_IO.replace("] }", '] }, { name: "EXTRA" data_type: TYPE_FP32 dims: [ -1 ] }'),
+    });
+    expectOne(
+      (await lintEnsemble(cfg)).diagnostics,
+      "ensemble-input-unused",
+      posOf(cfg, '{ name: "EXTRA"'),
+      "ensemble input 'EXTRA' is not used by any step",
+    );
   });
 
   it("writes every output", async () => {
     const cfg = ensembleConfig([step("echo", { INPUT0: "IN" }, { OUTPUT0: "OUTT" })]);
     const { diagnostics } = await lintEnsemble(cfg);
-    expect(expectOne(diagnostics, "ensemble-output-not-written", posOf(cfg, '{ name: "OUT"'), "ensemble output 'OUT' is not written by any step").hint).toContain("Did you mean 'OUTT'?");
+    expect(
+      expectOne(
+        diagnostics,
+        "ensemble-output-not-written",
+        posOf(cfg, '{ name: "OUT"'),
+        "ensemble output 'OUT' is not written by any step",
+      ).hint,
+    ).toContain("Did you mean 'OUTT'?");
   });
 
   it("names the tensor an unwritten output waits for", async () => {
     const cfg = ensembleConfig([step("two_in", { INPUT0: "IN", INPUT1: "ghost" }, { OUTPUT0: "OUT" })]);
     const { diagnostics } = await lintEnsemble(cfg);
-    expectOne(diagnostics, "ensemble-output-not-written", posOf(cfg, '{ name: "OUT"'), "ensemble output 'OUT' can never be written: it depends on 'ghost', which nothing produces");
-    expectOne(diagnostics, "ensemble-tensor-not-produced", posOf(cfg, '"ghost"'), "step 0 reads ensemble tensor 'ghost', but no step writes it and it is not an ensemble input");
+    expectOne(
+      diagnostics,
+      "ensemble-output-not-written",
+      posOf(cfg, '{ name: "OUT"'),
+      "ensemble output 'OUT' can never be written: it depends on 'ghost', which nothing produces",
+    );
+    expectOne(
+      diagnostics,
+      "ensemble-tensor-not-produced",
+      posOf(cfg, '"ghost"'),
+      "step 0 reads ensemble tensor 'ghost', but no step writes it and it is not an ensemble input",
+    );
   });
 
   it("leaves no intermediate tensor unused", async () => {
     const cfg = ensembleConfig([step("two_out", { INPUT0: "IN" }, { OUTPUT0: "OUT", OUTPUT1: "spare" })]);
-    const d = expectOne((await lintEnsemble(cfg)).diagnostics, "ensemble-tensor-unused", posOf(cfg, '"spare"'), "ensemble tensor 'spare' written by step 0 is never used");
+    const d = expectOne(
+      (await lintEnsemble(cfg)).diagnostics,
+      "ensemble-tensor-unused",
+      posOf(cfg, '"spare"'),
+      "ensemble tensor 'spare' written by step 0 is never used",
+    );
     expect(d.hint).toContain("mapping every model output is optional");
   });
 
@@ -134,79 +234,169 @@ describe("the ensemble's own graph", () => {
       step("echo", { INPUT0: "IN" }, { OUTPUT0: "OUT" }),
     ]);
     const { diagnostics } = await lintEnsemble(cfg);
-    expect(expectOne(diagnostics, "ensemble-tensor-cycle", posOf(cfg, '"a" }'), "ensemble tensors form a cycle: a -> b -> a").hint).toContain("Steps 0 and 1 feed each other");
+    expect(
+      expectOne(diagnostics, "ensemble-tensor-cycle", posOf(cfg, '"a" }'), "ensemble tensors form a cycle: a -> b -> a")
+        .hint,
+    ).toContain("Steps 0 and 1 feed each other");
     expect(diagnostics.filter((d) => d.code === "ensemble-tensor-unused")).toEqual([]);
   });
 
   it("warns when a step overwrites an ensemble input (Triton loads it)", async () => {
-    const cfg = ensembleConfig([step("echo", { INPUT0: "IN" }, { OUTPUT0: "OUT" }), step("echo", { INPUT0: "OUT" }, { OUTPUT0: "IN" })]);
+    const cfg = ensembleConfig([
+      step("echo", { INPUT0: "IN" }, { OUTPUT0: "OUT" }),
+      step("echo", { INPUT0: "OUT" }, { OUTPUT0: "IN" }),
+    ]);
     const { diagnostics } = await lintEnsemble(cfg);
-    expectOne(diagnostics, "ensemble-input-overwritten", posOf(cfg, '"IN" }', 0, 2), "step 1 writes 'IN', which is an ensemble input", "warning");
+    expectOne(
+      diagnostics,
+      "ensemble-input-overwritten",
+      posOf(cfg, '"IN" }', 0, 2),
+      "step 1 writes 'IN', which is an ensemble input",
+      "warning",
+    );
     expect(diagnostics.filter((d) => d.severity === "error")).toEqual([]);
   });
 
   it("warns when an input is mapped twice (Triton keeps the last)", async () => {
-    const cfg = ensembleConfig(['    { model_name: "echo" model_version: -1 input_map { key: "INPUT0" value: "IN" } input_map { key: "INPUT0" value: "OUT" } output_map { key: "OUTPUT0" value: "OUT" } }']);
+    const cfg = ensembleConfig([
+      '    { model_name: "echo" model_version: -1 input_map { key: "INPUT0" value: "IN" } input_map { key: "INPUT0" value: "OUT" } output_map { key: "OUTPUT0" value: "OUT" } }',
+    ]);
     const { diagnostics } = await lintEnsemble(cfg);
-    expectOne(diagnostics, "ensemble-map-duplicate-key", posOf(cfg, "input_map", 0, 2), "input 'INPUT0' of model 'echo' is mapped twice in step 0 (first at", "warning");
+    expectOne(
+      diagnostics,
+      "ensemble-map-duplicate-key",
+      posOf(cfg, "input_map", 0, 2),
+      "input 'INPUT0' of model 'echo' is mapped twice in step 0 (first at",
+      "warning",
+    );
   });
 });
 
 describe("the ensemble against the models it runs", () => {
   it("runs models that exist", async () => {
     const cfg = ensembleConfig([step("ecoh", { INPUT0: "IN" }, { OUTPUT0: "OUT" })]);
-    expect(expectOne((await lintEnsemble(cfg)).diagnostics, "ensemble-model-missing", posOf(cfg, '"ecoh"'), "step 0 runs model 'ecoh', which is not in the repository").hint).toBe("Did you mean 'echo'?");
+    expect(
+      expectOne(
+        (await lintEnsemble(cfg)).diagnostics,
+        "ensemble-model-missing",
+        posOf(cfg, '"ecoh"'),
+        "step 0 runs model 'ecoh', which is not in the repository",
+      ).hint,
+    ).toBe("Did you mean 'echo'?");
   });
 
   it("runs models that load", async () => {
     const cfg = ensembleConfig([step("broken", { INPUT0: "IN" }, { OUTPUT0: "OUT" })]);
-    const bad = await lintEnsemble(cfg, { "broken/config.pbtxt": 'name: "broken"\nbackend: "python"\ninput {', "broken/1/": "" });
-    expectOne(bad.diagnostics, "ensemble-model-invalid", posOf(cfg, '"broken"'), "step 0 runs model 'broken', whose config.pbtxt has errors");
+    const bad = await lintEnsemble(cfg, {
+      "broken/config.pbtxt": 'name: "broken"\nbackend: "python"\ninput {',
+      "broken/1/": "",
+    });
+    expectOne(
+      bad.diagnostics,
+      "ensemble-model-invalid",
+      posOf(cfg, '"broken"'),
+      "step 0 runs model 'broken', whose config.pbtxt has errors",
+    );
     const wrong = await lintEnsemble(cfg, pythonModel("broken", pythonConfig("broken", ECHO_IO, -4)));
-    expectOne(wrong.diagnostics, "ensemble-model-invalid", posOf(cfg, '"broken"'), "step 0 runs model 'broken', which has 1 error and will not load");
+    expectOne(
+      wrong.diagnostics,
+      "ensemble-model-invalid",
+      posOf(cfg, '"broken"'),
+      "step 0 runs model 'broken', which has 1 error and will not load",
+    );
   });
 
   it("asks for model_version -1, since an omitted version means version 0", async () => {
     const cfg = ensembleConfig([step("echo", { INPUT0: "IN" }, { OUTPUT0: "OUT" }, "")]);
-    const d = expectOne((await lintEnsemble(cfg)).diagnostics, "ensemble-model-version", posOf(cfg, '{ model_name: "echo"'), "step 0 has no model_version, so Triton requires version 0 of 'echo', which does not exist");
+    const d = expectOne(
+      (await lintEnsemble(cfg)).diagnostics,
+      "ensemble-model-version",
+      posOf(cfg, '{ model_name: "echo"'),
+      "step 0 has no model_version, so Triton requires version 0 of 'echo', which does not exist",
+    );
     expect(d.hint).toBe("Write model_version: -1 to use the latest loaded version.");
     const v3 = ensembleConfig([step("echo", { INPUT0: "IN" }, { OUTPUT0: "OUT" }, "model_version: 3 ")]);
-    expectOne((await lintEnsemble(v3)).diagnostics, "ensemble-model-version", posOf(v3, "3 "), "step 0 wants version 3 of 'echo', which does not exist");
+    expectOne(
+      (await lintEnsemble(v3)).diagnostics,
+      "ensemble-model-version",
+      posOf(v3, "3 "),
+      "step 0 wants version 3 of 'echo', which does not exist",
+    );
     const v1 = ensembleConfig([step("echo", { INPUT0: "IN" }, { OUTPUT0: "OUT" }, "model_version: 1 ")]);
     expect(summary((await lintEnsemble(v1)).diagnostics)).toEqual([]);
   });
 
   it("fits the batch size of every model", async () => {
     const cfg = ensembleConfig([step("echo", { INPUT0: "IN" }, { OUTPUT0: "OUT" })], { mbs: 16 });
-    const d = expectOne((await lintEnsemble(cfg)).diagnostics, "ensemble-max-batch-size", posOf(cfg, '"echo"'), "the ensemble allows batches of 16, but step 0's model 'echo' allows only 8");
+    const d = expectOne(
+      (await lintEnsemble(cfg)).diagnostics,
+      "ensemble-max-batch-size",
+      posOf(cfg, '"echo"'),
+      "the ensemble allows batches of 16, but step 0's model 'echo' allows only 8",
+    );
     expect(d.hint).toBe("Lower the ensemble's max_batch_size to 8, or raise echo's.");
   });
 
   it("maps inputs and outputs the model has", async () => {
     const cfg = ensembleConfig([step("echo", { INPUTX: "IN" }, { OUTPUTX: "OUT" })]);
     const { diagnostics } = await lintEnsemble(cfg);
-    expect(expectOne(diagnostics, "ensemble-unknown-input", posOf(cfg, '"INPUTX"'), "model 'echo' has no input 'INPUTX'").hint).toBe("Did you mean 'INPUT0'?");
+    expect(
+      expectOne(diagnostics, "ensemble-unknown-input", posOf(cfg, '"INPUTX"'), "model 'echo' has no input 'INPUTX'")
+        .hint,
+    ).toBe("Did you mean 'INPUT0'?");
     expectOne(diagnostics, "ensemble-unknown-output", posOf(cfg, '"OUTPUTX"'), "model 'echo' has no output 'OUTPUTX'");
-    expectOne(diagnostics, "ensemble-input-not-mapped", posOf(cfg, '{ model_name: "echo"'), "step 0 does not feed input 'INPUT0' of model 'echo'");
+    expectOne(
+      diagnostics,
+      "ensemble-input-not-mapped",
+      posOf(cfg, '{ model_name: "echo"'),
+      "step 0 does not feed input 'INPUT0' of model 'echo'",
+    );
   });
 
   it("feeds every required input", async () => {
     const cfg = ensembleConfig([step("two_in", { INPUT0: "IN" }, { OUTPUT0: "OUT" })]);
-    const d = expectOne((await lintEnsemble(cfg)).diagnostics, "ensemble-input-not-mapped", posOf(cfg, '{ model_name: "two_in"'), "step 0 does not feed input 'INPUT1' of model 'two_in'");
-    expect(d.hint).toBe('Add input_map { key: "INPUT1" value: "<tensor>" } to step 0, or mark the input optional in two_in.');
+    const d = expectOne(
+      (await lintEnsemble(cfg)).diagnostics,
+      "ensemble-input-not-mapped",
+      posOf(cfg, '{ model_name: "two_in"'),
+      "step 0 does not feed input 'INPUT1' of model 'two_in'",
+    );
+    expect(d.hint).toBe(
+      'Add input_map { key: "INPUT1" value: "<tensor>" } to step 0, or mark the input optional in two_in.',
+    );
   });
 
   it("agrees on data types along each edge", async () => {
-    const cfg = ensembleConfig([step("echo", { INPUT0: "IN" }, { OUTPUT0: "OUT" })], { io: ENSEMBLE_IO.replace("TYPE_FP32", "TYPE_INT32") });
-    expectOne((await lintEnsemble(cfg)).diagnostics, "ensemble-type-mismatch", posOf(cfg, '"IN" }'), "ensemble tensor 'IN' is TYPE_FP32 in input 'INPUT0' of model 'echo' but TYPE_INT32 in ensemble input 'IN'");
+    const cfg = ensembleConfig([step("echo", { INPUT0: "IN" }, { OUTPUT0: "OUT" })], {
+      io: ENSEMBLE_IO.replace("TYPE_FP32", "TYPE_INT32"),
+    });
+    expectOne(
+      (await lintEnsemble(cfg)).diagnostics,
+      "ensemble-type-mismatch",
+      posOf(cfg, '"IN" }'),
+      "ensemble tensor 'IN' is TYPE_FP32 in input 'INPUT0' of model 'echo' but TYPE_INT32 in ensemble input 'IN'",
+    );
   });
 
   it("agrees on shapes along each edge, the batch dimension included", async () => {
-    const cfg = ensembleConfig([step("fixed4", { INPUT0: "IN" }, { OUTPUT0: "OUT" })], { io: ENSEMBLE_IO.replace("[ -1 ]", "[ 3 ]") });
-    expectOne((await lintEnsemble(cfg)).diagnostics, "ensemble-shape-mismatch", posOf(cfg, '"IN" }'), "ensemble tensor 'IN' has shape [-1,4] in input 'INPUT0' of model 'fixed4' but [-1,3] in ensemble input 'IN'");
-    const between = ensembleConfig([step("echo", { INPUT0: "IN" }, { OUTPUT0: "mid" }), step("fixed4", { INPUT0: "mid" }, { OUTPUT0: "OUT" })], {
-      io: ENSEMBLE_IO.replace('dims: [ -1 ] } ]\noutput', 'dims: [ -1 ] } ]\noutput').replace('name: "OUT" data_type: TYPE_FP32 dims: [ -1 ]', 'name: "OUT" data_type: TYPE_FP32 dims: [ 4 ]'),
+    const cfg = ensembleConfig([step("fixed4", { INPUT0: "IN" }, { OUTPUT0: "OUT" })], {
+      io: ENSEMBLE_IO.replace("[ -1 ]", "[ 3 ]"),
     });
+    expectOne(
+      (await lintEnsemble(cfg)).diagnostics,
+      "ensemble-shape-mismatch",
+      posOf(cfg, '"IN" }'),
+      "ensemble tensor 'IN' has shape [-1,4] in input 'INPUT0' of model 'fixed4' but [-1,3] in ensemble input 'IN'",
+    );
+    const between = ensembleConfig(
+      [step("echo", { INPUT0: "IN" }, { OUTPUT0: "mid" }), step("fixed4", { INPUT0: "mid" }, { OUTPUT0: "OUT" })],
+      {
+        io: ENSEMBLE_IO.replace("dims: [ -1 ] } ]\noutput", "dims: [ -1 ] } ]\noutput").replace(
+          'name: "OUT" data_type: TYPE_FP32 dims: [ -1 ]',
+          'name: "OUT" data_type: TYPE_FP32 dims: [ 4 ]',
+        ),
+      },
+    );
     expect(summary((await lintEnsemble(between)).diagnostics)).toEqual([]);
   });
 
@@ -221,32 +411,70 @@ describe("the ensemble against the models it runs", () => {
     ]);
     expect(result.diagnostics.filter((d) => d.code === "ensemble-model-invalid")).toEqual([]);
     const self = ensembleConfig([step("ens", { IN: "IN" }, { OUT: "OUT" })]);
-    expectOne((await lintEnsemble(self)).diagnostics, "ensemble-cycle", posOf(self, '"ens" model_version'), "ensemble 'ens' runs itself");
+    expectOne(
+      (await lintEnsemble(self)).diagnostics,
+      "ensemble-cycle",
+      posOf(self, '"ens" model_version'),
+      "ensemble 'ens' runs itself",
+    );
   });
 
   it("passes a broken inner ensemble on to the outer one", async () => {
     const inner = ensembleConfig([step("echo", { INPUT0: "IN" }, { OUTPUT0: "OUT" })], { name: "inner", mbs: 16 });
     const outer = ensembleConfig([step("inner", { IN: "IN" }, { OUT: "OUT" })]);
     const { result, diagnostics } = await lintEnsemble(outer, { "inner/config.pbtxt": inner, "inner/1/": "" });
-    expect(result.models.find((m) => m.name === "inner")?.diagnostics.map((d) => d.code)).toEqual(["ensemble-max-batch-size"]);
-    expectOne(diagnostics, "ensemble-model-invalid", posOf(outer, '"inner"'), "step 0 runs model 'inner', which has 1 error and will not load");
+    expect(result.models.find((m) => m.name === "inner")?.diagnostics.map((d) => d.code)).toEqual([
+      "ensemble-max-batch-size",
+    ]);
+    expectOne(
+      diagnostics,
+      "ensemble-model-invalid",
+      posOf(outer, '"inner"'),
+      "step 0 runs model 'inner', which has 1 error and will not load",
+    );
   });
 
   it("says when the runtime cannot load a model it runs", async () => {
     const cfg = ensembleConfig([step("onnx", { INPUT0: "IN" }, { OUTPUT0: "OUT" })]);
-    const onnx = { "onnx/config.pbtxt": `name: "onnx"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n${ECHO_IO}`, "onnx/1/model.onnx": "x" };
+    const onnx = {
+      "onnx/config.pbtxt": `name: "onnx"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n${ECHO_IO}`,
+      "onnx/1/model.onnx": "x",
+    };
     const { diagnostics } = await lintEnsemble(cfg, onnx, { runtime: "local" });
-    expectOne(diagnostics, "ensemble-model-unavailable", posOf(cfg, '"onnx"'), "step 0 runs 'onnx', which needs the onnxruntime backend, not in the local runtime, so this ensemble cannot load here either", "warning");
+    expectOne(
+      diagnostics,
+      "ensemble-model-unavailable",
+      posOf(cfg, '"onnx"'),
+      "step 0 runs 'onnx', which needs the onnxruntime backend, not in the local runtime, so this ensemble cannot load here either",
+      "warning",
+    );
   });
 
   it("counts an ensemble as not loading here when a model it runs needs a GPU, through nested ensembles", async () => {
-    const gpu = { "gpu/config.pbtxt": `${pythonConfig("gpu")}instance_group [ { kind: KIND_GPU } ]\n`, "gpu/1/model.py": ECHO_MODEL_PY };
+    const gpu = {
+      "gpu/config.pbtxt": `${pythonConfig("gpu")}instance_group [ { kind: KIND_GPU } ]\n`,
+      "gpu/1/model.py": ECHO_MODEL_PY,
+    };
     const inner = ensembleConfig([step("gpu", { INPUT0: "IN" }, { OUTPUT0: "OUT" })], { name: "inner" });
     const outer = ensembleConfig([step("inner", { IN: "IN" }, { OUT: "OUT" })]);
-    const { result, diagnostics } = await lintEnsemble(outer, { ...gpu, "inner/config.pbtxt": inner, "inner/1/": "" }, { gpuAvailable: false });
-    expectOne(diagnostics, "ensemble-model-unavailable", posOf(outer, '"inner"'), "step 0 runs 'inner', which runs 'gpu', which cannot load here, so this ensemble cannot load here either", "warning");
+    const { result, diagnostics } = await lintEnsemble(
+      outer,
+      { ...gpu, "inner/config.pbtxt": inner, "inner/1/": "" },
+      { gpuAvailable: false },
+    );
+    expectOne(
+      diagnostics,
+      "ensemble-model-unavailable",
+      posOf(outer, '"inner"'),
+      "step 0 runs 'inner', which runs 'gpu', which cannot load here, so this ensemble cannot load here either",
+      "warning",
+    );
     expect(result.errorCount).toBe(0);
-    expect(result.models.filter((m) => ["ens", "gpu", "inner"].includes(m.name)).map((m) => [m.name, m.wouldLoad, m.unavailable])).toEqual([
+    expect(
+      result.models
+        .filter((m) => ["ens", "gpu", "inner"].includes(m.name))
+        .map((m) => [m.name, m.wouldLoad, m.unavailable]),
+    ).toEqual([
       ["ens", false, "runs 'inner', which cannot load here"],
       ["gpu", false, "needs a GPU"],
       ["inner", false, "runs 'gpu', which cannot load here"],
@@ -254,7 +482,10 @@ describe("the ensemble against the models it runs", () => {
   });
 
   it("adds no unavailability warning when the model it runs has errors already", async () => {
-    const gpu = { "gpu/config.pbtxt": `${pythonConfig("gpu", ECHO_IO, -1)}instance_group [ { kind: KIND_GPU } ]\n`, "gpu/1/model.py": ECHO_MODEL_PY };
+    const gpu = {
+      "gpu/config.pbtxt": `${pythonConfig("gpu", ECHO_IO, -1)}instance_group [ { kind: KIND_GPU } ]\n`,
+      "gpu/1/model.py": ECHO_MODEL_PY,
+    };
     const cfg = ensembleConfig([step("gpu", { INPUT0: "IN" }, { OUTPUT0: "OUT" })]);
     const { diagnostics } = await lintEnsemble(cfg, gpu, { gpuAvailable: false });
     expect(diagnostics.map((d) => d.code)).toEqual(["ensemble-model-invalid"]);
@@ -262,18 +493,36 @@ describe("the ensemble against the models it runs", () => {
 
   it("still needs a version folder", async () => {
     const repo = await tempRepo();
-    await writeFiles(repo, { ...COMPOSING, "ens/config.pbtxt": ensembleConfig([step("echo", { INPUT0: "IN" }, { OUTPUT0: "OUT" })]) });
+    await writeFiles(repo, {
+      ...COMPOSING,
+      "ens/config.pbtxt": ensembleConfig([step("echo", { INPUT0: "IN" }, { OUTPUT0: "OUT" })]),
+    });
     const d = (await lintRepository(repo)).models.find((m) => m.name === "ens")!.diagnostics;
-    expect(d.map((x) => [x.code, x.hint])).toEqual([["version-missing", "An ensemble still needs an (empty) version folder: create ens/1/."]]);
+    expect(d.map((x) => [x.code, x.hint])).toEqual([
+      ["version-missing", "An ensemble still needs an (empty) version folder: create ens/1/."],
+    ]);
   });
 });
 
 describe("long lists in messages", () => {
   it("names the first unmapped inputs and counts the rest, and skips unnamed ones", async () => {
-    const inputs = Array.from({ length: 12 }, (_, i) => `{ name: "I${i}" data_type: TYPE_FP32 dims: [ -1 ] }`).join(", ");
-    const wide = pythonConfig("wide", `input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] }, { data_type: TYPE_FP32 dims: [ -1 ] }, ${inputs} ]\noutput [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n`);
-    const { diagnostics } = await lintEnsemble(ensembleConfig([step("wide", { INPUT0: "IN" }, { OUTPUT0: "OUT" })]), pythonModel("wide", wide));
-    expectOne(diagnostics, "ensemble-input-not-mapped", undefined, "step 0 does not feed inputs 'I0', 'I1', 'I2', 'I3', 'I4', 'I5', 'I6', 'I7' and 4 more of model 'wide'");
+    const inputs = Array.from({ length: 12 }, (_, i) => `{ name: "I${i}" data_type: TYPE_FP32 dims: [ -1 ] }`).join(
+      ", ",
+    );
+    const wide = pythonConfig(
+      "wide",
+      `input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] }, { data_type: TYPE_FP32 dims: [ -1 ] }, ${inputs} ]\noutput [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n`,
+    );
+    const { diagnostics } = await lintEnsemble(
+      ensembleConfig([step("wide", { INPUT0: "IN" }, { OUTPUT0: "OUT" })]),
+      pythonModel("wide", wide),
+    );
+    expectOne(
+      diagnostics,
+      "ensemble-input-not-mapped",
+      undefined,
+      "step 0 does not feed inputs 'I0', 'I1', 'I2', 'I3', 'I4', 'I5', 'I6', 'I7' and 4 more of model 'wide'",
+    );
   });
 });
 
@@ -282,27 +531,46 @@ describe("one bad value, one error", () => {
   // ensemble's edges, with hints built from the bad value.
   it("a composing model's negative max_batch_size is not compared with the ensemble's", async () => {
     const cfg = ensembleConfig([step("bad_mbs", { INPUT0: "IN" }, { OUTPUT0: "OUT" })], { mbs: 64 });
-    const { result, diagnostics } = await lintEnsemble(cfg, pythonModel("bad_mbs", pythonConfig("bad_mbs", ECHO_IO, -3)));
-    expect(result.models.find((m) => m.name === "bad_mbs")!.diagnostics.map((d) => d.code)).toEqual(["max-batch-size-negative"]);
+    const { result, diagnostics } = await lintEnsemble(
+      cfg,
+      pythonModel("bad_mbs", pythonConfig("bad_mbs", ECHO_IO, -3)),
+    );
+    expect(result.models.find((m) => m.name === "bad_mbs")!.diagnostics.map((d) => d.code)).toEqual([
+      "max-batch-size-negative",
+    ]);
     expect(diagnostics.map((d) => d.code)).toEqual(["ensemble-model-invalid"]);
     expect(diagnostics.map((d) => `${d.message} ${d.hint}`).join(" ")).not.toMatch(/-3/);
   });
 
   it("an ensemble's own negative max_batch_size is not compared with its models'", async () => {
-    const { diagnostics } = await lintEnsemble(ensembleConfig([step("echo", { INPUT0: "IN" }, { OUTPUT0: "OUT" })], { mbs: -1 }));
+    const { diagnostics } = await lintEnsemble(
+      ensembleConfig([step("echo", { INPUT0: "IN" }, { OUTPUT0: "OUT" })], { mbs: -1 }),
+    );
     expect(diagnostics.map((d) => d.code)).toEqual(["max-batch-size-negative"]);
   });
 
   it("tensors without a data_type or with invalid dims are not compared along the edges", async () => {
-    const broken = pythonConfig("broken", 'input [ { name: "INPUT0" dims: [ -1 ] } ]\noutput [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 0 ] } ]\n');
-    const { result, diagnostics } = await lintEnsemble(ensembleConfig([step("broken", { INPUT0: "IN" }, { OUTPUT0: "OUT" })]), pythonModel("broken", broken));
-    expect(result.models.find((m) => m.name === "broken")!.diagnostics.map((d) => d.code)).toEqual(["io-data-type-missing", "dims-invalid"]);
+    const broken = pythonConfig(
+      "broken",
+      'input [ { name: "INPUT0" dims: [ -1 ] } ]\noutput [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 0 ] } ]\n',
+    );
+    const { result, diagnostics } = await lintEnsemble(
+      ensembleConfig([step("broken", { INPUT0: "IN" }, { OUTPUT0: "OUT" })]),
+      pythonModel("broken", broken),
+    );
+    expect(result.models.find((m) => m.name === "broken")!.diagnostics.map((d) => d.code)).toEqual([
+      "io-data-type-missing",
+      "dims-invalid",
+    ]);
     expect(diagnostics.map((d) => d.code)).toEqual(["ensemble-model-invalid"]);
   });
 
   it("an ensemble's own broken input is one error, not also a mismatch or an unused input", async () => {
-    const io = 'input [ { name: "IN" dims: [ -1 ] }, { data_type: TYPE_FP32 dims: [ -1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_FP32 dims: [ 0 ] } ]\n';
-    const { diagnostics } = await lintEnsemble(ensembleConfig([step("echo", { INPUT0: "IN" }, { OUTPUT0: "OUT" })], { io }));
+    const io =
+      'input [ { name: "IN" dims: [ -1 ] }, { data_type: TYPE_FP32 dims: [ -1 ] } ]\noutput [ { name: "OUT" data_type: TYPE_FP32 dims: [ 0 ] } ]\n';
+    const { diagnostics } = await lintEnsemble(
+      ensembleConfig([step("echo", { INPUT0: "IN" }, { OUTPUT0: "OUT" })], { io }),
+    );
     expect(diagnostics.map((d) => d.code).sort()).toEqual(["dims-invalid", "io-data-type-missing", "io-name-missing"]);
   });
 
@@ -321,7 +589,13 @@ describe("lintModel", () => {
     const repo = await tempRepo();
     const inner = ensembleConfig([step("echo", { INPUT0: "IN" }, { OUTPUT0: "OUT" })], { name: "inner" });
     const outer = ensembleConfig([step("inner", { IN: "IN" }, { OUT: "OUT" })], { name: "outer" });
-    await writeFiles(repo, { ...COMPOSING, "inner/config.pbtxt": inner, "inner/1/": "", "outer/config.pbtxt": outer, "outer/1/": "" });
+    await writeFiles(repo, {
+      ...COMPOSING,
+      "inner/config.pbtxt": inner,
+      "inner/1/": "",
+      "outer/config.pbtxt": outer,
+      "outer/1/": "",
+    });
     const r = await lintModel(repo, "echo");
     expect(r.models.map((m) => m.name)).toEqual(["echo", "inner", "outer"]);
     expect(r.errorCount).toBe(0);
@@ -330,7 +604,11 @@ describe("lintModel", () => {
 
   it("after a model is deleted, reports the ensembles that lost it", async () => {
     const repo = await tempRepo();
-    await writeFiles(repo, { ...pythonModel("echo"), "ens/config.pbtxt": ensembleConfig([step("gone", { INPUT0: "IN" }, { OUTPUT0: "OUT" })]), "ens/1/": "" });
+    await writeFiles(repo, {
+      ...pythonModel("echo"),
+      "ens/config.pbtxt": ensembleConfig([step("gone", { INPUT0: "IN" }, { OUTPUT0: "OUT" })]),
+      "ens/1/": "",
+    });
     const r = await lintModel(repo, "gone");
     expect(r.models.map((m) => m.name)).toEqual(["ens"]);
     expect(r.diagnostics.map((d) => d.code)).toEqual(["ensemble-model-missing"]);
@@ -339,7 +617,11 @@ describe("lintModel", () => {
 
   it("reports a broken edit of a composing model on the ensemble too", async () => {
     const repo = await tempRepo();
-    await writeFiles(repo, { ...COMPOSING, "ens/config.pbtxt": ensembleConfig([step("echo", { INPUT0: "IN" }, { OUTPUT0: "OUT" })]), "ens/1/": "" });
+    await writeFiles(repo, {
+      ...COMPOSING,
+      "ens/config.pbtxt": ensembleConfig([step("echo", { INPUT0: "IN" }, { OUTPUT0: "OUT" })]),
+      "ens/1/": "",
+    });
     await writeFiles(repo, { "echo/config.pbtxt": pythonConfig("echo", ECHO_IO.replace('"INPUT0"', '"X"')) });
     const r = await lintModel(repo, "echo");
     expect(r.models.map((m) => [m.name, m.diagnostics.map((d) => d.code)])).toEqual([

@@ -12,7 +12,10 @@ describe("scaffoldPythonModel", () => {
   it("writes a python model that lints clean for every runtime", async () => {
     const repo = path.join(await tempRepo(), "models");
     const r = await scaffoldPythonModel(repo, "my_model");
-    expect(r.files).toEqual([path.join(repo, "my_model", "config.pbtxt"), path.join(repo, "my_model", "1", "model.py")]);
+    expect(r.files).toEqual([
+      path.join(repo, "my_model", "config.pbtxt"),
+      path.join(repo, "my_model", "1", "model.py"),
+    ]);
     expect(fs.readFileSync(r.files[0]!, "utf8")).toContain('name: "my_model"');
     for (const runtime of ["local", "docker", "kind"] as const) {
       const result = await lintRepository(repo, { runtime, gpuAvailable: false });

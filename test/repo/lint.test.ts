@@ -4,7 +4,18 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { UserError } from "../../src/errors.js";
 import { type LintOptions, lintRepository } from "../../src/repo/lint.js";
-import { ARTICLE_FIXTURES, ECHO_IO, ECHO_MODEL_PY, SAMPLE_MODELS, pythonConfig, pythonModel, summary, tempRepo, writeFiles, removeTempRepos } from "./helpers.js";
+import {
+  ARTICLE_FIXTURES,
+  ECHO_IO,
+  ECHO_MODEL_PY,
+  SAMPLE_MODELS,
+  pythonConfig,
+  pythonModel,
+  summary,
+  tempRepo,
+  writeFiles,
+  removeTempRepos,
+} from "./helpers.js";
 
 afterAll(removeTempRepos);
 
@@ -12,17 +23,31 @@ describe("the sample repository (models/)", () => {
   it.each([
     ["with no options", {}, []],
     // The GPU sample model is the one finding without a GPU, and only a warning.
-    ["for the local runtime on a machine without a GPU", { runtime: "local" as const, gpuAvailable: false }, ["warning gpu-unavailable@29:11 instance group 1 asks for KIND_GPU, but this machine has no GPU"]],
+    [
+      "for the local runtime on a machine without a GPU",
+      { runtime: "local" as const, gpuAvailable: false },
+      ["warning gpu-unavailable@29:11 instance group 1 asks for KIND_GPU, but this machine has no GPU"],
+    ],
     ["for docker on a GPU machine", { runtime: "docker" as const, gpuAvailable: true, gpuCount: 1 }, []],
   ])("lints clean %s", async (_label, options, expected) => {
     expect(fs.existsSync(SAMPLE_MODELS)).toBe(true);
     const r = await lintRepository(SAMPLE_MODELS, options);
     expect(summary(r.diagnostics)).toEqual(expected);
     expect(r.errorCount).toBe(0);
-    expect(r.models.map((m) => m.name)).toEqual(expect.arrayContaining(["bert_tokenizer", "image_classifier", "resnet50_fp16", "sentiment_classifier", "sentiment_pipeline"]));
+    expect(r.models.map((m) => m.name)).toEqual(
+      expect.arrayContaining([
+        "bert_tokenizer",
+        "image_classifier",
+        "resnet50_fp16",
+        "sentiment_classifier",
+        "sentiment_pipeline",
+      ]),
+    );
     // `up` skips the GPU model on a machine without one: it does not load here, though no error says so.
     const gpuless = "gpuAvailable" in options && options.gpuAvailable === false;
-    expect(r.models.filter((m) => !m.wouldLoad).map((m) => [m.name, m.unavailable])).toEqual(gpuless ? [["resnet50_fp16", "needs a GPU"]] : []);
+    expect(r.models.filter((m) => !m.wouldLoad).map((m) => [m.name, m.unavailable])).toEqual(
+      gpuless ? [["resnet50_fp16", "needs a GPU"]] : [],
+    );
     for (const m of r.models) {
       expect(m.config?.name).toBe(m.name);
       expect(m.dir).toBe(path.join(SAMPLE_MODELS, m.name));
@@ -59,14 +84,19 @@ describe("the article's configs as a repository", () => {
   it("reports what Triton would refuse, and why", async () => {
     const repo = await articleRepo();
     const r = await lintRepository(repo, { runtime: "local", gpuAvailable: false });
-    const by = (m: string) => r.models.find((x) => x.name === m)!.diagnostics.map((d) => `${d.severity} ${d.code}@${d.line}:${d.column}`);
+    const by = (m: string) =>
+      r.models.find((x) => x.name === m)!.diagnostics.map((d) => `${d.severity} ${d.code}@${d.line}:${d.column}`);
     expect(by("bert_large")).toEqual(["error platform-unknown@2:11", "warning gpu-unavailable@9:11"]);
     expect(by("resnet50_fp16")).toEqual(["warning backend-unavailable@2:11"]);
     expect(by("bert_tokenizer")).toEqual([]);
     // The article's pipeline maps tensors the article's tokenizer config never declares ("# ... input/output ..."),
     // and runs bert_large (max 32) in an ensemble allowing 128.
     expect(by("sentiment_pipeline")).toEqual(
-      expect.arrayContaining(["error ensemble-max-batch-size@42:19", "error ensemble-model-invalid@42:19", "error ensemble-unknown-input@27:14"]),
+      expect.arrayContaining([
+        "error ensemble-max-batch-size@42:19",
+        "error ensemble-model-invalid@42:19",
+        "error ensemble-unknown-input@27:14",
+      ]),
     );
     expect(r.errorCount).toBe(r.diagnostics.filter((d) => d.severity === "error").length);
     expect(r.warningCount).toBe(2);
@@ -77,7 +107,10 @@ describe("lintRepository", () => {
   it("lists errors before warnings, each in file order", async () => {
     const repo = await tempRepo();
     await writeFiles(repo, {
-      ...pythonModel("a", 'name: "a"\nbackend: "python"\nmax_batch_size: -1\ninstance_group [ { kind: KIND_GPU } ]\ninput [ { name: "I" data_type: TYPE_FP32 dims: [ 0 ] } ]\n'),
+      ...pythonModel(
+        "a",
+        'name: "a"\nbackend: "python"\nmax_batch_size: -1\ninstance_group [ { kind: KIND_GPU } ]\ninput [ { name: "I" data_type: TYPE_FP32 dims: [ 0 ] } ]\n',
+      ),
       ...pythonModel("b", 'name: "x"\nbackend: "python"\n'),
     });
     const r = await lintRepository(repo, { gpuAvailable: false });
@@ -87,7 +120,11 @@ describe("lintRepository", () => {
       "b error name-mismatch",
       "a warning gpu-unavailable",
     ]);
-    expect(r.models.find((m) => m.name === "a")!.diagnostics.map((d) => d.code)).toEqual(["max-batch-size-negative", "dims-invalid", "gpu-unavailable"]);
+    expect(r.models.find((m) => m.name === "a")!.diagnostics.map((d) => d.code)).toEqual([
+      "max-batch-size-negative",
+      "dims-invalid",
+      "gpu-unavailable",
+    ]);
     expect([r.errorCount, r.warningCount]).toEqual([3, 1]);
   });
 
@@ -101,7 +138,12 @@ describe("lintRepository", () => {
 
   it("takes only folders, and not editor or VCS litter, for models", async () => {
     const repo = await tempRepo();
-    await writeFiles(repo, { ...pythonModel("a"), "README.md": "# models", ".git/HEAD": "ref", "__pycache__/x.pyc": "" });
+    await writeFiles(repo, {
+      ...pythonModel("a"),
+      "README.md": "# models",
+      ".git/HEAD": "ref",
+      "__pycache__/x.pyc": "",
+    });
     expect((await lintRepository(repo)).models.map((m) => m.name)).toEqual(["a"]);
   });
 
@@ -109,8 +151,21 @@ describe("lintRepository", () => {
     const repo = await tempRepo();
     await writeFiles(repo, { "README.md": "# models", ".git/HEAD": "ref" });
     const r = await lintRepository(repo);
-    const d = { severity: "error", code: "repository-empty", file: repo, line: 1, column: 1, message: `model repository '${path.basename(repo)}' holds no model directories` };
-    expect(r).toMatchObject({ models: [], repositoryDiagnostics: [d], diagnostics: [d], errorCount: 1, warningCount: 0 });
+    const d = {
+      severity: "error",
+      code: "repository-empty",
+      file: repo,
+      line: 1,
+      column: 1,
+      message: `model repository '${path.basename(repo)}' holds no model directories`,
+    };
+    expect(r).toMatchObject({
+      models: [],
+      repositoryDiagnostics: [d],
+      diagnostics: [d],
+      errorCount: 1,
+      warningCount: 0,
+    });
     expect(r.diagnostics[0]!.hint).toContain("my_model/config.pbtxt, my_model/1/model.py");
     expect(r.diagnostics[0]!.hint).toContain(`triton-dev init ${repo}`);
   });
@@ -125,7 +180,9 @@ describe("lintRepository", () => {
       ...pythonModel("broken", pythonConfig("broken", ECHO_IO, -1)),
     });
     const verdicts = async (options: LintOptions) =>
-      (await lintRepository(repo, options)).models.map((m) => `${m.name}: ${m.wouldLoad ? "loads" : "does not load"}${m.unavailable ? `, ${m.unavailable}` : ""}`);
+      (await lintRepository(repo, options)).models.map(
+        (m) => `${m.name}: ${m.wouldLoad ? "loads" : "does not load"}${m.unavailable ? `, ${m.unavailable}` : ""}`,
+      );
     expect(await verdicts({ runtime: "local", gpuAvailable: false })).toEqual([
       "broken: does not load",
       "gpu: does not load, needs a GPU",
@@ -135,7 +192,12 @@ describe("lintRepository", () => {
     // Where nothing is known of the machine or runtime, nothing stops them.
     expect(await verdicts({})).toEqual(["broken: does not load", "gpu: loads", "onnx: loads", "py: loads"]);
     // At `up` a missing GPU is an error: the model does not load, and not for a "here" reason.
-    expect(await verdicts({ runtime: "docker", gpuAvailable: false, gpuMissingSeverity: "error" })).toEqual(["broken: does not load", "gpu: does not load", "onnx: loads", "py: loads"]);
+    expect(await verdicts({ runtime: "docker", gpuAvailable: false, gpuMissingSeverity: "error" })).toEqual([
+      "broken: does not load",
+      "gpu: does not load",
+      "onnx: loads",
+      "py: loads",
+    ]);
   });
 
   it("throws UserError for a folder it cannot read", async () => {

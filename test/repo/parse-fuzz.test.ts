@@ -24,9 +24,14 @@ const FILE = "/fuzz/m/config.pbtxt";
 const SCALE = Number(process.env.FUZZ_RUNS ?? 1) || 1;
 const runs = (n: number): number => Math.max(1, Math.round(n * SCALE));
 
-const sampleNames = fs.existsSync(SAMPLE_MODELS) ? fs.readdirSync(SAMPLE_MODELS).filter((m) => fs.existsSync(path.join(SAMPLE_MODELS, m, "config.pbtxt"))) : [];
+const sampleNames = fs.existsSync(SAMPLE_MODELS)
+  ? fs.readdirSync(SAMPLE_MODELS).filter((m) => fs.existsSync(path.join(SAMPLE_MODELS, m, "config.pbtxt")))
+  : [];
 const seeds: string[] = [
-  ...fs.readdirSync(ARTICLE_FIXTURES).filter((f) => f.endsWith(".pbtxt")).map((f) => fs.readFileSync(path.join(ARTICLE_FIXTURES, f), "utf8")),
+  ...fs
+    .readdirSync(ARTICLE_FIXTURES)
+    .filter((f) => f.endsWith(".pbtxt"))
+    .map((f) => fs.readFileSync(path.join(ARTICLE_FIXTURES, f), "utf8")),
   ...sampleNames.map((m) => fs.readFileSync(path.join(SAMPLE_MODELS, m, "config.pbtxt"), "utf8")),
 ];
 
@@ -34,7 +39,13 @@ const seeds: string[] = [
 function pointsInside(text: string, d: Pick<Diagnostic, "line" | "column">): boolean {
   const lines = text.split("\n");
   const line = lines[d.line - 1];
-  return Number.isInteger(d.line) && Number.isInteger(d.column) && line !== undefined && d.column >= 1 && d.column <= line.length + 1;
+  return (
+    Number.isInteger(d.line) &&
+    Number.isInteger(d.column) &&
+    line !== undefined &&
+    d.column >= 1 &&
+    d.column <= line.length + 1
+  );
 }
 
 /** The parser's contract: never throws, and either a config or at least one well-placed error. */
@@ -47,7 +58,10 @@ function checkContract(text: string): void {
     for (const d of r.diagnostics) {
       expect(d.severity).toBe("error");
       expect(d.file).toBe(FILE);
-      expect(pointsInside(text, d), `${d.line}:${d.column} outside the text for ${JSON.stringify(text.slice(0, 500))}`).toBe(true);
+      expect(
+        pointsInside(text, d),
+        `${d.line}:${d.column} outside the text for ${JSON.stringify(text.slice(0, 500))}`,
+      ).toBe(true);
     }
   }
   try {
@@ -59,20 +73,97 @@ function checkContract(text: string): void {
 
 /** Numbers at and past the limits of every field type, in every spelling the format allows. */
 const HUGE = [
-  "2147483647", "2147483648", "-2147483649", "4294967295", "4294967296", "9223372036854775807", "9223372036854775808", "-9223372036854775809",
-  "18446744073709551615", "18446744073709551616", "99999999999999999999999999999999999999", "0x7fffffff", "0xffffffffffffffff", "0x1ffffffffffffffff",
-  "01777777777777777777777", "0777", "00000000000000000000000000001", "1e308", "1e309", "-1e309", "1.7976931348623157e308", "4.9e-324", "-0", "0.0", "inf", "-inf", "nan", "infinity", "1f", ".5",
+  "2147483647",
+  "2147483648",
+  "-2147483649",
+  "4294967295",
+  "4294967296",
+  "9223372036854775807",
+  "9223372036854775808",
+  "-9223372036854775809",
+  "18446744073709551615",
+  "18446744073709551616",
+  "99999999999999999999999999999999999999",
+  "0x7fffffff",
+  "0xffffffffffffffff",
+  "0x1ffffffffffffffff",
+  "01777777777777777777777",
+  "0777",
+  "00000000000000000000000000001",
+  "1e308",
+  "1e309",
+  "-1e309",
+  "1.7976931348623157e308",
+  "4.9e-324",
+  "-0",
+  "0.0",
+  "inf",
+  "-inf",
+  "nan",
+  "infinity",
+  "1f",
+  ".5",
 ];
 /** Strings and names beyond ASCII: accents, CJK, emoji with joiners, right-to-left, combining marks, invisible characters. */
-const UNICODE = ["é", "naïve", "模型", "😀", "👩‍👩‍👧", "עברית", "e\u0301", "\u200b", "\u00a0", "\u2028", "\ufeff", "\ufffd", "\u0000", "𝔘𝔫𝔦", "ᚠᛇᚻ"];
+const UNICODE = [
+  "é",
+  "naïve",
+  "模型",
+  "😀",
+  "👩‍👩‍👧",
+  "עברית",
+  "e\u0301",
+  "\u200b",
+  "\u00a0",
+  "\u2028",
+  "\ufeff",
+  "\ufffd",
+  "\u0000",
+  "𝔘𝔫𝔦",
+  "ᚠᛇᚻ",
+];
 
-const TOKENS = ["{", "}", "[", "]", "<", ">", ":", ",", ";", "-", '"', "'", "#", "\n", " ", "\\", "0x", "1e", ".", "name", "dims", "input", "TYPE_FP32", "-inf", "key", "value", "\0", ...UNICODE, ...HUGE];
+const TOKENS = [
+  "{",
+  "}",
+  "[",
+  "]",
+  "<",
+  ">",
+  ":",
+  ",",
+  ";",
+  "-",
+  '"',
+  "'",
+  "#",
+  "\n",
+  " ",
+  "\\",
+  "0x",
+  "1e",
+  ".",
+  "name",
+  "dims",
+  "input",
+  "TYPE_FP32",
+  "-inf",
+  "key",
+  "value",
+  "\0",
+  ...UNICODE,
+  ...HUGE,
+];
 
 /** An edit of a valid config: delete, insert or replace a slice, duplicate or swap lines, truncate. */
 const mutation = (seed: string) =>
   fc.oneof(
     fc.record({ kind: fc.constant("delete" as const), at: fc.nat(seed.length), len: fc.integer({ min: 1, max: 20 }) }),
-    fc.record({ kind: fc.constant("insert" as const), at: fc.nat(seed.length), what: fc.oneof(fc.constantFrom(...TOKENS), fc.string({ maxLength: 6 })) }),
+    fc.record({
+      kind: fc.constant("insert" as const),
+      at: fc.nat(seed.length),
+      what: fc.oneof(fc.constantFrom(...TOKENS), fc.string({ maxLength: 6 })),
+    }),
     fc.record({ kind: fc.constant("replace" as const), at: fc.nat(seed.length), what: fc.constantFrom(...TOKENS) }),
     fc.record({ kind: fc.constant("dupline" as const), at: fc.nat(200) }),
     fc.record({ kind: fc.constant("swaplines" as const), a: fc.nat(200), b: fc.nat(200) }),
@@ -123,15 +214,41 @@ const mutatedSeed = (maxEdits: number) =>
 // Bytes: what an editor crash, a bad download or another encoding leaves in a file
 
 /** Byte sequences that are not UTF-8: stray continuation bytes, overlong forms, surrogates, cut-off sequences, code points past U+10FFFF. */
-const INVALID_UTF8: number[][] = [[0x80], [0xbf], [0xff], [0xfe, 0xff], [0xc0, 0xaf], [0xe0, 0x80, 0xaf], [0xed, 0xa0, 0x80], [0xe2, 0x82], [0xf0, 0x9f, 0x98], [0xf4, 0x90, 0x80, 0x80], [0xc3]];
+const INVALID_UTF8: number[][] = [
+  [0x80],
+  [0xbf],
+  [0xff],
+  [0xfe, 0xff],
+  [0xc0, 0xaf],
+  [0xe0, 0x80, 0xaf],
+  [0xed, 0xa0, 0x80],
+  [0xe2, 0x82],
+  [0xf0, 0x9f, 0x98],
+  [0xf4, 0x90, 0x80, 0x80],
+  [0xc3],
+];
 
 const byteEdit = (len: number) =>
   fc.oneof(
-    fc.record({ kind: fc.constant("flip" as const), at: fc.nat(Math.max(0, len - 1)), mask: fc.integer({ min: 1, max: 255 }) }),
-    fc.record({ kind: fc.constant("insert" as const), at: fc.nat(len), bytes: fc.oneof(fc.constantFrom(...INVALID_UTF8), fc.array(fc.integer({ min: 0, max: 255 }), { minLength: 1, maxLength: 4 })) }),
+    fc.record({
+      kind: fc.constant("flip" as const),
+      at: fc.nat(Math.max(0, len - 1)),
+      mask: fc.integer({ min: 1, max: 255 }),
+    }),
+    fc.record({
+      kind: fc.constant("insert" as const),
+      at: fc.nat(len),
+      bytes: fc.oneof(
+        fc.constantFrom(...INVALID_UTF8),
+        fc.array(fc.integer({ min: 0, max: 255 }), { minLength: 1, maxLength: 4 }),
+      ),
+    }),
     fc.record({ kind: fc.constant("truncate" as const), at: fc.nat(len) }),
   );
-type ByteEdit = { kind: "flip"; at: number; mask: number } | { kind: "insert"; at: number; bytes: number[] } | { kind: "truncate"; at: number };
+type ByteEdit =
+  | { kind: "flip"; at: number; mask: number }
+  | { kind: "insert"; at: number; bytes: number[] }
+  | { kind: "truncate"; at: number };
 
 function applyBytes(buf: Buffer, e: ByteEdit): Buffer {
   const at = Math.min(e.at, buf.length);
@@ -158,20 +275,65 @@ const mutatedBytes = fc
 // ---------------------------------------------------------------------------------------------
 // Configs built from the schema with odd values: reach the rules, not only the parser
 
-const quote = (s: string): string => `"${s.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n").replace(/\0/g, "\\000")}"`;
-const number = fc.oneof(fc.constantFrom(...HUGE), fc.integer({ min: -5, max: 300 }).map(String), fc.bigInt({ min: -(2n ** 70n), max: 2n ** 70n }).map(String));
-const word = fc.oneof(fc.constantFrom("INPUT0", "OUTPUT0", "IN", "OUT", "TEXT_INPUT", "input_ids", "tokenized_ids", "x", "", "constructor", "__proto__", "toString"), fc.constantFrom(...UNICODE), fc.string({ unit: "grapheme", maxLength: 12 }));
-const dataType = fc.constantFrom("TYPE_FP32", "TYPE_INT64", "TYPE_STRING", "TYPE_BOOL", "TYPE_INVALID", "TYPE_FP16", "TYPE_BF16", "TYPE_UINT8");
+const quote = (s: string): string =>
+  `"${s.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n").replace(/\0/g, "\\000")}"`;
+const number = fc.oneof(
+  fc.constantFrom(...HUGE),
+  fc.integer({ min: -5, max: 300 }).map(String),
+  fc.bigInt({ min: -(2n ** 70n), max: 2n ** 70n }).map(String),
+);
+const word = fc.oneof(
+  fc.constantFrom(
+    "INPUT0",
+    "OUTPUT0",
+    "IN",
+    "OUT",
+    "TEXT_INPUT",
+    "input_ids",
+    "tokenized_ids",
+    "x",
+    "",
+    "constructor",
+    "__proto__",
+    "toString",
+  ),
+  fc.constantFrom(...UNICODE),
+  fc.string({ unit: "grapheme", maxLength: 12 }),
+);
+const dataType = fc.constantFrom(
+  "TYPE_FP32",
+  "TYPE_INT64",
+  "TYPE_STRING",
+  "TYPE_BOOL",
+  "TYPE_INVALID",
+  "TYPE_FP16",
+  "TYPE_BF16",
+  "TYPE_UINT8",
+);
 const modelName = fc.constantFrom("fuzzed", "echo", "outer", "bert_tokenizer", "sentiment_classifier", "nope", "");
 const dims = fc.array(number, { maxLength: 4 }).map((ds) => `dims: [ ${ds.join(", ")} ]`);
 const io = fc
   .tuple(word, dataType, dims, fc.option(fc.array(number, { maxLength: 3 }), { nil: undefined }), fc.boolean())
-  .map(([name, type, d, reshape, optional]) => `{ name: ${quote(name)} data_type: ${type} ${d}${reshape ? ` reshape { shape: [ ${reshape.join(", ")} ] }` : ""}${optional ? " optional: true" : ""} }`);
+  .map(
+    ([name, type, d, reshape, optional]) =>
+      `{ name: ${quote(name)} data_type: ${type} ${d}${reshape ? ` reshape { shape: [ ${reshape.join(", ")} ] }` : ""}${optional ? " optional: true" : ""} }`,
+  );
 const policy = fc
   .tuple(fc.constantFrom("REJECT", "DELAY"), number, fc.boolean(), number)
-  .map(([action, timeout, override, size]) => `{ timeout_action: ${action} default_timeout_microseconds: ${timeout} allow_timeout_override: ${override} max_queue_size: ${size} }`);
+  .map(
+    ([action, timeout, override, size]) =>
+      `{ timeout_action: ${action} default_timeout_microseconds: ${timeout} allow_timeout_override: ${override} max_queue_size: ${size} }`,
+  );
 const dynamicBatching = fc
-  .tuple(fc.array(number, { maxLength: 5 }), number, fc.option(number), fc.option(number), fc.option(policy), fc.array(fc.tuple(number, policy), { maxLength: 3 }), fc.boolean())
+  .tuple(
+    fc.array(number, { maxLength: 5 }),
+    number,
+    fc.option(number),
+    fc.option(number),
+    fc.option(policy),
+    fc.array(fc.tuple(number, policy), { maxLength: 3 }),
+    fc.boolean(),
+  )
   .map(([sizes, delay, levels, level, dq, pq, order]) =>
     [
       "dynamic_batching {",
@@ -187,27 +349,54 @@ const dynamicBatching = fc
   );
 const instanceGroup = fc
   .tuple(number, fc.constantFrom("KIND_CPU", "KIND_GPU", "KIND_AUTO", "KIND_MODEL"), fc.array(number, { maxLength: 3 }))
-  .map(([count, kind, gpus]) => `instance_group [ { count: ${count} kind: ${kind}${gpus.length ? ` gpus: [ ${gpus.join(", ")} ]` : ""} } ]`);
+  .map(
+    ([count, kind, gpus]) =>
+      `instance_group [ { count: ${count} kind: ${kind}${gpus.length ? ` gpus: [ ${gpus.join(", ")} ]` : ""} } ]`,
+  );
 const versionPolicy = fc.oneof(
   fc.array(number, { maxLength: 3 }).map((vs) => `version_policy { specific { versions: [ ${vs.join(", ")} ] } }`),
   number.map((n) => `version_policy { latest { num_versions: ${n} } }`),
   fc.constant("version_policy { all { } }"),
 );
-const mapEntries = (kind: string) => fc.array(fc.tuple(word, word), { maxLength: 3 }).map((es) => es.map(([k, v]) => `${kind} { key: ${quote(k)} value: ${quote(v)} }`).join(" "));
+const mapEntries = (kind: string) =>
+  fc
+    .array(fc.tuple(word, word), { maxLength: 3 })
+    .map((es) => es.map(([k, v]) => `${kind} { key: ${quote(k)} value: ${quote(v)} }`).join(" "));
 const ensembleSteps = fc
   .array(fc.tuple(modelName, fc.option(number), mapEntries("input_map"), mapEntries("output_map")), { maxLength: 4 })
-  .map((steps) => `ensemble_scheduling {\n${steps.map(([m, v, i, o]) => `  step { model_name: ${quote(m)}${v !== null ? ` model_version: ${v}` : ""} ${i} ${o} }`).join("\n")}\n}`);
-const parameters = fc.array(fc.tuple(word, word), { maxLength: 3 }).map((ps) => ps.map(([k, v]) => `parameters { key: ${quote(k)} value { string_value: ${quote(v)} } }`).join("\n"));
+  .map(
+    (steps) =>
+      `ensemble_scheduling {\n${steps.map(([m, v, i, o]) => `  step { model_name: ${quote(m)}${v !== null ? ` model_version: ${v}` : ""} ${i} ${o} }`).join("\n")}\n}`,
+  );
+const parameters = fc
+  .array(fc.tuple(word, word), { maxLength: 3 })
+  .map((ps) => ps.map(([k, v]) => `parameters { key: ${quote(k)} value { string_value: ${quote(v)} } }`).join("\n"));
 
 /** A config assembled from the schema: every part optional, in any order, with odd values. */
 const builtConfig = fc
   .tuple(
-    fc.oneof(fc.constant('name: "fuzzed"'), word.map((w) => `name: ${quote(w)}`)),
-    fc.constantFrom('backend: "python"', 'platform: "ensemble"', 'platform: "onnxruntime_onnx"', 'platform: "tensorrt_plan"', 'backend: "pytorch"', 'backend: "custom"', ""),
+    fc.oneof(
+      fc.constant('name: "fuzzed"'),
+      word.map((w) => `name: ${quote(w)}`),
+    ),
+    fc.constantFrom(
+      'backend: "python"',
+      'platform: "ensemble"',
+      'platform: "onnxruntime_onnx"',
+      'platform: "tensorrt_plan"',
+      'backend: "pytorch"',
+      'backend: "custom"',
+      "",
+    ),
     number.map((n) => `max_batch_size: ${n}`),
     fc.array(io, { maxLength: 3 }).map((xs) => (xs.length ? `input [ ${xs.join(", ")} ]` : "")),
     fc.array(io, { maxLength: 3 }).map((xs) => (xs.length ? `output [ ${xs.join(", ")} ]` : "")),
-    fc.oneof(dynamicBatching, ensembleSteps, fc.constant("sequence_batching { oldest { preferred_batch_size: [ 4, 99 ] } }"), fc.constant("")),
+    fc.oneof(
+      dynamicBatching,
+      ensembleSteps,
+      fc.constant("sequence_batching { oldest { preferred_batch_size: [ 4, 99 ] } }"),
+      fc.constant(""),
+    ),
     fc.option(instanceGroup, { nil: "" }),
     fc.option(versionPolicy, { nil: "" }),
     parameters,
@@ -217,7 +406,12 @@ const builtConfig = fc
 
 /** Messages opened `depth` deep, with `{`, `<` or `[`, closed or not, under schema or unknown names. */
 const deepNesting = fc
-  .tuple(fc.integer({ min: 1, max: 400 }), fc.constantFrom("{", "<", "[ {"), fc.constantFrom("optimization", "input", "dynamic_batching", "x", "value"), fc.boolean())
+  .tuple(
+    fc.integer({ min: 1, max: 400 }),
+    fc.constantFrom("{", "<", "[ {"),
+    fc.constantFrom("optimization", "input", "dynamic_batching", "x", "value"),
+    fc.boolean(),
+  )
   .map(([depth, open, field, closed]) => {
     const close = open === "{" ? "}" : open === "<" ? ">" : "} ]";
     return `name: "fuzzed"\n${`${field} ${open} `.repeat(depth)}${closed ? `${close} `.repeat(depth) : ""}`;
@@ -240,9 +434,14 @@ const CONFIG = (): string => path.join(repo, "fuzzed", "config.pbtxt");
  */
 beforeAll(async () => {
   repo = await tempRepo();
-  for (const m of sampleNames) await fsp.cp(path.join(SAMPLE_MODELS, m), path.join(repo, m), { recursive: true, filter: (s) => !s.includes("__pycache__") });
+  for (const m of sampleNames)
+    await fsp.cp(path.join(SAMPLE_MODELS, m), path.join(repo, m), {
+      recursive: true,
+      filter: (s) => !s.includes("__pycache__"),
+    });
   await writeFiles(repo, {
-    "echo/config.pbtxt": 'name: "echo"\nbackend: "python"\nmax_batch_size: 8\ninput [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\noutput [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n',
+    "echo/config.pbtxt":
+      'name: "echo"\nbackend: "python"\nmax_batch_size: 8\ninput [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\noutput [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n',
     "echo/1/model.py": ECHO_MODEL_PY,
     "outer/config.pbtxt": `name: "outer"
 platform: "ensemble"
@@ -273,7 +472,10 @@ const lintOptions: fc.Arbitrary<LintOptions> = fc.record(
 function lineLengths(file: string): number[] | null | undefined {
   if (!fs.existsSync(file)) return undefined;
   if (fs.statSync(file).isDirectory()) return null;
-  return fs.readFileSync(file, "utf8").split("\n").map((l) => l.length);
+  return fs
+    .readFileSync(file, "utf8")
+    .split("\n")
+    .map((l) => l.length);
 }
 
 /**
@@ -283,18 +485,30 @@ function lineLengths(file: string): number[] | null | undefined {
 function checkLintResult(r: LintResult): void {
   const files = new Map<string, number[] | null | undefined>();
   const problems: string[] = [];
-  const problem = (d: Diagnostic, what: string) => problems.length < 20 && problems.push(`${what}: ${d.code} ${d.file}:${d.line}:${d.column} ${d.message.slice(0, 300)}`);
+  const problem = (d: Diagnostic, what: string) =>
+    problems.length < 20 &&
+    problems.push(`${what}: ${d.code} ${d.file}:${d.line}:${d.column} ${d.message.slice(0, 300)}`);
   for (const d of r.diagnostics) {
     if (d.severity !== "error" && d.severity !== "warning") problem(d, "severity");
     if (!/^[a-z0-9]+(-[a-z0-9]+)*$/.test(d.code)) problem(d, "code");
-    if (typeof d.message !== "string" || d.message.length === 0 || d.message.length > 1000) problem(d, "message empty or over 1000 characters");
-    if (d.hint !== undefined && (d.hint.length === 0 || d.hint.length > 1000)) problem(d, "hint empty or over 1000 characters");
+    if (typeof d.message !== "string" || d.message.length === 0 || d.message.length > 1000)
+      problem(d, "message empty or over 1000 characters");
+    if (d.hint !== undefined && (d.hint.length === 0 || d.hint.length > 1000))
+      problem(d, "hint empty or over 1000 characters");
     if (path.relative(repo, d.file).startsWith("..")) problem(d, "file outside the repository");
     if (!files.has(d.file)) files.set(d.file, lineLengths(d.file));
     const lines = files.get(d.file);
     const len = lines?.[d.line - 1];
     if (lines === undefined) problem(d, "no such file");
-    else if (lines === null ? d.line !== 1 || d.column !== 1 : !Number.isInteger(d.line) || !Number.isInteger(d.column) || len === undefined || d.column < 1 || d.column > len + 1) {
+    else if (
+      lines === null
+        ? d.line !== 1 || d.column !== 1
+        : !Number.isInteger(d.line) ||
+          !Number.isInteger(d.column) ||
+          len === undefined ||
+          d.column < 1 ||
+          d.column > len + 1
+    ) {
       problem(d, `outside the ${lines === null ? "folder (1:1)" : `file's ${lines.length} lines`}`);
     }
   }
@@ -332,7 +546,10 @@ describe("parser fuzzing", () => {
   });
 
   it("survives arbitrary token soup", () => {
-    fc.assert(fc.property(fc.array(fc.constantFrom(...TOKENS), { maxLength: 60 }), (parts) => checkContract(parts.join(" "))), { numRuns: runs(400) });
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom(...TOKENS), { maxLength: 60 }), (parts) => checkContract(parts.join(" "))),
+      { numRuns: runs(400) },
+    );
   });
 
   it("survives mutated real configs", () => {
@@ -363,14 +580,20 @@ describe("parser fuzzing", () => {
 
   it("points exactly at a stray character", () => {
     // '@', '=' and '$' are valid only inside strings and comments; anywhere else the reader stops there.
-    const arb = fc.constantFrom(...seeds).chain((seed) => fc.tuple(fc.constant(seed), fc.nat(seed.length - 1), fc.constantFrom("@", "=", "$")));
+    const arb = fc
+      .constantFrom(...seeds)
+      .chain((seed) => fc.tuple(fc.constant(seed), fc.nat(seed.length - 1), fc.constantFrom("@", "=", "$")));
     fc.assert(
       fc.property(arb, ([seed, at, ch]) => {
         const text = seed.slice(0, at) + ch + seed.slice(at);
         const r = parseModelConfig(text, FILE);
         if (r.parsed) return;
         const before = text.slice(0, at);
-        expect(r.diagnostics[0]).toMatchObject({ line: before.split("\n").length, column: at - before.lastIndexOf("\n"), message: `unexpected '${ch}'` });
+        expect(r.diagnostics[0]).toMatchObject({
+          line: before.split("\n").length,
+          column: at - before.lastIndexOf("\n"),
+          message: `unexpected '${ch}'`,
+        });
       }),
       { numRuns: runs(300) },
     );
@@ -378,7 +601,10 @@ describe("parser fuzzing", () => {
 
   it("locates an error in a long file where it locates it in a short one", () => {
     // Long files are searched field by field (parse.ts): the position must not depend on that.
-    const padding = Array.from({ length: 120 }, (_, i) => `parameters { key: "fuzz_padding_${i}" value { string_value: "v" } }`).join("\n") + "\n";
+    const padding =
+      Array.from({ length: 120 }, (_, i) => `parameters { key: "fuzz_padding_${i}" value { string_value: "v" } }`).join(
+        "\n",
+      ) + "\n";
     const padLines = padding.split("\n").length - 1;
     fc.assert(
       fc.property(mutatedSeed(2), (text) => {
@@ -389,8 +615,12 @@ describe("parser fuzzing", () => {
           const [s, l] = [short.diagnostics[0]!, long.diagnostics[0]!];
           // A field set twice may now be the padding's parameters: then only the verdict must agree.
           // Messages that quote a position ("first set at 5:5") quote it shifted too.
-          const unshifted = l.message.replace(/at (\d+):(\d+)/g, (_m, line: string, col: string) => `at ${Number(line) - padLines}:${col}`);
-          if (l.line > padLines) expect([l.line - padLines, l.column, unshifted]).toEqual([s.line, s.column, s.message]);
+          const unshifted = l.message.replace(
+            /at (\d+):(\d+)/g,
+            (_m, line: string, col: string) => `at ${Number(line) - padLines}:${col}`,
+          );
+          if (l.line > padLines)
+            expect([l.line - padLines, l.column, unshifted]).toEqual([s.line, s.column, s.message]);
         }
       }),
       { numRuns: runs(300) },
@@ -400,11 +630,17 @@ describe("parser fuzzing", () => {
 
 describe("lint fuzzing (lintRepository, every rule, ensembles across models)", () => {
   it("survives mutated real configs, truncations included", async () => {
-    await fc.assert(fc.asyncProperty(mutatedSeed(4), lintOptions, async (text, o) => void (await lintCase(asFuzzed(text), o))), { numRuns: runs(150) });
+    await fc.assert(
+      fc.asyncProperty(mutatedSeed(4), lintOptions, async (text, o) => void (await lintCase(asFuzzed(text), o))),
+      { numRuns: runs(150) },
+    );
   });
 
   it("survives raw byte flips, cut-off characters and bytes that are not UTF-8", async () => {
-    await fc.assert(fc.asyncProperty(mutatedBytes, lintOptions, async (bytes, o) => void (await lintCase(bytes, o))), { numRuns: runs(150) });
+    await fc.assert(
+      fc.asyncProperty(mutatedBytes, lintOptions, async (bytes, o) => void (await lintCase(bytes, o))),
+      { numRuns: runs(150) },
+    );
   });
 
   it("survives configs built from the schema with huge numbers, unicode and empty names", async () => {
@@ -421,17 +657,27 @@ describe("lint fuzzing (lintRepository, every rule, ensembles across models)", (
   });
 
   it("survives deep nesting", async () => {
-    await fc.assert(fc.asyncProperty(deepNesting, async (text) => void (await lintCase(text, {}))), { numRuns: runs(40) });
+    await fc.assert(
+      fc.asyncProperty(deepNesting, async (text) => void (await lintCase(text, {}))),
+      { numRuns: runs(40) },
+    );
   });
 
   it("survives arbitrary text and token soup", async () => {
-    const arb = fc.oneof(fc.string({ unit: "grapheme", maxLength: 300 }), fc.array(fc.constantFrom(...TOKENS), { maxLength: 80 }).map((ts) => ts.join(" ")));
-    await fc.assert(fc.asyncProperty(arb, lintOptions, async (text, o) => void (await lintCase(text, o))), { numRuns: runs(100) });
+    const arb = fc.oneof(
+      fc.string({ unit: "grapheme", maxLength: 300 }),
+      fc.array(fc.constantFrom(...TOKENS), { maxLength: 80 }).map((ts) => ts.join(" ")),
+    );
+    await fc.assert(
+      fc.asyncProperty(arb, lintOptions, async (text, o) => void (await lintCase(text, o))),
+      { numRuns: runs(100) },
+    );
   });
 
   describe("files of about a megabyte", () => {
     const MB = 1_000_000;
-    const io = (i: number, u: string) => `input { name: "in_${u}_${i}" data_type: TYPE_FP32 dims: [ ${(i % 7) + 1}, -1 ] }\n`;
+    const io = (i: number, u: string) =>
+      `input { name: "in_${u}_${i}" data_type: TYPE_FP32 dims: [ ${(i % 7) + 1}, -1 ] }\n`;
     /** A valid python model config of about 1 MB: many inputs, unicode names, a dynamic batching block at the end. */
     function bigModel(unicode: string): string {
       let text = 'name: "fuzzed"\nbackend: "python"\nmax_batch_size: 8\n';
@@ -443,7 +689,8 @@ describe("lint fuzzing (lintRepository, every rule, ensembles across models)", (
       let steps = "";
       let prev = "IN";
       let n = 0;
-      const stepText = (from: string, to: string) => `  step { model_name: "echo" model_version: -1 input_map { key: "INPUT0" value: "${from}" } output_map { key: "OUTPUT0" value: "${to}" } }\n`;
+      const stepText = (from: string, to: string) =>
+        `  step { model_name: "echo" model_version: -1 input_map { key: "INPUT0" value: "${from}" } output_map { key: "OUTPUT0" value: "${to}" } }\n`;
       const total = Math.floor(MB / stepText("t0000", "t0000").length);
       for (; n < total; n++) {
         const next = `t${n}`;
@@ -458,21 +705,33 @@ describe("lint fuzzing (lintRepository, every rule, ensembles across models)", (
       const unicode = fc.sample(fc.constantFrom("é", "模型", "😀", "x"), 1)[0]!;
       const text = bigModel(unicode);
       const clean = await lintCase(text, { runtime: "local" }, LARGE_MS);
-      expect(clean.models.find((m) => m.name === "fuzzed")!.diagnostics.filter((d) => d.severity === "error")).toEqual([]);
+      expect(clean.models.find((m) => m.name === "fuzzed")!.diagnostics.filter((d) => d.severity === "error")).toEqual(
+        [],
+      );
       await fc.assert(
-        fc.asyncProperty(fc.oneof(mutation(text).map((m) => apply(text, m as Mutation)), byteEdit(Buffer.byteLength(text)).map((e) => applyBytes(Buffer.from(text), e as ByteEdit))), async (content) => {
-          await lintCase(content, { runtime: "local" }, LARGE_MS);
-        }),
+        fc.asyncProperty(
+          fc.oneof(
+            mutation(text).map((m) => apply(text, m as Mutation)),
+            byteEdit(Buffer.byteLength(text)).map((e) => applyBytes(Buffer.from(text), e as ByteEdit)),
+          ),
+          async (content) => {
+            await lintCase(content, { runtime: "local" }, LARGE_MS);
+          },
+        ),
         { numRuns: runs(3) },
       );
     });
 
     it("lints a megabyte ensemble of chained steps, whole and broken", async () => {
       const whole = await lintCase(bigEnsemble(null), {}, LARGE_MS);
-      expect(whole.models.find((m) => m.name === "fuzzed")!.diagnostics.filter((d) => d.severity === "error")).toEqual([]);
+      expect(whole.models.find((m) => m.name === "fuzzed")!.diagnostics.filter((d) => d.severity === "error")).toEqual(
+        [],
+      );
       const breakAt = fc.sample(fc.double({ min: 0, max: 0.99, noNaN: true }), 1)[0]!;
       const broken = await lintCase(bigEnsemble(breakAt), {}, LARGE_MS);
-      expect(broken.models.find((m) => m.name === "fuzzed")!.diagnostics.map((d) => d.code)).toContain("ensemble-tensor-not-produced");
+      expect(broken.models.find((m) => m.name === "fuzzed")!.diagnostics.map((d) => d.code)).toContain(
+        "ensemble-tensor-not-produced",
+      );
     });
 
     it("lints megabyte strings, comments, numbers and names, and a megabyte of random bytes", async () => {

@@ -41,7 +41,10 @@ describe("parseModelConfig on real configs", () => {
   });
 
   it("reads the article's queue policy as Triton's JSON", () => {
-    const r = parseModelConfig(fs.readFileSync(path.join(ARTICLE_FIXTURES, "queue-policy-snippet.pbtxt"), "utf8"), FILE);
+    const r = parseModelConfig(
+      fs.readFileSync(path.join(ARTICLE_FIXTURES, "queue-policy-snippet.pbtxt"), "utf8"),
+      FILE,
+    );
     expect(r.parsed?.json).toEqual({
       dynamic_batching: {
         preferred_batch_size: [16, 32],
@@ -77,7 +80,9 @@ parameters { key: "k" value { string_value: "v" } }`,
       max_batch_size: 4,
       input: [{ name: "A", data_type: "TYPE_FP32", dims: [-1, 3], reshape: { shape: [3, -1] } }],
       version_policy: { specific: { versions: [1, 2] } },
-      ensemble_scheduling: { step: [{ model_name: "x", model_version: -1, input_map: { a: "A" }, output_map: { b: "B" } }] },
+      ensemble_scheduling: {
+        step: [{ model_name: "x", model_version: -1, input_map: { a: "A" }, output_map: { b: "B" } }],
+      },
       parameters: { k: { string_value: "v" } },
     });
   });
@@ -127,7 +132,11 @@ ensemble_scheduling { step [ { input_map { key: "K" value: "V" } } ] }`;
     const t = 'ensemble_scheduling { step { input_map { key: "K" value: "A" } input_map { key: "K" value: "B" } } }';
     const r = parseModelConfig(t, FILE);
     expect(r.parsed?.source.duplicateKeys).toEqual([
-      expect.objectContaining({ path: "ensemble_scheduling.step[0].input_map{K}", key: "K", second: expect.objectContaining(posOf(t, "input_map", 0, 2)) }),
+      expect.objectContaining({
+        path: "ensemble_scheduling.step[0].input_map{K}",
+        key: "K",
+        second: expect.objectContaining(posOf(t, "input_map", 0, 2)),
+      }),
     ]);
     expect(r.parsed?.json.ensemble_scheduling?.step?.[0]?.input_map).toEqual({ K: "B" });
   });
@@ -142,25 +151,112 @@ ensemble_scheduling { step [ { input_map { key: "K" value: "V" } } ] }`;
 
 describe("errors found by the library, with positions it does not give", () => {
   it.each([
-    ['name: "m"\ninput { name: "a" dim: [1] }', "dim:", "unknown field 'dim' in ModelInput", "Did you mean 'dims'?", "config-unknown-field"],
-    ['name: "m"\nmax_queue_delay_microseconds: 100', "max_queue", "unknown field 'max_queue_delay_microseconds' in ModelConfig", "'max_queue_delay_microseconds' belongs inside dynamic_batching { ... }.", "config-unknown-field"],
-    ['name: "m"\ninput { data_type: TYPE_FLOAT32 }', "TYPE_FLOAT32", "'TYPE_FLOAT32' is not a valid DataType for 'data_type'", "Did you mean TYPE_FP32?", "config-enum"],
-    ['instance_group { kind: GPU }', "GPU", "'GPU' is not a valid Kind for 'kind'", "Did you mean KIND_GPU?", "config-enum"],
-    ["input { data_type: FLOAT }", "FLOAT", "'FLOAT' is not a valid DataType for 'data_type'", "Did you mean TYPE_FP32?", "config-enum"],
-    ['max_batch_size: "8"', '"8"', "invalid value for 'max_batch_size': expected an integer, got a string", "Write numbers without quotes: max_batch_size: 8", "config-schema"],
-    ["name: mymodel", "mymodel", `invalid value for 'name': expected a string, got "mymodel"`, 'Quote the value: name: "mymodel"', "config-schema"],
-    ['name: "a"\nname: "b"', 'name: "b"', "'name' is set more than once (first set at 1:1)", "'name' takes a single value: remove one of them.", "config-duplicate-field"],
-    ["dynamic_batching { }\nsequence_batching { }", "sequence_batching", "'sequence_batching' cannot be set together with another of 'dynamic_batching', 'sequence_batching' or 'ensemble_scheduling'", "Keep only one of 'dynamic_batching', 'sequence_batching' or 'ensemble_scheduling'.", "config-oneof"],
-    ["dynamic_batching { default_queue_policy { max_queue_size: -1 } }", "-1", "invalid value for 'max_queue_size': an unsigned field does not accept a negative value", "'max_queue_size' cannot be negative.", "config-schema"],
-    ["dynamic_batching: 5", "5", `invalid value for 'dynamic_batching': expected "{" or "<", got "5"`, "'dynamic_batching' is a message: write dynamic_batching { ... }", "config-schema"],
-    ['name "m"', "name", 'expected ":" before value of field "name"', "Separate the field and its value with a colon: name: ...", "config-syntax"],
+    [
+      'name: "m"\ninput { name: "a" dim: [1] }',
+      "dim:",
+      "unknown field 'dim' in ModelInput",
+      "Did you mean 'dims'?",
+      "config-unknown-field",
+    ],
+    [
+      'name: "m"\nmax_queue_delay_microseconds: 100',
+      "max_queue",
+      "unknown field 'max_queue_delay_microseconds' in ModelConfig",
+      "'max_queue_delay_microseconds' belongs inside dynamic_batching { ... }.",
+      "config-unknown-field",
+    ],
+    [
+      'name: "m"\ninput { data_type: TYPE_FLOAT32 }',
+      "TYPE_FLOAT32",
+      "'TYPE_FLOAT32' is not a valid DataType for 'data_type'",
+      "Did you mean TYPE_FP32?",
+      "config-enum",
+    ],
+    [
+      "instance_group { kind: GPU }",
+      "GPU",
+      "'GPU' is not a valid Kind for 'kind'",
+      "Did you mean KIND_GPU?",
+      "config-enum",
+    ],
+    [
+      "input { data_type: FLOAT }",
+      "FLOAT",
+      "'FLOAT' is not a valid DataType for 'data_type'",
+      "Did you mean TYPE_FP32?",
+      "config-enum",
+    ],
+    [
+      'max_batch_size: "8"',
+      '"8"',
+      "invalid value for 'max_batch_size': expected an integer, got a string",
+      "Write numbers without quotes: max_batch_size: 8",
+      "config-schema",
+    ],
+    [
+      "name: mymodel",
+      "mymodel",
+      `invalid value for 'name': expected a string, got "mymodel"`,
+      'Quote the value: name: "mymodel"',
+      "config-schema",
+    ],
+    [
+      'name: "a"\nname: "b"',
+      'name: "b"',
+      "'name' is set more than once (first set at 1:1)",
+      "'name' takes a single value: remove one of them.",
+      "config-duplicate-field",
+    ],
+    [
+      "dynamic_batching { }\nsequence_batching { }",
+      "sequence_batching",
+      "'sequence_batching' cannot be set together with another of 'dynamic_batching', 'sequence_batching' or 'ensemble_scheduling'",
+      "Keep only one of 'dynamic_batching', 'sequence_batching' or 'ensemble_scheduling'.",
+      "config-oneof",
+    ],
+    [
+      "dynamic_batching { default_queue_policy { max_queue_size: -1 } }",
+      "-1",
+      "invalid value for 'max_queue_size': an unsigned field does not accept a negative value",
+      "'max_queue_size' cannot be negative.",
+      "config-schema",
+    ],
+    [
+      "dynamic_batching: 5",
+      "5",
+      `invalid value for 'dynamic_batching': expected "{" or "<", got "5"`,
+      "'dynamic_batching' is a message: write dynamic_batching { ... }",
+      "config-schema",
+    ],
+    [
+      'name "m"',
+      "name",
+      'expected ":" before value of field "name"',
+      "Separate the field and its value with a colon: name: ...",
+      "config-syntax",
+    ],
     ["max_batch_size: 1.5", "1.5", "expected an integer", undefined, "config-schema"],
     ["max_batch_size: 3000000000", "3000000000", "invalid value for 'max_batch_size'", undefined, "config-schema"],
-    ['input_map { key: "a" foo: "b" }\n', "foo", "unknown field 'input_map' in ModelConfig", undefined, "config-unknown-field"],
-    ['parameters { key: "a" foo: "b" }', "foo", "unknown field 'foo' in an entry of map 'parameters'", "A map entry holds only 'key' and 'value'.", "config-unknown-field"],
+    [
+      'input_map { key: "a" foo: "b" }\n',
+      "foo",
+      "unknown field 'input_map' in ModelConfig",
+      undefined,
+      "config-unknown-field",
+    ],
+    [
+      'parameters { key: "a" foo: "b" }',
+      "foo",
+      "unknown field 'foo' in an entry of map 'parameters'",
+      "A map entry holds only 'key' and 'value'.",
+      "config-unknown-field",
+    ],
   ])("%j", (text, needle, message, hint, code) => {
     const d = firstError(text);
-    const where = code === "config-unknown-field" && needle === "foo" && text.startsWith("input_map") ? posOf(text, "input_map") : posOf(text, needle);
+    const where =
+      code === "config-unknown-field" && needle === "foo" && text.startsWith("input_map")
+        ? posOf(text, "input_map")
+        : posOf(text, needle);
     expect({ line: d.line, column: d.column }).toEqual(where);
     expect(d.message).toContain(message);
     if (hint) expect(d.hint).toBe(hint);
@@ -168,18 +264,28 @@ describe("errors found by the library, with positions it does not give", () => {
   });
 
   it("locates an error deep in a long file", () => {
-    const filler = Array.from({ length: 200 }, (_, i) => `input { name: "in${i}" data_type: TYPE_FP32 dims: [ ${i + 1} ] }`).join("\n");
+    const filler = Array.from(
+      { length: 200 },
+      (_, i) => `input { name: "in${i}" data_type: TYPE_FP32 dims: [ ${i + 1} ] }`,
+    ).join("\n");
     const text = `${filler}\noutput { name: "o" data_type: TYPE_FP32 dims: [ 1 ] labels: "x" }\n${filler}`;
     const d = firstError(text);
     expect({ line: d.line, column: d.column }).toEqual(posOf(text, "labels"));
   });
 
   it("locates errors between fields of a long file, and errors in its last field", () => {
-    const filler = Array.from({ length: 200 }, (_, i) => `input { name: "in${i}" data_type: TYPE_FP32 dims: [ ${i + 1} ] }`).join("\n");
+    const filler = Array.from(
+      { length: 200 },
+      (_, i) => `input { name: "in${i}" data_type: TYPE_FP32 dims: [ ${i + 1} ] }`,
+    ).join("\n");
     // A field set twice is an error of neither occurrence alone: the search must read the whole text.
     const twice = `max_batch_size: 4\n${filler}\nmax_batch_size: 8\n${filler}`;
     const d = firstError(twice);
-    expect([d.line, d.column, d.code]).toEqual([posOf(twice, "max_batch_size", 0, 2).line, 1, "config-duplicate-field"]);
+    expect([d.line, d.column, d.code]).toEqual([
+      posOf(twice, "max_batch_size", 0, 2).line,
+      1,
+      "config-duplicate-field",
+    ]);
     const last = `${filler}\ninstance_group [ { kind: KIND_CPU count: 1 }, { kind: KIND_TPU } ]\n`;
     expect(firstError(last)).toMatchObject({ ...posOf(last, "KIND_TPU"), code: "config-enum" });
   });
@@ -187,27 +293,45 @@ describe("errors found by the library, with positions it does not give", () => {
   it.each([
     ["max_batch_size", "max_batch_size: ", "", "int32"],
     ["dims", 'input { name: "a" data_type: TYPE_FP32 dims: [ 1, -', " ] }", "int64"],
-    ["priority_queue_policy key", "dynamic_batching { priority_levels: 2 priority_queue_policy { key: ", " value { } } }", "uint64"],
+    [
+      "priority_queue_policy key",
+      "dynamic_batching { priority_levels: 2 priority_queue_policy { key: ",
+      " value { } } }",
+      "uint64",
+    ],
   ])("refuses a megabyte-long number for %s at once, saying it does not fit", (field, before, after, type) => {
     const text = `name: "m"\n${before}${"9".repeat(1_000_000)}${after}\n`;
     const started = performance.now();
     const d = firstError(text);
     expect(performance.now() - started).toBeLessThan(2000);
-    expect(d).toMatchObject({ ...posOf(text, "999"), code: "config-schema", message: `invalid value for '${field}': a number of 1000000 characters does not fit in ${type}` });
+    expect(d).toMatchObject({
+      ...posOf(text, "999"),
+      code: "config-schema",
+      message: `invalid value for '${field}': a number of 1000000 characters does not fit in ${type}`,
+    });
   });
 
   it("quotes a shorter number that does not fit", () => {
     const text = 'input { name: "a" data_type: TYPE_FP32 dims: [ 1, 0x1ffffffffffffffff ] }';
-    expect(firstError(text)).toMatchObject({ ...posOf(text, "0x1f"), message: "invalid value for 'dims': 0x1ffffffffffffffff does not fit in int64" });
+    expect(firstError(text)).toMatchObject({
+      ...posOf(text, "0x1f"),
+      message: "invalid value for 'dims': 0x1ffffffffffffffff does not fit in int64",
+    });
   });
 
   it("still reports an earlier error first when a huge number follows it", () => {
     const text = `name: "m"\nmax_batch_size: "8"\ninput { dims: [ ${"9".repeat(30)} ] }\n`;
-    expect(firstError(text)).toMatchObject({ ...posOf(text, '"8"'), message: "invalid value for 'max_batch_size': expected an integer, got a string" });
+    expect(firstError(text)).toMatchObject({
+      ...posOf(text, '"8"'),
+      message: "invalid value for 'max_batch_size': expected an integer, got a string",
+    });
   });
 
   it("accepts long numbers that fit: leading zeros, and floats", () => {
-    const r = parseModelConfig(`max_batch_size: ${"0".repeat(40)}7\noptimization { cuda { graph_spec { graph_lower_bound { batch_size: 1 } } } }\nsequence_batching { direct { minimum_slot_utilization: 0.${"5".repeat(400)} } }\n`, FILE);
+    const r = parseModelConfig(
+      `max_batch_size: ${"0".repeat(40)}7\noptimization { cuda { graph_spec { graph_lower_bound { batch_size: 1 } } } }\nsequence_batching { direct { minimum_slot_utilization: 0.${"5".repeat(400)} } }\n`,
+      FILE,
+    );
     expect(r.diagnostics).toEqual([]);
     expect(r.parsed?.config.maxBatchSize).toBe(7);
   });

@@ -3,12 +3,25 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { Diagnostic } from "../../src/repo/diagnostics.js";
 import { type LintOptions, lintRepository } from "../../src/repo/lint.js";
-import { ECHO_IO, ECHO_MODEL_PY, posOf, pythonConfig, summary, tempRepo, writeFiles, removeTempRepos } from "./helpers.js";
+import {
+  ECHO_IO,
+  ECHO_MODEL_PY,
+  posOf,
+  pythonConfig,
+  summary,
+  tempRepo,
+  writeFiles,
+  removeTempRepos,
+} from "./helpers.js";
 
 afterAll(removeTempRepos);
 
 /** Lints a repository holding model `m` (config + 1/model.py unless `files` says otherwise). */
-async function lint(config: string | undefined, files: Record<string, string> = { "m/1/model.py": ECHO_MODEL_PY }, options: LintOptions = {}) {
+async function lint(
+  config: string | undefined,
+  files: Record<string, string> = { "m/1/model.py": ECHO_MODEL_PY },
+  options: LintOptions = {},
+) {
   const repo = await tempRepo();
   await writeFiles(repo, { ...(config !== undefined ? { "m/config.pbtxt": config } : {}), ...files });
   const result = await lintRepository(repo, options);
@@ -17,7 +30,13 @@ async function lint(config: string | undefined, files: Record<string, string> = 
 }
 
 /** The one diagnostic with `code`, checked to sit at `where` in `config`. */
-function expectOne(ds: Diagnostic[], code: string, where: { line: number; column: number } | undefined, message: string, severity: "error" | "warning" = "error"): Diagnostic {
+function expectOne(
+  ds: Diagnostic[],
+  code: string,
+  where: { line: number; column: number } | undefined,
+  message: string,
+  severity: "error" | "warning" = "error",
+): Diagnostic {
   const found = ds.filter((d) => d.code === code);
   expect(found, summary(ds).join("\n")).toHaveLength(1);
   const d = found[0]!;
@@ -45,7 +64,12 @@ describe("name, platform and backend", () => {
   it("name must equal the directory", async () => {
     const cfg = pythonConfig("other");
     const { diagnostics, configFile } = await lint(cfg);
-    const d = expectOne(diagnostics, "name-mismatch", posOf(cfg, '"other"'), "model name 'other' does not match its directory 'm'");
+    const d = expectOne(
+      diagnostics,
+      "name-mismatch",
+      posOf(cfg, '"other"'),
+      "model name 'other' does not match its directory 'm'",
+    );
     expect(d.file).toBe(configFile);
     expect(d.hint).toContain('name: "m"');
   });
@@ -59,34 +83,54 @@ describe("name, platform and backend", () => {
   it("warns when Triton would infer the backend from the files", async () => {
     const cfg = `name: "m"\nmax_batch_size: 8\n${ECHO_IO}`;
     const { diagnostics } = await lint(cfg);
-    const d = expectOne(diagnostics, "backend-inferred", { line: 1, column: 1 }, "Triton infers backend 'python' from 1/model.py", "warning");
+    const d = expectOne(
+      diagnostics,
+      "backend-inferred",
+      { line: 1, column: 1 },
+      "Triton infers backend 'python' from 1/model.py",
+      "warning",
+    );
     expect(d.hint).toBe('Write backend: "python" so the model does not depend on which files are present.');
   });
 
-  it("rejects the article's platform: \"onnxruntime\", naming both fixes", async () => {
+  it('rejects the article\'s platform: "onnxruntime", naming both fixes', async () => {
     const cfg = `name: "m"\nplatform: "onnxruntime"\nmax_batch_size: 8\n${ECHO_IO}`;
     const { diagnostics } = await lint(cfg);
     const d = expectOne(diagnostics, "platform-unknown", posOf(cfg, '"onnxruntime"'), "unknown platform 'onnxruntime'");
-    expect(d.hint).toBe(`'onnxruntime' is a backend name: write platform: "onnxruntime_onnx" or backend: "onnxruntime".`);
+    expect(d.hint).toBe(
+      `'onnxruntime' is a backend name: write platform: "onnxruntime_onnx" or backend: "onnxruntime".`,
+    );
   });
 
   it("suggests the platform a typo meant", async () => {
     const cfg = `name: "m"\nplatform: "tensorrt_plna"\n${ECHO_IO}`;
     const { diagnostics } = await lint(cfg);
-    expect(expectOne(diagnostics, "platform-unknown", posOf(cfg, '"tensorrt_plna"'), "unknown platform").hint).toBe('Did you mean platform: "tensorrt_plan"?');
+    expect(expectOne(diagnostics, "platform-unknown", posOf(cfg, '"tensorrt_plna"'), "unknown platform").hint).toBe(
+      'Did you mean platform: "tensorrt_plan"?',
+    );
   });
 
   it("rejects a platform and backend that do not go together", async () => {
     const cfg = `name: "m"\nplatform: "tensorrt_plan"\nbackend: "onnxruntime"\n${ECHO_IO}`;
     const { diagnostics } = await lint(cfg);
-    expectOne(diagnostics, "platform-backend-mismatch", posOf(cfg, '"onnxruntime"'), "platform 'tensorrt_plan' is served by backend 'tensorrt', not 'onnxruntime'");
+    expectOne(
+      diagnostics,
+      "platform-backend-mismatch",
+      posOf(cfg, '"onnxruntime"'),
+      "platform 'tensorrt_plan' is served by backend 'tensorrt', not 'onnxruntime'",
+    );
     expect(diagnostics.filter((d) => d.code === "model-file-missing")).toEqual([]);
   });
 
   it("rejects an unknown platform next to a backend Triton type-checks", async () => {
     const cfg = `name: "m"\nplatform: "foo"\nbackend: "pytorch"\n${ECHO_IO}`;
     const { diagnostics } = await lint(cfg);
-    expectOne(diagnostics, "platform-backend-mismatch", posOf(cfg, '"foo"'), "platform 'foo' does not go with backend 'pytorch'");
+    expectOne(
+      diagnostics,
+      "platform-backend-mismatch",
+      posOf(cfg, '"foo"'),
+      "platform 'foo' does not go with backend 'pytorch'",
+    );
   });
 
   it("accepts any platform next to the python backend, as Triton does", async () => {
@@ -98,20 +142,34 @@ describe("name, platform and backend", () => {
   it("catches a misspelt backend", async () => {
     const cfg = pythonConfig("m").replace('"python"', '"pyton"');
     const { diagnostics } = await lint(cfg, undefined, { runtime: "local" });
-    expect(expectOne(diagnostics, "backend-unknown", posOf(cfg, '"pyton"'), "unknown backend 'pyton'").hint).toBe('Did you mean backend: "python"?');
+    expect(expectOne(diagnostics, "backend-unknown", posOf(cfg, '"pyton"'), "unknown backend 'pyton'").hint).toBe(
+      'Did you mean backend: "python"?',
+    );
     expect(diagnostics.filter((d) => d.code === "backend-unavailable")).toEqual([]);
   });
 
   it("warns about a custom backend", async () => {
     const cfg = pythonConfig("m").replace('"python"', '"mycustombackend"');
     const { diagnostics } = await lint(cfg);
-    expectOne(diagnostics, "backend-custom", posOf(cfg, '"mycustombackend"'), "backend 'mycustombackend' is not one Triton ships", "warning");
+    expectOne(
+      diagnostics,
+      "backend-custom",
+      posOf(cfg, '"mycustombackend"'),
+      "backend 'mycustombackend' is not one Triton ships",
+      "warning",
+    );
   });
 
   it("warns when the chosen runtime lacks the backend", async () => {
     const cfg = `name: "m"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n${ECHO_IO}`;
     const { diagnostics } = await lint(cfg, { "m/1/model.onnx": "onnx" }, { runtime: "local" });
-    const d = expectOne(diagnostics, "backend-unavailable", posOf(cfg, '"onnxruntime_onnx"'), "backend 'onnxruntime' is not in the local runtime, which has only the python backend and ensembles", "warning");
+    const d = expectOne(
+      diagnostics,
+      "backend-unavailable",
+      posOf(cfg, '"onnxruntime_onnx"'),
+      "backend 'onnxruntime' is not in the local runtime, which has only the python backend and ensembles",
+      "warning",
+    );
     expect(d.hint).toContain("--runtime docker");
     const docker = await lint(cfg, { "m/1/model.onnx": "onnx" }, { runtime: "docker" });
     expect(summary(docker.diagnostics)).toEqual([]);
@@ -119,31 +177,57 @@ describe("name, platform and backend", () => {
 
   it("backend tensorflow needs a platform it can tell", async () => {
     const cfg = `name: "m"\nbackend: "tensorflow"\n${ECHO_IO}`;
-    expectOne((await lint(cfg, { "m/1/model.bin": "x" })).diagnostics, "platform-missing", posOf(cfg, '"tensorflow"'), "backend 'tensorflow' needs a platform");
+    expectOne(
+      (await lint(cfg, { "m/1/model.bin": "x" })).diagnostics,
+      "platform-missing",
+      posOf(cfg, '"tensorflow"'),
+      "backend 'tensorflow' needs a platform",
+    );
     expect(summary((await lint(cfg, { "m/1/model.graphdef": "x" })).diagnostics)).toEqual([]);
   });
 
   it("an ensemble has no backend", async () => {
     const cfg = `name: "m"\nplatform: "ensemble"\nbackend: "python"\nensemble_scheduling { step [ ] }`;
     const { diagnostics } = await lint(cfg, { "m/1/": "" });
-    expectOne(diagnostics, "ensemble-backend", posOf(cfg, '"python"'), "an ensemble has no backend, but backend is 'python'");
+    expectOne(
+      diagnostics,
+      "ensemble-backend",
+      posOf(cfg, '"python"'),
+      "an ensemble has no backend, but backend is 'python'",
+    );
   });
 
   it("platform ensemble needs ensemble_scheduling, and the reverse", async () => {
     const a = `name: "m"\nplatform: "ensemble"\n`;
-    expectOne((await lint(a, { "m/1/": "" })).diagnostics, "ensemble-no-scheduling", posOf(a, '"ensemble"'), "platform is 'ensemble' but there is no ensemble_scheduling");
+    expectOne(
+      (await lint(a, { "m/1/": "" })).diagnostics,
+      "ensemble-no-scheduling",
+      posOf(a, '"ensemble"'),
+      "platform is 'ensemble' but there is no ensemble_scheduling",
+    );
     const b = `name: "m"\nbackend: "python"\nensemble_scheduling { }`;
-    expectOne((await lint(b)).diagnostics, "ensemble-platform", posOf(b, "ensemble_scheduling"), "ensemble_scheduling needs platform");
+    expectOne(
+      (await lint(b)).diagnostics,
+      "ensemble-platform",
+      posOf(b, "ensemble_scheduling"),
+      "ensemble_scheduling needs platform",
+    );
   });
 
   it("max_batch_size is not negative", async () => {
     const cfg = pythonConfig("m", ECHO_IO, -1);
-    expectOne((await lint(cfg)).diagnostics, "max-batch-size-negative", posOf(cfg, "-1\n"), "max_batch_size is -1; it must be 0 or more");
+    expectOne(
+      (await lint(cfg)).diagnostics,
+      "max-batch-size-negative",
+      posOf(cfg, "-1\n"),
+      "max_batch_size is -1; it must be 0 or more",
+    );
   });
 });
 
 describe("inputs and outputs", () => {
-  const io = (input: string) => pythonConfig("m", `input [ ${input} ]\noutput [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n`);
+  const io = (input: string) =>
+    pythonConfig("m", `input [ ${input} ]\noutput [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n`);
 
   it("need a name", async () => {
     const cfg = io("{ data_type: TYPE_FP32 dims: [ 1 ] }");
@@ -152,12 +236,22 @@ describe("inputs and outputs", () => {
 
   it("need a data_type", async () => {
     const cfg = io('{ name: "X" dims: [ 1 ] }');
-    expectOne((await lint(cfg)).diagnostics, "io-data-type-missing", posOf(cfg, '{ name: "X"'), "input 'X' has no data_type");
+    expectOne(
+      (await lint(cfg)).diagnostics,
+      "io-data-type-missing",
+      posOf(cfg, '{ name: "X"'),
+      "input 'X' has no data_type",
+    );
   });
 
   it("need dims", async () => {
     const cfg = io('{ name: "X" data_type: TYPE_FP32 }');
-    const d = expectOne((await lint(cfg)).diagnostics, "io-dims-missing", posOf(cfg, '{ name: "X"'), "input 'X' has no dims");
+    const d = expectOne(
+      (await lint(cfg)).diagnostics,
+      "io-dims-missing",
+      posOf(cfg, '{ name: "X"'),
+      "input 'X' has no dims",
+    );
     expect(d.hint).toContain("without the batch dimension");
   });
 
@@ -171,47 +265,106 @@ describe("inputs and outputs", () => {
 
   it("check reshape dimensions and element count", async () => {
     const bad = io('{ name: "X" data_type: TYPE_FP32 dims: [ 4 ] reshape { shape: [ 3 ] } }');
-    expectOne((await lint(bad)).diagnostics, "reshape-count", posOf(bad, "reshape"), "reshape of input 'X' changes the element count (4 -> 3)");
+    expectOne(
+      (await lint(bad)).diagnostics,
+      "reshape-count",
+      posOf(bad, "reshape"),
+      "reshape of input 'X' changes the element count (4 -> 3)",
+    );
     const zero = io('{ name: "X" data_type: TYPE_FP32 dims: [ 4 ] reshape { shape: [ 0 ] } }');
-    expectOne((await lint(zero)).diagnostics, "reshape-invalid", posOf(zero, "0 ]"), "reshape dimension 0 of input 'X' is 0");
+    expectOne(
+      (await lint(zero)).diagnostics,
+      "reshape-invalid",
+      posOf(zero, "0 ]"),
+      "reshape dimension 0 of input 'X' is 0",
+    );
     const wild = io('{ name: "X" data_type: TYPE_FP32 dims: [ 2, 4, -1, 6 ] reshape { shape: [ 4, -1, 2, 6 ] } }');
-    expectOne((await lint(wild)).diagnostics, "reshape-count", posOf(wild, "reshape"), "changes the element count between variable dimensions");
+    expectOne(
+      (await lint(wild)).diagnostics,
+      "reshape-count",
+      posOf(wild, "reshape"),
+      "changes the element count between variable dimensions",
+    );
     const wildCount = io('{ name: "X" data_type: TYPE_FP32 dims: [ -1, 2 ] reshape { shape: [ -1, -1 ] } }');
-    expectOne((await lint(wildCount)).diagnostics, "reshape-count", posOf(wildCount, "reshape"), "different number of variable dimensions");
+    expectOne(
+      (await lint(wildCount)).diagnostics,
+      "reshape-count",
+      posOf(wildCount, "reshape"),
+      "different number of variable dimensions",
+    );
   });
 
   it("accept reshapes Triton accepts", async () => {
-    for (const r of ["dims: [ 2, 4, -1, 6 ] reshape { shape: [ 8, -1, 1, 6 ] }", "dims: [ 1 ] reshape { shape: [ ] }", "dims: [ 2, 3 ] reshape { shape: [ 6 ] }"]) {
+    for (const r of [
+      "dims: [ 2, 4, -1, 6 ] reshape { shape: [ 8, -1, 1, 6 ] }",
+      "dims: [ 1 ] reshape { shape: [ ] }",
+      "dims: [ 2, 3 ] reshape { shape: [ 6 ] }",
+    ]) {
       const { diagnostics } = await lint(io(`{ name: "X" data_type: TYPE_FP32 ${r} }`));
       expect(summary(diagnostics), r).toEqual([]);
     }
   });
 
   it("refuse an empty reshape without batching", async () => {
-    const cfg = pythonConfig("m", 'input [ { name: "X" data_type: TYPE_FP32 dims: [ 1 ] reshape { } } ]\noutput [ { name: "O" data_type: TYPE_FP32 dims: [ 1 ] } ]\n', 0);
-    expectOne((await lint(cfg)).diagnostics, "reshape-empty", posOf(cfg, "reshape"), "has an empty reshape, which a non-batching model cannot use");
+    const cfg = pythonConfig(
+      "m",
+      'input [ { name: "X" data_type: TYPE_FP32 dims: [ 1 ] reshape { } } ]\noutput [ { name: "O" data_type: TYPE_FP32 dims: [ 1 ] } ]\n',
+      0,
+    );
+    expectOne(
+      (await lint(cfg)).diagnostics,
+      "reshape-empty",
+      posOf(cfg, "reshape"),
+      "has an empty reshape, which a non-batching model cannot use",
+    );
   });
 
   it("NHWC and NCHW need three dims", async () => {
     const cfg = io('{ name: "X" data_type: TYPE_FP32 format: FORMAT_NHWC dims: [ 224, 224 ] }');
-    expectOne((await lint(cfg)).diagnostics, "io-format-dims", posOf(cfg, "format"), "has format FORMAT_NHWC, which needs exactly 3 dims");
+    expectOne(
+      (await lint(cfg)).diagnostics,
+      "io-format-dims",
+      posOf(cfg, "format"),
+      "has format FORMAT_NHWC, which needs exactly 3 dims",
+    );
   });
 
   it("shape tensors and non-linear IO are TensorRT only", async () => {
     const a = io('{ name: "X" data_type: TYPE_INT32 dims: [ 1 ] is_shape_tensor: true }');
-    expectOne((await lint(a)).diagnostics, "shape-tensor-platform", posOf(a, "is_shape_tensor"), "only TensorRT models support");
+    expectOne(
+      (await lint(a)).diagnostics,
+      "shape-tensor-platform",
+      posOf(a, "is_shape_tensor"),
+      "only TensorRT models support",
+    );
     const b = io('{ name: "X" data_type: TYPE_INT32 dims: [ 1 ] is_non_linear_format_io: true }');
-    expectOne((await lint(b)).diagnostics, "non-linear-io-platform", posOf(b, "is_non_linear_format_io"), "non-linear IO format");
+    expectOne(
+      (await lint(b)).diagnostics,
+      "non-linear-io-platform",
+      posOf(b, "is_non_linear_format_io"),
+      "non-linear IO format",
+    );
   });
 
   it("non-linear IO needs three dims on TensorRT", async () => {
     const cfg = `name: "m"\nplatform: "tensorrt_plan"\ninput [ { name: "X" data_type: TYPE_FP32 dims: [ 4 ] is_non_linear_format_io: true } ]\n`;
-    expectOne((await lint(cfg, { "m/1/model.plan": "x" })).diagnostics, "non-linear-io-dims", posOf(cfg, "is_non_linear_format_io"), "uses non-linear IO format, which needs 3 dims");
+    expectOne(
+      (await lint(cfg, { "m/1/model.plan": "x" })).diagnostics,
+      "non-linear-io-dims",
+      posOf(cfg, "is_non_linear_format_io"),
+      "uses non-linear IO format, which needs 3 dims",
+    );
   });
 
   it("warn about a name declared twice (Triton 2.51 loads it)", async () => {
     const cfg = io('{ name: "X" data_type: TYPE_FP32 dims: [ 1 ] }, { name: "X" data_type: TYPE_FP32 dims: [ 1 ] }');
-    expectOne((await lint(cfg)).diagnostics, "io-duplicate", posOf(cfg, '"X"', 0, 2), "input 'X' is declared twice (first at 4:9)", "warning");
+    expectOne(
+      (await lint(cfg)).diagnostics,
+      "io-duplicate",
+      posOf(cfg, '"X"', 0, 2),
+      "input 'X' is declared twice (first at 4:9)",
+      "warning",
+    );
   });
 
   it("batch inputs and outputs name real tensors", async () => {
@@ -222,12 +375,39 @@ batch_output [ { target_name: [ "OUTPUT0", "OUTPUT0", "OUT9" ] source_input: "IN
 `,
     );
     const { diagnostics } = await lint(cfg);
-    expectOne(diagnostics, "batch-input-source", posOf(cfg, "{ kind"), "batch_input 1 needs exactly 1 source_input, has 2");
+    expectOne(
+      diagnostics,
+      "batch-input-source",
+      posOf(cfg, "{ kind"),
+      "batch_input 1 needs exactly 1 source_input, has 2",
+    );
     expectOne(diagnostics, "batch-input-type", posOf(cfg, "{ kind"), "must be TYPE_INT32 or TYPE_FP32");
-    expect(expectOne(diagnostics, "batch-input-unknown-source", posOf(cfg, '"INPUT9"'), "batch_input source 'INPUT9' is not an input of this model").hint).toBe("Did you mean 'INPUT0'?");
-    expectOne(diagnostics, "batch-output-duplicate-target", posOf(cfg, '"OUTPUT0"', 0, 3), "batch_output target 'OUTPUT0' is listed twice");
-    expectOne(diagnostics, "batch-output-unknown-target", posOf(cfg, '"OUT9"'), "batch_output target 'OUT9' is not an output of this model");
-    expectOne(diagnostics, "batch-output-source", posOf(cfg, '{ target_name: "OUTPUT0"'), "batch_output 2 needs exactly 1 source_input, has 0");
+    expect(
+      expectOne(
+        diagnostics,
+        "batch-input-unknown-source",
+        posOf(cfg, '"INPUT9"'),
+        "batch_input source 'INPUT9' is not an input of this model",
+      ).hint,
+    ).toBe("Did you mean 'INPUT0'?");
+    expectOne(
+      diagnostics,
+      "batch-output-duplicate-target",
+      posOf(cfg, '"OUTPUT0"', 0, 3),
+      "batch_output target 'OUTPUT0' is listed twice",
+    );
+    expectOne(
+      diagnostics,
+      "batch-output-unknown-target",
+      posOf(cfg, '"OUT9"'),
+      "batch_output target 'OUT9' is not an output of this model",
+    );
+    expectOne(
+      diagnostics,
+      "batch-output-source",
+      posOf(cfg, '{ target_name: "OUTPUT0"'),
+      "batch_output 2 needs exactly 1 source_input, has 0",
+    );
   });
 });
 
@@ -237,38 +417,92 @@ describe("dynamic batching", () => {
   it("preferred sizes are positive and at most max_batch_size", async () => {
     const cfg = db("  preferred_batch_size: [ 4, 0, 16 ]");
     const { diagnostics } = await lint(cfg);
-    expectOne(diagnostics, "preferred-batch-size-positive", posOf(cfg, "0,"), "preferred batch size 0 must be positive");
-    expectOne(diagnostics, "preferred-batch-size-too-large", posOf(cfg, "16 ]"), "preferred batch size 16 is larger than max_batch_size 8");
+    expectOne(
+      diagnostics,
+      "preferred-batch-size-positive",
+      posOf(cfg, "0,"),
+      "preferred batch size 0 must be positive",
+    );
+    expectOne(
+      diagnostics,
+      "preferred-batch-size-too-large",
+      posOf(cfg, "16 ]"),
+      "preferred batch size 16 is larger than max_batch_size 8",
+    );
   });
 
   it("a non-batching model takes no preferred sizes", async () => {
     const cfg = db("  preferred_batch_size: [ 2 ]", 0);
-    expect(expectOne((await lint(cfg)).diagnostics, "preferred-batch-size-too-large", posOf(cfg, "2 ]"), "larger than max_batch_size 0").hint).toContain("does not batch");
+    expect(
+      expectOne(
+        (await lint(cfg)).diagnostics,
+        "preferred-batch-size-too-large",
+        posOf(cfg, "2 ]"),
+        "larger than max_batch_size 0",
+      ).hint,
+    ).toContain("does not batch");
   });
 
   it("default_priority_level lies in 1..priority_levels", async () => {
     const over = db("  priority_levels: 2\n  default_priority_level: 3");
-    expectOne((await lint(over)).diagnostics, "default-priority-out-of-range", posOf(over, "3\n"), "default_priority_level 3 is outside 1..2");
+    expectOne(
+      (await lint(over)).diagnostics,
+      "default-priority-out-of-range",
+      posOf(over, "3\n"),
+      "default_priority_level 3 is outside 1..2",
+    );
     const unset = db("  priority_levels: 2");
-    expectOne((await lint(unset)).diagnostics, "default-priority-out-of-range", posOf(unset, "priority_levels"), "priority_levels is 2 but default_priority_level is not set");
+    expectOne(
+      (await lint(unset)).diagnostics,
+      "default-priority-out-of-range",
+      posOf(unset, "priority_levels"),
+      "priority_levels is 2 but default_priority_level is not set",
+    );
   });
 
   it("priority_queue_policy keys lie in 1..priority_levels", async () => {
-    const cfg = db("  priority_levels: 2\n  default_priority_level: 1\n  priority_queue_policy { key: 5 value { max_queue_size: 4 } }");
-    expectOne((await lint(cfg)).diagnostics, "priority-policy-out-of-range", posOf(cfg, "5 value"), "priority_queue_policy for level 5 is outside 1..2");
+    const cfg = db(
+      "  priority_levels: 2\n  default_priority_level: 1\n  priority_queue_policy { key: 5 value { max_queue_size: 4 } }",
+    );
+    expectOne(
+      (await lint(cfg)).diagnostics,
+      "priority-policy-out-of-range",
+      posOf(cfg, "5 value"),
+      "priority_queue_policy for level 5 is outside 1..2",
+    );
   });
 
   it("priority settings without priority_levels do nothing", async () => {
     const cfg = db("  default_priority_level: 5");
-    expectOne((await lint(cfg)).diagnostics, "priority-ignored", posOf(cfg, "default_priority_level"), "has no effect without priority_levels", "warning");
+    expectOne(
+      (await lint(cfg)).diagnostics,
+      "priority-ignored",
+      posOf(cfg, "default_priority_level"),
+      "has no effect without priority_levels",
+      "warning",
+    );
   });
 
   it("preserve_ordering allows one priority level and no DELAY", async () => {
     const levels = db("  preserve_ordering: true\n  priority_levels: 2\n  default_priority_level: 1");
-    expectOne((await lint(levels)).diagnostics, "preserve-ordering-priorities", posOf(levels, "preserve_ordering"), "preserve_ordering allows one priority level, but priority_levels is 2");
-    const delay = db("  preserve_ordering: true\n  default_queue_policy { timeout_action: DELAY default_timeout_microseconds: 100 }");
-    expectOne((await lint(delay)).diagnostics, "preserve-ordering-delay", posOf(delay, "DELAY"), "preserve_ordering cannot be combined with timeout_action DELAY");
-    const perLevel = db("  preserve_ordering: true\n  priority_levels: 1\n  default_priority_level: 1\n  priority_queue_policy { key: 1 value { timeout_action: DELAY default_timeout_microseconds: 5 } }");
+    expectOne(
+      (await lint(levels)).diagnostics,
+      "preserve-ordering-priorities",
+      posOf(levels, "preserve_ordering"),
+      "preserve_ordering allows one priority level, but priority_levels is 2",
+    );
+    const delay = db(
+      "  preserve_ordering: true\n  default_queue_policy { timeout_action: DELAY default_timeout_microseconds: 100 }",
+    );
+    expectOne(
+      (await lint(delay)).diagnostics,
+      "preserve-ordering-delay",
+      posOf(delay, "DELAY"),
+      "preserve_ordering cannot be combined with timeout_action DELAY",
+    );
+    const perLevel = db(
+      "  preserve_ordering: true\n  priority_levels: 1\n  default_priority_level: 1\n  priority_queue_policy { key: 1 value { timeout_action: DELAY default_timeout_microseconds: 5 } }",
+    );
     expectOne((await lint(perLevel)).diagnostics, "preserve-ordering-delay", posOf(perLevel, "DELAY"), "DELAY");
   });
 
@@ -287,17 +521,35 @@ describe("dynamic batching", () => {
 
   it("warns that a non-batching model forms no batches", async () => {
     const cfg = db("", 0);
-    expectOne((await lint(cfg)).diagnostics, "dynamic-batching-no-batch", posOf(cfg, "dynamic_batching"), "cannot form batches", "warning");
+    expectOne(
+      (await lint(cfg)).diagnostics,
+      "dynamic-batching-no-batch",
+      posOf(cfg, "dynamic_batching"),
+      "cannot form batches",
+      "warning",
+    );
   });
 });
 
 describe("sequence batching, caches and newer fields", () => {
   it("checks the oldest strategy's preferred sizes like dynamic batching's, and not against a negative max_batch_size", async () => {
-    const seq = (mbs: number) => pythonConfig("m", `${ECHO_IO}sequence_batching { oldest { max_candidate_sequences: 4 preferred_batch_size: [ 2, 16 ] } }\n`, mbs);
+    const seq = (mbs: number) =>
+      pythonConfig(
+        "m",
+        `${ECHO_IO}sequence_batching { oldest { max_candidate_sequences: 4 preferred_batch_size: [ 2, 16 ] } }\n`,
+        mbs,
+      );
     const cfg = seq(4);
-    const d = expectOne((await lint(cfg)).diagnostics, "preferred-batch-size-too-large", posOf(cfg, "16 ]"), "preferred batch size 16 is larger than max_batch_size 4");
+    const d = expectOne(
+      (await lint(cfg)).diagnostics,
+      "preferred-batch-size-too-large",
+      posOf(cfg, "16 ]"),
+      "preferred batch size 16 is larger than max_batch_size 4",
+    );
     expect(d.hint).toBe("Use sizes up to 4, or raise max_batch_size.");
-    expect((await lint(seq(0))).diagnostics.map((x) => x.hint)).toEqual(Array(2).fill("The model does not batch (max_batch_size 0): raise max_batch_size or drop preferred_batch_size."));
+    expect((await lint(seq(0))).diagnostics.map((x) => x.hint)).toEqual(
+      Array(2).fill("The model does not batch (max_batch_size 0): raise max_batch_size or drop preferred_batch_size."),
+    );
     expect((await lint(seq(-3))).diagnostics.map((x) => x.code)).toEqual(["max-batch-size-negative"]);
   });
 
@@ -322,36 +574,96 @@ describe("sequence batching, caches and newer fields", () => {
       "CONTROL_SEQUENCE_READY needs int32_false_true, fp32_false_true or bool_false_true",
       "CONTROL_SEQUENCE_END gives more than one of int32_false_true, fp32_false_true and bool_false_true",
     ]);
-    expectOne(diagnostics, "sequence-control-kind-twice", posOf(cfg, "{ kind: CONTROL_SEQUENCE_START bool"), "CONTROL_SEQUENCE_START is given more than once");
+    expectOne(
+      diagnostics,
+      "sequence-control-kind-twice",
+      posOf(cfg, "{ kind: CONTROL_SEQUENCE_START bool"),
+      "CONTROL_SEQUENCE_START is given more than once",
+    );
     expectOne(diagnostics, "sequence-control-name", posOf(cfg, "{ control"), "a sequence control input has no name");
-    expectOne(diagnostics, "sequence-control-duplicate", posOf(cfg, '"START"', 0, 2), "control tensor 'START' is used for more than one control");
-    expectOne(diagnostics, "sequence-corrid-type", posOf(cfg, "{ kind: CONTROL_SEQUENCE_CORRID"), "CONTROL_SEQUENCE_CORRID has data_type TYPE_FP32");
-    expectOne(diagnostics, "sequence-slot-utilization", posOf(cfg, "1.5"), "minimum_slot_utilization 1.5 is outside 0..1");
+    expectOne(
+      diagnostics,
+      "sequence-control-duplicate",
+      posOf(cfg, '"START"', 0, 2),
+      "control tensor 'START' is used for more than one control",
+    );
+    expectOne(
+      diagnostics,
+      "sequence-corrid-type",
+      posOf(cfg, "{ kind: CONTROL_SEQUENCE_CORRID"),
+      "CONTROL_SEQUENCE_CORRID has data_type TYPE_FP32",
+    );
+    expectOne(
+      diagnostics,
+      "sequence-slot-utilization",
+      posOf(cfg, "1.5"),
+      "minimum_slot_utilization 1.5 is outside 0..1",
+    );
   });
 
   it("the response cache works with neither sequence batching nor decoupled models", async () => {
     const seq = pythonConfig("m", `${ECHO_IO}sequence_batching { }\nresponse_cache { enable: true }\n`);
-    expectOne((await lint(seq)).diagnostics, "response-cache-sequence", posOf(seq, "response_cache"), "does not support sequence batching");
-    const dec = pythonConfig("m", `${ECHO_IO}model_transaction_policy { decoupled: true }\nresponse_cache { enable: true }\n`);
-    expectOne((await lint(dec)).diagnostics, "response-cache-decoupled", posOf(dec, "response_cache"), "does not support decoupled models");
+    expectOne(
+      (await lint(seq)).diagnostics,
+      "response-cache-sequence",
+      posOf(seq, "response_cache"),
+      "does not support sequence batching",
+    );
+    const dec = pythonConfig(
+      "m",
+      `${ECHO_IO}model_transaction_policy { decoupled: true }\nresponse_cache { enable: true }\n`,
+    );
+    expectOne(
+      (await lint(dec)).diagnostics,
+      "response-cache-decoupled",
+      posOf(dec, "response_cache"),
+      "does not support decoupled models",
+    );
   });
 
   it("refuses a field the local runtime's Triton 2.51 does not know", async () => {
-    const cfg = pythonConfig("m", `${ECHO_IO}model_metrics { metric_control [ { metric_identifier { family: "f" } histogram_options { buckets: [ 1 ] } } ] }\n`);
-    expectOne((await lint(cfg, undefined, { runtime: "local" })).diagnostics, "field-newer-than-runtime", posOf(cfg, "model_metrics"), "'model_metrics' is newer than Triton 2.51");
+    const cfg = pythonConfig(
+      "m",
+      `${ECHO_IO}model_metrics { metric_control [ { metric_identifier { family: "f" } histogram_options { buckets: [ 1 ] } } ] }\n`,
+    );
+    expectOne(
+      (await lint(cfg, undefined, { runtime: "local" })).diagnostics,
+      "field-newer-than-runtime",
+      posOf(cfg, "model_metrics"),
+      "'model_metrics' is newer than Triton 2.51",
+    );
     expect(summary((await lint(cfg, undefined, { runtime: "docker" })).diagnostics)).toEqual([]);
   });
 
   it("model_metrics controls are complete", async () => {
     const cfg = pythonConfig("m", `${ECHO_IO}model_metrics { metric_control [ { metric_identifier { } } ] }\n`);
     const { diagnostics } = await lint(cfg);
-    expectOne(diagnostics, "metrics-identifier", posOf(cfg, "metric_identifier"), "metric identifier has an empty family");
-    expectOne(diagnostics, "metrics-histogram", posOf(cfg, "{ metric_identifier"), "metric control has no histogram_options");
+    expectOne(
+      diagnostics,
+      "metrics-identifier",
+      posOf(cfg, "metric_identifier"),
+      "metric identifier has an empty family",
+    );
+    expectOne(
+      diagnostics,
+      "metrics-histogram",
+      posOf(cfg, "{ metric_identifier"),
+      "metric control has no histogram_options",
+    );
   });
 
   it("warns about a map key given twice", async () => {
-    const cfg = pythonConfig("m", `${ECHO_IO}parameters { key: "a" value { string_value: "1" } }\nparameters { key: "a" value { string_value: "2" } }\n`);
-    expectOne((await lint(cfg)).diagnostics, "map-duplicate-key", posOf(cfg, "parameters", 0, 2), "key 'a' is given twice in this map", "warning");
+    const cfg = pythonConfig(
+      "m",
+      `${ECHO_IO}parameters { key: "a" value { string_value: "1" } }\nparameters { key: "a" value { string_value: "2" } }\n`,
+    );
+    expectOne(
+      (await lint(cfg)).diagnostics,
+      "map-duplicate-key",
+      posOf(cfg, "parameters", 0, 2),
+      "key 'a' is given twice in this map",
+      "warning",
+    );
   });
 });
 
@@ -360,13 +672,24 @@ describe("instance groups", () => {
 
   it("KIND_GPU without a GPU is a warning while linting", async () => {
     const cfg = groups("{ count: 2 kind: KIND_GPU }");
-    const d = expectOne((await lint(cfg, undefined, { gpuAvailable: false })).diagnostics, "gpu-unavailable", posOf(cfg, "KIND_GPU"), "instance group 1 asks for KIND_GPU, but this machine has no GPU", "warning");
+    const d = expectOne(
+      (await lint(cfg, undefined, { gpuAvailable: false })).diagnostics,
+      "gpu-unavailable",
+      posOf(cfg, "KIND_GPU"),
+      "instance group 1 asks for KIND_GPU, but this machine has no GPU",
+      "warning",
+    );
     expect(d.hint).toContain("KIND_CPU");
   });
 
   it("and an error when about to serve", async () => {
-    const cfg = groups("{ name: \"g\" kind: KIND_GPU }");
-    expectOne((await lint(cfg, undefined, { gpuAvailable: false, gpuMissingSeverity: "error" })).diagnostics, "gpu-unavailable", posOf(cfg, "KIND_GPU"), "instance group 'g' asks for KIND_GPU");
+    const cfg = groups('{ name: "g" kind: KIND_GPU }');
+    expectOne(
+      (await lint(cfg, undefined, { gpuAvailable: false, gpuMissingSeverity: "error" })).diagnostics,
+      "gpu-unavailable",
+      posOf(cfg, "KIND_GPU"),
+      "instance group 'g' asks for KIND_GPU",
+    );
   });
 
   it("says nothing when it is not known whether there is a GPU, or there is one", async () => {
@@ -377,12 +700,23 @@ describe("instance groups", () => {
 
   it("KIND_AUTO listing GPUs fails without a GPU (Triton makes it KIND_CPU)", async () => {
     const cfg = groups("{ kind: KIND_AUTO gpus: [ 0 ] }");
-    expectOne((await lint(cfg, undefined, { gpuAvailable: false })).diagnostics, "gpu-unavailable", posOf(cfg, "gpus"), "lists GPUs, but this machine has none", "warning");
+    expectOne(
+      (await lint(cfg, undefined, { gpuAvailable: false })).diagnostics,
+      "gpu-unavailable",
+      posOf(cfg, "gpus"),
+      "lists GPUs, but this machine has none",
+      "warning",
+    );
   });
 
   it("GPU ids must exist when the count is known", async () => {
     const cfg = groups("{ kind: KIND_GPU gpus: [ 0, 3 ] }");
-    expectOne((await lint(cfg, undefined, { gpuAvailable: true, gpuCount: 2 })).diagnostics, "gpu-id-invalid", posOf(cfg, "3 ]"), "names GPU 3, but this machine has 2 GPUs (0..1)");
+    expectOne(
+      (await lint(cfg, undefined, { gpuAvailable: true, gpuCount: 2 })).diagnostics,
+      "gpu-id-invalid",
+      posOf(cfg, "3 ]"),
+      "names GPU 3, but this machine has 2 GPUs (0..1)",
+    );
   });
 
   it("KIND_CPU and KIND_MODEL list no GPUs", async () => {
@@ -390,14 +724,23 @@ describe("instance groups", () => {
     const ds = (await lint(cfg)).diagnostics.filter((d) => d.code === "instance-gpus-not-gpu-kind");
     expect(ds.map((d) => [d.line, d.column, d.message])).toEqual([
       [posOf(cfg, "gpus").line, posOf(cfg, "gpus").column, "instance group 1 has kind KIND_CPU but lists GPUs"],
-      [posOf(cfg, "gpus", 0, 2).line, posOf(cfg, "gpus", 0, 2).column, "instance group 2 has kind KIND_MODEL but lists GPUs"],
+      [
+        posOf(cfg, "gpus", 0, 2).line,
+        posOf(cfg, "gpus", 0, 2).column,
+        "instance group 2 has kind KIND_MODEL but lists GPUs",
+      ],
     ]);
   });
 
   it("profiles are TensorRT only; a negative count falls back to 1", async () => {
     const cfg = groups('{ kind: KIND_CPU count: -2 profile: [ "0" ] }');
     const { diagnostics } = await lint(cfg);
-    expectOne(diagnostics, "instance-profile-platform", posOf(cfg, "profile"), "sets profile, which only TensorRT models support");
+    expectOne(
+      diagnostics,
+      "instance-profile-platform",
+      posOf(cfg, "profile"),
+      "sets profile, which only TensorRT models support",
+    );
     expectOne(diagnostics, "instance-count-negative", posOf(cfg, "-2"), "has count -2", "warning");
   });
 });
@@ -415,49 +758,114 @@ describe("version folders and model files", () => {
     expectOne(diagnostics, "version-missing", undefined, "has no version folder");
     const ignored = diagnostics.filter((d) => d.code === "version-dir-ignored");
     expect(ignored.map((d) => [d.file, d.severity, d.message, d.hint])).toEqual([
-      [path.join(repo, "m", "01"), "warning", "folder '01' has a leading zero, so Triton ignores it as a version", "Rename it to '1'."],
-      [path.join(repo, "m", "v2"), "warning", "folder 'v2' is not a number, so Triton ignores it as a version", expect.any(String)],
+      [
+        path.join(repo, "m", "01"),
+        "warning",
+        "folder '01' has a leading zero, so Triton ignores it as a version",
+        "Rename it to '1'.",
+      ],
+      [
+        path.join(repo, "m", "v2"),
+        "warning",
+        "folder 'v2' is not a number, so Triton ignores it as a version",
+        expect.any(String),
+      ],
     ]);
   });
 
   it("does not take warmup or initial_state for versions", async () => {
-    const { diagnostics } = await lint(pythonConfig("m"), { "m/1/model.py": ECHO_MODEL_PY, "m/warmup/": "", "m/initial_state/": "" });
+    const { diagnostics } = await lint(pythonConfig("m"), {
+      "m/1/model.py": ECHO_MODEL_PY,
+      "m/warmup/": "",
+      "m/initial_state/": "",
+    });
     expect(summary(diagnostics)).toEqual([]);
   });
 
   it("checks the model file of each version the policy loads", async () => {
     const cfg = pythonConfig("m");
     const { diagnostics } = await lint(cfg, { "m/1/model.py": ECHO_MODEL_PY, "m/2/": "" });
-    expect(expectOne(diagnostics, "model-file-missing", posOf(cfg, '"python"'), `version 2 has no model.py (${path.join("m", "2", "model.py")})`).hint).toContain("class TritonPythonModel");
+    expect(
+      expectOne(
+        diagnostics,
+        "model-file-missing",
+        posOf(cfg, '"python"'),
+        `version 2 has no model.py (${path.join("m", "2", "model.py")})`,
+      ).hint,
+    ).toContain("class TritonPythonModel");
     const all = `${cfg}version_policy { all { } }\n`;
-    expect((await lint(all, { "m/1/": "", "m/2/model.py": ECHO_MODEL_PY })).diagnostics.filter((d) => d.code === "model-file-missing")).toHaveLength(1);
+    expect(
+      (await lint(all, { "m/1/": "", "m/2/model.py": ECHO_MODEL_PY })).diagnostics.filter(
+        (d) => d.code === "model-file-missing",
+      ),
+    ).toHaveLength(1);
   });
 
   it("uses default_model_filename and the platform's file", async () => {
     const named = `${pythonConfig("m")}default_model_filename: "main.py"\n`;
-    expectOne((await lint(named)).diagnostics, "model-file-missing", posOf(named, '"main.py"'), "version 1 has no main.py");
+    expectOne(
+      (await lint(named)).diagnostics,
+      "model-file-missing",
+      posOf(named, '"main.py"'),
+      "version 1 has no main.py",
+    );
     const saved = `name: "m"\nplatform: "tensorflow_savedmodel"\n${ECHO_IO}`;
-    expectOne((await lint(saved, { "m/1/model.savedmodel": "not a folder" }, { runtime: "docker" })).diagnostics, "model-file-kind", posOf(saved, '"tensorflow_savedmodel"'), "model.savedmodel must be a directory");
+    expectOne(
+      (await lint(saved, { "m/1/model.savedmodel": "not a folder" }, { runtime: "docker" })).diagnostics,
+      "model-file-kind",
+      posOf(saved, '"tensorflow_savedmodel"'),
+      "model.savedmodel must be a directory",
+    );
   });
 
   it("version_policy specific names existing folders", async () => {
     const some = `${pythonConfig("m")}version_policy { specific { versions: [ 1, 3 ] } }\n`;
-    expectOne((await lint(some)).diagnostics, "version-specific-missing", posOf(some, "version_policy"), "version_policy names version 3, which has no folder", "warning");
+    expectOne(
+      (await lint(some)).diagnostics,
+      "version-specific-missing",
+      posOf(some, "version_policy"),
+      "version_policy names version 3, which has no folder",
+      "warning",
+    );
     const none = `${pythonConfig("m")}version_policy { specific { versions: [ 4 ] } }\n`;
-    expectOne((await lint(none)).diagnostics, "version-none-selected", posOf(none, "version_policy"), "no version folder matches the version_policy");
+    expectOne(
+      (await lint(none)).diagnostics,
+      "version-none-selected",
+      posOf(none, "version_policy"),
+      "no version folder matches the version_policy",
+    );
   });
 
   it("model.py defines TritonPythonModel with execute", async () => {
     const noClass = await lint(pythonConfig("m"), { "m/1/model.py": "class Model:\n    pass\n" });
-    const d = expectOne(noClass.diagnostics, "python-model-class", { line: 1, column: 1 }, "model.py defines no class TritonPythonModel");
+    const d = expectOne(
+      noClass.diagnostics,
+      "python-model-class",
+      { line: 1, column: 1 },
+      "model.py defines no class TritonPythonModel",
+    );
     expect(d.file).toBe(path.join(noClass.repo, "m", "1", "model.py"));
-    const noExecute = await lint(pythonConfig("m"), { "m/1/model.py": "class TritonPythonModel:\n    def initialize(self, args):\n        pass\n" });
-    expectOne(noExecute.diagnostics, "python-model-execute", { line: 1, column: 1 }, "TritonPythonModel has no execute method", "warning");
+    const noExecute = await lint(pythonConfig("m"), {
+      "m/1/model.py": "class TritonPythonModel:\n    def initialize(self, args):\n        pass\n",
+    });
+    expectOne(
+      noExecute.diagnostics,
+      "python-model-execute",
+      { line: 1, column: 1 },
+      "TritonPythonModel has no execute method",
+      "warning",
+    );
   });
 
   it("a folder without config.pbtxt gets a warning", async () => {
     const { diagnostics, repo } = await lint(undefined, { "m/1/model.py": ECHO_MODEL_PY });
-    const d = expectOne(diagnostics, "config-missing", { line: 1, column: 1 }, "model 'm' has no config.pbtxt", "warning");
+    const d = expectOne(
+      diagnostics,
+      "config-missing",
+      { line: 1, column: 1 },
+      "model 'm' has no config.pbtxt",
+      "warning",
+    );
     expect(d.file).toBe(path.join(repo, "m"));
     expect(d.hint).toContain("triton-dev init");
   });
@@ -465,11 +873,18 @@ describe("version folders and model files", () => {
   it("a syntax error stops at the parser, with its position", async () => {
     const cfg = `${pythonConfig("m")}dynamic_batching {\n`;
     const { diagnostics } = await lint(cfg);
-    expect(summary(diagnostics)).toEqual([`error config-syntax@${posOf(cfg, "{\n").line}:${posOf(cfg, "{\n").column} '{' is never closed`]);
+    expect(summary(diagnostics)).toEqual([
+      `error config-syntax@${posOf(cfg, "{\n").line}:${posOf(cfg, "{\n").column} '{' is never closed`,
+    ]);
   });
 
   it("skips editor litter next to the model", async () => {
-    const { result } = await lint(pythonConfig("m"), { "m/1/model.py": ECHO_MODEL_PY, ".git/": "", "__pycache__/": "", "m/1/__pycache__/": "" });
+    const { result } = await lint(pythonConfig("m"), {
+      "m/1/model.py": ECHO_MODEL_PY,
+      ".git/": "",
+      "__pycache__/": "",
+      "m/1/__pycache__/": "",
+    });
     expect(result.models.map((x) => x.name)).toEqual(["m"]);
     expect(summary(result.diagnostics)).toEqual([]);
   });

@@ -15,7 +15,10 @@ function listing(): Map<string, string> {
   const visit = (m: DescMessage, prefix: string) => {
     for (const f of m.fields) {
       const type = f.scalar ?? f.message?.typeName ?? f.enum?.typeName ?? "";
-      out.set(`${prefix}${m.name}.${f.name}`, `${f.number}/${f.fieldKind}/${type}/${f.oneof?.name ?? ""}/${f.fieldKind === "map" ? f.mapKey : ""}`);
+      out.set(
+        `${prefix}${m.name}.${f.name}`,
+        `${f.number}/${f.fieldKind}/${type}/${f.oneof?.name ?? ""}/${f.fieldKind === "map" ? f.mapKey : ""}`,
+      );
     }
     for (const n of m.nestedMessages) visit(n, `${prefix}${m.name}.`);
     for (const e of m.nestedEnums) out.set(`${prefix}${m.name}.${e.name}`, enumLine(e));
@@ -55,10 +58,16 @@ describe("the ModelConfig schema", () => {
     const out = fs.mkdtempSync(path.join(os.tmpdir(), "triton-dev-buf-"));
     execFileSync(buf, ["generate", "src/repo/proto", "--template", "src/repo/proto/buf.gen.yaml", "-o", out], {
       cwd: ROOT,
-      env: { ...process.env, PATH: `${path.join(ROOT, "node_modules/.bin")}${path.delimiter}${process.env.PATH ?? ""}` },
+      env: {
+        ...process.env,
+        PATH: `${path.join(ROOT, "node_modules/.bin")}${path.delimiter}${process.env.PATH ?? ""}`,
+      },
     });
     const fresh = fs.readFileSync(path.join(out, "src/repo/gen/model_config_pb.ts"), "utf8");
     fs.rmSync(out, { recursive: true, force: true });
-    expect(fresh === fs.readFileSync(path.join(ROOT, "src/repo/gen/model_config_pb.ts"), "utf8"), "src/repo/gen/model_config_pb.ts is stale").toBe(true);
+    expect(
+      fresh === fs.readFileSync(path.join(ROOT, "src/repo/gen/model_config_pb.ts"), "utf8"),
+      "src/repo/gen/model_config_pb.ts is stale",
+    ).toBe(true);
   });
 });

@@ -10,9 +10,9 @@ describe("StagingRepository", () => {
   it("names the user's files in Triton's messages, whether they name the served link or a snapshot", () => {
     const layout = stagingLayout("/state/runs/r1");
     const text =
-      'failed to load \'m\' version 1: Internal: RuntimeError: boom\n\nAt:\n  /state/runs/r1/repository/m/1/model.py(64): initialize\n  /state/runs/r1/store/m@12/1/model.py(3): <module> "/state/runs/r1/store/a@b@2"';
+      "failed to load 'm' version 1: Internal: RuntimeError: boom\n\nAt:\n  /state/runs/r1/repository/m/1/model.py(64): initialize\n  /state/runs/r1/store/m@12/1/model.py(3): <module> \"/state/runs/r1/store/a@b@2\"";
     expect(toUserPaths(text, layout, "/home/me/models")).toBe(
-      'failed to load \'m\' version 1: Internal: RuntimeError: boom\n\nAt:\n  /home/me/models/m/1/model.py(64): initialize\n  /home/me/models/m/1/model.py(3): <module> "/home/me/models/a@b"',
+      "failed to load 'm' version 1: Internal: RuntimeError: boom\n\nAt:\n  /home/me/models/m/1/model.py(64): initialize\n  /home/me/models/m/1/model.py(3): <module> \"/home/me/models/a@b\"",
     );
   });
 

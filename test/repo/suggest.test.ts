@@ -51,6 +51,8 @@ describe("quoteList", () => {
 describe("cycleText", () => {
   it("closes the cycle, and shortens a long one around a count", () => {
     expect(cycleText(["a", "b"])).toBe("a -> b -> a");
-    expect(cycleText(Array.from({ length: 20 }, (_, i) => `t${i}`))).toBe("t0 -> t1 -> t2 -> t3 -> … (13 more) -> t17 -> t18 -> t19 -> t0");
+    expect(cycleText(Array.from({ length: 20 }, (_, i) => `t${i}`))).toBe(
+      "t0 -> t1 -> t2 -> t3 -> … (13 more) -> t17 -> t18 -> t19 -> t0",
+    );
   });
 });

@@ -32,9 +32,9 @@ describe("tokenize", () => {
 
   it("reads numbers the way the protobuf text format does", () => {
     const toks = tokenize("0x1F 017 10 1.5 2e3 7f .5");
-    expect(toks.slice(0, -1).map((t) => (t.type === "int" || t.type === "float" ? `${t.type}:${t.text}` : t.type))).toEqual([
-      "int:0x1F", "int:017", "int:10", "float:1.5", "float:2e3", "float:7", "float:.5",
-    ]);
+    expect(
+      toks.slice(0, -1).map((t) => (t.type === "int" || t.type === "float" ? `${t.type}:${t.text}` : t.type)),
+    ).toEqual(["int:0x1F", "int:017", "int:10", "float:1.5", "float:2e3", "float:7", "float:.5"]);
   });
 
   it("glues a minus to a following letter, as in -inf", () => {
@@ -56,7 +56,12 @@ describe("tokenize", () => {
     ["a = 1", 1, 3, "unexpected '='"],
     ['name: "\\q"', 1, 8, "invalid escape \\q"],
     ['\uFEFFname: "m"', 1, 1, "unexpected byte-order mark"],
-    [`name: "m"\n${Buffer.from([0x20, 0xff, 0xfe]).toString("utf8")}`, 2, 2, "unexpected byte that is not UTF-8 text (or a U+FFFD character)"],
+    [
+      `name: "m"\n${Buffer.from([0x20, 0xff, 0xfe]).toString("utf8")}`,
+      2,
+      2,
+      "unexpected byte that is not UTF-8 text (or a U+FFFD character)",
+    ],
   ])("reports %j at %i:%i", (text, line, column, message) => {
     expect(() => tokenize(text)).toThrow(TextSyntaxError);
     try {
@@ -69,7 +74,9 @@ describe("tokenize", () => {
 
 describe("parseTree", () => {
   it("builds fields, nested messages and lists with positions", () => {
-    const { root } = parseTree('input [ { name: "a" dims: [1, 2] } ]\ndynamic_batching < max_queue_delay_microseconds: 5 >;');
+    const { root } = parseTree(
+      'input [ { name: "a" dims: [1, 2] } ]\ndynamic_batching < max_queue_delay_microseconds: 5 >;',
+    );
     expect(root.fields.map((f) => f.name)).toEqual(["input", "dynamic_batching"]);
     const input = root.fields[0]!;
     expect(input.value.kind).toBe("list");
@@ -89,23 +96,46 @@ describe("parseTree", () => {
   });
 
   it("concatenates adjacent strings", () => {
-    const { root } = parseTree('name: "ab" \'cd\'');
+    const { root } = parseTree("name: \"ab\" 'cd'");
     const v = root.fields[0]!.value;
     expect(v.kind === "scalar" && v.token.type === "string" ? v.token.value : undefined).toBe("abcd");
   });
 
   it.each([
-    ["input {\n  name: \"x\"\n", 1, 7, "'{' is never closed", "Add the matching '}'."],
-    ["name: \"x\"\n}", 2, 1, "unexpected '}'", "It closes nothing: remove it or add the opening '{' it belongs to."],
-    ["dims: [1 2]", 1, 10, "expected ',' or ']' in the list of 'dims', found '2'", "Separate list elements with commas."],
-    ["dims: [1, 2", 1, 12, "expected ',' or ']' in the list of 'dims', found end of file", "Close the list opened at 1:7 with ']'."],
+    ['input {\n  name: "x"\n', 1, 7, "'{' is never closed", "Add the matching '}'."],
+    ['name: "x"\n}', 2, 1, "unexpected '}'", "It closes nothing: remove it or add the opening '{' it belongs to."],
+    [
+      "dims: [1 2]",
+      1,
+      10,
+      "expected ',' or ']' in the list of 'dims', found '2'",
+      "Separate list elements with commas.",
+    ],
+    [
+      "dims: [1, 2",
+      1,
+      12,
+      "expected ',' or ']' in the list of 'dims', found end of file",
+      "Close the list opened at 1:7 with ']'.",
+    ],
     ["name:", 1, 6, "expected a value for 'name', found end of file", "Give 'name' a value, or delete the line."],
     ['"name": 1', 1, 1, "expected a field name, found a string", "Field names are written without quotes."],
-    ["a: 1,, b: 2", 1, 6, "expected a field name, found ','", "A field name is missing before this, or a separator is doubled."],
+    [
+      "a: 1,, b: 2",
+      1,
+      6,
+      "expected a field name, found ','",
+      "A field name is missing before this, or a separator is doubled.",
+    ],
     ["input { name: 'x' >", 1, 19, "unexpected '>'", "Expected '}' here."],
   ])("reports %j at %i:%i", (text, line, column, message, hint) => {
     const err = syntaxError(text);
-    expect({ message: err.message, line: err.pos.line, column: err.pos.column, hint: err.hint }).toEqual({ message, line, column, hint });
+    expect({ message: err.message, line: err.pos.line, column: err.pos.column, hint: err.hint }).toEqual({
+      message,
+      line,
+      column,
+      hint,
+    });
   });
 
   it("refuses nesting deeper than 100 instead of overflowing the stack", () => {

@@ -10,7 +10,10 @@ afterAll(removeTempRepos);
 /** A watcher whose settle windows are far apart, so which one applied shows in the timing. */
 async function watchRepo(repo: string) {
   const changes: Array<ModelChange & { at: number }> = [];
-  const w = new RepositoryWatcher(repo, (c) => changes.push({ ...c, at: Date.now() }), { settleMs: 1_500, completeSettleMs: 20 });
+  const w = new RepositoryWatcher(repo, (c) => changes.push({ ...c, at: Date.now() }), {
+    settleMs: 1_500,
+    completeSettleMs: 20,
+  });
   await w.start();
   watchers.push(w);
   return changes;
@@ -78,7 +81,10 @@ describe("RepositoryWatcher settle windows", () => {
     const file = path.join(repo, "m", "1", "model.py");
     // What a reload started at each reported change would read.
     const read: string[] = [];
-    const w = new RepositoryWatcher(repo, () => read.push(readFileSync(file, "utf8")), { settleMs: 1_000, completeSettleMs: 10 });
+    const w = new RepositoryWatcher(repo, () => read.push(readFileSync(file, "utf8")), {
+      settleMs: 1_000,
+      completeSettleMs: 10,
+    });
     await w.start();
     watchers.push(w);
     const save = async (text: string) => {
@@ -96,7 +102,11 @@ describe("RepositoryWatcher settle windows", () => {
     const repo = await tempRepo();
     await writeFiles(repo, { "a/config.pbtxt": "a", "a/1/model.py": "x", "b/config.pbtxt": "b", "b/1/model.py": "y" });
     const changes = await watchRepo(repo);
-    await writeFiles(repo, { "a/1/.model.py.swp": "s", "a/1/__pycache__/model.cpython-311.pyc": "c", "a/1/model.py~": "backup" });
+    await writeFiles(repo, {
+      "a/1/.model.py.swp": "s",
+      "a/1/__pycache__/model.cpython-311.pyc": "c",
+      "a/1/model.py~": "backup",
+    });
     await fsp.writeFile(path.join(repo, "b", "1", ".n"), "1");
     await fsp.rename(path.join(repo, "b", "1", ".n"), path.join(repo, "b", "1", "model.py"));
     await until(() => changes.length > 0);

@@ -40,12 +40,30 @@ describe("run state", () => {
     const kind: RunState = {
       ...sample(process.pid, "kubectl"),
       runtime: "kind",
-      kind: { cluster: "triton-dev", context: "kind-triton-dev", namespace: "triton-dev", created: true, keepCluster: false, nodeContainer: "triton-dev-worker", image: "img", gpus: 0, kinds: ["deployments", "services", "secrets"], daemon: "unix:///var/run/docker.sock" },
+      kind: {
+        cluster: "triton-dev",
+        context: "kind-triton-dev",
+        namespace: "triton-dev",
+        created: true,
+        keepCluster: false,
+        nodeContainer: "triton-dev-worker",
+        image: "img",
+        gpus: 0,
+        kinds: ["deployments", "services", "secrets"],
+        daemon: "unix:///var/run/docker.sock",
+      },
     };
     await writeRunState(paths, kind);
     expect(await readRunState(paths)).toEqual(kind);
     // Its liveness is the Deployment in the cluster, asked through kubectl; no such context here.
-    expect(await currentRun(paths, async (s) => (await import("../../src/runtimes/kind/liveness.js")).kindRunAlive(s, new (await import("../../src/runtimes/kind/tools.js")).KindTools(undefined, { PATH: "/nonexistent" })))).toMatchObject({ alive: false });
+    expect(
+      await currentRun(paths, async (s) =>
+        (await import("../../src/runtimes/kind/liveness.js")).kindRunAlive(
+          s,
+          new (await import("../../src/runtimes/kind/tools.js")).KindTools(undefined, { PATH: "/nonexistent" }),
+        ),
+      ),
+    ).toMatchObject({ alive: false });
   });
 
   it("tells a live run from a stale one (process gone, or pid reused by another program)", async () => {

@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { buildBinaryInferBody, byteSize, decodeTensorData, encodeTensorData, parseInferResponseBody } from "../../src/triton/binary.js";
+import {
+  buildBinaryInferBody,
+  byteSize,
+  decodeTensorData,
+  encodeTensorData,
+  parseInferResponseBody,
+} from "../../src/triton/binary.js";
 
 describe("binary tensor data", () => {
   it("round-trips every fixed-size datatype little-endian", () => {
@@ -36,7 +42,9 @@ describe("binary tensor data", () => {
 
   it("builds a request whose JSON header announces each input's byte size and asks for binary outputs", () => {
     const data = encodeTensorData("FP32", [1, 2, 3, 4]);
-    const { body, headerLength } = buildBinaryInferBody([{ name: "x", datatype: "FP32", shape: [1, 4], data }], { parameters: { priority: 1 } });
+    const { body, headerLength } = buildBinaryInferBody([{ name: "x", datatype: "FP32", shape: [1, 4], data }], {
+      parameters: { priority: 1 },
+    });
     const header = JSON.parse(body.toString("utf8", 0, headerLength));
     expect(header).toEqual({
       parameters: { priority: 1, binary_data_output: true },
@@ -47,10 +55,24 @@ describe("binary tensor data", () => {
 
   it("decodes a binary response after its JSON header, and a plain JSON one", () => {
     const out = encodeTensorData("INT64", [7n, 8n]);
-    const json = Buffer.from(JSON.stringify({ model_name: "m", model_version: "1", outputs: [{ name: "y", datatype: "INT64", shape: [1, 2], parameters: { binary_data_size: 16 } }] }));
+    const json = Buffer.from(
+      JSON.stringify({
+        model_name: "m",
+        model_version: "1",
+        outputs: [{ name: "y", datatype: "INT64", shape: [1, 2], parameters: { binary_data_size: 16 } }],
+      }),
+    );
     const r = parseInferResponseBody(Buffer.concat([json, out]), json.length);
     expect(r.outputs[0]).toEqual({ name: "y", datatype: "INT64", shape: [1, 2], data: [7n, 8n] });
-    const plain = parseInferResponseBody(Buffer.from(JSON.stringify({ model_name: "m", model_version: "1", outputs: [{ name: "y", datatype: "FP32", shape: [1], data: [0.5] }] })));
+    const plain = parseInferResponseBody(
+      Buffer.from(
+        JSON.stringify({
+          model_name: "m",
+          model_version: "1",
+          outputs: [{ name: "y", datatype: "FP32", shape: [1], data: [0.5] }],
+        }),
+      ),
+    );
     expect(plain.outputs[0]!.data).toEqual([0.5]);
   });
 });

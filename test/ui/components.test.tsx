@@ -41,23 +41,56 @@ describe("the dashboard", () => {
   it("shows each model's version and state, and follows a reload to the new version", async () => {
     const { feed, frame, update } = setup();
     await feed(...startEvents());
-    await update((s) => ({ ...s, models: s.models.map((m) => (m.name === "offset" ? { ...m, config: summariseConfig({ platform: "", backend: "python", max_batch_size: 8, dynamic_batching: { preferred_batch_size: [4, 8], max_queue_delay_microseconds: "500" }, instance_group: [{ count: 2, kind: "KIND_CPU" }] }) } : m)) }));
+    await update((s) => ({
+      ...s,
+      models: s.models.map((m) =>
+        m.name === "offset"
+          ? {
+              ...m,
+              config: summariseConfig({
+                platform: "",
+                backend: "python",
+                max_batch_size: 8,
+                dynamic_batching: { preferred_batch_size: [4, 8], max_queue_delay_microseconds: "500" },
+                instance_group: [{ count: 2, kind: "KIND_CPU" }],
+              }),
+            }
+          : m,
+      ),
+    }));
     expect(frame()).toMatch(/offset\s+v1\s+READY\s+dynamic ≤8 \[4,8\] 500 µs\s+2×CPU/);
     expect(frame()).toMatch(/tokenizer\s+v1\s+READY/);
     expect(frame()).toContain("HTTP 127.0.0.1:8000");
 
     await feed({ type: "edit", id: 1, model: "offset", phase: "loading", at: T0 + 1000, sinceSavedMs: 120 });
-        expect(frame()).toMatch(/offset\s+v1\s+READY.*reloading…/);
-    await feed({ type: "edit", id: 1, model: "offset", phase: "ready", at: T0 + 1450, sinceSavedMs: 450, version: "2" });
-        expect(frame()).toMatch(/offset\s+v2\s+READY.*0\.45 s/);
+    expect(frame()).toMatch(/offset\s+v1\s+READY.*reloading…/);
+    await feed({
+      type: "edit",
+      id: 1,
+      model: "offset",
+      phase: "ready",
+      at: T0 + 1450,
+      sinceSavedMs: 450,
+      version: "2",
+    });
+    expect(frame()).toMatch(/offset\s+v2\s+READY.*0\.45 s/);
     expect(frame()).toMatch(/#1 offset READY v2 in 0\.45 s/);
   });
 
   it("shows a refused edit with the diagnostic, and every detail on enter", async () => {
     const { feed, frame, press } = setup();
     await feed(...startEvents());
-    await feed({ type: "edit", id: 2, model: "offset", phase: "refused", at: T0 + 2000, sinceSavedMs: 30, diagnostics: [DIMS_ERROR, { ...DIMS_ERROR, line: 5, message: "second problem" }], reason: "the last good version keeps serving" });
-        const f = frame();
+    await feed({
+      type: "edit",
+      id: 2,
+      model: "offset",
+      phase: "refused",
+      at: T0 + 2000,
+      sinceSavedMs: 30,
+      diagnostics: [DIMS_ERROR, { ...DIMS_ERROR, line: 5, message: "second problem" }],
+      reason: "the last good version keeps serving",
+    });
+    const f = frame();
     expect(f).toMatch(/#2 offset REFUSED 2 errors/);
     expect(f).toMatch(/offset\/config\.pbtxt:4:43: dims must be >=[\s│]*1 or -1 \(variable\), got 0/);
     expect(f).toMatch(/▸ 1 more/);
@@ -73,7 +106,17 @@ describe("the dashboard", () => {
   it("shows a perf result as a table, the best figure and the chart", async () => {
     const { update, frame, feed } = setup();
     await feed(...startEvents());
-    await update((s) => ({ ...s, ui: { ...s.ui, view: "perf" }, perf: { status: "done", model: "offset", plan: "concurrency 1,2,3,4, 1 s windows", progress: [], report: perfReport() } }));
+    await update((s) => ({
+      ...s,
+      ui: { ...s.ui, view: "perf" },
+      perf: {
+        status: "done",
+        model: "offset",
+        plan: "concurrency 1,2,3,4, 1 s windows",
+        progress: [],
+        report: perfReport(),
+      },
+    }));
     const f = frame();
     expect(f).toContain("Perf: offset");
     expect(f).toMatch(/│4\s+1735\s+2\.10\s+3\.36\s+4\.20/);

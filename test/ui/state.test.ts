@@ -25,17 +25,45 @@ describe("the dashboard's state", () => {
     s = applySessionEvent(s, { type: "edit", id: 7, model: "offset", phase: "saved", at: T0, sinceSavedMs: 0 });
     s = applySessionEvent(s, { type: "edit", id: 7, model: "offset", phase: "loading", at: T0 + 50, sinceSavedMs: 50 });
     expect(s.models.find((m) => m.name === "offset")?.lastEdit?.phase).toBe("loading");
-    s = applySessionEvent(s, { type: "edit", id: 7, model: "offset", phase: "ready", at: T0 + 800, sinceSavedMs: 800, version: "3" });
+    s = applySessionEvent(s, {
+      type: "edit",
+      id: 7,
+      model: "offset",
+      phase: "ready",
+      at: T0 + 800,
+      sinceSavedMs: 800,
+      version: "3",
+    });
     const row = s.models.find((m) => m.name === "offset")!;
-    expect(row).toMatchObject({ state: "READY", version: "3", lastReload: { at: T0 + 800, latencyMs: 800, version: "3" } });
+    expect(row).toMatchObject({
+      state: "READY",
+      version: "3",
+      lastReload: { at: T0 + 800, latencyMs: 800, version: "3" },
+    });
     expect(s.timeline).toHaveLength(1);
     expect(s.timeline[0]).toMatchObject({ id: 7, phase: "ready", latencyMs: 800, savedAt: T0 });
     expect(s.timeline[0]!.phases.map((p) => p.phase)).toEqual(["saved", "loading", "ready"]);
   });
 
   it("keeps a model refused at start listed, and drops one whose folder was deleted", () => {
-    let s = startEvents(["offset"]).reduce(applySessionEvent, applySessionEvent(initialState({ now: T0 }), { type: "lint", model: "broken", diagnostics: [DIMS_ERROR], staged: false }));
-    s = applySessionEvent(s, { type: "edit", id: 1, model: "broken", phase: "refused", at: T0, sinceSavedMs: 0, diagnostics: [DIMS_ERROR] });
+    let s = startEvents(["offset"]).reduce(
+      applySessionEvent,
+      applySessionEvent(initialState({ now: T0 }), {
+        type: "lint",
+        model: "broken",
+        diagnostics: [DIMS_ERROR],
+        staged: false,
+      }),
+    );
+    s = applySessionEvent(s, {
+      type: "edit",
+      id: 1,
+      model: "broken",
+      phase: "refused",
+      at: T0,
+      sinceSavedMs: 0,
+      diagnostics: [DIMS_ERROR],
+    });
     s = applyIndex(s, [{ name: "offset", version: "1", state: "READY" }]);
     expect(s.models.map((m) => [m.name, m.state])).toEqual([
       ["broken", "NOT LOADED"],
@@ -50,9 +78,26 @@ describe("the dashboard's state", () => {
     let s = initialState({ now: T0 });
     s = applySessionEvent(s, { type: "runtime", runtime: "docker", why: "the daemon has the NVIDIA runtime" });
     expect(s.server.message).toBe("docker runtime: the daemon has the NVIDIA runtime");
-    s = applySessionEvent(s, { type: "pull", image: "nvcr.io/nvidia/tritonserver:24.10-py3", layers: [{ id: "a", phase: "done" }, { id: "b", phase: "downloading", current: 1, total: 2 }], done: 1, downloaded: 2 ** 30, size: 4 * 2 ** 30, finished: false });
+    s = applySessionEvent(s, {
+      type: "pull",
+      image: "nvcr.io/nvidia/tritonserver:24.10-py3",
+      layers: [
+        { id: "a", phase: "done" },
+        { id: "b", phase: "downloading", current: 1, total: 2 },
+      ],
+      done: 1,
+      downloaded: 2 ** 30,
+      size: 4 * 2 ** 30,
+      finished: false,
+    });
     expect(s.server.message).toBe("pulling nvcr.io/nvidia/tritonserver:24.10-py3: 1/2 layers, 1.0 GiB of 4.0 GiB");
-    s = applySessionEvent(s, { type: "container", action: "created", name: "triton-dev-abc", id: "0123456789abcdef", image: "img" });
+    s = applySessionEvent(s, {
+      type: "container",
+      action: "created",
+      name: "triton-dev-abc",
+      id: "0123456789abcdef",
+      image: "img",
+    });
     expect(s.server.container).toBe("triton-dev-abc");
     s = applySessionEvent(s, { type: "hint", message: "use --shm-size 1g" });
     expect(s.ui.notice?.text).toBe("hint: use --shm-size 1g");
@@ -61,7 +106,11 @@ describe("the dashboard's state", () => {
 
   it("shows the kind runtime's progress while the cluster and pod come up", () => {
     let s = initialState({ now: T0 });
-    s = applySessionEvent(s, { type: "kind", step: "cluster", message: "creating cluster triton-dev (about a minute)" });
+    s = applySessionEvent(s, {
+      type: "kind",
+      step: "cluster",
+      message: "creating cluster triton-dev (about a minute)",
+    });
     expect(s.server.message).toBe("kind: creating cluster triton-dev (about a minute)");
     s = applySessionEvent(s, { type: "kind", step: "pod", message: "waiting for the pod: ContainerCreating" });
     expect(s.server.message).toBe("kind: waiting for the pod: ContainerCreating");
@@ -77,14 +126,31 @@ describe("the dashboard's state", () => {
 
   it("returns the same state when the index says nothing new (no redraw)", () => {
     const s = started();
-    expect(applyIndex(s, [{ name: "offset", version: "1", state: "READY" }, { name: "tokenizer", version: "1", state: "READY" }])).toBe(s);
+    expect(
+      applyIndex(s, [
+        { name: "offset", version: "1", state: "READY" },
+        { name: "tokenizer", version: "1", state: "READY" },
+      ]),
+    ).toBe(s);
   });
 
   it("summarises batching and instances from Triton's config JSON", () => {
-    const c = summariseConfig({ backend: "python", max_batch_size: 64, dynamic_batching: { preferred_batch_size: [8, 16], max_queue_delay_microseconds: "5000", priority_levels: 3 }, instance_group: [{ count: 2, kind: "KIND_GPU" }, { count: 1, kind: "KIND_CPU" }] });
+    const c = summariseConfig({
+      backend: "python",
+      max_batch_size: 64,
+      dynamic_batching: { preferred_batch_size: [8, 16], max_queue_delay_microseconds: "5000", priority_levels: 3 },
+      instance_group: [
+        { count: 2, kind: "KIND_GPU" },
+        { count: 1, kind: "KIND_CPU" },
+      ],
+    });
     expect(c.instances).toBe("2×GPU + 1×CPU");
     expect(batchingText(c)).toBe("dynamic ≤64 [8,16] 5 ms 3 prio");
-    const e = summariseConfig({ platform: "ensemble", max_batch_size: 8, ensemble_scheduling: { step: [{ model_name: "tok" }, { model_name: "cls" }] } });
+    const e = summariseConfig({
+      platform: "ensemble",
+      max_batch_size: 8,
+      ensemble_scheduling: { step: [{ model_name: "tok" }, { model_name: "cls" }] },
+    });
     expect(batchingText(e)).toBe("ensemble, 2 steps");
     expect(e.steps).toEqual(["tok", "cls"]);
     expect(e.instances).toBe("");
@@ -92,9 +158,18 @@ describe("the dashboard's state", () => {
   });
 
   it("keeps the last log lines, shortened, and holds a scrolled-back view still", () => {
-    expect(tritonLogLine("I1129 17:47:25.798258 3019 model_lifecycle.cc:839] \"successfully loaded 'offset'\"")).toEqual({ source: "triton", level: "I", text: "17:47:25 successfully loaded 'offset'" });
+    expect(
+      tritonLogLine("I1129 17:47:25.798258 3019 model_lifecycle.cc:839] \"successfully loaded 'offset'\""),
+    ).toEqual({ source: "triton", level: "I", text: "17:47:25 successfully loaded 'offset'" });
     let s = started();
-    s = applyLogLines(s, Array.from({ length: MAX_LOG_LINES + 5 }, (_, i) => ({ source: "triton" as const, level: "I" as const, text: `l${i}` })));
+    s = applyLogLines(
+      s,
+      Array.from({ length: MAX_LOG_LINES + 5 }, (_, i) => ({
+        source: "triton" as const,
+        level: "I" as const,
+        text: `l${i}`,
+      })),
+    );
     expect(s.logs).toHaveLength(MAX_LOG_LINES);
     expect(s.logs[0]!.text).toBe("l5");
     s = { ...s, ui: { ...s.ui, logScroll: 10 } };
@@ -110,7 +185,17 @@ describe("the dashboard's state", () => {
   });
 
   it("does not redraw for a scrape that only lengthens an idle history", () => {
-    const view = (series: number[]) => ({ view: { rangeMs: 10_000, scrapes: series.length + 1, summaries: false, gpus: [], models: [{ model: "m", pending: 0, requestsPerSec: 0, throughputSeries: series, queueSeries: series.map(() => 0) }] } });
+    const view = (series: number[]) => ({
+      view: {
+        rangeMs: 10_000,
+        scrapes: series.length + 1,
+        summaries: false,
+        gpus: [],
+        models: [
+          { model: "m", pending: 0, requestsPerSec: 0, throughputSeries: series, queueSeries: series.map(() => 0) },
+        ],
+      },
+    });
     expect(metricsFingerprint(view([0, 0]))).toBe(metricsFingerprint(view([0, 0, 0, 0])));
     expect(metricsFingerprint(view([0, 5]))).not.toBe(metricsFingerprint(view([0, 5, 0])));
   });

@@ -11,11 +11,29 @@ export function daemonAddress(env: NodeJS.ProcessEnv): string {
 /** dockerode options from `env` rather than process.env, so callers decide which daemon. */
 export function dockerOptions(env: NodeJS.ProcessEnv): Docker.DockerOptions {
   const addr = daemonAddress(env);
-  if (addr.startsWith("unix://")) return { socketPath: addr.slice(7) || DEFAULT_SOCKET, host: undefined, port: undefined, protocol: "http" } as Docker.DockerOptions;
+  if (addr.startsWith("unix://"))
+    return {
+      socketPath: addr.slice(7) || DEFAULT_SOCKET,
+      host: undefined,
+      port: undefined,
+      protocol: "http",
+    } as Docker.DockerOptions;
   const url = new URL(addr.includes("//") ? addr : `tcp://${addr}`);
-  if (url.protocol === "ssh:") return { protocol: "ssh", host: url.hostname, port: url.port || 22, username: url.username || undefined, socketPath: undefined } as Docker.DockerOptions;
+  if (url.protocol === "ssh:")
+    return {
+      protocol: "ssh",
+      host: url.hostname,
+      port: url.port || 22,
+      username: url.username || undefined,
+      socketPath: undefined,
+    } as Docker.DockerOptions;
   const tls = env.DOCKER_TLS_VERIFY === "1" || url.port === "2376";
-  return { protocol: tls ? "https" : "http", host: url.hostname, port: url.port || (tls ? 2376 : 2375), socketPath: undefined } as Docker.DockerOptions;
+  return {
+    protocol: tls ? "https" : "http",
+    host: url.hostname,
+    port: url.port || (tls ? 2376 : 2375),
+    socketPath: undefined,
+  } as Docker.DockerOptions;
 }
 
 export function connectDocker(env: NodeJS.ProcessEnv = process.env): Docker {
@@ -46,16 +64,25 @@ export async function requireDaemon(docker: Docker, env: NodeJS.ProcessEnv, time
   try {
     await Promise.race([
       docker.ping(),
-      new Promise((_, reject) => setTimeout(() => reject(Object.assign(new Error(`no answer within ${timeoutMs / 1000} s`), { code: "ETIMEDOUT" })), timeoutMs).unref()),
+      new Promise((_, reject) =>
+        setTimeout(
+          () => reject(Object.assign(new Error(`no answer within ${timeoutMs / 1000} s`), { code: "ETIMEDOUT" })),
+          timeoutMs,
+        ).unref(),
+      ),
     ]);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     const why =
-      code === "ENOENT" ? "its socket does not exist"
-      : code === "ECONNREFUSED" ? "the connection was refused"
-      : code === "EACCES" ? "permission denied on its socket"
-      : code === "ETIMEDOUT" ? "it did not answer in time"
-      : daemonMessage(err);
+      code === "ENOENT"
+        ? "its socket does not exist"
+        : code === "ECONNREFUSED"
+          ? "the connection was refused"
+          : code === "EACCES"
+            ? "permission denied on its socket"
+            : code === "ETIMEDOUT"
+              ? "it did not answer in time"
+              : daemonMessage(err);
     throw new DockerUnavailableError(`cannot reach the Docker daemon at ${addr}: ${why}`, {
       hint:
         code === "EACCES"

@@ -5,10 +5,26 @@ import { RUNTIME_BACKENDS } from "../../repo/backends.js";
 import { detectNvidiaGpus } from "../../gpu/detect.js";
 import { log as rootLog } from "../../log/logger.js";
 import type { Endpoints, Ports, Runtime, RuntimeCapabilities, ServerHandle, StartOptions } from "../runtime.js";
-import { daemonAddress, daemonFacts, daemonMessage, gpuUnavailableError, isNoGpuDriverError, requireDaemon, statusOf } from "./client.js";
+import {
+  daemonAddress,
+  daemonFacts,
+  daemonMessage,
+  gpuUnavailableError,
+  isNoGpuDriverError,
+  requireDaemon,
+  statusOf,
+} from "./client.js";
 import { ensureImage, imageId, type PullUpdate } from "./image.js";
 import { followLogs, type LogFollower } from "./logs.js";
-import { ensureNetwork, monitoringImages, networkName, removeContainers, startMonitoring, type MonitoringEndpoints, type MonitoringImages } from "./monitoring.js";
+import {
+  ensureNetwork,
+  monitoringImages,
+  networkName,
+  removeContainers,
+  startMonitoring,
+  type MonitoringEndpoints,
+  type MonitoringImages,
+} from "./monitoring.js";
 import {
   containerName,
   formatGpus,
@@ -108,7 +124,11 @@ export class DockerRuntime implements Runtime {
       // is refused here; otherwise the daemon decides when the container starts.
       const facts = await daemonFacts(this.docker);
       const gpus = await (this.deps.detectGpus ?? detectNvidiaGpus)();
-      if (!facts.nvidia && gpus === 0) throw gpuUnavailableError(undefined, `the Docker daemon has no NVIDIA runtime (its runtimes: ${facts.runtimes.join(", ") || "none"}) and this machine shows no NVIDIA driver`);
+      if (!facts.nvidia && gpus === 0)
+        throw gpuUnavailableError(
+          undefined,
+          `the Docker daemon has no NVIDIA runtime (its runtimes: ${facts.runtimes.join(", ") || "none"}) and this machine shows no NVIDIA driver`,
+        );
     }
     let images: MonitoringImages | undefined;
     if (input.monitoring) {
@@ -117,7 +137,9 @@ export class DockerRuntime implements Runtime {
       await ensureImage(this.docker, images.prometheus, { onProgress: onPull, purpose: "Prometheus (--monitoring)" });
       await ensureImage(this.docker, images.grafana, { onProgress: onPull, purpose: "Grafana (--monitoring)" });
     }
-    const { id: imgId } = present ? { id: present } : await ensureImage(this.docker, input.image, { onProgress: onPull });
+    const { id: imgId } = present
+      ? { id: present }
+      : await ensureImage(this.docker, input.image, { onProgress: onPull });
     const settings: ContainerSettings = {
       image: input.image,
       imageId: imgId,
@@ -132,16 +154,28 @@ export class DockerRuntime implements Runtime {
       ...(input.monitoring ? { network: networkName(name) } : {}),
     };
     const hash = settingsHash(settings);
-    const plan: DockerPlan = { name, daemon: daemonAddress(this.env), settings, hash, ...(images ? { monitoringImages: images } : {}) };
+    const plan: DockerPlan = {
+      name,
+      daemon: daemonAddress(this.env),
+      settings,
+      hash,
+      ...(images ? { monitoringImages: images } : {}),
+    };
 
-    const existing = await this.docker.getContainer(name).inspect().catch((err) => (statusOf(err) === 404 ? undefined : Promise.reject(err)));
+    const existing = await this.docker
+      .getContainer(name)
+      .inspect()
+      .catch((err) => (statusOf(err) === 404 ? undefined : Promise.reject(err)));
     this.planned = plan;
     if (!existing) return plan;
     const l = existing.Config.Labels ?? {};
     if (!isOurs(l)) {
-      throw new UserError(`a container named ${name} already exists and was not created by triton-dev; it is left alone`, {
-        hint: `Remove or rename it yourself (\`docker rm -f ${name}\` or \`docker rename ${name} OTHER\`) if it is not needed, then run \`triton-dev up\` again.`,
-      });
+      throw new UserError(
+        `a container named ${name} already exists and was not created by triton-dev; it is left alone`,
+        {
+          hint: `Remove or rename it yourself (\`docker rm -f ${name}\` or \`docker rename ${name} OTHER\`) if it is not needed, then run \`triton-dev up\` again.`,
+        },
+      );
     }
     const runId = l[LABEL.runId] ?? "";
     const repository = l[LABEL.repository] ?? "";
@@ -150,7 +184,11 @@ export class DockerRuntime implements Runtime {
     if (existing.State.Running && sameSettings && key && repository && l[LABEL.runsDir] === input.runsDir) {
       plan.reuse = { id: existing.Id, runId, runDir: path.dirname(repository), repository, key };
     } else {
-      plan.replace = { id: existing.Id, runId, reason: !existing.State.Running ? "it was not running" : "its settings differ" };
+      plan.replace = {
+        id: existing.Id,
+        runId,
+        reason: !existing.State.Running ? "it was not running" : "its settings differ",
+      };
     }
     return plan;
   }
@@ -171,8 +209,16 @@ export class DockerRuntime implements Runtime {
   async create(plan: DockerPlan, o: StartOptions): Promise<DockerStarted> {
     const created: string[] = [];
     try {
-      if (plan.settings.network) await ensureNetwork(this.docker, plan.settings.network, { runId: o.runId, runsDir: plan.settings.runsDir });
-      const spec = tritonContainerSpec({ name: plan.name, settings: plan.settings, runId: o.runId, repository: o.repository, store: path.join(o.runDir, "store"), repositoryKey: o.repositoryKey });
+      if (plan.settings.network)
+        await ensureNetwork(this.docker, plan.settings.network, { runId: o.runId, runsDir: plan.settings.runsDir });
+      const spec = tritonContainerSpec({
+        name: plan.name,
+        settings: plan.settings,
+        runId: o.runId,
+        repository: o.repository,
+        store: path.join(o.runDir, "store"),
+        repositoryKey: o.repositoryKey,
+      });
       log.debug("creating container", { name: plan.name, cmd: spec.Cmd });
       let container = await this.docker.createContainer(spec).catch((err) => Promise.reject(startError(err, plan)));
       created.push(container.id);
@@ -185,20 +231,33 @@ export class DockerRuntime implements Runtime {
         await removeContainers(this.docker, [container.id]);
         created.pop();
         this.memlockRefused = daemonMessage(err);
-        container = await this.docker.createContainer(withoutMemlock(spec)).catch((e) => Promise.reject(startError(e, plan)));
+        container = await this.docker
+          .createContainer(withoutMemlock(spec))
+          .catch((e) => Promise.reject(startError(e, plan)));
         created.push(container.id);
         await container.start().catch((e) => Promise.reject(startError(e, plan)));
       }
       let monitoring: MonitoringEndpoints | undefined;
       if (plan.monitoringImages && plan.settings.network) {
-        monitoring = await startMonitoring(this.docker, { baseName: plan.name, network: plan.settings.network, runId: o.runId, runsDir: plan.settings.runsDir, host: plan.settings.host, images: plan.monitoringImages });
+        monitoring = await startMonitoring(this.docker, {
+          baseName: plan.name,
+          network: plan.settings.network,
+          runId: o.runId,
+          runsDir: plan.settings.runsDir,
+          host: plan.settings.host,
+          images: plan.monitoringImages,
+        });
         created.push(...monitoring.containers);
       }
       const handle = await this.handle(container, o, plan, monitoring?.containers ?? [], false);
       return { handle, containerId: container.id, ...(monitoring ? { monitoring } : {}) };
     } catch (err) {
       await removeContainers(this.docker, created).catch(() => {});
-      if (plan.settings.network) await this.docker.getNetwork(plan.settings.network).remove().catch(() => {});
+      if (plan.settings.network)
+        await this.docker
+          .getNetwork(plan.settings.network)
+          .remove()
+          .catch(() => {});
       throw err;
     }
   }
@@ -210,7 +269,9 @@ export class DockerRuntime implements Runtime {
     let monitoring: MonitoringEndpoints | undefined;
     const siblings = await findOurs(this.docker, { runId: reuse.runId, runsDir: plan.settings.runsDir });
     if (plan.monitoringImages && plan.settings.network) {
-      const running = siblings.filter((c) => c.State === "running" && ["prometheus", "grafana"].includes(c.Labels[LABEL.role] ?? ""));
+      const running = siblings.filter(
+        (c) => c.State === "running" && ["prometheus", "grafana"].includes(c.Labels[LABEL.role] ?? ""),
+      );
       if (running.length === 2) {
         const url = (role: string, port: number) => {
           const c = running.find((x) => x.Labels[LABEL.role] === role)!;
@@ -218,19 +279,44 @@ export class DockerRuntime implements Runtime {
           const h = plan.settings.host.includes(":") ? `[${plan.settings.host}]` : plan.settings.host;
           return `http://${h}:${p?.PublicPort ?? port}`;
         };
-        monitoring = { prometheus: url("prometheus", 9090), grafana: url("grafana", 3000), containers: running.map((c) => c.Id) };
+        monitoring = {
+          prometheus: url("prometheus", 9090),
+          grafana: url("grafana", 3000),
+          containers: running.map((c) => c.Id),
+        };
       } else {
-        await removeContainers(this.docker, siblings.filter((c) => c.Id !== reuse.id && c.Labels[LABEL.role] !== "triton").map((c) => c.Id));
-        monitoring = await startMonitoring(this.docker, { baseName: plan.name, network: plan.settings.network, runId: reuse.runId, runsDir: plan.settings.runsDir, host: plan.settings.host, images: plan.monitoringImages });
+        await removeContainers(
+          this.docker,
+          siblings.filter((c) => c.Id !== reuse.id && c.Labels[LABEL.role] !== "triton").map((c) => c.Id),
+        );
+        monitoring = await startMonitoring(this.docker, {
+          baseName: plan.name,
+          network: plan.settings.network,
+          runId: reuse.runId,
+          runsDir: plan.settings.runsDir,
+          host: plan.settings.host,
+          images: plan.monitoringImages,
+        });
       }
     }
     const handle = await this.handle(container, o, plan, monitoring?.containers ?? [], true);
     return { handle, containerId: reuse.id, ...(monitoring ? { monitoring } : {}) };
   }
 
-  private async handle(container: Docker.Container, o: StartOptions, plan: DockerPlan, siblings: string[], resume: boolean): Promise<ServerHandle> {
+  private async handle(
+    container: Docker.Container,
+    o: StartOptions,
+    plan: DockerPlan,
+    siblings: string[],
+    resume: boolean,
+  ): Promise<ServerHandle> {
     const info = await container.inspect();
-    const follower: LogFollower = await followLogs(container, { logFile: o.logFile, runDir: o.runDir, resume, ...(this.onLogLine ? { onLine: this.onLogLine } : {}) });
+    const follower: LogFollower = await followLogs(container, {
+      logFile: o.logFile,
+      runDir: o.runDir,
+      resume,
+      ...(this.onLogLine ? { onLine: this.onLogLine } : {}),
+    });
     return dockerHandle(this.docker, container, {
       pid: info.State.Pid || undefined,
       endpoints: endpointsFor(o.host, o.ports),
@@ -247,7 +333,10 @@ export function isMemlockRefused(err: unknown): boolean {
 }
 
 export function withoutMemlock(spec: Docker.ContainerCreateOptions): Docker.ContainerCreateOptions {
-  return { ...spec, HostConfig: { ...spec.HostConfig, Ulimits: (spec.HostConfig?.Ulimits ?? []).filter((u) => u.Name !== "memlock") } };
+  return {
+    ...spec,
+    HostConfig: { ...spec.HostConfig, Ulimits: (spec.HostConfig?.Ulimits ?? []).filter((u) => u.Name !== "memlock") },
+  };
 }
 
 export function endpointsFor(host: string, ports: Ports): Endpoints {
@@ -261,14 +350,33 @@ export function startError(err: unknown, plan: Pick<DockerPlan, "settings" | "na
   if (isNoGpuDriverError(err)) return gpuUnavailableError(err, `the Docker daemon has no NVIDIA runtime ("${msg}")`);
   const port = /(?:0\.0\.0\.0|127\.0\.0\.1|\[?::1?\]?):(\d+)/.exec(msg)?.[1] ?? /port (\d+)/.exec(msg)?.[1];
   if (/port is already allocated|address already in use|bind: /i.test(msg)) {
-    const flag = port ? (Number(port) === plan.settings.ports.grpc ? "--grpc-port" : Number(port) === plan.settings.ports.metrics ? "--metrics-port" : "--http-port") : "--http-port/--grpc-port/--metrics-port";
-    return new UserError(`Docker could not publish port ${port ?? "?"} on ${plan.settings.host}: it is already in use`, { hint: `Stop what holds it, or choose another port with ${flag} N.`, cause: err });
+    const flag = port
+      ? Number(port) === plan.settings.ports.grpc
+        ? "--grpc-port"
+        : Number(port) === plan.settings.ports.metrics
+          ? "--metrics-port"
+          : "--http-port"
+      : "--http-port/--grpc-port/--metrics-port";
+    return new UserError(
+      `Docker could not publish port ${port ?? "?"} on ${plan.settings.host}: it is already in use`,
+      { hint: `Stop what holds it, or choose another port with ${flag} N.`, cause: err },
+    );
   }
-  if (/no such image/i.test(msg)) return new UserError(`the image ${plan.settings.image} disappeared before the container was created`, { hint: "Run `triton-dev up` again to pull it.", cause: err });
+  if (/no such image/i.test(msg))
+    return new UserError(`the image ${plan.settings.image} disappeared before the container was created`, {
+      hint: "Run `triton-dev up` again to pull it.",
+      cause: err,
+    });
   if (/is already in use by container/i.test(msg)) {
-    return new UserError(`the container name ${plan.name} was taken while starting`, { hint: "Another `triton-dev up` for this project may be starting; wait for it or run `triton-dev down`.", cause: err });
+    return new UserError(`the container name ${plan.name} was taken while starting`, {
+      hint: "Another `triton-dev up` for this project may be starting; wait for it or run `triton-dev down`.",
+      cause: err,
+    });
   }
-  return new UserError(`Docker could not start the Triton container: ${msg}`, { hint: `Check \`docker info\`; image ${plan.settings.image}, --gpus ${formatGpus(plan.settings.gpus)}.`, cause: err });
+  return new UserError(`Docker could not start the Triton container: ${msg}`, {
+    hint: `Check \`docker info\`; image ${plan.settings.image}, --gpus ${formatGpus(plan.settings.gpus)}.`,
+    cause: err,
+  });
 }
 
 interface HandleParts {
@@ -311,12 +419,19 @@ function dockerHandle(docker: Docker, container: Docker.Container, p: HandlePart
     stop: (graceMs = 15_000) => {
       stopping ??= (async () => {
         await container.stop({ t: Math.max(1, Math.round(graceMs / 1000)) }).catch((err) => {
-          if (statusOf(err) !== 304 && statusOf(err) !== 404) log.warn("could not stop the container", { error: daemonMessage(err) });
+          if (statusOf(err) !== 304 && statusOf(err) !== 404)
+            log.warn("could not stop the container", { error: daemonMessage(err) });
         });
         await p.follower.stop();
         clearInterval(timer);
-        await removeContainers(docker, [container.id, ...p.siblings]).catch((err) => log.warn("could not remove containers", { error: daemonMessage(err) }));
-        if (p.network) await docker.getNetwork(p.network).remove().catch(() => {});
+        await removeContainers(docker, [container.id, ...p.siblings]).catch((err) =>
+          log.warn("could not remove containers", { error: daemonMessage(err) }),
+        );
+        if (p.network)
+          await docker
+            .getNetwork(p.network)
+            .remove()
+            .catch(() => {});
         resolveExit({ code: null, signal: "SIGTERM" });
       })();
       return stopping;
@@ -334,21 +449,56 @@ export interface OurContainer {
 
 /** Containers carrying our labels, of one state folder and optionally one run. */
 export async function findOurs(docker: Docker, o: { runsDir: string; runId?: string }): Promise<OurContainer[]> {
-  const filters = { label: [`${LABEL.tool}=triton-dev`, `${LABEL.runsDir}=${o.runsDir}`, ...(o.runId ? [`${LABEL.runId}=${o.runId}`] : [])] };
-  const list = (await docker.listContainers({ all: true, filters: JSON.stringify(filters) } as Docker.ContainerListOptions)) as unknown as OurContainer[];
+  const filters = {
+    label: [
+      `${LABEL.tool}=triton-dev`,
+      `${LABEL.runsDir}=${o.runsDir}`,
+      ...(o.runId ? [`${LABEL.runId}=${o.runId}`] : []),
+    ],
+  };
+  const list = (await docker.listContainers({
+    all: true,
+    filters: JSON.stringify(filters),
+  } as Docker.ContainerListOptions)) as unknown as OurContainer[];
   // The daemon filtered already; checked again because nothing without our labels is ever removed.
-  return list.filter((c) => isOurs(c.Labels) && c.Labels[LABEL.runsDir] === o.runsDir && (!o.runId || c.Labels[LABEL.runId] === o.runId));
+  return list.filter(
+    (c) => isOurs(c.Labels) && c.Labels[LABEL.runsDir] === o.runsDir && (!o.runId || c.Labels[LABEL.runId] === o.runId),
+  );
 }
 
 /** Stop and remove what a run created (containers by label, and its network). */
-export async function removeRun(docker: Docker, runId: string, runsDir: string, extraIds: string[] = [], graceSec = 15): Promise<string[]> {
+export async function removeRun(
+  docker: Docker,
+  runId: string,
+  runsDir: string,
+  extraIds: string[] = [],
+  graceSec = 15,
+): Promise<string[]> {
   const ours = await findOurs(docker, { runsDir, runId });
   const ids = [...new Set([...extraIds, ...ours.map((c) => c.Id)])];
   const triton = ours.filter((c) => c.Labels[LABEL.role] === "triton" && c.State === "running");
   // Triton first, gracefully (it unloads models and ends its stubs); the rest are force-removed.
-  await Promise.all(triton.map((c) => docker.getContainer(c.Id).stop({ t: graceSec }).catch(() => {})));
+  await Promise.all(
+    triton.map((c) =>
+      docker
+        .getContainer(c.Id)
+        .stop({ t: graceSec })
+        .catch(() => {}),
+    ),
+  );
   await removeContainers(docker, ids);
-  const nets = (await docker.listNetworks({ filters: JSON.stringify({ label: [`${LABEL.tool}=triton-dev`, `${LABEL.runId}=${runId}`, `${LABEL.runsDir}=${runsDir}`] }) } as Docker.NetworkListOptions).catch(() => [])) as Array<{ Id: string; Labels?: Record<string, string> }>;
-  for (const n of nets) if (isOurs(n.Labels)) await docker.getNetwork(n.Id).remove().catch(() => {});
+  const nets = (await docker
+    .listNetworks({
+      filters: JSON.stringify({
+        label: [`${LABEL.tool}=triton-dev`, `${LABEL.runId}=${runId}`, `${LABEL.runsDir}=${runsDir}`],
+      }),
+    } as Docker.NetworkListOptions)
+    .catch(() => [])) as Array<{ Id: string; Labels?: Record<string, string> }>;
+  for (const n of nets)
+    if (isOurs(n.Labels))
+      await docker
+        .getNetwork(n.Id)
+        .remove()
+        .catch(() => {});
   return ids;
 }

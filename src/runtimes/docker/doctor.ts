@@ -12,7 +12,11 @@ export interface NvidiaGpu {
 export type RunCommand = (cmd: string, args: string[]) => Promise<{ stdout: string }>;
 
 const defaultRun: RunCommand = (cmd, args) =>
-  new Promise((resolve, reject) => execFile(cmd, args, { timeout: 15_000 }, (err, stdout) => (err ? reject(err) : resolve({ stdout: String(stdout) }))));
+  new Promise((resolve, reject) =>
+    execFile(cmd, args, { timeout: 15_000 }, (err, stdout) =>
+      err ? reject(err) : resolve({ stdout: String(stdout) }),
+    ),
+  );
 
 /** `nvidia-smi --query-gpu ... --format=csv,noheader,nounits` lines, parsed. */
 export function parseNvidiaSmi(csv: string): NvidiaGpu[] {
@@ -29,7 +33,10 @@ export function parseNvidiaSmi(csv: string): NvidiaGpu[] {
 /** The GPUs nvidia-smi sees; undefined when nvidia-smi is not installed. */
 export async function nvidiaSmiGpus(run: RunCommand = defaultRun): Promise<NvidiaGpu[] | undefined> {
   try {
-    const { stdout } = await run("nvidia-smi", ["--query-gpu=index,name,memory.total,driver_version", "--format=csv,noheader,nounits"]);
+    const { stdout } = await run("nvidia-smi", [
+      "--query-gpu=index,name,memory.total,driver_version",
+      "--format=csv,noheader,nounits",
+    ]);
     return parseNvidiaSmi(stdout);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;

@@ -1,7 +1,8 @@
 import { formatSize } from "./settings.js";
 
 /** The python backend's own words when /dev/shm is too small (python_be / shm_manager). */
-const SHM_PATTERN = /use '--shm-size' flag|Unable to initialize shared memory key|Failed to increase the shared memory pool size/i;
+const SHM_PATTERN =
+  /use '--shm-size' flag|Unable to initialize shared memory key|Failed to increase the shared memory pool size/i;
 
 export function isShmError(text: string | undefined): boolean {
   return !!text && SHM_PATTERN.test(text);

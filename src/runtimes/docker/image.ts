@@ -105,7 +105,10 @@ export async function imageId(docker: Docker, ref: string): Promise<string | und
 /** A pull failure, told apart so the message can say what to do. */
 export function pullError(ref: string, err: unknown, purpose = "Triton"): UserError {
   const msg = daemonMessage(err);
-  const offline = /dial tcp|no such host|i\/o timeout|connection refused|network is unreachable|TLS handshake timeout|Client\.Timeout|temporary failure in name resolution/i.test(msg);
+  const offline =
+    /dial tcp|no such host|i\/o timeout|connection refused|network is unreachable|TLS handshake timeout|Client\.Timeout|temporary failure in name resolution/i.test(
+      msg,
+    );
   const denied = /unauthorized|authentication required|denied/i.test(msg);
   const missing = /manifest unknown|not found|does not exist/i.test(msg);
   const registry = ref.includes("/") && /[.:]/.test(ref.split("/")[0]!) ? ref.split("/")[0]! : "Docker Hub";
@@ -128,7 +131,11 @@ export interface EnsureImageOptions {
 }
 
 /** The image's id, pulling it first when the daemon does not have it. */
-export async function ensureImage(docker: Docker, ref: string, o: EnsureImageOptions = {}): Promise<{ id: string; pulled: boolean }> {
+export async function ensureImage(
+  docker: Docker,
+  ref: string,
+  o: EnsureImageOptions = {},
+): Promise<{ id: string; pulled: boolean }> {
   if (!o.pull) {
     const id = await imageId(docker, ref);
     if (id) return { id, pulled: false };
@@ -142,7 +149,11 @@ export async function ensureImage(docker: Docker, ref: string, o: EnsureImageOpt
         (err) => (err ? reject(err) : resolve()),
         (m: PullMessage) => {
           if (m.error) {
-            reject(Object.assign(new Error(m.errorDetail?.message ?? m.error), { json: { message: m.errorDetail?.message ?? m.error } }));
+            reject(
+              Object.assign(new Error(m.errorDetail?.message ?? m.error), {
+                json: { message: m.errorDetail?.message ?? m.error },
+              }),
+            );
             return;
           }
           const u = progress.update(m);
@@ -156,6 +167,9 @@ export async function ensureImage(docker: Docker, ref: string, o: EnsureImageOpt
   progress.finished = true;
   o.onProgress?.(progress.snapshot());
   const id = await imageId(docker, ref);
-  if (!id) throw new UserError(`the daemon reported ${ref} pulled, but does not list it`, { hint: `Try \`docker pull ${ref}\`.` });
+  if (!id)
+    throw new UserError(`the daemon reported ${ref} pulled, but does not list it`, {
+      hint: `Try \`docker pull ${ref}\`.`,
+    });
   return { id, pulled: true };
 }

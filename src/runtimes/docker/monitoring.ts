@@ -42,17 +42,29 @@ export function monitoringFiles(composeDir = COMPOSE_DIR): MonitoringFiles {
     grafanaDashboards: path.join(composeDir, "grafana", "dashboards"),
   };
   for (const p of Object.values(f)) {
-    if (!fs.existsSync(p)) throw new UserError(`the monitoring stack's file ${p} is missing from this installation`, { hint: "Reinstall triton-dev; compose/ ships with it." });
+    if (!fs.existsSync(p))
+      throw new UserError(`the monitoring stack's file ${p} is missing from this installation`, {
+        hint: "Reinstall triton-dev; compose/ ships with it.",
+      });
   }
   return f;
 }
 
 /** The network Triton, Prometheus and Grafana share, so Prometheus scrapes `triton:8002` as in compose.yaml. */
-export async function ensureNetwork(docker: Docker, name: string, owner: { runId: string; runsDir: string }): Promise<void> {
-  const existing = await docker.getNetwork(name).inspect().catch((err) => (statusOf(err) === 404 ? undefined : Promise.reject(err)));
+export async function ensureNetwork(
+  docker: Docker,
+  name: string,
+  owner: { runId: string; runsDir: string },
+): Promise<void> {
+  const existing = await docker
+    .getNetwork(name)
+    .inspect()
+    .catch((err) => (statusOf(err) === 404 ? undefined : Promise.reject(err)));
   if (existing) {
     if ((existing as { Labels?: Record<string, string> }).Labels?.["dev.triton-dev.tool"] !== "triton-dev") {
-      throw new UserError(`a Docker network named ${name} exists and was not created by triton-dev`, { hint: `Remove or rename it (\`docker network rm ${name}\`), or run without --monitoring.` });
+      throw new UserError(`a Docker network named ${name} exists and was not created by triton-dev`, {
+        hint: `Remove or rename it (\`docker network rm ${name}\`), or run without --monitoring.`,
+      });
     }
     return;
   }
@@ -92,7 +104,10 @@ export async function startMonitoring(docker: Docker, o: StartMonitoringOptions)
       started.push(c.id);
       await c.start();
     } catch (err) {
-      throw new UserError(`could not start ${what} for --monitoring: ${daemonMessage(err)}`, { hint: "Run without --monitoring, or see `docker logs` of the container.", cause: err });
+      throw new UserError(`could not start ${what} for --monitoring: ${daemonMessage(err)}`, {
+        hint: "Run without --monitoring, or see `docker logs` of the container.",
+        cause: err,
+      });
     }
   };
   const net = (alias: string) => ({ NetworkingConfig: { EndpointsConfig: { [o.network]: { Aliases: [alias] } } } });
@@ -101,7 +116,11 @@ export async function startMonitoring(docker: Docker, o: StartMonitoringOptions)
       {
         name: `${o.baseName}-prometheus`,
         Image: o.images.prometheus,
-        Cmd: ["--config.file=/etc/prometheus/prometheus.yml", "--storage.tsdb.path=/prometheus", "--web.listen-address=:9090"],
+        Cmd: [
+          "--config.file=/etc/prometheus/prometheus.yml",
+          "--storage.tsdb.path=/prometheus",
+          "--web.listen-address=:9090",
+        ],
         Labels: labels("prometheus", owner),
         ExposedPorts: { "9090/tcp": {} },
         HostConfig: {
@@ -126,7 +145,10 @@ export async function startMonitoring(docker: Docker, o: StartMonitoringOptions)
         Labels: labels("grafana", owner),
         ExposedPorts: { "3000/tcp": {} },
         HostConfig: {
-          Binds: [`${files.grafanaProvisioning}:/etc/grafana/provisioning:ro`, `${files.grafanaDashboards}:/var/lib/grafana/dashboards:ro`],
+          Binds: [
+            `${files.grafanaProvisioning}:/etc/grafana/provisioning:ro`,
+            `${files.grafanaDashboards}:/var/lib/grafana/dashboards:ro`,
+          ],
           PortBindings: { "3000/tcp": [{ HostIp: o.host, HostPort: String(grafanaPort) }] },
           NetworkMode: o.network,
         },

@@ -27,7 +27,8 @@ export const TOOL = "triton-dev";
 export type Role = "triton" | "prometheus" | "grafana" | "network";
 
 /** `--gpus`: none, all, a count, or explicit device ids ("0,2" or "device=0,2"). */
-export type GpuRequest = { kind: "none" } | { kind: "all" } | { kind: "count"; count: number } | { kind: "devices"; ids: string[] };
+export type GpuRequest =
+  { kind: "none" } | { kind: "all" } | { kind: "count"; count: number } | { kind: "devices"; ids: string[] };
 
 export function parseGpus(value: string): GpuRequest {
   const v = value.trim().toLowerCase();
@@ -35,8 +36,12 @@ export function parseGpus(value: string): GpuRequest {
   if (v === "all" || v === "-1") return { kind: "all" };
   if (/^\d+$/.test(v)) return { kind: "count", count: Number(v) };
   const list = v.replace(/^"?device=/, "").replace(/"$/, "");
-  const ids = list.split(",").map((s) => s.trim()).filter(Boolean);
-  if (ids.length > 0 && ids.every((id) => /^(\d+|gpu-[0-9a-f-]+|mig-[0-9a-z/-]+)$/i.test(id))) return { kind: "devices", ids };
+  const ids = list
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (ids.length > 0 && ids.every((id) => /^(\d+|gpu-[0-9a-f-]+|mig-[0-9a-z/-]+)$/i.test(id)))
+    return { kind: "devices", ids };
   throw new UsageError(`--gpus must be all, none, a number of GPUs, or device ids like 0,1; got '${value}'`, {
     hint: "For example --gpus all (every GPU), --gpus 1 (one GPU), --gpus device=0,2 or --gpus none (CPU only).",
   });
@@ -76,13 +81,19 @@ export function parseSize(value: string, flag = "--shm-size"): number {
   const m = /^(\d+(?:\.\d+)?)\s*([bkmgt]?)i?b?$/i.exec(value.trim());
   const n = m ? Math.round(Number(m[1]) * SIZE_UNITS[m[2]!.toLowerCase()]!) : NaN;
   if (!Number.isFinite(n) || n <= 0) {
-    throw new UsageError(`${flag} must be a size like 1g, 512m or 2048k; got '${value}'`, { hint: "Triton's python backend needs at least 1 MB per model instance; the default is 1g." });
+    throw new UsageError(`${flag} must be a size like 1g, 512m or 2048k; got '${value}'`, {
+      hint: "Triton's python backend needs at least 1 MB per model instance; the default is 1g.",
+    });
   }
   return n;
 }
 
 export function formatSize(bytes: number): string {
-  for (const [unit, f] of [["g", 1024 ** 3], ["m", 1024 ** 2], ["k", 1024]] as const) {
+  for (const [unit, f] of [
+    ["g", 1024 ** 3],
+    ["m", 1024 ** 2],
+    ["k", 1024],
+  ] as const) {
     if (bytes >= f && bytes % f === 0) return `${bytes / f}${unit}`;
   }
   return `${bytes}b`;
@@ -96,7 +107,12 @@ export function formatSize(bytes: number): string {
 export function containerName(modelsDir: string): string {
   const abs = path.resolve(modelsDir);
   const base = path.basename(abs) === "models" ? path.basename(path.dirname(abs)) : path.basename(abs);
-  const slug = base.toLowerCase().replace(/[^a-z0-9_.-]+/g, "-").replace(/^[^a-z0-9]+/, "").slice(0, 40) || "project";
+  const slug =
+    base
+      .toLowerCase()
+      .replace(/[^a-z0-9_.-]+/g, "-")
+      .replace(/^[^a-z0-9]+/, "")
+      .slice(0, 40) || "project";
   const h = createHash("sha256").update(abs).digest("hex").slice(0, 8);
   return `triton-dev-${slug}-${h}`;
 }
@@ -135,7 +151,10 @@ export function settingsHash(s: ContainerSettings): string {
   return createHash("sha256").update(canonical).digest("hex").slice(0, 16);
 }
 
-export function labels(role: Role, o: { runId: string; runsDir: string; repository?: string; settings?: string }): Record<string, string> {
+export function labels(
+  role: Role,
+  o: { runId: string; runsDir: string; repository?: string; settings?: string },
+): Record<string, string> {
   return {
     [LABEL.tool]: TOOL,
     [LABEL.role]: role,
@@ -155,9 +174,16 @@ function portKey(p: number): string {
 }
 
 /** Published only on `host` (127.0.0.1 unless the user asked otherwise). */
-export function portBindings(ports: Ports, host: string, inside: Ports = CONTAINER_PORTS): Record<string, Array<{ HostIp: string; HostPort: string }>> {
+export function portBindings(
+  ports: Ports,
+  host: string,
+  inside: Ports = CONTAINER_PORTS,
+): Record<string, Array<{ HostIp: string; HostPort: string }>> {
   return Object.fromEntries(
-    (Object.keys(inside) as Array<keyof Ports>).map((k) => [portKey(inside[k]), [{ HostIp: host, HostPort: String(ports[k]) }]]),
+    (Object.keys(inside) as Array<keyof Ports>).map((k) => [
+      portKey(inside[k]),
+      [{ HostIp: host, HostPort: String(ports[k]) }],
+    ]),
   );
 }
 
@@ -165,7 +191,17 @@ export function portBindings(ports: Ports, host: string, inside: Ports = CONTAIN
 export function containerCommand(o: Pick<StartOptions, "reload" | "pollSecs" | "repositoryKey">): string[] {
   const args = serverArgs(
     { backendDir: CONTAINER_BACKENDS },
-    { runId: "", runDir: "", logFile: "", repository: CONTAINER_REPOSITORY, ports: CONTAINER_PORTS, host: "0.0.0.0", reload: o.reload, pollSecs: o.pollSecs, repositoryKey: o.repositoryKey },
+    {
+      runId: "",
+      runDir: "",
+      logFile: "",
+      repository: CONTAINER_REPOSITORY,
+      ports: CONTAINER_PORTS,
+      host: "0.0.0.0",
+      reload: o.reload,
+      pollSecs: o.pollSecs,
+      repositoryKey: o.repositoryKey,
+    },
   );
   // Latency quantiles for Prometheus: Triton exports no histograms, only these summaries
   // (and the cumulative counters), and the dashboard's p99/p95 panels read them.
@@ -195,7 +231,12 @@ export function tritonContainerSpec(i: TritonContainerInput): Docker.ContainerCr
     name: i.name,
     Image: s.image,
     Cmd: containerCommand({ reload: s.reload, pollSecs: s.pollSecs, repositoryKey: i.repositoryKey }),
-    Labels: labels("triton", { runId: i.runId, runsDir: s.runsDir, repository: i.repository, settings: settingsHash(s) }),
+    Labels: labels("triton", {
+      runId: i.runId,
+      runsDir: s.runsDir,
+      repository: i.repository,
+      settings: settingsHash(s),
+    }),
     // The stub ignores this for model.py, which is why the store is mounted read-only too:
     // a __pycache__ written into a served model would make poll mode reload it.
     Env: ["PYTHONDONTWRITEBYTECODE=1"],

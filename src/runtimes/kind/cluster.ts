@@ -36,7 +36,11 @@ export function clusterAccessError(err: unknown, cluster: string): UserError | u
       cause: err,
     });
   }
-  if (/connection (to the server .*)?(was )?refused|Unable to connect to the server|i\/o timeout|no route to host/i.test(err.stderr)) {
+  if (
+    /connection (to the server .*)?(was )?refused|Unable to connect to the server|i\/o timeout|no route to host/i.test(
+      err.stderr,
+    )
+  ) {
     return new UserError(`the kind cluster ${cluster} does not answer (${err.stderr.trim().split("\n").pop()})`, {
       hint: `Its node containers may be stopped (\`docker ps -a --filter label=${KIND_CLUSTER_LABEL}=${cluster}\`; \`docker start\` them), or delete it with \`kind delete cluster --name ${cluster}\` and run again.`,
       cause: err,
@@ -48,7 +52,11 @@ export function clusterAccessError(err: unknown, cluster: string): UserError | u
 /** The nodes carrying our label (empty: the cluster is not ours). */
 export async function managedNodes(tools: KindTools, cluster: string): Promise<KubeNode[]> {
   try {
-    const out = await tools.kubectl(contextOf(cluster), ["get", "nodes", `--selector=${NODE_LABEL.managed}=true`, "--output=json"], { timeoutMs: 30_000 });
+    const out = await tools.kubectl(
+      contextOf(cluster),
+      ["get", "nodes", `--selector=${NODE_LABEL.managed}=true`, "--output=json"],
+      { timeoutMs: 30_000 },
+    );
     return nodeListSchema.parse(JSON.parse(out)).items;
   } catch (err) {
     throw clusterAccessError(err, cluster) ?? err;
@@ -69,12 +77,21 @@ export interface NodeContainer {
 
 /** The cluster's worker node container (kind's own labels) and the state folder it mounts. */
 export async function workerContainer(docker: Docker, cluster: string): Promise<NodeContainer | undefined> {
-  const list = await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${KIND_CLUSTER_LABEL}=${cluster}`] }) } as Docker.ContainerListOptions);
+  const list = await docker.listContainers({
+    all: true,
+    filters: JSON.stringify({ label: [`${KIND_CLUSTER_LABEL}=${cluster}`] }),
+  } as Docker.ContainerListOptions);
   const nodes = list.filter((c) => c.Labels?.[KIND_CLUSTER_LABEL] === cluster);
-  const withMount = nodes.find((c) => c.Mounts?.some((m) => m.Destination === WORKER_MOUNT)) ?? nodes.find((c) => c.Labels?.[KIND_ROLE_LABEL] === "worker");
+  const withMount =
+    nodes.find((c) => c.Mounts?.some((m) => m.Destination === WORKER_MOUNT)) ??
+    nodes.find((c) => c.Labels?.[KIND_ROLE_LABEL] === "worker");
   if (!withMount) return undefined;
   const mount = withMount.Mounts?.find((m) => m.Destination === WORKER_MOUNT);
-  return { name: (withMount.Names[0] ?? withMount.Id).replace(/^\//, ""), ...(mount?.Source ? { stateDir: mount.Source } : {}), running: withMount.State === "running" };
+  return {
+    name: (withMount.Names[0] ?? withMount.Id).replace(/^\//, ""),
+    ...(mount?.Source ? { stateDir: mount.Source } : {}),
+    running: withMount.State === "running",
+  };
 }
 
 export function sameDir(a: string, b: string): boolean {
@@ -98,28 +115,49 @@ export interface ClusterFacts {
 }
 
 /** An existing cluster, checked to be ours; throws a UserError naming the fix when it is not. */
-export async function inspectOurCluster(tools: KindTools, docker: Docker, cluster: string, stateDir: string): Promise<ClusterFacts> {
+export async function inspectOurCluster(
+  tools: KindTools,
+  docker: Docker,
+  cluster: string,
+  stateDir: string,
+): Promise<ClusterFacts> {
   const nodes = await managedNodes(tools, cluster);
   if (nodes.length === 0) {
-    throw new UserError(`a kind cluster named ${cluster} exists and was not created by triton-dev (no node carries the label ${NODE_LABEL.managed}=true); it is left alone`, {
-      hint: `Choose another cluster name with \`--cluster NAME\`, or delete that cluster yourself (\`kind delete cluster --name ${cluster}\`) if it is not needed.`,
-    });
+    throw new UserError(
+      `a kind cluster named ${cluster} exists and was not created by triton-dev (no node carries the label ${NODE_LABEL.managed}=true); it is left alone`,
+      {
+        hint: `Choose another cluster name with \`--cluster NAME\`, or delete that cluster yourself (\`kind delete cluster --name ${cluster}\`) if it is not needed.`,
+      },
+    );
   }
   const worker = await workerContainer(docker, cluster);
   if (worker?.stateDir && !sameDir(worker.stateDir, stateDir)) {
-    throw new UserError(`the kind cluster ${cluster} serves the triton-dev state folder ${worker.stateDir}, not this one (${stateDir}): its node cannot see this run's models`, {
-      hint: `Use another cluster with \`--cluster NAME\`, or run with TRITON_DEV_STATE_DIR=${worker.stateDir}.`,
-    });
+    throw new UserError(
+      `the kind cluster ${cluster} serves the triton-dev state folder ${worker.stateDir}, not this one (${stateDir}): its node cannot see this run's models`,
+      {
+        hint: `Use another cluster with \`--cluster NAME\`, or run with TRITON_DEV_STATE_DIR=${worker.stateDir}.`,
+      },
+    );
   }
   if (!worker?.stateDir) {
     log.warn("could not find the state folder the cluster's worker mounts", { cluster });
   }
-  return { name: cluster, context: contextOf(cluster), nodes, ...(worker ? { worker } : {}), keep: nodes.some((n) => n.metadata.labels?.[NODE_LABEL.keep] === "true") };
+  return {
+    name: cluster,
+    context: contextOf(cluster),
+    nodes,
+    ...(worker ? { worker } : {}),
+    keep: nodes.some((n) => n.metadata.labels?.[NODE_LABEL.keep] === "true"),
+  };
 }
 
 /** Marks our nodes as kept (or not) for later runs and `down`. */
 export async function labelKeep(tools: KindTools, cluster: string, keep: boolean): Promise<void> {
-  await tools.kubectl(contextOf(cluster), ["label", "nodes", `--selector=${NODE_LABEL.managed}=true`, `${NODE_LABEL.keep}=${keep}`, "--overwrite"], { timeoutMs: 30_000 });
+  await tools.kubectl(
+    contextOf(cluster),
+    ["label", "nodes", `--selector=${NODE_LABEL.managed}=true`, `${NODE_LABEL.keep}=${keep}`, "--overwrite"],
+    { timeoutMs: 30_000 },
+  );
 }
 
 export async function deleteCluster(tools: KindTools, cluster: string): Promise<void> {

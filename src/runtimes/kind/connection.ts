@@ -73,7 +73,14 @@ export function portForwardArgs(o: { namespace: string; host: string; pod: strin
   ];
 }
 
-export function logArgs(o: { namespace: string; pod: string; follow: boolean; previous?: boolean; since?: string; tail?: number }): string[] {
+export function logArgs(o: {
+  namespace: string;
+  pod: string;
+  follow: boolean;
+  previous?: boolean;
+  since?: string;
+  tail?: number;
+}): string[] {
   return [
     `--namespace=${o.namespace}`,
     "logs",
@@ -182,7 +189,17 @@ export class KindConnection {
   private async fetch(): Promise<Snapshot> {
     const at = this.now();
     try {
-      const out = await this.o.tools.kubectl(this.o.context, [`--namespace=${this.o.namespace}`, "get", "deployments,pods", `--selector=${runSelector(this.o.runId)}`, "--output=json"], { timeoutMs: 15_000 });
+      const out = await this.o.tools.kubectl(
+        this.o.context,
+        [
+          `--namespace=${this.o.namespace}`,
+          "get",
+          "deployments,pods",
+          `--selector=${runSelector(this.o.runId)}`,
+          "--output=json",
+        ],
+        { timeoutMs: 15_000 },
+      );
       const items = listSchema.parse(JSON.parse(out)).items;
       const pods: Pod[] = [];
       for (const i of items.filter((x) => x.kind === "Pod")) {
@@ -192,7 +209,8 @@ export class KindConnection {
       return { at, ok: true, deployment: items.some((x) => x.kind === "Deployment"), pods };
     } catch (err) {
       // `kind delete cluster` removes the context: the cluster, and so the Deployment, is gone.
-      if (err instanceof ToolCommandError && /context .* does not exist/i.test(err.stderr)) return { at, ok: true, deployment: false, pods: [] };
+      if (err instanceof ToolCommandError && /context .* does not exist/i.test(err.stderr))
+        return { at, ok: true, deployment: false, pods: [] };
       return { at, ok: false, error: err instanceof Error ? err.message : String(err), deployment: false, pods: [] };
     }
   }
@@ -219,17 +237,29 @@ export class KindConnection {
    * Wait until Triton's container runs (the startup probe passed, so Triton is live), or throw
    * a ReadinessAbortedError carrying a UserError that says what is wrong and what to do.
    */
-  async waitRunning(timeoutMs: number, onWaiting?: (detail: string) => void): Promise<Extract<PodOutcome, { state: "running" }>> {
+  async waitRunning(
+    timeoutMs: number,
+    onWaiting?: (detail: string) => void,
+  ): Promise<Extract<PodOutcome, { state: "running" }>> {
     const deadline = this.now() + timeoutMs;
     let lastDetail = "";
     let s = this.last;
     for (;;) {
       if (this.stopping || !s) throw new ReadinessAbortedError("stopped while waiting for the Triton pod");
       if (s.ok) {
-        if (!s.deployment && this.missing >= 2) throw new ReadinessAbortedError("the Triton Deployment was deleted while it started");
-        const outcome = podOutcome(s.pods, { cluster: this.o.cluster, context: this.o.context, namespace: this.o.namespace, image: this.o.image, container: CONTAINER_NAME, now: this.now() });
+        if (!s.deployment && this.missing >= 2)
+          throw new ReadinessAbortedError("the Triton Deployment was deleted while it started");
+        const outcome = podOutcome(s.pods, {
+          cluster: this.o.cluster,
+          context: this.o.context,
+          namespace: this.o.namespace,
+          image: this.o.image,
+          container: CONTAINER_NAME,
+          now: this.now(),
+        });
         if (outcome.state === "running") return outcome;
-        if (outcome.state === "failed") throw new ReadinessAbortedError(outcome.message, { cause: await this.failure(outcome) });
+        if (outcome.state === "failed")
+          throw new ReadinessAbortedError(outcome.message, { cause: await this.failure(outcome) });
         if (outcome.detail !== lastDetail) {
           lastDetail = outcome.detail;
           onWaiting?.(outcome.detail);
@@ -238,7 +268,11 @@ export class KindConnection {
         lastDetail = s.error;
       }
       if (this.now() >= deadline) {
-        throw new ReadinessTimeoutError(`the Triton pod in kind cluster ${this.o.cluster}`, timeoutMs, lastDetail || undefined);
+        throw new ReadinessTimeoutError(
+          `the Triton pod in kind cluster ${this.o.cluster}`,
+          timeoutMs,
+          lastDetail || undefined,
+        );
       }
       s = await this.nextSnapshot();
     }
@@ -252,11 +286,33 @@ export class KindConnection {
     for (let attempt = 0; f.logs && !lines && attempt < 4; attempt++) {
       if (attempt > 0) await this.delay(500);
       lines = await this.o.tools
-        .kubectl(this.o.context, logArgs({ namespace: this.o.namespace, pod: f.pod, follow: false, previous: f.logs === "previous", tail: 12 }), { timeoutMs: 15_000 })
-        .then((t) => lastLines(t.split("\n").map((l) => splitLogLine(l).text).join("\n"), 12))
+        .kubectl(
+          this.o.context,
+          logArgs({
+            namespace: this.o.namespace,
+            pod: f.pod,
+            follow: false,
+            previous: f.logs === "previous",
+            tail: 12,
+          }),
+          { timeoutMs: 15_000 },
+        )
+        .then((t) =>
+          lastLines(
+            t
+              .split("\n")
+              .map((l) => splitLogLine(l).text)
+              .join("\n"),
+            12,
+          ),
+        )
         .catch(() => "");
     }
-    return new KindPodError(f.kind, lines ? `${f.message}; last log lines:\n  ${lines.split("\n").join("\n  ")}` : f.message, { hint: f.hint });
+    return new KindPodError(
+      f.kind,
+      lines ? `${f.message}; last log lines:\n  ${lines.split("\n").join("\n  ")}` : f.message,
+      { hint: f.hint },
+    );
   }
 
   /** Start `kubectl port-forward` to the running pod; resolves once it listens on every port. */
@@ -264,7 +320,9 @@ export class KindConnection {
     const ready = new Promise<void>((r) => this.forwardReady.push(r));
     this.forwardLoop ??= this.keepForwarding();
     let timer: NodeJS.Timeout | undefined;
-    const ended = this.exited.then(() => Promise.reject(new ReadinessAbortedError("the run ended before the port-forward listened")));
+    const ended = this.exited.then(() =>
+      Promise.reject(new ReadinessAbortedError("the run ended before the port-forward listened")),
+    );
     // Rejects only once the run is over, usually long after the race settled.
     ended.catch(() => {});
     try {
@@ -272,9 +330,16 @@ export class KindConnection {
         ready,
         new Promise<never>((_, reject) => {
           timer = setTimeout(() => {
-            reject(new UserError(`kubectl port-forward to the Triton pod did not listen on ${this.o.host}:${this.o.ports.http}, ${this.o.ports.grpc} and ${this.o.ports.metrics} within ${Math.round(timeoutMs / 1000)} s${this.forwardError ? `: ${this.forwardError}` : ""}`, {
-              hint: /address already in use|unable to listen/i.test(this.forwardError ?? "") ? "Another program holds one of these ports; stop it or choose others with --http-port/--grpc-port/--metrics-port." : `Try \`kubectl --context ${this.o.context} -n ${this.o.namespace} port-forward pod/POD ${this.o.ports.http}:8000\` yourself.`,
-            }));
+            reject(
+              new UserError(
+                `kubectl port-forward to the Triton pod did not listen on ${this.o.host}:${this.o.ports.http}, ${this.o.ports.grpc} and ${this.o.ports.metrics} within ${Math.round(timeoutMs / 1000)} s${this.forwardError ? `: ${this.forwardError}` : ""}`,
+                {
+                  hint: /address already in use|unable to listen/i.test(this.forwardError ?? "")
+                    ? "Another program holds one of these ports; stop it or choose others with --http-port/--grpc-port/--metrics-port."
+                    : `Try \`kubectl --context ${this.o.context} -n ${this.o.namespace} port-forward pod/POD ${this.o.ports.http}:8000\` yourself.`,
+                },
+              ),
+            );
           }, timeoutMs);
         }),
         ended,
@@ -291,7 +356,14 @@ export class KindConnection {
       if (this.stopping) return undefined;
       const s = this.last;
       if (s?.ok) {
-        const o = podOutcome(s.pods, { cluster: this.o.cluster, context: this.o.context, namespace: this.o.namespace, image: this.o.image, container: CONTAINER_NAME, now: this.now() });
+        const o = podOutcome(s.pods, {
+          cluster: this.o.cluster,
+          context: this.o.context,
+          namespace: this.o.namespace,
+          image: this.o.image,
+          container: CONTAINER_NAME,
+          now: this.now(),
+        });
         if (o.state === "running") return o.pod;
       }
       await this.nextSnapshot();
@@ -305,18 +377,25 @@ export class KindConnection {
       if (!pod || this.stopping) return;
       const started = this.now();
       this.forwarded.clear();
-      const child = this.o.tools.spawn("kubectl", [`--context=${this.o.context}`, ...portForwardArgs({ namespace: this.o.namespace, host: this.o.host, pod, ports: this.o.ports })], (line, stream) => {
-        const port = forwardedPort(line);
-        if (port !== undefined) {
-          this.forwarded.add(port);
-          if ([this.o.ports.http, this.o.ports.grpc, this.o.ports.metrics].every((p) => this.forwarded.has(p))) {
-            for (const r of this.forwardReady.splice(0)) r();
+      const child = this.o.tools.spawn(
+        "kubectl",
+        [
+          `--context=${this.o.context}`,
+          ...portForwardArgs({ namespace: this.o.namespace, host: this.o.host, pod, ports: this.o.ports }),
+        ],
+        (line, stream) => {
+          const port = forwardedPort(line);
+          if (port !== undefined) {
+            this.forwarded.add(port);
+            if ([this.o.ports.http, this.o.ports.grpc, this.o.ports.metrics].every((p) => this.forwarded.has(p))) {
+              for (const r of this.forwardReady.splice(0)) r();
+            }
+          } else if (stream === "stderr") {
+            this.forwardError = line.trim();
+            log.debug("port-forward", { line });
           }
-        } else if (stream === "stderr") {
-          this.forwardError = line.trim();
-          log.debug("port-forward", { line });
-        }
-      });
+        },
+      );
       this.forwarder = child;
       const e = await child.exited;
       if (this.forwarder === child) this.forwarder = undefined;
@@ -325,7 +404,11 @@ export class KindConnection {
         log.warn("kubectl port-forward cannot run", { error: e.error.message });
       }
       if (this.stopping) return;
-      log.info("kubectl port-forward ended; starting it again once the pod runs", { code: e.code, signal: e.signal, stderr: lastLines(e.stderr, 2) });
+      log.info("kubectl port-forward ended; starting it again once the pod runs", {
+        code: e.code,
+        signal: e.signal,
+        stderr: lastLines(e.stderr, 2),
+      });
       backoff = this.now() - started > 10_000 ? 500 : Math.min(backoff * 2, 5_000);
       await this.delay(backoff);
     }
@@ -337,7 +420,8 @@ export class KindConnection {
       if (this.stopping) return undefined;
       const pod = this.last?.ok ? currentPod(this.last.pods) : undefined;
       const cs = pod?.status?.containerStatuses?.find((c) => c.name === CONTAINER_NAME);
-      if (pod && cs && (cs.state?.running || cs.state?.terminated || cs.lastState?.terminated)) return { pod: pod.metadata.name, restarts: cs.restartCount ?? 0 };
+      if (pod && cs && (cs.state?.running || cs.state?.terminated || cs.lastState?.terminated))
+        return { pod: pod.metadata.name, restarts: cs.restartCount ?? 0 };
       await this.nextSnapshot();
     }
   }
@@ -364,16 +448,38 @@ export class KindConnection {
       // (after our position) comes from --previous before the new one's.
       if (followed && followed.pod === target.pod && target.restarts > followed.restarts && this.cursorRaw) {
         const prev = await this.o.tools
-          .kubectl(this.o.context, logArgs({ namespace: this.o.namespace, pod: target.pod, follow: false, previous: true, since: this.cursorRaw }), { timeoutMs: 15_000 })
+          .kubectl(
+            this.o.context,
+            logArgs({
+              namespace: this.o.namespace,
+              pod: target.pod,
+              follow: false,
+              previous: true,
+              since: this.cursorRaw,
+            }),
+            { timeoutMs: 15_000 },
+          )
           .catch(() => "");
         for (const l of prev.split("\n")) if (l) this.write(l);
       }
       followed = target;
       const started = this.now();
-      const child = this.o.tools.spawn("kubectl", [`--context=${this.o.context}`, ...logArgs({ namespace: this.o.namespace, pod: target.pod, follow: true, ...(this.cursorRaw ? { since: this.cursorRaw } : {}) })], (line, stream) => {
-        if (stream === "stdout") this.write(line);
-        else log.debug("logs", { line });
-      });
+      const child = this.o.tools.spawn(
+        "kubectl",
+        [
+          `--context=${this.o.context}`,
+          ...logArgs({
+            namespace: this.o.namespace,
+            pod: target.pod,
+            follow: true,
+            ...(this.cursorRaw ? { since: this.cursorRaw } : {}),
+          }),
+        ],
+        (line, stream) => {
+          if (stream === "stdout") this.write(line);
+          else log.debug("logs", { line });
+        },
+      );
       this.follow = child;
       await child.exited;
       if (this.follow === child) this.follow = undefined;

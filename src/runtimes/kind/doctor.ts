@@ -26,7 +26,11 @@ export function parseKubectlVersion(out: string): string | undefined {
 
 /** What `doctor` says about the kind runtime's tools: their versions, or how to install them. */
 export async function probeKindTools(tools: KindTools = new KindTools()): Promise<ToolVersion[]> {
-  const one = async (tool: "kind" | "kubectl", args: string[], parse: (s: string) => string | undefined): Promise<ToolVersion> => {
+  const one = async (
+    tool: "kind" | "kubectl",
+    args: string[],
+    parse: (s: string) => string | undefined,
+  ): Promise<ToolVersion> => {
     try {
       const out = await tools.run(tool, args, { timeoutMs: 10_000 });
       return { tool, version: parse(out) ?? (out.trim().split("\n")[0] || "unknown version") };
@@ -35,5 +39,8 @@ export async function probeKindTools(tools: KindTools = new KindTools()): Promis
       return { tool, error: (err as Error).message, hint: INSTALL_HINT[tool] };
     }
   };
-  return Promise.all([one("kind", ["version"], parseKindVersion), one("kubectl", ["version", "--client", "--output=json"], parseKubectlVersion)]);
+  return Promise.all([
+    one("kind", ["version"], parseKindVersion),
+    one("kubectl", ["version", "--client", "--output=json"], parseKubectlVersion),
+  ]);
 }

@@ -32,7 +32,9 @@ const KIND_CONFIG_DIR = fileURLToPath(new URL("../../../kind-config", import.met
 /** The kind-config folder of this installation; throws when it is missing. */
 export function kindConfigDir(dir: string = KIND_CONFIG_DIR): string {
   if (!fs.existsSync(dir)) {
-    throw new UserError(`the kind cluster files (${dir}) are missing from this installation`, { hint: "Reinstall triton-dev; kind-config/ ships with it." });
+    throw new UserError(`the kind cluster files (${dir}) are missing from this installation`, {
+      hint: "Reinstall triton-dev; kind-config/ ships with it.",
+    });
   }
   return dir;
 }
@@ -42,7 +44,10 @@ function readConfigFile(file: string, dir: string): { full: string; text: string
   try {
     return { full, text: fs.readFileSync(full, "utf8") };
   } catch (err) {
-    throw new UserError(`cannot read ${full}: ${(err as Error).message}`, { hint: "Reinstall triton-dev; kind-config/ ships with it.", cause: err });
+    throw new UserError(`cannot read ${full}: ${(err as Error).message}`, {
+      hint: "Reinstall triton-dev; kind-config/ ships with it.",
+      cause: err,
+    });
   }
 }
 
@@ -65,10 +70,15 @@ export interface ClusterConfigOptions {
  */
 export function renderClusterConfig(o: ClusterConfigOptions): string {
   if (!isDnsLabel(o.name)) {
-    throw new UserError(`'${o.name}' cannot be a kind cluster name: use lowercase letters, digits and '-' (at most 63)`, { hint: "For example triton-dev." });
+    throw new UserError(
+      `'${o.name}' cannot be a kind cluster name: use lowercase letters, digits and '-' (at most 63)`,
+      { hint: "For example triton-dev." },
+    );
   }
   if (!path.isAbsolute(o.stateDir)) {
-    throw new UserError(`the state folder to mount into the kind node must be an absolute path; got '${o.stateDir}'`, { hint: "Pass path.resolve(stateDir)." });
+    throw new UserError(`the state folder to mount into the kind node must be an absolute path; got '${o.stateDir}'`, {
+      hint: "Pass path.resolve(stateDir).",
+    });
   }
   if (o.nodeImage !== undefined && (!o.nodeImage.trim() || /\s/.test(o.nodeImage))) {
     throw new UserError(`'${o.nodeImage}' is not an image reference`, { hint: "For example kindest/node:v1.33.1." });
@@ -76,7 +86,8 @@ export function renderClusterConfig(o: ClusterConfigOptions): string {
   const file = o.gpu ? KIND_CONFIG_FILES.clusterGpu : KIND_CONFIG_FILES.cluster;
   const { full, text } = readConfigFile(file, o.configDir ?? KIND_CONFIG_DIR);
   const doc = parseDocument(text, { prettyErrors: true });
-  const broken = (why: string) => new UserError(`${full}: ${why}`, { hint: "Restore the file from the triton-dev package (reinstall triton-dev)." });
+  const broken = (why: string) =>
+    new UserError(`${full}: ${why}`, { hint: "Restore the file from the triton-dev package (reinstall triton-dev)." });
   if (doc.errors[0]) throw broken(`not valid YAML: ${doc.errors[0].message.split("\n")[0]}`);
   const nodes = doc.get("nodes");
   if (!isSeq(nodes)) throw broken("has no nodes list");
@@ -94,7 +105,10 @@ export function renderClusterConfig(o: ClusterConfigOptions): string {
       }
     }
   }
-  if (mounts === 0) throw broken(`no node mounts anything at ${WORKER_MOUNT} (an extraMounts entry with containerPath: ${WORKER_MOUNT})`);
+  if (mounts === 0)
+    throw broken(
+      `no node mounts anything at ${WORKER_MOUNT} (an extraMounts entry with containerPath: ${WORKER_MOUNT})`,
+    );
   doc.set("name", o.name);
   return doc.toString({ lineWidth: 0 });
 }

@@ -11,11 +11,36 @@ import { endpointsFor } from "../docker/docker-runtime.js";
 import { ensureImage, type PullUpdate } from "../docker/image.js";
 import type { GpuRequest } from "../docker/settings.js";
 import type { Ports, ReloadMode, Runtime, RuntimeCapabilities, ServerHandle, StartOptions } from "../runtime.js";
-import { allocatableGpus, clusterAccessError, deleteCluster, inspectOurCluster, labelKeep, listClusters, managedNodes, workerContainer, type ClusterFacts } from "./cluster.js";
+import {
+  allocatableGpus,
+  clusterAccessError,
+  deleteCluster,
+  inspectOurCluster,
+  labelKeep,
+  listClusters,
+  managedNodes,
+  workerContainer,
+  type ClusterFacts,
+} from "./cluster.js";
 import { KindConnection, KindPodError } from "./connection.js";
-import { KIND_CONFIG_FILES, nodeGpuSetupScript, readKindManifest, renderClusterConfig, WORKER_MOUNT } from "./kind-config.js";
+import {
+  KIND_CONFIG_FILES,
+  nodeGpuSetupScript,
+  readKindManifest,
+  renderClusterConfig,
+  WORKER_MOUNT,
+} from "./kind-config.js";
 import { renderManifests, toYaml, type K8sObject } from "./manifests.js";
-import { contextOf, CREATE_WAIT, kindGpus, manifestOptions, NAMESPACE, OBJECT_KINDS, RUN_LABEL, SERVICE_MONITOR_CRD } from "./settings.js";
+import {
+  contextOf,
+  CREATE_WAIT,
+  kindGpus,
+  manifestOptions,
+  NAMESPACE,
+  OBJECT_KINDS,
+  RUN_LABEL,
+  SERVICE_MONITOR_CRD,
+} from "./settings.js";
 import { deleteRunObjects, runsIn, teardownRun } from "./teardown.js";
 import { KindTools, lastLines, ToolCommandError } from "./tools.js";
 
@@ -119,9 +144,12 @@ export class KindRuntime implements Runtime {
     if (gpus === "auto") return facts.nvidia ? "all" : 0;
     const want = kindGpus(gpus);
     if (want !== 0 && !facts.nvidia) {
-      throw new UserError(`GPUs were requested (--gpus) for the kind cluster, but the Docker daemon has no NVIDIA runtime (its runtimes: ${facts.runtimes.join(", ") || "none"})`, {
-        hint: `${NVIDIA_FIX} For kind the NVIDIA runtime must also be Docker's default and pass GPUs by volume mounts: \`sudo nvidia-ctk runtime configure --runtime=docker --set-as-default --cdi.enabled\`, \`sudo nvidia-ctk config --set accept-nvidia-visible-devices-as-volume-mounts=true --in-place\`, then restart Docker.`,
-      });
+      throw new UserError(
+        `GPUs were requested (--gpus) for the kind cluster, but the Docker daemon has no NVIDIA runtime (its runtimes: ${facts.runtimes.join(", ") || "none"})`,
+        {
+          hint: `${NVIDIA_FIX} For kind the NVIDIA runtime must also be Docker's default and pass GPUs by volume mounts: \`sudo nvidia-ctk runtime configure --runtime=docker --set-as-default --cdi.enabled\`, \`sudo nvidia-ctk config --set accept-nvidia-visible-devices-as-volume-mounts=true --in-place\`, then restart Docker.`,
+        },
+      );
     }
     return want;
   }
@@ -138,13 +166,23 @@ export class KindRuntime implements Runtime {
         // Not asked for: the cluster at hand decides (it was created without GPUs).
         gpus = 0;
       } else if (gpus !== 0 && allocatableGpus(existing.nodes) === 0) {
-        throw new UserError(`GPUs were requested, but the kind cluster ${cluster} offers none (it was created without GPUs, or its device plugin is not running)`, {
-          hint: `Delete it (\`kind delete cluster --name ${cluster}\`) so that \`up --runtime kind --gpus all\` creates it with GPU passthrough, or use another --cluster, or --gpus none.`,
-        });
+        throw new UserError(
+          `GPUs were requested, but the kind cluster ${cluster} offers none (it was created without GPUs, or its device plugin is not running)`,
+          {
+            hint: `Delete it (\`kind delete cluster --name ${cluster}\`) so that \`up --runtime kind --gpus all\` creates it with GPU passthrough, or use another --cluster, or --gpus none.`,
+          },
+        );
       }
     }
     await ensureImage(this.docker, input.image, { ...(onPull ? { onProgress: onPull } : {}) });
-    this.planned = { input, cluster, context: contextOf(cluster), gpus, daemon: daemonAddress(this.env), ...(existing ? { existing } : {}) };
+    this.planned = {
+      input,
+      cluster,
+      context: contextOf(cluster),
+      gpus,
+      daemon: daemonAddress(this.env),
+      ...(existing ? { existing } : {}),
+    };
     return this.planned;
   }
 
@@ -163,30 +201,64 @@ export class KindRuntime implements Runtime {
         await this.createCluster(plan, o.runDir);
         nodeContainer = (await workerContainer(this.docker, cluster))?.name;
       } else {
-        this.progress("cluster", `using the kind cluster ${cluster}${plan.existing?.keep ? " (kept from an earlier run)" : ""}`);
+        this.progress(
+          "cluster",
+          `using the kind cluster ${cluster}${plan.existing?.keep ? " (kept from an earlier run)" : ""}`,
+        );
         // A kept cluster is used by one run at a time: what is still there is left over.
         for (const runId of await runsIn(this.tools, context).catch(() => [] as string[])) {
           this.progress("cleanup", `removing the objects a finished run (${runId}) left in ${cluster}`);
-          await deleteRunObjects(this.tools, { context, namespace: NAMESPACE, selector: `${RUN_LABEL}=${runId}`, kinds: OBJECT_KINDS, graceMs: 15_000 });
+          await deleteRunObjects(this.tools, {
+            context,
+            namespace: NAMESPACE,
+            selector: `${RUN_LABEL}=${runId}`,
+            kinds: OBJECT_KINDS,
+            graceMs: 15_000,
+          });
         }
       }
       if (created || (input.keepCluster && !plan.existing?.keep)) await labelKeep(this.tools, cluster, keep);
       let gpus = plan.gpus === "all" ? 0 : plan.gpus;
       if (plan.gpus !== 0) gpus = await this.setupGpus(plan, created, nodeContainer);
       this.progress("image", `loading ${input.image} into the cluster's node (kind load docker-image)`);
-      await this.tools.kind(["load", "docker-image", input.image, `--name=${cluster}`], { timeoutMs: 600_000 }).catch((err: unknown) => {
-        throw new KindStartError(`could not load ${input.image} into the kind cluster ${cluster}: ${err instanceof ToolCommandError ? lastLines(err.stderr, 4) : (err as Error).message}`, {
-          hint: `Run \`kind load docker-image ${input.image} --name ${cluster}\` yourself to see why; the node needs free disk space for the image.`,
-          cause: err,
+      await this.tools
+        .kind(["load", "docker-image", input.image, `--name=${cluster}`], { timeoutMs: 600_000 })
+        .catch((err: unknown) => {
+          throw new KindStartError(
+            `could not load ${input.image} into the kind cluster ${cluster}: ${err instanceof ToolCommandError ? lastLines(err.stderr, 4) : (err as Error).message}`,
+            {
+              hint: `Run \`kind load docker-image ${input.image} --name ${cluster}\` yourself to see why; the node needs free disk space for the image.`,
+              cause: err,
+            },
+          );
         });
-      });
       const serviceMonitor = await this.hasServiceMonitorCrd(context);
       if (serviceMonitor) kinds.push("servicemonitors");
-      const objects = renderManifests(manifestOptions(o, { image: input.image, gpus, shmBytes: input.shmBytes, serviceMonitor, stateDir: input.stateDir, workerMount: WORKER_MOUNT }));
+      const objects = renderManifests(
+        manifestOptions(o, {
+          image: input.image,
+          gpus,
+          shmBytes: input.shmBytes,
+          serviceMonitor,
+          stateDir: input.stateDir,
+          workerMount: WORKER_MOUNT,
+        }),
+      );
       this.progress("apply", `applying ${describeObjects(objects)} in namespace ${NAMESPACE}`);
       applied = true;
       await this.apply(context, objects);
-      const record: KindRecord = { cluster, context, namespace: NAMESPACE, created, keepCluster: keep, ...(nodeContainer ? { nodeContainer } : {}), image: input.image, gpus, kinds, daemon: plan.daemon };
+      const record: KindRecord = {
+        cluster,
+        context,
+        namespace: NAMESPACE,
+        created,
+        keepCluster: keep,
+        ...(nodeContainer ? { nodeContainer } : {}),
+        image: input.image,
+        gpus,
+        kinds,
+        daemon: plan.daemon,
+      };
       connection = new KindConnection({
         tools: this.tools,
         cluster,
@@ -203,17 +275,24 @@ export class KindRuntime implements Runtime {
       });
       await connection.start();
       this.progress("pod", "waiting for the Triton pod to start");
-      const running = await connection.waitRunning(input.readyTimeoutMs, (detail) => this.progress("pod", detail)).catch((err: unknown) => {
-        throw podStartError(err, cluster, context, o.logFile);
-      });
-      this.progress("forward", `port-forwarding ${o.host}:${o.ports.http}, ${o.ports.grpc}, ${o.ports.metrics} to pod ${running.pod}`);
+      const running = await connection
+        .waitRunning(input.readyTimeoutMs, (detail) => this.progress("pod", detail))
+        .catch((err: unknown) => {
+          throw podStartError(err, cluster, context, o.logFile);
+        });
+      this.progress(
+        "forward",
+        `port-forwarding ${o.host}:${o.ports.http}, ${o.ports.grpc}, ${o.ports.metrics} to pod ${running.pod}`,
+      );
       await connection.forward();
       const handle = kindHandle(this, connection, record, o, input.stateDir);
       this.started = { handle, record };
       return handle;
     } catch (err) {
       await connection?.stop().catch(() => {});
-      await this.undo({ cluster, context, created, keep, applied, kinds, runId: o.runId }).catch((e: unknown) => log.warn("could not clean up after the failed start", { error: String(e) }));
+      await this.undo({ cluster, context, created, keep, applied, kinds, runId: o.runId }).catch((e: unknown) =>
+        log.warn("could not clean up after the failed start", { error: String(e) }),
+      );
       throw err;
     }
   }
@@ -221,22 +300,36 @@ export class KindRuntime implements Runtime {
   private async createCluster(plan: KindPlan, runDir: string): Promise<void> {
     const { cluster, input } = plan;
     const config = path.join(runDir, "kind-cluster.yaml");
-    await fsp.writeFile(config, renderClusterConfig({ name: cluster, stateDir: input.stateDir, gpu: plan.gpus !== 0, ...(this.deps.configDir ? { configDir: this.deps.configDir } : {}) }));
+    await fsp.writeFile(
+      config,
+      renderClusterConfig({
+        name: cluster,
+        stateDir: input.stateDir,
+        gpu: plan.gpus !== 0,
+        ...(this.deps.configDir ? { configDir: this.deps.configDir } : {}),
+      }),
+    );
     this.progress("cluster", `creating the kind cluster ${cluster} (a minute or two the first time)`);
     const started = Date.now();
     try {
       await this.tools.kind(["create", "cluster", `--name=${cluster}`, `--config=${config}`, `--wait=${CREATE_WAIT}`], {
         timeoutMs: 600_000,
         onStderrLine: (line) => {
-          const l = line.replace(/[^\x20-\x7e]+/g, " ").replace(/\s+/g, " ").trim();
+          const l = line
+            .replace(/[^\x20-\x7e]+/g, " ")
+            .replace(/\s+/g, " ")
+            .trim();
           if (l) this.progress("cluster", l);
         },
       });
     } catch (err) {
-      throw new KindStartError(`kind could not create the cluster ${cluster}: ${err instanceof ToolCommandError ? lastLines(err.stderr, 6) : (err as Error).message}`, {
-        hint: `The rendered configuration is ${config}; \`kind create cluster --name ${cluster} --config ${config}\` shows the whole story. kind needs Docker with enough memory and disk for a node image.`,
-        cause: err,
-      });
+      throw new KindStartError(
+        `kind could not create the cluster ${cluster}: ${err instanceof ToolCommandError ? lastLines(err.stderr, 6) : (err as Error).message}`,
+        {
+          hint: `The rendered configuration is ${config}; \`kind create cluster --name ${cluster} --config ${config}\` shows the whole story. kind needs Docker with enough memory and disk for a node image.`,
+          cause: err,
+        },
+      );
     }
     this.progress("cluster", `created the kind cluster ${cluster} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   }
@@ -245,16 +338,31 @@ export class KindRuntime implements Runtime {
   private async setupGpus(plan: KindPlan, created: boolean, nodeContainer: string | undefined): Promise<number> {
     const { cluster, context } = plan;
     if (created) {
-      if (!nodeContainer) throw new KindStartError(`the kind cluster ${cluster} has no worker node container to set up for GPUs`, { hint: "Delete it with `kind delete cluster --name " + cluster + "` and run again." });
-      this.progress("gpu", `setting up the NVIDIA container toolkit in node ${nodeContainer}`);
-      await this.tools.docker(["exec", "-i", nodeContainer, "bash", "-s"], { inputFile: nodeGpuSetupScript(this.deps.configDir), timeoutMs: 600_000, onStderrLine: (l) => this.progress("gpu", l) }).catch((err: unknown) => {
-        throw new KindStartError(`the GPU setup of node ${nodeContainer} failed: ${err instanceof ToolCommandError ? lastLines(err.stderr, 4) : (err as Error).message}`, {
-          hint: `Its own hint is above; run \`docker exec -i ${nodeContainer} bash -s < ${nodeGpuSetupScript(this.deps.configDir)}\` to retry by hand.`,
-          cause: err,
+      if (!nodeContainer)
+        throw new KindStartError(`the kind cluster ${cluster} has no worker node container to set up for GPUs`, {
+          hint: "Delete it with `kind delete cluster --name " + cluster + "` and run again.",
         });
-      });
+      this.progress("gpu", `setting up the NVIDIA container toolkit in node ${nodeContainer}`);
+      await this.tools
+        .docker(["exec", "-i", nodeContainer, "bash", "-s"], {
+          inputFile: nodeGpuSetupScript(this.deps.configDir),
+          timeoutMs: 600_000,
+          onStderrLine: (l) => this.progress("gpu", l),
+        })
+        .catch((err: unknown) => {
+          throw new KindStartError(
+            `the GPU setup of node ${nodeContainer} failed: ${err instanceof ToolCommandError ? lastLines(err.stderr, 4) : (err as Error).message}`,
+            {
+              hint: `Its own hint is above; run \`docker exec -i ${nodeContainer} bash -s < ${nodeGpuSetupScript(this.deps.configDir)}\` to retry by hand.`,
+              cause: err,
+            },
+          );
+        });
       this.progress("gpu", "installing the nvidia RuntimeClass and the NVIDIA device plugin");
-      await this.apply(context, [...readKindManifest(KIND_CONFIG_FILES.runtimeClass, this.deps.configDir), ...readKindManifest(KIND_CONFIG_FILES.devicePlugin, this.deps.configDir)]);
+      await this.apply(context, [
+        ...readKindManifest(KIND_CONFIG_FILES.runtimeClass, this.deps.configDir),
+        ...readKindManifest(KIND_CONFIG_FILES.devicePlugin, this.deps.configDir),
+      ]);
     }
     const waitMs = this.deps.gpuWaitMs ?? 180_000;
     const deadline = Date.now() + waitMs;
@@ -263,22 +371,33 @@ export class KindRuntime implements Runtime {
       if (n > 0) {
         const want = plan.gpus === "all" ? n : plan.gpus;
         if (want > n) {
-          throw new KindStartError(`--gpus ${want} asks for more GPUs than the kind node offers (${n})`, { hint: `Use --gpus ${n} or --gpus all.` });
+          throw new KindStartError(`--gpus ${want} asks for more GPUs than the kind node offers (${n})`, {
+            hint: `Use --gpus ${n} or --gpus all.`,
+          });
         }
         this.progress("gpu", `the node offers ${n} GPU(s); Triton gets ${want}`);
         return want;
       }
       if (Date.now() > deadline) {
-        throw new KindStartError(`the NVIDIA device plugin advertised no GPU on the kind node within ${Math.round(waitMs / 1000)} s`, {
-          hint: `Look at its log: \`kubectl --context ${context} -n kube-system logs -l app.kubernetes.io/name=nvidia-device-plugin\`. The host must pass GPUs into the node (cluster-gpu.yaml's /dev/null mount with accept-nvidia-visible-devices-as-volume-mounts=true).`,
-        });
+        throw new KindStartError(
+          `the NVIDIA device plugin advertised no GPU on the kind node within ${Math.round(waitMs / 1000)} s`,
+          {
+            hint: `Look at its log: \`kubectl --context ${context} -n kube-system logs -l app.kubernetes.io/name=nvidia-device-plugin\`. The host must pass GPUs into the node (cluster-gpu.yaml's /dev/null mount with accept-nvidia-visible-devices-as-volume-mounts=true).`,
+          },
+        );
       }
       await sleep(2_000);
     }
   }
 
   private async hasServiceMonitorCrd(context: string): Promise<boolean> {
-    const out = await this.tools.kubectl(context, ["get", "customresourcedefinitions", SERVICE_MONITOR_CRD, "--ignore-not-found", "--output=name"], { timeoutMs: 30_000 }).catch(() => "");
+    const out = await this.tools
+      .kubectl(
+        context,
+        ["get", "customresourcedefinitions", SERVICE_MONITOR_CRD, "--ignore-not-found", "--output=name"],
+        { timeoutMs: 30_000 },
+      )
+      .catch(() => "");
     return out.trim().length > 0;
   }
 
@@ -288,15 +407,26 @@ export class KindRuntime implements Runtime {
     } catch (err) {
       const access = clusterAccessError(err, this.planned!.cluster);
       if (access) throw access;
-      throw new KindStartError(`kubectl apply refused the Triton objects: ${err instanceof ToolCommandError ? lastLines(err.stderr, 4) : (err as Error).message}`, {
-        hint: "`triton-dev manifests` renders the same objects for a look.",
-        cause: err,
-      });
+      throw new KindStartError(
+        `kubectl apply refused the Triton objects: ${err instanceof ToolCommandError ? lastLines(err.stderr, 4) : (err as Error).message}`,
+        {
+          hint: "`triton-dev manifests` renders the same objects for a look.",
+          cause: err,
+        },
+      );
     }
   }
 
   /** After a failed start: the objects (or the cluster, if this run created it) go again. */
-  private async undo(s: { cluster: string; context: string; created: boolean; keep: boolean; applied: boolean; kinds: string[]; runId: string }): Promise<void> {
+  private async undo(s: {
+    cluster: string;
+    context: string;
+    created: boolean;
+    keep: boolean;
+    applied: boolean;
+    kinds: string[];
+    runId: string;
+  }): Promise<void> {
     if (s.created && !s.keep) {
       this.progress("cleanup", `deleting the kind cluster ${s.cluster} this run created`);
       await deleteCluster(this.tools, s.cluster);
@@ -304,7 +434,13 @@ export class KindRuntime implements Runtime {
     }
     if (s.applied) {
       this.progress("cleanup", `deleting this run's objects from ${s.cluster}`);
-      await deleteRunObjects(this.tools, { context: s.context, namespace: NAMESPACE, selector: `${RUN_LABEL}=${s.runId}`, kinds: s.kinds, graceMs: 15_000 });
+      await deleteRunObjects(this.tools, {
+        context: s.context,
+        namespace: NAMESPACE,
+        selector: `${RUN_LABEL}=${s.runId}`,
+        kinds: s.kinds,
+        graceMs: 15_000,
+      });
     }
   }
 }
@@ -322,11 +458,21 @@ function podStartError(err: unknown, cluster: string, context: string, logFile: 
       cause: err,
     });
   }
-  if (err instanceof ReadinessAbortedError) return new KindStartError(`the Triton pod in ${cluster} did not start: ${err.message}`, { hint: `The full log is ${logFile}.`, cause: err });
+  if (err instanceof ReadinessAbortedError)
+    return new KindStartError(`the Triton pod in ${cluster} did not start: ${err.message}`, {
+      hint: `The full log is ${logFile}.`,
+      cause: err,
+    });
   return err;
 }
 
-function kindHandle(rt: KindRuntime, connection: KindConnection, record: KindRecord, o: StartOptions, stateDir: string): ServerHandle {
+function kindHandle(
+  rt: KindRuntime,
+  connection: KindConnection,
+  record: KindRecord,
+  o: StartOptions,
+  stateDir: string,
+): ServerHandle {
   let stopping: Promise<void> | undefined;
   return {
     // kubectl port-forward: Triton itself runs inside the pod, on the node's container runtime.
@@ -339,7 +485,9 @@ function kindHandle(rt: KindRuntime, connection: KindConnection, record: KindRec
     stop: (graceMs = 15_000) => {
       stopping ??= (async () => {
         await connection.stop();
-        await teardownRun(rt.tools, rt.docker, record, o.runId, stateDir, graceMs).catch((err: unknown) => log.warn("could not clean up the kind run", { error: err instanceof Error ? err.message : String(err) }));
+        await teardownRun(rt.tools, rt.docker, record, o.runId, stateDir, graceMs).catch((err: unknown) =>
+          log.warn("could not clean up the kind run", { error: err instanceof Error ? err.message : String(err) }),
+        );
       })();
       return stopping;
     },

@@ -12,10 +12,24 @@ export interface KindRunRef {
  * no local process tells). A cluster that does not answer counts as not running; `down`
  * cleans up either way.
  */
-export async function kindRunAlive(ref: KindRunRef, tools: KindTools = new KindTools(), timeoutMs = 5_000): Promise<boolean> {
+export async function kindRunAlive(
+  ref: KindRunRef,
+  tools: KindTools = new KindTools(),
+  timeoutMs = 5_000,
+): Promise<boolean> {
   if (!ref.kind) return false;
   try {
-    const out = await tools.kubectl(ref.kind.context, [`--namespace=${ref.kind.namespace}`, "get", "deployments", `--selector=${runSelector(ref.runId)}`, "--output=name"], { timeoutMs });
+    const out = await tools.kubectl(
+      ref.kind.context,
+      [
+        `--namespace=${ref.kind.namespace}`,
+        "get",
+        "deployments",
+        `--selector=${runSelector(ref.runId)}`,
+        "--output=name",
+      ],
+      { timeoutMs },
+    );
     return out.trim().length > 0;
   } catch {
     return false;

@@ -156,45 +156,76 @@ function invalid(field: string, got: unknown, expected: string): UserError {
 
 function checkLabels(field: string, labels: Record<string, string> | undefined): void {
   for (const [k, v] of Object.entries(labels ?? {})) {
-    if (!isLabelKey(k)) throw invalid(`${field} key`, k, "a label name: [prefix/]name, the name up to 63 letters, digits, '-', '_' or '.'");
-    if (!isLabelValue(v)) throw invalid(`${field}.${k}`, v, "a label value: up to 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit");
+    if (!isLabelKey(k))
+      throw invalid(
+        `${field} key`,
+        k,
+        "a label name: [prefix/]name, the name up to 63 letters, digits, '-', '_' or '.'",
+      );
+    if (!isLabelValue(v))
+      throw invalid(
+        `${field}.${k}`,
+        v,
+        "a label value: up to 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit",
+      );
   }
 }
 
 /** Throws a UserError naming the first option Kubernetes (or Triton) would refuse. */
 export function validateManifestOptions(o: ManifestOptions): void {
   const name = o.name ?? DEFAULT_NAME;
-  if (!isServiceName(name)) throw invalid("name", name, "a DNS label starting with a letter (lowercase letters, digits and '-', at most 63)");
-  if (o.namespace !== undefined && !isDnsLabel(o.namespace)) throw invalid("namespace", o.namespace, "a DNS label (lowercase letters, digits and '-', at most 63)");
-  if (!o.image.trim() || /\s/.test(o.image)) throw invalid("image", o.image, "an image reference like nvcr.io/nvidia/tritonserver:24.10-py3");
+  if (!isServiceName(name))
+    throw invalid("name", name, "a DNS label starting with a letter (lowercase letters, digits and '-', at most 63)");
+  if (o.namespace !== undefined && !isDnsLabel(o.namespace))
+    throw invalid("namespace", o.namespace, "a DNS label (lowercase letters, digits and '-', at most 63)");
+  if (!o.image.trim() || /\s/.test(o.image))
+    throw invalid("image", o.image, "an image reference like nvcr.io/nvidia/tritonserver:24.10-py3");
   if (!Number.isInteger(o.gpus) || o.gpus < 0) throw invalid("gpus", o.gpus, "a whole number of GPUs, 0 or more");
-  if (!Number.isInteger(o.pollSecs) || o.pollSecs < 1) throw invalid("pollSecs", o.pollSecs, "a whole number of seconds, 1 or more");
+  if (!Number.isInteger(o.pollSecs) || o.pollSecs < 1)
+    throw invalid("pollSecs", o.pollSecs, "a whole number of seconds, 1 or more");
   if (!isQuantity(o.shmSize)) throw invalid("shmSize", o.shmSize, "a Kubernetes quantity like 1Gi or 512Mi");
-  if (o.resources?.cpu !== undefined && !isQuantity(o.resources.cpu)) throw invalid("resources.cpu", o.resources.cpu, "a Kubernetes quantity like 8 or 500m");
-  if (o.resources?.memory !== undefined && !isQuantity(o.resources.memory)) throw invalid("resources.memory", o.resources.memory, "a Kubernetes quantity like 16Gi");
-  if (o.runtimeClassName !== undefined && !isDnsSubdomain(o.runtimeClassName)) throw invalid("runtimeClassName", o.runtimeClassName, "a RuntimeClass name like nvidia");
+  if (o.resources?.cpu !== undefined && !isQuantity(o.resources.cpu))
+    throw invalid("resources.cpu", o.resources.cpu, "a Kubernetes quantity like 8 or 500m");
+  if (o.resources?.memory !== undefined && !isQuantity(o.resources.memory))
+    throw invalid("resources.memory", o.resources.memory, "a Kubernetes quantity like 16Gi");
+  if (o.runtimeClassName !== undefined && !isDnsSubdomain(o.runtimeClassName))
+    throw invalid("runtimeClassName", o.runtimeClassName, "a RuntimeClass name like nvidia");
   const s = o.modelSource;
   switch (s.kind) {
     case "hostPath":
       if (!path.posix.isAbsolute(s.path)) throw invalid("modelSource.path", s.path, "an absolute path on the node");
-      if (s.repositorySubdir !== undefined && !isContainedPath(s.repositorySubdir)) throw invalid("modelSource.repositorySubdir", s.repositorySubdir, "a relative path inside modelSource.path");
+      if (s.repositorySubdir !== undefined && !isContainedPath(s.repositorySubdir))
+        throw invalid("modelSource.repositorySubdir", s.repositorySubdir, "a relative path inside modelSource.path");
       break;
     case "pvc":
-      if (!isDnsSubdomain(s.claimName)) throw invalid("modelSource.claimName", s.claimName, "a PersistentVolumeClaim name (lowercase letters, digits, '-' and '.')");
-      if (s.subPath !== undefined && !isContainedPath(s.subPath)) throw invalid("modelSource.subPath", s.subPath, "a relative path inside the volume");
+      if (!isDnsSubdomain(s.claimName))
+        throw invalid(
+          "modelSource.claimName",
+          s.claimName,
+          "a PersistentVolumeClaim name (lowercase letters, digits, '-' and '.')",
+        );
+      if (s.subPath !== undefined && !isContainedPath(s.subPath))
+        throw invalid("modelSource.subPath", s.subPath, "a relative path inside the volume");
       break;
     case "git":
-      if (!s.repo.trim() || /\s/.test(s.repo)) throw invalid("modelSource.repo", s.repo, "a git URL like https://github.com/org/models.git");
-      if (!s.branch.trim() || /\s/.test(s.branch)) throw invalid("modelSource.branch", s.branch, "a branch, tag or commit (HEAD for the remote's default branch)");
-      if (s.subdir !== undefined && !isContainedPath(s.subdir)) throw invalid("modelSource.subdir", s.subdir, "a relative path inside the repository");
-      if (!Number.isInteger(s.periodSecs) || s.periodSecs < 1) throw invalid("modelSource.periodSecs", s.periodSecs, "a whole number of seconds, 1 or more");
+      if (!s.repo.trim() || /\s/.test(s.repo))
+        throw invalid("modelSource.repo", s.repo, "a git URL like https://github.com/org/models.git");
+      if (!s.branch.trim() || /\s/.test(s.branch))
+        throw invalid("modelSource.branch", s.branch, "a branch, tag or commit (HEAD for the remote's default branch)");
+      if (s.subdir !== undefined && !isContainedPath(s.subdir))
+        throw invalid("modelSource.subdir", s.subdir, "a relative path inside the repository");
+      if (!Number.isInteger(s.periodSecs) || s.periodSecs < 1)
+        throw invalid("modelSource.periodSecs", s.periodSecs, "a whole number of seconds, 1 or more");
       break;
   }
   const k = o.repositoryKey;
   if (k) {
-    if (!HEADER_TOKEN.test(k.header)) throw invalid("repositoryKey.header", k.header, "an HTTP header name like triton-dev-key");
-    if (!isDnsSubdomain(k.secretName)) throw invalid("repositoryKey.secretName", k.secretName, "a Secret name (lowercase letters, digits, '-' and '.')");
-    if (k.value !== undefined && (k.value === "" || /[\s,:=]/.test(k.value))) throw invalid("repositoryKey.value", "(hidden)", "a non-empty key without spaces, ',', ':' or '='");
+    if (!HEADER_TOKEN.test(k.header))
+      throw invalid("repositoryKey.header", k.header, "an HTTP header name like triton-dev-key");
+    if (!isDnsSubdomain(k.secretName))
+      throw invalid("repositoryKey.secretName", k.secretName, "a Secret name (lowercase letters, digits, '-' and '.')");
+    if (k.value !== undefined && (k.value === "" || /[\s,:=]/.test(k.value)))
+      throw invalid("repositoryKey.value", "(hidden)", "a non-empty key without spaces, ',', ':' or '='");
   }
   checkLabels("labels", o.labels);
   checkLabels("serviceMonitorLabels", o.serviceMonitorLabels);
@@ -230,13 +261,17 @@ export function tritonArgs(o: ManifestOptions): string[] {
   return [
     "tritonserver",
     `--model-repository=${modelRepositoryPath(o.modelSource)}`,
-    ...(o.modelControlMode === "explicit" ? ["--model-control-mode=explicit", "--load-model=*"] : ["--model-control-mode=poll", `--repository-poll-secs=${o.pollSecs}`]),
+    ...(o.modelControlMode === "explicit"
+      ? ["--model-control-mode=explicit", "--load-model=*"]
+      : ["--model-control-mode=poll", `--repository-poll-secs=${o.pollSecs}`]),
     // One broken model must not take the whole server (and every other model) down.
     "--exit-on-error=false",
     // Latency quantiles for Prometheus: Triton exports no latency histograms, only these
     // summaries and the cumulative counters.
     "--metrics-config=summary_latencies=true",
-    ...(key ? [`--http-restricted-api=model-repository:${key}`, `--grpc-restricted-protocol=model-repository:${key}`] : []),
+    ...(key
+      ? [`--http-restricted-api=model-repository:${key}`, `--grpc-restricted-protocol=model-repository:${key}`]
+      : []),
     ...(o.extraArgs ?? []),
   ];
 }
@@ -273,14 +308,23 @@ function tritonModelsMount(source: ModelSource): Record<string, unknown> {
     case "hostPath":
       return { name: MODELS_VOLUME, mountPath: CONTAINER_MODELS, readOnly: true };
     case "pvc":
-      return { name: MODELS_VOLUME, mountPath: CONTAINER_MODELS, readOnly: true, ...(source.subPath ? { subPath: source.subPath } : {}) };
+      return {
+        name: MODELS_VOLUME,
+        mountPath: CONTAINER_MODELS,
+        readOnly: true,
+        ...(source.subPath ? { subPath: source.subPath } : {}),
+      };
     case "git":
       // The same path as in git-sync, so its `current` link resolves whether it is relative or not.
       return { name: MODELS_VOLUME, mountPath: GIT_ROOT, readOnly: true };
   }
 }
 
-function gitSyncContainer(source: Extract<ModelSource, { kind: "git" }>, name: string, oneTime: boolean): Record<string, unknown> {
+function gitSyncContainer(
+  source: Extract<ModelSource, { kind: "git" }>,
+  name: string,
+  oneTime: boolean,
+): Record<string, unknown> {
   return {
     name,
     image: GIT_SYNC_IMAGE,
@@ -386,7 +430,8 @@ export function renderManifests(o: ManifestOptions): K8sObject[] {
     labels: { ...labels, ...extra },
   });
   const objects: K8sObject[] = [];
-  if (o.namespace) objects.push({ apiVersion: "v1", kind: "Namespace", metadata: { name: o.namespace, labels: { ...labels } } });
+  if (o.namespace)
+    objects.push({ apiVersion: "v1", kind: "Namespace", metadata: { name: o.namespace, labels: { ...labels } } });
   if (o.repositoryKey?.value !== undefined) {
     objects.push({
       apiVersion: "v1",
@@ -404,7 +449,12 @@ export function renderManifests(o: ManifestOptions): K8sObject[] {
     spec: {
       type: "ClusterIP",
       selector: selectorLabels(name),
-      ports: (["http", "grpc", "metrics"] as const).map((p) => ({ name: p, port: CONTAINER_PORTS[p], targetPort: p, protocol: "TCP" })),
+      ports: (["http", "grpc", "metrics"] as const).map((p) => ({
+        name: p,
+        port: CONTAINER_PORTS[p],
+        targetPort: p,
+        protocol: "TCP",
+      })),
     },
   });
   if (o.serviceMonitor) {
@@ -444,18 +494,30 @@ export function parseYamlObjects(text: string, source: string): K8sObject[] {
     const err = doc.errors[0];
     if (err) {
       const at = err.linePos?.[0];
-      throw new UserError(`${source}${at ? `:${at.line}:${at.col}` : ""}: not valid YAML: ${err.message.split("\n")[0]}`, {
-        hint: "Fix the YAML syntax at that spot (indentation is the usual culprit).",
-      });
+      throw new UserError(
+        `${source}${at ? `:${at.line}:${at.col}` : ""}: not valid YAML: ${err.message.split("\n")[0]}`,
+        {
+          hint: "Fix the YAML syntax at that spot (indentation is the usual culprit).",
+        },
+      );
     }
     const value: unknown = doc.toJS();
     if (value === null || value === undefined) continue;
     const o = value as Partial<K8sObject>;
-    if (typeof o !== "object" || Array.isArray(o) || typeof o.apiVersion !== "string" || typeof o.kind !== "string" || typeof o.metadata?.name !== "string") {
+    if (
+      typeof o !== "object" ||
+      Array.isArray(o) ||
+      typeof o.apiVersion !== "string" ||
+      typeof o.kind !== "string" ||
+      typeof o.metadata?.name !== "string"
+    ) {
       const line = doc.contents?.range ? lineOf(text, doc.contents.range[0]) : 1;
-      throw new UserError(`${source}:${line}:1: this document is not a Kubernetes object (it needs apiVersion, kind and metadata.name)`, {
-        hint: "Every document between --- lines must be one object.",
-      });
+      throw new UserError(
+        `${source}:${line}:1: this document is not a Kubernetes object (it needs apiVersion, kind and metadata.name)`,
+        {
+          hint: "Every document between --- lines must be one object.",
+        },
+      );
     }
     out.push(o as K8sObject);
   }

@@ -10,7 +10,14 @@ const containerState = z
   .object({
     waiting: z.object({ reason: z.string().optional(), message: z.string().optional() }).optional(),
     running: z.object({ startedAt: z.string().optional() }).optional(),
-    terminated: z.object({ exitCode: z.number().optional(), signal: z.number().optional(), reason: z.string().optional(), message: z.string().optional() }).optional(),
+    terminated: z
+      .object({
+        exitCode: z.number().optional(),
+        signal: z.number().optional(),
+        reason: z.string().optional(),
+        message: z.string().optional(),
+      })
+      .optional(),
   })
   .optional();
 
@@ -93,11 +100,19 @@ export interface OutcomeContext {
 export function currentPod(pods: Pod[]): Pod | undefined {
   return pods
     .filter((p) => !p.metadata.deletionTimestamp)
-    .sort((a, b) => Date.parse(b.metadata.creationTimestamp ?? "") - Date.parse(a.metadata.creationTimestamp ?? "") || 0)[0];
+    .sort(
+      (a, b) => Date.parse(b.metadata.creationTimestamp ?? "") - Date.parse(a.metadata.creationTimestamp ?? "") || 0,
+    )[0];
 }
 
 const IMAGE_REASONS = new Set(["ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName"]);
-const CONFIG_REASONS = new Set(["CreateContainerConfigError", "CreateContainerError", "RunContainerError", "PreCreateHookError", "PostStartHookError"]);
+const CONFIG_REASONS = new Set([
+  "CreateContainerConfigError",
+  "CreateContainerError",
+  "RunContainerError",
+  "PreCreateHookError",
+  "PostStartHookError",
+]);
 
 export function podOutcome(pods: Pod[], c: OutcomeContext): PodOutcome {
   const pod = currentPod(pods);
@@ -139,7 +154,13 @@ export function podOutcome(pods: Pod[], c: OutcomeContext): PodOutcome {
     return { state: "waiting", pod: name, detail: `waiting for a node: ${msg}` };
   }
   const cs = status.containerStatuses?.find((x) => x.name === c.container);
-  if (!cs) return { state: "waiting", pod: name, detail: scheduled?.status === "True" ? "pod scheduled; creating the container" : `pod ${status.phase ?? "Pending"}` };
+  if (!cs)
+    return {
+      state: "waiting",
+      pod: name,
+      detail:
+        scheduled?.status === "True" ? "pod scheduled; creating the container" : `pod ${status.phase ?? "Pending"}`,
+    };
   const restarts = cs.restartCount ?? 0;
   const waiting = cs.state?.waiting;
   const last = cs.lastState?.terminated;
@@ -178,10 +199,17 @@ export function podOutcome(pods: Pod[], c: OutcomeContext): PodOutcome {
     };
   }
   if (cs.state?.running) {
-    if (cs.started === false) return { state: "waiting", pod: name, detail: "tritonserver is loading its models (startup probe)" };
+    if (cs.started === false)
+      return { state: "waiting", pod: name, detail: "tritonserver is loading its models (startup probe)" };
     return { state: "running", pod: name, ready: cs.ready === true, restarts };
   }
-  return { state: "waiting", pod: name, detail: waiting?.reason ? `container ${waiting.reason}${waiting.message ? `: ${waiting.message}` : ""}` : `pod ${status.phase ?? "Pending"}` };
+  return {
+    state: "waiting",
+    pod: name,
+    detail: waiting?.reason
+      ? `container ${waiting.reason}${waiting.message ? `: ${waiting.message}` : ""}`
+      : `pod ${status.phase ?? "Pending"}`,
+  };
 }
 
 function oom(pod: string, describe: string): PodOutcome {

@@ -40,9 +40,12 @@ export function contextOf(cluster: string): string {
 export function parseClusterName(value: string): string {
   const v = value.trim();
   if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(v) || v.length > 50) {
-    throw new UsageError(`--cluster must be a kind cluster name (lowercase letters, digits and '-', at most 50); got '${value}'`, {
-      hint: `For example --cluster ${DEFAULT_CLUSTER} (the default) or --cluster triton-dev-gpu.`,
-    });
+    throw new UsageError(
+      `--cluster must be a kind cluster name (lowercase letters, digits and '-', at most 50); got '${value}'`,
+      {
+        hint: `For example --cluster ${DEFAULT_CLUSTER} (the default) or --cluster triton-dev-gpu.`,
+      },
+    );
   }
   return v;
 }
@@ -60,9 +63,12 @@ export function kindGpus(g: GpuRequest): number | "all" {
     case "count":
       return g.count;
     case "devices":
-      throw new UsageError(`--gpus device=${g.ids.join(",")} cannot be honoured by the kind runtime: Kubernetes hands out GPUs by count`, {
-        hint: "Use --gpus all, --gpus N or --gpus none with --runtime kind.",
-      });
+      throw new UsageError(
+        `--gpus device=${g.ids.join(",")} cannot be honoured by the kind runtime: Kubernetes hands out GPUs by count`,
+        {
+          hint: "Use --gpus all, --gpus N or --gpus none with --runtime kind.",
+        },
+      );
   }
 }
 

@@ -15,11 +15,29 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
  * Delete what one run applied (by its label, never by name), then wait until its pod is gone:
  * Triton gets its SIGTERM and unloads its models within the pod's grace period.
  */
-export async function deleteRunObjects(tools: KindTools, o: { context: string; namespace: string; selector: string; kinds: readonly string[]; graceMs: number }): Promise<void> {
-  await tools.kubectl(o.context, [`--namespace=${o.namespace}`, "delete", o.kinds.join(","), `--selector=${o.selector}`, "--ignore-not-found", "--wait=true"], { timeoutMs: o.graceMs + 60_000 });
+export async function deleteRunObjects(
+  tools: KindTools,
+  o: { context: string; namespace: string; selector: string; kinds: readonly string[]; graceMs: number },
+): Promise<void> {
+  await tools.kubectl(
+    o.context,
+    [
+      `--namespace=${o.namespace}`,
+      "delete",
+      o.kinds.join(","),
+      `--selector=${o.selector}`,
+      "--ignore-not-found",
+      "--wait=true",
+    ],
+    { timeoutMs: o.graceMs + 60_000 },
+  );
   const deadline = Date.now() + o.graceMs + 30_000;
   while (Date.now() < deadline) {
-    const pods = await tools.kubectl(o.context, [`--namespace=${o.namespace}`, "get", "pods", `--selector=${o.selector}`, "--output=name"], { timeoutMs: 15_000 }).catch(() => "");
+    const pods = await tools
+      .kubectl(o.context, [`--namespace=${o.namespace}`, "get", "pods", `--selector=${o.selector}`, "--output=name"], {
+        timeoutMs: 15_000,
+      })
+      .catch(() => "");
     if (!pods.trim()) return;
     await sleep(500);
   }
@@ -30,7 +48,14 @@ export async function deleteRunObjects(tools: KindTools, o: { context: string; n
  * End a run in its cluster: the cluster is deleted unless it is kept (then only the run's
  * objects go). A cluster that no longer exists, or is no longer ours, is left as it is.
  */
-export async function teardownRun(tools: KindTools, docker: Docker, rec: KindRecord, runId: string, stateDir: string, graceMs = 15_000): Promise<{ clusterDeleted: boolean }> {
+export async function teardownRun(
+  tools: KindTools,
+  docker: Docker,
+  rec: KindRecord,
+  runId: string,
+  stateDir: string,
+  graceMs = 15_000,
+): Promise<{ clusterDeleted: boolean }> {
   const clusters = await listClusters(tools);
   if (!clusters.includes(rec.cluster)) return { clusterDeleted: false };
   // Checked again: a cluster of that name may have been replaced by one that is not ours.
@@ -39,7 +64,13 @@ export async function teardownRun(tools: KindTools, docker: Docker, rec: KindRec
     await deleteCluster(tools, rec.cluster);
     return { clusterDeleted: true };
   }
-  await deleteRunObjects(tools, { context: rec.context, namespace: rec.namespace, selector: runSelector(runId), kinds: rec.kinds, graceMs });
+  await deleteRunObjects(tools, {
+    context: rec.context,
+    namespace: rec.namespace,
+    selector: runSelector(runId),
+    kinds: rec.kinds,
+    graceMs,
+  });
   return { clusterDeleted: false };
 }
 
@@ -50,7 +81,11 @@ export function findOurKubectls(cluster: string, procRoot = "/proc"): number[] {
     const i = argv.findIndex((a) => path.basename(a) === "kubectl");
     if (i < 0) return false;
     const args = argv.slice(i + 1);
-    return args.includes(ctx) && args.includes(`--namespace=${NAMESPACE}`) && (args.includes("port-forward") || args.includes("logs"));
+    return (
+      args.includes(ctx) &&
+      args.includes(`--namespace=${NAMESPACE}`) &&
+      (args.includes("port-forward") || args.includes("logs"))
+    );
   }, procRoot).filter((pid) => pid !== process.pid);
 }
 
@@ -66,7 +101,11 @@ export function terminatePids(pids: number[]): void {
 
 /** The run ids our objects in a cluster's namespace carry. */
 export async function runsIn(tools: KindTools, context: string): Promise<string[]> {
-  const out = await tools.kubectl(context, [`--namespace=${NAMESPACE}`, "get", OBJECT_KINDS.join(","), `--selector=${RUN_LABEL}`, "--output=json"], { timeoutMs: 30_000 });
+  const out = await tools.kubectl(
+    context,
+    [`--namespace=${NAMESPACE}`, "get", OBJECT_KINDS.join(","), `--selector=${RUN_LABEL}`, "--output=json"],
+    { timeoutMs: 30_000 },
+  );
   const items = (JSON.parse(out) as { items?: Array<{ metadata?: { labels?: Record<string, string> } }> }).items ?? [];
   return [...new Set(items.map((i) => i.metadata?.labels?.[RUN_LABEL]).filter((v): v is string => !!v))];
 }
@@ -85,7 +124,13 @@ export interface Leftovers {
  * and objects of runs that are over. Only clusters whose nodes carry our label and mount this
  * state folder are looked at. Skipped quietly when kind is not installed.
  */
-export async function removeLeftovers(tools: KindTools, docker: Docker, stateDir: string, live: { runId: string; cluster: string } | undefined, graceMs = 15_000): Promise<Leftovers> {
+export async function removeLeftovers(
+  tools: KindTools,
+  docker: Docker,
+  stateDir: string,
+  live: { runId: string; cluster: string } | undefined,
+  graceMs = 15_000,
+): Promise<Leftovers> {
   const out: Leftovers = { clusters: [], runs: [], processes: [] };
   let clusters: string[];
   try {
@@ -109,7 +154,13 @@ export async function removeLeftovers(tools: KindTools, docker: Docker, stateDir
         continue;
       }
       for (const runId of await runsIn(tools, facts.context)) {
-        await deleteRunObjects(tools, { context: facts.context, namespace: NAMESPACE, selector: runSelector(runId), kinds: OBJECT_KINDS, graceMs });
+        await deleteRunObjects(tools, {
+          context: facts.context,
+          namespace: NAMESPACE,
+          selector: runSelector(runId),
+          kinds: OBJECT_KINDS,
+          graceMs,
+        });
         out.runs.push(runId);
       }
     } catch (err) {

@@ -12,7 +12,8 @@ export const KIND_VERSION = "v0.33.0";
 
 export const INSTALL_HINT: Record<Tool, string> = {
   kind: `Install kind (only the kind runtime needs it): \`go install sigs.k8s.io/kind@${KIND_VERSION}\` (puts it in $(go env GOPATH)/bin, which must be on PATH), or download the binary for your platform from https://github.com/kubernetes-sigs/kind/releases and put it on PATH. Or use \`--runtime docker\` / \`--runtime local\`.`,
-  kubectl: "Install kubectl (only the kind runtime needs it): see https://kubernetes.io/docs/tasks/tools/ (a single binary from https://dl.k8s.io/release/stable.txt's release, or your distribution's package), and put it on PATH.",
+  kubectl:
+    "Install kubectl (only the kind runtime needs it): see https://kubernetes.io/docs/tasks/tools/ (a single binary from https://dl.k8s.io/release/stable.txt's release, or your distribution's package), and put it on PATH.",
   docker: "Install the Docker CLI (kind drives Docker through it) and make sure `docker info` works.",
 };
 
@@ -37,7 +38,10 @@ export class ToolCommandError extends UserError {
     readonly stderr: string,
     options: { hint?: string; cause?: unknown; timedOut?: boolean } = {},
   ) {
-    const what = `${tool} ${args.filter((a) => !a.startsWith("--context")).slice(0, 4).join(" ")}`;
+    const what = `${tool} ${args
+      .filter((a) => !a.startsWith("--context"))
+      .slice(0, 4)
+      .join(" ")}`;
     const detail = lastLines(stderr, 6) || `exit code ${toolExitCode ?? "?"}`;
     super(options.timedOut ? `\`${what}\` did not finish in time: ${detail}` : `\`${what}\` failed: ${detail}`, {
       hint: options.hint ?? `Run \`${tool} ${args.join(" ")}\` yourself to see the full output.`,
@@ -111,16 +115,24 @@ export class KindTools {
       extendEnv: false,
       reject: false,
       timeout: o.timeoutMs ?? 60_000,
-      ...(o.input !== undefined ? { input: o.input } : o.inputFile ? { inputFile: o.inputFile } : { stdin: "ignore" as const }),
+      ...(o.input !== undefined
+        ? { input: o.input }
+        : o.inputFile
+          ? { inputFile: o.inputFile }
+          : { stdin: "ignore" as const }),
     });
     if (o.onStderrLine && sub.stderr) {
       const rl = readline.createInterface({ input: sub.stderr });
       rl.on("line", (l) => o.onStderrLine!(l));
     }
     const r = await sub;
-    if (r.code === "ENOENT" || (r.failed && r.exitCode === undefined && /ENOENT/.test(String(r.message)))) throw new ToolMissingError(tool, r.cause ?? r);
+    if (r.code === "ENOENT" || (r.failed && r.exitCode === undefined && /ENOENT/.test(String(r.message))))
+      throw new ToolMissingError(tool, r.cause ?? r);
     if (r.failed) {
-      throw new ToolCommandError(tool, args, r.exitCode, String(r.stderr ?? ""), { timedOut: r.timedOut, cause: r.cause ?? undefined });
+      throw new ToolCommandError(tool, args, r.exitCode, String(r.stderr ?? ""), {
+        timedOut: r.timedOut,
+        cause: r.cause ?? undefined,
+      });
     }
     return String(r.stdout ?? "");
   }
@@ -128,7 +140,14 @@ export class KindTools {
   /** Starts a long-running tool; its stdout lines go to `onLine`. */
   spawn(tool: Tool, args: string[], onLine: (line: string, stream: "stdout" | "stderr") => void): Child {
     log.debug("spawn", { tool, args });
-    const sub = this.exec(tool, args, { env: this.env, extendEnv: false, reject: false, buffer: false, stdin: "ignore", cleanup: true });
+    const sub = this.exec(tool, args, {
+      env: this.env,
+      extendEnv: false,
+      reject: false,
+      buffer: false,
+      stdin: "ignore",
+      cleanup: true,
+    });
     let stderr = "";
     if (sub.stdout) readline.createInterface({ input: sub.stdout }).on("line", (l) => onLine(l, "stdout"));
     if (sub.stderr) {
@@ -142,9 +161,18 @@ export class KindTools {
         code: r.exitCode,
         signal: r.signal,
         stderr,
-        ...(r.code === "ENOENT" ? { error: new ToolMissingError(tool, r.cause) } : r.failed && r.exitCode === undefined && !r.signal ? { error: new Error(r.message) } : {}),
+        ...(r.code === "ENOENT"
+          ? { error: new ToolMissingError(tool, r.cause) }
+          : r.failed && r.exitCode === undefined && !r.signal
+            ? { error: new Error(r.message) }
+            : {}),
       }),
-      (err: unknown) => ({ code: undefined, signal: undefined, stderr, error: err instanceof Error ? err : new Error(String(err)) }),
+      (err: unknown) => ({
+        code: undefined,
+        signal: undefined,
+        stderr,
+        error: err instanceof Error ? err : new Error(String(err)),
+      }),
     );
     return {
       pid: sub.pid,

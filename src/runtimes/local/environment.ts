@@ -34,7 +34,13 @@ export interface LocalEnvironment {
 }
 
 const markerSchema = z.object({
-  python: z.object({ executable: z.string(), version: z.string(), minor: z.string(), libDir: z.string(), libName: z.string() }),
+  python: z.object({
+    executable: z.string(),
+    version: z.string(),
+    minor: z.string(),
+    libDir: z.string(),
+    libName: z.string(),
+  }),
   venv: z.string(),
   venvPython: z.string(),
   sitePackages: z.string(),
@@ -77,7 +83,12 @@ export async function loadEnvironment(paths: Paths): Promise<LocalEnvironment | 
   const parsed = markerSchema.safeParse(JSON.parse(raw));
   if (!parsed.success) return undefined;
   const e = parsed.data;
-  const needed = [e.venvPython, e.serverBin, path.join(e.backendDir, "python", "triton_python_backend_stub"), path.join(e.backendDir, "python", "libtriton_python.so")];
+  const needed = [
+    e.venvPython,
+    e.serverBin,
+    path.join(e.backendDir, "python", "triton_python_backend_stub"),
+    path.join(e.backendDir, "python", "libtriton_python.so"),
+  ];
   if (!needed.every((f) => fs.existsSync(f))) return undefined;
   if (e.pytritonVersion !== PYTRITON_VERSION) return undefined;
   return e;
@@ -113,29 +124,45 @@ export async function ensureEnvironment(options: SetupOptions): Promise<LocalEnv
     const r = await execa(python.executable, ["-m", "venv", paths.venv], { reject: false, all: true });
     if (r.exitCode !== 0) {
       await fsp.rm(paths.venv, { recursive: true, force: true });
-      throw new UserError(`could not create a virtual environment with ${python.executable}: ${lastLines(String(r.all), 3)}`, {
-        hint: `Install the venv module for Python ${python.minor} (Debian/Ubuntu: \`apt-get install python${python.minor}-venv\`).`,
-      });
+      throw new UserError(
+        `could not create a virtual environment with ${python.executable}: ${lastLines(String(r.all), 3)}`,
+        {
+          hint: `Install the venv module for Python ${python.minor} (Debian/Ubuntu: \`apt-get install python${python.minor}-venv\`).`,
+        },
+      );
     }
   }
 
-  const inheritedSitePackages = options.inheritSitePackages ? await inheritSitePackages(python.executable, venvPython) : [];
-  if (inheritedSitePackages.length) progress({ step: "venv", message: `models will also see ${inheritedSitePackages.join(", ")}` });
+  const inheritedSitePackages = options.inheritSitePackages
+    ? await inheritSitePackages(python.executable, venvPython)
+    : [];
+  if (inheritedSitePackages.length)
+    progress({ step: "venv", message: `models will also see ${inheritedSitePackages.join(", ")}` });
   // The python-backend stub is compiled against numpy 1.x's C layout: with numpy 2 it misreads
   // BYTES tensors and crashes. An inherited numpy 1.x is kept; a 2.x is shadowed by a 1.x in the
   // venv (packages built against numpy 2, torch among them, still run on 1.x).
   const hasNumpy =
     inheritedSitePackages.length > 0 &&
-    (await execa(venvPython, ["-c", "import numpy, sys; sys.exit(0 if int(numpy.__version__.split('.')[0]) < 2 else 1)"], { reject: false })).exitCode === 0;
+    (
+      await execa(
+        venvPython,
+        ["-c", "import numpy, sys; sys.exit(0 if int(numpy.__version__.split('.')[0]) < 2 else 1)"],
+        { reject: false },
+      )
+    ).exitCode === 0;
   const requirements = hasNumpy ? PIP_REQUIREMENTS.filter((r) => !r.startsWith("numpy")) : PIP_REQUIREMENTS;
   progress({ step: "pip", message: `installing ${requirements.join(" ")} (about 150 MB on first use)` });
   // --no-deps: we launch the wheel's tritonserver binary directly, so PyTriton's own Python
   // dependencies (grpcio, tritonclient, ...) would only cost download time and disk.
-  const pip = execa(venvPython, ["-m", "pip", "install", "--no-deps", "--disable-pip-version-check", "--progress-bar", "off", ...requirements], {
-    reject: false,
-    all: true,
-    env: { ...env, PIP_NO_INPUT: "1" },
-  });
+  const pip = execa(
+    venvPython,
+    ["-m", "pip", "install", "--no-deps", "--disable-pip-version-check", "--progress-bar", "off", ...requirements],
+    {
+      reject: false,
+      all: true,
+      env: { ...env, PIP_NO_INPUT: "1" },
+    },
+  );
   const pipLines: string[] = [];
   pip.all?.on("data", (chunk: Buffer) => {
     for (const line of chunk.toString().split("\n")) {
@@ -147,10 +174,12 @@ export async function ensureEnvironment(options: SetupOptions): Promise<LocalEnv
   });
   const pr = await pip;
   if (pr.exitCode !== 0) {
-    throw new UserError(`pip could not install ${requirements.join(" ")} (exit ${pr.exitCode}): ${lastLines(pipLines.join("\n"), 4)}`, {
-      hint:
-        "Check that this machine reaches the Python package index (or set PIP_INDEX_URL / PIP_FIND_LINKS to a mirror or a folder holding the wheels), then run `triton-dev setup` again.",
-    });
+    throw new UserError(
+      `pip could not install ${requirements.join(" ")} (exit ${pr.exitCode}): ${lastLines(pipLines.join("\n"), 4)}`,
+      {
+        hint: "Check that this machine reaches the Python package index (or set PIP_INDEX_URL / PIP_FIND_LINKS to a mirror or a folder holding the wheels), then run `triton-dev setup` again.",
+      },
+    );
   }
 
   progress({ step: "backend", message: "preparing the python backend" });
@@ -197,7 +226,12 @@ export async function ensureEnvironment(options: SetupOptions): Promise<LocalEnv
 }
 
 export function lastLines(text: string, n: number): string {
-  return text.split("\n").map((l) => l.trim()).filter(Boolean).slice(-n).join(" | ");
+  return text
+    .split("\n")
+    .map((l) => l.trim())
+    .filter(Boolean)
+    .slice(-n)
+    .join(" | ");
 }
 
 /**
@@ -214,9 +248,14 @@ export async function precompilePython(e: Pick<LocalEnvironment, "venvPython">, 
 
 /** Add the site-packages of `sourcePython` to the venv through a .pth file; returns them. */
 async function inheritSitePackages(sourcePython: string, venvPython: string): Promise<string[]> {
-  const q = "import json, site, sysconfig; p = sysconfig.get_paths(); print(json.dumps(sorted({p['purelib'], p['platlib'], *site.getsitepackages()})))";
-  const dirs = (JSON.parse((await execa(sourcePython, ["-c", q])).stdout.trim()) as string[]).filter((d) => fs.existsSync(d));
-  const venvSite = (await execa(venvPython, ["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])).stdout.trim();
+  const q =
+    "import json, site, sysconfig; p = sysconfig.get_paths(); print(json.dumps(sorted({p['purelib'], p['platlib'], *site.getsitepackages()})))";
+  const dirs = (JSON.parse((await execa(sourcePython, ["-c", q])).stdout.trim()) as string[]).filter((d) =>
+    fs.existsSync(d),
+  );
+  const venvSite = (
+    await execa(venvPython, ["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
+  ).stdout.trim();
   await fsp.writeFile(path.join(venvSite, "triton_dev_inherited.pth"), dirs.join("\n") + "\n");
   return dirs;
 }

@@ -47,10 +47,17 @@ export const probePython: ProbeFn = async (candidate) => {
 };
 
 /** The directory holding libpythonX.Y.so.1.0 for this interpreter, or undefined. */
-export function findLibpython(p: PythonProbe, exists: (f: string) => boolean = fs.existsSync): { libDir: string; libName: string } | undefined {
+export function findLibpython(
+  p: PythonProbe,
+  exists: (f: string) => boolean = fs.existsSync,
+): { libDir: string; libName: string } | undefined {
   const minor = p.version.split(".").slice(0, 2).join(".");
-  const names = [p.instSoName, `libpython${minor}.so.1.0`, `libpython${minor}.so`].filter((n) => n && n.includes(".so"));
-  const dirs = [p.libDir, p.libPl, p.multiarch ? `/usr/lib/${p.multiarch}` : "", "/usr/lib", "/usr/local/lib"].filter(Boolean);
+  const names = [p.instSoName, `libpython${minor}.so.1.0`, `libpython${minor}.so`].filter(
+    (n) => n && n.includes(".so"),
+  );
+  const dirs = [p.libDir, p.libPl, p.multiarch ? `/usr/lib/${p.multiarch}` : "", "/usr/lib", "/usr/local/lib"].filter(
+    Boolean,
+  );
   for (const d of dirs) for (const n of names) if (exists(path.join(d, n))) return { libDir: d, libName: n };
   return undefined;
 }

@@ -64,16 +64,40 @@ export function App({ store, onCommand, size: fixed, scrapeIntervalMs, clock }: 
       body = <HelpPanel width={W} height={main} ownsServer={s.ownsServer} />;
       break;
     case "logs":
-      body = <LogsPanel lines={logs} total={s.logs.length} filter={s.ui.logFilter} scroll={s.ui.logScroll} width={W} height={main} />;
+      body = (
+        <LogsPanel
+          lines={logs}
+          total={s.logs.length}
+          filter={s.ui.logFilter}
+          scroll={s.ui.logScroll}
+          width={W}
+          height={main}
+        />
+      );
       break;
     case "metrics":
-      body = <MetricsPanel metrics={s.metrics} full width={W} height={main} {...(scrapeIntervalMs ? { intervalMs: scrapeIntervalMs } : {})} />;
+      body = (
+        <MetricsPanel
+          metrics={s.metrics}
+          full
+          width={W}
+          height={main}
+          {...(scrapeIntervalMs ? { intervalMs: scrapeIntervalMs } : {})}
+        />
+      );
       break;
     case "perf":
       body = <PerfPanel perf={s.perf} now={s.now} width={W} height={main} />;
       break;
     case "details":
-      body = <DetailsPanel model={selected} edits={s.timeline.filter((e) => e.model === selected?.name)} width={W} height={main} />;
+      body = (
+        <DetailsPanel
+          model={selected}
+          edits={s.timeline.filter((e) => e.model === selected?.name)}
+          width={W}
+          height={main}
+        />
+      );
       break;
     default: {
       const side = W >= 110;
@@ -83,14 +107,39 @@ export function App({ store, onCommand, size: fixed, scrapeIntervalMs, clock }: 
       const topH = main - logsH;
       const tw = side ? Math.floor(W * 0.45) : W;
       // Stacked, the timeline gets its share of the lines by what it holds.
-      const th = side ? topH : Math.max(3, Math.min(topH - 3, Math.round((topH * (timelineLines(s) + 2)) / (timelineLines(s) + metricsLines(s) + 4))));
+      const th = side
+        ? topH
+        : Math.max(
+            3,
+            Math.min(topH - 3, Math.round((topH * (timelineLines(s) + 2)) / (timelineLines(s) + metricsLines(s) + 4))),
+          );
       body = (
         <Box flexDirection="column">
           <Box flexDirection={side ? "row" : "column"}>
-            <TimelinePanel timeline={s.timeline} width={tw} height={th} {...(s.server.modelsDir ? { baseDir: s.server.modelsDir } : {})} />
-            <MetricsPanel metrics={s.metrics} width={side ? W - tw : W} height={side ? topH : topH - th} {...(scrapeIntervalMs ? { intervalMs: scrapeIntervalMs } : {})} />
+            <TimelinePanel
+              timeline={s.timeline}
+              width={tw}
+              height={th}
+              {...(s.server.modelsDir ? { baseDir: s.server.modelsDir } : {})}
+            />
+            <MetricsPanel
+              metrics={s.metrics}
+              width={side ? W - tw : W}
+              height={side ? topH : topH - th}
+              {...(scrapeIntervalMs ? { intervalMs: scrapeIntervalMs } : {})}
+            />
           </Box>
-          {logsH > 0 ? <LogsPanel lines={logs} total={s.logs.length} filter={s.ui.logFilter} scroll={0} width={W} height={logsH} title="Triton log (l for more)" /> : null}
+          {logsH > 0 ? (
+            <LogsPanel
+              lines={logs}
+              total={s.logs.length}
+              filter={s.ui.logFilter}
+              scroll={0}
+              width={W}
+              height={logsH}
+              title="Triton log (l for more)"
+            />
+          ) : null}
         </Box>
       );
     }
@@ -98,7 +147,14 @@ export function App({ store, onCommand, size: fixed, scrapeIntervalMs, clock }: 
   return (
     <Box flexDirection="column" width={W}>
       <ServerPanel server={s.server} metrics={s.metrics?.view} now={s.now} width={W} />
-      <ModelsPanel models={models} total={s.models.length} selected={selected?.name} filter={s.ui.modelFilter} width={W} height={modelsH} />
+      <ModelsPanel
+        models={models}
+        total={s.models.length}
+        selected={selected?.name}
+        filter={s.ui.modelFilter}
+        width={W}
+        height={modelsH}
+      />
       {body}
       <StatusBar ui={s.ui} now={s.now} width={W} />
     </Box>
@@ -108,7 +164,8 @@ export function App({ store, onCommand, size: fixed, scrapeIntervalMs, clock }: 
 /** Lines the timeline would fill, to size the overview's panels. */
 function timelineLines(s: DashboardState): number {
   let n = 0;
-  for (const e of s.timeline.slice(0, 30)) n += 1 + (e.phase === "refused" ? Math.min(3, 1 + (e.diagnostics?.length ?? 0)) : e.phase === "failed" ? 1 : 0);
+  for (const e of s.timeline.slice(0, 30))
+    n += 1 + (e.phase === "refused" ? Math.min(3, 1 + (e.diagnostics?.length ?? 0)) : e.phase === "failed" ? 1 : 0);
   return Math.max(1, n);
 }
 

@@ -33,31 +33,57 @@ export const DetailsPanel = memo(function DetailsPanel({ model, edits, width, he
     );
     const c = model.config;
     if (c) {
-      push(<Line key="plat">{fit(`platform/backend ${c.platform || "?"}, max_batch_size ${c.maxBatchSize}`, inner)}</Line>);
+      push(
+        <Line key="plat">{fit(`platform/backend ${c.platform || "?"}, max_batch_size ${c.maxBatchSize}`, inner)}</Line>,
+      );
       push(<Line key="batch">{fit(`batching: ${batchingText(c)}`, inner)}</Line>);
       if (c.steps.length) push(<Line key="steps">{fit(`steps: ${c.steps.join(" → ")}`, inner)}</Line>);
       if (c.instances) push(<Line key="inst">{fit(`instances: ${c.instances}`, inner)}</Line>);
     }
-    if (model.lastReload) push(<Line key="last">{`last reload ${clock(model.lastReload.at)}, ${seconds(model.lastReload.latencyMs)} from save to ready`}</Line>);
+    if (model.lastReload)
+      push(
+        <Line key="last">{`last reload ${clock(model.lastReload.at)}, ${seconds(model.lastReload.latencyMs)} from save to ready`}</Line>,
+      );
     push(<Line key="sp"> </Line>);
-    if (edits.length === 0) push(<Line key="noedit" color={toneColor(theme, "dim")}>no edit of this model yet</Line>);
+    if (edits.length === 0)
+      push(
+        <Line key="noedit" color={toneColor(theme, "dim")}>
+          no edit of this model yet
+        </Line>,
+      );
     for (const e of edits) {
       const o = outcome(e);
       push(
         <Text key={`e${e.id}`} wrap="truncate">
           {clock(e.savedAt)} #{e.id} <Text color={toneColor(theme, o.tone)}>{o.text}</Text>
-          <Text color={toneColor(theme, "dim")}>{`  ${e.phases.map((p) => `${p.phase} +${seconds(p.sinceSavedMs)}`).join(" → ")}`}</Text>
+          <Text
+            color={toneColor(theme, "dim")}
+          >{`  ${e.phases.map((p) => `${p.phase} +${seconds(p.sinceSavedMs)}`).join(" → ")}`}</Text>
         </Text>,
       );
       for (const [i, d] of (e.diagnostics ?? []).entries()) {
-        push(<Line key={`e${e.id}d${i}`} color={toneColor(theme, d.severity === "error" ? "bad" : "warn")}>{fit(`  ${d.severity}: ${diagnosticLine(d)}`, inner)}</Line>);
+        push(
+          <Line key={`e${e.id}d${i}`} color={toneColor(theme, d.severity === "error" ? "bad" : "warn")}>
+            {fit(`  ${d.severity}: ${diagnosticLine(d)}`, inner)}
+          </Line>,
+        );
         if (d.hint) push(<Line key={`e${e.id}h${i}`}>{fit(`    hint: ${d.hint}`, inner)}</Line>);
       }
-      if (e.reason) push(<Line key={`e${e.id}r`} color={toneColor(theme, e.phase === "failed" ? "bad" : "dim")}>{fit(`  ${e.reason}`, inner)}</Line>);
+      if (e.reason)
+        push(
+          <Line key={`e${e.id}r`} color={toneColor(theme, e.phase === "failed" ? "bad" : "dim")}>
+            {fit(`  ${e.reason}`, inner)}
+          </Line>,
+        );
     }
   }
   return (
-    <Panel title={model ? `Details: ${model.name}` : "Details"} extra="enter or esc closes" width={width} height={height}>
+    <Panel
+      title={model ? `Details: ${model.name}` : "Details"}
+      extra="enter or esc closes"
+      width={width}
+      height={height}
+    >
       {lines}
     </Panel>
   );

@@ -15,16 +15,28 @@ export const KEYS: Array<[string, string]> = [
 
 /** `q` stops the server only where this dashboard started it (`up`), not in `triton-dev dashboard`. */
 export function keysFor(ownsServer: boolean): Array<[string, string]> {
-  return [...KEYS, ["q  Ctrl-C", ownsServer ? "quit, stopping the Triton this run started" : "quit; the detached Triton keeps running"]];
+  return [
+    ...KEYS,
+    [
+      "q  Ctrl-C",
+      ownsServer ? "quit, stopping the Triton this run started" : "quit; the detached Triton keeps running",
+    ],
+  ];
 }
 
-export const HelpPanel = memo(function HelpPanel({ width, height, ownsServer }: { width: number; height: number; ownsServer: boolean }) {
+export const HelpPanel = memo(function HelpPanel({
+  width,
+  height,
+  ownsServer,
+}: {
+  width: number;
+  height: number;
+  ownsServer: boolean;
+}) {
   return (
     <Panel title="Keys" width={width} height={height}>
       {keysFor(ownsServer).map(([k, d]) => (
-        <Line key={k}>
-          {`  ${k.padEnd(12)}${d}`}
-        </Line>
+        <Line key={k}>{`  ${k.padEnd(12)}${d}`}</Line>
       ))}
     </Panel>
   );

@@ -19,7 +19,13 @@ export interface MetricsPanelProps {
 const queueFigure = (m: ModelMetrics, summaries: boolean) => (summaries ? m.queueP99Us : m.queueAvgUs);
 
 /** Throughput and queue latency per model with their recent history, and the GPUs. */
-export const MetricsPanel = memo(function MetricsPanel({ metrics, width, height, full, intervalMs = 2000 }: MetricsPanelProps) {
+export const MetricsPanel = memo(function MetricsPanel({
+  metrics,
+  width,
+  height,
+  full,
+  intervalMs = 2000,
+}: MetricsPanelProps) {
   const theme = useTheme();
   const inner = width - 2;
   const budget = Math.max(0, height - 2);
@@ -28,9 +34,18 @@ export const MetricsPanel = memo(function MetricsPanel({ metrics, width, height,
   const extra = `rates over ${rangeS} s, scraped every ${intervalMs / 1000} s`;
   const lines: ReactElement[] = [];
   const push = (el: ReactElement) => lines.length < budget && lines.push(el);
-  if (metrics?.error) push(<Line key="err" color={toneColor(theme, "bad")}>{fit(metrics.error, inner)}</Line>);
+  if (metrics?.error)
+    push(
+      <Line key="err" color={toneColor(theme, "bad")}>
+        {fit(metrics.error, inner)}
+      </Line>,
+    );
   if (!v || v.scrapes === 0) {
-    push(<Line key="wait" color={toneColor(theme, "dim")}>waiting for the first scrape of Triton's /metrics…</Line>);
+    push(
+      <Line key="wait" color={toneColor(theme, "dim")}>
+        waiting for the first scrape of Triton's /metrics…
+      </Line>,
+    );
   } else {
     const summaries = v.summaries;
     const qLabel = summaries ? "queue p99" : "queue avg";
@@ -40,20 +55,28 @@ export const MetricsPanel = memo(function MetricsPanel({ metrics, width, height,
       const sparkW = Math.max(0, inner - fixed - 1);
       push(
         <Line key="h" bold>
-          {fit(`${fit("MODEL", nameW)} ${fit("req/s", 8, true)} ${fit(qLabel + " ms", 12, true)} ${sparkW >= 6 ? `req/s, last ${spanText(v.scrapes, intervalMs)}` : ""}`, inner)}
+          {fit(
+            `${fit("MODEL", nameW)} ${fit("req/s", 8, true)} ${fit(qLabel + " ms", 12, true)} ${sparkW >= 6 ? `req/s, last ${spanText(v.scrapes, intervalMs)}` : ""}`,
+            inner,
+          )}
         </Line>,
       );
       for (const m of v.models) {
         push(
           <Text key={m.model} wrap="truncate">
-            {fit(m.model, nameW)} {fit(perSec(m.requestsPerSec), 8, true)} {fit(usAsMs(queueFigure(m, summaries)), 12, true)}{" "}
+            {fit(m.model, nameW)} {fit(perSec(m.requestsPerSec), 8, true)}{" "}
+            {fit(usAsMs(queueFigure(m, summaries)), 12, true)}{" "}
             <Text color={toneColor(theme, "accent")}>{sparkW >= 6 ? sparkline(m.throughputSeries, sparkW) : ""}</Text>
           </Text>,
         );
       }
     } else {
       const cols = `${fit("MODEL", nameW)} ${fit("req/s", 8, true)} ${fit("infer/s", 8, true)} ${fit("batch", 5, true)} ${fit("queue avg", 9, true)} ${fit("queue p99", 9, true)} ${fit("infer avg", 9, true)} ${fit("request", 8, true)} ${fit("pending", 7, true)} ${fit("fail/s", 6, true)}`;
-      push(<Line key="h" bold>{fit(cols + "  (ms)", inner)}</Line>);
+      push(
+        <Line key="h" bold>
+          {fit(cols + "  (ms)", inner)}
+        </Line>,
+      );
       const sparkW = Math.max(8, inner - nameW - 16);
       for (const m of v.models) {
         push(
@@ -66,33 +89,52 @@ export const MetricsPanel = memo(function MetricsPanel({ metrics, width, height,
         );
         push(
           <Text key={`${m.model}-t`} wrap="truncate">
-            {fit("", nameW)} {fit("req/s", 14)} <Text color={toneColor(theme, "accent")}>{sparkline(m.throughputSeries, sparkW)}</Text>
+            {fit("", nameW)} {fit("req/s", 14)}{" "}
+            <Text color={toneColor(theme, "accent")}>{sparkline(m.throughputSeries, sparkW)}</Text>
           </Text>,
         );
         push(
           <Text key={`${m.model}-q`} wrap="truncate">
-            {fit("", nameW)} {fit(summaries ? "queue p99" : "queue avg", 14)} <Text color={toneColor(theme, "warn")}>{sparkline(m.queueSeries, sparkW)}</Text>
+            {fit("", nameW)} {fit(summaries ? "queue p99" : "queue avg", 14)}{" "}
+            <Text color={toneColor(theme, "warn")}>{sparkline(m.queueSeries, sparkW)}</Text>
           </Text>,
         );
       }
     }
-    if (v.gpus.length === 0) push(<Line key="gpu" color={toneColor(theme, "dim")}>GPU: Triton reports none (no nv_gpu_* metrics)</Line>);
+    if (v.gpus.length === 0)
+      push(
+        <Line key="gpu" color={toneColor(theme, "dim")}>
+          GPU: Triton reports none (no nv_gpu_* metrics)
+        </Line>,
+      );
     for (const g of v.gpus) {
       const head = `GPU ${g.uuid.slice(0, 12)} util ${pct(g.utilization)} mem ${bytes(g.memoryUsedBytes)}/${bytes(g.memoryTotalBytes)}${g.powerWatts !== undefined ? ` ${g.powerWatts.toFixed(0)} W` : ""} `;
       push(
         <Text key={g.uuid} wrap="truncate">
           {head}
-          <Text color={toneColor(theme, "accent")}>{sparkline(g.utilizationSeries, Math.max(0, inner - head.length), 1)}</Text>
+          <Text color={toneColor(theme, "accent")}>
+            {sparkline(g.utilizationSeries, Math.max(0, inner - head.length), 1)}
+          </Text>
         </Text>,
       );
     }
     if (full && v.cpu) {
-      push(<Line key="cpu">{fit(`Triton host: CPU ${pct(v.cpu.utilization)}, memory ${bytes(v.cpu.memoryUsedBytes)}/${bytes(v.cpu.memoryTotalBytes)}`, inner)}</Line>);
+      push(
+        <Line key="cpu">
+          {fit(
+            `Triton host: CPU ${pct(v.cpu.utilization)}, memory ${bytes(v.cpu.memoryUsedBytes)}/${bytes(v.cpu.memoryTotalBytes)}`,
+            inner,
+          )}
+        </Line>,
+      );
     }
     if (!summaries) {
       push(
         <Line key="note" color={toneColor(theme, "dim")}>
-          {fit("queue: mean from the cumulative counters (Triton has no queue histogram); p99 needs --metrics-config summary_latencies=true", inner)}
+          {fit(
+            "queue: mean from the cumulative counters (Triton has no queue histogram); p99 needs --metrics-config summary_latencies=true",
+            inner,
+          )}
         </Line>,
       );
     }

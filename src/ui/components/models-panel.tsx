@@ -43,7 +43,14 @@ function lastReload(m: ModelRow): { text: string; tone: Tone } {
 }
 
 /** Every model: version, state, batching and instances, and its last reload with the latency. */
-export const ModelsPanel = memo(function ModelsPanel({ models, total, selected, filter, width, height }: ModelsPanelProps) {
+export const ModelsPanel = memo(function ModelsPanel({
+  models,
+  total,
+  selected,
+  filter,
+  width,
+  height,
+}: ModelsPanelProps) {
   const theme = useTheme();
   const inner = width - 2;
   const rowsAvail = Math.max(0, height - 3);
@@ -63,16 +70,21 @@ export const ModelsPanel = memo(function ModelsPanel({ models, total, selected, 
   return (
     <Panel title="Models" extra={extra} width={width} height={height}>
       <Line bold>{fit(header, inner)}</Line>
-      {shown.length === 0 ? <Line>{total === 0 ? "  no models yet" : "  no model matches the filter (esc clears it)"}</Line> : null}
+      {shown.length === 0 ? (
+        <Line>{total === 0 ? "  no models yet" : "  no model matches the filter (esc clears it)"}</Line>
+      ) : null}
       {shown.map((m, i) => {
         const isSel = start + i === selIndex;
         const r = lastReload(m);
         // A model that is not served has no config to show: why it is not takes both columns.
-        const middle = m.config ? `${fit(batchingText(m.config), batchW)} ${fit(m.config.instances || "—", instW)}` : fit(m.state === "READY" ? "" : (m.reason ?? ""), batchW + 1 + instW);
+        const middle = m.config
+          ? `${fit(batchingText(m.config), batchW)} ${fit(m.config.instances || "—", instW)}`
+          : fit(m.state === "READY" ? "" : (m.reason ?? ""), batchW + 1 + instW);
         return (
           <Text key={m.name} wrap="truncate" inverse={isSel}>
             {isSel ? "> " : "  "}
-            <Text bold={isSel}>{fit(m.name, nameW)}</Text> {fit(m.version ? `v${m.version}` : "—", verW)} <Text color={toneColor(theme, stateTone(m.state))}>{fit(m.state, stateW)}</Text> {middle}{" "}
+            <Text bold={isSel}>{fit(m.name, nameW)}</Text> {fit(m.version ? `v${m.version}` : "—", verW)}{" "}
+            <Text color={toneColor(theme, stateTone(m.state))}>{fit(m.state, stateW)}</Text> {middle}{" "}
             <Text color={toneColor(theme, r.tone)}>{fit(r.text, reloadW)}</Text>
           </Text>
         );

@@ -31,7 +31,15 @@ export function Panel({ title, extra, width, height, focused, children }: PanelP
         {top.slice(head.length)}
         {"╮"}
       </Text>
-      <Box borderStyle="round" borderTop={false} borderColor={border} flexDirection="column" width={width} height={Math.max(1, height - 1)} overflow="hidden">
+      <Box
+        borderStyle="round"
+        borderTop={false}
+        borderColor={border}
+        flexDirection="column"
+        width={width}
+        height={Math.max(1, height - 1)}
+        overflow="hidden"
+      >
         {children}
       </Box>
     </Box>
@@ -39,7 +47,16 @@ export function Panel({ title, extra, width, height, focused, children }: PanelP
 }
 
 /** One line of a panel, cut to its width. */
-export function Line({ children, ...rest }: { children?: ReactNode; color?: string; bold?: boolean; inverse?: boolean; dimColor?: boolean }) {
+export function Line({
+  children,
+  ...rest
+}: {
+  children?: ReactNode;
+  color?: string;
+  bold?: boolean;
+  inverse?: boolean;
+  dimColor?: boolean;
+}) {
   return (
     <Text wrap="truncate" {...rest}>
       {children}

@@ -34,18 +34,42 @@ export const PerfPanel = memo(function PerfPanel({ perf, now, width, height }: P
   const lines: ReactElement[] = [];
   const push = (el: ReactElement) => lines.length < budget && lines.push(el);
   const extra =
-    perf.status === "running" && perf.startedAt ? `running ${duration(now - perf.startedAt)} (p cancels)` : perf.status === "done" ? "done (p runs again)" : perf.status === "failed" ? "failed" : undefined;
+    perf.status === "running" && perf.startedAt
+      ? `running ${duration(now - perf.startedAt)} (p cancels)`
+      : perf.status === "done"
+        ? "done (p runs again)"
+        : perf.status === "failed"
+          ? "failed"
+          : undefined;
 
   if (perf.status === "idle") {
-    push(<Line key="idle">Press p to measure the selected model: a short concurrency sweep, as `triton-dev perf` runs it.</Line>);
+    push(
+      <Line key="idle">
+        Press p to measure the selected model: a short concurrency sweep, as `triton-dev perf` runs it.
+      </Line>,
+    );
   }
-  if (perf.plan) push(<Line key="plan" color={toneColor(theme, "dim")}>{fit(perf.plan, inner)}</Line>);
+  if (perf.plan)
+    push(
+      <Line key="plan" color={toneColor(theme, "dim")}>
+        {fit(perf.plan, inner)}
+      </Line>,
+    );
   if (perf.status === "failed" && perf.error) {
-    for (const [i, l] of perf.error.split("\n").entries()) push(<Line key={`e${i}`} color={toneColor(theme, "bad")}>{fit(l, inner)}</Line>);
+    for (const [i, l] of perf.error.split("\n").entries())
+      push(
+        <Line key={`e${i}`} color={toneColor(theme, "bad")}>
+          {fit(l, inner)}
+        </Line>,
+      );
   }
   const sweep = perf.report?.sweeps[0];
   if (sweep && sweep.levels.length > 0) {
-    push(<Line key="h" bold>{fit(COLS.map(([c, w], i) => (i === 0 ? fit(c, w) : fit(c, w, true))).join(" ") + "  (latency ms)", inner)}</Line>);
+    push(
+      <Line key="h" bold>
+        {fit(COLS.map(([c, w], i) => (i === 0 ? fit(c, w) : fit(c, w, true))).join(" ") + "  (latency ms)", inner)}
+      </Line>,
+    );
     const levels = [...sweep.levels].sort((a, b) => a.value - b.value);
     for (const l of levels) {
       const cells = [
@@ -62,7 +86,11 @@ export const PerfPanel = memo(function PerfPanel({ perf, now, width, height }: P
       ];
       push(
         <Line key={`l${l.value}`}>
-          {fit(cells.map((c, i) => (i === 0 ? fit(c, COLS[i]![1]) : fit(c, COLS[i]![1], true))).join(" ") + (l.partial ? `  (${l.partial})` : l.stable ? "" : "  (unstable)"), inner)}
+          {fit(
+            cells.map((c, i) => (i === 0 ? fit(c, COLS[i]![1]) : fit(c, COLS[i]![1], true))).join(" ") +
+              (l.partial ? `  (${l.partial})` : l.stable ? "" : "  (unstable)"),
+            inner,
+          )}
         </Line>,
       );
     }
@@ -71,7 +99,9 @@ export const PerfPanel = memo(function PerfPanel({ perf, now, width, height }: P
       <Text key="best" wrap="truncate">
         best <Text bold color={toneColor(theme, "ok")}>{`${perSec(best.throughput)} infer/s`}</Text>
         {` at concurrency ${best.value}, p99 ${usAsMs(best.latency.p99Us)} ms`}
-        {perf.report?.previous?.diffs.length ? `; vs previous run: ${perf.report.previous.diffs.map((d) => `${d.value}: ${d.throughputPct >= 0 ? "+" : ""}${d.throughputPct.toFixed(1)}%`).join(", ")}` : ""}
+        {perf.report?.previous?.diffs.length
+          ? `; vs previous run: ${perf.report.previous.diffs.map((d) => `${d.value}: ${d.throughputPct >= 0 ? "+" : ""}${d.throughputPct.toFixed(1)}%`).join(", ")}`
+          : ""}
       </Text>,
     );
     const room = budget - lines.length - 1;
@@ -83,7 +113,12 @@ export const PerfPanel = memo(function PerfPanel({ perf, now, width, height }: P
   }
   if (perf.status === "running" || (!sweep?.levels.length && perf.progress.length)) {
     const room = Math.max(0, budget - lines.length);
-    for (const [i, p] of perf.progress.slice(-room).entries()) push(<Line key={`p${i}`} color={toneColor(theme, "dim")}>{fit(p, inner)}</Line>);
+    for (const [i, p] of perf.progress.slice(-room).entries())
+      push(
+        <Line key={`p${i}`} color={toneColor(theme, "dim")}>
+          {fit(p, inner)}
+        </Line>,
+      );
   }
   return (
     <Panel title={perf.model ? `Perf: ${perf.model}` : "Perf"} extra={extra} width={width} height={height}>

@@ -17,7 +17,11 @@ export const SERVER_PANEL_HEIGHT = 5;
 
 function Flag({ on, label }: { on: boolean | undefined; label: string }) {
   const theme = useTheme();
-  return <Text color={toneColor(theme, on === undefined ? "dim" : on ? "ok" : "bad")}>{`${on ? "●" : "○"} ${label}${on === undefined ? " ?" : on ? "" : " ✗"}`}</Text>;
+  return (
+    <Text
+      color={toneColor(theme, on === undefined ? "dim" : on ? "ok" : "bad")}
+    >{`${on ? "●" : "○"} ${label}${on === undefined ? " ?" : on ? "" : " ✗"}`}</Text>
+  );
 }
 
 /** Runtime, endpoints, health, uptime and the GPU: what is running and whether it answers. */
@@ -25,8 +29,15 @@ export const ServerPanel = memo(function ServerPanel({ server: s, metrics, now, 
   const theme = useTheme();
   const inner = width - 2;
   const name = `Triton${s.tritonVersion ? ` ${s.tritonVersion}` : ""}`;
-  const where = [s.runtime ? `${s.runtime} runtime` : undefined, s.container ? `container ${s.container}` : s.pid ? `pid ${s.pid}` : undefined, s.reload ? `${s.reload} reload` : undefined].filter(Boolean).join(", ");
-  const up = s.startedAt && (s.phase === "running" || s.phase === "starting") ? `up ${uptime(now - s.startedAt)}` : s.phase;
+  const where = [
+    s.runtime ? `${s.runtime} runtime` : undefined,
+    s.container ? `container ${s.container}` : s.pid ? `pid ${s.pid}` : undefined,
+    s.reload ? `${s.reload} reload` : undefined,
+  ]
+    .filter(Boolean)
+    .join(", ");
+  const up =
+    s.startedAt && (s.phase === "running" || s.phase === "starting") ? `up ${uptime(now - s.startedAt)}` : s.phase;
   const ep = s.endpoints;
   const endpoints = ep
     ? `HTTP ${ep.http}   gRPC ${ep.grpc}   metrics ${ep.metrics}/metrics${s.monitoring ? `   Grafana ${s.monitoring.grafana}   Prometheus ${s.monitoring.prometheus}` : ""}`
@@ -35,7 +46,12 @@ export const ServerPanel = memo(function ServerPanel({ server: s, metrics, now, 
   let gpuLine: string;
   if (gpus.length > 0) {
     gpuLine = gpus
-      .map((g, i) => `GPU${gpus.length > 1 ? i : ""} ${s.gpuNames[i] ?? ""} util ${pct(g.utilization)} mem ${bytes(g.memoryUsedBytes)}/${bytes(g.memoryTotalBytes)}`.replace(/ {2,}/g, " "))
+      .map((g, i) =>
+        `GPU${gpus.length > 1 ? i : ""} ${s.gpuNames[i] ?? ""} util ${pct(g.utilization)} mem ${bytes(g.memoryUsedBytes)}/${bytes(g.memoryTotalBytes)}`.replace(
+          / {2,}/g,
+          " ",
+        ),
+      )
       .join("  ");
   } else if (s.gpuNames.length > 0) {
     gpuLine = `GPU ${s.gpuNames.join(", ")} (Triton reports no GPU metrics)`;
@@ -43,10 +59,17 @@ export const ServerPanel = memo(function ServerPanel({ server: s, metrics, now, 
     gpuLine = s.gpuCount ? `${s.gpuCount} NVIDIA GPU(s) (no utilisation reported)` : "GPU none: CPU only";
   }
   // Host memory only: CPU use moves every scrape and would redraw an idle screen (the `m` view has it).
-  const cpu = metrics?.cpu ? `   host memory ${bytes(metrics.cpu.memoryUsedBytes)}/${bytes(metrics.cpu.memoryTotalBytes)}` : "";
+  const cpu = metrics?.cpu
+    ? `   host memory ${bytes(metrics.cpu.memoryUsedBytes)}/${bytes(metrics.cpu.memoryTotalBytes)}`
+    : "";
   const message = s.phase !== "running" && ep && s.message ? s.message : undefined;
   return (
-    <Panel title="Server" extra={s.modelsDir ? cut(s.modelsDir, Math.max(10, Math.floor(inner / 3))) : undefined} width={width} height={SERVER_PANEL_HEIGHT}>
+    <Panel
+      title="Server"
+      extra={s.modelsDir ? cut(s.modelsDir, Math.max(10, Math.floor(inner / 3))) : undefined}
+      width={width}
+      height={SERVER_PANEL_HEIGHT}
+    >
       <Line>
         <Text bold>{name}</Text>
         {where ? ` (${where})  ` : "  "}
@@ -54,9 +77,13 @@ export const ServerPanel = memo(function ServerPanel({ server: s, metrics, now, 
         {"  "}
         <Flag on={s.ready} label="ready" />
         {"  "}
-        <Text color={toneColor(theme, s.phase === "running" ? undefined : s.phase === "exited" ? "bad" : "warn")}>{up}</Text>
+        <Text color={toneColor(theme, s.phase === "running" ? undefined : s.phase === "exited" ? "bad" : "warn")}>
+          {up}
+        </Text>
       </Line>
-      <Line>{message ? <Text color={toneColor(theme, s.phase === "exited" ? "bad" : "warn")}>{message}</Text> : endpoints}</Line>
+      <Line>
+        {message ? <Text color={toneColor(theme, s.phase === "exited" ? "bad" : "warn")}>{message}</Text> : endpoints}
+      </Line>
       <Line>
         {gpuLine}
         <Text color={toneColor(theme, "dim")}>{cpu}</Text>

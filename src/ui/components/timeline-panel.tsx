@@ -43,7 +43,14 @@ export function diagnosticLine(d: Diagnostic, cwd = process.cwd()): string {
 }
 
 /** Each edit's outcome, newest first; refusals carry the diagnostics that say what to fix. */
-export const TimelinePanel = memo(function TimelinePanel({ timeline, width, height, expanded, title, baseDir }: TimelinePanelProps) {
+export const TimelinePanel = memo(function TimelinePanel({
+  timeline,
+  width,
+  height,
+  expanded,
+  title,
+  baseDir,
+}: TimelinePanelProps) {
   const theme = useTheme();
   const inner = width - 2;
   const budget = Math.max(0, height - 2);
@@ -53,7 +60,8 @@ export const TimelinePanel = memo(function TimelinePanel({ timeline, width, heig
     const o = outcome(e);
     lines.push(
       <Text key={`${e.id}`} wrap="truncate">
-        <Text color={toneColor(theme, "dim")}>{clock(e.savedAt)}</Text> #{e.id} <Text bold>{e.model}</Text> <Text color={toneColor(theme, o.tone)}>{o.text}</Text>
+        <Text color={toneColor(theme, "dim")}>{clock(e.savedAt)}</Text> #{e.id} <Text bold>{e.model}</Text>{" "}
+        <Text color={toneColor(theme, o.tone)}>{o.text}</Text>
       </Text>,
     );
     const diags = e.phase === "refused" ? (e.diagnostics ?? []) : [];
@@ -67,18 +75,37 @@ export const TimelinePanel = memo(function TimelinePanel({ timeline, width, heig
           </Line>,
         );
       }
-      if (expanded && d.hint && lines.length < budget) lines.push(<Line key={`${e.id}-h${i}`}>{fit(`    hint: ${d.hint}`, inner)}</Line>);
+      if (expanded && d.hint && lines.length < budget)
+        lines.push(<Line key={`${e.id}-h${i}`}>{fit(`    hint: ${d.hint}`, inner)}</Line>);
     }
     if (!expanded && diags.length > 1 && lines.length < budget) {
-      lines.push(<Line key={`${e.id}-more`} color={toneColor(theme, "dim")}>{`  ▸ ${diags.length - 1} more (select ${e.model}, enter)`}</Line>);
+      lines.push(
+        <Line
+          key={`${e.id}-more`}
+          color={toneColor(theme, "dim")}
+        >{`  ▸ ${diags.length - 1} more (select ${e.model}, enter)`}</Line>,
+      );
     }
     if ((e.phase === "failed" || (expanded && e.reason)) && e.reason && lines.length < budget) {
-      lines.push(<Line key={`${e.id}-r`} color={toneColor(theme, e.phase === "failed" ? "bad" : "dim")}>{fit(`  ${e.reason}`, inner)}</Line>);
+      lines.push(
+        <Line key={`${e.id}-r`} color={toneColor(theme, e.phase === "failed" ? "bad" : "dim")}>
+          {fit(`  ${e.reason}`, inner)}
+        </Line>,
+      );
     }
   }
   return (
-    <Panel title={title ?? "Edit timeline"} extra={timeline.length ? `${timeline.length}` : undefined} width={width} height={height}>
-      {lines.length ? lines : <Line color={toneColor(theme, "dim")}>no edits yet: save a file under the models folder</Line>}
+    <Panel
+      title={title ?? "Edit timeline"}
+      extra={timeline.length ? `${timeline.length}` : undefined}
+      width={width}
+      height={height}
+    >
+      {lines.length ? (
+        lines
+      ) : (
+        <Line color={toneColor(theme, "dim")}>no edits yet: save a file under the models folder</Line>
+      )}
     </Panel>
   );
 });

@@ -86,7 +86,10 @@ export class PerfRunner {
         }));
       })
       .catch((err: unknown) => {
-        const msg = err instanceof UserError ? `${err.message}${err.hint ? `\nhint: ${err.hint}` : ""}` : `perf failed: ${(err as Error)?.message ?? String(err)}`;
+        const msg =
+          err instanceof UserError
+            ? `${err.message}${err.hint ? `\nhint: ${err.hint}` : ""}`
+            : `perf failed: ${(err as Error)?.message ?? String(err)}`;
         set((p) => ({ ...p, status: "failed", error: msg, finishedAt: this.now() }));
       })
       .finally(() => {

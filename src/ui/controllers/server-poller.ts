@@ -47,7 +47,10 @@ export class ServerPoller {
     const names = await gpuNames(env);
     const count = names.length ? names.length : await detectNvidiaGpus();
     if (this.stopped) return;
-    store.update((s) => ({ ...s, server: { ...s.server, gpuNames: names, ...(count !== undefined ? { gpuCount: count } : {}) } }));
+    store.update((s) => ({
+      ...s,
+      server: { ...s.server, gpuNames: names, ...(count !== undefined ? { gpuCount: count } : {}) },
+    }));
   }
 
   /** One poll; skipped while the previous one is still waiting on a busy server. */
@@ -84,6 +87,8 @@ export class ServerPoller {
 async function gpuNames(env: NodeJS.ProcessEnv): Promise<string[]> {
   const smi = findOnPath("nvidia-smi", env);
   if (!smi) return [];
-  const out = await new Promise<string>((resolve) => execFile(smi, NVIDIA_SMI_ARGS, { timeout: 5000 }, (err, stdout) => resolve(err ? "" : String(stdout))));
+  const out = await new Promise<string>((resolve) =>
+    execFile(smi, NVIDIA_SMI_ARGS, { timeout: 5000 }, (err, stdout) => resolve(err ? "" : String(stdout))),
+  );
   return parseNvidiaSmiCsv(out).map((g) => g.name ?? g.id);
 }

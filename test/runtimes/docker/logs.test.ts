@@ -14,7 +14,9 @@ describe("docker log timestamps", () => {
   });
 
   it("split a --timestamps line into its time and Triton's text", () => {
-    const l = splitLogLine('2026-11-29T18:23:07.094419123Z I1129 18:23:07.094 1 http_server.cc:4713] "Started HTTPService at 0.0.0.0:8000"');
+    const l = splitLogLine(
+      '2026-11-29T18:23:07.094419123Z I1129 18:23:07.094 1 http_server.cc:4713] "Started HTTPService at 0.0.0.0:8000"',
+    );
     expect(l.raw).toBe("2026-11-29T18:23:07.094419123Z");
     expect(l.text).toBe('I1129 18:23:07.094 1 http_server.cc:4713] "Started HTTPService at 0.0.0.0:8000"');
     expect(splitLogLine("no timestamp here")).toEqual({ text: "no timestamp here" });

@@ -38,7 +38,10 @@ describe("--gpus", () => {
     expect(parseGpus("2")).toEqual({ kind: "count", count: 2 });
     expect(parseGpus("device=0,2")).toEqual({ kind: "devices", ids: ["0", "2"] });
     expect(parseGpus("1,3")).toEqual({ kind: "devices", ids: ["1", "3"] });
-    expect(parseGpus("GPU-3f2a1b4c-0000-1111-2222-333344445555")).toEqual({ kind: "devices", ids: ["gpu-3f2a1b4c-0000-1111-2222-333344445555"] });
+    expect(parseGpus("GPU-3f2a1b4c-0000-1111-2222-333344445555")).toEqual({
+      kind: "devices",
+      ids: ["gpu-3f2a1b4c-0000-1111-2222-333344445555"],
+    });
     expect(() => parseGpus("lots")).toThrow(UsageError);
   });
 
@@ -46,7 +49,9 @@ describe("--gpus", () => {
     expect(deviceRequests({ kind: "none" })).toBeUndefined();
     expect(deviceRequests({ kind: "all" })).toEqual([{ Driver: "", Count: -1, Capabilities: [["gpu"]] }]);
     expect(deviceRequests({ kind: "count", count: 1 })).toEqual([{ Driver: "", Count: 1, Capabilities: [["gpu"]] }]);
-    expect(deviceRequests({ kind: "devices", ids: ["0", "2"] })).toEqual([{ Driver: "", DeviceIDs: ["0", "2"], Capabilities: [["gpu"]] }]);
+    expect(deviceRequests({ kind: "devices", ids: ["0", "2"] })).toEqual([
+      { Driver: "", DeviceIDs: ["0", "2"], Capabilities: [["gpu"]] },
+    ]);
     expect(formatGpus(parseGpus("device=0,2"))).toBe("device=0,2");
   });
 });
@@ -93,16 +98,38 @@ describe("settings hash", () => {
       expect(settingsHash({ ...settings, ...change }), JSON.stringify(change)).not.toBe(h);
     }
     // The poll interval means nothing in explicit mode.
-    expect(settingsHash({ ...settings, reload: "explicit", pollSecs: 1 })).toBe(settingsHash({ ...settings, reload: "explicit", pollSecs: 9 }));
+    expect(settingsHash({ ...settings, reload: "explicit", pollSecs: 1 })).toBe(
+      settingsHash({ ...settings, reload: "explicit", pollSecs: 9 }),
+    );
   });
 });
 
 describe("the Triton container", () => {
   const key = { header: "triton-dev-key", value: "s3cret" };
-  const spec = tritonContainerSpec({ name: "triton-dev-proj-12345678", settings, runId: "run-1", repository: "/state/runs/run-1/repository", store: "/state/runs/run-1/store", repositoryKey: key });
+  const spec = tritonContainerSpec({
+    name: "triton-dev-proj-12345678",
+    settings,
+    runId: "run-1",
+    repository: "/state/runs/run-1/repository",
+    store: "/state/runs/run-1/store",
+    repositoryKey: key,
+  });
 
   it("runs the local runtime's flags against the container's paths, plus the latency summaries", () => {
-    const local = serverArgs({ backendDir: "/opt/tritonserver/backends" }, { runId: "", runDir: "", logFile: "", repository: "/models", ports: { http: 8000, grpc: 8001, metrics: 8002 }, host: "0.0.0.0", reload: "poll", pollSecs: 1, repositoryKey: key });
+    const local = serverArgs(
+      { backendDir: "/opt/tritonserver/backends" },
+      {
+        runId: "",
+        runDir: "",
+        logFile: "",
+        repository: "/models",
+        ports: { http: 8000, grpc: 8001, metrics: 8002 },
+        host: "0.0.0.0",
+        reload: "poll",
+        pollSecs: 1,
+        repositoryKey: key,
+      },
+    );
     expect(spec.Cmd).toEqual(["tritonserver", ...local, "--metrics-config=summary_latencies=true"]);
     expect(spec.Cmd).toContain("--exit-on-error=false");
     expect(spec.Cmd).toContain("--model-control-mode=poll");
@@ -112,7 +139,10 @@ describe("the Triton container", () => {
   });
 
   it("mounts the staging repository and its store read-only, keeping the relative symlinks valid", () => {
-    expect(spec.HostConfig?.Binds).toEqual(["/state/runs/run-1/repository:/models:ro", "/state/runs/run-1/store:/store:ro"]);
+    expect(spec.HostConfig?.Binds).toEqual([
+      "/state/runs/run-1/repository:/models:ro",
+      "/state/runs/run-1/store:/store:ro",
+    ]);
   });
 
   it("has the article's resources: GPUs, 1 GiB /dev/shm, memlock and stack ulimits", () => {
@@ -122,7 +152,14 @@ describe("the Triton container", () => {
       { Name: "memlock", Soft: -1, Hard: -1 },
       { Name: "stack", Soft: 67108864, Hard: 67108864 },
     ]);
-    const cpu = tritonContainerSpec({ name: "n", settings: { ...settings, gpus: { kind: "none" } }, runId: "r", repository: "/r", store: "/s", repositoryKey: key });
+    const cpu = tritonContainerSpec({
+      name: "n",
+      settings: { ...settings, gpus: { kind: "none" } },
+      runId: "r",
+      repository: "/r",
+      store: "/s",
+      repositoryKey: key,
+    });
     expect(cpu.HostConfig?.DeviceRequests).toBeUndefined();
   });
 
@@ -149,7 +186,14 @@ describe("the Triton container", () => {
   });
 
   it("joins the monitoring network as `triton`, the target in compose/prometheus/prometheus.yml", () => {
-    const s = tritonContainerSpec({ name: "n", settings: { ...settings, network: "n-net" }, runId: "r", repository: "/r", store: "/s", repositoryKey: key });
+    const s = tritonContainerSpec({
+      name: "n",
+      settings: { ...settings, network: "n-net" },
+      runId: "r",
+      repository: "/r",
+      store: "/s",
+      repositoryKey: key,
+    });
     expect(s.HostConfig?.NetworkMode).toBe("n-net");
     expect(s.NetworkingConfig?.EndpointsConfig?.["n-net"]?.Aliases).toEqual(["triton"]);
   });

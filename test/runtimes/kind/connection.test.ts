@@ -19,7 +19,9 @@ class ScriptedTools extends KindTools {
   /** A long-running kubectl that runs until killed. */
   override spawn(): Child {
     let end!: () => void;
-    const exited = new Promise<{ code: number | undefined; signal: string | undefined; stderr: string }>((r) => (end = () => r({ code: undefined, signal: "SIGTERM", stderr: "" })));
+    const exited = new Promise<{ code: number | undefined; signal: string | undefined; stderr: string }>(
+      (r) => (end = () => r({ code: undefined, signal: "SIGTERM", stderr: "" })),
+    );
     return { pid: undefined, process: undefined as never, exited, kill: () => end() };
   }
 }
@@ -29,17 +31,44 @@ const deployment = { kind: "Deployment", metadata: { name: "triton-inference-ser
 const crashing = {
   kind: "Pod",
   metadata: { name: "triton-inference-server-abc", creationTimestamp: "2026-01-01T00:00:00Z" },
-  status: { phase: "Running", containerStatuses: [{ name: "triton", restartCount: 1, state: { waiting: { reason: "CrashLoopBackOff" } }, lastState: { terminated: { exitCode: 1, reason: "Error" } } }] },
+  status: {
+    phase: "Running",
+    containerStatuses: [
+      {
+        name: "triton",
+        restartCount: 1,
+        state: { waiting: { reason: "CrashLoopBackOff" } },
+        lastState: { terminated: { exitCode: 1, reason: "Error" } },
+      },
+    ],
+  },
 };
 
 function connection(tools: KindTools) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "triton-dev-conn-"));
-  return new KindConnection({ tools, cluster: "c", context: "kind-c", namespace: "triton-dev", runId: "r1", image: "img", ports: { http: 1, grpc: 2, metrics: 3 }, host: "127.0.0.1", logFile: path.join(dir, "log"), runDir: dir, resume: false, pollMs: 20 });
+  return new KindConnection({
+    tools,
+    cluster: "c",
+    context: "kind-c",
+    namespace: "triton-dev",
+    runId: "r1",
+    image: "img",
+    ports: { http: 1, grpc: 2, metrics: 3 },
+    host: "127.0.0.1",
+    logFile: path.join(dir, "log"),
+    runDir: dir,
+    resume: false,
+    pollMs: 20,
+  });
 }
 
 describe("KindConnection", () => {
   it("turns a crash loop into a KindPodError carrying the crashed container's last lines", async () => {
-    const tools = new ScriptedTools((args) => (args.includes("logs") ? "2026-01-01T00:00:01.000000000Z E1129 model.py:3] boom\n2026-01-01T00:00:02.000000000Z bye\n" : list(deployment, crashing)));
+    const tools = new ScriptedTools((args) =>
+      args.includes("logs")
+        ? "2026-01-01T00:00:01.000000000Z E1129 model.py:3] boom\n2026-01-01T00:00:02.000000000Z bye\n"
+        : list(deployment, crashing),
+    );
     const c = connection(tools);
     await c.start();
     const err = await c.waitRunning(5_000).catch((e: unknown) => e);
@@ -47,7 +76,9 @@ describe("KindConnection", () => {
     expect(err).toBeInstanceOf(ReadinessAbortedError);
     const cause = (err as Error).cause;
     expect(cause).toBeInstanceOf(KindPodError);
-    expect((cause as Error).message).toBe("tritonserver in pod triton-inference-server-abc keeps exiting (exit code 1; restarted 1 time(s)); last log lines:\n  E1129 model.py:3] boom\n  bye");
+    expect((cause as Error).message).toBe(
+      "tritonserver in pod triton-inference-server-abc keeps exiting (exit code 1; restarted 1 time(s)); last log lines:\n  E1129 model.py:3] boom\n  bye",
+    );
     const logCall = tools.calls.find((a) => a.includes("logs"))!;
     expect(logCall).toEqual(expect.arrayContaining(["pod/triton-inference-server-abc", "--previous", "--tail=12"]));
   });

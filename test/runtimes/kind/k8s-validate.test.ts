@@ -12,8 +12,20 @@ import fsp from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { KIND_CONFIG_FILES, MANAGED_NODE_LABEL, NVIDIA_RUNTIME_CLASS, kindConfigDir, renderClusterConfig } from "../../../src/runtimes/kind/kind-config.js";
-import { renderManifests, toYaml, type K8sObject, type ManifestOptions, type ModelSource } from "../../../src/runtimes/kind/manifests.js";
+import {
+  KIND_CONFIG_FILES,
+  MANAGED_NODE_LABEL,
+  NVIDIA_RUNTIME_CLASS,
+  kindConfigDir,
+  renderClusterConfig,
+} from "../../../src/runtimes/kind/kind-config.js";
+import {
+  renderManifests,
+  toYaml,
+  type K8sObject,
+  type ManifestOptions,
+  type ModelSource,
+} from "../../../src/runtimes/kind/manifests.js";
 import { runCli, ROOT } from "../../helpers/cli.js";
 import { BASE } from "./helpers.js";
 
@@ -25,7 +37,9 @@ function findGo(): string | undefined {
 }
 
 const goVersion = findGo();
-const title = goVersion ? `k8s-validate (${goVersion})` : "k8s-validate (skipped: `go` is not on PATH, so the Go schema checker cannot be built)";
+const title = goVersion
+  ? `k8s-validate (${goVersion})`
+  : "k8s-validate (skipped: `go` is not on PATH, so the Go schema checker cannot be built)";
 
 describe.skipIf(!goVersion)(title, () => {
   let dir = "";
@@ -36,7 +50,11 @@ describe.skipIf(!goVersion)(title, () => {
     bin = path.join(dir, "k8s-validate");
     // -mod=mod: resolve from go.mod/go.sum into the default module cache, never a vendor folder;
     // -buildvcs=false: the fixture sits inside this repository, whose git state is no business of the build.
-    const build = spawnSync("go", ["build", "-o", bin, "."], { cwd: FIXTURE, env: { ...process.env, GOFLAGS: "-mod=mod -buildvcs=false" }, encoding: "utf8" });
+    const build = spawnSync("go", ["build", "-o", bin, "."], {
+      cwd: FIXTURE,
+      env: { ...process.env, GOFLAGS: "-mod=mod -buildvcs=false" },
+      encoding: "utf8",
+    });
     if (build.status !== 0) throw new Error(`go build in ${FIXTURE} failed (exit ${build.status}):\n${build.stderr}`);
   }, 300_000);
 
@@ -96,17 +114,36 @@ describe.skipIf(!goVersion)(title, () => {
   });
 
   it("a referenced Secret the user makes (not in the stream) is fine", () => {
-    const objects = renderManifests({ ...BASE, repositoryKey: { header: "triton-dev-key", secretName: "users-secret" } });
+    const objects = renderManifests({
+      ...BASE,
+      repositoryKey: { header: "triton-dev-key", secretName: "users-secret" },
+    });
     expectValid(toYaml(objects), objects.length);
   });
 
   it("what the built CLI prints", async () => {
-    const r = await runCli(["manifests", "--namespace", "ml", "--models-from", "git:git@github.com:org/models.git#dev//m", "--repository-key-secret", "k"], { ...process.env, TRITON_DEV_LOG: "warn" });
+    const r = await runCli(
+      [
+        "manifests",
+        "--namespace",
+        "ml",
+        "--models-from",
+        "git:git@github.com:org/models.git#dev//m",
+        "--repository-key-secret",
+        "k",
+      ],
+      { ...process.env, TRITON_DEV_LOG: "warn" },
+    );
     expect(r.code, r.stderr).toBe(0);
     expectValid(r.stdout, 4);
   });
 
-  for (const file of [KIND_CONFIG_FILES.cluster, KIND_CONFIG_FILES.clusterGpu, KIND_CONFIG_FILES.runtimeClass, KIND_CONFIG_FILES.devicePlugin]) {
+  for (const file of [
+    KIND_CONFIG_FILES.cluster,
+    KIND_CONFIG_FILES.clusterGpu,
+    KIND_CONFIG_FILES.runtimeClass,
+    KIND_CONFIG_FILES.devicePlugin,
+  ]) {
     it(`kind-config/${file} as shipped`, () => {
       expectValid(fs.readFileSync(path.join(kindConfigDir(), file), "utf8"), 1);
     });
@@ -114,7 +151,15 @@ describe.skipIf(!goVersion)(title, () => {
 
   for (const gpu of [false, true]) {
     it(`renderClusterConfig (gpu ${gpu}) as kind would load it`, () => {
-      expectValid(renderClusterConfig({ name: "triton-dev", stateDir: "/home/dev/.cache/triton-dev/state", gpu, nodeImage: "kindest/node:v1.33.1" }), 1);
+      expectValid(
+        renderClusterConfig({
+          name: "triton-dev",
+          stateDir: "/home/dev/.cache/triton-dev/state",
+          gpu,
+          nodeImage: "kindest/node:v1.33.1",
+        }),
+        1,
+      );
     });
   }
 
@@ -134,19 +179,52 @@ describe.skipIf(!goVersion)(title, () => {
   // The checker must not be a rubber stamp: each mistake below is one a cluster would refuse or
   // silently get wrong.
   describe("refuses broken input", () => {
-    const deployment = (): Record<string, any> => structuredClone(renderManifests({ ...BASE, repositoryKey: { header: "h", secretName: "s", value: "v" } }).find((o) => o.kind === "Deployment")!) as Record<string, any>;
+    const deployment = (): Record<string, any> =>
+      structuredClone(
+        renderManifests({ ...BASE, repositoryKey: { header: "h", secretName: "s", value: "v" } }).find(
+          (o) => o.kind === "Deployment",
+        )!,
+      ) as Record<string, any>;
     const withService = (d: Record<string, any>): string => {
       const all = renderManifests({ ...BASE, serviceMonitor: false });
       return toYaml([d as K8sObject, all.find((o) => o.kind === "Service")!]);
     };
     const cases: Array<[string, (d: Record<string, any>) => void, RegExp]> = [
-      ["an unknown field", (d) => (d.spec.template.spec.containers[0].livenessprobe = {}), /unknown field "spec\.template\.spec\.containers\[0\]\.livenessprobe"/],
-      ["a wrongly typed field", (d) => (d.spec.replicas = "one"), /cannot unmarshal string into Go struct field .*replicas/],
-      ["a probe port name no container port has", (d) => (d.spec.template.spec.containers[0].readinessProbe.httpGet.port = "web"), /readinessProbe\.httpGet port "web" is not the name/],
-      ["a selector that misses the pod labels", (d) => (d.spec.selector.matchLabels.app = "other"), /spec\.selector .* does not match/],
-      ["$(VAR) in args with no env entry", (d) => (d.spec.template.spec.containers[0].env = d.spec.template.spec.containers[0].env.slice(0, 1)), /refers to \$\(TRITON_REPOSITORY_KEY\), which no env entry/],
-      ["a mount of a volume that does not exist", (d) => (d.spec.template.spec.volumes = d.spec.template.spec.volumes.slice(1)), /names volume "models", which the pod does not have/],
-      ["a GPU request above its limit", (d) => (d.spec.template.spec.containers[0].resources.requests["nvidia.com/gpu"] = 2), /requests \(2\) must equal limits \(1\)/],
+      [
+        "an unknown field",
+        (d) => (d.spec.template.spec.containers[0].livenessprobe = {}),
+        /unknown field "spec\.template\.spec\.containers\[0\]\.livenessprobe"/,
+      ],
+      [
+        "a wrongly typed field",
+        (d) => (d.spec.replicas = "one"),
+        /cannot unmarshal string into Go struct field .*replicas/,
+      ],
+      [
+        "a probe port name no container port has",
+        (d) => (d.spec.template.spec.containers[0].readinessProbe.httpGet.port = "web"),
+        /readinessProbe\.httpGet port "web" is not the name/,
+      ],
+      [
+        "a selector that misses the pod labels",
+        (d) => (d.spec.selector.matchLabels.app = "other"),
+        /spec\.selector .* does not match/,
+      ],
+      [
+        "$(VAR) in args with no env entry",
+        (d) => (d.spec.template.spec.containers[0].env = d.spec.template.spec.containers[0].env.slice(0, 1)),
+        /refers to \$\(TRITON_REPOSITORY_KEY\), which no env entry/,
+      ],
+      [
+        "a mount of a volume that does not exist",
+        (d) => (d.spec.template.spec.volumes = d.spec.template.spec.volumes.slice(1)),
+        /names volume "models", which the pod does not have/,
+      ],
+      [
+        "a GPU request above its limit",
+        (d) => (d.spec.template.spec.containers[0].resources.requests["nvidia.com/gpu"] = 2),
+        /requests \(2\) must equal limits \(1\)/,
+      ],
     ];
     for (const [what, mutate, message] of cases) {
       it(what, () => {
@@ -173,7 +251,9 @@ describe.skipIf(!goVersion)(title, () => {
     });
 
     it("a kind config with a misspelt field", () => {
-      const r = validate("kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnodes:\n  - role: worker\n    extraMount: []\n");
+      const r = validate(
+        "kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnodes:\n  - role: worker\n    extraMount: []\n",
+      );
       expect(r.code).toBe(1);
       expect(r.stderr).toMatch(/field extraMount not found/);
     });

@@ -30,7 +30,8 @@ const workers = (cfg: Any): Any[] => cfg.nodes.filter((n: Any) => n.role === "wo
 describe("kindConfigDir", () => {
   it("is the package's kind-config/ and holds every file the kind runtime uses", () => {
     expect(kindConfigDir()).toBe(path.join(ROOT, "kind-config"));
-    for (const f of [...Object.values(KIND_CONFIG_FILES), "README.md"]) expect(fs.existsSync(path.join(kindConfigDir(), f)), f).toBe(true);
+    for (const f of [...Object.values(KIND_CONFIG_FILES), "README.md"])
+      expect(fs.existsSync(path.join(kindConfigDir(), f)), f).toBe(true);
   });
 
   it("says the installation is broken when the folder is missing", () => {
@@ -65,7 +66,9 @@ describe("renderClusterConfig", () => {
   });
 
   it("a node image goes on every node", () => {
-    const cfg = parse(renderClusterConfig({ name: "k", stateDir: STATE, gpu: false, nodeImage: "kindest/node:v1.33.1" })) as Any;
+    const cfg = parse(
+      renderClusterConfig({ name: "k", stateDir: STATE, gpu: false, nodeImage: "kindest/node:v1.33.1" }),
+    ) as Any;
     for (const n of cfg.nodes) expect(n.image).toBe("kindest/node:v1.33.1");
   });
 
@@ -76,11 +79,16 @@ describe("renderClusterConfig", () => {
   });
 
   it("refuses a relative state folder, a bad cluster name, and a config without the worker mount", async () => {
-    expect(() => renderClusterConfig({ name: "k", stateDir: "state", gpu: false })).toThrow(/absolute path; got 'state'/);
+    expect(() => renderClusterConfig({ name: "k", stateDir: "state", gpu: false })).toThrow(
+      /absolute path; got 'state'/,
+    );
     expect(() => renderClusterConfig({ name: "Triton Dev", stateDir: STATE, gpu: false })).toThrow(UserError);
     const dir = await fsp.mkdtemp(path.join(os.tmpdir(), "triton-dev-kindcfg-"));
     temps.push(dir);
-    await fsp.writeFile(path.join(dir, "cluster.yaml"), "kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnodes:\n  - role: control-plane\n");
+    await fsp.writeFile(
+      path.join(dir, "cluster.yaml"),
+      "kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\nnodes:\n  - role: control-plane\n",
+    );
     expect(() => renderClusterConfig({ name: "k", stateDir: STATE, gpu: false, configDir: dir })).toThrow(
       new RegExp(`${path.join(dir, "cluster.yaml").replace(/[.]/g, "\\.")}: no node mounts anything at /triton-dev`),
     );
@@ -90,7 +98,12 @@ describe("renderClusterConfig", () => {
 describe("readKindManifest", () => {
   it("the RuntimeClass: nvidia, handler nvidia", () => {
     expect(readKindManifest(KIND_CONFIG_FILES.runtimeClass)).toEqual([
-      expect.objectContaining({ apiVersion: "node.k8s.io/v1", kind: "RuntimeClass", metadata: expect.objectContaining({ name: "nvidia" }), handler: "nvidia" }),
+      expect.objectContaining({
+        apiVersion: "node.k8s.io/v1",
+        kind: "RuntimeClass",
+        metadata: expect.objectContaining({ name: "nvidia" }),
+        handler: "nvidia",
+      }),
     ]);
   });
 
@@ -103,15 +116,23 @@ describe("readKindManifest", () => {
     expect(spec.nodeSelector).toEqual({ "nvidia.com/gpu.present": "true" });
     expect(spec.tolerations).toContainEqual({ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" });
     expect(spec.containers[0].image).toBe("nvcr.io/nvidia/k8s-device-plugin:v0.17.0");
-    expect(spec.volumes).toContainEqual({ name: "kubelet-device-plugins-dir", hostPath: { path: "/var/lib/kubelet/device-plugins", type: "Directory" } });
-    expect(spec.containers[0].volumeMounts).toContainEqual({ name: "kubelet-device-plugins-dir", mountPath: "/var/lib/kubelet/device-plugins" });
+    expect(spec.volumes).toContainEqual({
+      name: "kubelet-device-plugins-dir",
+      hostPath: { path: "/var/lib/kubelet/device-plugins", type: "Directory" },
+    });
+    expect(spec.containers[0].volumeMounts).toContainEqual({
+      name: "kubelet-device-plugins-dir",
+      mountPath: "/var/lib/kubelet/device-plugins",
+    });
   });
 
   it("names the file when it is not a Kubernetes object", async () => {
     const dir = await fsp.mkdtemp(path.join(os.tmpdir(), "triton-dev-kindcfg-"));
     temps.push(dir);
     await fsp.writeFile(path.join(dir, "x.yaml"), "hello: world\n");
-    expect(() => readKindManifest("x.yaml", dir)).toThrow(`${path.join(dir, "x.yaml")}:1:1: this document is not a Kubernetes object`);
+    expect(() => readKindManifest("x.yaml", dir)).toThrow(
+      `${path.join(dir, "x.yaml")}:1:1: this document is not a Kubernetes object`,
+    );
   });
 });
 
@@ -133,7 +154,10 @@ describe("node-gpu-setup.sh", () => {
     let stderr = "";
     let code = 0;
     try {
-      execFileSync("bash", [nodeGpuSetupScript()], { stdio: ["ignore", "pipe", "pipe"], env: { PATH: process.env.PATH, CONTAINERD_CONFIG: "/nonexistent/containerd/config.toml" } });
+      execFileSync("bash", [nodeGpuSetupScript()], {
+        stdio: ["ignore", "pipe", "pipe"],
+        env: { PATH: process.env.PATH, CONTAINERD_CONFIG: "/nonexistent/containerd/config.toml" },
+      });
     } catch (err) {
       const e = err as { status: number; stderr: Buffer };
       code = e.status;

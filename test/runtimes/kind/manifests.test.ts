@@ -64,7 +64,11 @@ describe("renderManifests: the Deployment", () => {
 
   it("probes: a startup probe on live instead of fixed initial delays, then liveness and readiness on the named http port", () => {
     const c = triton(renderManifests(BASE));
-    expect(c.startupProbe).toEqual({ httpGet: { path: "/v2/health/live", port: "http" }, periodSeconds: 2, failureThreshold: 450 });
+    expect(c.startupProbe).toEqual({
+      httpGet: { path: "/v2/health/live", port: "http" },
+      periodSeconds: 2,
+      failureThreshold: 450,
+    });
     expect(c.livenessProbe).toMatchObject({ httpGet: { path: "/v2/health/live", port: "http" }, periodSeconds: 10 });
     expect(c.readinessProbe).toEqual({ httpGet: { path: "/v2/health/ready", port: "http" }, periodSeconds: 5 });
     for (const p of [c.startupProbe, c.livenessProbe, c.readinessProbe]) expect(p.initialDelaySeconds).toBeUndefined();
@@ -98,11 +102,21 @@ describe("renderManifests: the Deployment", () => {
   });
 
   it("gpus 0 with only memory: just that, requests = limits", () => {
-    expect(triton(renderManifests({ ...BASE, gpus: 0, resources: { memory: "4Gi" } })).resources).toEqual({ limits: { memory: "4Gi" }, requests: { memory: "4Gi" } });
+    expect(triton(renderManifests({ ...BASE, gpus: 0, resources: { memory: "4Gi" } })).resources).toEqual({
+      limits: { memory: "4Gi" },
+      requests: { memory: "4Gi" },
+    });
   });
 
   it("runtimeClassName, nodeSelector and imagePullPolicy when given, absent otherwise", () => {
-    const spec = podSpec(renderManifests({ ...BASE, runtimeClassName: "nvidia", nodeSelector: { "triton-dev.io/managed": "true" }, imagePullPolicy: "Never" }));
+    const spec = podSpec(
+      renderManifests({
+        ...BASE,
+        runtimeClassName: "nvidia",
+        nodeSelector: { "triton-dev.io/managed": "true" },
+        imagePullPolicy: "Never",
+      }),
+    );
     expect(spec.runtimeClassName).toBe("nvidia");
     expect(spec.nodeSelector).toEqual({ "triton-dev.io/managed": "true" });
     expect(spec.containers[0].imagePullPolicy).toBe("Never");
@@ -121,19 +135,36 @@ describe("renderManifests: the Deployment", () => {
 describe("renderManifests: model sources", () => {
   it("pvc: the claim, read-only at /models", () => {
     const objects = renderManifests(BASE);
-    expect(podSpec(objects).volumes).toContainEqual({ name: "models", persistentVolumeClaim: { claimName: "triton-models" } });
+    expect(podSpec(objects).volumes).toContainEqual({
+      name: "models",
+      persistentVolumeClaim: { claimName: "triton-models" },
+    });
     expect(triton(objects).volumeMounts).toContainEqual({ name: "models", mountPath: "/models", readOnly: true });
   });
 
   it("pvc with a subPath: mounted from that folder of the volume", () => {
-    const objects = renderManifests({ ...BASE, modelSource: { kind: "pvc", claimName: "shared", subPath: "triton/models" } });
-    expect(triton(objects).volumeMounts).toContainEqual({ name: "models", mountPath: "/models", readOnly: true, subPath: "triton/models" });
+    const objects = renderManifests({
+      ...BASE,
+      modelSource: { kind: "pvc", claimName: "shared", subPath: "triton/models" },
+    });
+    expect(triton(objects).volumeMounts).toContainEqual({
+      name: "models",
+      mountPath: "/models",
+      readOnly: true,
+      subPath: "triton/models",
+    });
     expect(triton(objects).args).toContain("--model-repository=/models");
   });
 
   it("hostPath: a Directory on the node; repositorySubdir points Triton below it", () => {
-    const objects = renderManifests({ ...BASE, modelSource: { kind: "hostPath", path: "/triton-dev/runs/abc", repositorySubdir: "repository" } });
-    expect(podSpec(objects).volumes).toContainEqual({ name: "models", hostPath: { path: "/triton-dev/runs/abc", type: "Directory" } });
+    const objects = renderManifests({
+      ...BASE,
+      modelSource: { kind: "hostPath", path: "/triton-dev/runs/abc", repositorySubdir: "repository" },
+    });
+    expect(podSpec(objects).volumes).toContainEqual({
+      name: "models",
+      hostPath: { path: "/triton-dev/runs/abc", type: "Directory" },
+    });
     expect(triton(objects).volumeMounts).toContainEqual({ name: "models", mountPath: "/models", readOnly: true });
     expect(triton(objects).args).toContain("--model-repository=/models/repository");
     const plain = renderManifests({ ...BASE, modelSource: { kind: "hostPath", path: "/data/models" } });
@@ -141,17 +172,43 @@ describe("renderManifests: model sources", () => {
   });
 
   it("git: git-sync v4 clones once before Triton starts, then syncs beside it; Triton serves the link (+ subdir)", () => {
-    const objects = renderManifests({ ...BASE, modelSource: { kind: "git", repo: "https://github.com/org/models.git", branch: "main", subdir: "triton", periodSecs: 30 } });
+    const objects = renderManifests({
+      ...BASE,
+      modelSource: {
+        kind: "git",
+        repo: "https://github.com/org/models.git",
+        branch: "main",
+        subdir: "triton",
+        periodSecs: 30,
+      },
+    });
     const spec = podSpec(objects);
-    const syncArgs = ["--repo=https://github.com/org/models.git", "--ref=main", "--root=/git", "--link=current", "--period=30s"];
+    const syncArgs = [
+      "--repo=https://github.com/org/models.git",
+      "--ref=main",
+      "--root=/git",
+      "--link=current",
+      "--period=30s",
+    ];
     expect(spec.initContainers).toHaveLength(1);
-    expect(spec.initContainers[0]).toMatchObject({ name: "git-sync-init", image: GIT_SYNC_IMAGE, args: [...syncArgs, "--one-time"] });
+    expect(spec.initContainers[0]).toMatchObject({
+      name: "git-sync-init",
+      image: GIT_SYNC_IMAGE,
+      args: [...syncArgs, "--one-time"],
+    });
     const sidecar = spec.containers.find((c: Any) => c.name === "git-sync");
-    expect(sidecar).toMatchObject({ image: GIT_SYNC_IMAGE, args: syncArgs, volumeMounts: [{ name: "models", mountPath: "/git" }] });
+    expect(sidecar).toMatchObject({
+      image: GIT_SYNC_IMAGE,
+      args: syncArgs,
+      volumeMounts: [{ name: "models", mountPath: "/git" }],
+    });
     expect(spec.volumes).toContainEqual({ name: "models", emptyDir: {} });
     expect(triton(objects).volumeMounts).toContainEqual({ name: "models", mountPath: "/git", readOnly: true });
     expect(triton(objects).args).toContain("--model-repository=/git/current/triton");
-    const noSub = renderManifests({ ...BASE, modelSource: { kind: "git", repo: "https://h/r.git", branch: "HEAD", periodSecs: 5 } });
+    const noSub = renderManifests({
+      ...BASE,
+      modelSource: { kind: "git", repo: "https://h/r.git", branch: "HEAD", periodSecs: 5 },
+    });
     expect(triton(noSub).args).toContain("--model-repository=/git/current");
   });
 
@@ -168,9 +225,17 @@ describe("renderManifests: the repository key", () => {
     const objects = renderManifests({ ...BASE, repositoryKey: key });
     expect(objects.map((o) => o.kind)).toEqual(["Secret", "Deployment", "Service", "ServiceMonitor"]);
     const s = byKind(objects, "Secret");
-    expect(s).toMatchObject({ apiVersion: "v1", type: "Opaque", metadata: { name: "triton-key" }, stringData: { key: "s3cr3t" } });
+    expect(s).toMatchObject({
+      apiVersion: "v1",
+      type: "Opaque",
+      metadata: { name: "triton-key" },
+      stringData: { key: "s3cr3t" },
+    });
     const c = triton(objects);
-    expect(c.env).toContainEqual({ name: REPOSITORY_KEY_ENV, valueFrom: { secretKeyRef: { name: "triton-key", key: "key" } } });
+    expect(c.env).toContainEqual({
+      name: REPOSITORY_KEY_ENV,
+      valueFrom: { secretKeyRef: { name: "triton-key", key: "key" } },
+    });
     expect(c.args).toContain(`--http-restricted-api=model-repository:triton-dev-key=$(${REPOSITORY_KEY_ENV})`);
     expect(c.args).toContain(`--grpc-restricted-protocol=model-repository:triton-dev-key=$(${REPOSITORY_KEY_ENV})`);
     // The key itself never appears in the Deployment.
@@ -178,8 +243,14 @@ describe("renderManifests: the repository key", () => {
   });
 
   it("uses the docker runtime's exact flag syntax once the kubelet has expanded the variable", () => {
-    const expanded = tritonArgs({ ...BASE, repositoryKey: key }).map((a) => a.replace(`$(${REPOSITORY_KEY_ENV})`, key.value));
-    const docker = containerCommand({ reload: "poll", pollSecs: 30, repositoryKey: { header: key.header, value: key.value } });
+    const expanded = tritonArgs({ ...BASE, repositoryKey: key }).map((a) =>
+      a.replace(`$(${REPOSITORY_KEY_ENV})`, key.value),
+    );
+    const docker = containerCommand({
+      reload: "poll",
+      pollSecs: 30,
+      repositoryKey: { header: key.header, value: key.value },
+    });
     const restricted = (args: string[]) => args.filter((a) => a.includes("restricted"));
     expect(restricted(expanded)).toEqual(restricted(docker));
     expect(restricted(expanded)).toHaveLength(2);
@@ -188,7 +259,10 @@ describe("renderManifests: the repository key", () => {
   it("without a value: references a Secret the user makes, renders none", () => {
     const objects = renderManifests({ ...BASE, repositoryKey: { header: "triton-dev-key", secretName: "mine" } });
     expect(objects.some((o) => o.kind === "Secret")).toBe(false);
-    expect(triton(objects).env).toContainEqual({ name: REPOSITORY_KEY_ENV, valueFrom: { secretKeyRef: { name: "mine", key: "key" } } });
+    expect(triton(objects).env).toContainEqual({
+      name: REPOSITORY_KEY_ENV,
+      valueFrom: { secretKeyRef: { name: "mine", key: "key" } },
+    });
   });
 
   it("without a key: no restriction flags and no env var for it", () => {
@@ -200,7 +274,11 @@ describe("renderManifests: the repository key", () => {
 
 describe("renderManifests: namespace, Service, ServiceMonitor, labels", () => {
   it("a namespace: the Namespace first, every other object in it", () => {
-    const objects = renderManifests({ ...BASE, namespace: "ml", repositoryKey: { header: "h", secretName: "k", value: "v" } });
+    const objects = renderManifests({
+      ...BASE,
+      namespace: "ml",
+      repositoryKey: { header: "h", secretName: "k", value: "v" },
+    });
     expect(objects[0]).toMatchObject({ apiVersion: "v1", kind: "Namespace", metadata: { name: "ml" } });
     expect(objects[0]!.metadata.namespace).toBeUndefined();
     for (const o of objects.slice(1)) expect(o.metadata.namespace, o.kind).toBe("ml");
@@ -244,9 +322,15 @@ describe("renderManifests: namespace, Service, ServiceMonitor, labels", () => {
 
   it("every object and the pod template carry app, managed-by and the extra labels; selectors do not take the extra ones", () => {
     const labels = { "dev.triton-dev.run-id": "run-1" };
-    const objects = renderManifests({ ...BASE, namespace: "ml", labels, repositoryKey: { header: "h", secretName: "k", value: "v" } });
+    const objects = renderManifests({
+      ...BASE,
+      namespace: "ml",
+      labels,
+      repositoryKey: { header: "h", secretName: "k", value: "v" },
+    });
     expect(objects.map((o) => o.kind)).toEqual(["Namespace", "Secret", "Deployment", "Service", "ServiceMonitor"]);
-    for (const o of objects) expect(o.metadata.labels, o.kind).toMatchObject({ ...APP_LABEL, ...MANAGED_BY, ...labels });
+    for (const o of objects)
+      expect(o.metadata.labels, o.kind).toMatchObject({ ...APP_LABEL, ...MANAGED_BY, ...labels });
     const d = byKind(objects, "Deployment");
     expect(d.spec.template.metadata.labels).toMatchObject({ ...APP_LABEL, ...MANAGED_BY, ...labels });
     expect(d.spec.selector.matchLabels).toEqual(selectorLabels(DEFAULT_NAME));
@@ -264,9 +348,17 @@ describe("renderManifests: refuses what Kubernetes would", () => {
     ["a docker-style shm size", { shmSize: "1g" }, /option shmSize is "1g".*Kubernetes quantity/],
     ["a bad cpu amount", { resources: { cpu: "eight" } }, /option resources.cpu/],
     ["a relative hostPath", { modelSource: { kind: "hostPath", path: "models" } }, /modelSource.path/],
-    ["a subPath escaping the volume", { modelSource: { kind: "pvc", claimName: "c", subPath: "../x" } }, /modelSource.subPath/],
+    [
+      "a subPath escaping the volume",
+      { modelSource: { kind: "pvc", claimName: "c", subPath: "../x" } },
+      /modelSource.subPath/,
+    ],
     ["a bad claim name", { modelSource: { kind: "pvc", claimName: "Claim" } }, /modelSource.claimName/],
-    ["an empty git repo", { modelSource: { kind: "git", repo: "", branch: "main", periodSecs: 30 } }, /modelSource.repo/],
+    [
+      "an empty git repo",
+      { modelSource: { kind: "git", repo: "", branch: "main", periodSecs: 30 } },
+      /modelSource.repo/,
+    ],
     ["a label value with a space", { labels: { run: "a b" } }, /option labels.run/],
     ["a header with a space", { repositoryKey: { header: "my key", secretName: "s" } }, /repositoryKey.header/],
   ];
@@ -319,7 +411,9 @@ describe("toYaml", () => {
 
   it("parseYamlObjects names the source and line of a broken document", () => {
     expect(() => parseYamlObjects("apiVersion: v1\nkind: [\n", "x.yaml")).toThrow(/^x\.yaml:\d+:\d+: not valid YAML/);
-    expect(() => parseYamlObjects("---\njust: a map\n", "y.yaml")).toThrow(/y\.yaml:2:1: this document is not a Kubernetes object/);
+    expect(() => parseYamlObjects("---\njust: a map\n", "y.yaml")).toThrow(
+      /y\.yaml:2:1: this document is not a Kubernetes object/,
+    );
     expect(parseYamlObjects("# only a comment\n---\n", "z.yaml")).toEqual([]);
   });
 });

@@ -7,7 +7,14 @@ import { forwardedPort, logArgs, portForwardArgs } from "../../../src/runtimes/k
 import { parseKindVersion, parseKubectlVersion } from "../../../src/runtimes/kind/doctor.js";
 import { WORKER_MOUNT } from "../../../src/runtimes/kind/kind-config.js";
 import { renderManifests } from "../../../src/runtimes/kind/manifests.js";
-import { extraServerArgs, kindGpus, manifestOptions, nodePath, parseClusterName, shmQuantity } from "../../../src/runtimes/kind/settings.js";
+import {
+  extraServerArgs,
+  kindGpus,
+  manifestOptions,
+  nodePath,
+  parseClusterName,
+  shmQuantity,
+} from "../../../src/runtimes/kind/settings.js";
 import { findOurKubectls } from "../../../src/runtimes/kind/teardown.js";
 import { KindTools, ToolMissingError } from "../../../src/runtimes/kind/tools.js";
 import type { StartOptions } from "../../../src/runtimes/runtime.js";
@@ -23,14 +30,26 @@ const start: StartOptions = {
   repositoryKey: { header: "triton-dev-key", value: "0123abcd" },
   logFile: "/home/u/.cache/triton-dev/state/runs/20260101T000000-abcdef/tritonserver.log",
 };
-const kind = { image: "nvcr.io/nvidia/tritonserver:24.10-py3", gpus: 0, shmBytes: 1024 ** 3, serviceMonitor: false, stateDir: "/home/u/.cache/triton-dev/state", workerMount: WORKER_MOUNT };
+const kind = {
+  image: "nvcr.io/nvidia/tritonserver:24.10-py3",
+  gpus: 0,
+  shmBytes: 1024 ** 3,
+  serviceMonitor: false,
+  stateDir: "/home/u/.cache/triton-dev/state",
+  workerMount: WORKER_MOUNT,
+};
 
 describe("the kind run's manifests", () => {
   it("mounts the run folder from the node, so the staged symlinks into store/ resolve in the pod", () => {
     const objects = renderManifests(manifestOptions(start, kind));
-    const dep = objects.find((o) => o.kind === "Deployment") as unknown as { spec: { template: { metadata: { labels: Record<string, string> }; spec: Record<string, any> } } };
+    const dep = objects.find((o) => o.kind === "Deployment") as unknown as {
+      spec: { template: { metadata: { labels: Record<string, string> }; spec: Record<string, any> } };
+    };
     const pod = dep.spec.template.spec;
-    expect(pod.volumes[0]).toEqual({ name: "models", hostPath: { path: "/triton-dev/runs/20260101T000000-abcdef", type: "Directory" } });
+    expect(pod.volumes[0]).toEqual({
+      name: "models",
+      hostPath: { path: "/triton-dev/runs/20260101T000000-abcdef", type: "Directory" },
+    });
     const c = pod.containers[0];
     expect(c.args).toContain("--model-repository=/models/repository");
     expect(c.imagePullPolicy).toBe("Never");
@@ -45,18 +64,25 @@ describe("the kind run's manifests", () => {
 
   it("renders explicit mode for --reload explicit: every model loaded at start, no poll flags", () => {
     const argsFor = (reload: "poll" | "explicit") =>
-      (renderManifests(manifestOptions({ ...start, reload }, kind)).find((o) => o.kind === "Deployment") as any).spec.template.spec.containers[0].args as string[];
+      (renderManifests(manifestOptions({ ...start, reload }, kind)).find((o) => o.kind === "Deployment") as any).spec
+        .template.spec.containers[0].args as string[];
     const explicit = argsFor("explicit");
     expect(explicit).toEqual(expect.arrayContaining(["--model-control-mode=explicit", "--load-model=*"]));
-    expect(explicit.filter((a) => a.startsWith("--model-control-mode") || a.startsWith("--repository-poll-secs"))).toEqual(["--model-control-mode=explicit"]);
+    expect(
+      explicit.filter((a) => a.startsWith("--model-control-mode") || a.startsWith("--repository-poll-secs")),
+    ).toEqual(["--model-control-mode=explicit"]);
     const poll = argsFor("poll");
-    expect(poll).toEqual(expect.arrayContaining(["--model-control-mode=poll", `--repository-poll-secs=${start.pollSecs}`]));
+    expect(poll).toEqual(
+      expect.arrayContaining(["--model-control-mode=poll", `--repository-poll-secs=${start.pollSecs}`]),
+    );
     expect(poll).not.toContain("--load-model=*");
     expect(extraServerArgs()).toEqual(["--log-info=true", "--exit-timeout-secs=10"]);
   });
 
   it("asks for the nvidia RuntimeClass and GPUs only with GPUs", () => {
-    const pod = (renderManifests(manifestOptions(start, { ...kind, gpus: 2 })).find((o) => o.kind === "Deployment") as any).spec.template.spec;
+    const pod = (
+      renderManifests(manifestOptions(start, { ...kind, gpus: 2 })).find((o) => o.kind === "Deployment") as any
+    ).spec.template.spec;
     expect(pod.runtimeClassName).toBe("nvidia");
     expect(pod.containers[0].resources.limits["nvidia.com/gpu"]).toBe(2);
     expect(manifestOptions(start, kind).runtimeClassName).toBeUndefined();
@@ -81,7 +107,14 @@ describe("the kind run's manifests", () => {
 
 describe("kubectl's arguments and output", () => {
   it("forwards the run's ports to the pod on the chosen address", () => {
-    expect(portForwardArgs({ namespace: "triton-dev", host: "127.0.0.1", pod: "p", ports: { http: 18000, grpc: 18001, metrics: 18002 } })).toEqual([
+    expect(
+      portForwardArgs({
+        namespace: "triton-dev",
+        host: "127.0.0.1",
+        pod: "p",
+        ports: { http: 18000, grpc: 18001, metrics: 18002 },
+      }),
+    ).toEqual([
       "--namespace=triton-dev",
       "port-forward",
       "--address=127.0.0.1",
@@ -96,8 +129,24 @@ describe("kubectl's arguments and output", () => {
   });
 
   it("follows the triton container's log with timestamps, from a position", () => {
-    expect(logArgs({ namespace: "ns", pod: "p", follow: true, since: "2026-01-01T00:00:00.5Z" })).toEqual(["--namespace=ns", "logs", "pod/p", "--container=triton", "--timestamps", "--follow", "--since-time=2026-01-01T00:00:00.5Z"]);
-    expect(logArgs({ namespace: "ns", pod: "p", follow: false, previous: true, tail: 12 })).toEqual(["--namespace=ns", "logs", "pod/p", "--container=triton", "--timestamps", "--previous", "--tail=12"]);
+    expect(logArgs({ namespace: "ns", pod: "p", follow: true, since: "2026-01-01T00:00:00.5Z" })).toEqual([
+      "--namespace=ns",
+      "logs",
+      "pod/p",
+      "--container=triton",
+      "--timestamps",
+      "--follow",
+      "--since-time=2026-01-01T00:00:00.5Z",
+    ]);
+    expect(logArgs({ namespace: "ns", pod: "p", follow: false, previous: true, tail: 12 })).toEqual([
+      "--namespace=ns",
+      "logs",
+      "pod/p",
+      "--container=triton",
+      "--timestamps",
+      "--previous",
+      "--tail=12",
+    ]);
   });
 
   it("reads the tools' versions", () => {
@@ -126,10 +175,40 @@ describe("the tools", () => {
       fs.mkdirSync(path.join(proc, String(pid)));
       fs.writeFileSync(path.join(proc, String(pid), "cmdline"), argv.join("\0") + "\0");
     };
-    write(11, ["/usr/bin/kubectl", "--context=kind-triton-dev", "--namespace=triton-dev", "port-forward", "--address=127.0.0.1", "pod/p", "1:8000"]);
-    write(12, ["node", "/x/test/fixtures/kind/bin/kubectl", "--context=kind-triton-dev", "--namespace=triton-dev", "logs", "pod/p", "--follow"]);
-    write(13, ["/usr/bin/kubectl", "--context=kind-other", "--namespace=triton-dev", "port-forward", "pod/p", "1:8000"]);
-    write(14, ["/usr/bin/kubectl", "--context=kind-triton-dev", "--namespace=default", "port-forward", "pod/p", "1:8000"]);
+    write(11, [
+      "/usr/bin/kubectl",
+      "--context=kind-triton-dev",
+      "--namespace=triton-dev",
+      "port-forward",
+      "--address=127.0.0.1",
+      "pod/p",
+      "1:8000",
+    ]);
+    write(12, [
+      "node",
+      "/x/test/fixtures/kind/bin/kubectl",
+      "--context=kind-triton-dev",
+      "--namespace=triton-dev",
+      "logs",
+      "pod/p",
+      "--follow",
+    ]);
+    write(13, [
+      "/usr/bin/kubectl",
+      "--context=kind-other",
+      "--namespace=triton-dev",
+      "port-forward",
+      "pod/p",
+      "1:8000",
+    ]);
+    write(14, [
+      "/usr/bin/kubectl",
+      "--context=kind-triton-dev",
+      "--namespace=default",
+      "port-forward",
+      "pod/p",
+      "1:8000",
+    ]);
     write(15, ["/usr/bin/kubectl", "--context=kind-triton-dev", "--namespace=triton-dev", "get", "pods"]);
     expect(findOurKubectls("triton-dev", proc).sort()).toEqual([11, 12]);
   });

@@ -12,7 +12,11 @@ describe("glibc", () => {
     expect(checkGlibc(glibcVersion(), "linux")).toMatch(/^2\./);
   });
   it("refuses an old glibc, musl and non-Linux with what to do", () => {
-    for (const [v, plat, re] of [["2.31", "linux", /too old/], [undefined, "linux", /musl/], ["2.39", "darwin", /darwin/]] as const) {
+    for (const [v, plat, re] of [
+      ["2.31", "linux", /too old/],
+      [undefined, "linux", /musl/],
+      ["2.39", "darwin", /darwin/],
+    ] as const) {
       const err = (() => {
         try {
           checkGlibc(v, plat);

@@ -17,7 +17,11 @@ const base: StartOptions = {
 describe("local tritonserver arguments", () => {
   it("turns config auto-complete off only when the session says no model needs it", () => {
     expect(serverArgs({ backendDir: "/b" }, base)).not.toContain("--disable-auto-complete-config");
-    expect(serverArgs({ backendDir: "/b" }, { ...base, autoCompleteConfig: true })).not.toContain("--disable-auto-complete-config");
-    expect(serverArgs({ backendDir: "/b" }, { ...base, autoCompleteConfig: false })).toContain("--disable-auto-complete-config");
+    expect(serverArgs({ backendDir: "/b" }, { ...base, autoCompleteConfig: true })).not.toContain(
+      "--disable-auto-complete-config",
+    );
+    expect(serverArgs({ backendDir: "/b" }, { ...base, autoCompleteConfig: false })).toContain(
+      "--disable-auto-complete-config",
+    );
   });
 });

@@ -15,15 +15,26 @@ const probeOf = (version: string, extra: Partial<PythonProbe> = {}): PythonProbe
 
 describe("discoverPython", () => {
   it("prefers the newest supported version on PATH", async () => {
-    const probes: Record<string, PythonProbe> = { "python3.11": probeOf("3.11.7"), "python3.10": probeOf("3.10.2"), python3: probeOf("3.13.1") };
-    const p = await discoverPython({ env: {}, probe: async (c) => probes[c], exists: (f) => f.startsWith("/usr/lib/libpython") });
+    const probes: Record<string, PythonProbe> = {
+      "python3.11": probeOf("3.11.7"),
+      "python3.10": probeOf("3.10.2"),
+      python3: probeOf("3.13.1"),
+    };
+    const p = await discoverPython({
+      env: {},
+      probe: async (c) => probes[c],
+      exists: (f) => f.startsWith("/usr/lib/libpython"),
+    });
     expect(p.version).toBe("3.11.7");
     expect(p.minor).toBe("3.11");
     expect(p.libName).toBe("libpython3.11.so.1.0");
   });
 
   it("finds the shared library in the multiarch folder when LIBDIR lacks it", async () => {
-    const lib = findLibpython(probeOf("3.11.2", { libDir: "/opt/nowhere", instSoName: "" }), (f) => f === "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0");
+    const lib = findLibpython(
+      probeOf("3.11.2", { libDir: "/opt/nowhere", instSoName: "" }),
+      (f) => f === "/usr/lib/x86_64-linux-gnu/libpython3.11.so.1.0",
+    );
     expect(lib).toEqual({ libDir: "/usr/lib/x86_64-linux-gnu", libName: "libpython3.11.so.1.0" });
   });
 
@@ -44,7 +55,10 @@ describe("discoverPython", () => {
   });
 
   it("uses TRITON_DEV_PYTHON strictly when set", async () => {
-    const err = await discoverPython({ env: { TRITON_DEV_PYTHON: "/opt/py/bin/python" }, probe: async () => probeOf("3.7.9") }).catch((e) => e);
+    const err = await discoverPython({
+      env: { TRITON_DEV_PYTHON: "/opt/py/bin/python" },
+      probe: async () => probeOf("3.7.9"),
+    }).catch((e) => e);
     expect(err.message).toMatch(/TRITON_DEV_PYTHON=\/opt\/py\/bin\/python/);
     expect(err.message).toMatch(/Python 3\.7\.9/);
   });
