@@ -21,7 +21,7 @@ import {
   type K8sObject,
   type ManifestOptions,
   type ModelSource,
-} from "../runtimes/kind/manifests.js";
+} from "../k8s/manifests.js";
 import { REPOSITORY_KEY_HEADER } from "../session/session.js";
 import type { CliContext, Output } from "./output.js";
 

@@ -2,7 +2,7 @@ import fsp from "node:fs/promises";
 import path from "node:path";
 import type { Diagnostic } from "./diagnostics.js";
 import type { ModelConfigJson } from "./model-config.js";
-import { isIgnoredEntry } from "./stage.js";
+import { isIgnoredEntry } from "../reload/stage.js";
 
 /**
  * Triton's config auto-complete (on unless `--disable-auto-complete-config`) costs every python

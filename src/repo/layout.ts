@@ -2,7 +2,7 @@ import type { Dirent } from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
 import { UserError } from "../errors.js";
-import { isIgnoredEntry } from "./stage.js";
+import { isIgnoredEntry } from "../reload/stage.js";
 
 export const CONFIG_FILE = "config.pbtxt";
 

@@ -2,7 +2,7 @@ import type { RepositoryIndexEntry } from "../triton/http-client.js";
 import type { Endpoints, RuntimeKind } from "../runtimes/runtime.js";
 import type { SetupProgress } from "../runtimes/local/environment.js";
 import type { Diagnostic } from "../repo/diagnostics.js";
-import type { EditEvent } from "../repo/reload-events.js";
+import type { EditEvent } from "../reload/events.js";
 import type { LayerProgress, PullSnapshot } from "../runtimes/docker/image.js";
 import type { KindStep } from "../runtimes/kind/kind-runtime.js";
 

@@ -3,8 +3,8 @@ import { currentRun, type RunState } from "../state/run-state.js";
 import type { RepositoryIndexEntry } from "../triton/http-client.js";
 import fsp from "node:fs/promises";
 import { refusalSummary } from "../repo/diagnostics.js";
-import type { EditSummary } from "../repo/reload-events.js";
-import { stagingLayout, toUserPaths } from "../repo/stage.js";
+import type { EditSummary } from "../reload/events.js";
+import { stagingLayout, toUserPaths } from "../reload/stage.js";
 import { clientFor, editsFile, urlHost } from "./session.js";
 
 export interface StatusReport {

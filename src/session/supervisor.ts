@@ -6,7 +6,7 @@ import { EventBus } from "../events/bus.js";
 import { detectNvidiaGpus } from "../gpu/detect.js";
 import { log as rootLog } from "../log/logger.js";
 import { lintModel } from "../repo/lint.js";
-import { StagingRepository } from "../repo/stage.js";
+import { StagingRepository } from "../reload/stage.js";
 import { precompilePython, loadEnvironment } from "../runtimes/local/environment.js";
 import { isOurProcess } from "../state/process.js";
 import { currentRun, runAlive, writeRunState, type RunState } from "../state/run-state.js";

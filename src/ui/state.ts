@@ -1,5 +1,5 @@
 import type { Diagnostic } from "../repo/diagnostics.js";
-import type { EditPhase } from "../repo/reload-events.js";
+import type { EditPhase } from "../reload/events.js";
 import type { ScrapeState } from "../metrics/scraper.js";
 import type { PerfReport } from "../perf/run.js";
 import type { Endpoints, RuntimeKind } from "../runtimes/runtime.js";

@@ -7,7 +7,7 @@ import { parseModelsFrom } from "../../src/cli/manifests-command.js";
 import { main } from "../../src/cli/main.js";
 import type { Output } from "../../src/cli/output.js";
 import { DEFAULT_IMAGE } from "../../src/runtimes/docker/settings.js";
-import { parseYamlObjects, renderManifests, type K8sObject } from "../../src/runtimes/kind/manifests.js";
+import { parseYamlObjects, renderManifests, type K8sObject } from "../../src/k8s/manifests.js";
 import { runCli } from "../helpers/cli.js";
 import { posOf, pythonConfig, pythonModel, removeTempRepos, tempRepo, writeFiles } from "../repo/helpers.js";
 

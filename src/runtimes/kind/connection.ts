@@ -5,7 +5,7 @@ import { UserError } from "../../errors.js";
 import { log as rootLog } from "../../log/logger.js";
 import { compareTimestamps, parseTimestamp, splitLogLine } from "../docker/logs.js";
 import type { Ports } from "../runtime.js";
-import { CONTAINER_NAME } from "./manifests.js";
+import { CONTAINER_NAME } from "../../k8s/manifests.js";
 import { currentPod, podOutcome, podSchema, type Pod, type PodOutcome } from "./pod-status.js";
 import { runSelector } from "./settings.js";
 import { lastLines, ToolCommandError, type Child, type KindTools } from "./tools.js";

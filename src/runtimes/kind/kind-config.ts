@@ -7,7 +7,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { isMap, isScalar, isSeq, parseDocument, type YAMLMap } from "yaml";
 import { UserError } from "../../errors.js";
-import { isDnsLabel, parseYamlObjects, type K8sObject } from "./manifests.js";
+import { isDnsLabel, parseYamlObjects, type K8sObject } from "../../k8s/manifests.js";
 
 /** Where the host's triton-dev state folder appears inside the kind worker node. */
 export const WORKER_MOUNT = "/triton-dev";

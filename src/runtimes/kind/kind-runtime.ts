@@ -30,7 +30,7 @@ import {
   renderClusterConfig,
   WORKER_MOUNT,
 } from "./kind-config.js";
-import { renderManifests, toYaml, type K8sObject } from "./manifests.js";
+import { renderManifests, toYaml, type K8sObject } from "../../k8s/manifests.js";
 import {
   contextOf,
   CREATE_WAIT,

@@ -4,7 +4,7 @@ import { BugError, UsageError } from "../../errors.js";
 import type { GpuRequest } from "../docker/settings.js";
 import type { StartOptions } from "../runtime.js";
 import { MANAGED_NODE_LABEL } from "./kind-config.js";
-import type { ManifestOptions } from "./manifests.js";
+import type { ManifestOptions } from "../../k8s/manifests.js";
 
 /** `--cluster`'s default: one cluster per machine user, reused by every project when kept. */
 export const DEFAULT_CLUSTER = "triton-dev";

@@ -1,4 +1,4 @@
-import type { ManifestOptions } from "../../../src/runtimes/kind/manifests.js";
+import type { ManifestOptions } from "../../../src/k8s/manifests.js";
 
 /** The article's setup: one GPU, poll every 30 s, models from a claim, a ServiceMonitor. */
 export const BASE: ManifestOptions = {

@@ -6,7 +6,7 @@ import { UsageError, BugError, UserError } from "../../../src/errors.js";
 import { forwardedPort, logArgs, portForwardArgs } from "../../../src/runtimes/kind/connection.js";
 import { parseKindVersion, parseKubectlVersion } from "../../../src/runtimes/kind/doctor.js";
 import { WORKER_MOUNT } from "../../../src/runtimes/kind/kind-config.js";
-import { renderManifests } from "../../../src/runtimes/kind/manifests.js";
+import { renderManifests } from "../../../src/k8s/manifests.js";
 import {
   extraServerArgs,
   kindGpus,

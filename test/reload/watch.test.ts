@@ -2,8 +2,8 @@ import { readFileSync } from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { RepositoryWatcher, type ModelChange } from "../../src/repo/watch.js";
-import { removeTempRepos, tempRepo, writeFiles } from "./helpers.js";
+import { RepositoryWatcher, type ModelChange } from "../../src/reload/watch.js";
+import { removeTempRepos, tempRepo, writeFiles } from "../repo/helpers.js";
 
 afterAll(removeTempRepos);
 

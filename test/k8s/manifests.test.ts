@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
-import { UserError } from "../../../src/errors.js";
-import { containerCommand } from "../../../src/runtimes/docker/settings.js";
+import { UserError } from "../../src/errors.js";
+import { containerCommand } from "../../src/runtimes/docker/settings.js";
 import {
   APP_LABEL,
   DEFAULT_NAME,
@@ -15,8 +15,8 @@ import {
   tritonArgs,
   type K8sObject,
   type ManifestOptions,
-} from "../../../src/runtimes/kind/manifests.js";
-import { BASE } from "./helpers.js";
+} from "../../src/k8s/manifests.js";
+import { BASE } from "../runtimes/kind/helpers.js";
 
 type Any = Record<string, any>;
 

@@ -18,16 +18,16 @@ import {
   NVIDIA_RUNTIME_CLASS,
   kindConfigDir,
   renderClusterConfig,
-} from "../../../src/runtimes/kind/kind-config.js";
+} from "../../src/runtimes/kind/kind-config.js";
 import {
   renderManifests,
   toYaml,
   type K8sObject,
   type ManifestOptions,
   type ModelSource,
-} from "../../../src/runtimes/kind/manifests.js";
-import { runCli, ROOT } from "../../helpers/cli.js";
-import { BASE } from "./helpers.js";
+} from "../../src/k8s/manifests.js";
+import { runCli, ROOT } from "../helpers/cli.js";
+import { BASE } from "../runtimes/kind/helpers.js";
 
 const FIXTURE = path.join(ROOT, "test/fixtures/k8s-validate");
 

@@ -1,8 +1,8 @@
 import fsp from "node:fs/promises";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { StagingRepository, stagingLayout, toUserPaths } from "../../src/repo/stage.js";
-import { pythonModel, removeTempRepos, tempRepo, writeFiles } from "./helpers.js";
+import { StagingRepository, stagingLayout, toUserPaths } from "../../src/reload/stage.js";
+import { pythonModel, removeTempRepos, tempRepo, writeFiles } from "../repo/helpers.js";
 
 afterAll(removeTempRepos);
 

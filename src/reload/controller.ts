@@ -6,10 +6,10 @@ import { log as rootLog } from "../log/logger.js";
 import { writeFileAtomic } from "../state/atomic-write.js";
 import { followFile, stripTritonPrefix } from "../state/log-file.js";
 import { TritonHttpError, type TritonHttpClient } from "../triton/http-client.js";
-import { autoCompleteOffDiagnostic, autoCompleteReason } from "./auto-complete.js";
-import type { Diagnostic } from "./diagnostics.js";
-import { lintModel, type LintOptions } from "./lint.js";
-import type { EditEvent, EditPhase, EditSummary } from "./reload-events.js";
+import { autoCompleteOffDiagnostic, autoCompleteReason } from "../repo/auto-complete.js";
+import type { Diagnostic } from "../repo/diagnostics.js";
+import { lintModel, type LintOptions } from "../repo/lint.js";
+import type { EditEvent, EditPhase, EditSummary } from "./events.js";
 import { isIgnoredEntry, listModelDirs, type StagingRepository } from "./stage.js";
 import { RepositoryWatcher, type ModelChange } from "./watch.js";
 

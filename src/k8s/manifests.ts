@@ -6,8 +6,8 @@
  */
 import path from "node:path";
 import { parseAllDocuments, stringify } from "yaml";
-import { UserError } from "../../errors.js";
-import { CONTAINER_PORTS } from "../docker/settings.js";
+import { UserError } from "../errors.js";
+import { CONTAINER_PORTS } from "../runtimes/docker/settings.js";
 
 /** Where the pod's /models comes from. */
 export type ModelSource =

@@ -1,4 +1,4 @@
-import type { Diagnostic } from "./diagnostics.js";
+import type { Diagnostic } from "../repo/diagnostics.js";
 
 /** The life of one edit to one model, from the save to the served result. */
 export type EditPhase =
