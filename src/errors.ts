@@ -38,6 +38,11 @@ export class UsageError extends UserError {
   }
 }
 
+/** Triton did not come up: it exited during start, or was not ready in time. */
+export class ServerStartError extends UserError {
+  override name = "ServerStartError";
+}
+
 export class BugError extends TritonDevError {
   override name = "BugError";
 }

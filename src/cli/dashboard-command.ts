@@ -4,9 +4,11 @@ import { UserError } from "../errors.js";
 import { EventBus } from "../events/bus.js";
 import type { SessionEvent } from "../session/events.js";
 import { followRunEvents, requestReload } from "../session/run-events.js";
-import { clientFor, urlHost } from "../session/session.js";
+import { urlHost } from "../net/url.js";
+import { clientForRun } from "../triton/http-client.js";
 import { endpointsOf } from "../session/status.js";
-import { currentRun, runAlive, type RunState } from "../state/run-state.js";
+import { currentRun, runAlive } from "../session/current-run.js";
+import type { RunState } from "../state/run-state.js";
 import { loadDashboard } from "../ui/load-dashboard.js";
 import { shouldOpenDashboard } from "../ui/mode.js";
 import { printEvents, type CliContext } from "./output.js";
@@ -30,7 +32,7 @@ export function registerDashboardCommand(program: Command, ctx: CliContext): voi
     .option("--json", "follow the run's events as JSON lines", false)
     .action(async (flags: DashboardFlags) => {
       const paths = resolvePaths(env);
-      const run = await currentRun(paths);
+      const run = await currentRun(paths, env);
       if (!run)
         throw new UserError("nothing is running: there is no triton-dev server to show", {
           hint: "Start one with `triton-dev up --detach` (or `triton-dev up`, which opens the dashboard itself).",
@@ -68,8 +70,9 @@ export function registerDashboardCommand(program: Command, ctx: CliContext): voi
         pid: state.pid > 0 ? state.pid : undefined,
         logFile: state.logFile,
       });
-      if (state.docker?.monitoring) bus.emit({ type: "monitoring", ...state.docker.monitoring });
-      const models = await clientFor(state)
+      const monitoring = run.run.describe().monitoring;
+      if (monitoring) bus.emit({ type: "monitoring", ...monitoring });
+      const models = await clientForRun(state)
         .repositoryIndex()
         .catch(() => []);
       const urls = endpointsOf(state);
@@ -129,7 +132,7 @@ export function registerDashboardCommand(program: Command, ctx: CliContext): voi
         void dashboard?.quitRequested.then(finish);
         // The server stopped (`down` from another shell, or a crash): nothing left to show.
         const timer = setInterval(() => {
-          void runAlive(state).then((alive) => {
+          void runAlive(paths, state, env).then((alive) => {
             if (alive || done) return;
             bus.emit({ type: "server-exited", code: null, signal: null, lastLines: [] });
             finish();

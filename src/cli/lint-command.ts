@@ -5,13 +5,13 @@ import { Command, Option } from "commander";
 import { UsageError } from "../errors.js";
 import { type Diagnostic, countBySeverity, displayPath, formatDiagnostic } from "../repo/diagnostics.js";
 import { type LintOptions, type LintResult, lintRepository } from "../repo/lint.js";
-import type { RuntimeName } from "../repo/backends.js";
+import { RUNTIME_KINDS, type RuntimeKind } from "../runtimes/kinds.js";
 import { detectNvidiaGpus } from "../gpu/detect.js";
 import { processOutput, type CliContext, type Output } from "./output.js";
 
 export interface LintFlags {
   json?: boolean;
-  runtime?: RuntimeName;
+  runtime?: RuntimeKind;
   /** true/false from --gpu/--no-gpu; undefined means "look at this machine". */
   gpu?: boolean;
 }
@@ -138,11 +138,9 @@ export function registerLintCommand(program: Command, ctx: CliContext, deps: Omi
     .argument("[dir]", "the model repository", "models")
     .option("--json", "print the diagnostics as JSON", false)
     .addOption(
-      new Option("--runtime <runtime>", "also check that this runtime has every backend the models need").choices([
-        "local",
-        "docker",
-        "kind",
-      ]),
+      new Option("--runtime <runtime>", "also check that this runtime has every backend the models need").choices(
+        RUNTIME_KINDS,
+      ),
     )
     .option("--gpu", "check as if this machine had a GPU")
     .option("--no-gpu", "check as if this machine had no GPU")

@@ -22,7 +22,7 @@ import {
   type ManifestOptions,
   type ModelSource,
 } from "../k8s/manifests.js";
-import { REPOSITORY_KEY_HEADER } from "../session/session.js";
+import { REPOSITORY_KEY_HEADER } from "../triton/http-client.js";
 import type { CliContext, Output } from "./output.js";
 
 export interface ManifestsFlags {

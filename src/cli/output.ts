@@ -83,8 +83,8 @@ export function formatEvent(e: SessionEvent): string | undefined {
       return e.action === "reattached"
         ? `reattached to the running container ${e.name} (${e.id.slice(0, 12)}, ${e.image}): same settings as before`
         : `created container ${e.name} (${e.id.slice(0, 12)}, ${e.image})${e.replaced ? `, replacing ours because ${e.replaced}` : ""}`;
-    case "kind":
-      return `kind: ${e.message}`;
+    case "progress":
+      return `${e.runtime}: ${e.message}`;
     case "monitoring":
       return `monitoring: Prometheus ${e.prometheus}  Grafana ${e.grafana} (dashboard "Triton (triton-dev)")`;
     case "hint":

@@ -5,7 +5,7 @@ import { UserError } from "../errors.js";
 import { stopRun } from "../session/down.js";
 import { collectStatus } from "../session/status.js";
 import { followFile, tailLines } from "../state/log-file.js";
-import { currentRun, runAlive } from "../state/run-state.js";
+import { currentRun, runAlive } from "../session/current-run.js";
 import { parsePositiveInt } from "./options.js";
 import { formatDuration, table, type CliContext } from "./output.js";
 
@@ -19,70 +19,26 @@ export function registerRunCommands(program: Command, ctx: CliContext): void {
       const paths = resolvePaths(env);
       const r = await stopRun(paths, undefined, env);
       if (flags.json) {
+        const { stopped, stale } = r;
         output.out(
           JSON.stringify({
-            stopped: r.stopped
-              ? {
-                  pid: r.stopped.pid,
-                  runId: r.stopped.runId,
-                  ...(r.stopped.docker ? { container: r.stopped.docker.containerName } : {}),
-                  ...(r.stopped.kind ? { cluster: r.stopped.kind.cluster } : {}),
-                }
-              : null,
-            stale: r.stale ? { pid: r.stale.pid } : null,
-            orphans: r.orphans,
-            orphanContainers: r.orphanContainers,
-            clusterDeleted: r.clusterDeleted ?? null,
-            orphanClusters: r.orphanClusters,
-            orphanKindRuns: r.orphanKindRuns,
-            orphanKubectls: r.orphanKubectls,
+            stopped: stopped ? { pid: stopped.state.pid, runId: stopped.state.runId, ...stopped.report.json } : null,
+            stale: stale ? { pid: stale.state.pid } : null,
+            clusterDeleted: null,
+            ...(stopped ?? stale)?.report.summary,
+            ...r.leftovers,
           }),
         );
         return;
       }
       if (r.stopped) {
-        const what = r.stopped.docker
-          ? `container ${r.stopped.docker.containerName}, removed`
-          : r.stopped.kind
-            ? `kind cluster ${r.stopped.kind.cluster}, ${r.clusterDeleted ? "deleted" : "kept; the run's objects removed"}`
-            : `pid ${r.stopped.pid}`;
-        output.out(
-          `stopped Triton (${what}, ${r.stopped.runtime} runtime, http ${r.stopped.host}:${r.stopped.ports.http})`,
-        );
+        const s = r.stopped.state;
+        output.out(`stopped Triton (${r.stopped.report.what}, ${s.runtime} runtime, http ${s.host}:${s.ports.http})`);
       }
       if (r.stale)
-        output.out(
-          `removed the record of a run whose server (${r.stale.kind ? `kind cluster ${r.stale.kind.cluster}${r.clusterDeleted ? ", now deleted" : ""}` : `pid ${r.stale.pid}`}) was already gone`,
-        );
-      if (r.orphans.length)
-        output.out(
-          `stopped ${r.orphans.length} leftover tritonserver process(es) of ours: pid ${r.orphans.join(", ")}`,
-        );
-      if (r.orphanContainers.length)
-        output.out(
-          `removed ${r.orphanContainers.length} leftover container(s) of ours: ${r.orphanContainers.join(", ")}`,
-        );
-      if (r.orphanClusters.length)
-        output.out(
-          `deleted ${r.orphanClusters.length} leftover kind cluster(s) of ours: ${r.orphanClusters.join(", ")}`,
-        );
-      if (r.orphanKubectls.length)
-        output.out(
-          `stopped ${r.orphanKubectls.length} leftover kubectl process(es) of ours: pid ${r.orphanKubectls.join(", ")}`,
-        );
-      if (r.orphanKindRuns.length)
-        output.out(
-          `removed the objects of ${r.orphanKindRuns.length} finished run(s) from kept kind clusters: ${r.orphanKindRuns.join(", ")}`,
-        );
-      if (
-        !r.stopped &&
-        !r.stale &&
-        r.orphans.length === 0 &&
-        r.orphanContainers.length === 0 &&
-        r.orphanClusters.length === 0 &&
-        r.orphanKindRuns.length === 0 &&
-        r.orphanKubectls.length === 0
-      )
+        output.out(`removed the record of a run whose server (${r.stale.report.staleWhat}) was already gone`);
+      for (const line of r.leftoverLines) output.out(line);
+      if (!r.stopped && !r.stale && r.leftoverLines.length === 0)
         output.out("nothing is running: no triton-dev server to stop");
     });
 
@@ -92,7 +48,7 @@ export function registerRunCommands(program: Command, ctx: CliContext): void {
     .option("--json", "print as JSON", false)
     .action(async (flags: { json: boolean }) => {
       const paths = resolvePaths(env);
-      const s = await collectStatus(paths);
+      const s = await collectStatus(paths, undefined, env);
       if (flags.json) {
         output.out(JSON.stringify(s, null, 2));
         if (!s.running) ctx.exitCode = 1;
@@ -104,18 +60,9 @@ export function registerRunCommands(program: Command, ctx: CliContext): void {
         return;
       }
       output.out(
-        `runtime   ${s.runtime} (${s.container ? `container ${s.container.name}` : s.cluster ? `kind cluster ${s.cluster.name}` : `pid ${s.pid}`}, up ${formatDuration(s.uptimeSec ?? 0)}${s.detached ? ", detached" : ""})`,
+        `runtime   ${s.runtime} (${s.where ?? `pid ${s.pid}`}, up ${formatDuration(s.uptimeSec ?? 0)}${s.detached ? ", detached" : ""})`,
       );
-      if (s.cluster) {
-        output.out(
-          `cluster   ${s.cluster.name} (context ${s.cluster.context}, namespace ${s.cluster.namespace}; ${s.cluster.keepCluster ? "kept after the run" : "deleted by `down`"})`,
-        );
-        output.out(`image     ${s.cluster.image} (gpus ${s.cluster.gpus})`);
-      }
-      if (s.container)
-        output.out(
-          `image     ${s.container.image} (gpus ${s.container.gpus}, /dev/shm ${Math.round(s.container.shmBytes / 1024 ** 2)} MiB)`,
-        );
+      for (const [label, text] of s.details ?? []) output.out(`${label.padEnd(9)} ${text}`);
       output.out(`models    ${s.modelsDir}`);
       output.out(`reload    ${s.reload?.mode}${s.reload?.mode === "poll" ? ` every ${s.reload.pollSecs} s` : ""}`);
       output.out(`HTTP      ${s.endpoints?.http}\ngRPC      ${s.endpoints?.grpc}\nmetrics   ${s.endpoints?.metrics}`);
@@ -155,7 +102,7 @@ export function registerRunCommands(program: Command, ctx: CliContext): void {
     .option("-n, --lines <n>", "how many recent lines to print first", parsePositiveInt("--lines"), 200)
     .action(async (flags: { follow: boolean; lines: number }) => {
       const paths = resolvePaths(env);
-      const run = await currentRun(paths);
+      const run = await currentRun(paths, env);
       if (!run) {
         throw new UserError("nothing is running, so there is no log to show", {
           hint: "Start Triton with `triton-dev up`.",
@@ -174,7 +121,7 @@ export function registerRunCommands(program: Command, ctx: CliContext): void {
           resolve();
         };
         const check = setInterval(() => {
-          void runAlive(run.state).then((alive) => {
+          void runAlive(paths, run.state, env).then((alive) => {
             if (alive) return;
             clearInterval(check);
             output.out("(the server stopped)");

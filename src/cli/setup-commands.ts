@@ -5,7 +5,7 @@ import { findPortHolder, isPortFree } from "../net/ports.js";
 import { ensureEnvironment, loadEnvironment } from "../runtimes/local/environment.js";
 import { checkGlibc, glibcVersion } from "../runtimes/local/glibc.js";
 import { discoverPython } from "../runtimes/local/python.js";
-import { currentRun } from "../state/run-state.js";
+import { currentRun } from "../session/current-run.js";
 import { parsePort } from "./options.js";
 import type { CliContext } from "./output.js";
 import type { NvidiaGpu } from "../runtimes/docker/doctor.js";
@@ -204,13 +204,13 @@ export async function runDoctor(
       return `nvidia-pytriton ${e.pytritonVersion} in ${e.venv} (Python ${e.python.version})`;
     }),
   );
-  const run = await currentRun(paths);
+  const run = await currentRun(paths, env).catch(() => undefined);
   for (const port of ports) {
     checks.push(
       await check(`port ${port}`, async () => {
         if (await isPortFree(port)) return "free";
         if (run?.alive && Object.values(run.state.ports).includes(port))
-          return `in use by our running Triton (${run.state.docker ? `container ${run.state.docker.containerName}` : `pid ${run.state.pid}`})`;
+          return `in use by our running Triton (${run.run.describe().where})`;
         const holder = findPortHolder(port);
         throw new UserError(`in use${holder ? ` by pid ${holder.pid} (${holder.command.slice(0, 80)})` : ""}`, {
           hint: "Stop that process or pick other ports with --http-port/--grpc-port/--metrics-port.",

@@ -10,15 +10,15 @@ import { stripTritonPrefix, tailLines } from "../state/log-file.js";
 import { removeRunState } from "../state/run-state.js";
 import { recordSupervisor, runSupervisor, spawnSupervisor, waitForSupervisor } from "../session/supervisor.js";
 
-import { UsageError } from "../errors.js";
-import { DEFAULT_IMAGE, parseGpus, parseSize } from "../runtimes/docker/settings.js";
-import { DEFAULT_CLUSTER, parseClusterName } from "../runtimes/kind/settings.js";
+import { DEFAULT_IMAGE } from "../runtimes/docker/settings.js";
+import { RUNTIME_KINDS } from "../runtimes/kinds.js";
+import { DEFAULT_CLUSTER } from "../runtimes/kind/settings.js";
 import { parsePort, parsePositiveInt } from "./options.js";
 import { formatEvent, printEvents, type CliContext } from "./output.js";
 import { shouldOpenDashboard } from "../ui/mode.js";
 import type { Dashboard } from "../ui/dashboard.js";
 import { loadDashboard } from "../ui/load-dashboard.js";
-import { urlHost } from "../session/session.js";
+import { urlHost } from "../net/url.js";
 
 // The running CLI's own entry (dist/cli/main.js, or a single-file bundle), so the supervisor
 // of a detached run is the same program.
@@ -54,9 +54,7 @@ export function registerUpCommand(program: Command, ctx: CliContext): void {
     .command("up")
     .description("Start Triton on your model repository and keep it running (Ctrl-C stops it).")
     .addOption(
-      new Option("--runtime <runtime>", "where Triton runs")
-        .choices(["auto", "local", "docker", "kind"])
-        .default("auto"),
+      new Option("--runtime <runtime>", "where Triton runs").choices(["auto", ...RUNTIME_KINDS]).default("auto"),
     )
     .option("--models <dir>", "the model repository to serve", "models")
     .addOption(
@@ -132,8 +130,15 @@ export function registerUpCommand(program: Command, ctx: CliContext): void {
           host: flags.host,
           detached: flags.detach,
           readyTimeoutMs: flags.timeout * 1000,
-          docker: dockerFlags(flags),
-          kind: kindFlags(flags),
+          // Each runtime's driver takes its own and refuses the others'.
+          runtimeFlags: {
+            image: flags.image,
+            gpus: flags.gpus,
+            shmSize: flags.shmSize,
+            monitoring: flags.monitoring,
+            cluster: flags.cluster,
+            keepCluster: flags.keepCluster,
+          },
         },
         bus,
         env,
@@ -224,60 +229,12 @@ export function registerUpCommand(program: Command, ctx: CliContext): void {
     });
 }
 
-/** The docker runtime's flags; refused with the local runtime, which has no image, GPUs or /dev/shm to set. */
-function dockerFlags(flags: UpFlags): UpOptions["docker"] {
-  const shared = [flags.image && "--image", flags.gpus && "--gpus", flags.shmSize && "--shm-size"].filter(Boolean);
-  const given = [...shared, flags.monitoring && "--monitoring"].filter(Boolean);
-  if (flags.runtime === "kind") {
-    if (flags.monitoring)
-      throw new UsageError("--monitoring only applies to the docker runtime", {
-        hint: "The kind runtime renders a ServiceMonitor when the cluster runs the Prometheus operator; drop --monitoring.",
-      });
-    return undefined;
-  }
-  if (flags.runtime !== "docker") {
-    if (flags.monitoring)
-      throw new UsageError(`${given.join(", ")} only apply to the docker runtime`, { hint: "Add `--runtime docker`." });
-    if (shared.length)
-      throw new UsageError(
-        `${shared.join(", ")} only appl${shared.length === 1 ? "ies" : "y"} to the docker and kind runtimes`,
-        { hint: "Add `--runtime docker` or `--runtime kind`." },
-      );
-    return undefined;
-  }
-  return {
-    ...(flags.image ? { image: flags.image } : {}),
-    ...(flags.gpus ? { gpus: parseGpus(flags.gpus) } : {}),
-    ...(flags.shmSize ? { shmBytes: parseSize(flags.shmSize) } : {}),
-    monitoring: flags.monitoring,
-  };
-}
-
-/** The kind runtime's flags (image, GPUs and /dev/shm as for docker); --cluster and --keep-cluster are refused elsewhere. */
-function kindFlags(flags: UpFlags): UpOptions["kind"] {
-  if (flags.runtime !== "kind") {
-    const given = [flags.cluster && "--cluster", flags.keepCluster && "--keep-cluster"].filter(Boolean);
-    if (given.length)
-      throw new UsageError(`${given.join(", ")} only appl${given.length === 1 ? "ies" : "y"} to the kind runtime`, {
-        hint: "Add `--runtime kind`.",
-      });
-    return undefined;
-  }
-  return {
-    ...(flags.cluster ? { cluster: parseClusterName(flags.cluster) } : {}),
-    keepCluster: flags.keepCluster,
-    ...(flags.image ? { image: flags.image } : {}),
-    ...(flags.gpus ? { gpus: parseGpus(flags.gpus) } : {}),
-    ...(flags.shmSize ? { shmBytes: parseSize(flags.shmSize) } : {}),
-  };
-}
-
 /** Internal: the hot-reload process a detached `up` leaves behind. */
 export function registerSuperviseCommand(program: Command, ctx: CliContext): void {
   program
     .command("__supervise", { hidden: true })
     .description("internal: hot reload for a detached run")
     .action(async () => {
-      await runSupervisor(resolvePaths(ctx.env), printEvents(ctx.output, false));
+      await runSupervisor(resolvePaths(ctx.env), printEvents(ctx.output, false), ctx.env);
     });
 }

@@ -7,7 +7,7 @@
 import path from "node:path";
 import { parseAllDocuments, stringify } from "yaml";
 import { UserError } from "../errors.js";
-import { CONTAINER_PORTS } from "../runtimes/docker/settings.js";
+import { serverArgs, TRITON_DEFAULT_PORTS as CONTAINER_PORTS } from "../triton/server-args.js";
 
 /** Where the pod's /models comes from. */
 export type ModelSource =
@@ -60,6 +60,10 @@ export interface ManifestOptions {
   imagePullPolicy?: "IfNotPresent" | "Always" | "Never";
   /** Extra tritonserver flags appended after ours. */
   extraArgs?: string[];
+  /** Info-level log lines (the kind runtime reads poll mode's outcomes from the log). */
+  logInfo?: boolean;
+  /** Triton's own grace for unloading models when the pod is stopped. */
+  exitTimeoutSecs?: number;
   /** The pod's nodeSelector (kind: the worker labelled triton-dev.io/managed=true). */
   nodeSelector?: Record<string, string>;
   /**
@@ -257,22 +261,17 @@ export function modelRepositoryPath(source: ModelSource): string {
 
 /** tritonserver's command line, `$(TRITON_REPOSITORY_KEY)` left for the kubelet to expand. */
 export function tritonArgs(o: ManifestOptions): string[] {
-  const key = o.repositoryKey ? `${o.repositoryKey.header}=$(${REPOSITORY_KEY_ENV})` : undefined;
   return [
     "tritonserver",
-    `--model-repository=${modelRepositoryPath(o.modelSource)}`,
-    ...(o.modelControlMode === "explicit"
-      ? ["--model-control-mode=explicit", "--load-model=*"]
-      : ["--model-control-mode=poll", `--repository-poll-secs=${o.pollSecs}`]),
-    // One broken model must not take the whole server (and every other model) down.
-    "--exit-on-error=false",
-    // Latency quantiles for Prometheus: Triton exports no latency histograms, only these
-    // summaries and the cumulative counters.
-    "--metrics-config=summary_latencies=true",
-    ...(key
-      ? [`--http-restricted-api=model-repository:${key}`, `--grpc-restricted-protocol=model-repository:${key}`]
-      : []),
-    ...(o.extraArgs ?? []),
+    ...serverArgs({
+      repository: modelRepositoryPath(o.modelSource),
+      reload: o.modelControlMode ?? "poll",
+      pollSecs: o.pollSecs,
+      ...(o.repositoryKey ? { repositoryKey: `${o.repositoryKey.header}=$(${REPOSITORY_KEY_ENV})` } : {}),
+      ...(o.logInfo ? { logInfo: true } : {}),
+      ...(o.exitTimeoutSecs !== undefined ? { exitTimeoutSecs: o.exitTimeoutSecs } : {}),
+      ...(o.extraArgs ? { extra: o.extraArgs } : {}),
+    }),
   ];
 }
 

@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import net from "node:net";
+import { UserError } from "../errors.js";
 import { processCmdline } from "../state/process.js";
 
 export interface PortHolder {
@@ -85,4 +86,33 @@ export function findPortHolder(port: number, procRoot = "/proc"): PortHolder | u
     }
   }
   return undefined;
+}
+
+const PORT_FLAGS: Record<"http" | "grpc" | "metrics", string> = {
+  http: "--http-port",
+  grpc: "--grpc-port",
+  metrics: "--metrics-port",
+};
+
+/** The endpoints' ports are distinct and free on `host`; otherwise a clear error naming who holds one. */
+export async function requireFreePorts(
+  ports: { http: number; grpc: number; metrics: number },
+  host: string,
+): Promise<void> {
+  const seen = new Map<number, keyof typeof PORT_FLAGS>();
+  for (const [name, port] of Object.entries(ports) as [keyof typeof PORT_FLAGS, number][]) {
+    const other = seen.get(port);
+    if (other)
+      throw new UserError(`${PORT_FLAGS[name]} and ${PORT_FLAGS[other]} are both ${port}`, {
+        hint: "Give each endpoint its own port.",
+        exitCode: 2,
+      });
+    seen.set(port, name);
+    if (await isPortFree(port, host)) continue;
+    const holder = findPortHolder(port);
+    throw new UserError(
+      `port ${port} (${name}) on ${host} is already in use${holder ? ` by pid ${holder.pid} (${holder.command.slice(0, 120)})` : ""}`,
+      { hint: `Stop that process, or choose another port with ${PORT_FLAGS[name]} N.` },
+    );
+  }
 }

@@ -2,11 +2,12 @@ import fsp from "node:fs/promises";
 import path from "node:path";
 import { resolvePaths } from "../config/paths.js";
 import { UsageError, UserError } from "../errors.js";
-import { clientFor, urlHost } from "../session/session.js";
-import { currentRun, type RunState } from "../state/run-state.js";
+import { urlHost } from "../net/url.js";
+import { currentRun } from "../session/current-run.js";
+import type { RunState } from "../state/run-state.js";
 import type { ParameterValue, RawTensor } from "../triton/binary.js";
 import { TritonGrpcClient, type ModelConfigSummary } from "../triton/grpc-client.js";
-import { TritonHttpClient, type ModelMetadata } from "../triton/http-client.js";
+import { clientForRun, TritonHttpClient, type ModelMetadata } from "../triton/http-client.js";
 import { GrpcControl, HttpControl, isUnknownModelError, isUnreachableError, type ControlClient } from "./control.js";
 import { detectGpuProbe, type GpuProbe } from "./gpu.js";
 import { historyRoot, previousComparable, saveRun } from "./history.js";
@@ -113,7 +114,7 @@ async function resolveTarget(o: PerfOptions, env: NodeJS.ProcessEnv): Promise<Ta
     ({ host, port } = parseUrlFlag(o.url));
     metricsUrl ??= `http://${urlHost(host)}:8002/metrics`;
   } else {
-    const run = await currentRun(resolvePaths(env));
+    const run = await currentRun(resolvePaths(env), env);
     if (!run) {
       throw new UserError("nothing is running, so there is no server to measure", {
         hint: "Start Triton with `triton-dev up --detach`, or point perf at a server with -u HOST:PORT.",
@@ -133,7 +134,7 @@ async function resolveTarget(o: PerfOptions, env: NodeJS.ProcessEnv): Promise<Ta
   const control: ControlClient =
     o.protocol === "grpc"
       ? new GrpcControl(new TritonGrpcClient(endpoint))
-      : new HttpControl(state ? clientFor(state) : new TritonHttpClient(`http://${endpoint}`));
+      : new HttpControl(state ? clientForRun(state) : new TritonHttpClient(`http://${endpoint}`));
   return {
     host,
     port,
@@ -141,7 +142,7 @@ async function resolveTarget(o: PerfOptions, env: NodeJS.ProcessEnv): Promise<Ta
     endpoint,
     control,
     ...(metricsUrl ? { metricsUrl } : {}),
-    ...(state ? { state, repoClient: clientFor(state) } : {}),
+    ...(state ? { state, repoClient: clientForRun(state) } : {}),
   };
 }
 

@@ -1,5 +1,6 @@
 import { performance } from "node:perf_hooks";
 import { TritonDevError } from "../errors.js";
+import { urlHost } from "../net/url.js";
 import {
   buildBinaryInferBody,
   parseInferResponseBody,
@@ -98,7 +99,7 @@ export class HttpTransport implements InferTransport {
   private readonly requests: Buffer[];
 
   constructor(host: string, port: number, o: TransportOptions) {
-    const hostHeader = `${host.includes(":") ? `[${host}]` : host}:${port}`;
+    const hostHeader = `${urlHost(host)}:${port}`;
     this.endpoint = `http://${hostHeader}`;
     this.pool = new KeepAliveHttpPool(host, port, {
       maxConnections: o.maxConnections,

@@ -1,6 +1,6 @@
 /**
  * What Triton knows about platforms, backends and their model files (core's constants.h and
- * AutoCompleteBackendFields), and which backends each of our runtimes can load.
+ * AutoCompleteBackendFields). Which backends each of our runtimes has is in runtimes/kinds.ts.
  */
 
 export const ENSEMBLE_PLATFORM = "ensemble";
@@ -34,45 +34,6 @@ export const BACKENDS: Record<string, { file?: string; fileIsDir?: boolean }> = 
 
 /** Backends whose platform/backend pair Triton checks (GetBackendType): the rest accept any platform. */
 export const TYPED_BACKENDS = new Set(["tensorrt", "onnxruntime", "pytorch", "tensorflow"]);
-
-export type RuntimeName = "local" | "docker" | "kind";
-
-/**
- * Backends each runtime can load besides ensembles. The local runtime is the nvidia-pytriton wheel
- * (python only); docker and kind run NGC's `-py3` image, which ships the standard set.
- */
-export const RUNTIME_BACKENDS: Record<RuntimeName, readonly string[]> = {
-  local: ["python"],
-  docker: [
-    "python",
-    "onnxruntime",
-    "tensorrt",
-    "pytorch",
-    "tensorflow",
-    "openvino",
-    "fil",
-    "dali",
-    "identity",
-    "repeat",
-    "square",
-  ],
-  kind: [
-    "python",
-    "onnxruntime",
-    "tensorrt",
-    "pytorch",
-    "tensorflow",
-    "openvino",
-    "fil",
-    "dali",
-    "identity",
-    "repeat",
-    "square",
-  ],
-};
-
-/** The Triton release inside the local runtime, whose ModelConfig lacks later fields. */
-export const LOCAL_TRITON_VERSION = "2.51";
 
 /** Config fields added after Triton 2.51 (source-map paths with indices and keys removed). */
 export const FIELDS_AFTER_2_51 = ["model_metrics", "ensemble_scheduling.max_inflight_responses"] as const;

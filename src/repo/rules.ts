@@ -4,10 +4,7 @@ import {
   BACKENDS,
   ENSEMBLE_PLATFORM,
   FIELDS_AFTER_2_51,
-  LOCAL_TRITON_VERSION,
   PLATFORMS,
-  RUNTIME_BACKENDS,
-  type RuntimeName,
   TYPED_BACKENDS,
   defaultModelFile,
   effectiveBackend,
@@ -33,10 +30,11 @@ import type { ModelLayout } from "./layout.js";
 import type { ParsedConfig } from "./parse.js";
 import { SuggestionBudget, closest, quoteList } from "./suggest.js";
 import type { Pos } from "./textproto.js";
+import { RUNTIME_FACTS, type RuntimeKind } from "../runtimes/kinds.js";
 
 export interface LintOptions {
   /** The runtime that will serve the repository; enables the backend-availability check. */
-  runtime?: RuntimeName;
+  runtime?: RuntimeKind;
   /** Whether this machine has a GPU; undefined skips the KIND_GPU check. */
   gpuAvailable?: boolean;
   /** How many GPUs, when known: `gpus: [n]` beyond it is an error. */
@@ -827,15 +825,20 @@ function checkSequenceBatching(ctx: ModelContext, r: Reporter): void {
   }
 }
 
-/** The local runtime's parser rejects these outright, so the config cannot load there: an error. */
+/**
+ * A runtime pinned to Triton 2.51 (the local one) rejects these outright, so the config cannot
+ * load there: an error. Where the image decides the release, nothing is known to reject them.
+ */
 function checkNewerFields(ctx: ModelContext, r: Reporter): void {
-  if (ctx.options.runtime !== "local") return;
+  const runtime = ctx.options.runtime;
+  const version = runtime ? RUNTIME_FACTS[runtime].tritonVersion : undefined;
+  if (!runtime || version !== "2.51") return;
   for (const f of FIELDS_AFTER_2_51) {
     if (ctx.parsed.source.has(f)) {
       r.error(
         "field-newer-than-runtime",
         f,
-        `'${f.split(".").pop()}' is newer than Triton ${LOCAL_TRITON_VERSION}, which the local runtime runs; it will reject this config`,
+        `'${f.split(".").pop()}' is newer than Triton ${version}, which the ${runtime} runtime runs; it will reject this config`,
         "Remove it, or serve with a newer Triton (--runtime docker with a recent image).",
       );
     }
@@ -1108,17 +1111,10 @@ export function checkRuntimeBackend(ctx: ModelContext, r: Reporter): string | un
   const c = ctx.parsed.config;
   if (c.platform === ENSEMBLE_PLATFORM) return undefined;
   const backend = effectiveBackend(c.platform, c.backend) ?? inferBackendFromFiles(ctx)?.backend;
-  if (!backend || RUNTIME_BACKENDS[runtime].includes(backend)) return undefined;
+  const facts = RUNTIME_FACTS[runtime];
+  if (!backend || facts.backends.includes(backend)) return undefined;
   const where = c.backend ? "backend#value" : c.platform ? "platform#value" : undefined;
-  r.warning(
-    "backend-unavailable",
-    where,
-    runtime === "local"
-      ? `backend '${backend}' is not in the local runtime, which has only the python backend and ensembles`
-      : `backend '${backend}' is not in the ${runtime} runtime's Triton image`,
-    runtime === "local"
-      ? "Serve with --runtime docker (the NGC image has the standard backends), or wrap the model in a python backend model."
-      : "Use an image that contains this backend.",
-  );
+  const { message, hint } = facts.missingBackend(backend);
+  r.warning("backend-unavailable", where, message, hint);
   return backend;
 }

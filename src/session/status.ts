@@ -1,11 +1,13 @@
 import type { Paths } from "../config/paths.js";
-import { currentRun, type RunState } from "../state/run-state.js";
+import { editsFile, type RunState } from "../state/run-state.js";
 import type { RepositoryIndexEntry } from "../triton/http-client.js";
 import fsp from "node:fs/promises";
 import { refusalSummary } from "../repo/diagnostics.js";
 import type { EditSummary } from "../reload/events.js";
 import { stagingLayout, toUserPaths } from "../reload/stage.js";
-import { clientFor, editsFile, urlHost } from "./session.js";
+import { urlHost } from "../net/url.js";
+import { clientForRun } from "../triton/http-client.js";
+import { currentRun } from "./current-run.js";
 
 export interface StatusReport {
   running: boolean;
@@ -24,6 +26,10 @@ export interface StatusReport {
   models?: Array<{ name: string; version?: string; state: string; reason?: string }>;
   /** The last edit of each model since `up` (hot reload), with its timeline. */
   edits?: EditSummary[];
+  /** Where the server runs, in the runtime's words (`pid 123`, `container NAME`, `kind cluster NAME`). */
+  where?: string;
+  /** The runtime's own status lines (label, text). */
+  details?: Array<[string, string]>;
   /** The docker runtime's container. */
   container?: { name: string; id: string; image: string; gpus: string; shmBytes: number };
   /** The kind runtime's cluster. */
@@ -52,10 +58,15 @@ export function endpointsOf(s: RunState) {
   };
 }
 
-export async function collectStatus(paths: Paths, now: () => number = Date.now): Promise<StatusReport> {
-  const run = await currentRun(paths);
+export async function collectStatus(
+  paths: Paths,
+  now: () => number = Date.now,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<StatusReport> {
+  const run = await currentRun(paths, env);
   if (!run) return { running: false };
   const s = run.state;
+  const described = run.run.describe();
   const base: StatusReport = {
     running: run.alive,
     runtime: s.runtime,
@@ -69,42 +80,14 @@ export async function collectStatus(paths: Paths, now: () => number = Date.now):
     logFile: s.logFile,
     reload: { mode: s.reload, pollSecs: s.pollSecs },
     endpoints: endpointsOf(s),
-    ...(s.docker
-      ? {
-          container: {
-            name: s.docker.containerName,
-            id: s.docker.containerId,
-            image: s.docker.image,
-            gpus: s.docker.gpus,
-            shmBytes: s.docker.shmBytes,
-          },
-          ...(s.docker.monitoring ? { monitoring: s.docker.monitoring } : {}),
-        }
-      : {}),
-    ...(s.kind
-      ? {
-          cluster: {
-            name: s.kind.cluster,
-            context: s.kind.context,
-            namespace: s.kind.namespace,
-            created: s.kind.created,
-            keepCluster: s.kind.keepCluster,
-            image: s.kind.image,
-            gpus: s.kind.gpus,
-            ...(s.kind.nodeContainer ? { nodeContainer: s.kind.nodeContainer } : {}),
-          },
-        }
-      : {}),
+    where: described.where,
+    details: described.lines,
+    ...described.json,
   };
   if (!run.alive) {
-    const what = s.docker
-      ? `the container ${s.docker.containerName}`
-      : s.kind
-        ? `the Triton Deployment in kind cluster ${s.kind.cluster}`
-        : `the server (pid ${s.pid})`;
-    return { ...base, problem: `${what} is no longer running; \`triton-dev down\` cleans up its record` };
+    return { ...base, problem: `${described.goneWhat} is no longer running; \`triton-dev down\` cleans up its record` };
   }
-  const client = clientFor(s);
+  const client = clientForRun(s);
   try {
     const [index, ready] = await Promise.all([client.repositoryIndex(), client.isReady()]);
     const edits = await readEdits(s);

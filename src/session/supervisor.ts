@@ -7,12 +7,13 @@ import { detectNvidiaGpus } from "../gpu/detect.js";
 import { log as rootLog } from "../log/logger.js";
 import { lintModel } from "../repo/lint.js";
 import { StagingRepository } from "../reload/stage.js";
-import { precompilePython, loadEnvironment } from "../runtimes/local/environment.js";
 import { isOurProcess } from "../state/process.js";
-import { currentRun, runAlive, writeRunState, type RunState } from "../state/run-state.js";
+import { writeRunState, type RunState } from "../state/run-state.js";
+import { clientForRun } from "../triton/http-client.js";
+import { currentRun } from "./current-run.js";
 import type { SessionEvent } from "./events.js";
 import { eventWriter, takeReloadRequest } from "./run-events.js";
-import { clientFor, createController } from "./session.js";
+import { createController, lintOptionsFor } from "./session.js";
 
 const log = rootLog.child("supervisor");
 
@@ -35,34 +36,32 @@ export function spawnSupervisor(state: RunState, cliPath: string, env: NodeJS.Pr
   }
 }
 
-export async function runSupervisor(paths: Paths, print: (e: SessionEvent) => void): Promise<void> {
-  const run = await currentRun(paths);
+export async function runSupervisor(
+  paths: Paths,
+  print: (e: SessionEvent) => void,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<void> {
+  const run = await currentRun(paths, env);
   if (!run?.alive) {
     log.warn("no running server to supervise");
     return;
   }
   const state = run.state;
-  // Docker: the store is mounted read-only, so nothing is precompiled for the container's Python.
-  const environment = state.runtime === "local" ? await loadEnvironment(paths) : undefined;
-  const staging = new StagingRepository(state.runDir, {
-    prepare: environment ? (dir) => precompilePython(environment, dir) : undefined,
-  });
+  // What the runtime keeps going while the run is detached (kind: the port-forward and log
+  // follower; docker: the container's log copied into the log file).
+  const supervision = await run.run.supervise();
+  const staging = new StagingRepository(
+    state.runDir,
+    supervision.prepareStaged ? { prepare: supervision.prepareStaged } : {},
+  );
   await staging.load();
   const bus = new EventBus<SessionEvent>();
   bus.on(print);
   // Recorded for `triton-dev dashboard`, which replays and follows them.
   bus.on(eventWriter(state));
-  const gpus = await detectNvidiaGpus();
-  const lintOptions = {
-    runtime: state.runtime,
-    gpuAvailable: gpus === undefined ? true : gpus > 0,
-    gpuMissingSeverity: "error" as const,
-  };
+  const lintOptions = lintOptionsFor(state.runtime, await gpusOf(state));
   const controller = createController(state, staging, bus, lintOptions);
-  // kind: Triton is reached through a port-forward and its log through `kubectl logs`, both
-  // handed over from the foreground `up`; they run here for as long as the run lasts.
-  const kind = state.runtime === "kind" ? await connectKind(state) : undefined;
-  const index = await clientFor(state)
+  const index = await clientForRun(state)
     .repositoryIndex()
     .catch(() => []);
   await controller.adopt(index);
@@ -80,9 +79,6 @@ export async function runSupervisor(paths: Paths, print: (e: SessionEvent) => vo
     controller.reportInitialRefusal(n.model, errors);
   }
   bus.emit({ type: "watching", modelsDir: state.modelsDir, mode: state.reload });
-  // A container writes its log to the daemon; while the run is detached this process copies it
-  // into the log file, from where the foreground `up` stopped, for `logs` and the controller.
-  const logs = state.runtime === "docker" ? await followDockerLogs(state) : undefined;
   fs.writeFileSync(readyFile(state), String(process.pid));
   await new Promise<void>((resolve) => {
     let finished = false;
@@ -90,15 +86,15 @@ export async function runSupervisor(paths: Paths, print: (e: SessionEvent) => vo
       if (finished) return;
       finished = true;
       clearInterval(timer);
-      void Promise.all([controller.close(), logs?.stop(), kind?.stop()]).then(() => resolve());
+      void Promise.all([controller.close(), supervision.stop()]).then(() => resolve());
     };
-    // kind: the connection polls the cluster already and ends with the Deployment.
-    const timer = kind
+    // A runtime that knows when its run ends says so; otherwise liveness is polled.
+    const timer = supervision.ended
       ? undefined
       : setInterval(() => {
-          void runAlive(state).then((alive) => alive || finish());
+          void run.run.alive().then((alive) => alive || finish());
         }, 1000);
-    void kind?.exited.then(finish);
+    void supervision.ended?.then(finish);
     process.once("SIGTERM", finish);
     process.once("SIGINT", finish);
     // An attached dashboard's `r`.
@@ -109,43 +105,9 @@ export async function runSupervisor(paths: Paths, print: (e: SessionEvent) => vo
   });
 }
 
-async function followDockerLogs(state: RunState) {
-  if (!state.docker) return undefined;
-  const [{ connectDocker }, { followLogs }] = await Promise.all([
-    import("../runtimes/docker/client.js"),
-    import("../runtimes/docker/logs.js"),
-  ]);
-  const container = connectDocker({ DOCKER_HOST: state.docker.daemon }).getContainer(state.docker.containerId);
-  return followLogs(container, { logFile: state.logFile, runDir: state.runDir, resume: true }).catch((err) => {
-    log.warn("could not follow the container's log", { error: String(err) });
-    return undefined;
-  });
-}
-
-async function connectKind(state: RunState) {
-  if (!state.kind) return undefined;
-  const { KindConnection } = await import("../runtimes/kind/connection.js");
-  const { KindTools } = await import("../runtimes/kind/tools.js");
-  const k = state.kind;
-  const connection = new KindConnection({
-    tools: new KindTools(),
-    cluster: k.cluster,
-    context: k.context,
-    namespace: k.namespace,
-    runId: state.runId,
-    image: k.image,
-    ports: state.ports,
-    host: state.host,
-    logFile: state.logFile,
-    runDir: state.runDir,
-    resume: true,
-  });
-  await connection.start();
-  // The foreground `up`'s port-forward may still hold the ports for a moment; it is retried.
-  await connection
-    .forward(30_000)
-    .catch((err: unknown) => log.warn("the port-forward did not start", { error: String(err) }));
-  return connection;
+/** The GPUs the run's server has, for lint's GPU rule: as recorded at `up`, else this machine's. */
+async function gpusOf(state: RunState): Promise<number | undefined> {
+  return state.gpus ?? (await detectNvidiaGpus());
 }
 
 function readyFile(state: RunState): string {

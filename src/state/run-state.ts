@@ -3,33 +3,15 @@ import { z } from "zod";
 import type { Paths } from "../config/paths.js";
 import { UserError } from "../errors.js";
 import { writeFileAtomic } from "./atomic-write.js";
-import { isOurProcess } from "./process.js";
-
-export const kindRecordSchema = z.object({
-  cluster: z.string(),
-  /** kubectl's context for it (kind-<cluster>); always passed explicitly, never the user's current one. */
-  context: z.string(),
-  namespace: z.string(),
-  /** This run created the cluster. */
-  created: z.boolean(),
-  /** The cluster outlives the run (`--keep-cluster`, now or when it was created); otherwise `down` deletes it. */
-  keepCluster: z.boolean(),
-  /** The worker node's container (where node-gpu-setup.sh ran, and which mounts the state folder). */
-  nodeContainer: z.string().optional(),
-  image: z.string(),
-  gpus: z.number(),
-  /** The object kinds applied (plural resource names), deleted by the run's label. */
-  kinds: z.array(z.string()),
-  /** DOCKER_HOST at `up` (or the default socket): the daemon kind's nodes run on. */
-  daemon: z.string(),
-});
-export type KindRecord = z.infer<typeof kindRecordSchema>;
+import path from "node:path";
+import { RUNTIME_KINDS } from "../runtimes/kinds.js";
 
 /** The record of the current run, so `status`, `logs` and `down` work from another shell. */
 export const runStateSchema = z.object({
   version: z.literal(1),
   runId: z.string(),
-  runtime: z.enum(["local", "docker", "kind"]),
+  runtime: z.enum(RUNTIME_KINDS),
+  /** local: the tritonserver process; docker: the container's main process on the daemon's host; kind: the foreground `up`'s kubectl port-forward. */
   pid: z.number().int(),
   executable: z.string(),
   /** The `up` process when it runs in the foreground; undefined when detached. */
@@ -55,26 +37,15 @@ export const runStateSchema = z.object({
   reload: z.enum(["poll", "explicit"]),
   pollSecs: z.number(),
   repositoryKey: z.object({ header: z.string(), value: z.string() }),
+  /** GPUs the server sees (0: none), as planned at `up`; absent when unknown. */
+  gpus: z.number().int().optional(),
   /** false when Triton was started with --disable-auto-complete-config (no model needed it). */
   autoCompleteConfig: z.boolean().optional(),
-  /** The docker runtime's container (pid is then the container's main process on the daemon's host). */
-  docker: z
-    .object({
-      containerId: z.string(),
-      containerName: z.string(),
-      image: z.string(),
-      /** DOCKER_HOST at `up` (or the default socket), so other shells reach the same daemon. */
-      daemon: z.string(),
-      gpus: z.string(),
-      shmBytes: z.number(),
-      monitoring: z.object({ prometheus: z.string(), grafana: z.string() }).optional(),
-    })
-    .optional(),
   /**
-   * The kind runtime's cluster and objects. `pid` is then the foreground `up`'s kubectl
-   * port-forward (a detached run's supervisor runs its own), not Triton, which runs in the pod.
+   * The runtime's own part (a container, a cluster), validated by its driver's schema when the run
+   * is attached again; this file knows nothing of runtimes beyond their names.
    */
-  kind: kindRecordSchema.optional(),
+  runtimeRecord: z.unknown().optional(),
 });
 export type RunState = z.infer<typeof runStateSchema>;
 
@@ -116,28 +87,7 @@ export async function removeRunState(paths: Paths): Promise<void> {
   await fsp.rm(paths.runFile, { force: true });
 }
 
-export type LiveRun = { state: RunState; alive: true } | { state: RunState; alive: false } | undefined;
-
-/** Whether the run's server is still the one we started: our process, or our running container. */
-export async function runAlive(s: RunState): Promise<boolean> {
-  if (s.runtime === "docker") {
-    // Loaded on demand: commands of local runs never load the Docker client.
-    const { dockerRunAlive } = await import("../runtimes/docker/liveness.js");
-    return dockerRunAlive(s);
-  }
-  if (s.runtime === "kind") {
-    const { kindRunAlive } = await import("../runtimes/kind/liveness.js");
-    return kindRunAlive(s);
-  }
-  return isOurProcess(s.pid, s.executable);
-}
-
-/** The recorded run and whether its server is still the process we started. */
-export async function currentRun(
-  paths: Paths,
-  isAlive: (s: RunState) => boolean | Promise<boolean> = runAlive,
-): Promise<LiveRun> {
-  const state = await readRunState(paths);
-  if (!state) return undefined;
-  return (await isAlive(state)) ? { state, alive: true } : { state, alive: false };
+/** Where the reload controller keeps each model's last edit, for `status` from another shell. */
+export function editsFile(state: Pick<RunState, "runDir">): string {
+  return path.join(state.runDir, "edits.json");
 }

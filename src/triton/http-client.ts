@@ -1,4 +1,5 @@
 import { TritonDevError } from "../errors.js";
+import { urlHost } from "../net/url.js";
 
 /** States from Triton's repository index (POST /v2/repository/index). */
 export type ModelState = "UNKNOWN" | "READY" | "UNAVAILABLE" | "LOADING" | "UNLOADING";
@@ -73,6 +74,18 @@ export interface TritonHttpClientOptions {
   repositoryKey?: { header: string; value: string };
   fetch?: typeof fetch;
   timeoutMs?: number;
+}
+
+/** The header that carries the key unlocking a run's model-repository API (the key itself is per run). */
+export const REPOSITORY_KEY_HEADER = "triton-dev-key";
+
+/** A client for a run's server from its record: the HTTP endpoint and the repository key. */
+export function clientForRun(run: {
+  host: string;
+  ports: { http: number };
+  repositoryKey: { header: string; value: string };
+}): TritonHttpClient {
+  return new TritonHttpClient(`http://${urlHost(run.host)}:${run.ports.http}`, { repositoryKey: run.repositoryKey });
 }
 
 /** The KServe v2 HTTP API of one Triton server, plus Triton's repository and statistics extensions. */

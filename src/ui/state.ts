@@ -2,7 +2,7 @@ import type { Diagnostic } from "../repo/diagnostics.js";
 import type { EditPhase } from "../reload/events.js";
 import type { ScrapeState } from "../metrics/scraper.js";
 import type { PerfReport } from "../perf/run.js";
-import type { Endpoints, RuntimeKind } from "../runtimes/runtime.js";
+import type { Endpoints, RuntimeKind } from "../runtimes/driver.js";
 import type { SessionEvent } from "../session/events.js";
 import type { ModelState, RepositoryIndexEntry } from "../triton/http-client.js";
 import { bytes, duration, perSec, sparkline, uptime, usAsMs } from "./format.js";
@@ -277,8 +277,8 @@ export function applySessionEvent(s: DashboardState, e: SessionEvent): Dashboard
           message: `${e.action === "reattached" ? "reattached to" : "created"} container ${e.name}`,
         },
       };
-    case "kind":
-      return { ...s, server: { ...s.server, message: `kind: ${e.message}` } };
+    case "progress":
+      return { ...s, server: { ...s.server, message: `${e.runtime}: ${e.message}` } };
     case "monitoring":
       return { ...s, server: { ...s.server, monitoring: { prometheus: e.prometheus, grafana: e.grafana } } };
     case "hint":

@@ -45,8 +45,9 @@ describe("renderManifests: the Deployment", () => {
       "--model-repository=/models",
       "--model-control-mode=poll",
       "--repository-poll-secs=30",
-      "--exit-on-error=false",
+      "--allow-metrics=true",
       "--metrics-config=summary_latencies=true",
+      "--exit-on-error=false",
     ]);
     expect(c.ports).toEqual([
       { name: "http", containerPort: 8000 },

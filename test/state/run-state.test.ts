@@ -2,7 +2,10 @@ import fs from "node:fs/promises";
 import { describe, expect, it } from "vitest";
 import { resolvePaths } from "../../src/config/paths.js";
 import { UserError } from "../../src/errors.js";
-import { currentRun, readRunState, removeRunState, writeRunState, type RunState } from "../../src/state/run-state.js";
+import { readRunState, removeRunState, writeRunState, type RunState } from "../../src/state/run-state.js";
+import { currentRun } from "../../src/session/current-run.js";
+import { createKindDriver } from "../../src/runtimes/kind/driver.js";
+import { KindTools } from "../../src/runtimes/kind/tools.js";
 import { isOurProcess } from "../../src/state/process.js";
 import { tempDir } from "../helpers/cli.js";
 
@@ -40,7 +43,7 @@ describe("run state", () => {
     const kind: RunState = {
       ...sample(process.pid, "kubectl"),
       runtime: "kind",
-      kind: {
+      runtimeRecord: {
         cluster: "triton-dev",
         context: "kind-triton-dev",
         namespace: "triton-dev",
@@ -56,14 +59,19 @@ describe("run state", () => {
     await writeRunState(paths, kind);
     expect(await readRunState(paths)).toEqual(kind);
     // Its liveness is the Deployment in the cluster, asked through kubectl; no such context here.
-    expect(
-      await currentRun(paths, async (s) =>
-        (await import("../../src/runtimes/kind/liveness.js")).kindRunAlive(
-          s,
-          new (await import("../../src/runtimes/kind/tools.js")).KindTools(undefined, { PATH: "/nonexistent" }),
-        ),
-      ),
-    ).toMatchObject({ alive: false });
+    const driver = createKindDriver({ tools: () => new KindTools(undefined, { PATH: "/nonexistent" }) });
+    const run = driver.attach((await readRunState(paths))!, { paths, env: {} });
+    expect(await run.alive()).toBe(false);
+    expect(run.describe().where).toBe("kind cluster triton-dev");
+  });
+
+  it("refuses a runtime record its driver does not understand, naming the field", async () => {
+    const paths = resolvePaths({ TRITON_DEV_STATE_DIR: await tempDir("rs"), TRITON_DEV_HOME: "/unused" });
+    const broken: RunState = { ...sample(process.pid, "kubectl"), runtime: "kind", runtimeRecord: { cluster: 3 } };
+    await writeRunState(paths, broken);
+    const err = await currentRun(paths, {}).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UserError);
+    expect((err as Error).message).toMatch(/runtimeRecord\.cluster/);
   });
 
   it("tells a live run from a stale one (process gone, or pid reused by another program)", async () => {

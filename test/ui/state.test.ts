@@ -107,12 +107,18 @@ describe("the dashboard's state", () => {
   it("shows the kind runtime's progress while the cluster and pod come up", () => {
     let s = initialState({ now: T0 });
     s = applySessionEvent(s, {
-      type: "kind",
+      type: "progress",
+      runtime: "kind",
       step: "cluster",
       message: "creating cluster triton-dev (about a minute)",
     });
     expect(s.server.message).toBe("kind: creating cluster triton-dev (about a minute)");
-    s = applySessionEvent(s, { type: "kind", step: "pod", message: "waiting for the pod: ContainerCreating" });
+    s = applySessionEvent(s, {
+      type: "progress",
+      runtime: "kind",
+      step: "pod",
+      message: "waiting for the pod: ContainerCreating",
+    });
     expect(s.server.message).toBe("kind: waiting for the pod: ContainerCreating");
   });
 

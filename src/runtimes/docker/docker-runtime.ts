@@ -1,10 +1,10 @@
 import path from "node:path";
 import type Docker from "dockerode";
-import { BugError, UserError } from "../../errors.js";
-import { RUNTIME_BACKENDS } from "../../repo/backends.js";
+import { UserError } from "../../errors.js";
 import { detectNvidiaGpus } from "../../gpu/detect.js";
 import { log as rootLog } from "../../log/logger.js";
-import type { Endpoints, Ports, Runtime, RuntimeCapabilities, ServerHandle, StartOptions } from "../runtime.js";
+import { urlHost } from "../../net/url.js";
+import type { Endpoints, Ports, ServerHandle, StartOptions } from "../driver.js";
 import {
   daemonAddress,
   daemonFacts,
@@ -77,31 +77,22 @@ export interface DockerStarted {
   handle: ServerHandle;
   containerId: string;
   monitoring?: MonitoringEndpoints;
+  /** Set when the daemon refused memlock=-1 and the container runs with the daemon's limit. */
+  memlockRefused?: string;
+}
+
+export interface DockerStartHooks {
+  /** Each line Triton writes, as it is copied into the log file. */
+  onLogLine?: (line: string) => void;
 }
 
 /** Triton in a container from the NGC image (or a compatible one): every backend of the image, GPUs when asked for. */
-export class DockerRuntime implements Runtime {
-  readonly kind = "docker" as const;
-  private planned: DockerPlan | undefined;
-  /** The container (and monitoring stack) the last start() created or reattached to. */
-  started: DockerStarted | undefined;
-  /** Set when the daemon refused memlock=-1 and the container runs with the daemon's limit. */
-  memlockRefused: string | undefined;
-  /** Each line Triton writes, as it is copied into the log file. */
-  onLogLine: ((line: string) => void) | undefined;
-
+export class DockerRuntime {
   constructor(
     readonly docker: Docker,
     private readonly env: NodeJS.ProcessEnv,
     private readonly deps: DockerDeps = {},
   ) {}
-
-  capabilities(request?: Pick<DockerRequest, "gpus">): RuntimeCapabilities {
-    return {
-      backends: [...RUNTIME_BACKENDS.docker],
-      gpu: request ? request.gpus.kind !== "none" : true,
-    };
-  }
 
   /** `--gpus auto`: every GPU when the daemon has the NVIDIA runtime registered, else the CPU. */
   async autoGpus(): Promise<GpuRequest> {
@@ -166,7 +157,6 @@ export class DockerRuntime implements Runtime {
       .getContainer(name)
       .inspect()
       .catch((err) => (statusOf(err) === 404 ? undefined : Promise.reject(err)));
-    this.planned = plan;
     if (!existing) return plan;
     const l = existing.Config.Labels ?? {};
     if (!isOurs(l)) {
@@ -200,13 +190,12 @@ export class DockerRuntime implements Runtime {
   }
 
   /** Creates the container `plan()` settled on, or reattaches to the one it found. */
-  async start(o: StartOptions): Promise<ServerHandle> {
-    if (!this.planned) throw new BugError("DockerRuntime.start() before plan()");
-    this.started = this.planned.reuse ? await this.attach(this.planned, o) : await this.create(this.planned, o);
-    return this.started.handle;
+  start(plan: DockerPlan, o: StartOptions, hooks: DockerStartHooks = {}): Promise<DockerStarted> {
+    return plan.reuse ? this.attach(plan, o, hooks) : this.create(plan, o, hooks);
   }
 
-  async create(plan: DockerPlan, o: StartOptions): Promise<DockerStarted> {
+  async create(plan: DockerPlan, o: StartOptions, hooks: DockerStartHooks = {}): Promise<DockerStarted> {
+    let memlockRefused: string | undefined;
     const created: string[] = [];
     try {
       if (plan.settings.network)
@@ -230,7 +219,7 @@ export class DockerRuntime implements Runtime {
         // limit. Triton runs without it (pinned host memory for GPU copies is then limited).
         await removeContainers(this.docker, [container.id]);
         created.pop();
-        this.memlockRefused = daemonMessage(err);
+        memlockRefused = daemonMessage(err);
         container = await this.docker
           .createContainer(withoutMemlock(spec))
           .catch((e) => Promise.reject(startError(e, plan)));
@@ -249,8 +238,13 @@ export class DockerRuntime implements Runtime {
         });
         created.push(...monitoring.containers);
       }
-      const handle = await this.handle(container, o, plan, monitoring?.containers ?? [], false);
-      return { handle, containerId: container.id, ...(monitoring ? { monitoring } : {}) };
+      const handle = await this.handle(container, o, plan, monitoring?.containers ?? [], false, hooks);
+      return {
+        handle,
+        containerId: container.id,
+        ...(monitoring ? { monitoring } : {}),
+        ...(memlockRefused ? { memlockRefused } : {}),
+      };
     } catch (err) {
       await removeContainers(this.docker, created).catch(() => {});
       if (plan.settings.network)
@@ -263,7 +257,7 @@ export class DockerRuntime implements Runtime {
   }
 
   /** Reattach to the running container of an earlier `up` with the same settings. */
-  async attach(plan: DockerPlan, o: StartOptions): Promise<DockerStarted> {
+  async attach(plan: DockerPlan, o: StartOptions, hooks: DockerStartHooks = {}): Promise<DockerStarted> {
     const reuse = plan.reuse!;
     const container = this.docker.getContainer(reuse.id);
     let monitoring: MonitoringEndpoints | undefined;
@@ -276,7 +270,7 @@ export class DockerRuntime implements Runtime {
         const url = (role: string, port: number) => {
           const c = running.find((x) => x.Labels[LABEL.role] === role)!;
           const p = c.Ports.find((x) => x.PrivatePort === port && x.PublicPort);
-          const h = plan.settings.host.includes(":") ? `[${plan.settings.host}]` : plan.settings.host;
+          const h = urlHost(plan.settings.host);
           return `http://${h}:${p?.PublicPort ?? port}`;
         };
         monitoring = {
@@ -299,7 +293,7 @@ export class DockerRuntime implements Runtime {
         });
       }
     }
-    const handle = await this.handle(container, o, plan, monitoring?.containers ?? [], true);
+    const handle = await this.handle(container, o, plan, monitoring?.containers ?? [], true, hooks);
     return { handle, containerId: reuse.id, ...(monitoring ? { monitoring } : {}) };
   }
 
@@ -309,13 +303,14 @@ export class DockerRuntime implements Runtime {
     plan: DockerPlan,
     siblings: string[],
     resume: boolean,
+    hooks: DockerStartHooks,
   ): Promise<ServerHandle> {
     const info = await container.inspect();
     const follower: LogFollower = await followLogs(container, {
       logFile: o.logFile,
       runDir: o.runDir,
       resume,
-      ...(this.onLogLine ? { onLine: this.onLogLine } : {}),
+      ...(hooks.onLogLine ? { onLine: hooks.onLogLine } : {}),
     });
     return dockerHandle(this.docker, container, {
       pid: info.State.Pid || undefined,

@@ -4,8 +4,9 @@ import { fileURLToPath } from "node:url";
 import type Docker from "dockerode";
 import { UserError } from "../../errors.js";
 import { freePort, isPortFree } from "../../net/ports.js";
+import { urlHost } from "../../net/url.js";
 import { daemonMessage, statusOf } from "./client.js";
-import { labels } from "./settings.js";
+import { isOurs, labels } from "./settings.js";
 
 /** compose/ of this package: the same Prometheus and Grafana files for `docker compose` and `up --monitoring`. */
 export const COMPOSE_DIR = fileURLToPath(new URL("../../../compose", import.meta.url));
@@ -61,7 +62,7 @@ export async function ensureNetwork(
     .inspect()
     .catch((err) => (statusOf(err) === 404 ? undefined : Promise.reject(err)));
   if (existing) {
-    if ((existing as { Labels?: Record<string, string> }).Labels?.["dev.triton-dev.tool"] !== "triton-dev") {
+    if (!isOurs((existing as { Labels?: Record<string, string> }).Labels)) {
       throw new UserError(`a Docker network named ${name} exists and was not created by triton-dev`, {
         hint: `Remove or rename it (\`docker network rm ${name}\`), or run without --monitoring.`,
       });
@@ -160,7 +161,7 @@ export async function startMonitoring(docker: Docker, o: StartMonitoringOptions)
     await removeContainers(docker, started);
     throw err;
   }
-  const h = o.host.includes(":") ? `[${o.host}]` : o.host;
+  const h = urlHost(o.host);
   return { prometheus: `http://${h}:${promPort}`, grafana: `http://${h}:${grafanaPort}`, containers: started };
 }
 

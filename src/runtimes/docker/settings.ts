@@ -2,8 +2,8 @@ import { createHash } from "node:crypto";
 import path from "node:path";
 import type Docker from "dockerode";
 import { UsageError } from "../../errors.js";
-import { serverArgs } from "../local/local-runtime.js";
-import type { Ports, StartOptions } from "../runtime.js";
+import { keyFromArgs, serverArgs, TRITON_DEFAULT_PORTS } from "../../triton/server-args.js";
+import type { Ports, StartOptions } from "../driver.js";
 
 /** Triton 2.51, the same release as the local runtime's nvidia-pytriton 0.7.0. */
 export const DEFAULT_IMAGE = "nvcr.io/nvidia/tritonserver:24.10-py3";
@@ -11,7 +11,7 @@ export const DEFAULT_SHM_BYTES = 1024 ** 3;
 /** Where the staging repository and its snapshots appear inside the container. */
 export const CONTAINER_REPOSITORY = "/models";
 export const CONTAINER_STORE = "/store";
-export const CONTAINER_PORTS: Ports = { http: 8000, grpc: 8001, metrics: 8002 };
+export const CONTAINER_PORTS: Ports = TRITON_DEFAULT_PORTS;
 export const CONTAINER_BACKENDS = "/opt/tritonserver/backends";
 
 /** Every object we create carries these; nothing without them is ever stopped or removed. */
@@ -189,29 +189,24 @@ export function portBindings(
 
 /** The tritonserver command inside the container: the local runtime's flags, container paths. */
 export function containerCommand(o: Pick<StartOptions, "reload" | "pollSecs" | "repositoryKey">): string[] {
-  const args = serverArgs(
-    { backendDir: CONTAINER_BACKENDS },
-    {
-      runId: "",
-      runDir: "",
-      logFile: "",
+  return [
+    "tritonserver",
+    ...serverArgs({
       repository: CONTAINER_REPOSITORY,
-      ports: CONTAINER_PORTS,
-      host: "0.0.0.0",
+      backendDir: CONTAINER_BACKENDS,
       reload: o.reload,
       pollSecs: o.pollSecs,
-      repositoryKey: o.repositoryKey,
-    },
-  );
-  // Latency quantiles for Prometheus: Triton exports no histograms, only these summaries
-  // (and the cumulative counters), and the dashboard's p99/p95 panels read them.
-  return ["tritonserver", ...args, "--metrics-config=summary_latencies=true"];
+      listen: { host: "0.0.0.0", ports: CONTAINER_PORTS },
+      repositoryKey: `${o.repositoryKey.header}=${o.repositoryKey.value}`,
+      logInfo: true,
+      exitTimeoutSecs: 10,
+    }),
+  ];
 }
 
 /** The repository key a container was started with (read back when reattaching). */
 export function keyFromCommand(cmd: string[] | undefined, header: string): string | undefined {
-  const prefix = `--http-restricted-api=model-repository:${header}=`;
-  return cmd?.find((a) => a.startsWith(prefix))?.slice(prefix.length);
+  return keyFromArgs(cmd, header);
 }
 
 export interface TritonContainerInput {

@@ -4,7 +4,7 @@ import path from "node:path";
 import { UserError } from "../../errors.js";
 import { log as rootLog } from "../../log/logger.js";
 import { compareTimestamps, parseTimestamp, splitLogLine } from "../docker/logs.js";
-import type { Ports } from "../runtime.js";
+import type { Ports } from "../driver.js";
 import { CONTAINER_NAME } from "../../k8s/manifests.js";
 import { currentPod, podOutcome, podSchema, type Pod, type PodOutcome } from "./pod-status.js";
 import { runSelector } from "./settings.js";

@@ -1,16 +1,14 @@
 import fsp from "node:fs/promises";
 import path from "node:path";
 import type Docker from "dockerode";
-import { BugError, UserError } from "../../errors.js";
+import { UserError } from "../../errors.js";
 import { log as rootLog } from "../../log/logger.js";
-import { RUNTIME_BACKENDS } from "../../repo/backends.js";
-import type { KindRecord } from "../../state/run-state.js";
+import type { KindRecord } from "./record.js";
 import { ReadinessAbortedError, ReadinessTimeoutError } from "../../triton/readiness.js";
 import { daemonAddress, daemonFacts, NVIDIA_FIX, requireDaemon } from "../docker/client.js";
-import { endpointsFor } from "../docker/docker-runtime.js";
 import { ensureImage, type PullUpdate } from "../docker/image.js";
 import type { GpuRequest } from "../docker/settings.js";
-import type { Ports, ReloadMode, Runtime, RuntimeCapabilities, ServerHandle, StartOptions } from "../runtime.js";
+import type { Endpoints, Ports, ReloadMode, ServerHandle, StartOptions } from "../driver.js";
 import {
   allocatableGpus,
   clusterAccessError,
@@ -90,6 +88,10 @@ export interface KindDeps {
   configDir?: string;
   /** How long the device plugin may take to advertise the GPUs. */
   gpuWaitMs?: number;
+  /** Each step of a start, as it happens. */
+  onProgress?: (p: KindProgress) => void;
+  /** Each line Triton writes, as it is copied into the log file. */
+  onLogLine?: (line: string) => void;
 }
 
 export interface KindStarted {
@@ -109,14 +111,8 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
  * repository reaching the pod through the worker node's mount of the state folder, and
  * port-forwarded to this machine.
  */
-export class KindRuntime implements Runtime {
-  readonly kind = "kind" as const;
+export class KindRuntime {
   readonly tools: KindTools;
-  private planned: KindPlan | undefined;
-  /** The cluster and objects the last start() set up. */
-  started: KindStarted | undefined;
-  onProgress: ((p: KindProgress) => void) | undefined;
-  onLogLine: ((line: string) => void) | undefined;
 
   constructor(
     readonly docker: Docker,
@@ -126,13 +122,9 @@ export class KindRuntime implements Runtime {
     this.tools = deps.tools ?? new KindTools(undefined, env);
   }
 
-  capabilities(): RuntimeCapabilities {
-    return { backends: [...RUNTIME_BACKENDS.kind], gpu: this.planned ? this.planned.gpus !== 0 : true };
-  }
-
   private progress(step: KindStep, message: string): void {
     log.info(message, { step });
-    this.onProgress?.({ step, message });
+    this.deps.onProgress?.({ step, message });
   }
 
   /** The tools, the daemon, and Docker's NVIDIA runtime when GPUs are wanted. */
@@ -175,7 +167,7 @@ export class KindRuntime implements Runtime {
       }
     }
     await ensureImage(this.docker, input.image, { ...(onPull ? { onProgress: onPull } : {}) });
-    this.planned = {
+    return {
       input,
       cluster,
       context: contextOf(cluster),
@@ -183,12 +175,10 @@ export class KindRuntime implements Runtime {
       daemon: daemonAddress(this.env),
       ...(existing ? { existing } : {}),
     };
-    return this.planned;
   }
 
-  async start(o: StartOptions): Promise<ServerHandle> {
-    const plan = this.planned;
-    if (!plan) throw new BugError("KindRuntime.start() before plan()");
+  /** Creates (or reuses) the cluster `plan()` settled on, applies the Deployment and port-forwards to it. */
+  async start(plan: KindPlan, o: StartOptions): Promise<KindStarted> {
     const { input, cluster, context } = plan;
     const created = !plan.existing;
     const keep = input.keepCluster || !!plan.existing?.keep;
@@ -246,7 +236,7 @@ export class KindRuntime implements Runtime {
       );
       this.progress("apply", `applying ${describeObjects(objects)} in namespace ${NAMESPACE}`);
       applied = true;
-      await this.apply(context, objects);
+      await this.apply(plan.cluster, context, objects);
       const record: KindRecord = {
         cluster,
         context,
@@ -271,7 +261,7 @@ export class KindRuntime implements Runtime {
         logFile: o.logFile,
         runDir: o.runDir,
         resume: false,
-        ...(this.onLogLine ? { onLogLine: this.onLogLine } : {}),
+        ...(this.deps.onLogLine ? { onLogLine: this.deps.onLogLine } : {}),
       });
       await connection.start();
       this.progress("pod", "waiting for the Triton pod to start");
@@ -286,8 +276,7 @@ export class KindRuntime implements Runtime {
       );
       await connection.forward();
       const handle = kindHandle(this, connection, record, o, input.stateDir);
-      this.started = { handle, record };
-      return handle;
+      return { handle, record };
     } catch (err) {
       await connection?.stop().catch(() => {});
       await this.undo({ cluster, context, created, keep, applied, kinds, runId: o.runId }).catch((e: unknown) =>
@@ -359,7 +348,7 @@ export class KindRuntime implements Runtime {
           );
         });
       this.progress("gpu", "installing the nvidia RuntimeClass and the NVIDIA device plugin");
-      await this.apply(context, [
+      await this.apply(plan.cluster, context, [
         ...readKindManifest(KIND_CONFIG_FILES.runtimeClass, this.deps.configDir),
         ...readKindManifest(KIND_CONFIG_FILES.devicePlugin, this.deps.configDir),
       ]);
@@ -401,11 +390,11 @@ export class KindRuntime implements Runtime {
     return out.trim().length > 0;
   }
 
-  private async apply(context: string, objects: K8sObject[]): Promise<void> {
+  private async apply(cluster: string, context: string, objects: K8sObject[]): Promise<void> {
     try {
       await this.tools.kubectl(context, ["apply", "--filename=-"], { input: toYaml(objects), timeoutMs: 120_000 });
     } catch (err) {
-      const access = clusterAccessError(err, this.planned!.cluster);
+      const access = clusterAccessError(err, cluster);
       if (access) throw access;
       throw new KindStartError(
         `kubectl apply refused the Triton objects: ${err instanceof ToolCommandError ? lastLines(err.stderr, 4) : (err as Error).message}`,
@@ -492,4 +481,8 @@ function kindHandle(
       return stopping;
     },
   };
+}
+
+function endpointsFor(host: string, ports: Ports): Endpoints {
+  return { http: `${host}:${ports.http}`, grpc: `${host}:${ports.grpc}`, metrics: `${host}:${ports.metrics}` };
 }

@@ -1,4 +1,4 @@
-import type { KindRecord } from "../../state/run-state.js";
+import type { KindRecord } from "./record.js";
 import { runSelector } from "./settings.js";
 import { KindTools } from "./tools.js";
 

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import path from "node:path";
 import { BugError, UsageError } from "../../errors.js";
 import type { GpuRequest } from "../docker/settings.js";
-import type { StartOptions } from "../runtime.js";
+import type { StartOptions } from "../driver.js";
 import { MANAGED_NODE_LABEL } from "./kind-config.js";
 import type { ManifestOptions } from "../../k8s/manifests.js";
 
@@ -94,16 +94,6 @@ export function stateLabel(stateDir: string): string {
   return createHash("sha256").update(path.resolve(stateDir)).digest("hex").slice(0, 16);
 }
 
-/** tritonserver flags beyond the renderer's. */
-export function extraServerArgs(): string[] {
-  return [
-    // Poll mode's outcomes (loaded, failed) are read from the log at info level.
-    "--log-info=true",
-    // Inside Kubernetes' 30 s termination grace: models unload, stubs end, then the pod goes.
-    "--exit-timeout-secs=10",
-  ];
-}
-
 export interface KindManifestInput {
   image: string;
   gpus: number;
@@ -137,7 +127,10 @@ export function manifestOptions(o: StartOptions, k: KindManifestInput): Manifest
     // many gigabytes and needs a login), so a missing image is a clear ErrImageNeverPull.
     imagePullPolicy: "Never",
     nodeSelector: { ...MANAGED_NODE_LABEL },
-    extraArgs: extraServerArgs(),
+    // Poll mode's outcomes (loaded, failed) are read from the log at info level.
+    logInfo: true,
+    // Inside Kubernetes' 30 s termination grace: models unload, stubs end, then the pod goes.
+    exitTimeoutSecs: 10,
   };
 }
 

@@ -2,7 +2,7 @@ import path from "node:path";
 import type Docker from "dockerode";
 import { log as rootLog } from "../../log/logger.js";
 import { findProcesses } from "../../state/process.js";
-import type { KindRecord } from "../../state/run-state.js";
+import type { KindRecord } from "./record.js";
 import { deleteCluster, inspectOurCluster, listClusters, workerContainer, sameDir } from "./cluster.js";
 import { contextOf, NAMESPACE, OBJECT_KINDS, RUN_LABEL, runSelector } from "./settings.js";
 import { ToolMissingError, type KindTools } from "./tools.js";

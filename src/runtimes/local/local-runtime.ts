@@ -1,7 +1,8 @@
 import fs from "node:fs";
 import { spawn, type ChildProcess } from "node:child_process";
 import { log as rootLog } from "../../log/logger.js";
-import type { Runtime, RuntimeCapabilities, ServerHandle, StartOptions } from "../runtime.js";
+import { serverArgs } from "../../triton/server-args.js";
+import type { ServerHandle, StartOptions } from "../driver.js";
 import type { LocalEnvironment } from "./environment.js";
 import { stopProcessGroup } from "./process-group.js";
 
@@ -9,35 +10,19 @@ const log = rootLog.child("local");
 
 export type SpawnFn = typeof spawn;
 
-/** The tritonserver command line for a run; kept separate so it can be unit-tested and shown by --dry-run. */
-export function serverArgs(env: Pick<LocalEnvironment, "backendDir">, o: StartOptions): string[] {
-  const key = `${o.repositoryKey.header}=${o.repositoryKey.value}`;
-  return [
-    `--model-repository=${o.repository}`,
-    `--backend-directory=${env.backendDir}`,
-    `--model-control-mode=${o.reload}`,
-    ...(o.reload === "poll" ? [`--repository-poll-secs=${o.pollSecs}`] : ["--load-model=*"]),
-    `--http-address=${o.host}`,
-    `--http-port=${o.ports.http}`,
-    `--grpc-address=${o.host}`,
-    `--grpc-port=${o.ports.grpc}`,
-    `--metrics-address=${o.host}`,
-    `--metrics-port=${o.ports.metrics}`,
-    "--allow-metrics=true",
-    // Latency summaries (quantiles): the dashboard's p99 queue latency and the article's p95
-    // compute latency need them, since Triton exports no latency histograms.
-    "--metrics-config=summary_latencies=true",
-    // One broken model must not take the whole server down while the user iterates.
-    "--exit-on-error=false",
-    "--exit-timeout-secs=10",
-    `--http-restricted-api=model-repository:${key}`,
-    `--grpc-restricted-protocol=model-repository:${key}`,
-    "--log-info=true",
-    // The python backend spends a fixed second of every model load on auto-complete (a stub
-    // started only to call auto_complete_config, then a 1 s sleep); the session turns it off
-    // when no model of the repository needs it.
-    ...(o.autoCompleteConfig === false ? ["--disable-auto-complete-config"] : []),
-  ];
+/** The tritonserver command line for a run; kept separate so it can be unit-tested. */
+export function localServerArgs(env: Pick<LocalEnvironment, "backendDir">, o: StartOptions): string[] {
+  return serverArgs({
+    repository: o.repository,
+    backendDir: env.backendDir,
+    reload: o.reload,
+    pollSecs: o.pollSecs,
+    listen: { host: o.host, ports: o.ports },
+    repositoryKey: `${o.repositoryKey.header}=${o.repositoryKey.value}`,
+    logInfo: true,
+    exitTimeoutSecs: 10,
+    ...(o.autoCompleteConfig === false ? { autoCompleteConfig: false } : {}),
+  });
 }
 
 export function serverEnv(e: LocalEnvironment, base: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
@@ -61,8 +46,7 @@ export interface LocalRuntimeOptions {
 }
 
 /** Triton as a local process: the tritonserver binary of the nvidia-pytriton wheel. */
-export class LocalRuntime implements Runtime {
-  readonly kind = "local" as const;
+export class LocalRuntime {
   private readonly environment: LocalEnvironment;
   private readonly env: NodeJS.ProcessEnv;
   private readonly spawnFn: SpawnFn;
@@ -73,12 +57,8 @@ export class LocalRuntime implements Runtime {
     this.spawnFn = options.spawn ?? spawn;
   }
 
-  capabilities(): RuntimeCapabilities {
-    return { backends: ["python"], gpu: false };
-  }
-
   async start(o: StartOptions): Promise<ServerHandle> {
-    const args = serverArgs(this.environment, o);
+    const args = localServerArgs(this.environment, o);
     log.debug("starting tritonserver", { bin: this.environment.serverBin, args });
     const logFd = fs.openSync(o.logFile, "a");
     let child: ChildProcess;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { UsageError } from "../../../src/errors.js";
-import { serverArgs } from "../../../src/runtimes/local/local-runtime.js";
+import { localServerArgs } from "../../../src/runtimes/local/local-runtime.js";
 import {
   containerCommand,
   containerName,
@@ -116,7 +116,7 @@ describe("the Triton container", () => {
   });
 
   it("runs the local runtime's flags against the container's paths, plus the latency summaries", () => {
-    const local = serverArgs(
+    const local = localServerArgs(
       { backendDir: "/opt/tritonserver/backends" },
       {
         runId: "",
@@ -130,7 +130,10 @@ describe("the Triton container", () => {
         repositoryKey: key,
       },
     );
-    expect(spec.Cmd).toEqual(["tritonserver", ...local, "--metrics-config=summary_latencies=true"]);
+    expect(spec.Cmd).toEqual(["tritonserver", ...local]);
+    // One builder for every runtime: each flag once (the latency summaries were once passed twice).
+    expect(new Set(spec.Cmd as string[]).size).toBe((spec.Cmd as string[]).length);
+    expect(spec.Cmd).toContain("--metrics-config=summary_latencies=true");
     expect(spec.Cmd).toContain("--exit-on-error=false");
     expect(spec.Cmd).toContain("--model-control-mode=poll");
     expect(spec.Cmd).toContain("--http-restricted-api=model-repository:triton-dev-key=s3cret");

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { serverArgs } from "../../../src/runtimes/local/local-runtime.js";
-import type { StartOptions } from "../../../src/runtimes/runtime.js";
+import { localServerArgs as serverArgs } from "../../../src/runtimes/local/local-runtime.js";
+import type { StartOptions } from "../../../src/runtimes/driver.js";
 
 const base: StartOptions = {
   runId: "r",

@@ -1,0 +1,232 @@
+import path from "node:path";
+import type Docker from "dockerode";
+import { UserError } from "../../errors.js";
+import { log as rootLog } from "../../log/logger.js";
+import { requireFreePorts } from "../../net/ports.js";
+import { tailLinesSync } from "../../state/log-file.js";
+import type { RunState } from "../../state/run-state.js";
+import type { AttachedRun, Leftovers, PlannedRun, RuntimeDriver } from "../driver.js";
+import { refuseForeignFlags } from "../flags.js";
+import { connectDocker, requireDaemon } from "./client.js";
+import { DockerRuntime, findOurs, removeRun } from "./docker-runtime.js";
+import { isShmError, shmHint } from "./hints.js";
+import { dockerRunAlive } from "./liveness.js";
+import { followLogs } from "./logs.js";
+import { parseDockerRecord, type DockerRecord } from "./record.js";
+import {
+  DEFAULT_IMAGE,
+  DEFAULT_SHM_BYTES,
+  containerName,
+  formatGpus,
+  isOurs,
+  LABEL,
+  parseGpus,
+  parseSize,
+  type GpuRequest,
+} from "./settings.js";
+
+const log = rootLog.child("docker");
+
+export interface DockerOptions {
+  image: string;
+  /** `auto`: every GPU when the daemon has the NVIDIA runtime, else none. */
+  gpus: GpuRequest | "auto";
+  shmBytes: number;
+  /** Prometheus and Grafana beside Triton (compose/'s files). */
+  monitoring: boolean;
+}
+
+export interface DockerDriverDeps {
+  connect?: (env: NodeJS.ProcessEnv) => Docker;
+  detectGpus?: () => Promise<number | undefined>;
+}
+
+/** A server that exited during start because /dev/shm was too small gets the fix. */
+export function shmStartHint(logFile: string, shmBytes: number): string | undefined {
+  return tailLinesSync(logFile, 40).some(isShmError) ? shmHint(shmBytes) : undefined;
+}
+
+/** Triton in a container of the NGC image (or a compatible one), through the Docker Engine API. */
+export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<DockerOptions> {
+  const connect = deps.connect ?? connectDocker;
+  return {
+    kind: "docker",
+    options(flags) {
+      refuseForeignFlags("docker", flags);
+      return {
+        image: flags.image ?? DEFAULT_IMAGE,
+        gpus: flags.gpus ? parseGpus(flags.gpus) : "auto",
+        shmBytes: flags.shmSize ? parseSize(flags.shmSize) : DEFAULT_SHM_BYTES,
+        monitoring: flags.monitoring ?? false,
+      };
+    },
+    async plan(input, options, ctx): Promise<PlannedRun> {
+      const rt = new DockerRuntime(connect(ctx.env), ctx.env, deps.detectGpus ? { detectGpus: deps.detectGpus } : {});
+      const gpus = options.gpus === "auto" ? await rt.autoGpus() : options.gpus;
+      const plan = await rt.plan(
+        {
+          image: options.image,
+          gpus,
+          shmBytes: options.shmBytes,
+          monitoring: options.monitoring,
+          modelsDir: input.modelsDir,
+          runsDir: ctx.paths.runsDir,
+          ports: input.ports,
+          host: input.host,
+          reload: input.reload,
+          pollSecs: input.pollSecs,
+          repositoryKeyHeader: input.repositoryKeyHeader,
+        },
+        (p) => ctx.emit({ type: "pull", ...p }),
+      );
+      if (!plan.reuse) {
+        await rt.removeReplaced(plan);
+        await requireFreePorts(input.ports, input.host);
+      }
+      return {
+        ...(plan.reuse ? { reuse: { runId: plan.reuse.runId, runDir: plan.reuse.runDir, key: plan.reuse.key } } : {}),
+        gpus: gpus.kind === "none" ? 0 : undefined,
+        gpuSkipReason: "it needs a GPU (KIND_GPU) and this container has none (--gpus none)",
+        // The image's own Triton starts with auto-complete on; its settings are part of the container's.
+        canDisableAutoComplete: false,
+        async start(o) {
+          let shmHinted = false;
+          const started = await rt.start(plan, o, {
+            onLogLine: (line) => {
+              if (!shmHinted && isShmError(line)) {
+                shmHinted = true;
+                ctx.emit({ type: "hint", message: shmHint(options.shmBytes) });
+              }
+            },
+          });
+          ctx.emit({
+            type: "container",
+            action: plan.reuse ? "reattached" : "created",
+            name: plan.name,
+            id: started.containerId,
+            image: plan.settings.image,
+            ...(plan.replace ? { replaced: plan.replace.reason } : {}),
+          });
+          if (started.monitoring) {
+            const m = started.monitoring;
+            ctx.emit({ type: "monitoring", prometheus: m.prometheus, grafana: m.grafana });
+          }
+          const record: DockerRecord = {
+            containerId: started.containerId,
+            containerName: plan.name,
+            image: plan.settings.image,
+            daemon: plan.daemon,
+            gpus: formatGpus(gpus),
+            shmBytes: options.shmBytes,
+            ...(started.monitoring
+              ? { monitoring: { prometheus: started.monitoring.prometheus, grafana: started.monitoring.grafana } }
+              : {}),
+          };
+          return {
+            handle: started.handle,
+            executable: "tritonserver",
+            record,
+            ...(started.memlockRefused
+              ? {
+                  notices: [
+                    `the Docker daemon may not lift the locked-memory limit here (memlock=-1 refused: ${started.memlockRefused.slice(0, 160)}); Triton runs with the daemon's limit, which only matters for pinned memory with GPUs. Rootful Docker allows it.`,
+                  ],
+                }
+              : {}),
+          };
+        },
+        startHint: (logFile) => shmStartHint(logFile, options.shmBytes),
+      };
+    },
+    attach(state: RunState, ctx): AttachedRun {
+      const rec = parseDockerRecord(state.runtimeRecord, ctx.paths.runFile);
+      const env = { DOCKER_HOST: rec.daemon };
+      return {
+        state,
+        alive: () => dockerRunAlive({ runId: state.runId, docker: rec }),
+        describe: () => ({
+          where: `container ${rec.containerName}`,
+          goneWhat: `the container ${rec.containerName}`,
+          lines: [["image", `${rec.image} (gpus ${rec.gpus}, /dev/shm ${Math.round(rec.shmBytes / 1024 ** 2)} MiB)`]],
+          json: {
+            container: {
+              name: rec.containerName,
+              id: rec.containerId,
+              image: rec.image,
+              gpus: rec.gpus,
+              shmBytes: rec.shmBytes,
+            },
+            ...(rec.monitoring ? { monitoring: rec.monitoring } : {}),
+          },
+          ...(rec.monitoring ? { monitoring: rec.monitoring } : {}),
+        }),
+        // `up` again for the same project's detached container hands it over to the new `up`:
+        // the container is reattached (same settings) or recreated (changed ones).
+        handsOverTo: (kind, modelsDir) => kind === "docker" && rec.containerName === containerName(modelsDir),
+        async stop(graceMs) {
+          const docker = connect(env);
+          try {
+            await requireDaemon(docker, env);
+          } catch (err) {
+            throw new UserError(`cannot stop container ${rec.containerName}: ${(err as Error).message}`, {
+              hint: (err as UserError).hint,
+              cause: err,
+            });
+          }
+          const info = await docker
+            .getContainer(rec.containerId)
+            .inspect()
+            .catch(() => undefined);
+          // A container of that id without our labels is not ours to remove, whatever the record says.
+          const extra = info && isOurs(info.Config.Labels) ? [info.Id] : [];
+          await removeRun(docker, state.runId, path.dirname(state.runDir), extra, Math.round(graceMs / 1000));
+          return {
+            what: `container ${rec.containerName}, removed`,
+            staleWhat: `pid ${state.pid}`,
+            json: { container: rec.containerName },
+          };
+        },
+        async supervise() {
+          // A container writes its log to the daemon; while the run is detached the watcher copies
+          // it into the log file, from where the foreground `up` stopped, for `logs` and reload.
+          const container = connect(env).getContainer(rec.containerId);
+          const logs = await followLogs(container, {
+            logFile: state.logFile,
+            runDir: state.runDir,
+            resume: true,
+          }).catch((err: unknown) => {
+            log.warn("could not follow the container's log", { error: String(err) });
+            return undefined;
+          });
+          // The container reads the store read-only, so nothing is precompiled for its Python.
+          return { stop: async () => void (await logs?.stop()) };
+        },
+      };
+    },
+    async cleanup(keep, graceMs, ctx): Promise<Leftovers> {
+      const none: Leftovers = { json: { orphanContainers: [] }, lines: [] };
+      const docker = connect(ctx.env);
+      try {
+        await requireDaemon(docker, ctx.env, 1_500);
+      } catch {
+        return none;
+      }
+      const ours = await findOurs(docker, { runsDir: ctx.paths.runsDir }).catch(() => []);
+      const removed: string[] = [];
+      for (const runId of new Set(ours.map((c) => c.Labels[LABEL.runId] ?? ""))) {
+        if (runId === keep?.runId) continue;
+        const names = ours
+          .filter((c) => c.Labels[LABEL.runId] === runId)
+          .map((c) => (c.Names[0] ?? c.Id).replace(/^\//, ""));
+        await removeRun(docker, runId, ctx.paths.runsDir, [], Math.round(graceMs / 1000));
+        removed.push(...names);
+      }
+      return {
+        json: { orphanContainers: removed },
+        lines: removed.length ? [`removed ${removed.length} leftover container(s) of ours: ${removed.join(", ")}`] : [],
+      };
+    },
+  };
+}
+
+export const dockerDriver = createDockerDriver();

@@ -1,0 +1,182 @@
+/**
+ * The seam between `up` (src/session/) and the places Triton runs. One driver per runtime folder
+ * (local/driver.ts, docker/driver.ts, kind/driver.ts), loaded on demand through registry.ts, owns
+ * everything runtime-specific: its options, what can fail before anything exists (plan), the
+ * started run, its part of the run record, re-attaching to a recorded run (status, down, the
+ * detached run's watcher, liveness) and cleaning up what crashed runs left.
+ *
+ * Lifecycle states are types, as in testcontainers: `plan()` returns a PlannedRun whose `start()`
+ * returns a StartedRun; nothing is read back from the driver afterwards.
+ */
+import type { Paths } from "../config/paths.js";
+import type { RunState } from "../state/run-state.js";
+import type { RuntimeFlags, RuntimeKind } from "./kinds.js";
+import type { LayerProgress, PullSnapshot } from "./docker/image.js";
+import type { SetupProgress } from "./local/environment.js";
+
+export type { RuntimeFlags, RuntimeKind } from "./kinds.js";
+export type ReloadMode = "poll" | "explicit";
+
+export interface Endpoints {
+  http: string;
+  grpc: string;
+  metrics: string;
+}
+
+export interface Ports {
+  http: number;
+  grpc: number;
+  metrics: number;
+}
+
+/** What a driver reports while it plans, starts or stops; `up` prints these or shows them in the dashboard. */
+export type RuntimeEvent =
+  /** The managed environment being installed (local runtime's first use). */
+  | { type: "setup"; progress: SetupProgress }
+  /** Image pull progress, one event per change of a layer. */
+  | ({ type: "pull"; changed?: LayerProgress; phaseChanged?: boolean } & PullSnapshot)
+  /** The container this run uses. */
+  | { type: "container"; action: "created" | "reattached"; name: string; id: string; image: string; replaced?: string }
+  | { type: "monitoring"; prometheus: string; grafana: string }
+  /** A step of a longer start (kind: the cluster, image load, objects, pod, port-forward). */
+  | { type: "progress"; runtime: RuntimeKind; step: string; message: string }
+  /** Advice for a problem Triton reported in its log (e.g. /dev/shm too small). */
+  | { type: "hint"; message: string };
+
+export interface DriverContext {
+  paths: Paths;
+  env: NodeJS.ProcessEnv;
+  emit: (e: RuntimeEvent) => void;
+}
+
+/** What every runtime is asked for, whatever else it takes. */
+export interface PlanInput {
+  modelsDir: string;
+  ports: Ports;
+  host: string;
+  reload: ReloadMode;
+  pollSecs: number;
+  /** How long the server may take to start (`--timeout`). */
+  readyTimeoutMs: number;
+  repositoryKeyHeader: string;
+}
+
+export interface StartOptions {
+  runId: string;
+  runDir: string;
+  /** The repository Triton serves (our staging copy, never the user's folder). */
+  repository: string;
+  ports: Ports;
+  host: string;
+  reload: ReloadMode;
+  pollSecs: number;
+  repositoryKey: { header: string; value: string };
+  logFile: string;
+  /** false: start Triton with --disable-auto-complete-config (absent: Triton's default, on). */
+  autoCompleteConfig?: boolean;
+}
+
+/** A started server. `stop()` is safe to call twice. */
+export interface ServerHandle {
+  readonly pid: number | undefined;
+  readonly endpoints: Endpoints;
+  /** Resolves when the server process exits, with its exit code or signal. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  stop(graceMs?: number): Promise<void>;
+  /** Let this CLI exit while the server keeps running (a detached run). */
+  release(): void;
+}
+
+/** Everything planning found out; nothing exists yet. */
+export interface PlannedRun {
+  /** A server of an earlier `up` that fits and keeps running (docker reattach): its run folder and key. */
+  readonly reuse?: { runId: string; runDir: string; key: string };
+  /** GPUs the server will see: 0 none, undefined when unknown (taken as some). */
+  readonly gpus: number | undefined;
+  /** Why a KIND_GPU model is left out when the server has no GPU. */
+  readonly gpuSkipReason: string;
+  /** Triton's config auto-complete may be turned off when no model needs it (it costs every python load a second). */
+  readonly canDisableAutoComplete: boolean;
+  /** Run on each staged model folder before Triton sees it (local: precompile for the stub's Python). */
+  readonly prepareStaged?: (dir: string) => Promise<void>;
+  /** Starts the server (or reattaches); cleans up what it created if that fails. */
+  start(o: StartOptions): Promise<StartedRun>;
+  /** Advice for a server that exited during start, from its log. */
+  startHint(logFile: string): string | undefined;
+}
+
+export interface StartedRun {
+  readonly handle: ServerHandle;
+  /** What liveness compares a recorded pid with (local: the tritonserver binary). */
+  readonly executable: string;
+  /** This runtime's part of the run record, validated by its driver's schema when attached again. */
+  readonly record: unknown;
+  /** Something went differently than asked, but the run is fine (e.g. memlock refused). */
+  readonly notices?: string[];
+}
+
+/** How `status` and `down` describe a run. */
+export interface RunDescription {
+  /** Short: `pid 123`, `container NAME`, `kind cluster NAME`. */
+  where: string;
+  /** What is gone when the run's server is no longer there. */
+  goneWhat: string;
+  /** Extra `status` lines, label and text. */
+  lines: Array<[string, string]>;
+  /** Extra `status --json` fields (`container`, `cluster`, `monitoring`). */
+  json: Record<string, unknown>;
+  /** Prometheus and Grafana started beside the server. */
+  monitoring?: { prometheus: string; grafana: string };
+}
+
+export interface StopReport {
+  /** Said after "stopped Triton (": what happened to the runtime's resources. */
+  what: string;
+  /** What happened to them when the server was already gone. */
+  staleWhat: string;
+  /** Extra fields of `down --json`'s `stopped` object (`container`, `cluster`). */
+  json: Record<string, unknown>;
+  /** Extra top-level fields of `down --json` (`clusterDeleted`). */
+  summary?: Record<string, unknown>;
+}
+
+/** What a detached run's watcher needs from the runtime while the run lasts. */
+export interface Supervision {
+  prepareStaged?: (dir: string) => Promise<void>;
+  /** Resolves when the run ends on its own (kind: the Deployment is gone); absent: the watcher polls liveness. */
+  ended?: Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** A recorded run, found again from another process. */
+export interface AttachedRun {
+  readonly state: RunState;
+  alive(): Promise<boolean>;
+  describe(): RunDescription;
+  /** Whether a new `up` of `kind` for `modelsDir` takes this (detached) run over instead of refusing. */
+  handsOverTo(kind: RuntimeKind, modelsDir: string): boolean;
+  /** `down`: stop the server and remove what the run created (safe when it is already gone). */
+  stop(graceMs: number): Promise<StopReport>;
+  /** Resume the runtime's part of a detached run in the watcher process. */
+  supervise(): Promise<Supervision>;
+}
+
+/** What `down` found left by crashed runs and removed. */
+export interface Leftovers {
+  /** `down --json` keys, each with what was removed. */
+  json: Record<string, Array<string | number>>;
+  /** One line each, for what was found. */
+  lines: string[];
+}
+
+export interface RuntimeDriver<Options = unknown> {
+  readonly kind: RuntimeKind;
+  /** The runtime's flags of `up`, defaults filled in; a flag it does not take is refused. */
+  options(flags: RuntimeFlags): Options;
+  /** Everything that can fail before anything exists: prerequisites, image, cluster, GPUs, ports, reuse. */
+  plan(input: PlanInput, options: Options, ctx: DriverContext): Promise<PlannedRun>;
+  /** A recorded run of this runtime; its part of the record is validated here. */
+  attach(state: RunState, ctx: Omit<DriverContext, "emit">): AttachedRun;
+  /** Remove what crashed runs of this state folder left (never the run `keep`); quiet when the runtime is absent. */
+  cleanup(keep: RunState | undefined, graceMs: number, ctx: Omit<DriverContext, "emit">): Promise<Leftovers>;
+}

@@ -1,0 +1,222 @@
+import type Docker from "dockerode";
+import { UserError } from "../../errors.js";
+import { log as rootLog } from "../../log/logger.js";
+import { isOurProcess } from "../../state/process.js";
+import { requireFreePorts } from "../../net/ports.js";
+import type { RunState } from "../../state/run-state.js";
+import { connectDocker, requireDaemon } from "../docker/client.js";
+import { shmStartHint } from "../docker/driver.js";
+import { isShmError, shmHint } from "../docker/hints.js";
+import { DEFAULT_IMAGE, DEFAULT_SHM_BYTES, parseGpus, parseSize, type GpuRequest } from "../docker/settings.js";
+import type { AttachedRun, Leftovers, PlannedRun, RuntimeDriver } from "../driver.js";
+import { refuseForeignFlags } from "../flags.js";
+import { listClusters } from "./cluster.js";
+import { KindConnection } from "./connection.js";
+import { KindRuntime } from "./kind-runtime.js";
+import { kindRunAlive } from "./liveness.js";
+import { parseKindRecord } from "./record.js";
+import { DEFAULT_CLUSTER, parseClusterName } from "./settings.js";
+import { findOurKubectls, removeLeftovers, teardownRun, terminatePids } from "./teardown.js";
+import { KindTools } from "./tools.js";
+
+const log = rootLog.child("kind");
+
+export interface KindOptions {
+  cluster: string;
+  /** The cluster outlives the run (`--keep-cluster`). */
+  keepCluster: boolean;
+  image: string;
+  gpus: GpuRequest | "auto";
+  shmBytes: number;
+}
+
+export interface KindDriverDeps {
+  connect?: (env: NodeJS.ProcessEnv) => Docker;
+  tools?: (env: NodeJS.ProcessEnv) => KindTools;
+  /** kind-config/ to read (tests); default: the installation's. */
+  configDir?: string;
+}
+
+/**
+ * Triton in a local kind cluster: the article's Deployment and Service, applied from the same
+ * renderer as `triton-dev manifests`, port-forwarded to this machine.
+ */
+export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindOptions> {
+  const connect = deps.connect ?? connectDocker;
+  const toolsFor = deps.tools ?? ((env: NodeJS.ProcessEnv) => new KindTools(undefined, env));
+  return {
+    kind: "kind",
+    options(flags) {
+      refuseForeignFlags("kind", flags);
+      return {
+        cluster: flags.cluster ? parseClusterName(flags.cluster) : DEFAULT_CLUSTER,
+        keepCluster: flags.keepCluster ?? false,
+        image: flags.image ?? DEFAULT_IMAGE,
+        gpus: flags.gpus ? parseGpus(flags.gpus) : "auto",
+        shmBytes: flags.shmSize ? parseSize(flags.shmSize) : DEFAULT_SHM_BYTES,
+      };
+    },
+    async plan(input, options, ctx): Promise<PlannedRun> {
+      let shmHinted = false;
+      const rt = new KindRuntime(connect(ctx.env), ctx.env, {
+        tools: toolsFor(ctx.env),
+        ...(deps.configDir ? { configDir: deps.configDir } : {}),
+        onProgress: (p) => ctx.emit({ type: "progress", runtime: "kind", step: p.step, message: p.message }),
+        onLogLine: (line) => {
+          if (!shmHinted && isShmError(line)) {
+            shmHinted = true;
+            ctx.emit({ type: "hint", message: shmHint(options.shmBytes) });
+          }
+        },
+      });
+      const plan = await rt.plan(
+        {
+          ...options,
+          stateDir: ctx.paths.stateDir,
+          ports: input.ports,
+          host: input.host,
+          reload: input.reload,
+          readyTimeoutMs: input.readyTimeoutMs,
+        },
+        (p) => ctx.emit({ type: "pull", ...p }),
+      );
+      // kubectl port-forward listens on these, on this machine.
+      await requireFreePorts(input.ports, input.host);
+      return {
+        gpus: plan.gpus === 0 ? 0 : undefined,
+        gpuSkipReason:
+          "it needs a GPU (KIND_GPU) and the kind pod gets none (--gpus none, or Docker has no NVIDIA runtime)",
+        canDisableAutoComplete: false,
+        async start(o) {
+          const started = await rt.start(plan, o);
+          return { handle: started.handle, executable: "kubectl", record: started.record };
+        },
+        startHint: (logFile) => shmStartHint(logFile, options.shmBytes),
+      };
+    },
+    attach(state: RunState, ctx): AttachedRun {
+      const rec = parseKindRecord(state.runtimeRecord, ctx.paths.runFile);
+      const tools = () => toolsFor(ctx.env);
+      return {
+        state,
+        alive: () => kindRunAlive({ runId: state.runId, kind: rec }, tools()),
+        describe: () => ({
+          where: `kind cluster ${rec.cluster}`,
+          goneWhat: `the Triton Deployment in kind cluster ${rec.cluster}`,
+          lines: [
+            [
+              "cluster",
+              `${rec.cluster} (context ${rec.context}, namespace ${rec.namespace}; ${rec.keepCluster ? "kept after the run" : "deleted by `down`"})`,
+            ],
+            ["image", `${rec.image} (gpus ${rec.gpus})`],
+          ],
+          json: {
+            cluster: {
+              name: rec.cluster,
+              context: rec.context,
+              namespace: rec.namespace,
+              created: rec.created,
+              keepCluster: rec.keepCluster,
+              image: rec.image,
+              gpus: rec.gpus,
+              ...(rec.nodeContainer ? { nodeContainer: rec.nodeContainer } : {}),
+            },
+          },
+        }),
+        handsOverTo: () => false,
+        /** Its kubectl children (the watcher's, or a crashed `up`'s), then the cluster if it is not kept, else the run's objects. */
+        async stop(graceMs) {
+          // The watcher stops its port-forward and log follower on SIGTERM; it is given a moment,
+          // so that nothing of the run is left when `down` returns.
+          const deadline = Date.now() + 5_000;
+          while (
+            state.supervisorPid !== undefined &&
+            isOurProcess(state.supervisorPid, process.execPath) &&
+            Date.now() < deadline
+          )
+            await new Promise((r) => setTimeout(r, 100));
+          terminatePids(findOurKubectls(rec.cluster));
+          let deleted = false;
+          try {
+            const r = await teardownRun(
+              tools(),
+              connect({ ...ctx.env, DOCKER_HOST: rec.daemon }),
+              rec,
+              state.runId,
+              ctx.paths.stateDir,
+              graceMs,
+            );
+            deleted = r.clusterDeleted;
+          } catch (err) {
+            if (err instanceof UserError)
+              throw new UserError(`cannot clean up the kind cluster ${rec.cluster}: ${err.message}`, {
+                hint: err.hint,
+                cause: err,
+              });
+            throw err;
+          }
+          return {
+            what: `kind cluster ${rec.cluster}, ${deleted ? "deleted" : "kept; the run's objects removed"}`,
+            staleWhat: `kind cluster ${rec.cluster}${deleted ? ", now deleted" : ""}`,
+            json: { cluster: rec.cluster },
+            summary: { clusterDeleted: deleted ? rec.cluster : null },
+          };
+        },
+        async supervise() {
+          // Triton is reached through a port-forward and its log through `kubectl logs`, both
+          // handed over from the foreground `up`; they run in the watcher for as long as the run lasts.
+          const connection = new KindConnection({
+            tools: tools(),
+            cluster: rec.cluster,
+            context: rec.context,
+            namespace: rec.namespace,
+            runId: state.runId,
+            image: rec.image,
+            ports: state.ports,
+            host: state.host,
+            logFile: state.logFile,
+            runDir: state.runDir,
+            resume: true,
+          });
+          await connection.start();
+          // The foreground `up`'s port-forward may still hold the ports for a moment; it is retried.
+          await connection
+            .forward(30_000)
+            .catch((err: unknown) => log.warn("the port-forward did not start", { error: String(err) }));
+          return { ended: connection.exited.then(() => undefined), stop: () => connection.stop() };
+        },
+      };
+    },
+    async cleanup(keep, graceMs, ctx): Promise<Leftovers> {
+      const none: Leftovers = { json: { orphanClusters: [], orphanKindRuns: [], orphanKubectls: [] }, lines: [] };
+      const tools = toolsFor(ctx.env);
+      // Without kind (most runs of the other runtimes) there is nothing to look for.
+      if ((await listClusters(tools).catch(() => [])).length === 0) return none;
+      const docker = connect(ctx.env);
+      try {
+        await requireDaemon(docker, ctx.env, 1_500);
+      } catch {
+        return none;
+      }
+      const live = keep ? attachedRecord(keep, ctx.paths.runFile) : undefined;
+      const r = await removeLeftovers(tools, docker, ctx.paths.stateDir, live, graceMs);
+      const lines: string[] = [];
+      if (r.clusters.length)
+        lines.push(`deleted ${r.clusters.length} leftover kind cluster(s) of ours: ${r.clusters.join(", ")}`);
+      if (r.processes.length)
+        lines.push(`stopped ${r.processes.length} leftover kubectl process(es) of ours: pid ${r.processes.join(", ")}`);
+      if (r.runs.length)
+        lines.push(
+          `removed the objects of ${r.runs.length} finished run(s) from kept kind clusters: ${r.runs.join(", ")}`,
+        );
+      return { json: { orphanClusters: r.clusters, orphanKindRuns: r.runs, orphanKubectls: r.processes }, lines };
+    },
+  };
+}
+
+function attachedRecord(keep: RunState, runFile: string): { runId: string; cluster: string } | undefined {
+  if (keep.runtime !== "kind") return undefined;
+  return { runId: keep.runId, cluster: parseKindRecord(keep.runtimeRecord, runFile).cluster };
+}
+
+export const kindDriver = createKindDriver();

@@ -1,0 +1,87 @@
+/**
+ * The runtimes this build knows, and the facts about each that need no runtime code loaded: lint
+ * reads them to judge a repository for a runtime, the CLI to describe flags. Kept free of imports
+ * so that any room may use it; everything else about a runtime lives behind its driver.
+ */
+
+export const RUNTIME_KINDS = ["local", "docker", "kind"] as const;
+export type RuntimeKind = (typeof RUNTIME_KINDS)[number];
+
+/** `up`'s flags that only some runtimes take (the runtime's driver parses them). */
+export interface RuntimeFlags {
+  image?: string | undefined;
+  gpus?: string | undefined;
+  shmSize?: string | undefined;
+  monitoring?: boolean | undefined;
+  cluster?: string | undefined;
+  keepCluster?: boolean | undefined;
+}
+
+export const RUNTIME_FLAG_NAMES: Record<keyof RuntimeFlags, string> = {
+  image: "--image",
+  gpus: "--gpus",
+  shmSize: "--shm-size",
+  monitoring: "--monitoring",
+  cluster: "--cluster",
+  keepCluster: "--keep-cluster",
+};
+
+/** The NGC `-py3` image's backends (docker and kind run it). */
+const NGC_BACKENDS = [
+  "python",
+  "onnxruntime",
+  "tensorrt",
+  "pytorch",
+  "tensorflow",
+  "openvino",
+  "fil",
+  "dali",
+  "identity",
+  "repeat",
+  "square",
+] as const;
+
+export interface RuntimeFacts {
+  /** Backends it can load besides ensembles. */
+  backends: readonly string[];
+  /** The Triton release it always runs; undefined when the image decides. */
+  tritonVersion?: string;
+  /** What a user reads when a model's backend is not there, and what to do about it. */
+  missingBackend: (backend: string) => { message: string; hint: string };
+  /** `up`'s flags it takes. */
+  flags: readonly (keyof RuntimeFlags)[];
+}
+
+export const RUNTIME_FACTS: Record<RuntimeKind, RuntimeFacts> = {
+  // The nvidia-pytriton wheel: tritonserver 2.51 with the python backend only.
+  local: {
+    backends: ["python"],
+    tritonVersion: "2.51",
+    missingBackend: (backend) => ({
+      message: `backend '${backend}' is not in the local runtime, which has only the python backend and ensembles`,
+      hint: "Serve with --runtime docker (the NGC image has the standard backends), or wrap the model in a python backend model.",
+    }),
+    flags: [],
+  },
+  docker: {
+    backends: NGC_BACKENDS,
+    missingBackend: (backend) => ({
+      message: `backend '${backend}' is not in the docker runtime's Triton image`,
+      hint: "Use an image that contains this backend.",
+    }),
+    flags: ["image", "gpus", "shmSize", "monitoring"],
+  },
+  kind: {
+    backends: NGC_BACKENDS,
+    missingBackend: (backend) => ({
+      message: `backend '${backend}' is not in the kind runtime's Triton image`,
+      hint: "Use an image that contains this backend.",
+    }),
+    flags: ["image", "gpus", "shmSize", "cluster", "keepCluster"],
+  },
+};
+
+/** Which runtimes take a flag, for messages like "--cluster only applies to the kind runtime". */
+export function runtimesTaking(flag: keyof RuntimeFlags): RuntimeKind[] {
+  return RUNTIME_KINDS.filter((k) => RUNTIME_FACTS[k].flags.includes(flag));
+}

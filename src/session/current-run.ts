@@ -1,0 +1,24 @@
+import type { Paths } from "../config/paths.js";
+import type { AttachedRun } from "../runtimes/driver.js";
+import { attachRun } from "../runtimes/registry.js";
+import { readRunState, type RunState } from "../state/run-state.js";
+
+export interface LiveRun {
+  state: RunState;
+  /** The run's server is still the one we started: our process, our running container, our Deployment. */
+  alive: boolean;
+  run: AttachedRun;
+}
+
+/** The recorded run, attached through its runtime's driver, and whether its server still runs. */
+export async function currentRun(paths: Paths, env: NodeJS.ProcessEnv = process.env): Promise<LiveRun | undefined> {
+  const state = await readRunState(paths);
+  if (!state) return undefined;
+  const run = await attachRun(state, { paths, env });
+  return { state, alive: await run.alive(), run };
+}
+
+/** Whether a recorded run's server still runs (the detached watcher and `logs -f` poll this). */
+export async function runAlive(paths: Paths, state: RunState, env: NodeJS.ProcessEnv = process.env): Promise<boolean> {
+  return (await attachRun(state, { paths, env })).alive();
+}
