@@ -9,8 +9,9 @@ import { TritonHttpError, type TritonHttpClient } from "../triton/http-client.js
 import { autoCompleteOffDiagnostic, autoCompleteReason } from "../repo/auto-complete.js";
 import type { Diagnostic } from "../repo/diagnostics.js";
 import { lintModel, type LintOptions } from "../repo/lint.js";
+import { isIgnoredEntry, listModelDirs } from "../repo/layout.js";
 import type { EditEvent, EditPhase, EditSummary } from "./events.js";
-import { isIgnoredEntry, listModelDirs, type StagingRepository } from "./stage.js";
+import type { StagingRepository } from "./stage.js";
 import { RepositoryWatcher, type ModelChange } from "./watch.js";
 
 const log = rootLog.child("reload");

@@ -3,7 +3,7 @@ import type { Stats } from "node:fs";
 import path from "node:path";
 import { watch, type FSWatcher } from "chokidar";
 import { log as rootLog } from "../log/logger.js";
-import { isIgnoredEntry } from "./stage.js";
+import { isIgnoredEntry } from "../repo/layout.js";
 
 const log = rootLog.child("watch");
 
