@@ -9,7 +9,7 @@ import { TritonHttpError, type TritonHttpClient } from "../triton/http-client.js
 import { autoCompleteOffDiagnostic, autoCompleteReason } from "../repo/auto-complete.js";
 import type { Diagnostic } from "../repo/diagnostics.js";
 import { lintModel, type LintOptions } from "../repo/lint.js";
-import { isIgnoredEntry, listModelDirs } from "../repo/layout.js";
+import { isIgnoredEntry, isModelDir, listModelDirs } from "../repo/layout.js";
 import type { EditEvent, EditPhase, EditSummary } from "./events.js";
 import type { StagingRepository } from "./stage.js";
 import { RepositoryWatcher, type ModelChange } from "./watch.js";
@@ -296,7 +296,8 @@ export class ReloadController {
     const forced = this.forced.delete(model);
 
     const dir = path.join(this.o.modelsDir, model);
-    if (!fs.existsSync(dir)) {
+    // Gone, or no longer a model folder (a link now pointing at a file or nowhere): the same to Triton.
+    if (!(await isModelDir(this.o.modelsDir, model))) {
       this.withdrawn.delete(model);
       if (!this.o.staging.has(model)) return;
       await this.o.staging.remove(model);
