@@ -7,6 +7,19 @@ import { isIgnoredEntry, isModelDir, listModelDirs } from "../repo/layout.js";
 
 const log = rootLog.child("watch");
 
+/**
+ * What the reload controller needs of a watcher (RepositoryWatcher, or a test's fake): one
+ * change per settled edit of a model folder, including its removal.
+ */
+export interface ModelWatcher {
+  /** Calls `listener` with every settled change from now on; the returned function stops that. */
+  onChange(listener: (c: ModelChange) => void): () => void;
+  /** Resolves once edits are being watched. */
+  start(): Promise<void>;
+  /** Stop watching; pending changes are dropped. Safe to call twice. */
+  close(): Promise<void>;
+}
+
 export interface ModelChange {
   model: string;
   /** When the first event of this settled burst arrived (ms since epoch). */
@@ -62,8 +75,9 @@ interface Pending {
  * entries (a README, a link to a file or to nothing) are not models, and changes to them are
  * not reported, unless they were a model folder until then: that is a removal.
  */
-export class RepositoryWatcher {
+export class RepositoryWatcher implements ModelWatcher {
   private watcher: FSWatcher | undefined;
+  private readonly listeners = new Set<(c: ModelChange) => void>();
   private readonly pending = new Map<string, Pending>();
   /** The model folders as last seen, to tell a removed model from an entry that never was one. */
   private readonly models = new Set<string>();
@@ -76,13 +90,17 @@ export class RepositoryWatcher {
 
   constructor(
     readonly root: string,
-    private readonly onChange: (c: ModelChange) => void,
     private readonly options: WatcherOptions = {},
   ) {
     this.settleMs = Math.max(options.settleMs ?? 150, MIN_SETTLE_MS);
     this.completeSettleMs = Math.min(Math.max(options.completeSettleMs ?? MIN_SETTLE_MS, MIN_SETTLE_MS), this.settleMs);
     this.maxWaitMs = options.maxWaitMs ?? 2_000;
     this.now = options.now ?? Date.now;
+  }
+
+  onChange(listener: (c: ModelChange) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
   }
 
   async start(): Promise<void> {
@@ -166,7 +184,7 @@ export class RepositoryWatcher {
     if (isModel) this.models.add(change.model);
     else this.models.delete(change.model);
     if (!isModel && !was) return;
-    this.onChange(change);
+    for (const l of this.listeners) l(change);
   }
 
   /** Stop watching; pending changes are dropped. Safe to call twice. */

@@ -13,6 +13,7 @@ import { autoCompleteNeeds } from "../repo/auto-complete.js";
 import { listModelDirs, requireModelRepository } from "../repo/layout.js";
 import { ReloadController } from "../reload/controller.js";
 import { StagingRepository } from "../reload/stage.js";
+import { RepositoryWatcher } from "../reload/watch.js";
 import type { DockerPlan, DockerRuntime } from "../runtimes/docker/docker-runtime.js";
 import type { KindPlan, KindRuntime } from "../runtimes/kind/kind-runtime.js";
 import { DEFAULT_CLUSTER } from "../runtimes/kind/settings.js";
@@ -103,6 +104,7 @@ export function createController(
 ): ReloadController {
   return new ReloadController({
     modelsDir: state.modelsDir,
+    watcher: new RepositoryWatcher(state.modelsDir),
     staging,
     client: clientFor(state),
     mode: state.reload,

@@ -57,7 +57,8 @@ describe("which entries of a repository are models", () => {
     expect(await fsp.readFile(path.join(snapshot, "config.pbtxt"), "utf8")).toBe(pythonConfig("linked"));
 
     const changes: ModelChange[] = [];
-    const watcher = new RepositoryWatcher(repo, (c) => changes.push(c), { settleMs: 100 });
+    const watcher = new RepositoryWatcher(repo, { settleMs: 100 });
+    watcher.onChange((c) => changes.push(c));
     await watcher.start();
     try {
       await save(path.join(outside, "linked-src", "1", "model.py"), ECHO_MODEL_PY + "\n# edited\n");
