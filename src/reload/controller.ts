@@ -9,14 +9,17 @@ import { TritonHttpError, type TritonHttpClient } from "../triton/http-client.js
 import { autoCompleteOffDiagnostic, autoCompleteReason } from "../repo/auto-complete.js";
 import type { Diagnostic } from "../repo/diagnostics.js";
 import { lintModel, type LintOptions } from "../repo/lint.js";
+import { isIgnoredEntry, isModelDir, listModelDirs } from "../repo/layout.js";
 import type { EditEvent, EditPhase, EditSummary } from "./events.js";
-import { isIgnoredEntry, listModelDirs, type StagingRepository } from "./stage.js";
-import { RepositoryWatcher, type ModelChange } from "./watch.js";
+import type { StagingRepository } from "./stage.js";
+import type { ModelChange, ModelWatcher } from "./watch.js";
 
 const log = rootLog.child("reload");
 
 export interface ReloadControllerOptions {
   modelsDir: string;
+  /** Reports the edits of `modelsDir`; the controller starts and closes it. */
+  watcher: ModelWatcher;
   staging: StagingRepository;
   client: TritonHttpClient;
   mode: "poll" | "explicit";
@@ -28,7 +31,6 @@ export interface ReloadControllerOptions {
   /** Where the last edit of each model is kept for `status --json` from another shell. */
   editsFile?: string;
   loadTimeoutMs?: number;
-  settleMs?: number;
   /**
    * Whether Triton runs with config auto-complete (default true). When the run turned it off,
    * a model saved later that needs it is loaded with a warning saying so.
@@ -72,7 +74,8 @@ export async function hashModelDir(dir: string): Promise<string | undefined> {
  * one edit at a time per model. A refused or failed edit leaves the last good version serving.
  */
 export class ReloadController {
-  private watcher: RepositoryWatcher | undefined;
+  private stopListening: (() => void) | undefined;
+  private closing: Promise<void> | undefined;
   private nextId = 1;
   private readonly running = new Map<string, Promise<void>>();
   private readonly dirty = new Map<string, ModelChange>();
@@ -171,8 +174,8 @@ export class ReloadController {
   }
 
   async start(): Promise<void> {
-    this.watcher = new RepositoryWatcher(this.o.modelsDir, (c) => this.enqueue(c), { settleMs: this.o.settleMs });
-    await this.watcher.start();
+    this.stopListening = this.o.watcher.onChange((c) => this.enqueue(c));
+    await this.o.watcher.start();
     await this.reconcile();
   }
 
@@ -224,11 +227,16 @@ export class ReloadController {
     while (this.running.size > 0) await Promise.all([...this.running.values()]);
   }
 
-  async close(): Promise<void> {
-    this.closed = true;
-    await this.watcher?.close();
-    this.watcher = undefined;
-    await this.idle();
+  /** Stop watching and wait for the edit in progress; later changes are ignored. Safe to call twice. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      this.closed = true;
+      this.stopListening?.();
+      this.stopListening = undefined;
+      await this.o.watcher.close();
+      await this.idle();
+    })();
+    return this.closing;
   }
 
   private enqueue(change: ModelChange): void {
@@ -295,7 +303,8 @@ export class ReloadController {
     const forced = this.forced.delete(model);
 
     const dir = path.join(this.o.modelsDir, model);
-    if (!fs.existsSync(dir)) {
+    // Gone, or no longer a model folder (a link now pointing at a file or nowhere): the same to Triton.
+    if (!(await isModelDir(this.o.modelsDir, model))) {
       this.withdrawn.delete(model);
       if (!this.o.staging.has(model)) return;
       await this.o.staging.remove(model);

@@ -1,62 +1,11 @@
-import fs from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
-import { UserError } from "../errors.js";
+import { isIgnoredEntry, listModelDirs } from "../repo/layout.js";
 
 /**
- * Files that never reach the served repository: editor swap and backup files, VCS folders,
- * Python caches and every dotfile. Triton would otherwise treat them as changes (poll mode) or
- * trip on them.
+ * `src` may itself be a link to a directory (a symlinked model folder): the snapshot holds copies
+ * of the files, so editing the link's target changes nothing served until the watcher sees it.
  */
-export function isIgnoredEntry(name: string): boolean {
-  if (name.startsWith(".")) return true;
-  if (name === "__pycache__" || name === "node_modules") return true;
-  if (name.endsWith("~") || name.endsWith(".swp") || name.endsWith(".swo") || name.endsWith(".swx")) return true;
-  if (name.startsWith("#") && name.endsWith("#")) return true;
-  if (name.endsWith(".tmp") || name.endsWith(".pyc") || name.endsWith(".orig") || name.endsWith(".bak")) return true;
-  if (/^4913$/.test(name)) return true; // vim's write-test file
-  return false;
-}
-
-/** The model folders of a repository (directories not ignored), sorted by name. */
-export async function listModelDirs(repo: string): Promise<string[]> {
-  const entries = await fsp.readdir(repo, { withFileTypes: true });
-  return entries
-    .filter((e) => e.isDirectory() && !isIgnoredEntry(e.name))
-    .map((e) => e.name)
-    .sort();
-}
-
-/**
- * Checks that `dir` is a model repository we can serve and returns its model names.
- * A missing or empty repository is the user's to fix, so the message says how.
- */
-export async function requireModelRepository(dir: string): Promise<string[]> {
-  let st: fs.Stats;
-  try {
-    st = await fsp.stat(dir);
-  } catch {
-    throw new UserError(`model repository ${dir} does not exist`, {
-      hint: "Pass the folder holding your models with `--models DIR`, or create a model with `triton-dev init DIR`.",
-    });
-  }
-  if (!st.isDirectory()) {
-    throw new UserError(`model repository ${dir} is not a folder`, {
-      hint: "Pass the folder that holds one sub-folder per model with `--models DIR`.",
-    });
-  }
-  const models = await listModelDirs(dir);
-  if (models.length === 0) {
-    throw new UserError(`model repository ${dir} holds no models`, {
-      hint:
-        "A model is a folder with config.pbtxt and a version folder (e.g. mymodel/config.pbtxt and mymodel/1/model.py). Create one with `triton-dev init " +
-        dir +
-        "`.",
-    });
-  }
-  return models;
-}
-
 async function copyTree(src: string, dst: string): Promise<void> {
   await fsp.mkdir(dst, { recursive: true });
   for (const e of await fsp.readdir(src, { withFileTypes: true })) {

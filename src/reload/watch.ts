@@ -3,9 +3,22 @@ import type { Stats } from "node:fs";
 import path from "node:path";
 import { watch, type FSWatcher } from "chokidar";
 import { log as rootLog } from "../log/logger.js";
-import { isIgnoredEntry } from "./stage.js";
+import { isIgnoredEntry, isModelDir, listModelDirs } from "../repo/layout.js";
 
 const log = rootLog.child("watch");
+
+/**
+ * What the reload controller needs of a watcher (RepositoryWatcher, or a test's fake): one
+ * change per settled edit of a model folder, including its removal.
+ */
+export interface ModelWatcher {
+  /** Calls `listener` with every settled change from now on; the returned function stops that. */
+  onChange(listener: (c: ModelChange) => void): () => void;
+  /** Resolves once edits are being watched. */
+  start(): Promise<void>;
+  /** Stop watching; pending changes are dropped. Safe to call twice. */
+  close(): Promise<void>;
+}
 
 export interface ModelChange {
   model: string;
@@ -55,10 +68,19 @@ interface Pending {
 /**
  * Watches a model repository and reports, per model, one change per settled burst of events:
  * an editor's temp-file-and-rename save, or twenty saves in 200 ms, become one change.
+ *
+ * Model folders are those `listModelDirs` lists. A model folder that is a symbolic link to a
+ * directory is watched through the link (chokidar follows links, `followSymlinks`, and reports
+ * what happens in the target under the link's path), so a save in the target reloads it. Other
+ * entries (a README, a link to a file or to nothing) are not models, and changes to them are
+ * not reported, unless they were a model folder until then: that is a removal.
  */
-export class RepositoryWatcher {
+export class RepositoryWatcher implements ModelWatcher {
   private watcher: FSWatcher | undefined;
+  private readonly listeners = new Set<(c: ModelChange) => void>();
   private readonly pending = new Map<string, Pending>();
+  /** The model folders as last seen, to tell a removed model from an entry that never was one. */
+  private readonly models = new Set<string>();
   /** Inode of every watched file, to tell a file replaced by rename from one written in place. */
   private readonly inodes = new Map<string, number>();
   private readonly settleMs: number;
@@ -68,7 +90,6 @@ export class RepositoryWatcher {
 
   constructor(
     readonly root: string,
-    private readonly onChange: (c: ModelChange) => void,
     private readonly options: WatcherOptions = {},
   ) {
     this.settleMs = Math.max(options.settleMs ?? 150, MIN_SETTLE_MS);
@@ -77,11 +98,20 @@ export class RepositoryWatcher {
     this.now = options.now ?? Date.now;
   }
 
+  onChange(listener: (c: ModelChange) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
   async start(): Promise<void> {
-    await this.recordInodes(this.root);
+    const models = await listModelDirs(this.root).catch(() => [] as string[]);
+    for (const m of models) this.models.add(m);
+    await Promise.all(models.map((m) => this.recordInodes(path.join(this.root, m))));
     const w = watch(this.root, {
       ignoreInitial: true,
       persistent: true,
+      // The default, spelled out: a symlinked model folder is a model (see the class comment).
+      followSymlinks: true,
       alwaysStat: true,
       usePolling: this.options.usePolling ?? false,
       ignored: (p: string) => {
@@ -141,9 +171,20 @@ export class RepositoryWatcher {
     const wait = Math.max(0, Math.min(settle, first + this.maxWaitMs - now));
     const timer = setTimeout(() => {
       this.pending.delete(model);
-      this.onChange({ model, firstEventAt: first, events });
+      void this.settled({ model, firstEventAt: first, events });
     }, wait);
     this.pending.set(model, { timer, first, events, complete: allComplete });
+  }
+
+  private async settled(change: ModelChange): Promise<void> {
+    const isModel = await isModelDir(this.root, change.model);
+    // Closed meanwhile.
+    if (!this.watcher) return;
+    const was = this.models.has(change.model);
+    if (isModel) this.models.add(change.model);
+    else this.models.delete(change.model);
+    if (!isModel && !was) return;
+    for (const l of this.listeners) l(change);
   }
 
   /** Stop watching; pending changes are dropped. Safe to call twice. */

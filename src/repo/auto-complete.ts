@@ -1,8 +1,8 @@
 import fsp from "node:fs/promises";
 import path from "node:path";
 import type { Diagnostic } from "./diagnostics.js";
+import { isIgnoredEntry } from "./layout.js";
 import type { ModelConfigJson } from "./model-config.js";
-import { isIgnoredEntry } from "../reload/stage.js";
 
 /**
  * Triton's config auto-complete (on unless `--disable-auto-complete-config`) costs every python

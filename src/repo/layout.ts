@@ -1,10 +1,24 @@
-import type { Dirent } from "node:fs";
+import type { Dirent, Stats } from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
 import { UserError } from "../errors.js";
-import { isIgnoredEntry } from "../reload/stage.js";
 
 export const CONFIG_FILE = "config.pbtxt";
+
+/**
+ * Files that never reach the served repository: editor swap and backup files, VCS folders,
+ * Python caches and every dotfile. Triton would otherwise treat them as changes (poll mode) or
+ * trip on them.
+ */
+export function isIgnoredEntry(name: string): boolean {
+  if (name.startsWith(".")) return true;
+  if (name === "__pycache__" || name === "node_modules") return true;
+  if (name.endsWith("~") || name.endsWith(".swp") || name.endsWith(".swo") || name.endsWith(".swx")) return true;
+  if (name.startsWith("#") && name.endsWith("#")) return true;
+  if (name.endsWith(".tmp") || name.endsWith(".pyc") || name.endsWith(".orig") || name.endsWith(".bak")) return true;
+  if (/^4913$/.test(name)) return true; // vim's write-test file
+  return false;
+}
 
 /** Sub-folders of a model that Triton never takes for versions (core's VersionsToLoad). */
 const NON_VERSION_DIRS = new Set(["warmup", "initial_state", "configs"]);
@@ -62,8 +76,64 @@ async function isDirectory(p: string, e: Dirent): Promise<boolean> {
   return (await kindOf(p, e)) === "dir";
 }
 
-/** Model folder names in a repository, sorted. Throws UserError when `repo` is not a folder. */
-export async function listModelNames(repo: string): Promise<string[]> {
+/**
+ * An entry of a repository that a user may take for a model folder but that is not one: a
+ * symbolic link to a file, or one that leads nowhere. Triton cannot load a model from it, so it is
+ * neither staged nor watched, and lint says why.
+ */
+export interface NotAModelFolder {
+  name: string;
+  /** Absolute path of the link. */
+  path: string;
+  /** Where the link points, as written in it. */
+  target: string;
+  why: "links to a file" | "dangling link";
+  /** For a dangling link: the error code of following it (ENOENT, ELOOP, EACCES). */
+  code?: string;
+}
+
+export interface RepositoryEntries {
+  /** Model folder names, sorted: directories, and symbolic links to directories wherever these are. */
+  models: string[];
+  /** Links that are not model folders, sorted by name. Plain files are neither (a README is no mistake). */
+  notModels: NotAModelFolder[];
+}
+
+/**
+ * The one rule for what a model folder is, which lint, `up`, staging, the watcher and the reload
+ * controller all follow: a directory, or a symbolic link that resolves to one (Triton stats the
+ * entries of its repository, so it follows links too); never an ignored name.
+ */
+async function classifyEntry(
+  repo: string,
+  name: string,
+  dirent?: Dirent,
+): Promise<"model" | "other" | NotAModelFolder> {
+  if (isIgnoredEntry(name)) return "other";
+  const p = path.join(repo, name);
+  let isLink: boolean;
+  if (dirent) {
+    if (dirent.isDirectory()) return "model";
+    isLink = dirent.isSymbolicLink();
+  } else {
+    const st = await fsp.lstat(p).catch(() => undefined);
+    if (!st) return "other";
+    if (st.isDirectory()) return "model";
+    isLink = st.isSymbolicLink();
+  }
+  if (!isLink) return "other";
+  const target = await fsp.readlink(p).catch(() => "?");
+  try {
+    if ((await fsp.stat(p)).isDirectory()) return "model";
+    return { name, path: p, target, why: "links to a file" };
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return { name, path: p, target, why: "dangling link", ...(code ? { code } : {}) };
+  }
+}
+
+/** What `listModelDirs` lists, and the links it leaves out. Throws UserError when `repo` cannot be read. */
+export async function readRepositoryEntries(repo: string): Promise<RepositoryEntries> {
   let entries: Dirent[];
   try {
     entries = await fsp.readdir(repo, { withFileTypes: true });
@@ -73,12 +143,50 @@ export async function listModelNames(repo: string): Promise<string[]> {
       cause: err,
     });
   }
-  const names: string[] = [];
-  for (const e of entries) {
-    if (isIgnoredEntry(e.name)) continue;
-    if (await isDirectory(path.join(repo, e.name), e)) names.push(e.name);
+  const kinds = await Promise.all(entries.map((e) => classifyEntry(repo, e.name, e)));
+  const models = entries.filter((_, i) => kinds[i] === "model").map((e) => e.name);
+  const notModels = kinds.filter((k): k is NotAModelFolder => typeof k === "object");
+  return { models: models.sort(), notModels: notModels.sort((a, b) => (a.name < b.name ? -1 : 1)) };
+}
+
+/** The model folders of a repository, sorted by name. Throws UserError when `repo` cannot be read. */
+export async function listModelDirs(repo: string): Promise<string[]> {
+  return (await readRepositoryEntries(repo)).models;
+}
+
+/** Whether `repo/name` is a model folder now, by the rule `listModelDirs` lists them. */
+export async function isModelDir(repo: string, name: string): Promise<boolean> {
+  return (await classifyEntry(repo, name)) === "model";
+}
+
+/**
+ * Checks that `dir` is a model repository we can serve and returns its model names.
+ * A missing or empty repository is the user's to fix, so the message says how.
+ */
+export async function requireModelRepository(dir: string): Promise<string[]> {
+  let st: Stats;
+  try {
+    st = await fsp.stat(dir);
+  } catch {
+    throw new UserError(`model repository ${dir} does not exist`, {
+      hint: "Pass the folder holding your models with `--models DIR`, or create a model with `triton-dev init DIR`.",
+    });
   }
-  return names.sort();
+  if (!st.isDirectory()) {
+    throw new UserError(`model repository ${dir} is not a folder`, {
+      hint: "Pass the folder that holds one sub-folder per model with `--models DIR`.",
+    });
+  }
+  const models = await listModelDirs(dir);
+  if (models.length === 0) {
+    throw new UserError(`model repository ${dir} holds no models`, {
+      hint:
+        "A model is a folder with config.pbtxt and a version folder (e.g. mymodel/config.pbtxt and mymodel/1/model.py). Create one with `triton-dev init " +
+        dir +
+        "`.",
+    });
+  }
+  return models;
 }
 
 export async function scanModel(repo: string, name: string): Promise<ModelLayout> {

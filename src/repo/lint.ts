@@ -9,7 +9,7 @@ import {
   ensembleSteps,
   isEnsemble,
 } from "./ensemble.js";
-import { CONFIG_FILE, listModelNames, scanModel } from "./layout.js";
+import { CONFIG_FILE, type NotAModelFolder, readRepositoryEntries, scanModel } from "./layout.js";
 import type { ModelConfigJson } from "./model-config.js";
 import { parseModelConfig } from "./parse.js";
 import { type LintOptions, type ModelContext, Reporter, checkModel, checkRuntimeBackend } from "./rules.js";
@@ -116,8 +116,11 @@ function ensembleOrder(models: Map<string, Analysed>): string[] {
   return order;
 }
 
-async function analyseRepository(repo: string, options: LintOptions): Promise<Map<string, Analysed>> {
-  const names = await listModelNames(repo);
+async function analyseRepository(
+  repo: string,
+  options: LintOptions,
+): Promise<{ models: Map<string, Analysed>; notModels: NotAModelFolder[] }> {
+  const { models: names, notModels } = await readRepositoryEntries(repo);
   const models = new Map<string, Analysed>();
   for (const m of await Promise.all(names.map((n) => analyseModel(repo, n, options)))) models.set(m.name, m);
 
@@ -140,7 +143,7 @@ async function analyseRepository(repo: string, options: LintOptions): Promise<Ma
     }
     m.errorCount = countBySeverity(m.reporter.diagnostics).errors;
   }
-  return models;
+  return { models, notModels };
 }
 
 function toResult(models: Analysed[], repositoryDiagnostics: Diagnostic[] = []): LintResult {
@@ -161,7 +164,7 @@ function toResult(models: Analysed[], repositoryDiagnostics: Diagnostic[] = []):
   return { models: linted, repositoryDiagnostics, diagnostics: all, errorCount: errors, warningCount: warnings };
 }
 
-/** An empty repository is almost always the wrong folder; `up` refuses it too (stage.ts). */
+/** An empty repository is almost always the wrong folder; `up` refuses it too (requireModelRepository). */
 function emptyRepository(repo: string): Diagnostic {
   return {
     severity: "error",
@@ -175,6 +178,30 @@ function emptyRepository(repo: string): Diagnostic {
 }
 
 /**
+ * A link the user probably meant as a model: said, since it is silently not served otherwise. A
+ * warning, as the other models are served all the same.
+ */
+function notAModelFolder(e: NotAModelFolder): Diagnostic {
+  const where =
+    e.why === "links to a file"
+      ? "a file"
+      : e.code === "ENOENT"
+        ? "which does not exist"
+        : e.code === "ELOOP"
+          ? "which leads back to itself"
+          : `which cannot be followed (${e.code ?? "unknown error"})`;
+  return {
+    severity: "warning",
+    file: e.path,
+    line: 1,
+    column: 1,
+    message: `'${e.name}' is a symbolic link to ${e.target}, ${where}: it is not a model folder, so it is not served`,
+    hint: "Point the link at a model folder (one holding config.pbtxt and a numbered version folder), or remove it.",
+    code: e.why === "links to a file" ? "model-link-not-directory" : "model-link-dangling",
+  };
+}
+
+/**
  * Checks every model of a repository the way Triton would when loading it, plus the files around
  * the configs (version folders, model files) and the ensembles across models. Throws UserError
  * when `dir` cannot be read; everything wrong inside it is a diagnostic.
@@ -182,8 +209,11 @@ function emptyRepository(repo: string): Diagnostic {
 export async function lintRepository(dir: string, opts: LintOptions = {}): Promise<LintResult> {
   const repo = path.resolve(dir);
   const started = Date.now();
-  const models = await analyseRepository(repo, opts);
-  const result = toResult([...models.values()], models.size === 0 ? [emptyRepository(repo)] : []);
+  const { models, notModels } = await analyseRepository(repo, opts);
+  const result = toResult(
+    [...models.values()],
+    [...(models.size === 0 ? [emptyRepository(repo)] : []), ...notModels.map(notAModelFolder)],
+  );
   logger.debug("linted repository", {
     repo,
     models: models.size,
@@ -202,7 +232,7 @@ export async function lintRepository(dir: string, opts: LintOptions = {}): Promi
  */
 export async function lintModel(repoDir: string, name: string, opts: LintOptions = {}): Promise<LintResult> {
   const repo = path.resolve(repoDir);
-  const models = await analyseRepository(repo, opts);
+  const { models } = await analyseRepository(repo, opts);
   const wanted = new Set<string>();
   if (models.has(name)) wanted.add(name);
   const users = (target: string): string[] =>

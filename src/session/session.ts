@@ -8,8 +8,10 @@ import { log as rootLog } from "../log/logger.js";
 import { refusalSummary } from "../repo/diagnostics.js";
 import { lintRepository, type LintOptions, type LintResult } from "../repo/lint.js";
 import { autoCompleteNeeds } from "../repo/auto-complete.js";
+import { listModelDirs, requireModelRepository } from "../repo/layout.js";
 import { ReloadController } from "../reload/controller.js";
-import { listModelDirs, requireModelRepository, StagingRepository } from "../reload/stage.js";
+import { StagingRepository } from "../reload/stage.js";
+import { RepositoryWatcher } from "../reload/watch.js";
 import type { PlannedRun, Ports, ReloadMode, RuntimeDriver, ServerHandle, StartOptions } from "../runtimes/driver.js";
 import type { RuntimeFlags, RuntimeKind } from "../runtimes/kinds.js";
 import { chooseRuntime, loadDriver } from "../runtimes/registry.js";
@@ -64,6 +66,7 @@ export function createController(
 ): ReloadController {
   return new ReloadController({
     modelsDir: state.modelsDir,
+    watcher: new RepositoryWatcher(state.modelsDir),
     staging,
     client: clientForRun(state),
     mode: state.reload,

@@ -10,10 +10,8 @@ afterAll(removeTempRepos);
 /** A watcher whose settle windows are far apart, so which one applied shows in the timing. */
 async function watchRepo(repo: string) {
   const changes: Array<ModelChange & { at: number }> = [];
-  const w = new RepositoryWatcher(repo, (c) => changes.push({ ...c, at: Date.now() }), {
-    settleMs: 1_500,
-    completeSettleMs: 20,
-  });
+  const w = new RepositoryWatcher(repo, { settleMs: 1_500, completeSettleMs: 20 });
+  w.onChange((c) => changes.push({ ...c, at: Date.now() }));
   await w.start();
   watchers.push(w);
   return changes;
@@ -81,10 +79,8 @@ describe("RepositoryWatcher settle windows", () => {
     const file = path.join(repo, "m", "1", "model.py");
     // What a reload started at each reported change would read.
     const read: string[] = [];
-    const w = new RepositoryWatcher(repo, () => read.push(readFileSync(file, "utf8")), {
-      settleMs: 1_000,
-      completeSettleMs: 10,
-    });
+    const w = new RepositoryWatcher(repo, { settleMs: 1_000, completeSettleMs: 10 });
+    w.onChange(() => read.push(readFileSync(file, "utf8")));
     await w.start();
     watchers.push(w);
     const save = async (text: string) => {
