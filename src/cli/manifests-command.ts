@@ -5,7 +5,7 @@ import { Command, Option } from "commander";
 import { UsageError, UserError } from "../errors.js";
 import { countBySeverity, displayPath, formatDiagnostic } from "../repo/diagnostics.js";
 import { lintRepository } from "../repo/lint.js";
-import { DEFAULT_IMAGE } from "../runtimes/docker/settings.js";
+import { DEFAULT_IMAGE } from "../runtimes/kinds.js";
 import {
   DEFAULT_NAME,
   REPOSITORY_KEY_SECRET_KEY,

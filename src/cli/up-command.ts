@@ -10,9 +10,7 @@ import { stripTritonPrefix, tailLines } from "../state/log-file.js";
 import { removeRunState } from "../state/run-state.js";
 import { recordSupervisor, runSupervisor, spawnSupervisor, waitForSupervisor } from "../session/supervisor.js";
 
-import { DEFAULT_IMAGE } from "../runtimes/docker/settings.js";
-import { RUNTIME_KINDS } from "../runtimes/kinds.js";
-import { DEFAULT_CLUSTER } from "../runtimes/kind/settings.js";
+import { DEFAULT_CLUSTER, DEFAULT_IMAGE, RUNTIME_KINDS } from "../runtimes/kinds.js";
 import { parsePort, parsePositiveInt } from "./options.js";
 import { formatEvent, printEvents, type CliContext } from "./output.js";
 import { shouldOpenDashboard } from "../ui/mode.js";

@@ -5,6 +5,11 @@
  */
 
 export const RUNTIME_KINDS = ["local", "docker", "kind"] as const;
+
+/** The docker and kind runtimes' image: Triton 2.51, the same release as the local runtime's nvidia-pytriton 0.7.0. */
+export const DEFAULT_IMAGE = "nvcr.io/nvidia/tritonserver:24.10-py3";
+/** `--cluster`'s default: one cluster per machine user, reused by every project when kept. */
+export const DEFAULT_CLUSTER = "triton-dev";
 export type RuntimeKind = (typeof RUNTIME_KINDS)[number];
 
 /** `up`'s flags that only some runtimes take (the runtime's driver parses them). */

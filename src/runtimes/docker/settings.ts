@@ -5,8 +5,7 @@ import { UsageError } from "../../errors.js";
 import { keyFromArgs, serverArgs, TRITON_DEFAULT_PORTS } from "../../triton/server-args.js";
 import type { Ports, StartOptions } from "../driver.js";
 
-/** Triton 2.51, the same release as the local runtime's nvidia-pytriton 0.7.0. */
-export const DEFAULT_IMAGE = "nvcr.io/nvidia/tritonserver:24.10-py3";
+export { DEFAULT_IMAGE } from "../kinds.js";
 export const DEFAULT_SHM_BYTES = 1024 ** 3;
 /** Where the staging repository and its snapshots appear inside the container. */
 export const CONTAINER_REPOSITORY = "/models";

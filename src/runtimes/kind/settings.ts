@@ -6,8 +6,9 @@ import type { StartOptions } from "../driver.js";
 import { MANAGED_NODE_LABEL } from "./kind-config.js";
 import type { ManifestOptions } from "../../k8s/manifests.js";
 
-/** `--cluster`'s default: one cluster per machine user, reused by every project when kept. */
-export const DEFAULT_CLUSTER = "triton-dev";
+import { DEFAULT_CLUSTER } from "../kinds.js";
+
+export { DEFAULT_CLUSTER };
 /** Every object of ours lives here, so a kept cluster's other namespaces are never touched. */
 export const NAMESPACE = "triton-dev";
 export const SECRET_NAME = "triton-dev-repository-key";

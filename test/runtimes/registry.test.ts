@@ -1,0 +1,69 @@
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { UsageError, UserError } from "../../src/errors.js";
+import { refuseForeignFlags } from "../../src/runtimes/flags.js";
+import { RUNTIME_KINDS } from "../../src/runtimes/kinds.js";
+import { chooseRuntime, loadDriver } from "../../src/runtimes/registry.js";
+import { tempDir } from "../helpers/cli.js";
+
+/** A DOCKER_HOST where nothing listens: a socket path in an empty folder. */
+async function noDaemon(): Promise<NodeJS.ProcessEnv> {
+  return { DOCKER_HOST: `unix://${path.join(await tempDir("nodocker"), "docker.sock")}` };
+}
+
+describe("runtime drivers", () => {
+  it("loads a driver for every runtime, each naming its own kind", async () => {
+    for (const kind of RUNTIME_KINDS) expect((await loadDriver(kind)).kind).toBe(kind);
+  });
+
+  it("refuses a flag the runtime does not take, naming the runtimes that do", () => {
+    expect(() => refuseForeignFlags("local", { image: "x" })).toThrow(UsageError);
+    expect(() => refuseForeignFlags("local", { image: "x", gpus: "all" })).toThrow(
+      /--image, --gpus only apply to the docker and kind runtimes/,
+    );
+    expect(() => refuseForeignFlags("docker", { cluster: "c" })).toThrow(/--cluster only applies to the kind runtime/);
+    expect(() => refuseForeignFlags("kind", { monitoring: true })).toThrow(
+      /--monitoring only applies to the docker runtime/,
+    );
+    expect(() => refuseForeignFlags("docker", { image: "x", monitoring: true, keepCluster: false })).not.toThrow();
+  });
+
+  it("parses a runtime's own flags with its defaults, and refuses a bad value with the flag's name", async () => {
+    const docker = await loadDriver("docker");
+    expect(docker.options({})).toMatchObject({ gpus: "auto", shmBytes: 1024 ** 3, monitoring: false });
+    expect(docker.options({ gpus: "1", shmSize: "2g" })).toMatchObject({
+      gpus: { kind: "count", count: 1 },
+      shmBytes: 2 * 1024 ** 3,
+    });
+    expect(() => docker.options({ gpus: "lots" })).toThrow(/--gpus must be/);
+    const kind = await loadDriver("kind");
+    expect(kind.options({ cluster: "mine", keepCluster: true })).toMatchObject({ cluster: "mine", keepCluster: true });
+    expect(() => kind.options({ cluster: "Not_A_Name" })).toThrow(UsageError);
+  });
+});
+
+describe("--runtime auto", () => {
+  it("stays local when no Docker daemon answers, and says why", async () => {
+    expect(await chooseRuntime("auto", {}, await noDaemon(), 500)).toEqual({
+      runtime: "local",
+      why: "no Docker daemon answers",
+    });
+  });
+
+  it("takes a container flag such as --image as asking for Docker, and says clearly when no daemon answers", async () => {
+    const err = await chooseRuntime("auto", { image: "my/triton:1" }, await noDaemon(), 500).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UserError);
+    expect((err as Error).message).toMatch(/--image needs a container runtime, and no Docker daemon answers/);
+  });
+
+  it("refuses kind-only flags without --runtime kind", async () => {
+    const err = await chooseRuntime("auto", { cluster: "c" }, await noDaemon(), 500).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UsageError);
+    expect((err as UsageError).message).toBe("--cluster only applies to the kind runtime");
+    expect((err as UsageError).hint).toBe("Add `--runtime kind`.");
+  });
+
+  it("keeps an explicit choice as it is", async () => {
+    expect((await chooseRuntime("docker", {}, await noDaemon(), 500)).runtime).toBe("docker");
+  });
+});
