@@ -149,7 +149,7 @@ describe.skipIf(!availability.ok)(
       expect(r.code).toBe(0);
       const ev = events(r);
       expect((ev.filter((e) => e.type === "pull").at(-1) as { finished?: boolean } | undefined)?.finished).toBe(true);
-      const steps = ev.filter((e) => e.type === "kind").map((e) => `${e.step as string}: ${e.message as string}`);
+      const steps = ev.filter((e) => e.type === "progress" && e.runtime === "kind").map((e) => `${e.step as string}: ${e.message as string}`);
       expect(steps).toEqual(
         expect.arrayContaining([
           `cluster: creating the kind cluster ${cluster} (a minute or two the first time)`,
@@ -310,7 +310,7 @@ describe.skipIf(!availability.ok)(
         const second = await upKept(["--reload", "explicit"]);
         expect(second.code, second.stderr).toBe(0);
         const steps = events(second)
-          .filter((e) => e.type === "kind")
+          .filter((e) => e.type === "progress" && e.runtime === "kind")
           .map((e) => e.message as string);
         expect(steps).toContain(`using the kind cluster ${kept} (kept from an earlier run)`);
         expect(steps.some((m) => m.startsWith("creating the kind cluster"))).toBe(false);
