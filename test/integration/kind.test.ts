@@ -149,7 +149,9 @@ describe.skipIf(!availability.ok)(
       expect(r.code).toBe(0);
       const ev = events(r);
       expect((ev.filter((e) => e.type === "pull").at(-1) as { finished?: boolean } | undefined)?.finished).toBe(true);
-      const steps = ev.filter((e) => e.type === "progress" && e.runtime === "kind").map((e) => `${e.step as string}: ${e.message as string}`);
+      const steps = ev
+        .filter((e) => e.type === "progress" && e.runtime === "kind")
+        .map((e) => `${e.step as string}: ${e.message as string}`);
       expect(steps).toEqual(
         expect.arrayContaining([
           `cluster: creating the kind cluster ${cluster} (a minute or two the first time)`,
