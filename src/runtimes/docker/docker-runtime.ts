@@ -3,7 +3,7 @@ import type Docker from "dockerode";
 import { UserError } from "../../errors.js";
 import { detectNvidiaGpus } from "../../gpu/detect.js";
 import { log as rootLog } from "../../log/logger.js";
-import { urlHost } from "../../net/url.js";
+import { endpointsFor, urlHost } from "../../net/url.js";
 import type { Endpoints, Ports, ServerHandle, StartOptions } from "../driver.js";
 import {
   daemonAddress,
@@ -332,10 +332,6 @@ export function withoutMemlock(spec: Docker.ContainerCreateOptions): Docker.Cont
     ...spec,
     HostConfig: { ...spec.HostConfig, Ulimits: (spec.HostConfig?.Ulimits ?? []).filter((u) => u.Name !== "memlock") },
   };
-}
-
-export function endpointsFor(host: string, ports: Ports): Endpoints {
-  return { http: `${host}:${ports.http}`, grpc: `${host}:${ports.grpc}`, metrics: `${host}:${ports.metrics}` };
 }
 
 /** Turns the daemon's refusal to create or start the container into what the user can act on. */

@@ -3,12 +3,13 @@ import path from "node:path";
 import type Docker from "dockerode";
 import { UserError } from "../../errors.js";
 import { log as rootLog } from "../../log/logger.js";
+import { endpointsFor } from "../../net/url.js";
 import type { KindRecord } from "./record.js";
 import { ReadinessAbortedError, ReadinessTimeoutError } from "../../triton/readiness.js";
 import { daemonAddress, daemonFacts, NVIDIA_FIX, requireDaemon } from "../docker/client.js";
 import { ensureImage, type PullUpdate } from "../docker/image.js";
 import type { GpuRequest } from "../docker/settings.js";
-import type { Endpoints, Ports, ReloadMode, ServerHandle, StartOptions } from "../driver.js";
+import type { Ports, ReloadMode, ServerHandle, StartOptions } from "../driver.js";
 import {
   allocatableGpus,
   clusterAccessError,
@@ -481,8 +482,4 @@ function kindHandle(
       return stopping;
     },
   };
-}
-
-function endpointsFor(host: string, ports: Ports): Endpoints {
-  return { http: `${host}:${ports.http}`, grpc: `${host}:${ports.grpc}`, metrics: `${host}:${ports.metrics}` };
 }

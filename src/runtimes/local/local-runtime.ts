@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import { spawn, type ChildProcess } from "node:child_process";
 import { log as rootLog } from "../../log/logger.js";
+import { endpointsFor } from "../../net/url.js";
 import { serverArgs } from "../../triton/server-args.js";
 import type { ServerHandle, StartOptions } from "../driver.js";
 import type { LocalEnvironment } from "./environment.js";
@@ -85,11 +86,7 @@ export class LocalRuntime {
     let stopping: Promise<void> | undefined;
     return {
       pid,
-      endpoints: {
-        http: `${o.host}:${o.ports.http}`,
-        grpc: `${o.host}:${o.ports.grpc}`,
-        metrics: `${o.host}:${o.ports.metrics}`,
-      },
+      endpoints: endpointsFor(o.host, o.ports),
       exited,
       release: () => child.unref(),
       stop: (graceMs = 15_000) => {
