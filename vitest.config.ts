@@ -3,16 +3,19 @@ import { configDefaults, defineConfig } from "vitest/config";
 /*
  * Two projects, told apart by file name alone (there is no list to keep up to date):
  *
- *   integration: test/integration/** and any file named *.integration.test.ts(x) under test/
- *                (next to the unit tests of the same src/ folder, e.g. test/perf/perf-live.integration.test.ts).
+ *   integration: test/integration/** and any file named *.integration.test.ts(x) under test/, next
+ *                to the unit tests of the same src/ folder (e.g. test/perf/perf-live.integration.test.ts).
  *   unit:        every other *.test.ts(x) under test/.
  *
- * A test is an integration test when it needs anything beyond Node and the sources: the built CLI
- * (dist/, `npm run build`), a tritonserver, a Docker daemon or container, a Go build, tmux, or the
- * managed Triton environment that `triton-dev setup` installs (the globalSetup below). Unit tests
- * run straight from src/ with file parallelism and no global setup; a unit test that turns out to
- * need one of those things moves to a *.integration.test.ts file (split the file if only part of
- * it does), rather than getting the setup back.
+ * A unit test is quick and needs nothing beyond Node and the sources. A test is an integration test
+ * when it needs the built CLI (dist/, `npm run build`), a tritonserver, a Docker daemon or
+ * container, a Go build, tmux, or the managed Triton environment that `triton-dev setup` installs
+ * (the globalSetup below), or when it is slow by design: the parser and lint fuzzing
+ * (test/repo/parse-fuzz.integration.test.ts, megabyte configs included) takes about 25 s of CPU,
+ * as much as all the unit tests together. Unit tests run straight from src/, files in parallel,
+ * with no global setup; a unit test that turns out to need one of those things moves to a
+ * *.integration.test.ts file (split the file if only part of it does), rather than getting the
+ * setup back.
  *
  *   npm run test:unit          vitest run --project unit
  *   npm run test:integration   build, then vitest run --project integration
