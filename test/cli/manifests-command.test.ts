@@ -7,8 +7,7 @@ import { parseModelsFrom } from "../../src/cli/manifests-command.js";
 import { main } from "../../src/cli/main.js";
 import type { Output } from "../../src/cli/output.js";
 import { DEFAULT_IMAGE } from "../../src/runtimes/docker/settings.js";
-import { parseYamlObjects, renderManifests, type K8sObject } from "../../src/k8s/manifests.js";
-import { runCli } from "../helpers/cli.js";
+import { parseYamlObjects } from "../../src/k8s/manifests.js";
 import { posOf, pythonConfig, pythonModel, removeTempRepos, tempRepo, writeFiles } from "../repo/helpers.js";
 
 type Any = Record<string, any>;
@@ -145,21 +144,6 @@ describe("triton-dev manifests: stdout", () => {
     ]) {
       expect(r.stdout).toContain(s);
     }
-  });
-
-  it("the built binary prints the same as the library renders", async () => {
-    const r = await runCli(["manifests", "--gpus", "0", "--json"], { ...process.env, TRITON_DEV_LOG: "warn" });
-    expect(r.code, r.stderr).toBe(0);
-    const expected = renderManifests({
-      name: "triton-inference-server",
-      image: DEFAULT_IMAGE,
-      gpus: 0,
-      pollSecs: 30,
-      modelSource: { kind: "pvc", claimName: "triton-models" },
-      shmSize: "1Gi",
-      serviceMonitor: true,
-    });
-    expect(JSON.parse(r.stdout) as K8sObject[]).toEqual(expected);
   });
 });
 

@@ -33,15 +33,6 @@ describe("command line", () => {
     expect(o.stderr.join("\n")).toMatch(/poll, explicit/);
   });
 
-  it("refuses two endpoints on one port before starting anything", async () => {
-    const env = { ...process.env, TRITON_DEV_STATE_DIR: await tempDir("opt") };
-    const o = capture();
-    const models = await tempDir("m");
-    await import("node:fs/promises").then((f) => f.mkdir(`${models}/a`));
-    expect(await main(["up", "--models", models, "--http-port", "18123", "--grpc-port", "18123"], o, env)).toBe(2);
-    expect(o.stderr.join("\n")).toMatch(/--grpc-port and --http-port are both 18123/);
-  });
-
   it("says plainly when there is nothing to stop, show or tail", async () => {
     const env = { ...process.env, TRITON_DEV_STATE_DIR: await tempDir("none") };
     let o = capture();
