@@ -303,11 +303,15 @@ export async function startRawTriton({ environment, repository, pollSecs, logFil
     if (child.exitCode === null && child.signalCode === null) {
       try {
         process.kill(-child.pid, "SIGTERM");
-      } catch {}
+      } catch {
+        // already gone
+      }
       const t = setTimeout(() => {
         try {
           process.kill(-child.pid, "SIGKILL");
-        } catch {}
+        } catch {
+          // already gone
+        }
       }, 20_000);
       await exited;
       clearTimeout(t);

@@ -3,7 +3,8 @@
 // is the last save's, and that nothing grew: open files of our watcher and of Triton
 // (/proc/PID/fd), processes under them, and python-backend stub processes. Before/after printed.
 //
-//   npm run build && TRITON_DEV_HOME=... node bench/reload-soak.mjs [--reload poll|explicit] [--edits 500] [--seconds 240] [--model image_classifier]
+//   npm run build && TRITON_DEV_HOME=... node bench/reload-soak.mjs \
+//     [--reload poll|explicit] [--edits 500] [--seconds 240] [--model image_classifier]
 //
 // Saves come every --seconds/--edits (480 ms by default), faster than a reload in poll mode, so
 // the controller also coalesces. Every 10th save is a model.py that raises at import and every
@@ -85,7 +86,7 @@ async function quiet(events, timeoutMs) {
 const started = Date.now();
 console.error(`bench: soak, ${EDITS} saves of ${MODEL} in ${SECONDS} s, --reload ${MODE} ...`);
 const up = await startUp({ mode: MODE, pollSecs: 1 });
-let failed = false;
+let failed;
 try {
   const editor = new ModelEditor(up.modelsDir, MODEL, "rename");
   if (!editor.seeded) throw new Error(`bench: ${MODEL} has no SEED line to vary`);

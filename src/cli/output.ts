@@ -114,7 +114,9 @@ export function table(rows: string[][]): string {
 
 const mb = (bytes: number) => `${(bytes / 1024 ** 2).toFixed(1)} MB`;
 
-/** Plain lines for a pull: a layer starting to download and a layer done; the dashboard draws bars from the same events. */
+/**
+ * Plain lines for a pull: a layer starting to download and a layer done; the dashboard draws bars from the same events.
+ */
 function formatPull(e: Extract<SessionEvent, { type: "pull" }>): string | undefined {
   if (e.finished) return `pulled ${e.image}: ${e.layers.length} layer(s), ${mb(e.size)} downloaded`;
   const l = e.changed;

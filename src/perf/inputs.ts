@@ -170,7 +170,9 @@ interface DataFileEntry {
   [input: string]: unknown;
 }
 
-/** perf_analyzer's --input-data JSON: {"data": [{"IN": [..] | {"content": [..], "shape": [..]} | {"b64": ".."}}, ...]}. */
+/**
+ * perf_analyzer's --input-data JSON: {"data": [{"IN": [..] | {"content": [..], "shape": [..]} | {"b64": ".."}}, ...]}.
+ */
 async function readDataFile(file: string): Promise<DataFileEntry[]> {
   let text: string;
   try {

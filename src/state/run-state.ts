@@ -11,7 +11,10 @@ export const runStateSchema = z.object({
   version: z.literal(1),
   runId: z.string(),
   runtime: z.enum(RUNTIME_KINDS),
-  /** local: the tritonserver process; docker: the container's main process on the daemon's host; kind: the foreground `up`'s kubectl port-forward. */
+  /**
+   * local: the tritonserver process; docker: the container's main process on the daemon's host; kind: the foreground
+   * `up`'s kubectl port-forward.
+   */
   pid: z.number().int(),
   executable: z.string(),
   /** The `up` process when it runs in the foreground; undefined when detached. */

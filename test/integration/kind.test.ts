@@ -209,7 +209,8 @@ describe.skipIf(!availability.ok)(
       const pods = (await clusterContainers(docker, cluster)).filter((c) => c.Labels["kind-emulator.pod"]);
       expect(pods).toHaveLength(1);
       const i = await docker.getContainer(pods[0]!.Id).inspect();
-      // The run folder reached through the worker's mount of the state folder, read-only; the key expanded from the Secret.
+      // The run folder reached through the worker's mount of the state folder, read-only; the key expanded from the
+      // Secret.
       expect(i.HostConfig.Binds).toEqual([`${state.runDir}:/models:ro`]);
       expect(i.HostConfig.ShmSize).toBe(1024 ** 3);
       expect(i.Config.Cmd).toEqual(

@@ -470,7 +470,8 @@ export const CASES: Case[] = [
     lint: "ensemble-warmup",
     triton: "model_warmup can not be specified for ensemble 'ens_warmup'",
   },
-  // Model files of backends the local runtime lacks: lint warns (the config may be meant for docker), and counts them as not loading here
+  // Model files of backends the local runtime lacks: lint warns (the config may be meant for docker), and counts them
+  // as not loading here
   {
     model: "onnx_local",
     files: {

@@ -173,7 +173,10 @@ describe("lint agrees with Triton", () => {
       clearTimeout(timer);
     }, 30_000);
 
-    /** What Triton said about a model: its load answer, its index reason and the log lines naming it (a parse error's line precedes its own). */
+    /**
+     * What Triton said about a model: its load answer, its index reason and the log lines naming it (a parse error's
+     * line precedes its own).
+     */
     function said(model: string): string {
       const lines = log.split("\n");
       const out = [loads.get(model) ?? "", index.find((m) => m.name === model)?.reason ?? ""];

@@ -104,7 +104,10 @@ const HUGE = [
   "1f",
   ".5",
 ];
-/** Strings and names beyond ASCII: accents, CJK, emoji with joiners, right-to-left, combining marks, invisible characters. */
+/**
+ * Strings and names beyond ASCII: accents, CJK, emoji with joiners, right-to-left, combining marks, invisible
+ * characters.
+ */
 const UNICODE = [
   "é",
   "naïve",
@@ -213,7 +216,10 @@ const mutatedSeed = (maxEdits: number) =>
 // ---------------------------------------------------------------------------------------------
 // Bytes: what an editor crash, a bad download or another encoding leaves in a file
 
-/** Byte sequences that are not UTF-8: stray continuation bytes, overlong forms, surrogates, cut-off sequences, code points past U+10FFFF. */
+/**
+ * Byte sequences that are not UTF-8: stray continuation bytes, overlong forms, surrogates, cut-off sequences, code
+ * points past U+10FFFF.
+ */
 const INVALID_UTF8: number[][] = [
   [0x80],
   [0xbf],

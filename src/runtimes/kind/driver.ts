@@ -124,7 +124,10 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
           },
         }),
         handsOverTo: () => false,
-        /** Its kubectl children (the watcher's, or a crashed `up`'s), then the cluster if it is not kept, else the run's objects. */
+        /**
+         * Its kubectl children (the watcher's, or a crashed `up`'s), then the cluster if it is not kept, else the run's
+         * objects.
+         */
         async stop(graceMs) {
           // The watcher stops its port-forward and log follower on SIGTERM; it is given a moment,
           // so that nothing of the run is left when `down` returns.
@@ -136,25 +139,24 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
           )
             await new Promise((r) => setTimeout(r, 100));
           terminatePids(findOurKubectls(rec.cluster));
-          let deleted = false;
-          try {
-            const r = await teardownRun(
-              tools(),
-              connect({ ...ctx.env, DOCKER_HOST: rec.daemon }),
-              rec,
-              state.runId,
-              ctx.paths.stateDir,
-              graceMs,
-            );
-            deleted = r.clusterDeleted;
-          } catch (err) {
-            if (err instanceof UserError)
-              throw new UserError(`cannot clean up the kind cluster ${rec.cluster}: ${err.message}`, {
-                hint: err.hint,
-                cause: err,
-              });
-            throw err;
-          }
+          const deleted = await teardownRun(
+            tools(),
+            connect({ ...ctx.env, DOCKER_HOST: rec.daemon }),
+            rec,
+            state.runId,
+            ctx.paths.stateDir,
+            graceMs,
+          ).then(
+            (r) => r.clusterDeleted,
+            (err: unknown) => {
+              if (err instanceof UserError)
+                throw new UserError(`cannot clean up the kind cluster ${rec.cluster}: ${err.message}`, {
+                  hint: err.hint,
+                  cause: err,
+                });
+              throw err;
+            },
+          );
           return {
             what: `kind cluster ${rec.cluster}, ${deleted ? "deleted" : "kept; the run's objects removed"}`,
             staleWhat: `kind cluster ${rec.cluster}${deleted ? ", now deleted" : ""}`,

@@ -147,7 +147,10 @@ export class KindRuntime {
     return want;
   }
 
-  /** Everything that can fail before anything is created: tools, daemon, an existing cluster's ownership, the image (pulled with progress). */
+  /**
+   * Everything that can fail before anything is created: tools, daemon, an existing cluster's ownership, the image
+   * (pulled with progress).
+   */
   async plan(input: KindPlanInput, onPull?: (u: PullUpdate) => void): Promise<KindPlan> {
     let gpus = await this.preflight(input.gpus);
     const cluster = input.cluster;

@@ -99,7 +99,10 @@ export class KindTools {
     return this.run("kind", args, o);
   }
 
-  /** kubectl against one kind cluster's context; `--context` is always explicit, the user's current context is never used. */
+  /**
+   * kubectl against one kind cluster's context; `--context` is always explicit, the user's current context is never
+   * used.
+   */
   kubectl(context: string, args: string[], o: RunOptions = {}): Promise<string> {
     return this.run("kubectl", [`--context=${context}`, ...args], o);
   }
