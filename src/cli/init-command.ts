@@ -1,36 +1,6 @@
-import path from "node:path";
 import { Command } from "commander";
-import { UsageError } from "../errors.js";
-import { displayPath, formatDiagnostic } from "../repo/diagnostics.js";
-import { scaffoldPythonModel, validateModelName } from "../repo/init.js";
-import { lintModel } from "../repo/lint.js";
-import { processOutput, type CliContext, type Output } from "./output.js";
-
-export interface InitFlags {
-  name: string;
-}
-
-/** Runs `triton-dev init`; returns the exit code. */
-export async function runInit(
-  dir: string,
-  flags: InitFlags,
-  output: Output = processOutput,
-  cwd: string = process.cwd(),
-): Promise<number> {
-  const problem = validateModelName(flags.name);
-  if (problem) throw new UsageError(problem, { hint: "Pass --name with a name like my_model." });
-  const repo = path.resolve(cwd, dir);
-  const created = await scaffoldPythonModel(repo, flags.name);
-  for (const f of created.files) output.out(`created ${displayPath(f, cwd)}`);
-  // The scaffold must lint clean in this repository too (a sibling ensemble may already expect it).
-  const result = await lintModel(repo, flags.name);
-  for (const d of result.diagnostics) output.out(formatDiagnostic(d, cwd));
-  const rel = displayPath(repo, cwd);
-  output.out(
-    `next: edit ${displayPath(created.files[1]!, cwd)}, then \`triton-dev lint ${rel}\` and \`triton-dev up --models ${rel}\``,
-  );
-  return result.errorCount > 0 ? 1 : 0;
-}
+import type { CliContext } from "./output.js";
+import type { InitFlags } from "./init-action.js";
 
 export function registerInitCommand(program: Command, ctx: CliContext): Command {
   const output = ctx.output;
@@ -40,6 +10,6 @@ export function registerInitCommand(program: Command, ctx: CliContext): Command 
     .argument("[dir]", "the model repository (created if missing)", "models")
     .option("--name <name>", "the model's name and folder", "my_model")
     .action(async (dir: string, flags: InitFlags) => {
-      ctx.exitCode = await runInit(dir, flags, output);
+      ctx.exitCode = await (await import("./init-action.js")).runInit(dir, flags, output);
     });
 }

@@ -13,6 +13,14 @@ import { processOutput, type CliContext, type Output } from "./output.js";
 
 export const VERSION = "0.1.0";
 
+/**
+ * Every command is defined up front (commander needs its name, options and description for
+ * parsing and --help), but what it does lives in an `*-action.ts` module that its action
+ * imports when the command runs: importing the actions here would load Docker's client, zod,
+ * Ink and the gRPC and protobuf code before `--help` prints anything. Definition modules must
+ * stay light (commander, ./options.js, ./defaults.js); test/cli/startup-imports.test.ts checks
+ * what each command loads.
+ */
 export function buildProgram(ctx: CliContext): Command {
   const { output } = ctx;
   const program = new Command("triton-dev")

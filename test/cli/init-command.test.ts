@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { runInit } from "../../src/cli/init-command.js";
+import { runInit } from "../../src/cli/init-action.js";
 import type { Output } from "../../src/cli/output.js";
 import { UsageError, UserError } from "../../src/errors.js";
 import { tempRepo, removeTempRepos } from "../repo/helpers.js";

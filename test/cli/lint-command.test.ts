@@ -2,7 +2,8 @@ import fs from "node:fs";
 import path from "node:path";
 import { Command, CommanderError } from "commander";
 import { afterAll, describe, expect, it } from "vitest";
-import { detectNvidiaGpus, registerLintCommand, runLint } from "../../src/cli/lint-command.js";
+import { detectNvidiaGpus, runLint } from "../../src/cli/lint-action.js";
+import { registerLintCommand } from "../../src/cli/lint-command.js";
 import type { CliContext, Output } from "../../src/cli/output.js";
 import { UsageError } from "../../src/errors.js";
 import {

@@ -3,7 +3,7 @@ import fsp from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { parseModelsFrom } from "../../src/cli/manifests-command.js";
+import { parseModelsFrom } from "../../src/cli/manifests-action.js";
 import { main } from "../../src/cli/main.js";
 import type { Output } from "../../src/cli/output.js";
 import { DEFAULT_IMAGE } from "../../src/runtimes/docker/settings.js";

@@ -1,0 +1,132 @@
+import fs from "node:fs";
+import fsp from "node:fs/promises";
+import path from "node:path";
+import { UsageError } from "../errors.js";
+import { type Diagnostic, countBySeverity, displayPath, formatDiagnostic } from "../repo/diagnostics.js";
+import { type LintOptions, type LintResult, lintRepository } from "../repo/lint.js";
+import type { RuntimeKind } from "../runtimes/kinds.js";
+import { detectNvidiaGpus } from "../gpu/detect.js";
+import { processOutput, type Output } from "./output.js";
+
+export interface LintFlags {
+  json?: boolean;
+  runtime?: RuntimeKind;
+  /** true/false from --gpu/--no-gpu; undefined means "look at this machine". */
+  gpu?: boolean;
+}
+
+export interface LintDeps {
+  output?: Output;
+  cwd?: string;
+  /** How many NVIDIA GPUs this machine has; undefined when it cannot tell. */
+  detectGpus?: () => Promise<number | undefined>;
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
+}
+
+/** Models named in the summary's "would not load here" list; the rest are counted. */
+const SUMMARY_NAMES = 3;
+
+/**
+ * "(4 of 5 would load here; resnet50_fp16 needs a GPU)": a model with errors does not load, and
+ * neither does one whose warnings say this machine or runtime lacks what it needs.
+ */
+function loadSummary(result: LintResult): string {
+  const total = result.models.length;
+  if (total === 0) return "";
+  const loading = result.models.filter((m) => m.wouldLoad).length;
+  const notHere = result.models.filter((m) => m.unavailable);
+  if (notHere.length === 0) return ` (${loading} of ${total} would load)`;
+  const named = notHere.slice(0, SUMMARY_NAMES).map((m) => `${m.name} ${m.unavailable}`);
+  if (notHere.length > SUMMARY_NAMES) named.push(`${notHere.length - SUMMARY_NAMES} more cannot load here`);
+  return ` (${loading} of ${total} would load here; ${named.join("; ")})`;
+}
+
+/** Compiler-style text: findings about the repository, then per model errors then warnings, then a summary line. */
+export function formatLintResult(result: LintResult, cwd: string): string {
+  const lines: string[] = [];
+  if (result.repositoryDiagnostics.length > 0) {
+    for (const d of result.repositoryDiagnostics) lines.push(formatDiagnostic(d, cwd));
+    lines.push("");
+  }
+  for (const m of result.models) {
+    if (m.diagnostics.length === 0) continue;
+    const { errors, warnings } = countBySeverity(m.diagnostics);
+    const counts = [errors ? plural(errors, "error") : "", warnings ? plural(warnings, "warning") : ""]
+      .filter(Boolean)
+      .join(", ");
+    lines.push(`${m.name} (${displayPath(m.dir, cwd)}): ${counts}`);
+    const byKind = (s: Diagnostic["severity"]) => m.diagnostics.filter((d) => d.severity === s);
+    for (const d of [...byKind("error"), ...byKind("warning")]) lines.push(formatDiagnostic(d, cwd));
+    lines.push("");
+  }
+  lines.push(
+    `${plural(result.models.length, "model")} checked: ${plural(result.errorCount, "error")}, ${plural(result.warningCount, "warning")}${loadSummary(result)}`,
+  );
+  return lines.join("\n");
+}
+
+/** Runs `triton-dev lint` and returns its exit code: 0 clean (warnings allowed), 1 errors. */
+export async function runLint(dir: string, flags: LintFlags, deps: LintDeps = {}): Promise<number> {
+  const output = deps.output ?? processOutput;
+  const cwd = deps.cwd ?? process.cwd();
+  const repo = path.resolve(cwd, dir);
+  let st: fs.Stats;
+  try {
+    st = await fsp.stat(repo);
+  } catch {
+    throw new UsageError(`model repository ${dir} does not exist`, {
+      hint: "Pass the folder that holds your models: `triton-dev lint path/to/models`.",
+    });
+  }
+  if (!st.isDirectory()) {
+    throw new UsageError(`${dir} is not a folder`, {
+      hint: "Pass the model repository (the folder holding one sub-folder per model), not a file in it.",
+    });
+  }
+  if (fs.existsSync(path.join(repo, "config.pbtxt"))) {
+    throw new UsageError(`${dir} is a model, not a model repository`, {
+      hint: `Pass the folder that holds it: \`triton-dev lint ${path.dirname(dir) || "."}\`.`,
+    });
+  }
+  const options: LintOptions = { gpuMissingSeverity: "warning" };
+  if (flags.runtime) options.runtime = flags.runtime;
+  if (flags.gpu !== undefined) {
+    options.gpuAvailable = flags.gpu;
+  } else {
+    const count = await (deps.detectGpus ?? detectNvidiaGpus)();
+    if (count !== undefined) {
+      options.gpuAvailable = count > 0;
+      if (count > 0) options.gpuCount = count;
+    }
+  }
+  const result = await lintRepository(repo, options);
+  if (flags.json) {
+    output.out(
+      JSON.stringify(
+        {
+          repository: repo,
+          errorCount: result.errorCount,
+          warningCount: result.warningCount,
+          repositoryDiagnostics: result.repositoryDiagnostics,
+          models: result.models.map((m) => ({
+            name: m.name,
+            dir: m.dir,
+            wouldLoad: m.wouldLoad,
+            ...(m.unavailable ? { unavailable: m.unavailable } : {}),
+            diagnostics: m.diagnostics,
+          })),
+        },
+        null,
+        2,
+      ),
+    );
+  } else {
+    output.out(formatLintResult(result, cwd));
+  }
+  return result.errorCount > 0 ? 1 : 0;
+}
+
+export { detectNvidiaGpus };

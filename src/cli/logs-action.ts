@@ -1,0 +1,40 @@
+import fs from "node:fs";
+import { resolvePaths } from "../config/paths.js";
+import { UserError } from "../errors.js";
+import { followFile, tailLines } from "../state/log-file.js";
+import { currentRun, runAlive } from "../session/current-run.js";
+import type { CliContext } from "./output.js";
+
+/** `triton-dev logs`, loaded when the command runs. */
+export async function logsAction(flags: { follow: boolean; lines: number }, ctx: CliContext): Promise<void> {
+  const { output, env } = ctx;
+  const paths = resolvePaths(env);
+  const run = await currentRun(paths, env);
+  if (!run) {
+    throw new UserError("nothing is running, so there is no log to show", {
+      hint: "Start Triton with `triton-dev up`.",
+    });
+  }
+  const file = run.state.logFile;
+  for (const l of await tailLines(file, flags.lines, 4 * 1024 * 1024)) output.out(l);
+  if (!flags.follow) return;
+  const size = fs.existsSync(file) ? fs.statSync(file).size : 0;
+  await new Promise<void>((resolve) => {
+    const stopFollow = followFile(file, size, (l) => output.out(l));
+    const finish = () => {
+      stopFollow();
+      clearInterval(check);
+      process.off("SIGINT", finish);
+      resolve();
+    };
+    const check = setInterval(() => {
+      void runAlive(paths, run.state, env).then((alive) => {
+        if (alive) return;
+        clearInterval(check);
+        output.out("(the server stopped)");
+        setTimeout(finish, 400);
+      });
+    }, 1000);
+    process.on("SIGINT", finish);
+  });
+}

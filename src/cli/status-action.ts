@@ -1,0 +1,60 @@
+import fs from "node:fs";
+import { resolvePaths } from "../config/paths.js";
+import type { StatusReport } from "../session/status.js";
+import { formatDuration, table, type CliContext } from "./output.js";
+
+/** `triton-dev status`, loaded when the command runs. */
+export async function statusAction(flags: { json: boolean }, ctx: CliContext): Promise<void> {
+  const { output, env } = ctx;
+  const paths = resolvePaths(env);
+  // Without a run record collectStatus answers `{ running: false }` (readRunState treats an
+  // unreadable record as none), so the common "nothing running" case skips loading it: the
+  // record's schemas and the Triton client are only needed to read and query a run.
+  const s: StatusReport = fs.existsSync(paths.runFile)
+    ? await (await import("../session/status.js")).collectStatus(paths, undefined, env)
+    : { running: false };
+  if (flags.json) {
+    output.out(JSON.stringify(s, null, 2));
+    if (!s.running) ctx.exitCode = 1;
+    return;
+  }
+  if (!s.running && !s.runtime) {
+    output.out("nothing is running (start Triton with `triton-dev up`)");
+    ctx.exitCode = 1;
+    return;
+  }
+  output.out(
+    `runtime   ${s.runtime} (${s.where ?? `pid ${s.pid}`}, up ${formatDuration(s.uptimeSec ?? 0)}${s.detached ? ", detached" : ""})`,
+  );
+  for (const [label, text] of s.details ?? []) output.out(`${label.padEnd(9)} ${text}`);
+  output.out(`models    ${s.modelsDir}`);
+  output.out(`reload    ${s.reload?.mode}${s.reload?.mode === "poll" ? ` every ${s.reload.pollSecs} s` : ""}`);
+  output.out(`HTTP      ${s.endpoints?.http}\ngRPC      ${s.endpoints?.grpc}\nmetrics   ${s.endpoints?.metrics}`);
+  if (s.monitoring) output.out(`Prometheus ${s.monitoring.prometheus}\nGrafana   ${s.monitoring.grafana}`);
+  if (s.problem) {
+    output.out(`problem   ${s.problem}`);
+    ctx.exitCode = 1;
+    return;
+  }
+  output.out(`ready     ${s.serverReady ? "yes" : "no (some model is not READY)"}`);
+  const rows = [
+    ["MODEL", "VERSION", "STATE", "REASON"],
+    ...(s.models ?? []).map((m) => [m.name, m.version ?? "-", m.state, m.reason ?? ""]),
+  ];
+  output.out(table(rows));
+  if (s.edits?.length) {
+    output.out("\nlast edits:");
+    output.out(
+      table([
+        ["MODEL", "OUTCOME", "AFTER SAVE", "SAVED AT", "DETAIL"],
+        ...s.edits.map((e) => [
+          e.model,
+          e.outcome,
+          `${(e.latencyMs / 1000).toFixed(2)} s`,
+          e.savedAt,
+          e.reason ?? e.diagnostics?.[0]?.message ?? "",
+        ]),
+      ]),
+    );
+  }
+}

@@ -1,0 +1,185 @@
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { resolvePaths } from "../config/paths.js";
+import { EventBus } from "../events/bus.js";
+import { startSession, type UpOptions } from "../session/session.js";
+import type { SessionEvent } from "../session/events.js";
+import { stripTritonPrefix, tailLines } from "../state/log-file.js";
+import { removeRunState } from "../state/run-state.js";
+import { recordSupervisor, spawnSupervisor, waitForSupervisor } from "../session/supervisor.js";
+
+import { formatEvent, printEvents, type CliContext } from "./output.js";
+import { shouldOpenDashboard } from "../ui/mode.js";
+import type { Dashboard } from "../ui/dashboard.js";
+import { loadDashboard } from "../ui/load-dashboard.js";
+import { urlHost } from "../net/url.js";
+
+// The running CLI's own entry (dist/cli/main.js, or a single-file bundle), so the supervisor
+// of a detached run is the same program.
+const CLI_PATH =
+  process.argv[1] && /triton-dev|main\.js$/.test(process.argv[1])
+    ? fs.realpathSync(process.argv[1])
+    : fileURLToPath(new URL("./main.js", import.meta.url));
+
+export interface UpFlags {
+  runtime: UpOptions["runtime"];
+  models: string;
+  reload: UpOptions["reload"];
+  pollSecs: number;
+  httpPort: number;
+  grpcPort: number;
+  metricsPort: number;
+  host: string;
+  detach: boolean;
+  ui: boolean;
+  json: boolean;
+  timeout: number;
+  image?: string;
+  gpus?: string;
+  shmSize?: string;
+  monitoring: boolean;
+  cluster?: string;
+  keepCluster: boolean;
+}
+
+/** `triton-dev up`, loaded when the command runs (up-command.ts defines its flags). */
+export async function upAction(flags: UpFlags, ctx: CliContext): Promise<void> {
+  const { output, env } = ctx;
+  const paths = resolvePaths(env);
+  const bus = new EventBus<SessionEvent>();
+  // The dashboard (and its React/Ink) is loaded only when it opens, so plain runs stay lean.
+  const dashboard: Dashboard | undefined = shouldOpenDashboard(flags, env, process.stdout, process.stdin)
+    ? (await loadDashboard())({
+        bus,
+        env,
+        ownsServer: true,
+        runPerf: async (o, deps) => (await import("../perf/run.js")).runPerf(o, deps),
+      })
+    : undefined;
+  // What the terminal shows once the dashboard is gone: everything if the start failed,
+  // otherwise how the run ended.
+  const replay: SessionEvent[] = [];
+  let started = false;
+  if (dashboard)
+    bus.on(
+      (e) =>
+        (!started || e.type === "server-exited" || e.type === "stopping" || e.type === "stopped") && replay.push(e),
+    );
+  else bus.on(printEvents(output, flags.json));
+  const closeDashboard = async () => {
+    if (!dashboard) return;
+    await dashboard.close();
+    for (const e of replay) {
+      const line = formatEvent(e);
+      if (line) output.out(line);
+    }
+  };
+  const session = await startSession(
+    paths,
+    {
+      runtime: flags.runtime,
+      modelsDir: path.resolve(flags.models),
+      reload: flags.reload,
+      pollSecs: flags.pollSecs,
+      ports: { http: flags.httpPort, grpc: flags.grpcPort, metrics: flags.metricsPort },
+      host: flags.host,
+      detached: flags.detach,
+      readyTimeoutMs: flags.timeout * 1000,
+      // Each runtime's driver takes its own and refuses the others'.
+      runtimeFlags: {
+        image: flags.image,
+        gpus: flags.gpus,
+        shmSize: flags.shmSize,
+        monitoring: flags.monitoring,
+        cluster: flags.cluster,
+        keepCluster: flags.keepCluster,
+      },
+    },
+    bus,
+    env,
+  ).catch(async (err: unknown) => {
+    await closeDashboard();
+    throw err;
+  });
+  // From here the dashboard's frame tells the story; only how the run ends is replayed.
+  started = true;
+  replay.length = 0;
+  const failed = [...session.models.filter((m) => m.state !== "READY").map((m) => m.name), ...session.refused];
+  if (flags.detach) {
+    session.handle.release();
+    const pid = spawnSupervisor(session.state, CLI_PATH, env);
+    await recordSupervisor(paths, session.state, pid);
+    if (!(await waitForSupervisor(session.state, pid))) {
+      output.err(
+        `hot reload did not start for this detached run; see ${path.join(session.state.runDir, "supervisor.log")}. Triton itself is running.`,
+      );
+    }
+    if (failed.length > 0) {
+      output.err(
+        `${failed.length} model(s) failed to load: ${failed.join(", ")} (reasons above). The server keeps serving the others and reloads each model when you save a fix; stop it with \`triton-dev down\`.`,
+      );
+      ctx.exitCode = 1;
+    } else if (!flags.json) {
+      output.out("running in the background: `triton-dev status`, `triton-dev logs -f`, `triton-dev down`");
+    }
+    return;
+  }
+  // Signals are handled from here on, before hot reload starts and before anything says
+  // "press Ctrl-C": on a busy machine a script can act on that line before the next
+  // statement runs, and an unhandled SIGINT would leave the server behind.
+  let stopping = false;
+  const ended = new Promise<void>((resolve) => {
+    const unlisten = () => {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+      process.off("SIGHUP", onSignal);
+    };
+    const stop = (reason: string) => {
+      void (dashboard ? dashboard.detach() : Promise.resolve()).then(() => session.stop(reason)).then(resolve);
+    };
+    const onSignal = (sig: NodeJS.Signals) => {
+      if (stopping) return;
+      stopping = true;
+      // Removed only after this signal is handled: signal-exit (execa's and Ink's exit hook)
+      // re-raises a signal it finds no other listener for, which would kill this process
+      // before it stops the server. A second Ctrl-C later still ends it at once.
+      setImmediate(unlisten);
+      stop(`received ${sig}`);
+    };
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+    process.on("SIGHUP", onSignal);
+    // q or Ctrl-C in the dashboard (raw mode turns Ctrl-C into a key, not SIGINT).
+    void dashboard?.quitRequested.then(() => {
+      if (stopping) return;
+      stopping = true;
+      unlisten();
+      stop("quit from the dashboard");
+    });
+    void session.handle.exited.then(async (e) => {
+      if (stopping) return;
+      stopping = true;
+      unlisten();
+      // Stopped from another shell (`down`) or crashed: either way the run is over.
+      const lines = (await tailLines(session.state.logFile, 8)).map(stripTritonPrefix);
+      bus.emit({ type: "server-exited", code: e.code, signal: e.signal, lastLines: lines });
+      await removeRunState(paths);
+      if (e.signal !== "SIGTERM" && e.code !== 0) ctx.exitCode = 1;
+      resolve();
+    });
+  });
+  const controller = await session.watch();
+  // A signal during watch() stopped the session while the watcher was starting.
+  if (stopping) await controller.close();
+  else
+    dashboard?.attach({
+      baseUrl: session.client.baseUrl,
+      repositoryKey: session.state.repositoryKey,
+      metricsUrl: `http://${urlHost(session.state.host)}:${session.state.ports.metrics}/metrics`,
+      reload: (model) => controller.reload(model),
+    });
+  if (!flags.json && !dashboard && !stopping) output.out("serving; press Ctrl-C to stop");
+  await ended;
+  await closeDashboard();
+}
