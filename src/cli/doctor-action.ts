@@ -50,7 +50,10 @@ export interface DoctorDeps {
   gpus?: () => Promise<NvidiaGpu[] | undefined>;
 }
 
-/** The docker runtime's needs: the daemon, its NVIDIA runtime, and the GPUs the driver sees. None fails `doctor`: the local runtime needs none of them. */
+/**
+ * The docker runtime's needs: the daemon, its NVIDIA runtime, and the GPUs the driver sees. None fails `doctor`: the
+ * local runtime needs none of them.
+ */
 async function dockerChecks(env: NodeJS.ProcessEnv, deps: DoctorDeps): Promise<DoctorCheck[]> {
   const { probeDocker, nvidiaSmiGpus } = await import("../runtimes/docker/doctor.js");
   const { NVIDIA_FIX } = await import("../runtimes/docker/client.js");

@@ -3,7 +3,7 @@ import { UsageError } from "../errors.js";
 import { displayPath, formatDiagnostic } from "../repo/diagnostics.js";
 import { scaffoldPythonModel, validateModelName } from "../repo/init.js";
 import { lintModel } from "../repo/lint.js";
-import { processOutput, type CliContext, type Output } from "./output.js";
+import { processOutput, type Output } from "./output.js";
 
 export interface InitFlags {
   name: string;
