@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { UserError } from "../../errors.js";
+import { parseRuntimeRecord } from "../record.js";
 
 /** The docker runtime's part of the run record: its container. */
 export const dockerRecordSchema = z.object({
@@ -15,13 +15,8 @@ export const dockerRecordSchema = z.object({
 export type DockerRecord = z.infer<typeof dockerRecordSchema>;
 
 export function parseDockerRecord(value: unknown, runFile: string): DockerRecord {
-  const r = dockerRecordSchema.safeParse(value);
-  if (r.success) return r.data;
-  const issue = r.error.issues[0];
-  throw new UserError(
-    `the run record ${runFile} names a container this version does not understand (field runtimeRecord.${issue?.path.join(".") || "?"}: ${issue?.message})`,
-    {
-      hint: `Remove the container yourself (\`docker ps -a --filter label=dev.triton-dev.tool=triton-dev\`), then the record (\`rm ${runFile}\`).`,
-    },
-  );
+  return parseRuntimeRecord(dockerRecordSchema, value, runFile, {
+    what: "a container",
+    hint: `Remove the container yourself (\`docker ps -a --filter label=dev.triton-dev.tool=triton-dev\`), then the record (\`rm ${runFile}\`).`,
+  });
 }

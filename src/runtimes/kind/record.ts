@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { UserError } from "../../errors.js";
+import { parseRuntimeRecord } from "../record.js";
 
 /** The kind runtime's part of the run record: its cluster and the objects it applied. */
 export const kindRecordSchema = z.object({
@@ -23,13 +23,8 @@ export const kindRecordSchema = z.object({
 export type KindRecord = z.infer<typeof kindRecordSchema>;
 
 export function parseKindRecord(value: unknown, runFile: string): KindRecord {
-  const r = kindRecordSchema.safeParse(value);
-  if (r.success) return r.data;
-  const issue = r.error.issues[0];
-  throw new UserError(
-    `the run record ${runFile} names a kind run this version does not understand (field runtimeRecord.${issue?.path.join(".") || "?"}: ${issue?.message})`,
-    {
-      hint: `Delete the cluster's objects yourself (\`kind get clusters\`), then remove the record (\`rm ${runFile}\`).`,
-    },
-  );
+  return parseRuntimeRecord(kindRecordSchema, value, runFile, {
+    what: "a kind run",
+    hint: `Delete the cluster's objects yourself (\`kind get clusters\`), then remove the record (\`rm ${runFile}\`).`,
+  });
 }
