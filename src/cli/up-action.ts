@@ -6,7 +6,6 @@ import { EventBus } from "../events/bus.js";
 import { startSession, type UpOptions } from "../session/session.js";
 import type { SessionEvent } from "../session/events.js";
 import { stripTritonPrefix, tailLines } from "../state/log-file.js";
-import { removeRunState } from "../state/run-state.js";
 import { recordSupervisor, spawnSupervisor, waitForSupervisor } from "../session/supervisor.js";
 
 import { formatEvent, printEvents, type CliContext } from "./output.js";
@@ -161,11 +160,14 @@ export async function upAction(flags: UpFlags, ctx: CliContext): Promise<void> {
       if (stopping) return;
       stopping = true;
       unlisten();
-      // Stopped from another shell (`down`) or crashed: either way the run is over.
+      // Stopped from another shell (`down`) or crashed: either way the run is over, and so is
+      // everything that served it: the watcher would otherwise keep this process acting on edits
+      // for a server that is gone (and the python stubs of a killed server are stopped with it).
       const lines = (await tailLines(session.state.logFile, 8)).map(stripTritonPrefix);
       bus.emit({ type: "server-exited", code: e.code, signal: e.signal, lastLines: lines });
-      await removeRunState(paths);
       if (e.signal !== "SIGTERM" && e.code !== 0) ctx.exitCode = 1;
+      await (dashboard ? dashboard.detach() : Promise.resolve());
+      await session.stop("the server exited");
       resolve();
     });
   });

@@ -275,6 +275,10 @@ export async function startSession(
 
   const folder = await runFolder(paths, plan);
   const staged = await lintAndStage(runtime, plan, modelsDir, folder, bus);
+  if (staged.staging.names().length === 0) {
+    if (!plan.reuse) await fsp.rm(folder.runDir, { recursive: true, force: true });
+    throw nothingToServe(modelsDir, staged.notServed);
+  }
 
   const repositoryKey = {
     header: REPOSITORY_KEY_HEADER,
@@ -373,6 +377,19 @@ export async function startSession(
     await stop("start failed");
     throw startFailure(err, plan, folder.logFile);
   }
+}
+
+/**
+ * Every model was refused or skipped: a server with nothing to serve is not what anyone asked for,
+ * so `up` stops before starting it, with each model's reason.
+ */
+function nothingToServe(modelsDir: string, notServed: StagedRepository["notServed"]): UserError {
+  const lines = notServed.map((n) => `  ${n.model}: ${n.why}, ${n.reason}`);
+  return new UserError(`nothing to serve: no model of ${modelsDir} can load here\n${lines.join("\n")}`, {
+    hint: notServed.some((n) => n.why === "refused")
+      ? "Fix what lint found (`triton-dev lint` shows every finding), then run `triton-dev up` again."
+      : "Serve on a machine or runtime with a GPU (for example `--runtime docker --gpus all`), or add a CPU model.",
+  });
 }
 
 /** A start that failed as the user reads it: what happened, and the runtime's advice from the log. */

@@ -1,0 +1,60 @@
+import fs from "node:fs/promises";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { findProcesses, isOurProcess } from "../../src/state/process.js";
+import { copySampleModels, freePorts, portArgs, runCli, tempDir, testEnv } from "../helpers/cli.js";
+import { UpProcess } from "../helpers/up-process.js";
+
+/** A foreground `up` lives as long as its server: when Triton dies, `up` ends too, saying why. */
+describe("a foreground up whose tritonserver dies (real Triton)", () => {
+  let env: NodeJS.ProcessEnv | undefined;
+  let up: UpProcess | undefined;
+
+  afterAll(async () => {
+    await up?.stop();
+    if (env) await runCli(["down"], env);
+  }, 60_000);
+
+  it("exits non-zero with Triton's last log lines, leaving no record and no watcher behind", async () => {
+    env = await testEnv();
+    const ports = await freePorts();
+    const models = await copySampleModels();
+    up = new UpProcess(["--no-ui", "--models", models, ...portArgs(ports)], env);
+    await up.waitFor((e) => e.type === "watching", 180_000);
+    const state = JSON.parse(await fs.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8"));
+    expect(isOurProcess(state.pid, state.executable)).toBe(true);
+
+    process.kill(state.pid, "SIGKILL");
+    const t0 = Date.now();
+    const code = await Promise.race([
+      up.exited,
+      new Promise<"lingering">((r) => setTimeout(() => r("lingering"), 30_000)),
+    ]);
+    expect(code).toBe(1);
+    console.info(`foreground up ended ${((Date.now() - t0) / 1000).toFixed(1)} s after its server was killed`);
+    const exited = up.events.find((e) => e.type === "server-exited");
+    expect(exited).toMatchObject({ signal: "SIGKILL" });
+    expect((exited!.lastLines as string[]).length).toBeGreaterThan(0);
+    expect(up.events.map((e) => e.type)).toContain("stopped");
+    await expect(fs.access(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"))).rejects.toThrow();
+    // Nothing of the run is left: no python stub of the killed server serves on.
+    expect(findProcesses((argv) => argv.join(" ").includes(state.runDir))).toEqual([]);
+    const status = await runCli(["status"], env);
+    expect(status.stdout).toMatch(/nothing is running/);
+  }, 240_000);
+
+  it("with nothing to serve exits non-zero, naming each model's reason, and starts nothing", async () => {
+    const e = await testEnv();
+    const repo = await tempDir("nothing-to-serve");
+    await fs.mkdir(path.join(repo, "broken", "1"), { recursive: true });
+    await fs.writeFile(path.join(repo, "broken", "config.pbtxt"), 'backend: "python"\nmax_batch_size: -4\n');
+    await fs.writeFile(path.join(repo, "broken", "1", "model.py"), "class TritonPythonModel:\n    pass\n");
+    const r = await runCli(["up", "--detach", "--models", repo, ...portArgs(await freePorts())], e);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/error: nothing to serve: no model of .* can load here/);
+    expect(r.stderr).toMatch(/broken: refused, lint found 1 error\(s\); the first: .*config\.pbtxt:2:\d+/);
+    expect(r.stderr).toMatch(/hint: Fix what lint found/);
+    await expect(fs.access(path.join(e.TRITON_DEV_STATE_DIR!, "run.json"))).rejects.toThrow();
+    expect(findProcesses((argv) => argv.join(" ").includes(e.TRITON_DEV_STATE_DIR!))).toEqual([]);
+  }, 120_000);
+});
