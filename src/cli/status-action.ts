@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import { resolvePaths } from "../config/paths.js";
 import type { StatusReport } from "../session/status.js";
+import { formatDiagnostic } from "../repo/diagnostics.js";
 import { formatDuration, table, type CliContext } from "./output.js";
 
 /** `triton-dev status`, loaded when the command runs. */
@@ -28,13 +29,24 @@ export async function statusAction(flags: { json: boolean }, ctx: CliContext): P
   );
   for (const [label, text] of s.details ?? []) output.out(`${label.padEnd(9)} ${text}`);
   output.out(`models    ${s.modelsDir}`);
-  output.out(`reload    ${s.reload?.mode}${s.reload?.mode === "poll" ? ` every ${s.reload.pollSecs} s` : ""}`);
+  const w = s.watcher;
+  const watched = !w ? "" : w.alive ? ` (watcher pid ${w.pid})` : ` (NOT WATCHING: its watcher, pid ${w.pid}, is gone)`;
+  output.out(
+    `reload    ${s.reload?.mode}${s.reload?.mode === "poll" ? ` every ${s.reload.pollSecs} s` : ""}${watched}`,
+  );
   output.out(`HTTP      ${s.endpoints?.http}\ngRPC      ${s.endpoints?.grpc}\nmetrics   ${s.endpoints?.metrics}`);
   if (s.monitoring) output.out(`Prometheus ${s.monitoring.prometheus}\nGrafana   ${s.monitoring.grafana}`);
   if (s.problem) {
     output.out(`problem   ${s.problem}`);
     ctx.exitCode = 1;
     return;
+  }
+  if (s.running && w && !w.alive) {
+    // Triton still serves, but nothing acts on saves any more: say so, and how to get it back.
+    output.err(
+      `warning: hot reload is not running: the ${w.detached ? "detached run's watcher" : "`up` that started this run"} (pid ${w.pid}) is gone, so saved edits are not picked up. Restart the run: \`triton-dev down\`, then \`triton-dev up${w.detached ? " --detach" : ""}\`.`,
+    );
+    ctx.exitCode = 1;
   }
   output.out(`ready     ${s.serverReady ? "yes" : "no (some model is not READY)"}`);
   const rows = [
@@ -47,14 +59,15 @@ export async function statusAction(flags: { json: boolean }, ctx: CliContext): P
     output.out(
       table([
         ["MODEL", "OUTCOME", "AFTER SAVE", "SAVED AT", "DETAIL"],
-        ...s.edits.map((e) => [
-          e.model,
-          e.outcome,
-          `${(e.latencyMs / 1000).toFixed(2)} s`,
-          e.savedAt,
-          e.reason ?? e.diagnostics?.[0]?.message ?? "",
-        ]),
+        ...s.edits.map((e) => [e.model, e.outcome, `${(e.latencyMs / 1000).toFixed(2)} s`, e.savedAt, editDetail(e)]),
       ]),
     );
   }
+}
+
+/** A refused edit says where first: its first diagnostic's file:line:col (`--json` has them all). */
+function editDetail(e: NonNullable<StatusReport["edits"]>[number]): string {
+  const first = e.diagnostics?.[0] ? formatDiagnostic(e.diagnostics[0]).split("\n")[0]! : undefined;
+  if (e.outcome === "refused" && first) return e.reason ? `${first}; ${e.reason}` : first;
+  return e.reason ?? first ?? "";
 }

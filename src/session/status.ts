@@ -7,6 +7,7 @@ import type { EditSummary } from "../reload/events.js";
 import { stagingLayout, toUserPaths } from "../reload/stage.js";
 import { urlHost } from "../net/url.js";
 import { clientForRun } from "../triton/http-client.js";
+import { isOurProcess } from "../state/process.js";
 import { currentRun } from "./current-run.js";
 
 export interface StatusReport {
@@ -45,6 +46,11 @@ export interface StatusReport {
   };
   /** Prometheus and Grafana of `up --monitoring`. */
   monitoring?: { prometheus: string; grafana: string };
+  /**
+   * The process that acts on edits (hot reload): the foreground `up`, or a detached run's watcher.
+   * Not alive: saves are not picked up until the run is started again.
+   */
+  watcher?: { pid: number; alive: boolean; detached: boolean };
   /** Set when the record was stale (the server is gone) or Triton did not answer. */
   problem?: string;
 }
@@ -83,6 +89,7 @@ export async function collectStatus(
     where: described.where,
     details: described.lines,
     ...described.json,
+    ...watcherOf(s),
   };
   if (!run.alive) {
     return { ...base, problem: `${described.goneWhat} is no longer running; \`triton-dev down\` cleans up its record` };
@@ -117,6 +124,13 @@ export async function collectStatus(
   } catch (err) {
     return { ...base, problem: `Triton did not answer: ${(err as Error).message}` };
   }
+}
+
+/** Who hot-reloads the run, and whether it still does (a watcher killed leaves Triton serving, deaf to edits). */
+function watcherOf(s: RunState): Pick<StatusReport, "watcher"> {
+  const pid = s.detached ? s.supervisorPid : s.ownerPid;
+  if (pid === undefined) return {};
+  return { watcher: { pid, alive: isOurProcess(pid, process.execPath), detached: s.detached } };
 }
 
 /** Reasons name files of the staging copy (a model.py traceback); shown as the user's paths. */

@@ -57,4 +57,41 @@ describe("a foreground up whose tritonserver dies (real Triton)", () => {
     await expect(fs.access(path.join(e.TRITON_DEV_STATE_DIR!, "run.json"))).rejects.toThrow();
     expect(findProcesses((argv) => argv.join(" ").includes(e.TRITON_DEV_STATE_DIR!))).toEqual([]);
   }, 120_000);
+
+  it("status shows a refused edit's file:line:col, and a detached run whose watcher died as not watching", async () => {
+    const e = await testEnv();
+    const models = await copySampleModels();
+    const up = await runCli(["up", "--detach", "--models", models, ...portArgs(await freePorts())], e);
+    expect(up.code, up.stderr).toBe(0);
+    try {
+      const before = JSON.parse((await runCli(["status", "--json"], e)).stdout);
+      expect(before.watcher).toMatchObject({ alive: true, detached: true });
+
+      // A save lint refuses: status names the file and position, --json carries every diagnostic.
+      const config = path.join(models, "image_classifier", "config.pbtxt");
+      await fs.writeFile(config, (await fs.readFile(config, "utf8")) + "\nmax_batch_size: -3\n");
+      const deadline = Date.now() + 30_000;
+      let refused: { diagnostics?: unknown[] } | undefined;
+      while (!refused && Date.now() < deadline) {
+        const s = JSON.parse((await runCli(["status", "--json"], e)).stdout);
+        refused = s.edits?.find(
+          (x: { model: string; outcome: string }) => x.model === "image_classifier" && x.outcome === "refused",
+        );
+        if (!refused) await new Promise((r) => setTimeout(r, 250));
+      }
+      expect(refused?.diagnostics?.length).toBeGreaterThan(0);
+      const text = await runCli(["status"], e);
+      expect(text.stdout).toMatch(/image_classifier\s+refused\s.*config\.pbtxt:\d+:\d+: error: /);
+
+      process.kill(before.watcher.pid, "SIGKILL");
+      await new Promise((r) => setTimeout(r, 300));
+      const after = await runCli(["status"], e);
+      expect(after.code).toBe(1);
+      expect(after.stdout).toMatch(/reload\s+poll every 1 s \(NOT WATCHING: its watcher, pid \d+, is gone\)/);
+      expect(after.stderr).toMatch(/warning: hot reload is not running: the detached run's watcher .* is gone/);
+      expect(JSON.parse((await runCli(["status", "--json"], e)).stdout).watcher).toMatchObject({ alive: false });
+    } finally {
+      await runCli(["down"], e);
+    }
+  }, 240_000);
 });
