@@ -2,7 +2,7 @@ import { Command, Option } from "commander";
 import { resolvePaths } from "../config/paths.js";
 import { RUNTIME_KINDS } from "../runtimes/kinds.js";
 import { DEFAULT_CLUSTER, DEFAULT_IMAGE } from "./defaults.js";
-import { parsePort, parsePositiveInt } from "./options.js";
+import { parseDir, parsePort, parsePositiveInt } from "./options.js";
 import { printEvents, type CliContext } from "./output.js";
 import type { UpFlags } from "./up-action.js";
 
@@ -13,13 +13,14 @@ export function registerUpCommand(program: Command, ctx: CliContext): void {
     .addOption(
       new Option("--runtime <runtime>", "where Triton runs").choices(["auto", ...RUNTIME_KINDS]).default("auto"),
     )
-    .option("--models <dir>", "the model repository to serve", "models")
+    .option("--models <dir>", "the model repository to serve", parseDir("--models"), "models")
     .addOption(
       new Option("--reload <mode>", "how Triton picks up changes: poll (as in the article) or explicit")
         .choices(["poll", "explicit"])
         .default("poll"),
     )
-    .option("--poll-secs <n>", "poll interval in seconds (poll mode)", parsePositiveInt("--poll-secs"), 1)
+    // Triton reads the interval as a 32-bit number; a day is already far past any use of polling.
+    .option("--poll-secs <n>", "poll interval in seconds (poll mode)", parsePositiveInt("--poll-secs", 1, 86_400), 1)
     .option("--http-port <n>", "HTTP port", parsePort("--http-port"), 8000)
     .option("--grpc-port <n>", "gRPC port", parsePort("--grpc-port"), 8001)
     .option("--metrics-port <n>", "Prometheus metrics port", parsePort("--metrics-port"), 8002)

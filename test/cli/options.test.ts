@@ -24,6 +24,15 @@ describe("command line", () => {
     expect(o.stderr.join("\n")).toMatch(/--http-port must be a port number 1-65535, got '70000'/);
   });
 
+  it("rejects an empty --models and a poll interval Triton cannot take, naming the flag", async () => {
+    let o = capture();
+    expect(await main(["up", "--models", ""], o)).toBe(2);
+    expect(o.stderr.join("\n")).toMatch(/--models is empty; give the model repository's folder/);
+    o = capture();
+    expect(await main(["up", "--poll-secs", String(2 ** 31)], o)).toBe(2);
+    expect(o.stderr.join("\n")).toMatch(/--poll-secs must be at most 86400, got '2147483648'/);
+  });
+
   it("rejects an unknown runtime and reload mode", async () => {
     let o = capture();
     expect(await main(["up", "--runtime", "podman"], o)).toBe(2);
