@@ -44,7 +44,7 @@ export async function statusAction(flags: { json: boolean }, ctx: CliContext): P
   if (s.running && w && !w.alive) {
     // Triton still serves, but nothing acts on saves any more: say so, and how to get it back.
     output.err(
-      `warning: hot reload is not running: the ${w.detached ? "detached run's watcher" : "`up` that started this run"} (pid ${w.pid}) is gone, so saved edits are not picked up. Restart the run: \`triton-dev down\`, then \`triton-dev up${w.detached ? " --detach" : ""}\`.`,
+      `warning: hot reload is not running: the ${w.detached ? "detached run's watcher" : "`up` that started this run"} (pid ${w.pid}) is gone, so saved edits are not picked up. ${w.detached ? `Run \`triton-dev up --detach --models ${s.modelsDir}\` again to start the watcher (Triton keeps serving).` : "Restart the run: `triton-dev down`, then `triton-dev up`."}`,
     );
     ctx.exitCode = 1;
   }

@@ -7,6 +7,8 @@ import { startSession, type UpOptions } from "../session/session.js";
 import type { SessionEvent } from "../session/events.js";
 import { stripTritonPrefix, tailLines } from "../state/log-file.js";
 import { recordSupervisor, spawnSupervisor, waitForSupervisor } from "../session/supervisor.js";
+import { currentRun } from "../session/current-run.js";
+import { isOurProcess } from "../state/process.js";
 
 import { formatEvent, printEvents, type CliContext } from "./output.js";
 import { shouldOpenDashboard } from "../ui/mode.js";
@@ -42,10 +44,35 @@ export interface UpFlags {
   keepCluster: boolean;
 }
 
+/**
+ * `up --detach` again for a detached run of the same folder whose watcher died (Triton serving,
+ * deaf to edits): the watcher is started again instead of refusing the second `up`.
+ */
+async function restartedWatcher(flags: UpFlags, ctx: CliContext): Promise<boolean> {
+  if (!flags.detach) return false;
+  const paths = resolvePaths(ctx.env);
+  const run = await currentRun(paths, ctx.env).catch(() => undefined);
+  const s = run?.state;
+  if (!run?.alive || !s?.detached || s.modelsDir !== path.resolve(flags.models)) return false;
+  if (s.supervisorPid !== undefined && isOurProcess(s.supervisorPid, process.execPath)) return false;
+  const pid = spawnSupervisor(s, CLI_PATH, ctx.env);
+  await recordSupervisor(paths, s, pid);
+  if (!(await waitForSupervisor(s, pid))) {
+    ctx.output.err(`the run's watcher did not start again; see ${path.join(s.runDir, "supervisor.log")}.`);
+    ctx.exitCode = 1;
+    return true;
+  }
+  ctx.output.out(
+    `hot reload for the running Triton (${run.run.describe().where}) had stopped; its watcher runs again (pid ${pid}) and picks up your saves`,
+  );
+  return true;
+}
+
 /** `triton-dev up`, loaded when the command runs (up-command.ts defines its flags). */
 export async function upAction(flags: UpFlags, ctx: CliContext): Promise<void> {
   const { output, env } = ctx;
   const paths = resolvePaths(env);
+  if (await restartedWatcher(flags, ctx)) return;
   const bus = new EventBus<SessionEvent>();
   // The dashboard (and its React/Ink) is loaded only when it opens, so plain runs stay lean.
   const dashboard: Dashboard | undefined = shouldOpenDashboard(flags, env, process.stdout, process.stdin)

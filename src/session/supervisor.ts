@@ -22,6 +22,8 @@ const log = rootLog.child("supervisor");
  * same reload controller as a foreground `up`. It exits with the server, and `down` stops it.
  */
 export function spawnSupervisor(state: RunState, cliPath: string, env: NodeJS.ProcessEnv): number | undefined {
+  // A watcher started again (the last one died) must not be taken as ready by the last one's file.
+  fs.rmSync(readyFile(state), { force: true });
   const out = fs.openSync(path.join(state.runDir, "supervisor.log"), "a");
   try {
     const child = spawn(process.execPath, [cliPath, "__supervise"], {

@@ -61,7 +61,8 @@ describe("a foreground up whose tritonserver dies (real Triton)", () => {
   it("status shows a refused edit's file:line:col, and a detached run whose watcher died as not watching", async () => {
     const e = await testEnv();
     const models = await copySampleModels();
-    const up = await runCli(["up", "--detach", "--models", models, ...portArgs(await freePorts())], e);
+    const ports = await freePorts();
+    const up = await runCli(["up", "--detach", "--models", models, ...portArgs(ports)], e);
     expect(up.code, up.stderr).toBe(0);
     try {
       const before = JSON.parse((await runCli(["status", "--json"], e)).stdout);
@@ -69,7 +70,8 @@ describe("a foreground up whose tritonserver dies (real Triton)", () => {
 
       // A save lint refuses: status names the file and position, --json carries every diagnostic.
       const config = path.join(models, "image_classifier", "config.pbtxt");
-      await fs.writeFile(config, (await fs.readFile(config, "utf8")) + "\nmax_batch_size: -3\n");
+      const original = await fs.readFile(config, "utf8");
+      await fs.writeFile(config, original + "\nmax_batch_size: -3\n");
       const deadline = Date.now() + 30_000;
       let refused: { diagnostics?: unknown[] } | undefined;
       while (!refused && Date.now() < deadline) {
@@ -90,6 +92,27 @@ describe("a foreground up whose tritonserver dies (real Triton)", () => {
       expect(after.stdout).toMatch(/reload\s+poll every 1 s \(NOT WATCHING: its watcher, pid \d+, is gone\)/);
       expect(after.stderr).toMatch(/warning: hot reload is not running: the detached run's watcher .* is gone/);
       expect(JSON.parse((await runCli(["status", "--json"], e)).stdout).watcher).toMatchObject({ alive: false });
+
+      // `up --detach` again starts the watcher for the running server, and saves count again.
+      const again = await runCli(["up", "--detach", "--models", models, ...portArgs(ports)], e);
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.stdout).toMatch(/its watcher runs again \(pid \d+\)/);
+      const repaired = JSON.parse((await runCli(["status", "--json"], e)).stdout);
+      expect(repaired.watcher).toMatchObject({ alive: true });
+      expect(repaired.pid).toBe(before.pid);
+      await fs.writeFile(config, original);
+      const fixedBy = Date.now() + 30_000;
+      let fixed = false;
+      while (!fixed && Date.now() < fixedBy) {
+        const s = JSON.parse((await runCli(["status", "--json"], e)).stdout);
+        fixed = s.edits?.some(
+          (x: { model: string; outcome: string }) =>
+            (x.model === "image_classifier" && x.outcome === "unchanged") ||
+            (x.model === "image_classifier" && x.outcome === "ready"),
+        );
+        if (!fixed) await new Promise((r) => setTimeout(r, 250));
+      }
+      expect(fixed).toBe(true);
     } finally {
       await runCli(["down"], e);
     }
