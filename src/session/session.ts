@@ -18,6 +18,7 @@ import { chooseRuntime, loadDriver } from "../runtimes/registry.js";
 import { stripTritonPrefix, tailLines, tailLinesSync } from "../state/log-file.js";
 import { isOurProcess, terminateOurs } from "../state/process.js";
 import { editsFile, removeRunState, writeRunState, type RunState } from "../state/run-state.js";
+import { acquireStartLock } from "../state/start-lock.js";
 import {
   clientForRun,
   REPOSITORY_KEY_HEADER,
@@ -237,15 +238,33 @@ async function waitUntilReady(
 }
 
 /**
- * `up`, as named steps: the existing run, plan (the runtime's checks, nothing created yet), lint
- * and stage, start, record, wait for ready. Every resource a step creates is released again if a
- * later step fails.
+ * `up`, one at a time per state folder (a second one that starts meanwhile is refused with the
+ * first one's pid): see startLocked for the steps.
  */
 export async function startSession(
   paths: Paths,
   o: UpOptions,
   bus: EventBus<SessionEvent>,
   env: NodeJS.ProcessEnv = process.env,
+): Promise<Session> {
+  const lock = await acquireStartLock(paths, path.resolve(o.modelsDir));
+  try {
+    return await startLocked(paths, o, bus, env);
+  } finally {
+    await lock.release();
+  }
+}
+
+/**
+ * `up`, as named steps: the existing run, plan (the runtime's checks, nothing created yet), lint
+ * and stage, start, record, wait for ready. Every resource a step creates is released again if a
+ * later step fails.
+ */
+async function startLocked(
+  paths: Paths,
+  o: UpOptions,
+  bus: EventBus<SessionEvent>,
+  env: NodeJS.ProcessEnv,
 ): Promise<Session> {
   const flags = o.runtimeFlags ?? {};
   const choice = await chooseRuntime(o.runtime, flags, env);

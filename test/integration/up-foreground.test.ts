@@ -117,4 +117,32 @@ describe("a foreground up whose tritonserver dies (real Triton)", () => {
       await runCli(["down"], e);
     }
   }, 240_000);
+
+  it("two `up` started at the same moment on one state folder: one runs, the other is refused naming it", async () => {
+    const e = await testEnv();
+    const [a, b] = await Promise.all([copySampleModels(), copySampleModels()]);
+    const [pa, pb] = [await freePorts(), await freePorts()];
+    try {
+      const results = await Promise.all([
+        runCli(["up", "--detach", "--models", a, ...portArgs(pa)], e),
+        runCli(["up", "--detach", "--models", b, ...portArgs(pb)], e),
+      ]);
+      expect(results.map((r) => r.code).sort()).toEqual([0, 1]);
+      const refused = results.find((r) => r.code === 1)!;
+      expect(refused.stderr).toMatch(
+        /another `triton-dev up` \(pid \d+, models .*\) is starting on this state folder|triton-dev is already running/,
+      );
+      const winner = results.findIndex((r) => r.code === 0);
+      const status = JSON.parse((await runCli(["status", "--json"], e)).stdout);
+      expect(status.modelsDir).toBe([a, b][winner]);
+      expect(status.watcher).toMatchObject({ alive: true });
+      // The refused one left nothing running: one tritonserver, serving the winner's folder.
+      const servers = findProcesses(
+        (argv) => argv[0]!.endsWith("tritonserver") && argv.join(" ").includes(e.TRITON_DEV_STATE_DIR!),
+      );
+      expect(servers).toHaveLength(1);
+    } finally {
+      await runCli(["down"], e);
+    }
+  }, 240_000);
 });
