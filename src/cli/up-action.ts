@@ -131,7 +131,8 @@ export async function upAction(flags: UpFlags, ctx: CliContext): Promise<void> {
   // From here the dashboard's frame tells the story; only how the run ends is replayed.
   started = true;
   replay.length = 0;
-  const failed = [...session.models.filter((m) => m.state !== "READY").map((m) => m.name), ...session.refused];
+  const notReady = session.models.filter((m) => m.state !== "READY").map((m) => m.name);
+  const failed = [...notReady, ...session.refused];
   if (flags.detach) {
     session.handle.release();
     const pid = spawnSupervisor(session.state, CLI_PATH, env);
@@ -143,7 +144,14 @@ export async function upAction(flags: UpFlags, ctx: CliContext): Promise<void> {
     }
     if (failed.length > 0) {
       output.err(
-        `${failed.length} model(s) failed to load: ${failed.join(", ")} (reasons above). The server keeps serving the others and reloads each model when you save a fix; stop it with \`triton-dev down\`.`,
+        `${[
+          notReady.length ? `${notReady.length} model(s) failed to load: ${notReady.join(", ")}` : "",
+          session.refused.length ? `${session.refused.length} refused by lint: ${session.refused.join(", ")}` : "",
+        ]
+          .filter(Boolean)
+          .join(
+            "; ",
+          )} (reasons above). The server keeps serving the others and reloads each model when you save a fix; stop it with \`triton-dev down\`.`,
       );
       ctx.exitCode = 1;
     } else if (!flags.json) {
