@@ -137,7 +137,7 @@ describe("readKindManifest", () => {
 });
 
 describe("node-gpu-setup.sh", () => {
-  it("is an executable bash script that parses, and does what TRITON-FACTS says the node needs", () => {
+  it("is an executable bash script that parses, and installs the NVIDIA container toolkit in a kind node and configures containerd for it", () => {
     const script = nodeGpuSetupScript();
     expect(fs.statSync(script).mode & 0o111).not.toBe(0);
     execFileSync("bash", ["-n", script]);
