@@ -146,7 +146,7 @@ export async function upAction(flags: UpFlags, ctx: CliContext): Promise<void> {
       output.err(
         `${[
           notReady.length ? `${notReady.length} model(s) failed to load: ${notReady.join(", ")}` : "",
-          session.refused.length ? `${session.refused.length} refused by lint: ${session.refused.join(", ")}` : "",
+          session.refused.length ? `${session.refused.length} refused: ${session.refused.join(", ")}` : "",
         ]
           .filter(Boolean)
           .join(

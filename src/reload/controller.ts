@@ -11,7 +11,7 @@ import type { Diagnostic } from "../repo/diagnostics.js";
 import { lintModel, type LintOptions } from "../repo/lint.js";
 import { isIgnoredEntry, isModelDir, listModelDirs } from "../repo/layout.js";
 import type { EditEvent, EditPhase, EditSummary } from "./events.js";
-import type { StagingRepository } from "./stage.js";
+import { StagingError, type StagingRepository } from "./stage.js";
 import type { ModelChange, ModelWatcher } from "./watch.js";
 
 const log = rootLog.child("reload");
@@ -44,6 +44,7 @@ type LastGood = Map<string, number>;
 
 export async function hashModelDir(dir: string): Promise<string | undefined> {
   const h = createHash("sha1");
+  const inside = new Set<string>([await fsp.realpath(dir).catch(() => dir)]);
   const walk = async (d: string, rel: string): Promise<void> => {
     const entries = (await fsp.readdir(d, { withFileTypes: true }))
       .filter((e) => !isIgnoredEntry(e.name))
@@ -53,11 +54,19 @@ export async function hashModelDir(dir: string): Promise<string | undefined> {
       const r = `${rel}/${e.name}`;
       const st = await fsp.stat(p);
       if (st.isDirectory()) {
+        // A link back into a folder being walked would never end: no hash, and staging says why.
+        const real = await fsp.realpath(p);
+        if (inside.has(real)) throw new Error(`${p} loops`);
         h.update(`d:${r}\n`);
+        inside.add(real);
         await walk(p, r);
-      } else {
+        inside.delete(real);
+      } else if (st.isFile()) {
         h.update(`f:${r}:${st.size}\n`);
         h.update(await fsp.readFile(p));
+      } else {
+        // FIFOs and devices are never read (a read can block forever); staging refuses them.
+        h.update(`o:${r}\n`);
       }
     }
   };
@@ -345,7 +354,18 @@ export class ReloadController {
     }
 
     const logOffset = fileSize(this.o.logFile);
-    const generation = await this.o.staging.publish(this.o.modelsDir, model, { prepare: this.o.mode === "poll" });
+    let generation: number;
+    try {
+      generation = await this.o.staging.publish(this.o.modelsDir, model, { prepare: this.o.mode === "poll" });
+    } catch (err) {
+      if (!(err instanceof StagingError)) throw err;
+      // Nothing new was published: whatever served before still does.
+      const keeps = this.lastGood.has(model)
+        ? "the last good version keeps serving"
+        : "not loaded until a fix is saved";
+      phase("failed", { reason: `${err.message}; ${keeps}` });
+      return;
+    }
     phase("staged");
     phase("loading");
     const outcome = await this.load(model, logOffset);

@@ -1,25 +1,98 @@
 import fsp from "node:fs/promises";
 import path from "node:path";
+import { UserError } from "../errors.js";
 import { isIgnoredEntry, listModelDirs } from "../repo/layout.js";
+
+/**
+ * A model that cannot be copied into a snapshot: a link that leads nowhere or back into its own
+ * folder, a FIFO or device, a path too long, a full disk. It is that model's problem (reported in
+ * the user's path), never the whole `up`'s.
+ */
+export class StagingError extends UserError {
+  override name = "StagingError";
+  constructor(
+    readonly model: string,
+    message: string,
+    options: { hint: string; cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+const FILE_KIND_HINT =
+  "A model folder holds files, folders and symbolic links to them; remove it or replace it with a regular file.";
+
+/** What the user reads for a filesystem error met while copying `p` of `model`. */
+export function stagingError(model: string, p: string, err: unknown): StagingError {
+  if (err instanceof StagingError) return err;
+  const code = (err as NodeJS.ErrnoException).code;
+  const why: Record<string, [string, string]> = {
+    ENOENT: [`${p} vanished or is a symbolic link to nothing`, "Point the link at a file that exists, or remove it."],
+    ELOOP: [`${p} is a symbolic link that loops`, "Point the link at a real file or folder, or remove it."],
+    ENAMETOOLONG: [`${p}: a path in it is too long for the filesystem`, "Shorten the model's file or folder names."],
+    ENOSPC: [
+      `no space left on the disk of the state folder while copying ${p}`,
+      "Free some space (old runs: `triton-dev down` keeps only the last three), then save again.",
+    ],
+    EDQUOT: [`the disk quota of the state folder is used up while copying ${p}`, "Free some space, then save again."],
+    EACCES: [`${p} cannot be read (permission denied)`, "Make it readable for the user running triton-dev."],
+    EPERM: [`${p} cannot be read (operation not permitted)`, "Make it readable for the user running triton-dev."],
+  };
+  const [message, hint] = why[code ?? ""] ?? [
+    `could not copy ${p}: ${(err as Error).message}`,
+    "Check the file; the last good version keeps serving.",
+  ];
+  return new StagingError(model, `${model}: ${message}`, { hint, cause: err });
+}
+
+function specialKind(st: {
+  isFIFO(): boolean;
+  isSocket(): boolean;
+  isCharacterDevice(): boolean;
+  isBlockDevice(): boolean;
+}) {
+  return st.isFIFO()
+    ? "a FIFO"
+    : st.isSocket()
+      ? "a socket"
+      : st.isCharacterDevice() || st.isBlockDevice()
+        ? "a device"
+        : "not a regular file";
+}
 
 /**
  * `src` may itself be a link to a directory (a symlinked model folder): the snapshot holds copies
  * of the files, so editing the link's target changes nothing served until the watcher sees it.
+ * Links are followed (their content is copied), except one that leads back into a folder being
+ * copied, which would never end; FIFOs, sockets and devices are refused (reading one can block).
  */
-async function copyTree(src: string, dst: string): Promise<void> {
-  await fsp.mkdir(dst, { recursive: true });
-  for (const e of await fsp.readdir(src, { withFileTypes: true })) {
+async function copyTree(model: string, src: string, dst: string, ancestors: ReadonlySet<string>): Promise<void> {
+  const real = await fsp.realpath(src).catch((err: unknown) => Promise.reject(stagingError(model, src, err)));
+  if (ancestors.has(real)) {
+    throw new StagingError(model, `${model}: ${src} leads back to ${real}, a folder it is inside of`, {
+      hint: "A link inside a model folder must not point at the folder or one above it; remove or repoint it.",
+    });
+  }
+  const inside = new Set([...ancestors, real]);
+  await fsp.mkdir(dst, { recursive: true }).catch((err: unknown) => Promise.reject(stagingError(model, src, err)));
+  const entries = await fsp
+    .readdir(src, { withFileTypes: true })
+    .catch((err: unknown) => Promise.reject(stagingError(model, src, err)));
+  for (const e of entries) {
     if (isIgnoredEntry(e.name)) continue;
     const s = path.join(src, e.name);
     const d = path.join(dst, e.name);
-    if (e.isDirectory()) await copyTree(s, d);
-    else if (e.isFile()) await fsp.copyFile(s, d);
-    else if (e.isSymbolicLink()) {
-      // Resolve links so the staged model does not depend on the user's tree staying put.
-      const real = await fsp.realpath(s);
-      const rst = await fsp.stat(real);
-      if (rst.isDirectory()) await copyTree(real, d);
-      else await fsp.copyFile(real, d);
+    try {
+      const st = e.isSymbolicLink() ? await fsp.stat(s) : e;
+      if (st.isDirectory()) await copyTree(model, s, d, inside);
+      else if (st.isFile()) await fsp.copyFile(s, d);
+      else {
+        throw new StagingError(model, `${model}: ${s} is ${specialKind(st)}, not a file Triton can read`, {
+          hint: FILE_KIND_HINT,
+        });
+      }
+    } catch (err) {
+      throw stagingError(model, s, err);
     }
   }
 }
@@ -85,14 +158,29 @@ export class StagingRepository {
     this.prepare = options.prepare;
   }
 
-  /** Stage every model of `sourceRepo` for which `include` holds; returns the staged names. */
-  async init(sourceRepo: string, include: (name: string) => boolean = () => true): Promise<string[]> {
+  /**
+   * Stage every model of `sourceRepo` for which `include` holds; returns the staged names. A model
+   * that cannot be copied is left out and passed to `onError`, never failing the others.
+   */
+  async init(
+    sourceRepo: string,
+    include: (name: string) => boolean = () => true,
+    onError: (e: StagingError) => void = (e) => {
+      throw e;
+    },
+  ): Promise<string[]> {
     await fsp.rm(this.repository, { recursive: true, force: true });
     await Promise.all([this.repository, this.store, this.scratch].map((d) => fsp.mkdir(d, { recursive: true })));
     const staged: string[] = [];
     for (const m of await listModelDirs(sourceRepo)) {
       if (!include(m)) continue;
-      await this.publish(sourceRepo, m);
+      try {
+        await this.publish(sourceRepo, m);
+      } catch (err) {
+        if (!(err instanceof StagingError)) throw err;
+        onError(err);
+        continue;
+      }
       staged.push(m);
     }
     return staged;
@@ -138,7 +226,13 @@ export class StagingRepository {
     const generation = this.nextGeneration(name);
     const dir = this.snapshotDir(name, generation);
     await fsp.rm(dir, { recursive: true, force: true });
-    await copyTree(path.join(sourceRepo, name), dir);
+    try {
+      await copyTree(name, path.join(sourceRepo, name), dir, new Set());
+    } catch (err) {
+      // A partial snapshot is never left behind (on a full disk it would only fill it further).
+      await fsp.rm(dir, { recursive: true, force: true }).catch(() => {});
+      throw stagingError(name, path.join(sourceRepo, name), err);
+    }
     if (options.prepare !== false) await this.prepare?.(dir);
     await this.point(name, dir);
     this.generations.set(name, generation);
@@ -152,7 +246,7 @@ export class StagingRepository {
     const next = this.nextGeneration(name);
     const copy = this.snapshotDir(name, next);
     await fsp.rm(copy, { recursive: true, force: true });
-    await copyTree(dir, copy);
+    await copyTree(name, dir, copy, new Set());
     if (options.prepare !== false) await this.prepare?.(copy);
     await this.point(name, copy);
     this.generations.set(name, next);

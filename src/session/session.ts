@@ -5,12 +5,12 @@ import type { Paths } from "../config/paths.js";
 import { ServerStartError, UserError } from "../errors.js";
 import { EventBus } from "../events/bus.js";
 import { log as rootLog } from "../log/logger.js";
-import { refusalSummary } from "../repo/diagnostics.js";
+import { refusalSummary, type Diagnostic } from "../repo/diagnostics.js";
 import { lintRepository, type LintOptions, type LintResult } from "../repo/lint.js";
 import { autoCompleteNeeds } from "../repo/auto-complete.js";
 import { listModelDirs, requireModelRepository } from "../repo/layout.js";
 import { ReloadController } from "../reload/controller.js";
-import { StagingRepository } from "../reload/stage.js";
+import { StagingError, StagingRepository } from "../reload/stage.js";
 import { RepositoryWatcher } from "../reload/watch.js";
 import type { PlannedRun, Ports, ReloadMode, RuntimeDriver, ServerHandle, StartOptions } from "../runtimes/driver.js";
 import type { RuntimeFlags, RuntimeKind } from "../runtimes/kinds.js";
@@ -182,6 +182,23 @@ async function lintAndStage(
   }
   const staging = new StagingRepository(folder.runDir, plan.prepareStaged ? { prepare: plan.prepareStaged } : {});
   const wanted = (m: string) => !refused.has(m) && !skipped.has(m);
+  // A model whose files cannot be copied (a dangling link, a FIFO, a full disk) is refused like
+  // one lint refuses; the others are served.
+  const unstageable = (e: StagingError) => {
+    refused.add(e.model);
+    notServed.push({ model: e.model, why: "refused", reason: e.message });
+    const diagnostic: Diagnostic = {
+      severity: "error",
+      code: "staging-failed",
+      file: path.join(modelsDir, e.model),
+      line: 1,
+      column: 1,
+      message: e.message,
+      model: e.model,
+      ...(e.hint ? { hint: e.hint } : {}),
+    };
+    bus.emit({ type: "lint", model: e.model, diagnostics: [diagnostic], staged: false });
+  };
   let staged: string[];
   if (plan.reuse) {
     // The running server has this folder mounted: it is updated in place, never recreated.
@@ -189,11 +206,15 @@ async function lintAndStage(
     // meanwhile are published here.
     await staging.load();
     for (const m of await listModelDirs(modelsDir)) {
-      if (wanted(m) && !staging.has(m)) await staging.publish(modelsDir, m);
+      if (!wanted(m) || staging.has(m)) continue;
+      await staging.publish(modelsDir, m).catch((err: unknown) => {
+        if (!(err instanceof StagingError)) throw err;
+        unstageable(err);
+      });
     }
     staged = staging.names();
   } else {
-    staged = await staging.init(modelsDir, wanted);
+    staged = await staging.init(modelsDir, wanted, unstageable);
   }
   bus.emit({ type: "staged", models: staged, repository: folder.repository });
   // Triton's config auto-complete adds a fixed second to every python model load (see

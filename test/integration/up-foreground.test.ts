@@ -145,4 +145,25 @@ describe("a foreground up whose tritonserver dies (real Triton)", () => {
       await runCli(["down"], e);
     }
   }, 240_000);
+
+  it("a model it cannot stage (a dangling link) is refused with why; the others are served", async () => {
+    const e = await testEnv();
+    const models = await copySampleModels();
+    const link = path.join(models, "image_classifier", "1", "weights.bin");
+    await fs.symlink(path.join(models, "not-there.bin"), link);
+    try {
+      const r = await runCli(["up", "--detach", "--models", models, ...portArgs(await freePorts())], e);
+      expect(r.stderr).not.toMatch(/internal error/);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/1 refused: image_classifier \(reasons above\)/);
+      expect(r.stdout).toContain(`image_classifier: ${link} vanished or is a symbolic link to nothing`);
+      const status = JSON.parse((await runCli(["status", "--json"], e)).stdout);
+      const byName = Object.fromEntries(status.models.map((m: { name: string }) => [m.name, m]));
+      expect(byName.bert_tokenizer.state).toBe("READY");
+      expect(byName.image_classifier).toMatchObject({ state: "REFUSED" });
+      expect(byName.image_classifier.reason).toContain("vanished or is a symbolic link to nothing");
+    } finally {
+      await runCli(["down"], e);
+    }
+  }, 240_000);
 });

@@ -230,6 +230,20 @@ describe("ReloadController", () => {
     expect(await s.servedConfig()).toBe(before);
   });
 
+  it("fails an edit it cannot stage (a link to nothing), names it, loads nothing and keeps serving", async () => {
+    const s = await setup();
+    const before = await s.servedConfig();
+    await fsp.symlink(path.join(s.repo, "missing.bin"), path.join(s.repo, "m", "1", "weights.bin"));
+    s.watcher.save("m");
+    await s.controller.idle();
+    expect(s.phases()).toEqual(["saved", "validated", "failed"]);
+    expect(s.events.at(-1)!.reason).toBe(
+      `m: ${path.join(s.repo, "m", "1", "weights.bin")} vanished or is a symbolic link to nothing; the last good version keeps serving`,
+    );
+    expect(loads(s.triton)).toHaveLength(0);
+    expect(await s.servedConfig()).toBe(before);
+  });
+
   it("reads the outcome of a load from Triton's log in poll mode", async () => {
     const loaded = "I0101 00:00:01.000000 1 model_lifecycle.cc:1] successfully loaded 'm'\n";
     const outcomes: string[] = [];
