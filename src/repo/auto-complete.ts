@@ -77,7 +77,7 @@ async function findAutoCompleteDefinition(dir: string, depth = 0): Promise<strin
     if (st.isDirectory()) {
       const found = await findAutoCompleteDefinition(p, depth + 1);
       if (found) return found;
-    } else if (e.name.endsWith(".py") && st.size <= MAX_SOURCE_BYTES) {
+    } else if (st.isFile() && e.name.endsWith(".py") && st.size <= MAX_SOURCE_BYTES) {
       const text = await fsp.readFile(p, "utf8").catch(() => "");
       // Any mention counts (a def, an assignment, a mixin's name): keeping auto-complete on for
       // a model that did not need it only costs time, turning it off for one that does breaks it.

@@ -39,7 +39,7 @@ export interface ModelLayout {
   /** The text of config.pbtxt; undefined when the file is absent or unreadable. */
   configText?: string;
   /** Why config.pbtxt could not be read, when it exists but cannot be read. */
-  configReadError?: string;
+  configReadError?: UnreadableFile;
   /** Numeric version folders, lowest first. */
   versions: VersionDir[];
   /** Sub-folders Triton skips with a warning: not a number, or a leading zero. */
@@ -189,16 +189,88 @@ export async function requireModelRepository(dir: string): Promise<string[]> {
   return models;
 }
 
+/** A config is a few kilobytes; anything past this is not one (and is not read into memory). */
+export const MAX_CONFIG_BYTES = 8 * 1024 * 1024;
+
+/** Why a config (or source) file cannot be read, with what to do; a FIFO or device is never opened. */
+export interface UnreadableFile {
+  message: string;
+  hint: string;
+}
+
+/**
+ * Read a text file the user wrote, refusing what is not a regular file (a read of a FIFO blocks,
+ * of /dev/zero never ends) and what is larger than `maxBytes`.
+ */
+export async function readUserText(
+  file: string,
+  maxBytes = MAX_CONFIG_BYTES,
+): Promise<{ text: string } | { missing: true } | { unreadable: UnreadableFile }> {
+  let st: Stats;
+  try {
+    st = await fsp.stat(file);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") {
+      // A link to nothing is not the same as no file.
+      const isLink = await fsp.lstat(file).then(
+        (l) => l.isSymbolicLink(),
+        () => false,
+      );
+      if (!isLink) return { missing: true };
+      return {
+        unreadable: {
+          message: "it is a symbolic link to nothing",
+          hint: "Point the link at the real file, or replace it with the file.",
+        },
+      };
+    }
+    if (code === "ELOOP")
+      return {
+        unreadable: {
+          message: "it is a symbolic link that loops",
+          hint: "Point the link at the real file, or replace it with the file.",
+        },
+      };
+    return {
+      unreadable: {
+        message: (err as Error).message,
+        hint: "Check that the file and its folders are readable for you.",
+      },
+    };
+  }
+  if (!st.isFile()) {
+    const what = st.isDirectory() ? "a folder" : st.isFIFO() ? "a FIFO" : st.isSocket() ? "a socket" : "a device";
+    return { unreadable: { message: `it is ${what}, not a file`, hint: "Replace it with a regular text file." } };
+  }
+  if (st.size > maxBytes) {
+    return {
+      unreadable: {
+        message: `it is ${(st.size / 1024 ** 2).toFixed(1)} MB, far larger than any config (at most ${maxBytes / 1024 ** 2} MB is read)`,
+        hint: "Check that this is the file you meant; a config.pbtxt is a few kilobytes.",
+      },
+    };
+  }
+  try {
+    return { text: await fsp.readFile(file, "utf8") };
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return {
+      unreadable: {
+        message: (err as Error).message,
+        hint: code === "EACCES" || code === "EPERM" ? "Check the file's permissions." : "Check the file.",
+      },
+    };
+  }
+}
+
 export async function scanModel(repo: string, name: string): Promise<ModelLayout> {
   const dir = path.join(repo, name);
   const configFile = path.join(dir, CONFIG_FILE);
   const layout: ModelLayout = { name, dir, configFile, versions: [], ignoredDirs: [], subdirs: [] };
-  try {
-    layout.configText = await fsp.readFile(configFile, "utf8");
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code !== "ENOENT") layout.configReadError = (err as Error).message;
-  }
+  const config = await readUserText(configFile);
+  if ("text" in config) layout.configText = config.text;
+  else if ("unreadable" in config) layout.configReadError = config.unreadable;
   for (const e of await readDirSafe(dir)) {
     if (isIgnoredEntry(e.name)) continue;
     const p = path.join(dir, e.name);

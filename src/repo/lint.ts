@@ -63,8 +63,8 @@ async function analyseModel(repo: string, name: string, options: LintOptions): P
       reporter.error(
         "config-unreadable",
         undefined,
-        `cannot read ${CONFIG_FILE}: ${layout.configReadError}`,
-        "Check the file's permissions.",
+        `cannot read ${CONFIG_FILE}: ${layout.configReadError.message}`,
+        layout.configReadError.hint,
       );
     } else {
       reporter.warning(

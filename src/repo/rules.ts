@@ -1,4 +1,3 @@
-import fsp from "node:fs/promises";
 import path from "node:path";
 import {
   BACKENDS,
@@ -26,7 +25,7 @@ import {
   type ModelOutput,
   type ModelQueuePolicy,
 } from "./gen/model_config_pb.js";
-import type { ModelLayout } from "./layout.js";
+import { readUserText, type ModelLayout } from "./layout.js";
 import type { ParsedConfig } from "./parse.js";
 import { SuggestionBudget, closest, quoteList } from "./suggest.js";
 import type { Pos } from "./textproto.js";
@@ -1077,12 +1076,9 @@ async function checkVersions(ctx: ModelContext, r: Reporter): Promise<void> {
 }
 
 async function checkPythonModel(file: string, r: Reporter): Promise<void> {
-  let text: string;
-  try {
-    text = await fsp.readFile(file, "utf8");
-  } catch {
-    return;
-  }
+  const read = await readUserText(file);
+  if (!("text" in read)) return;
+  const text = read.text;
   if (!/\bclass\s+TritonPythonModel\b|^TritonPythonModel\s*=/m.test(text)) {
     r.error(
       "python-model-class",

@@ -204,3 +204,29 @@ describe("lintRepository", () => {
     await expect(lintRepository(path.join(await tempRepo(), "missing"))).rejects.toBeInstanceOf(UserError);
   });
 });
+
+describe("config files that are not files", () => {
+  it("refuses a FIFO, a device and a dangling link as config.pbtxt without reading them, each with its fix", async () => {
+    const repo = await tempRepo();
+    await writeFiles(repo, { ...pythonModel("fifo"), ...pythonModel("zero"), ...pythonModel("dangling") });
+    for (const m of ["fifo", "zero", "dangling"]) await fsp.rm(path.join(repo, m, "config.pbtxt"));
+    const { execFileSync } = await import("node:child_process");
+    execFileSync("mkfifo", [path.join(repo, "fifo", "config.pbtxt")]);
+    await fsp.symlink("/dev/zero", path.join(repo, "zero", "config.pbtxt"));
+    await fsp.symlink(path.join(repo, "nowhere.pbtxt"), path.join(repo, "dangling", "config.pbtxt"));
+    const t0 = Date.now();
+    const r = await lintRepository(repo);
+    expect(Date.now() - t0).toBeLessThan(5_000);
+    const byModel = (m: string) => r.diagnostics.filter((d) => d.model === m || d.file.includes(`/${m}/`));
+    expect(byModel("fifo").map((d) => [d.code, d.message, d.hint])).toContainEqual([
+      "config-unreadable",
+      "cannot read config.pbtxt: it is a FIFO, not a file",
+      "Replace it with a regular text file.",
+    ]);
+    expect(byModel("zero").map((d) => d.message)).toContain("cannot read config.pbtxt: it is a device, not a file");
+    expect(byModel("dangling").map((d) => d.message)).toContain(
+      "cannot read config.pbtxt: it is a symbolic link to nothing",
+    );
+    expect(r.errorCount).toBe(3);
+  });
+});
