@@ -3,13 +3,12 @@ import type Docker from "dockerode";
 import { UserError } from "../../errors.js";
 import { log as rootLog } from "../../log/logger.js";
 import { requireFreePorts } from "../../net/ports.js";
-import { tailLinesSync } from "../../state/log-file.js";
 import type { RunState } from "../../state/run-state.js";
 import type { AttachedRun, Leftovers, PlannedRun, RuntimeDriver } from "../driver.js";
 import { refuseForeignFlags } from "../flags.js";
 import { connectDocker, requireDaemon } from "./client.js";
 import { DockerRuntime, findOurs, removeRun } from "./docker-runtime.js";
-import { isShmError, shmHint } from "./hints.js";
+import { shmHinter, shmStartHint } from "./hints.js";
 import { dockerRunAlive } from "./liveness.js";
 import { followLogs } from "./logs.js";
 import { parseDockerRecord, type DockerRecord } from "./record.js";
@@ -39,11 +38,6 @@ export interface DockerOptions {
 export interface DockerDriverDeps {
   connect?: (env: NodeJS.ProcessEnv) => Docker;
   detectGpus?: () => Promise<number | undefined>;
-}
-
-/** A server that exited during start because /dev/shm was too small gets the fix. */
-export function shmStartHint(logFile: string, shmBytes: number): string | undefined {
-  return tailLinesSync(logFile, 40).some(isShmError) ? shmHint(shmBytes) : undefined;
 }
 
 /** Triton in a container of the NGC image (or a compatible one), through the Docker Engine API. */
@@ -90,14 +84,8 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
         // The image's own Triton starts with auto-complete on; its settings are part of the container's.
         canDisableAutoComplete: false,
         async start(o) {
-          let shmHinted = false;
           const started = await rt.start(plan, o, {
-            onLogLine: (line) => {
-              if (!shmHinted && isShmError(line)) {
-                shmHinted = true;
-                ctx.emit({ type: "hint", message: shmHint(options.shmBytes) });
-              }
-            },
+            onLogLine: shmHinter(options.shmBytes, (message) => ctx.emit({ type: "hint", message })),
           });
           ctx.emit({
             type: "container",

@@ -5,8 +5,7 @@ import { isOurProcess } from "../../state/process.js";
 import { requireFreePorts } from "../../net/ports.js";
 import type { RunState } from "../../state/run-state.js";
 import { connectDocker, requireDaemon } from "../docker/client.js";
-import { shmStartHint } from "../docker/driver.js";
-import { isShmError, shmHint } from "../docker/hints.js";
+import { shmHinter, shmStartHint } from "../docker/hints.js";
 import { DEFAULT_IMAGE, DEFAULT_SHM_BYTES, parseGpus, parseSize, type GpuRequest } from "../docker/settings.js";
 import type { AttachedRun, Leftovers, PlannedRun, RuntimeDriver } from "../driver.js";
 import { refuseForeignFlags } from "../flags.js";
@@ -57,17 +56,11 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
       };
     },
     async plan(input, options, ctx): Promise<PlannedRun> {
-      let shmHinted = false;
       const rt = new KindRuntime(connect(ctx.env), ctx.env, {
         tools: toolsFor(ctx.env),
         ...(deps.configDir ? { configDir: deps.configDir } : {}),
         onProgress: (p) => ctx.emit({ type: "progress", runtime: "kind", step: p.step, message: p.message }),
-        onLogLine: (line) => {
-          if (!shmHinted && isShmError(line)) {
-            shmHinted = true;
-            ctx.emit({ type: "hint", message: shmHint(options.shmBytes) });
-          }
-        },
+        onLogLine: shmHinter(options.shmBytes, (message) => ctx.emit({ type: "hint", message })),
       });
       const plan = await rt.plan(
         {
