@@ -177,6 +177,9 @@ export interface RuntimeDriver<Options = unknown> {
   plan(input: PlanInput, options: Options, ctx: DriverContext): Promise<PlannedRun>;
   /** A recorded run of this runtime; its part of the record is validated here. */
   attach(state: RunState, ctx: Omit<DriverContext, "emit">): AttachedRun;
-  /** Remove what crashed runs of this state folder left (never the run `keep`); quiet when the runtime is absent. */
-  cleanup(keep: RunState | undefined, graceMs: number, ctx: Omit<DriverContext, "emit">): Promise<Leftovers>;
+  /**
+   * Remove what crashed runs of this state folder left; `down` asks after stopping the recorded
+   * run, so everything of ours still there is left over. Quiet when the runtime is absent.
+   */
+  cleanup(graceMs: number, ctx: Omit<DriverContext, "emit">): Promise<Leftovers>;
 }

@@ -38,7 +38,7 @@ export async function stopRun(
     await removeRunState(paths);
   }
   for (const kind of RUNTIME_KINDS) {
-    const left = await (await loadDriver(kind)).cleanup(undefined, graceMs, { paths, env });
+    const left = await (await loadDriver(kind)).cleanup(graceMs, { paths, env });
     Object.assign(result.leftovers, left.json);
     result.leftoverLines.push(...left.lines);
   }

@@ -191,7 +191,7 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
         },
       };
     },
-    async cleanup(keep, graceMs, ctx): Promise<Leftovers> {
+    async cleanup(graceMs, ctx): Promise<Leftovers> {
       const none: Leftovers = { json: { orphanContainers: [] }, lines: [] };
       const docker = connect(ctx.env);
       try {
@@ -202,7 +202,6 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
       const ours = await findOurs(docker, { runsDir: ctx.paths.runsDir }).catch(() => []);
       const removed: string[] = [];
       for (const runId of new Set(ours.map((c) => c.Labels[LABEL.runId] ?? ""))) {
-        if (runId === keep?.runId) continue;
         const names = ours
           .filter((c) => c.Labels[LABEL.runId] === runId)
           .map((c) => (c.Names[0] ?? c.Id).replace(/^\//, ""));

@@ -182,7 +182,7 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
         },
       };
     },
-    async cleanup(keep, graceMs, ctx): Promise<Leftovers> {
+    async cleanup(graceMs, ctx): Promise<Leftovers> {
       const none: Leftovers = { json: { orphanClusters: [], orphanKindRuns: [], orphanKubectls: [] }, lines: [] };
       const tools = toolsFor(ctx.env);
       // Without kind (most runs of the other runtimes) there is nothing to look for.
@@ -193,8 +193,7 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
       } catch {
         return none;
       }
-      const live = keep ? attachedRecord(keep, ctx.paths.runFile) : undefined;
-      const r = await removeLeftovers(tools, docker, ctx.paths.stateDir, live, graceMs);
+      const r = await removeLeftovers(tools, docker, ctx.paths.stateDir, graceMs);
       const lines: string[] = [];
       if (r.clusters.length)
         lines.push(`deleted ${r.clusters.length} leftover kind cluster(s) of ours: ${r.clusters.join(", ")}`);
@@ -207,11 +206,6 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
       return { json: { orphanClusters: r.clusters, orphanKindRuns: r.runs, orphanKubectls: r.processes }, lines };
     },
   };
-}
-
-function attachedRecord(keep: RunState, runFile: string): { runId: string; cluster: string } | undefined {
-  if (keep.runtime !== "kind") return undefined;
-  return { runId: keep.runId, cluster: parseKindRecord(keep.runtimeRecord, runFile).cluster };
 }
 
 export const kindDriver = createKindDriver();

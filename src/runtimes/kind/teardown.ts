@@ -128,7 +128,6 @@ export async function removeLeftovers(
   tools: KindTools,
   docker: Docker,
   stateDir: string,
-  live: { runId: string; cluster: string } | undefined,
   graceMs = 15_000,
 ): Promise<Leftovers> {
   const out: Leftovers = { clusters: [], runs: [], processes: [] };
@@ -140,7 +139,6 @@ export async function removeLeftovers(
     return out;
   }
   for (const cluster of clusters) {
-    if (live?.cluster === cluster) continue;
     try {
       const worker = await workerContainer(docker, cluster);
       if (!worker?.stateDir || !sameDir(worker.stateDir, stateDir)) continue;

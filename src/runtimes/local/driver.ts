@@ -90,7 +90,7 @@ export function createLocalDriver(deps: LocalDeps = {}): RuntimeDriver<LocalOpti
         },
       };
     },
-    async cleanup(_keep, graceMs, ctx): Promise<Leftovers> {
+    async cleanup(graceMs, ctx): Promise<Leftovers> {
       const orphans: number[] = [];
       for (const pid of findOrphanServers(ctx.paths.runsDir, deps.procRoot)) {
         await stopProcessGroup(pid, { graceMs });
