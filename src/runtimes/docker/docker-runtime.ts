@@ -4,6 +4,7 @@ import { UserError } from "../../errors.js";
 import { detectNvidiaGpus } from "../../gpu/detect.js";
 import { log as rootLog } from "../../log/logger.js";
 import { endpointsFor, urlHost } from "../../net/url.js";
+import { keyFromArgs } from "../../triton/server-args.js";
 import type { Endpoints, Ports, ServerHandle, StartOptions } from "../driver.js";
 import {
   daemonAddress,
@@ -29,7 +30,6 @@ import {
   containerName,
   formatGpus,
   isOurs,
-  keyFromCommand,
   LABEL,
   settingsHash,
   tritonContainerSpec,
@@ -169,7 +169,8 @@ export class DockerRuntime {
     }
     const runId = l[LABEL.runId] ?? "";
     const repository = l[LABEL.repository] ?? "";
-    const key = keyFromCommand(existing.Config.Cmd ?? undefined, input.repositoryKeyHeader);
+    // The key it was started with, read back from its command line.
+    const key = keyFromArgs(existing.Config.Cmd ?? undefined, input.repositoryKeyHeader);
     const sameSettings = l[LABEL.settings] === hash;
     if (existing.State.Running && sameSettings && key && repository && l[LABEL.runsDir] === input.runsDir) {
       plan.reuse = { id: existing.Id, runId, runDir: path.dirname(repository), repository, key };

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import path from "node:path";
 import type Docker from "dockerode";
 import { UsageError } from "../../errors.js";
-import { keyFromArgs, serverArgs, TRITON_DEFAULT_PORTS } from "../../triton/server-args.js";
+import { serverArgs, TRITON_DEFAULT_PORTS } from "../../triton/server-args.js";
 import type { Ports, StartOptions } from "../driver.js";
 
 export { DEFAULT_IMAGE } from "../kinds.js";
@@ -201,11 +201,6 @@ export function containerCommand(o: Pick<StartOptions, "reload" | "pollSecs" | "
       exitTimeoutSecs: 10,
     }),
   ];
-}
-
-/** The repository key a container was started with (read back when reattaching). */
-export function keyFromCommand(cmd: string[] | undefined, header: string): string | undefined {
-  return keyFromArgs(cmd, header);
 }
 
 export interface TritonContainerInput {

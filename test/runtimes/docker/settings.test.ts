@@ -8,7 +8,6 @@ import {
   formatGpus,
   formatSize,
   isOurs,
-  keyFromCommand,
   LABEL,
   parseGpus,
   parseSize,
@@ -16,6 +15,7 @@ import {
   tritonContainerSpec,
   type ContainerSettings,
 } from "../../../src/runtimes/docker/settings.js";
+import { keyFromArgs } from "../../../src/triton/server-args.js";
 
 const settings: ContainerSettings = {
   image: "nvcr.io/nvidia/tritonserver:24.10-py3",
@@ -138,7 +138,7 @@ describe("the Triton container", () => {
     expect(spec.Cmd).toContain("--model-control-mode=poll");
     expect(spec.Cmd).toContain("--http-restricted-api=model-repository:triton-dev-key=s3cret");
     expect(containerCommand({ reload: "explicit", pollSecs: 1, repositoryKey: key })).toContain("--load-model=*");
-    expect(keyFromCommand(spec.Cmd as string[], "triton-dev-key")).toBe("s3cret");
+    expect(keyFromArgs(spec.Cmd as string[], "triton-dev-key")).toBe("s3cret");
   });
 
   it("mounts the staging repository and its store read-only, keeping the relative symlinks valid", () => {
