@@ -1,14 +1,13 @@
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { resolvePaths } from "../config/paths.js";
+import { resolvePaths, type Paths } from "../config/paths.js";
 import { EventBus } from "../events/bus.js";
 import { startSession, type UpOptions } from "../session/session.js";
 import type { SessionEvent } from "../session/events.js";
 import { stripTritonPrefix, tailLines } from "../state/log-file.js";
 import { recordSupervisor, spawnSupervisor, waitForSupervisor } from "../session/supervisor.js";
-import { currentRun } from "../session/current-run.js";
-import { isOurProcess } from "../state/process.js";
+import { currentRun, watcherOf } from "../session/current-run.js";
 
 import { formatEvent, printEvents, type CliContext } from "./output.js";
 import { shouldOpenDashboard } from "../ui/mode.js";
@@ -48,13 +47,12 @@ export interface UpFlags {
  * `up --detach` again for a detached run of the same folder whose watcher died (Triton serving,
  * deaf to edits): the watcher is started again instead of refusing the second `up`.
  */
-async function restartedWatcher(flags: UpFlags, ctx: CliContext): Promise<boolean> {
+async function restartedWatcher(flags: UpFlags, paths: Paths, ctx: CliContext): Promise<boolean> {
   if (!flags.detach) return false;
-  const paths = resolvePaths(ctx.env);
   const run = await currentRun(paths, ctx.env).catch(() => undefined);
   const s = run?.state;
   if (!run?.alive || !s?.detached || s.modelsDir !== path.resolve(flags.models)) return false;
-  if (s.supervisorPid !== undefined && isOurProcess(s.supervisorPid, process.execPath)) return false;
+  if (watcherOf(s)?.alive) return false;
   const pid = spawnSupervisor(s, CLI_PATH, ctx.env);
   await recordSupervisor(paths, s, pid);
   if (!(await waitForSupervisor(s, pid))) {
@@ -72,7 +70,7 @@ async function restartedWatcher(flags: UpFlags, ctx: CliContext): Promise<boolea
 export async function upAction(flags: UpFlags, ctx: CliContext): Promise<void> {
   const { output, env } = ctx;
   const paths = resolvePaths(env);
-  if (await restartedWatcher(flags, ctx)) return;
+  if (await restartedWatcher(flags, paths, ctx)) return;
   const bus = new EventBus<SessionEvent>();
   // The dashboard (and its React/Ink) is loaded only when it opens, so plain runs stay lean.
   const dashboard: Dashboard | undefined = shouldOpenDashboard(flags, env, process.stdout, process.stdin)

@@ -16,7 +16,7 @@ import type { PlannedRun, Ports, ReloadMode, RuntimeDriver, ServerHandle, StartO
 import type { RuntimeFlags, RuntimeKind } from "../runtimes/kinds.js";
 import { chooseRuntime, loadDriver } from "../runtimes/registry.js";
 import { stripTritonPrefix, tailLines, tailLinesSync } from "../state/log-file.js";
-import { isOurProcess, terminateOurs } from "../state/process.js";
+import { terminateOurs } from "../state/process.js";
 import { editsFile, removeRunState, writeRunState, type RunState } from "../state/run-state.js";
 import { acquireStartLock } from "../state/start-lock.js";
 import {
@@ -26,7 +26,7 @@ import {
   type RepositoryIndexEntry,
 } from "../triton/http-client.js";
 import { ReadinessAbortedError, ReadinessTimeoutError, waitFor } from "../triton/readiness.js";
-import { currentRun } from "./current-run.js";
+import { currentRun, watcherOf } from "./current-run.js";
 import type { SessionEvent } from "./events.js";
 
 const log = rootLog.child("session");
@@ -82,7 +82,8 @@ export function createController(
 
 /** A foreground `up` still owns the run (a detached one has no owner left to ask). */
 function ownerAlive(s: RunState): boolean {
-  return s.ownerPid !== undefined && s.ownerPid !== process.pid && isOurProcess(s.ownerPid, process.execPath);
+  const w = watcherOf(s);
+  return !!w && !w.detached && w.pid !== process.pid && w.alive;
 }
 
 /** The lint options `up` and the detached watcher judge models with, for the server a run has. */

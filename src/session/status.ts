@@ -7,8 +7,7 @@ import type { EditSummary } from "../reload/events.js";
 import { stagingLayout, toUserPaths } from "../reload/stage.js";
 import { urlHost } from "../net/url.js";
 import { clientForRun } from "../triton/http-client.js";
-import { isOurProcess } from "../state/process.js";
-import { currentRun } from "./current-run.js";
+import { currentRun, watcherOf, type Watcher } from "./current-run.js";
 
 export interface StatusReport {
   running: boolean;
@@ -50,7 +49,7 @@ export interface StatusReport {
    * The process that acts on edits (hot reload): the foreground `up`, or a detached run's watcher.
    * Not alive: saves are not picked up until the run is started again.
    */
-  watcher?: { pid: number; alive: boolean; detached: boolean };
+  watcher?: Watcher;
   /** Set when the record was stale (the server is gone) or Triton did not answer. */
   problem?: string;
 }
@@ -73,6 +72,7 @@ export async function collectStatus(
   if (!run) return { running: false };
   const s = run.state;
   const described = run.run.describe();
+  const watcher = watcherOf(s);
   const base: StatusReport = {
     running: run.alive,
     runtime: s.runtime,
@@ -89,7 +89,7 @@ export async function collectStatus(
     where: described.where,
     details: described.lines,
     ...described.json,
-    ...watcherOf(s),
+    ...(watcher ? { watcher } : {}),
   };
   if (!run.alive) {
     return { ...base, problem: `${described.goneWhat} is no longer running; \`triton-dev down\` cleans up its record` };
@@ -124,13 +124,6 @@ export async function collectStatus(
   } catch (err) {
     return { ...base, problem: `Triton did not answer: ${(err as Error).message}` };
   }
-}
-
-/** Who hot-reloads the run, and whether it still does (a watcher killed leaves Triton serving, deaf to edits). */
-function watcherOf(s: RunState): Pick<StatusReport, "watcher"> {
-  const pid = s.detached ? s.supervisorPid : s.ownerPid;
-  if (pid === undefined) return {};
-  return { watcher: { pid, alive: isOurProcess(pid, process.execPath), detached: s.detached } };
 }
 
 /** Reasons name files of the staging copy (a model.py traceback); shown as the user's paths. */
