@@ -123,9 +123,9 @@ export interface RunDescription {
   goneWhat: string;
   /** Extra `status` lines, label and text. */
   lines: Array<[string, string]>;
-  /** Extra `status --json` fields (`container`, `cluster`, `monitoring`). */
+  /** Extra `status --json` fields (`container`, `cluster`). */
   json: Record<string, unknown>;
-  /** Prometheus and Grafana started beside the server. */
+  /** Prometheus and Grafana started beside the server (`status` and the dashboard show them). */
   monitoring?: { prometheus: string; grafana: string };
 }
 

@@ -89,6 +89,7 @@ export async function collectStatus(
     where: described.where,
     details: described.lines,
     ...described.json,
+    ...(described.monitoring ? { monitoring: described.monitoring } : {}),
     ...(watcher ? { watcher } : {}),
   };
   if (!run.alive) {

@@ -144,7 +144,6 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
               gpus: rec.gpus,
               shmBytes: rec.shmBytes,
             },
-            ...(rec.monitoring ? { monitoring: rec.monitoring } : {}),
           },
           ...(rec.monitoring ? { monitoring: rec.monitoring } : {}),
         }),
