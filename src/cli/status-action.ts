@@ -49,9 +49,19 @@ export async function statusAction(flags: { json: boolean }, ctx: CliContext): P
     ctx.exitCode = 1;
   }
   output.out(`ready     ${s.serverReady ? "yes" : "no (some model is not READY)"}`);
+  if (s.foreignModels?.length) {
+    output.err(
+      `warning: Triton serves ${s.foreignModels.join(", ")}, which triton-dev did not load (not from ${s.modelsDir}): someone with the repository key loaded it through Triton's API. It is not hot-reloaded; \`triton-dev down\` stops it with the server.`,
+    );
+  }
   const rows = [
     ["MODEL", "VERSION", "STATE", "REASON"],
-    ...(s.models ?? []).map((m) => [m.name, m.version ?? "-", m.state, m.reason ?? ""]),
+    ...(s.models ?? []).map((m) => [
+      m.name,
+      m.version ?? "-",
+      m.state,
+      m.foreign ? ["not loaded by triton-dev", m.reason].filter(Boolean).join("; ") : (m.reason ?? ""),
+    ]),
   ];
   output.out(table(rows));
   if (s.edits?.length) {

@@ -7,6 +7,7 @@
 import path from "node:path";
 import { parseAllDocuments, stringify } from "yaml";
 import { UserError } from "../errors.js";
+import { keyArg, keyShimEnv } from "../triton/key-shim.js";
 import { serverArgs, TRITON_DEFAULT_PORTS as CONTAINER_PORTS } from "../triton/server-args.js";
 
 /** Where the pod's /models comes from. */
@@ -49,11 +50,13 @@ export interface ManifestOptions {
   /** Size of the memory-backed emptyDir mounted at /dev/shm (python backend); e.g. "1Gi". */
   shmSize: string;
   /**
-   * Restrict Triton's model-repository API to a key kept in a Secret (exposed to the container
-   * as an env var and expanded in args). `value` given: the Secret is rendered too; otherwise the
-   * user creates it.
+   * Restrict Triton's model-repository API to a key. Kept in a Secret (exposed to the container
+   * as an env var and expanded in args by the kubelet, so it is on the node's process list;
+   * `value` given: the Secret is rendered too, otherwise the user creates it), or (`keyDir`, the
+   * kind runtime) read from a key file by the preloaded library of triton/key-shim.ts, in a folder
+   * the pod already mounts, so it is on no command line at all.
    */
-  repositoryKey?: { header: string; secretName: string; value?: string };
+  repositoryKey?: { header: string; secretName: string; value?: string } | { header: string; keyDir: string };
   serviceMonitor: boolean;
   /** Added to every object's metadata.labels (e.g. the run id). */
   labels?: Record<string, string>;
@@ -226,9 +229,12 @@ export function validateManifestOptions(o: ManifestOptions): void {
   if (k) {
     if (!HEADER_TOKEN.test(k.header))
       throw invalid("repositoryKey.header", k.header, "an HTTP header name like triton-dev-key");
-    if (!isDnsSubdomain(k.secretName))
+    if ("keyDir" in k) {
+      if (!path.posix.isAbsolute(k.keyDir) || /\s/.test(k.keyDir))
+        throw invalid("repositoryKey.keyDir", k.keyDir, "an absolute path inside the container, without spaces");
+    } else if (!isDnsSubdomain(k.secretName))
       throw invalid("repositoryKey.secretName", k.secretName, "a Secret name (lowercase letters, digits, '-' and '.')");
-    if (k.value !== undefined && (k.value === "" || /[\s,:=]/.test(k.value)))
+    if (!("keyDir" in k) && k.value !== undefined && (k.value === "" || /[\s,:=]/.test(k.value)))
       throw invalid("repositoryKey.value", "(hidden)", "a non-empty key without spaces, ',', ':' or '='");
   }
   checkLabels("labels", o.labels);
@@ -267,7 +273,14 @@ export function tritonArgs(o: ManifestOptions): string[] {
       repository: modelRepositoryPath(o.modelSource),
       reload: o.modelControlMode ?? "poll",
       pollSecs: o.pollSecs,
-      ...(o.repositoryKey ? { repositoryKey: `${o.repositoryKey.header}=$(${REPOSITORY_KEY_ENV})` } : {}),
+      ...(o.repositoryKey
+        ? {
+            repositoryKey:
+              "keyDir" in o.repositoryKey
+                ? keyArg(o.repositoryKey.header)
+                : `${o.repositoryKey.header}=$(${REPOSITORY_KEY_ENV})`,
+          }
+        : {}),
       ...(o.logInfo ? { logInfo: true } : {}),
       ...(o.exitTimeoutSecs !== undefined ? { exitTimeoutSecs: o.exitTimeoutSecs } : {}),
       ...(o.extraArgs ? { extra: o.extraArgs } : {}),
@@ -346,7 +359,9 @@ function tritonContainer(o: ManifestOptions): Record<string, unknown> {
     // A __pycache__ written into a served model bumps its mtime and makes poll mode reload it.
     { name: "PYTHONDONTWRITEBYTECODE", value: "1" },
   ];
-  if (o.repositoryKey) {
+  if (o.repositoryKey && "keyDir" in o.repositoryKey) {
+    for (const [name, value] of Object.entries(keyShimEnv(o.repositoryKey.keyDir))) env.push({ name, value });
+  } else if (o.repositoryKey) {
     env.push({
       name: REPOSITORY_KEY_ENV,
       valueFrom: { secretKeyRef: { name: o.repositoryKey.secretName, key: REPOSITORY_KEY_SECRET_KEY } },
@@ -431,13 +446,14 @@ export function renderManifests(o: ManifestOptions): K8sObject[] {
   const objects: K8sObject[] = [];
   if (o.namespace)
     objects.push({ apiVersion: "v1", kind: "Namespace", metadata: { name: o.namespace, labels: { ...labels } } });
-  if (o.repositoryKey?.value !== undefined) {
+  const secretKey = o.repositoryKey && "secretName" in o.repositoryKey ? o.repositoryKey : undefined;
+  if (secretKey?.value !== undefined) {
     objects.push({
       apiVersion: "v1",
       kind: "Secret",
-      metadata: meta(o.repositoryKey.secretName),
+      metadata: meta(secretKey.secretName),
       type: "Opaque",
-      stringData: { [REPOSITORY_KEY_SECRET_KEY]: o.repositoryKey.value },
+      stringData: { [REPOSITORY_KEY_SECRET_KEY]: secretKey.value },
     });
   }
   objects.push(deployment(o, meta));

@@ -58,7 +58,6 @@ export interface PlanInput {
   pollSecs: number;
   /** How long the server may take to start (`--timeout`). */
   readyTimeoutMs: number;
-  repositoryKeyHeader: string;
 }
 
 export interface StartOptions {
@@ -70,7 +69,8 @@ export interface StartOptions {
   host: string;
   reload: ReloadMode;
   pollSecs: number;
-  repositoryKey: { header: string; value: string };
+  /** The key and, in `dir`, its file and the library that hands it to tritonserver (triton/key-shim.ts). */
+  repositoryKey: { header: string; value: string; dir: string };
   logFile: string;
   /** false: start Triton with --disable-auto-complete-config (absent: Triton's default, on). */
   autoCompleteConfig?: boolean;
@@ -89,8 +89,8 @@ export interface ServerHandle {
 
 /** Everything planning found out; nothing exists yet. */
 export interface PlannedRun {
-  /** A server of an earlier `up` that fits and keeps running (docker reattach): its run folder and key. */
-  readonly reuse?: { runId: string; runDir: string; key: string };
+  /** A server of an earlier `up` that fits and keeps running (docker reattach): its run folder, which holds its key. */
+  readonly reuse?: { runId: string; runDir: string };
   /** GPUs the server will see: 0 none, undefined when unknown (taken as some). */
   readonly gpus: number | undefined;
   /** Why a KIND_GPU model is left out when the server has no GPU. */

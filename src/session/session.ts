@@ -23,8 +23,10 @@ import {
   clientForRun,
   REPOSITORY_KEY_HEADER,
   TritonHttpClient,
+  TritonHttpError,
   type RepositoryIndexEntry,
 } from "../triton/http-client.js";
+import { ensureKeyShim, prepareRunKey } from "../triton/key-shim.js";
 import { ReadinessAbortedError, ReadinessTimeoutError, waitFor } from "../triton/readiness.js";
 import { currentRun, watcherOf } from "./current-run.js";
 import type { SessionEvent } from "./events.js";
@@ -256,6 +258,19 @@ async function waitUntilReady(
       },
     },
   );
+  await client.repositoryIndex().catch((err: unknown) => {
+    if (!(err instanceof TritonHttpError && err.status === 403)) throw err;
+    // Fail closed (triton/key-shim.ts): without the library the API takes no key at all.
+    throw new UserError(
+      `Triton at ${o.host}:${o.ports.http} did not take triton-dev's repository key, so its model-repository API is closed (hot reload cannot work)`,
+      {
+        hint:
+          "The preloaded library that hands tritonserver the key did not run (something in the environment or the " +
+          "image may drop LD_PRELOAD). Run with TRITON_DEV_LOG=debug and report it with the output.",
+        cause: err,
+      },
+    );
+  });
   return settledIndex(client, o.readyTimeoutMs - (Date.now() - startedAt));
 }
 
@@ -308,7 +323,6 @@ async function startLocked(
       reload: o.reload,
       pollSecs: o.pollSecs,
       readyTimeoutMs: o.readyTimeoutMs,
-      repositoryKeyHeader: REPOSITORY_KEY_HEADER,
     },
     options,
     ctx,
@@ -321,10 +335,12 @@ async function startLocked(
     throw nothingToServe(modelsDir, staged.notServed);
   }
 
-  const repositoryKey = {
-    header: REPOSITORY_KEY_HEADER,
-    value: plan.reuse?.key ?? randomBytes(24).toString("hex"),
-  };
+  // A reattached server keeps the key its folder holds; a new one gets a new key.
+  const repositoryKey = await prepareRunKey(
+    folder.runDir,
+    REPOSITORY_KEY_HEADER,
+    await ensureKeyShim(paths.home, { env }),
+  );
   const startedAt = Date.now();
   const startOptions: StartOptions = {
     runId: folder.runId,

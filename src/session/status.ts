@@ -23,7 +23,12 @@ export interface StatusReport {
   reload?: { mode: string; pollSecs: number };
   endpoints?: { http: string; grpc: string; metrics: string };
   serverReady?: boolean;
-  models?: Array<{ name: string; version?: string; state: string; reason?: string }>;
+  models?: Array<{ name: string; version?: string; state: string; reason?: string; foreign?: boolean }>;
+  /**
+   * Models Triton serves that triton-dev never staged: loaded through the repository API by
+   * someone else (with the key), so not from the models folder and not hot-reloaded.
+   */
+  foreignModels?: string[];
   /** The last edit of each model since `up` (hot reload), with its timeline. */
   edits?: EditSummary[];
   /** Where the server runs, in the runtime's words (`pid 123`, `container NAME`, `kind cluster NAME`). */
@@ -99,7 +104,7 @@ export async function collectStatus(
   try {
     const [index, ready] = await Promise.all([client.repositoryIndex(), client.isReady()]);
     const edits = await readEdits(s);
-    const models = index.map((e) => toModel(e, s));
+    const models: NonNullable<StatusReport["models"]> = index.map((e) => toModel(e, s));
     // A model whose load failed with nothing earlier to serve is withdrawn from the served
     // repository (so poll mode stops retrying it) and Triton may no longer list it: the reason
     // is kept in its last edit.
@@ -120,8 +125,24 @@ export async function collectStatus(
         reason: edit?.diagnostics?.length ? refusalSummary(edit.diagnostics, s.modelsDir) : n.reason,
       });
     }
+    // A model loaded with its own files (the load request's `file:` overrides) lives in a
+    // folder of Triton's and is missing from the repository index; the statistics list it.
+    const stats = await client.modelStatistics().catch(() => ({ model_stats: [] }));
+    for (const st of stats.model_stats) {
+      const name = String(st.name ?? "");
+      if (name && !models.some((m) => m.name === name))
+        models.push({ name, ...(st.version ? { version: String(st.version) } : {}), state: "READY" });
+    }
+    const foreign = await foreignModels(s, models, edits);
+    for (const m of models) if (foreign.includes(m.name)) m.foreign = true;
     models.sort((a, b) => a.name.localeCompare(b.name));
-    return { ...base, serverReady: ready, models, ...(edits.length ? { edits } : {}) };
+    return {
+      ...base,
+      serverReady: ready,
+      models,
+      ...(foreign.length ? { foreignModels: foreign } : {}),
+      ...(edits.length ? { edits } : {}),
+    };
   } catch (err) {
     return { ...base, problem: `Triton did not answer: ${(err as Error).message}` };
   }
@@ -139,6 +160,22 @@ function toModel(
     state: e.state ?? "UNKNOWN",
     ...(reason ? { reason } : {}),
   };
+}
+
+/**
+ * Names Triton lists that are neither in the served repository nor known to this run (a model
+ * deleted, withdrawn or refused is known through its edit or the record): a load request that
+ * carried its own files, which only a holder of the key can make.
+ */
+async function foreignModels(
+  s: RunState,
+  models: Array<{ name: string; state: string }>,
+  edits: EditSummary[],
+): Promise<string[]> {
+  const staged = new Set(await fsp.readdir(s.repository).catch(() => [] as string[]));
+  const known = (n: string) =>
+    staged.has(n) || edits.some((e) => e.model === n) || (s.notServed ?? []).some((x) => x.model === n);
+  return [...new Set(models.filter((m) => m.state === "READY" && !known(m.name)).map((m) => m.name))].sort();
 }
 
 async function readEdits(s: RunState): Promise<EditSummary[]> {

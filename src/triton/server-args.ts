@@ -74,9 +74,3 @@ export function serverArgs(o: ServerArgsInput): string[] {
     ...(o.extra ?? []),
   ];
 }
-
-/** The repository key a server was started with, read back from its command line (reattaching). */
-export function keyFromArgs(args: readonly string[] | undefined, header: string): string | undefined {
-  const prefix = `--http-restricted-api=model-repository:${header}=`;
-  return args?.find((a) => a.startsWith(prefix))?.slice(prefix.length);
-}

@@ -1,3 +1,4 @@
+import { execFile } from "node:child_process";
 import fsp from "node:fs/promises";
 import net from "node:net";
 import path from "node:path";
@@ -164,6 +165,7 @@ describe.skipIf(!availability.ok)(`up --runtime docker against a real daemon${sk
     expect(i.HostConfig.Binds).toEqual([
       `${state.repository}:/models:ro`,
       `${path.join(state.runDir, "store")}:/store:ro`,
+      `${path.join(state.runDir, "key")}:/opt/triton-dev/key:ro`,
     ]);
     expect(i.HostConfig.ShmSize).toBe(1024 ** 3);
     // memlock=-1 is asked for, but this sandbox's daemon lacks CAP_SYS_RESOURCE: the runtime
@@ -177,6 +179,22 @@ describe.skipIf(!availability.ok)(`up --runtime docker against a real daemon${sk
         "--exit-on-error=false",
       ]),
     );
+  });
+
+  it("keeps the key out of `docker inspect` and the host's process list, behind the image's entrypoint too", async () => {
+    const i = await docker.getContainer(name).inspect();
+    const state = JSON.parse(await fsp.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8"));
+    const key: string = state.repositoryKey.value;
+    expect(key).toMatch(/^[0-9a-f]{48}$/);
+    expect(i.Config.Entrypoint).toEqual(["/opt/nvidia/nvidia_entrypoint.sh"]);
+    expect(JSON.stringify(i)).not.toContain(key);
+    const ps = await new Promise<string>((resolve, reject) =>
+      execFile("ps", ["-eo", "args", "--width", "100000"], { maxBuffer: 64 * 1024 * 1024 }, (err, out) =>
+        err ? reject(err) : resolve(out),
+      ),
+    );
+    expect(ps).toMatch(/tritonserver --model-repository=\/models/);
+    expect(ps).not.toContain(key);
   });
 
   it("publishes the ports on 127.0.0.1 only", async () => {

@@ -12,7 +12,6 @@ import {
   renderManifests,
   selectorLabels,
   toYaml,
-  tritonArgs,
   type K8sObject,
   type ManifestOptions,
 } from "../../src/k8s/manifests.js";
@@ -243,18 +242,21 @@ describe("renderManifests: the repository key", () => {
     expect(JSON.stringify(byKind(objects, "Deployment"))).not.toContain("s3cr3t");
   });
 
-  it("uses the docker runtime's exact flag syntax once the kubelet has expanded the variable", () => {
-    const expanded = tritonArgs({ ...BASE, repositoryKey: key }).map((a) =>
-      a.replace(`$(${REPOSITORY_KEY_ENV})`, key.value),
-    );
+  it("with a key folder: the docker runtime's exact flags, the key read from the file, no Secret", () => {
+    const objects = renderManifests({ ...BASE, repositoryKey: { header: key.header, keyDir: "/models/key" } });
+    expect(objects.map((o) => o.kind)).not.toContain("Secret");
     const docker = containerCommand({
       reload: "poll",
       pollSecs: 30,
-      repositoryKey: { header: key.header, value: key.value },
+      repositoryKey: { header: key.header, value: key.value, dir: "/anywhere" },
     });
     const restricted = (args: string[]) => args.filter((a) => a.includes("restricted"));
-    expect(restricted(expanded)).toEqual(restricted(docker));
-    expect(restricted(expanded)).toHaveLength(2);
+    expect(restricted(triton(objects).args as string[])).toEqual(restricted(docker));
+    expect(restricted(docker)).toHaveLength(2);
+    expect(triton(objects).env).toContainEqual({ name: "TRITON_DEV_KEY_FILE", value: "/models/key/repository.key" });
+    expect(() => renderManifests({ ...BASE, repositoryKey: { header: key.header, keyDir: "relative/key" } })).toThrow(
+      /repositoryKey.keyDir/,
+    );
   });
 
   it("without a value: references a Secret the user makes, renders none", () => {

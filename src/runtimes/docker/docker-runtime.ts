@@ -4,7 +4,7 @@ import { UserError } from "../../errors.js";
 import { detectNvidiaGpus } from "../../gpu/detect.js";
 import { log as rootLog } from "../../log/logger.js";
 import { endpointsFor, urlHost } from "../../net/url.js";
-import { keyFromArgs } from "../../triton/server-args.js";
+import { KEY_FROM_FILE, readRunKey } from "../../triton/key-shim.js";
 import type { Endpoints, Ports, ServerHandle, StartOptions } from "../driver.js";
 import {
   daemonAddress,
@@ -54,7 +54,6 @@ export interface DockerPlanInput extends DockerRequest {
   host: string;
   reload: StartOptions["reload"];
   pollSecs: number;
-  repositoryKeyHeader: string;
 }
 
 /** What planning found: the container to reuse, or the one of ours to replace, and the settings to create with. */
@@ -64,7 +63,7 @@ export interface DockerPlan {
   settings: ContainerSettings;
   hash: string;
   monitoringImages?: MonitoringImages;
-  reuse?: { id: string; runId: string; runDir: string; repository: string; key: string };
+  reuse?: { id: string; runId: string; runDir: string; repository: string };
   replace?: { id: string; runId: string; reason: string };
 }
 
@@ -169,11 +168,13 @@ export class DockerRuntime {
     }
     const runId = l[LABEL.runId] ?? "";
     const repository = l[LABEL.repository] ?? "";
-    // The key it was started with, read back from its command line.
-    const key = keyFromArgs(existing.Config.Cmd ?? undefined, input.repositoryKeyHeader);
+    // It takes its key from its run folder's key file (a container of an older triton-dev, with
+    // the key on its command line, is replaced).
+    const takesKeyFile = (existing.Config.Cmd ?? []).some((a) => a.endsWith(KEY_FROM_FILE));
+    const key = repository && takesKeyFile ? await readRunKey(path.dirname(repository)) : undefined;
     const sameSettings = l[LABEL.settings] === hash;
     if (existing.State.Running && sameSettings && key && repository && l[LABEL.runsDir] === input.runsDir) {
-      plan.reuse = { id: existing.Id, runId, runDir: path.dirname(repository), repository, key };
+      plan.reuse = { id: existing.Id, runId, runDir: path.dirname(repository), repository };
     } else {
       plan.replace = {
         id: existing.Id,

@@ -69,7 +69,6 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
           host: input.host,
           reload: input.reload,
           pollSecs: input.pollSecs,
-          repositoryKeyHeader: input.repositoryKeyHeader,
         },
         (p) => ctx.emit({ type: "pull", ...p }),
       );
@@ -78,7 +77,7 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
         await requireFreePorts(input.ports, input.host);
       }
       return {
-        ...(plan.reuse ? { reuse: { runId: plan.reuse.runId, runDir: plan.reuse.runDir, key: plan.reuse.key } } : {}),
+        ...(plan.reuse ? { reuse: { runId: plan.reuse.runId, runDir: plan.reuse.runDir } } : {}),
         gpus: gpus.kind === "none" ? 0 : undefined,
         gpuSkipReason: "it needs a GPU (KIND_GPU) and this container has none (--gpus none)",
         // The image's own Triton starts with auto-complete on; its settings are part of the container's.

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import path from "node:path";
 import type Docker from "dockerode";
 import { UsageError } from "../../errors.js";
+import { keyArg, keyShimEnv } from "../../triton/key-shim.js";
 import { serverArgs, TRITON_DEFAULT_PORTS } from "../../triton/server-args.js";
 import type { Ports, StartOptions } from "../driver.js";
 
@@ -10,6 +11,8 @@ export const DEFAULT_SHM_BYTES = 1024 ** 3;
 /** Where the staging repository and its snapshots appear inside the container. */
 export const CONTAINER_REPOSITORY = "/models";
 export const CONTAINER_STORE = "/store";
+/** The run's key folder (triton/key-shim.ts): the key file and the library that hands it to tritonserver. */
+export const CONTAINER_KEY_DIR = "/opt/triton-dev/key";
 export const CONTAINER_PORTS: Ports = TRITON_DEFAULT_PORTS;
 export const CONTAINER_BACKENDS = "/opt/tritonserver/backends";
 
@@ -196,7 +199,7 @@ export function containerCommand(o: Pick<StartOptions, "reload" | "pollSecs" | "
       reload: o.reload,
       pollSecs: o.pollSecs,
       listen: { host: "0.0.0.0", ports: CONTAINER_PORTS },
-      repositoryKey: `${o.repositoryKey.header}=${o.repositoryKey.value}`,
+      repositoryKey: keyArg(o.repositoryKey.header),
       logInfo: true,
       exitTimeoutSecs: 10,
     }),
@@ -228,12 +231,18 @@ export function tritonContainerSpec(i: TritonContainerInput): Docker.ContainerCr
     }),
     // The stub ignores this for model.py, which is why the store is mounted read-only too:
     // a __pycache__ written into a served model would make poll mode reload it.
-    Env: ["PYTHONDONTWRITEBYTECODE=1"],
+    // Only where the key is: the key itself is in a file of the user's, mounted read-only, so
+    // neither `docker inspect` nor the host's process list shows it.
+    Env: ["PYTHONDONTWRITEBYTECODE=1", ...Object.entries(keyShimEnv(CONTAINER_KEY_DIR)).map(([k, v]) => `${k}=${v}`)],
     ExposedPorts: Object.fromEntries(inside.map((p) => [p, {}])),
     HostConfig: {
       // The staged models are relative symlinks into ../store, so both folders keep their
       // relative position inside the container.
-      Binds: [`${i.repository}:${CONTAINER_REPOSITORY}:ro`, `${i.store}:${CONTAINER_STORE}:ro`],
+      Binds: [
+        `${i.repository}:${CONTAINER_REPOSITORY}:ro`,
+        `${i.store}:${CONTAINER_STORE}:ro`,
+        `${i.repositoryKey.dir}:${CONTAINER_KEY_DIR}:ro`,
+      ],
       PortBindings: portBindings(s.ports, s.host),
       ShmSize: s.shmBytes,
       Ulimits: [

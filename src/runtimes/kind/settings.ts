@@ -4,14 +4,13 @@ import { BugError, UsageError } from "../../errors.js";
 import type { GpuRequest } from "../docker/settings.js";
 import type { StartOptions } from "../driver.js";
 import { MANAGED_NODE_LABEL } from "./kind-config.js";
-import type { ManifestOptions } from "../../k8s/manifests.js";
+import { CONTAINER_MODELS, type ManifestOptions } from "../../k8s/manifests.js";
 
 import { DEFAULT_CLUSTER } from "../kinds.js";
 
 export { DEFAULT_CLUSTER };
 /** Every object of ours lives here, so a kept cluster's other namespaces are never touched. */
 export const NAMESPACE = "triton-dev";
-export const SECRET_NAME = "triton-dev-repository-key";
 
 /** Node labels (kind-config/ puts the first on the worker; we add the others after creation). */
 export const NODE_LABEL = {
@@ -121,7 +120,11 @@ export function manifestOptions(o: StartOptions, k: KindManifestInput): Manifest
       repositorySubdir: path.relative(o.runDir, o.repository).split(path.sep).join("/"),
     },
     shmSize: shmQuantity(k.shmBytes),
-    repositoryKey: { header: o.repositoryKey.header, secretName: SECRET_NAME, value: o.repositoryKey.value },
+    // The run folder is mounted at CONTAINER_MODELS, its key folder with it.
+    repositoryKey: {
+      header: o.repositoryKey.header,
+      keyDir: path.posix.join(CONTAINER_MODELS, path.relative(o.runDir, o.repositoryKey.dir).split(path.sep).join("/")),
+    },
     serviceMonitor: k.serviceMonitor,
     labels: { [RUN_LABEL]: o.runId },
     // The image was put into the node with `kind load`; the node never pulls (the NGC image is

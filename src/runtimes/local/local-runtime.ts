@@ -2,6 +2,7 @@ import fs from "node:fs";
 import { spawn, type ChildProcess } from "node:child_process";
 import { log as rootLog } from "../../log/logger.js";
 import { endpointsFor } from "../../net/url.js";
+import { keyArg, localKeyShimEnv } from "../../triton/key-shim.js";
 import { serverArgs } from "../../triton/server-args.js";
 import type { ServerHandle, StartOptions } from "../driver.js";
 import type { LocalEnvironment } from "./environment.js";
@@ -19,21 +20,25 @@ export function localServerArgs(env: Pick<LocalEnvironment, "backendDir">, o: St
     reload: o.reload,
     pollSecs: o.pollSecs,
     listen: { host: o.host, ports: o.ports },
-    repositoryKey: `${o.repositoryKey.header}=${o.repositoryKey.value}`,
+    repositoryKey: keyArg(o.repositoryKey.header),
     logInfo: true,
     exitTimeoutSecs: 10,
     ...(o.autoCompleteConfig === false ? { autoCompleteConfig: false } : {}),
   });
 }
 
-export function serverEnv(e: LocalEnvironment, base: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+export function serverEnv(
+  e: LocalEnvironment,
+  base: NodeJS.ProcessEnv,
+  key?: Pick<StartOptions["repositoryKey"], "dir">,
+): NodeJS.ProcessEnv {
   const ld = [...e.libDirs, base.LD_LIBRARY_PATH].filter(Boolean).join(":");
   return {
     ...base,
+    ...(key ? localKeyShimEnv(key.dir, { ...base, LD_LIBRARY_PATH: ld }) : { LD_LIBRARY_PATH: ld }),
     // The stub embeds the venv's Python and finds numpy through the venv on PATH.
     PATH: [`${e.venv}/bin`, base.PATH].filter(Boolean).join(":"),
     VIRTUAL_ENV: e.venv,
-    LD_LIBRARY_PATH: ld,
     // A __pycache__ written into the served repository bumps its mtime and makes poll mode
     // reload the model a second time right after it loaded.
     PYTHONDONTWRITEBYTECODE: "1",
@@ -68,7 +73,7 @@ export class LocalRuntime {
       // server outlives this CLI when the run is detached. Output goes straight to the log file.
       child = this.spawnFn(this.environment.serverBin, args, {
         cwd: o.runDir,
-        env: serverEnv(this.environment, this.env),
+        env: serverEnv(this.environment, this.env, o.repositoryKey),
         detached: true,
         stdio: ["ignore", logFd, logFd],
       });

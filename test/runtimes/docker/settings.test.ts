@@ -15,7 +15,6 @@ import {
   tritonContainerSpec,
   type ContainerSettings,
 } from "../../../src/runtimes/docker/settings.js";
-import { keyFromArgs } from "../../../src/triton/server-args.js";
 
 const settings: ContainerSettings = {
   image: "nvcr.io/nvidia/tritonserver:24.10-py3",
@@ -105,7 +104,7 @@ describe("settings hash", () => {
 });
 
 describe("the Triton container", () => {
-  const key = { header: "triton-dev-key", value: "s3cret" };
+  const key = { header: "triton-dev-key", value: "s3cret", dir: "/state/runs/run-1/key" };
   const spec = tritonContainerSpec({
     name: "triton-dev-proj-12345678",
     settings,
@@ -136,15 +135,25 @@ describe("the Triton container", () => {
     expect(spec.Cmd).toContain("--metrics-config=summary_latencies=true");
     expect(spec.Cmd).toContain("--exit-on-error=false");
     expect(spec.Cmd).toContain("--model-control-mode=poll");
-    expect(spec.Cmd).toContain("--http-restricted-api=model-repository:triton-dev-key=s3cret");
+    expect(spec.Cmd).toContain("--http-restricted-api=model-repository:triton-dev-key=triton-dev-key-file\n");
     expect(containerCommand({ reload: "explicit", pollSecs: 1, repositoryKey: key })).toContain("--load-model=*");
-    expect(keyFromArgs(spec.Cmd as string[], "triton-dev-key")).toBe("s3cret");
+  });
+
+  it("never carries the key: `docker inspect` and the host's process list show only where the library reads it", () => {
+    expect(JSON.stringify(spec)).not.toContain("s3cret");
+    expect(spec.Env).toEqual(
+      expect.arrayContaining([
+        "LD_PRELOAD=/opt/triton-dev/key/libtriton-dev-key.so",
+        "TRITON_DEV_KEY_FILE=/opt/triton-dev/key/repository.key",
+      ]),
+    );
   });
 
   it("mounts the staging repository and its store read-only, keeping the relative symlinks valid", () => {
     expect(spec.HostConfig?.Binds).toEqual([
       "/state/runs/run-1/repository:/models:ro",
       "/state/runs/run-1/store:/store:ro",
+      "/state/runs/run-1/key:/opt/triton-dev/key:ro",
     ]);
   });
 

@@ -26,7 +26,11 @@ const start: StartOptions = {
   host: "127.0.0.1",
   reload: "poll",
   pollSecs: 1,
-  repositoryKey: { header: "triton-dev-key", value: "0123abcd" },
+  repositoryKey: {
+    header: "triton-dev-key",
+    value: "0123abcd",
+    dir: "/home/u/.cache/triton-dev/state/runs/20260101T000000-abcdef/key",
+  },
   logFile: "/home/u/.cache/triton-dev/state/runs/20260101T000000-abcdef/tritonserver.log",
 };
 const kind = {
@@ -39,6 +43,24 @@ const kind = {
 };
 
 describe("the kind run's manifests", () => {
+  it("never carry the key: the pod reads it from the run folder's key file through the preloaded library", () => {
+    const objects = renderManifests(manifestOptions(start, kind));
+    expect(JSON.stringify(objects)).not.toContain("0123abcd");
+    expect(objects.map((o) => o.kind)).not.toContain("Secret");
+    const dep = objects.find((o) => o.kind === "Deployment") as unknown as {
+      spec: { template: { spec: { containers: Array<{ args: string[]; env: unknown[] }> } } };
+    };
+    const c = dep.spec.template.spec.containers[0]!;
+    expect(c.env).toEqual(
+      expect.arrayContaining([
+        { name: "LD_PRELOAD", value: "/models/key/libtriton-dev-key.so" },
+        { name: "TRITON_DEV_KEY_FILE", value: "/models/key/repository.key" },
+      ]),
+    );
+    expect(c.args).toContain("--http-restricted-api=model-repository:triton-dev-key=triton-dev-key-file\n");
+    expect(c.args).toContain("--grpc-restricted-protocol=model-repository:triton-dev-key=triton-dev-key-file\n");
+  });
+
   it("mounts the run folder from the node, so the staged symlinks into store/ resolve in the pod", () => {
     const objects = renderManifests(manifestOptions(start, kind));
     const dep = objects.find((o) => o.kind === "Deployment") as unknown as {
@@ -55,10 +77,8 @@ describe("the kind run's manifests", () => {
     expect(pod.nodeSelector).toEqual({ "triton-dev.io/managed": "true" });
     expect(dep.spec.template.metadata.labels["triton-dev.io/run"]).toBe(start.runId);
     for (const o of objects) expect(o.metadata.labels?.["triton-dev.io/run"]).toBe(start.runId);
-    expect(objects.map((o) => o.kind)).toEqual(["Namespace", "Secret", "Deployment", "Service"]);
+    expect(objects.map((o) => o.kind)).toEqual(["Namespace", "Deployment", "Service"]);
     expect(pod.volumes[1]).toEqual({ name: "dshm", emptyDir: { medium: "Memory", sizeLimit: "1024Mi" } });
-    // The key is in the Secret, expanded by the kubelet; never in the Deployment.
-    expect(JSON.stringify(dep)).not.toContain("0123abcd");
   });
 
   it("renders explicit mode for --reload explicit: every model loaded at start, no poll flags", () => {

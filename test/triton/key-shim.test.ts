@@ -1,0 +1,115 @@
+import { execFile } from "node:child_process";
+import fs from "node:fs";
+import fsp from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { UserError } from "../../src/errors.js";
+import {
+  ensureKeyShim,
+  KEY_FROM_FILE,
+  keyArg,
+  localKeyShimEnv,
+  prepareRunKey,
+  readRunKey,
+} from "../../src/triton/key-shim.js";
+
+const tmp = () => fsp.mkdtemp(path.join(os.tmpdir(), "triton-dev-key-"));
+
+function run(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<string> {
+  return new Promise((resolve, reject) =>
+    execFile(cmd, args, { env }, (err, stdout, stderr) =>
+      err ? reject(new Error(stderr || err.message)) : resolve(stdout),
+    ),
+  );
+}
+
+// What main() receives (node's process.argv) against what the kernel shows every user
+// (/proc/self/cmdline), for a binary started the way tritonserver is. (Not a script behind a
+// wrapper such as a pyenv shim: the wrapper would take the key and pass it on in the clear.)
+const PROBE = `const fs = require("node:fs");
+process.stdout.write(JSON.stringify({ argv: process.argv.slice(1),
+  cmdline: fs.readFileSync("/proc/self/cmdline", "utf8").split("\\0").slice(4, -1),
+  env: { LD_PRELOAD: process.env.LD_PRELOAD ?? null, TRITON_DEV_KEY_FILE: process.env.TRITON_DEV_KEY_FILE ?? null } }));`;
+const probe = (args: string[], env: NodeJS.ProcessEnv, program = path.basename(fs.realpathSync(process.execPath))) =>
+  run(process.execPath, ["-e", PROBE, "--", ...args], { ...env, TRITON_DEV_KEY_PROGRAM: program });
+
+describe("the repository-key library", () => {
+  it("hands main() the key from the file while the command line keeps the placeholder", async () => {
+    const home = await tmp();
+    const lib = await ensureKeyShim(home);
+    const runDir = await tmp();
+    const key = await prepareRunKey(runDir, "triton-dev-key", lib);
+    const args = [
+      `--http-restricted-api=model-repository:${keyArg("triton-dev-key")}`,
+      "--other=1",
+      `--grpc-restricted-protocol=model-repository:${keyArg("triton-dev-key")}`,
+    ];
+    const env = { PATH: process.env.PATH, ...localKeyShimEnv(key.dir, { LD_PRELOAD: "", LD_LIBRARY_PATH: "" }) };
+    const seen = JSON.parse(await probe(args, env));
+    expect(seen.argv).toEqual([
+      `--http-restricted-api=model-repository:triton-dev-key=${key.value}`,
+      "--other=1",
+      `--grpc-restricted-protocol=model-repository:triton-dev-key=${key.value}`,
+    ]);
+    expect(seen.cmdline).toEqual(args);
+    expect(seen.cmdline.join(" ")).not.toContain(key.value);
+    // Nothing Triton starts (the python backend's stubs) preloads it or learns where the key is.
+    expect(seen.env).toEqual({ LD_PRELOAD: null, TRITON_DEV_KEY_FILE: null });
+  });
+
+  it("leaves every other program alone (an image's entrypoint script must not take the key)", async () => {
+    const lib = await ensureKeyShim(await tmp());
+    const key = await prepareRunKey(await tmp(), "h", lib);
+    const env = { PATH: process.env.PATH, ...localKeyShimEnv(key.dir, {}) };
+    const arg = `--x=model-repository:${keyArg("h")}`;
+    const seen = JSON.parse(await probe([arg], env, "tritonserver"));
+    expect(seen.argv).toEqual([arg]);
+    // Still set, for the tritonserver the entrypoint starts.
+    expect(seen.env.TRITON_DEV_KEY_FILE).toBe(path.join(key.dir, "repository.key"));
+  });
+
+  it("keeps a user's own LD_PRELOAD for what the process starts", async () => {
+    const lib = await ensureKeyShim(await tmp());
+    const key = await prepareRunKey(await tmp(), "h", lib);
+    const env = { PATH: process.env.PATH, ...localKeyShimEnv(key.dir, { LD_PRELOAD: "libc.so.6" }) };
+    const seen = JSON.parse(await probe([], env));
+    expect(seen.env.LD_PRELOAD).toBe("libc.so.6");
+  });
+
+  it("fails closed: without a readable key file the placeholder stays, which no client can send", async () => {
+    const lib = await ensureKeyShim(await tmp());
+    const key = await prepareRunKey(await tmp(), "h", lib);
+    await fsp.rm(path.join(key.dir, "repository.key"));
+    const env = { PATH: process.env.PATH, ...localKeyShimEnv(key.dir, {}) };
+    const seen = JSON.parse(await probe([`--x=model-repository:${keyArg("h")}`], env));
+    expect(seen.argv).toEqual([`--x=model-repository:h=${KEY_FROM_FILE}`]);
+    expect(KEY_FROM_FILE.endsWith("\n")).toBe(true);
+  });
+
+  it("is built once per home and source version, and says what to install without a compiler", async () => {
+    const home = await tmp();
+    const lib = await ensureKeyShim(home);
+    const built = fs.statSync(lib).mtimeMs;
+    expect(await ensureKeyShim(home, { env: { PATH: "/nonexistent" } })).toBe(lib);
+    expect(fs.statSync(lib).mtimeMs).toBe(built);
+    const err = await ensureKeyShim(await tmp(), { env: { PATH: "/nonexistent", CC: "no-such-cc" } }).catch(
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(UserError);
+    expect((err as UserError).message).toMatch(/no-such-cc: not found; cc: not found/);
+    expect((err as UserError).hint).toMatch(/apt install gcc/);
+  });
+
+  it("keeps the key folder the user's alone, and a run folder's key across starts", async () => {
+    const lib = await ensureKeyShim(await tmp());
+    const runDir = await tmp();
+    const first = await prepareRunKey(runDir, "h", lib);
+    expect(first.value).toMatch(/^[0-9a-f]{48}$/);
+    expect(fs.statSync(first.dir).mode & 0o777).toBe(0o700);
+    expect(fs.statSync(path.join(first.dir, "repository.key")).mode & 0o777).toBe(0o600);
+    expect((await prepareRunKey(runDir, "h", lib)).value).toBe(first.value);
+    expect(await readRunKey(runDir)).toBe(first.value);
+    expect(await readRunKey(await tmp())).toBeUndefined();
+  });
+});
