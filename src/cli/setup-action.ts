@@ -1,5 +1,6 @@
 import { resolvePaths } from "../config/paths.js";
 import { ensureEnvironment } from "../runtimes/local/environment.js";
+import { ensureKeyShim } from "../triton/key-shim.js";
 import type { CliContext } from "./output.js";
 
 /** `triton-dev setup`, loaded when the command runs. */
@@ -22,8 +23,10 @@ export async function setupAction(
         output.out(`  ${p.line}`);
     },
   });
+  // Every runtime needs it (the repository key's library), so a failing compiler shows here.
+  const keyLibrary = await ensureKeyShim(paths.home, { env });
   if (!flags.json)
     output.out(
-      `tritonserver: ${e.serverBin}\nbackends:     ${e.backendDir}\n(${((Date.now() - started) / 1000).toFixed(1)} s)`,
+      `tritonserver: ${e.serverBin}\nbackends:     ${e.backendDir}\nkey library:  ${keyLibrary}\n(${((Date.now() - started) / 1000).toFixed(1)} s)`,
     );
 }

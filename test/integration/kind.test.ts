@@ -158,7 +158,7 @@ describe.skipIf(!availability.ok)(
           `cluster: Set kubectl context to "kind-${cluster}"`,
           `image: loading ${image} into the cluster's node (kind load docker-image)`,
           expect.stringMatching(
-            /^apply: applying Namespace\/triton-dev, Secret\/triton-dev-repository-key, Deployment\/triton-inference-server, Service\/triton-inference-server in namespace triton-dev$/,
+            /^apply: applying Namespace\/triton-dev, Deployment\/triton-inference-server, Service\/triton-inference-server in namespace triton-dev$/,
           ),
           expect.stringMatching(/^forward: port-forwarding 127\.0\.0\.1:\d+, \d+, \d+ to pod triton-inference-server-/),
         ]),
@@ -209,8 +209,7 @@ describe.skipIf(!availability.ok)(
       const pods = (await clusterContainers(docker, cluster)).filter((c) => c.Labels["kind-emulator.pod"]);
       expect(pods).toHaveLength(1);
       const i = await docker.getContainer(pods[0]!.Id).inspect();
-      // The run folder reached through the worker's mount of the state folder, read-only; the key expanded from the
-      // Secret.
+      // The run folder reached through the worker's mount of the state folder, read-only, with the key folder in it.
       expect(i.HostConfig.Binds).toEqual([`${state.runDir}:/models:ro`]);
       expect(i.HostConfig.ShmSize).toBe(1024 ** 3);
       expect(i.Config.Cmd).toEqual(
@@ -219,9 +218,19 @@ describe.skipIf(!availability.ok)(
           "--model-repository=/models/repository",
           "--model-control-mode=poll",
           "--repository-poll-secs=1",
-          `--http-restricted-api=model-repository:triton-dev-key=${state.repositoryKey.value}`,
+          "--http-restricted-api=model-repository:triton-dev-key=triton-dev-key-file\n",
         ]),
       );
+      // The key is in no pod spec, container or process the host lists; the library reads it from the file.
+      expect(i.Config.Env).toEqual(expect.arrayContaining(["TRITON_DEV_KEY_FILE=/models/key/repository.key"]));
+      expect(JSON.stringify(i)).not.toContain(state.repositoryKey.value);
+      const ps = await new Promise<string>((resolve, reject) =>
+        execFile("ps", ["-eo", "args", "--width", "100000"], { maxBuffer: 64 * 1024 * 1024 }, (err, out) =>
+          err ? reject(err) : resolve(out),
+        ),
+      );
+      expect(ps).toContain("--model-repository=/models/repository");
+      expect(ps).not.toContain(state.repositoryKey.value);
       const worker = await docker.getContainer(`${cluster}-worker`).inspect();
       expect(worker.Mounts.find((m) => m.Destination === "/triton-dev")?.Source).toBe(env.TRITON_DEV_STATE_DIR);
       // The detached run's port-forward and log follower belong to its supervisor.
