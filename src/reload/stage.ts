@@ -2,6 +2,7 @@ import fsp from "node:fs/promises";
 import path from "node:path";
 import { UserError } from "../errors.js";
 import { isIgnoredEntry, listModelDirs } from "../repo/layout.js";
+import { modelNameProblem, servableName, shownName } from "../repo/model-name.js";
 
 /**
  * A model that cannot be copied into a snapshot: a link that leads nowhere or back into its own
@@ -151,6 +152,7 @@ export class StagingRepository {
   /** The highest generation ever written per model, so numbers are never reused. */
   private readonly highest = new Map<string, number>();
   private readonly prepare: StagingOptions["prepare"];
+  private linkSeq = 0;
 
   constructor(runDir: string, options: StagingOptions = {}) {
     ({ repository: this.repository, store: this.store } = stagingLayout(runDir));
@@ -223,6 +225,14 @@ export class StagingRepository {
    * `prepare: false` skips the prepare step (see PublishOptions).
    */
   async publish(sourceRepo: string, name: string, options: PublishOptions = {}): Promise<number> {
+    // Lint refuses these already; checked here too, since a model staged is a model Triton loads,
+    // and for such a name the python backend would run part of it as a shell command.
+    const unsafe = modelNameProblem(name);
+    if (unsafe) {
+      throw new StagingError(name, `model folder '${shownName(name)}' cannot be served: its name ${unsafe}`, {
+        hint: `Rename the folder to '${servableName(name)}' (letters, digits, '_', '-' and '.' only).`,
+      });
+    }
     const generation = this.nextGeneration(name);
     const dir = this.snapshotDir(name, generation);
     await fsp.rm(dir, { recursive: true, force: true });
@@ -293,7 +303,8 @@ export class StagingRepository {
 
   private async point(name: string, target: string): Promise<void> {
     await fsp.mkdir(this.scratch, { recursive: true });
-    const tmp = path.join(this.scratch, `link-${name}-${process.pid}-${Date.now()}`);
+    // Not named after the model: a long model name would make this name too long for the filesystem.
+    const tmp = path.join(this.scratch, `link-${process.pid}-${++this.linkSeq}-${Date.now()}`);
     await fsp.symlink(path.relative(this.repository, target), tmp);
     // rename(2) over an existing symlink is atomic; the scratch folder is outside the
     // repository, so Triton never sees the temporary link.

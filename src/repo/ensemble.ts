@@ -7,6 +7,7 @@ import {
   type ModelOutput,
 } from "./gen/model_config_pb.js";
 import type { ModelLayout } from "./layout.js";
+import { modelNameProblem, servableName, shownName } from "./model-name.js";
 import type { ParsedConfig } from "./parse.js";
 import { type Reporter, dataTypeName, shapeString, versionsToLoad } from "./rules.js";
 import { cycleText, quoteList } from "./suggest.js";
@@ -484,6 +485,17 @@ export function checkEnsembleSteps(
     const at = `${stepPath(s)}.model_name#value`;
     const m = models.get(name);
     if (name === self || (cyclic.has(self) && cyclic.has(name))) return; // reported as a cycle
+    const unsafe = modelNameProblem(name);
+    if (unsafe) {
+      const rename = servableName(name, new Set(models.keys()));
+      r.error(
+        "ensemble-model-name-unsafe",
+        at,
+        `step ${s} runs model '${shownName(name)}', a name Triton cannot serve: it ${unsafe}`,
+        `Rename that model's folder to '${rename}' and write model_name: "${rename}" here.`,
+      );
+      return;
+    }
     if (!m) {
       r.error(
         "ensemble-model-missing",

@@ -11,6 +11,7 @@ import {
 } from "./ensemble.js";
 import { CONFIG_FILE, type NotAModelFolder, readRepositoryEntries, scanModel } from "./layout.js";
 import type { ModelConfigJson } from "./model-config.js";
+import { modelNameProblem, servableName, shownName } from "./model-name.js";
 import { parseModelConfig } from "./parse.js";
 import { type LintOptions, type ModelContext, Reporter, checkModel, checkRuntimeBackend } from "./rules.js";
 
@@ -54,11 +55,35 @@ interface Analysed extends RepoModel {
   unavailable?: string;
 }
 
-async function analyseModel(repo: string, name: string, options: LintOptions): Promise<Analysed> {
+/**
+ * A folder name Triton or its python backend cannot serve (see model-name.ts): an error on the
+ * folder, with the name to rename it to. It is checked before anything else, since such a model
+ * must never be staged, whatever its config says.
+ */
+function checkFolderName(name: string, dir: string, taken: ReadonlySet<string>, reporter: Reporter): void {
+  const problem = modelNameProblem(name);
+  if (!problem) return;
+  const rename = servableName(name, taken);
+  reporter.error(
+    "model-name-unsafe",
+    undefined,
+    `model folder '${shownName(name)}' cannot be served: its name ${problem}`,
+    `Rename the folder to '${rename}' (names hold only letters, digits, '_', '-' and '.'), and write that name in its config.pbtxt's name and in the ensemble steps that run it.`,
+    dir,
+  );
+}
+
+async function analyseModel(
+  repo: string,
+  name: string,
+  options: LintOptions,
+  taken: ReadonlySet<string> = new Set(),
+): Promise<Analysed> {
   const layout = await scanModel(repo, name);
   const configFile = layout.configFile;
   if (layout.configText === undefined) {
     const reporter = new Reporter(name, undefined, configFile);
+    checkFolderName(name, layout.dir, taken, reporter);
     if (layout.configReadError) {
       reporter.error(
         "config-unreadable",
@@ -75,11 +100,12 @@ async function analyseModel(repo: string, name: string, options: LintOptions): P
         layout.dir,
       );
     }
-    return { name, layout, reporter, errorCount: 0 };
+    return { name, layout, reporter, errorCount: countBySeverity(reporter.diagnostics).errors };
   }
 
   const result = parseModelConfig(layout.configText, configFile, { model: name });
   const reporter = new Reporter(name, result.parsed, configFile);
+  checkFolderName(name, layout.dir, taken, reporter);
   reporter.diagnostics.push(...result.diagnostics);
   let unavailable: string | undefined;
   if (result.parsed) {
@@ -122,7 +148,8 @@ async function analyseRepository(
 ): Promise<{ models: Map<string, Analysed>; notModels: NotAModelFolder[] }> {
   const { models: names, notModels } = await readRepositoryEntries(repo);
   const models = new Map<string, Analysed>();
-  for (const m of await Promise.all(names.map((n) => analyseModel(repo, n, options)))) models.set(m.name, m);
+  const taken = new Set(names);
+  for (const m of await Promise.all(names.map((n) => analyseModel(repo, n, options, taken)))) models.set(m.name, m);
 
   const cyclic = checkEnsembleCycles(models, (n) => models.get(n)!.reporter);
   for (const name of ensembleOrder(models)) {

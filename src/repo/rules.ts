@@ -26,6 +26,7 @@ import {
   type ModelQueuePolicy,
 } from "./gen/model_config_pb.js";
 import { readUserText, type ModelLayout } from "./layout.js";
+import { modelNameProblem, servableName, shownName } from "./model-name.js";
 import type { ParsedConfig } from "./parse.js";
 import { SuggestionBudget, closest, quoteList } from "./suggest.js";
 import type { Pos } from "./textproto.js";
@@ -192,7 +193,47 @@ export async function checkModel(ctx: ModelContext, r: Reporter): Promise<void> 
     checkInstanceGroups(ctx, r);
   }
   checkDuplicateKeys(ctx, r);
+  checkStubCommandLine(ctx, r);
   await checkVersions(ctx, r);
+}
+
+/** What may stand unquoted in the python backend's `bash -c` command line (see model-name.ts). */
+const STUB_WORD = /^[A-Za-z0-9_.-]+$/;
+
+/**
+ * Besides the model's folder (checked by lint for every model), the python backend puts an
+ * instance group's name (in each instance's name) and default_model_filename (in the model
+ * file's path) unquoted on the `bash -c` command line that starts each stub: a space splits it
+ * and the stub never starts, `$(...)` runs.
+ */
+function checkStubCommandLine(ctx: ModelContext, r: Reporter): void {
+  const c = ctx.parsed.config;
+  const backend =
+    effectiveBackend(c.platform, c.backend) ?? (c.platform ? undefined : inferBackendFromFiles(ctx)?.backend);
+  if (backend !== "python") return;
+  const why =
+    "the python backend starts each instance's process through bash with it unquoted on the command line, so the process never starts (or part of it runs as a command)";
+  c.instanceGroup.forEach((g, i) => {
+    if (!g.name || STUB_WORD.test(g.name)) return;
+    r.error(
+      "instance-group-name-unsafe",
+      `instance_group[${i}].name#value`,
+      `instance group name '${shownName(g.name)}' cannot be used: ${why}`,
+      `Use only letters, digits, '_', '-' and '.' (for example "${servableName(g.name)}"), or leave the name out.`,
+    );
+  });
+  const file = c.defaultModelFilename;
+  if (file && !file.split("/").every((seg) => STUB_WORD.test(seg))) {
+    r.error(
+      "model-filename-unsafe",
+      "default_model_filename#value",
+      `default_model_filename '${shownName(file)}' cannot be used: ${why}`,
+      `Name the file with letters, digits, '_', '-' and '.' only (for example "${file
+        .split("/")
+        .map((seg) => servableName(seg))
+        .join("/")}"), or leave default_model_filename out to use model.py.`,
+    );
+  }
 }
 
 function checkName(ctx: ModelContext, r: Reporter): void {
@@ -202,7 +243,9 @@ function checkName(ctx: ModelContext, r: Reporter): void {
       "name-mismatch",
       "name#value",
       `model name '${declared}' does not match its directory '${ctx.name}'`,
-      `Write name: "${ctx.name}" (or delete the name line), or rename the directory to '${declared}'.`,
+      modelNameProblem(declared)
+        ? `Write name: "${ctx.name}" (or delete the name line).`
+        : `Write name: "${ctx.name}" (or delete the name line), or rename the directory to '${declared}'.`,
     );
   }
 }

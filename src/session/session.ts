@@ -29,6 +29,7 @@ import {
 import { ensureKeyShim, prepareRunKey } from "../triton/key-shim.js";
 import { ReadinessAbortedError, ReadinessTimeoutError, waitFor } from "../triton/readiness.js";
 import { currentRun, watcherOf } from "./current-run.js";
+import { followModelLoads } from "./load-progress.js";
 import type { SessionEvent } from "./events.js";
 
 const log = rootLog.child("session");
@@ -148,6 +149,8 @@ interface StagedRepository {
   skipped: Set<string>;
   notServed: NonNullable<RunState["notServed"]>;
   autoCompleteOff: boolean;
+  /** Why python models import their model.py twice in this run (config auto-complete is on), if they do. */
+  autoCompleteNote?: string;
 }
 
 /**
@@ -222,10 +225,27 @@ async function lintAndStage(
   bus.emit({ type: "staged", models: staged, repository: folder.repository });
   // Triton's config auto-complete adds a fixed second to every python model load (see
   // repo/auto-complete.ts); where the runtime allows it, it is off when no model needs it.
-  const autoCompleteOff =
-    plan.canDisableAutoComplete &&
-    (await autoCompleteNeeds(lint.models.filter((m) => !skipped.has(m.name)))).length === 0;
-  return { lint, lintOptions, staging, refused, skipped, notServed, autoCompleteOff };
+  const needs = await autoCompleteNeeds(lint.models.filter((m) => !skipped.has(m.name)));
+  const autoCompleteOff = plan.canDisableAutoComplete && needs.length === 0;
+  // With auto-complete on, the python backend imports each model.py twice before it
+  // serves: once in a stub that only calls auto_complete_config, once in the instance's stub. A
+  // slow module-level import is paid twice (measured: an 8 s import made a 19 s `up`, so one of
+  // 60 s makes about 125 s); initialize() runs only in the instance's stub.
+  const servesPython = lint.models.some((m) => wanted(m.name) && m.config?.backend === "python");
+  const autoCompleteNote =
+    autoCompleteOff || !servesPython
+      ? undefined
+      : `Triton's config auto-complete is on (${plan.canDisableAutoComplete ? needs.map((n) => n.reason).join("; ") : `triton-dev leaves it on in the ${runtime} runtime`}), so the python backend imports each model.py twice before serving it (once only to complete its config)`;
+  return {
+    lint,
+    lintOptions,
+    staging,
+    refused,
+    skipped,
+    notServed,
+    autoCompleteOff,
+    ...(autoCompleteNote ? { autoCompleteNote } : {}),
+  };
 }
 
 /** Step 5. Live, then every model settled; a server that exits meanwhile ends the wait with its last log lines. */
@@ -236,6 +256,7 @@ async function waitUntilReady(
   exitInfo: () => { code: number | null; signal: NodeJS.Signals | null } | undefined,
   bus: EventBus<SessionEvent>,
   startedAt: number,
+  stillLoading: () => string | undefined,
 ): Promise<RepositoryIndexEntry[]> {
   await waitFor(
     { description: `Triton at ${o.host}:${o.ports.http}`, check: () => client.isLive() },
@@ -253,8 +274,14 @@ async function waitUntilReady(
         }
       },
       detail: () => {
+        const loading = stillLoading();
         const last = tailLinesSync(logFile, 1)[0];
-        return last ? `last log line: ${stripTritonPrefix(last)}` : "it wrote no log yet";
+        return [
+          loading ? `still loading: ${loading}` : undefined,
+          last ? `last log line: ${stripTritonPrefix(last)}` : "it wrote no log yet",
+        ]
+          .filter(Boolean)
+          .join("; ");
       },
     },
   );
@@ -342,6 +369,10 @@ async function startLocked(
     await ensureKeyShim(paths.home, { env }),
   );
   const startedAt = Date.now();
+  const logOffset = await fsp.stat(folder.logFile).then(
+    (st) => st.size,
+    () => 0,
+  );
   const startOptions: StartOptions = {
     runId: folder.runId,
     runDir: folder.runDir,
@@ -399,9 +430,17 @@ async function startLocked(
     return stopped;
   };
 
+  // Which models are still loading, every few seconds while `up` waits (a slow import or
+  // initialize otherwise looks like a hang), and in the timeout message.
+  const loads = followModelLoads(
+    folder.logFile,
+    (message) => bus.emit({ type: "progress", runtime, step: "models", message }),
+    { fromOffset: logOffset, ...(staged.autoCompleteNote ? { note: staged.autoCompleteNote } : {}) },
+  );
   try {
     await writeRunState(paths, state);
-    const index = await waitUntilReady(client, o, folder.logFile, () => exitInfo, bus, startedAt);
+    const index = await waitUntilReady(client, o, folder.logFile, () => exitInfo, bus, startedAt, loads.describe);
+    loads.stop();
     // Triton names files of the staging copy in its reasons (a model.py traceback); point at the user's.
     const models = index.map((m) => (m.reason ? { ...m, reason: staged.staging.userPaths(m.reason, modelsDir) } : m));
     bus.emit({ type: "ready", endpoints: handle.endpoints, models, elapsedMs: Date.now() - startedAt });
@@ -431,6 +470,7 @@ async function startLocked(
       watch,
     };
   } catch (err) {
+    loads.stop();
     await stop("start failed");
     throw startFailure(err, plan, folder.logFile);
   }

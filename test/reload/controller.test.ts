@@ -312,3 +312,20 @@ describe("ReloadController", () => {
     expect((await fsp.lstat(snapshot)).isDirectory()).toBe(true);
   });
 });
+
+describe("ReloadController and model names", () => {
+  it("refuses a model added with a name the python backend would hand to a shell, with the lint reason, and loads nothing", async () => {
+    const s = await setup();
+    const name = "inj$(touch PWNED)";
+    await writeFiles(s.repo, pythonModel(name, `backend: "python"\nmax_batch_size: 8\n${ECHO_IO}`));
+    s.watcher.save(name);
+    await s.controller.idle();
+    expect(s.phases(name)).toEqual(["saved", "refused"]);
+    const refused = s.events.at(-1)!;
+    expect(refused.reason).toBe("not loaded until the errors are fixed");
+    expect(refused.diagnostics?.map((d) => d.code)).toEqual(["model-name-unsafe"]);
+    expect(refused.diagnostics?.[0]?.hint).toContain("Rename the folder to 'inj_touch_PWNED'");
+    expect(s.triton.calls).toEqual([]);
+    expect(s.staging.has(name)).toBe(false);
+  });
+});

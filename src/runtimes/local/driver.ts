@@ -1,5 +1,5 @@
 import path from "node:path";
-import { ServerStartError } from "../../errors.js";
+import { ServerStartError, UserError } from "../../errors.js";
 import { detectNvidiaGpus } from "../../gpu/detect.js";
 import { requireFreePorts } from "../../net/ports.js";
 import { findProcesses, isOurProcess } from "../../state/process.js";
@@ -18,6 +18,20 @@ export interface LocalDeps {
   /** NVIDIA GPUs this machine shows (undefined: no nvidia-smi). */
   detectGpus?: () => Promise<number | undefined>;
   procRoot?: string;
+}
+
+/**
+ * The python backend starts each stub through `bash -c` with the model's path (under the runs
+ * folder) and its own folder (the backends) unquoted on the command line: a path with a space
+ * makes every python model's load hang, one with `$(...)` runs it, and a non-ASCII one fails in
+ * the stub. Only characters bash takes literally in a word pass.
+ */
+const STUB_SAFE_PATH = /^[A-Za-z0-9_./+,:=@%-]+$/;
+
+/** The first of the paths the python backend puts on its shell command line that it cannot take, with why. */
+export function unsafeStubPath(paths: Record<string, string>): { what: string; path: string } | undefined {
+  const found = Object.entries(paths).find(([, p]) => !STUB_SAFE_PATH.test(p));
+  return found ? { what: found[0], path: found[1] } : undefined;
 }
 
 /** Servers we started carry our runs folder in their --model-repository flag; nothing else is touched. */
@@ -40,6 +54,18 @@ export function createLocalDriver(deps: LocalDeps = {}): RuntimeDriver<LocalOpti
         env: ctx.env,
         onProgress: (progress) => ctx.emit({ type: "setup", progress }),
       });
+      const unsafe = unsafeStubPath({
+        "state folder (TRITON_DEV_STATE_DIR)": ctx.paths.runsDir,
+        "home (TRITON_DEV_HOME)": environment.backendDir,
+      });
+      if (unsafe) {
+        throw new UserError(
+          `the python backend cannot start models under ${JSON.stringify(unsafe.path)}: it starts each model's process through a shell with this path unquoted, and a space, a non-ASCII character or shell syntax in it breaks every load`,
+          {
+            hint: `Point the ${unsafe.what} at a folder whose path holds only letters, digits and '_', '-', '.', '/'.`,
+          },
+        );
+      }
       await requireFreePorts(input.ports, input.host);
       const gpus = await (deps.detectGpus ?? detectNvidiaGpus)();
       return {

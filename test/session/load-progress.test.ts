@@ -1,0 +1,97 @@
+import fsp from "node:fs/promises";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { ModelLoadTracker, followModelLoads } from "../../src/session/load-progress.js";
+import { removeTempRepos, tempRepo } from "../repo/helpers.js";
+
+afterAll(removeTempRepos);
+
+// Lines of tritonserver 2.51's log while it starts with --load-model=* (two models, one slow).
+const LOG = {
+  loadingFast: 'I1201 22:49:38.586545 26563 model_lifecycle.cc:472] "loading: fast:1"',
+  loadingSlow: 'I1201 22:49:38.586633 26563 model_lifecycle.cc:472] "loading: slow:1"',
+  stub: 'I1201 22:49:38.593464 26563 stub_launcher.cc:385] "Starting Python backend stub: ..."',
+  loadedFast: "I1201 22:49:40.658170 26563 model_lifecycle.cc:839] \"successfully loaded 'fast'\"",
+  loadedSlow: "I1201 22:49:56.693783 26563 model_lifecycle.cc:839] \"successfully loaded 'slow'\"",
+  failedBad:
+    "E1201 22:47:24.481840 23468 model_lifecycle.cc:642] \"failed to load 'bad' version 1: Internal: ModuleNotFoundError: No module named 'torch'\"",
+  loadingBad: 'I1201 22:47:20.513966 21184 model_lifecycle.cc:472] "loading: bad:1"',
+};
+
+describe("ModelLoadTracker", () => {
+  it("names the models Triton is still loading, longest first, until each has loaded or failed", () => {
+    let now = 1_000;
+    const t = new ModelLoadTracker(() => now);
+    t.line(LOG.loadingFast);
+    now += 500;
+    t.line(LOG.loadingSlow);
+    t.line(LOG.loadingBad);
+    t.line(LOG.stub);
+    now += 11_600;
+    expect(t.describe()).toBe("fast (12 s), bad (12 s), slow (12 s)");
+    t.line(LOG.loadedFast);
+    t.line(LOG.failedBad);
+    now += 3_000;
+    expect(t.stillLoading()).toEqual([{ model: "slow", ms: 14_600 }]);
+    t.line(LOG.loadedSlow);
+    expect(t.describe()).toBeUndefined();
+  });
+
+  it("counts a model from its first version queued, and lists at most a few", () => {
+    let now = 0;
+    const t = new ModelLoadTracker(() => now);
+    t.line('I1201 22:49:38.586545 1 model_lifecycle.cc:472] "loading: m:1"');
+    now = 2_000;
+    t.line('I1201 22:49:38.586545 1 model_lifecycle.cc:472] "loading: m:2"');
+    for (const n of ["a", "b", "c", "d", "e", "f"]) t.line(`"loading: ${n}:1"`);
+    now = 4_000;
+    expect(t.describe(3)).toBe("m (4 s), a (2 s), b (2 s) and 4 more");
+  });
+});
+
+describe("followModelLoads", () => {
+  it("reports the models still loading from a growing log every few seconds, with the note once, and nothing once they loaded", async () => {
+    const dir = await tempRepo();
+    const log = path.join(dir, "tritonserver.log");
+    await fsp.writeFile(log, `${LOG.loadingSlow}\n`);
+    const reports: string[] = [];
+    const follow = followModelLoads(log, (m) => reports.push(m), {
+      fromOffset: 0,
+      everyMs: 100,
+      readMs: 10,
+      note: "auto-complete is on",
+    });
+    try {
+      const deadline = Date.now() + 5_000;
+      while (reports.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(reports[0]).toMatch(/^still loading: slow \(\d+ s\); auto-complete is on$/);
+      expect(reports[1]).toMatch(/^still loading: slow \(\d+ s\)$/);
+      expect(follow.describe()).toMatch(/^slow \(\d+ s\)$/);
+      await fsp.appendFile(log, `${LOG.loadedSlow}\n`);
+      while (follow.describe() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, 150));
+      const count = reports.length;
+      await new Promise((r) => setTimeout(r, 250));
+      expect(reports.length).toBe(count);
+      expect(follow.describe()).toBeUndefined();
+    } finally {
+      follow.stop();
+    }
+  });
+
+  it("reads only what the server wrote after the given offset (a reused log is appended to)", async () => {
+    const dir = await tempRepo();
+    const log = path.join(dir, "tritonserver.log");
+    await fsp.writeFile(log, `${LOG.loadingSlow}\n`);
+    const { size } = await fsp.stat(log);
+    const follow = followModelLoads(log, () => {}, { fromOffset: size, everyMs: 1_000, readMs: 10 });
+    try {
+      await fsp.appendFile(log, `${LOG.loadingFast}\n`);
+      const deadline = Date.now() + 5_000;
+      while (!follow.describe() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(follow.describe()).toMatch(/^fast \(\d+ s\)$/);
+    } finally {
+      follow.stop();
+    }
+  });
+});
