@@ -53,7 +53,17 @@ export function parseRequirements(text: string): RequirementLine[] {
  * installs, so they change nothing in the environment's identity either.
  */
 export function normalizeRequirements(text: string): string[] {
-  return [...new Set(parseRequirements(text).map((r) => r.text))].sort();
+  return [...new Set(parseRequirements(text).map(canonicalText))].sort();
+}
+
+/**
+ * A requirement as pip compares it: the name canonical, no blanks around version operators
+ * (`TdGreet >= 1.0` is `tdgreet>=1.0`). Option lines are left as they are.
+ */
+function canonicalText(r: RequirementLine): string {
+  if (!r.name) return r.text;
+  const rest = r.text.slice(NAME.exec(r.text)![1]!.length);
+  return r.name + rest.replace(/\s*(===|==|!=|~=|<=|>=|<|>|,|;)\s*/g, "$1").trim();
 }
 
 /** What an environment is built for, beyond the requirements: the interpreter and the packages pinned under it. */
