@@ -53,6 +53,10 @@ else:
     entries = []
     for f in dist.files:
         p = f.locate()
+        # Scripts installed outside site-packages (../../../bin/f2py) are left out: a wheel would
+        # carry them under .data/scripts, and nothing here runs them.
+        if str(f).startswith(".."):
+            continue
         if os.path.isfile(p) and not str(f).endswith(".pyc") and "__pycache__" not in str(f):
             entries.append((str(f).replace(os.sep, "/"), open(p, "rb").read()))
     wheel = dist.read_text("WHEEL") or ""
