@@ -206,7 +206,11 @@ async function lintAndStage(
     // An environment that could not be built points at its requirements.txt line.
     bus.emit({ type: "lint", model: e.model, diagnostics: e.diagnostics ?? [diagnostic], staged: false });
   };
-  if (!plan.environments) warnUnbuiltEnvironments(runtime, modelsDir, lint, refused, skipped, bus);
+  if (!plan.environments) {
+    const served = lint.models.map((m) => m.name).filter((m) => !refused.has(m) && !skipped.has(m));
+    for (const d of unbuiltEnvironmentWarnings(runtime, modelsDir, served))
+      bus.emit({ type: "lint", model: d.model!, diagnostics: [d], staged: true });
+  }
   let staged: string[];
   if (plan.reuse) {
     // The running server has this folder mounted: it is updated in place, never recreated.
@@ -238,30 +242,20 @@ async function lintAndStage(
  * into) serves a model with a requirements.txt without its packages: said for each such model,
  * never silently.
  */
-function warnUnbuiltEnvironments(
-  runtime: RuntimeKind,
-  modelsDir: string,
-  lint: LintResult,
-  refused: Set<string>,
-  skipped: Set<string>,
-  bus: EventBus<SessionEvent>,
-): void {
-  for (const m of lint.models) {
-    if (refused.has(m.name) || skipped.has(m.name)) continue;
-    const file = requirementsOf(path.join(modelsDir, m.name));
-    if (!fs.existsSync(file)) continue;
-    const diagnostic: Diagnostic = {
-      severity: "warning",
+export function unbuiltEnvironmentWarnings(runtime: RuntimeKind, modelsDir: string, models: string[]): Diagnostic[] {
+  return models
+    .map((model) => ({ model, file: requirementsOf(path.join(modelsDir, model)) }))
+    .filter(({ file }) => fs.existsSync(file))
+    .map(({ model, file }) => ({
+      severity: "warning" as const,
       code: "requirements-not-installed",
       file,
       line: 1,
       column: 1,
-      message: `${m.name}: its requirements.txt is not installed on the ${runtime} runtime, which runs the image's own Python; the model sees only the image's packages`,
+      message: `${model}: its requirements.txt is not installed on the ${runtime} runtime, which runs the image's own Python; the model sees only the image's packages`,
       hint: "Build an image with the packages (FROM the Triton image, `RUN pip install -r requirements.txt`) and pass it with --image, or serve with `--runtime local`, which builds an environment for each requirements.txt.",
-      model: m.name,
-    };
-    bus.emit({ type: "lint", model: m.name, diagnostics: [diagnostic], staged: true });
-  }
+      model,
+    }));
 }
 
 /** Step 5. Live, then every model settled; a server that exits meanwhile ends the wait with its last log lines. */

@@ -159,6 +159,8 @@ describe("python models with a requirements.txt (real pip, real Triton)", () => 
   }, 300_000);
 
   it("an edit of requirements.txt builds the new environment while the old one serves, then reloads into it", async () => {
+    // The staged config differs from the user's, yet the run started without taking it for an edit.
+    expect(up.edits("add_sub", "saved")).toEqual([]);
     let next = nextOutcome("add_sub");
     await editorSave(requirementsOf("add_sub"), "tdgreet==2.0\n");
     let e = await next.done();
