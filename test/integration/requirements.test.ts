@@ -51,6 +51,7 @@ describe("python models with a requirements.txt (real pip, real Triton)", () => 
   let url: string;
   let viaTritonClient = false;
   const figures: string[] = [];
+  const temps: string[] = [];
   const requirementsOf = (model: string) => path.join(repo, model, "requirements.txt");
 
   const addSub = async (): Promise<{ sum: number[]; diff: number[]; greeting: string }> => {
@@ -101,6 +102,7 @@ describe("python models with a requirements.txt (real pip, real Triton)", () => 
     repo = await tempDir("req-models");
     await fsp.cp(path.join(FIXTURE, "models"), repo, { recursive: true });
     envsDir = await tempDir("req-envs");
+    temps.push(wheels, v2, repo, envsDir);
     env = await testEnv({ ...offlinePip(wheels), TRITON_DEV_ENVS_DIR: envsDir });
     viaTritonClient = (await execa(python, ["-c", "import tritonclient.http"], { reject: false })).exitCode === 0;
   }, 60_000);
@@ -108,6 +110,7 @@ describe("python models with a requirements.txt (real pip, real Triton)", () => 
   afterAll(async () => {
     await up?.stop();
     if (env) await runCli(["down"], env);
+    for (const d of temps) await fsp.rm(d, { recursive: true, force: true });
     console.info(
       `requirements.txt figures (requests via ${viaTritonClient ? "tritonclient" : "triton-dev's HTTP client"}):\n  ${figures.join("\n  ")}`,
     );
