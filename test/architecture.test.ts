@@ -116,6 +116,16 @@ describe("the rooms of src/", () => {
     ).toEqual([]);
   });
 
+  it("keeps envs/ a leaf: it builds environments from requirements.txt and knows nothing of runs or servers", () => {
+    const allowed = (t: string) => !t.includes("/") || !t.endsWith(".ts") || ["envs", "log", "state"].includes(room(t));
+    expect(
+      violations(
+        (f) => room(f) === "envs",
+        (t) => !allowed(t),
+      ),
+    ).toEqual([]);
+  });
+
   it("keeps runtimes/ below sessions: drivers never import the session, reload, CLI or dashboard", () => {
     expect(
       violations(

@@ -1,7 +1,7 @@
 import { resolvePaths } from "../config/paths.js";
 import { UserError } from "../errors.js";
 import { findPortHolder, isPortFree } from "../net/ports.js";
-import { loadEnvironment } from "../runtimes/local/environment.js";
+import { checkManagedEnvironment, fixCommand, strongestFix } from "../runtimes/local/environment-health.js";
 import { checkGlibc, glibcVersion } from "../runtimes/local/glibc.js";
 import { discoverPython } from "../runtimes/local/python.js";
 import { currentRun } from "../session/current-run.js";
@@ -153,12 +153,19 @@ export async function runDoctor(
   );
   checks.push(
     await check("environment", async () => {
-      const e = await loadEnvironment(paths);
-      if (!e)
-        throw new UserError(`no managed environment at ${paths.venv}`, {
-          hint: "Run `triton-dev setup` (or just `triton-dev up`, which runs it on first use).",
+      // The stub must match what is installed: a numpy 2 installed over 1.x, another Python or
+      // a missing stub breaks models while Triton still reports them READY.
+      const health = await checkManagedEnvironment(paths, { importNumpy: true });
+      const e = health.environment;
+      const fix = strongestFix(health.problems);
+      if (!e || fix)
+        throw new UserError(health.problems.map((p) => p.problem).join("; "), {
+          hint:
+            fix === "setup" || !e
+              ? "Run `triton-dev setup` (or just `triton-dev up`, which runs it on first use)."
+              : `Run \`${fixCommand(fix!)}\`${fix === "repair" ? ", which reinstalls the pinned packages and the stub without rebuilding the environment" : ""}.`,
         });
-      return `nvidia-pytriton ${e.pytritonVersion} in ${e.venv} (Python ${e.python.version})`;
+      return `nvidia-pytriton ${e.pytritonVersion} in ${e.venv} (Python ${health.python ?? e.python.version}, numpy ${health.numpy ?? "?"})`;
     }),
   );
   const run = await currentRun(paths, env).catch(() => undefined);

@@ -137,6 +137,8 @@ function formatEdit(e: Extract<SessionEvent, { type: "edit" }>): string | undefi
     case "validated":
     case "staged":
       return undefined;
+    case "environment":
+      return `${head} ${e.reason ?? "building its environment"} (the last good version serves meanwhile)`;
     case "loading":
       return `${head} valid, staged, loading`;
     case "refused":

@@ -10,12 +10,17 @@ export function registerSetupCommands(program: Command, ctx: CliContext): void {
     )
     .option("--force", "reinstall even if the environment looks complete", false)
     .option(
+      "--repair",
+      "put back the pinned packages (numpy 1.x) and the python backend stub without rebuilding the environment",
+      false,
+    )
+    .option(
       "--with-site-packages",
       "let models import the packages of the Python found (e.g. an installed torch with CUDA)",
       false,
     )
     .option("--json", "print progress as JSON lines", false)
-    .action(async (flags: { force: boolean; json: boolean; withSitePackages: boolean }) =>
+    .action(async (flags: { force: boolean; repair: boolean; json: boolean; withSitePackages: boolean }) =>
       (await import("./setup-action.js")).setupAction(flags, ctx),
     );
 

@@ -11,7 +11,7 @@ import type { Diagnostic } from "../repo/diagnostics.js";
 import { lintModel, type LintOptions } from "../repo/lint.js";
 import { isIgnoredEntry, isModelDir, listModelDirs } from "../repo/layout.js";
 import type { EditEvent, EditPhase, EditSummary } from "./events.js";
-import { StagingError, type StagingRepository } from "./stage.js";
+import { ORIGINALS_DIR, StagingError, type StagingRepository } from "./stage.js";
 import type { ModelChange, ModelWatcher } from "./watch.js";
 
 const log = rootLog.child("reload");
@@ -45,6 +45,8 @@ type LastGood = Map<string, number>;
 export async function hashModelDir(dir: string): Promise<string | undefined> {
   const h = createHash("sha1");
   const inside = new Set<string>([await fsp.realpath(dir).catch(() => dir)]);
+  // A snapshot's rewritten files hash as the user's originals (see ORIGINALS_DIR).
+  const originals = path.join(dir, ORIGINALS_DIR);
   const walk = async (d: string, rel: string): Promise<void> => {
     const entries = (await fsp.readdir(d, { withFileTypes: true }))
       .filter((e) => !isIgnoredEntry(e.name))
@@ -62,8 +64,11 @@ export async function hashModelDir(dir: string): Promise<string | undefined> {
         await walk(p, r);
         inside.delete(real);
       } else if (st.isFile()) {
-        h.update(`f:${r}:${st.size}\n`);
-        h.update(await fsp.readFile(p));
+        const original = path.join(originals, r);
+        if (fs.existsSync(`${original}.added`)) continue;
+        const content = await fsp.readFile(fs.existsSync(original) ? original : p);
+        h.update(`f:${r}:${content.length}\n`);
+        h.update(content);
       } else {
         // FIFOs and devices are never read (a read can block forever); staging refuses them.
         h.update(`o:${r}\n`);
@@ -356,14 +361,22 @@ export class ReloadController {
     const logOffset = fileSize(this.o.logFile);
     let generation: number;
     try {
-      generation = await this.o.staging.publish(this.o.modelsDir, model, { prepare: this.o.mode === "poll" });
+      generation = await this.o.staging.publish(this.o.modelsDir, model, {
+        prepare: this.o.mode === "poll",
+        onEnvironment: (what) => phase("environment", { reason: what }),
+      });
     } catch (err) {
       if (!(err instanceof StagingError)) throw err;
       // Nothing new was published: whatever served before still does.
       const keeps = this.lastGood.has(model)
         ? "the last good version keeps serving"
         : "not loaded until a fix is saved";
-      phase("failed", { reason: `${err.message}; ${keeps}` });
+      // A requirement that conflicts with the stub is refused like a config error; a pip
+      // failure fails the edit; both point at the requirements.txt line.
+      phase(err.refused ? "refused" : "failed", {
+        reason: `${err.message}; ${keeps}`,
+        ...(err.diagnostics ? { diagnostics: err.diagnostics } : {}),
+      });
       return;
     }
     phase("staged");

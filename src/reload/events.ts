@@ -2,7 +2,18 @@ import type { Diagnostic } from "../repo/diagnostics.js";
 
 /** The life of one edit to one model, from the save to the served result. */
 export type EditPhase =
-  "saved" | "validated" | "refused" | "unchanged" | "staged" | "loading" | "ready" | "failed" | "removed" | "unloaded";
+  | "saved"
+  | "validated"
+  | "refused"
+  | "unchanged"
+  /** The model's requirements.txt is being built into an environment (not found cached); `reason` says what. */
+  | "environment"
+  | "staged"
+  | "loading"
+  | "ready"
+  | "failed"
+  | "removed"
+  | "unloaded";
 
 export interface EditEvent {
   type: "edit";

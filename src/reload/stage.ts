@@ -1,6 +1,10 @@
 import fsp from "node:fs/promises";
 import path from "node:path";
+import { EnvironmentError } from "../envs/builder.js";
+import { withExecutionEnv } from "../envs/execution-env.js";
+import type { ModelEnvironments } from "../envs/model-environments.js";
 import { UserError } from "../errors.js";
+import type { Diagnostic } from "../repo/diagnostics.js";
 import { isIgnoredEntry, listModelDirs } from "../repo/layout.js";
 import { modelNameProblem, servableName, shownName } from "../repo/model-name.js";
 
@@ -11,14 +15,28 @@ import { modelNameProblem, servableName, shownName } from "../repo/model-name.js
  */
 export class StagingError extends UserError {
   override name = "StagingError";
+  /** Where in the user's files the problem is (a requirements.txt line), when known. */
+  readonly diagnostics: Diagnostic[] | undefined;
+  /** The model asks for what cannot be (a requirement conflicting with the stub): refused, nothing tried. */
+  readonly refused: boolean;
   constructor(
     readonly model: string,
     message: string,
-    options: { hint: string; cause?: unknown },
+    options: { hint: string; cause?: unknown; diagnostics?: Diagnostic[]; refused?: boolean },
   ) {
     super(message, options);
+    this.diagnostics = options.diagnostics;
+    this.refused = options.refused ?? false;
   }
 }
+
+/**
+ * Files of a snapshot that staging rewrote (config.pbtxt with the model's EXECUTION_ENV_PATH) keep
+ * the user's version here, so a snapshot still hashes as the user's folder it was copied from; a
+ * `<file>.added` marker stands for a file the user's folder does not have. A dot folder: Triton
+ * and the hash walk skip it.
+ */
+export const ORIGINALS_DIR = ".triton-dev-original";
 
 const FILE_KIND_HINT =
   "A model folder holds files, folders and symbolic links to them; remove it or replace it with a regular file.";
@@ -105,6 +123,8 @@ export interface PublishOptions {
    * when Triton polls the folder's mtime.
    */
   prepare?: boolean;
+  /** Told when the model's environment is being built (not found cached): what it installs. */
+  onEnvironment?: (what: string) => void;
 }
 
 /**
@@ -135,6 +155,8 @@ export function stagingLayout(runDir: string): { repository: string; store: stri
 export interface StagingOptions {
   /** Run after a model is copied and before it becomes visible (e.g. precompiling model.py). */
   prepare?: (modelDir: string) => Promise<void>;
+  /** Environments for python models with a requirements.txt (absent: the runtime builds none). */
+  environments?: ModelEnvironments;
 }
 
 /**
@@ -153,11 +175,13 @@ export class StagingRepository {
   private readonly highest = new Map<string, number>();
   private readonly prepare: StagingOptions["prepare"];
   private linkSeq = 0;
+  private readonly environments: StagingOptions["environments"];
 
   constructor(runDir: string, options: StagingOptions = {}) {
     ({ repository: this.repository, store: this.store } = stagingLayout(runDir));
     this.scratch = path.join(runDir, ".publish");
     this.prepare = options.prepare;
+    this.environments = options.environments;
   }
 
   /**
@@ -243,10 +267,51 @@ export class StagingRepository {
       await fsp.rm(dir, { recursive: true, force: true }).catch(() => {});
       throw stagingError(name, path.join(sourceRepo, name), err);
     }
+    try {
+      await this.stageEnvironment(name, dir, path.join(sourceRepo, name), options.onEnvironment);
+    } catch (err) {
+      // What served before keeps serving: the new snapshot never becomes visible.
+      await fsp.rm(dir, { recursive: true, force: true }).catch(() => {});
+      if (err instanceof EnvironmentError) {
+        throw new StagingError(name, err.message, {
+          hint: err.hint ?? "",
+          cause: err,
+          diagnostics: err.diagnostics,
+          refused: err.refused,
+        });
+      }
+      if (err instanceof UserError && !(err instanceof StagingError))
+        throw new StagingError(name, `${name}: ${err.message}`, { hint: err.hint ?? "", cause: err });
+      throw err;
+    }
     if (options.prepare !== false) await this.prepare?.(dir);
     await this.point(name, dir);
     this.generations.set(name, generation);
     return generation;
+  }
+
+  /**
+   * The model's requirements.txt, as an environment it runs in: built (or found cached) while the
+   * last good snapshot keeps serving, then named in this snapshot's config.pbtxt. The user's own
+   * file is never touched.
+   */
+  private async stageEnvironment(
+    name: string,
+    dir: string,
+    userDir: string,
+    onEnvironment?: (what: string) => void,
+  ): Promise<void> {
+    const built = await this.environments?.prepare(name, dir, userDir, onEnvironment);
+    if (!built) return;
+    const configFile = path.join(dir, "config.pbtxt");
+    const original = await fsp.readFile(configFile, "utf8").catch(() => undefined);
+    const originals = path.join(dir, ORIGINALS_DIR);
+    await fsp.mkdir(originals, { recursive: true });
+    if (original === undefined) await fsp.writeFile(path.join(originals, "config.pbtxt.added"), "");
+    else await fsp.writeFile(path.join(originals, "config.pbtxt"), original);
+    // A python model without config.pbtxt is completed by Triton from model.py; the parameter
+    // needs a config to live in, which auto-complete then fills in.
+    await fsp.writeFile(configFile, withExecutionEnv(original ?? 'backend: "python"\n', built.dir));
   }
 
   /** Serve an earlier snapshot again (the last good one after a failed load). */

@@ -9,6 +9,7 @@
  * returns a StartedRun; nothing is read back from the driver afterwards.
  */
 import type { Paths } from "../config/paths.js";
+import type { ModelEnvironments } from "../envs/model-environments.js";
 import type { RunState } from "../state/run-state.js";
 import type { RuntimeFlags, RuntimeKind } from "./kinds.js";
 import type { LayerProgress, PullSnapshot } from "./docker/image.js";
@@ -99,6 +100,11 @@ export interface PlannedRun {
   readonly canDisableAutoComplete: boolean;
   /** Run on each staged model folder before Triton sees it (local: precompile for the stub's Python). */
   readonly prepareStaged?: (dir: string) => Promise<void>;
+  /**
+   * Builds the environment a python model's requirements.txt asks for (local). Absent: the
+   * runtime's Python is not ours to install into, and `up` says so for each model that has one.
+   */
+  readonly environments?: ModelEnvironments;
   /** Starts the server (or reattaches); cleans up what it created if that fails. */
   start(o: StartOptions): Promise<StartedRun>;
   /** Advice for a server that exited during start, from its log. */
@@ -143,6 +149,8 @@ export interface StopReport {
 /** What a detached run's watcher needs from the runtime while the run lasts. */
 export interface Supervision {
   prepareStaged?: (dir: string) => Promise<void>;
+  /** See PlannedRun.environments: edits of requirements.txt in a detached run. */
+  environments?: ModelEnvironments;
   /** Resolves when the run ends on its own (kind: the Deployment is gone); absent: the watcher polls liveness. */
   ended?: Promise<void>;
   stop(): Promise<void>;

@@ -1,8 +1,10 @@
 import { randomBytes } from "node:crypto";
+import fs from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
 import type { Paths } from "../config/paths.js";
 import { ServerStartError, UserError } from "../errors.js";
+import { requirementsOf } from "../envs/model-environments.js";
 import { EventBus } from "../events/bus.js";
 import { log as rootLog } from "../log/logger.js";
 import { refusalSummary, type Diagnostic } from "../repo/diagnostics.js";
@@ -186,7 +188,10 @@ async function lintAndStage(
     if (m.diagnostics.length)
       bus.emit({ type: "lint", model: m.name, diagnostics: m.diagnostics, staged: errors.length === 0 });
   }
-  const staging = new StagingRepository(folder.runDir, plan.prepareStaged ? { prepare: plan.prepareStaged } : {});
+  const staging = new StagingRepository(folder.runDir, {
+    ...(plan.prepareStaged ? { prepare: plan.prepareStaged } : {}),
+    ...(plan.environments ? { environments: plan.environments } : {}),
+  });
   const wanted = (m: string) => !refused.has(m) && !skipped.has(m);
   // A model whose files cannot be copied (a dangling link, a FIFO, a full disk) is refused like
   // one lint refuses; the others are served.
@@ -203,8 +208,14 @@ async function lintAndStage(
       model: e.model,
       ...(e.hint ? { hint: e.hint } : {}),
     };
-    bus.emit({ type: "lint", model: e.model, diagnostics: [diagnostic], staged: false });
+    // An environment that could not be built points at its requirements.txt line.
+    bus.emit({ type: "lint", model: e.model, diagnostics: e.diagnostics ?? [diagnostic], staged: false });
   };
+  if (!plan.environments) {
+    const served = lint.models.map((m) => m.name).filter((m) => !refused.has(m) && !skipped.has(m));
+    for (const d of unbuiltEnvironmentWarnings(runtime, modelsDir, served))
+      bus.emit({ type: "lint", model: d.model!, diagnostics: [d], staged: true });
+  }
   let staged: string[];
   if (plan.reuse) {
     // The running server has this folder mounted: it is updated in place, never recreated.
@@ -246,6 +257,27 @@ async function lintAndStage(
     autoCompleteOff,
     ...(autoCompleteNote ? { autoCompleteNote } : {}),
   };
+}
+
+/**
+ * A runtime that builds no environments (docker, kind: the image's Python is not ours to install
+ * into) serves a model with a requirements.txt without its packages: said for each such model,
+ * never silently.
+ */
+export function unbuiltEnvironmentWarnings(runtime: RuntimeKind, modelsDir: string, models: string[]): Diagnostic[] {
+  return models
+    .map((model) => ({ model, file: requirementsOf(path.join(modelsDir, model)) }))
+    .filter(({ file }) => fs.existsSync(file))
+    .map(({ model, file }) => ({
+      severity: "warning" as const,
+      code: "requirements-not-installed",
+      file,
+      line: 1,
+      column: 1,
+      message: `${model}: its requirements.txt is not installed on the ${runtime} runtime, which runs the image's own Python; the model sees only the image's packages`,
+      hint: "Build an image with the packages (FROM the Triton image, `RUN pip install -r requirements.txt`) and pass it with --image, or serve with `--runtime local`, which builds an environment for each requirements.txt.",
+      model,
+    }));
 }
 
 /** Step 5. Live, then every model settled; a server that exits meanwhile ends the wait with its last log lines. */

@@ -52,10 +52,10 @@ export async function runSupervisor(
   // What the runtime keeps going while the run is detached (kind: the port-forward and log
   // follower; docker: the container's log copied into the log file).
   const supervision = await run.run.supervise();
-  const staging = new StagingRepository(
-    state.runDir,
-    supervision.prepareStaged ? { prepare: supervision.prepareStaged } : {},
-  );
+  const staging = new StagingRepository(state.runDir, {
+    ...(supervision.prepareStaged ? { prepare: supervision.prepareStaged } : {}),
+    ...(supervision.environments ? { environments: supervision.environments } : {}),
+  });
   await staging.load();
   const bus = new EventBus<SessionEvent>();
   bus.on(print);

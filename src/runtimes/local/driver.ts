@@ -1,12 +1,17 @@
 import path from "node:path";
+import type { Paths } from "../../config/paths.js";
+import { EnvironmentBuilder } from "../../envs/builder.js";
+import { modelEnvironments, type ModelEnvironments } from "../../envs/model-environments.js";
 import { ServerStartError, UserError } from "../../errors.js";
+import { log as rootLog } from "../../log/logger.js";
 import { detectNvidiaGpus } from "../../gpu/detect.js";
 import { requireFreePorts } from "../../net/ports.js";
 import { findProcesses, isOurProcess } from "../../state/process.js";
 import type { RunState } from "../../state/run-state.js";
 import type { AttachedRun, Leftovers, PlannedRun, RuntimeDriver } from "../driver.js";
 import { refuseForeignFlags } from "../flags.js";
-import { ensureEnvironment, loadEnvironment, precompilePython } from "./environment.js";
+import { ensureEnvironment, loadEnvironment, precompilePython, type LocalEnvironment } from "./environment.js";
+import { checkManagedEnvironment, fixCommand, strongestFix } from "./environment-health.js";
 import { LocalRuntime, type SpawnFn } from "./local-runtime.js";
 import { stopProcessGroup } from "./process-group.js";
 
@@ -34,6 +39,39 @@ export function unsafeStubPath(paths: Record<string, string>): { what: string; p
   return found ? { what: found[0], path: found[1] } : undefined;
 }
 
+const log = rootLog.child("local");
+
+/**
+ * Where the model environments built from requirements.txt live: beside the managed one, shared
+ * by every run; TRITON_DEV_ENVS_DIR moves them (a faster disk, or a test's own cache).
+ */
+export function environmentsRoot(paths: Pick<Paths, "home">, env: NodeJS.ProcessEnv): string {
+  return env.TRITON_DEV_ENVS_DIR ? path.resolve(env.TRITON_DEV_ENVS_DIR) : path.join(paths.home, "envs");
+}
+
+/**
+ * Environments for python models with a requirements.txt, layered on the managed environment
+ * (its Python is the stub's, its numpy the one the stub was built for). `say` gets progress.
+ */
+export function localModelEnvironments(
+  environment: LocalEnvironment,
+  paths: Pick<Paths, "home">,
+  env: NodeJS.ProcessEnv,
+  say: (message: string) => void,
+): ModelEnvironments {
+  const builder = new EnvironmentBuilder({
+    root: environmentsRoot(paths, env),
+    base: { python: environment.venvPython, sitePackages: environment.sitePackages },
+    env,
+    onProgress: (p) => {
+      // pip's own lines: only the steps a user follows (the full output is in the build log).
+      if (p.line === undefined) say(`${p.model}: ${p.message}`);
+      else if (/^(Collecting|Downloading|Installing|Successfully)/.test(p.line)) say(`${p.model}: pip: ${p.line}`);
+    },
+  });
+  return modelEnvironments(builder, (model, note) => say(`${model}: ${note}`));
+}
+
 /** Servers we started carry our runs folder in their --model-repository flag; nothing else is touched. */
 export function findOrphanServers(runsDir: string, procRoot = "/proc"): number[] {
   const marker = `--model-repository=${runsDir}${path.sep}`;
@@ -57,12 +95,26 @@ export function createLocalDriver(deps: LocalDeps = {}): RuntimeDriver<LocalOpti
       const unsafe = unsafeStubPath({
         "state folder (TRITON_DEV_STATE_DIR)": ctx.paths.runsDir,
         "home (TRITON_DEV_HOME)": environment.backendDir,
+        // A model's own environment is `source`d on that command line too.
+        "model environments folder (TRITON_DEV_ENVS_DIR)": environmentsRoot(ctx.paths, ctx.env),
       });
       if (unsafe) {
         throw new UserError(
           `the python backend cannot start models under ${JSON.stringify(unsafe.path)}: it starts each model's process through a shell with this path unquoted, and a space, a non-ASCII character or shell syntax in it breaks every load`,
           {
             hint: `Point the ${unsafe.what} at a folder whose path holds only letters, digits and '_', '-', '.', '/'.`,
+          },
+        );
+      }
+      // A package installed into the managed environment by hand (numpy 2) breaks models while
+      // Triton still says READY: refused here, with the fix.
+      const health = await checkManagedEnvironment(ctx.paths);
+      const fix = strongestFix(health.problems);
+      if (fix) {
+        throw new UserError(
+          `the managed environment no longer matches the python backend stub: ${health.problems.map((p) => p.problem).join("; ")}`,
+          {
+            hint: `Run \`${fixCommand(fix)}\`; a model's own packages go in a requirements.txt beside its config.pbtxt, never into the managed environment.`,
           },
         );
       }
@@ -75,6 +127,9 @@ export function createLocalDriver(deps: LocalDeps = {}): RuntimeDriver<LocalOpti
         // The stub's Python compiles each model.py once, here, so a load does not write a
         // __pycache__ into the served folder (poll mode would take it for a change).
         prepareStaged: (dir) => precompilePython(environment, dir),
+        environments: localModelEnvironments(environment, ctx.paths, ctx.env, (message) =>
+          ctx.emit({ type: "progress", runtime: "local", step: "environment", message }),
+        ),
         async start(o) {
           const handle = await new LocalRuntime({
             environment,
@@ -110,7 +165,13 @@ export function createLocalDriver(deps: LocalDeps = {}): RuntimeDriver<LocalOpti
         async supervise() {
           const environment = await loadEnvironment(ctx.paths);
           return {
-            ...(environment ? { prepareStaged: (dir: string) => precompilePython(environment, dir) } : {}),
+            ...(environment
+              ? {
+                  prepareStaged: (dir: string) => precompilePython(environment, dir),
+                  // The detached watcher has no screen: progress goes to its log (supervisor.log).
+                  environments: localModelEnvironments(environment, ctx.paths, ctx.env, (message) => log.info(message)),
+                }
+              : {}),
             stop: async () => {},
           };
         },

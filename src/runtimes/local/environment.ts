@@ -66,23 +66,40 @@ export interface SetupOptions {
   /** Reinstall even when the marker says the environment is complete. */
   force?: boolean;
   /**
+   * Put the pinned packages and the stub back into an existing environment (setup --repair): the
+   * venv is kept when its Python still is the one it was made with, pip reinstalls only what no
+   * longer matches the pins (numpy 2 over 1.x), the python backend is copied again.
+   */
+  repair?: boolean;
+  /**
    * Let the models see the packages of the Python setup found (e.g. torch with CUDA already
    * installed in the user's environment) through a .pth file, instead of an empty venv.
    */
   inheritSitePackages?: boolean;
 }
 
-/** Read the marker; undefined when setup has not completed or the files it names are gone. */
-export async function loadEnvironment(paths: Paths): Promise<LocalEnvironment | undefined> {
+/** The marker as setup wrote it, whether or not the files it names are still there. */
+export async function readEnvironmentMarker(paths: Pick<Paths, "envMarker">): Promise<LocalEnvironment | undefined> {
   let raw: string;
   try {
     raw = await fsp.readFile(paths.envMarker, "utf8");
   } catch {
     return undefined;
   }
-  const parsed = markerSchema.safeParse(JSON.parse(raw));
-  if (!parsed.success) return undefined;
-  const e = parsed.data;
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch {
+    return undefined;
+  }
+  const parsed = markerSchema.safeParse(json);
+  return parsed.success ? parsed.data : undefined;
+}
+
+/** Read the marker; undefined when setup has not completed or the files it names are gone. */
+export async function loadEnvironment(paths: Paths): Promise<LocalEnvironment | undefined> {
+  const e = await readEnvironmentMarker(paths);
+  if (!e) return undefined;
   const needed = [
     e.venvPython,
     e.serverBin,
@@ -102,22 +119,33 @@ export async function ensureEnvironment(options: SetupOptions): Promise<LocalEnv
   const { paths } = options;
   const env = options.env ?? process.env;
   const progress = options.onProgress ?? (() => {});
-  if (!options.force) {
+  if (!options.force && !options.repair) {
     const existing = await loadEnvironment(paths);
     if (existing && (!options.inheritSitePackages || existing.inheritedSitePackages.length > 0)) {
       progress({ step: "done", message: `environment ready (${existing.venv}, Python ${existing.python.version})` });
       return existing;
     }
   }
+  const previous = options.repair ? await readEnvironmentMarker(paths) : undefined;
 
   progress({ step: "glibc", message: "checking glibc" });
   const glibc = checkGlibc(glibcVersion());
   progress({ step: "python", message: "looking for Python 3.8-3.12 with a shared libpython" });
-  const python = await discoverPython({ env });
+  // A repair keeps the Python the environment was made with while it is still there: another
+  // one found on PATH meanwhile would need a new venv, which is what --force is for.
+  const python =
+    (previous &&
+      (await discoverPython({ env: { ...env, TRITON_DEV_PYTHON: previous.python.executable } }).catch(
+        () => undefined,
+      ))) ||
+    (await discoverPython({ env }));
   progress({ step: "python", message: `using Python ${python.version} (${python.executable}), glibc ${glibc}` });
 
   const venvPython = path.join(paths.venv, "bin", "python");
-  if (options.force || !fs.existsSync(venvPython)) {
+  const venvMinor = fs.existsSync(venvPython) ? await pythonMinor(venvPython) : undefined;
+  if (options.repair && venvMinor !== undefined && venvMinor !== python.minor)
+    progress({ step: "venv", message: `the venv runs Python ${venvMinor}, not ${python.minor}: recreating it` });
+  if (options.force || venvMinor === undefined || (options.repair && venvMinor !== python.minor)) {
     progress({ step: "venv", message: `creating virtual environment ${paths.venv}` });
     await fsp.rm(paths.venv, { recursive: true, force: true });
     await fsp.mkdir(path.dirname(paths.venv), { recursive: true });
@@ -133,9 +161,8 @@ export async function ensureEnvironment(options: SetupOptions): Promise<LocalEnv
     }
   }
 
-  const inheritedSitePackages = options.inheritSitePackages
-    ? await inheritSitePackages(python.executable, venvPython)
-    : [];
+  const inherit = options.inheritSitePackages || (previous?.inheritedSitePackages.length ?? 0) > 0;
+  const inheritedSitePackages = inherit ? await inheritSitePackages(python.executable, venvPython) : [];
   if (inheritedSitePackages.length)
     progress({ step: "venv", message: `models will also see ${inheritedSitePackages.join(", ")}` });
   // The python-backend stub is compiled against numpy 1.x's C layout: with numpy 2 it misreads
@@ -181,6 +208,32 @@ export async function ensureEnvironment(options: SetupOptions): Promise<LocalEnv
       },
     );
   }
+  if (options.repair && !(await numpyImports(venvPython))) {
+    // Its version matched the pin, so pip kept it, but its files are broken: reinstall it.
+    const numpyPin = requirements.find((r) => r.startsWith("numpy"));
+    if (numpyPin) {
+      progress({ step: "pip", message: `numpy does not import: reinstalling ${numpyPin}` });
+      const r = await execa(
+        venvPython,
+        [
+          "-m",
+          "pip",
+          "install",
+          "--no-deps",
+          "--force-reinstall",
+          "--disable-pip-version-check",
+          "--progress-bar",
+          "off",
+          numpyPin,
+        ],
+        { reject: false, all: true, env: { ...env, PIP_NO_INPUT: "1" } },
+      );
+      if (r.exitCode !== 0)
+        throw new UserError(`pip could not reinstall ${numpyPin}: ${lastLines(String(r.all), 4)}`, {
+          hint: "Check that this machine reaches the Python package index, or run `triton-dev setup --force`.",
+        });
+    }
+  }
 
   progress({ step: "backend", message: "preparing the python backend" });
   const sitePackages = (
@@ -223,6 +276,15 @@ export async function ensureEnvironment(options: SetupOptions): Promise<LocalEnv
   log.info("environment ready", { venv: paths.venv });
   progress({ step: "done", message: `environment ready (${paths.venv}, Python ${python.version})` });
   return result;
+}
+
+async function pythonMinor(python: string): Promise<string | undefined> {
+  const r = await execa(python, ["-c", "import sys; print('%d.%d' % sys.version_info[:2])"], { reject: false });
+  return r.exitCode === 0 ? r.stdout.trim() : undefined;
+}
+
+async function numpyImports(python: string): Promise<boolean> {
+  return (await execa(python, ["-c", "import numpy"], { reject: false })).exitCode === 0;
 }
 
 export function lastLines(text: string, n: number): string {

@@ -25,6 +25,7 @@ function lastReload(m: ModelRow): { text: string; tone: Tone } {
     switch (e.phase) {
       case "saved":
       case "validated":
+      case "environment":
       case "staged":
       case "loading":
         return { text: "reloading…", tone: "warn" };

@@ -1,0 +1,421 @@
+import fs from "node:fs";
+import fsp from "node:fs/promises";
+import path from "node:path";
+import { execa } from "execa";
+import { UserError } from "../errors.js";
+import { log as rootLog } from "../log/logger.js";
+import type { Diagnostic } from "../repo/diagnostics.js";
+import { writeFileAtomic } from "../state/atomic-write.js";
+import { classifyPipFailure, errorExcerpt, type PipFailure } from "./pip-errors.js";
+import {
+  environmentKey,
+  normalizeRequirements,
+  parseRequirements,
+  REQUIREMENTS_FILE,
+  type EnvironmentBase,
+} from "./requirements.js";
+
+const log = rootLog.child("envs");
+
+/** The managed environment every model environment is layered on. */
+export interface BaseInterpreter {
+  /** Its Python, the one the python backend stub embeds: runs pip's dry run and creates the environments. */
+  python: string;
+  /** Its site-packages: every environment sees them (the stub's numpy among them) under its own. */
+  sitePackages: string;
+}
+
+export interface EnvironmentProgress {
+  model: string;
+  /** The environment's content address. */
+  key: string;
+  message: string;
+  /** One line of pip's output while it installs. */
+  line?: string;
+}
+
+export interface EnvironmentBuilderOptions {
+  /** Where environments live, one folder per content address (`<home>/envs`). */
+  root: string;
+  base: BaseInterpreter;
+  /** pip runs with it: the user's pip configuration (PIP_INDEX_URL, PIP_FIND_LINKS, pip.conf) applies. */
+  env?: NodeJS.ProcessEnv;
+  onProgress?: (p: EnvironmentProgress) => void;
+  /** The packages the stub itself imports, pinned at the managed environment's versions. */
+  stubPackages?: string[];
+  /** How long pip may take for one environment (a large wheel over a slow link takes minutes). */
+  pipTimeoutMs?: number;
+  /** How long to wait for another triton-dev building the same environment. */
+  lockWaitMs?: number;
+}
+
+export interface BuiltEnvironment {
+  dir: string;
+  key: string;
+  /** Found complete in the cache: nothing was run. */
+  cached: boolean;
+  /** Time spent here (resolving and installing, or finding it cached). */
+  ms: number;
+  /** What pip installed into it (`tdhello==1.0`), beyond what the managed environment provides. */
+  packages: string[];
+}
+
+export interface EnvironmentRequest {
+  model: string;
+  /** The requirements file to install (the staged copy's). */
+  file: string;
+  /** The same file as the user knows it, for messages. */
+  userFile: string;
+  /** Told once when the environment is built (not found in the cache), with what it installs. */
+  onBuild?: (what: string) => void;
+}
+
+/**
+ * An environment that could not be built. `refused`: the requirements conflict with the stub
+ * (its numpy, its Python) and nothing was installed; otherwise pip failed. Either way the model's
+ * last good version keeps serving; `diagnostics` point at the requirements.txt line.
+ */
+export class EnvironmentError extends UserError {
+  override name = "EnvironmentError";
+  readonly model: string;
+  readonly refused: boolean;
+  readonly diagnostics: Diagnostic[];
+  constructor(
+    model: string,
+    message: string,
+    options: { hint: string; refused: boolean; diagnostics: Diagnostic[]; cause?: unknown },
+  ) {
+    super(message, { hint: options.hint, cause: options.cause });
+    this.model = model;
+    this.refused = options.refused;
+    this.diagnostics = options.diagnostics;
+  }
+}
+
+/** The marker written last into a complete environment. */
+const MARKER = ".triton-dev-env.json";
+/** Loads the managed site-packages after the environment's own (their .pth files too). */
+const BASE_PTH = "_triton_dev_base.pth";
+
+/** pip settings that would install somewhere else than the environment being built. */
+const REDIRECTING_PIP_VARS = ["PIP_TARGET", "PIP_PREFIX", "PIP_ROOT", "PIP_USER", "PIP_EDITABLE"];
+
+/**
+ * Builds one virtual environment per distinct requirements set, content-addressed by the
+ * normalized requirements and the stub's Python, ABI and pinned packages, and reuses it across
+ * runs and models. Each is a venv of the stub's Python whose site-packages load the managed
+ * environment's after their own: the stub keeps its numpy, the model gets its packages. Before
+ * anything is created, pip resolves the requirements against the managed environment with the
+ * stub's packages pinned as constraints (`--dry-run`), so a conflict is refused with nothing built.
+ */
+export class EnvironmentBuilder {
+  private basePromise: Promise<EnvironmentBase> | undefined;
+  private readonly inFlight = new Map<string, Promise<BuiltEnvironment>>();
+  private readonly env: NodeJS.ProcessEnv;
+
+  constructor(private readonly o: EnvironmentBuilderOptions) {
+    this.env = pipEnv(o.env ?? process.env);
+  }
+
+  /** The stub's Python and pinned packages, asked once from the managed environment. */
+  base(): Promise<EnvironmentBase> {
+    this.basePromise ??= probeBase(this.o.base, this.o.stubPackages ?? ["numpy"]);
+    return this.basePromise;
+  }
+
+  /** The environment for a requirements file, built when not cached; undefined when it lists nothing. */
+  async build(req: EnvironmentRequest): Promise<BuiltEnvironment | undefined> {
+    const started = Date.now();
+    const text = await fsp.readFile(req.file, "utf8");
+    const normalized = normalizeRequirements(text);
+    if (normalized.length === 0) return undefined;
+    const base = await this.base();
+    const key = environmentKey(normalized, base);
+    const dir = path.join(this.o.root, key);
+    const cached = await readMarker(dir);
+    if (cached) {
+      this.progress(req.model, key, `reusing environment ${key} (${describe(cached.packages)})`);
+      return { dir, key, cached: true, ms: Date.now() - started, packages: cached.packages };
+    }
+    let p = this.inFlight.get(key);
+    if (!p) {
+      p = this.buildLocked(req, text, normalized, base, key, dir).finally(() => this.inFlight.delete(key));
+      this.inFlight.set(key, p);
+    }
+    const built = await p;
+    return { ...built, ms: Date.now() - started };
+  }
+
+  private progress(model: string, key: string, message: string, line?: string): void {
+    this.o.onProgress?.({ model, key, message, ...(line !== undefined ? { line } : {}) });
+  }
+
+  /** One builder per environment across processes: a lock file naming the pid, taken over when that pid is gone. */
+  private async buildLocked(
+    req: EnvironmentRequest,
+    text: string,
+    normalized: string[],
+    base: EnvironmentBase,
+    key: string,
+    dir: string,
+  ): Promise<BuiltEnvironment> {
+    await fsp.mkdir(this.o.root, { recursive: true });
+    const lock = path.join(this.o.root, `${key}.lock`);
+    const deadline = Date.now() + (this.o.lockWaitMs ?? 30 * 60_000);
+    for (;;) {
+      try {
+        await fsp.writeFile(lock, String(process.pid), { flag: "wx" });
+        break;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+      }
+      const holder = Number(await fsp.readFile(lock, "utf8").catch(() => ""));
+      if (!holder || !pidAlive(holder)) {
+        await fsp.rm(lock, { force: true });
+        continue;
+      }
+      const done = await readMarker(dir);
+      if (done) return { dir, key, cached: true, ms: 0, packages: done.packages };
+      if (Date.now() > deadline) {
+        throw new UserError(`another triton-dev (pid ${holder}) has been building environment ${dir} for too long`, {
+          hint: `Wait for it or stop it, then save ${req.userFile} again (remove ${lock} if that process is not triton-dev).`,
+        });
+      }
+      this.progress(req.model, key, `waiting for pid ${holder}, which builds the same environment`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    try {
+      // Built by someone else while the lock was free.
+      const done = await readMarker(dir);
+      if (done) return { dir, key, cached: true, ms: 0, packages: done.packages };
+      return await this.create(req, text, normalized, base, key, dir);
+    } finally {
+      await fsp.rm(lock, { force: true });
+    }
+  }
+
+  private async create(
+    req: EnvironmentRequest,
+    text: string,
+    normalized: string[],
+    base: EnvironmentBase,
+    key: string,
+    dir: string,
+  ): Promise<BuiltEnvironment> {
+    const started = Date.now();
+    const requirements = parseRequirements(text);
+    const logFile = path.join(this.o.root, `${key}.log`);
+    const constraints = path.join(this.o.root, `${key}.constraints.txt`);
+    await fsp.writeFile(constraints, base.pins.join("\n") + "\n");
+    await fsp.writeFile(logFile, `# ${req.userFile} (${req.model}), ${new Date().toISOString()}\n`);
+    // pip reads relative paths in the file (`-r other.txt`, `./wheels/x.whl`) from the model's folder.
+    const cwd = path.dirname(req.file);
+    const fail = (lines: string[], cause?: unknown): never => {
+      throw this.failure(req, requirements, base, lines, logFile, cause);
+    };
+
+    req.onBuild?.(`building the environment for ${describe(normalized)}`);
+    this.progress(req.model, key, `resolving ${describe(normalized)} against the stub's ${base.pins.join(", ")}`);
+    const report = path.join(this.o.root, `${key}.report.json`);
+    const dry = await this.pip(
+      this.o.base.python,
+      ["--dry-run", "--report", report, "-r", req.file, "-c", constraints],
+      cwd,
+      logFile,
+    );
+    if (dry.exitCode !== 0) fail(dry.lines);
+    // Resolved against the managed environment, which the new one sees too: the report lists
+    // only what is not there already.
+    const fresh = await readReport(report);
+    await fsp.rm(report, { force: true });
+
+    this.progress(req.model, key, `installing ${fresh.length ? fresh.join(", ") : "nothing new"} into ${dir}`);
+    await fsp.rm(dir, { recursive: true, force: true });
+    try {
+      const venv = await execa(this.o.base.python, ["-m", "venv", "--without-pip", dir], { reject: false, all: true });
+      if (venv.exitCode !== 0) fail(String(venv.all).split("\n"));
+      const python = path.join(dir, "bin", "python");
+      const site = (
+        await execa(python, ["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], { env: this.env })
+      ).stdout.trim();
+      // addsitedir (not a bare path line) also runs the managed environment's own .pth files
+      // (setup --with-site-packages); being last, the environment's own packages win.
+      await fsp.writeFile(
+        path.join(site, BASE_PTH),
+        `import site; site.addsitedir(${JSON.stringify(this.o.base.sitePackages)})\n`,
+      );
+      await fsp.copyFile(req.file, path.join(dir, REQUIREMENTS_FILE));
+      await fsp.copyFile(constraints, path.join(dir, "constraints.txt"));
+      // pip itself comes from the managed environment through that .pth; it installs into this prefix.
+      const install = await this.pip(python, ["-r", req.file, "-c", constraints], cwd, logFile, (line) =>
+        this.progress(req.model, key, "pip", line),
+      );
+      if (install.exitCode !== 0) fail(install.lines);
+      const ms = Date.now() - started;
+      await writeFileAtomic(
+        path.join(dir, MARKER),
+        JSON.stringify(
+          { key, requirements: normalized, base, packages: fresh, builtAt: new Date().toISOString(), ms },
+          null,
+          2,
+        ) + "\n",
+        0o644,
+      );
+      this.progress(req.model, key, `environment ${key} ready in ${(ms / 1000).toFixed(1)} s`);
+      log.info("environment built", { key, dir, ms });
+      return { dir, key, cached: false, ms, packages: fresh };
+    } catch (err) {
+      // A half-built environment is never left to be taken for a complete one.
+      await fsp.rm(dir, { recursive: true, force: true }).catch(() => {});
+      throw err;
+    }
+  }
+
+  private async pip(
+    python: string,
+    args: string[],
+    cwd: string,
+    logFile: string,
+    onLine?: (line: string) => void,
+  ): Promise<{ exitCode: number; lines: string[] }> {
+    const argv = ["-m", "pip", "install", "--progress-bar", "off", ...args];
+    await fsp.appendFile(logFile, `$ ${python} ${argv.join(" ")}\n`);
+    const child = execa(python, argv, {
+      cwd,
+      env: this.env,
+      extendEnv: false,
+      reject: false,
+      all: true,
+      timeout: this.o.pipTimeoutMs ?? 30 * 60_000,
+    });
+    const lines: string[] = [];
+    let partial = "";
+    child.all?.on("data", (chunk: Buffer) => {
+      const parts = (partial + chunk.toString()).split("\n");
+      partial = parts.pop()!;
+      for (const l of parts) {
+        lines.push(l);
+        if (l.trim()) onLine?.(l.trimEnd());
+      }
+    });
+    const r = await child;
+    if (partial) lines.push(partial);
+    await fsp.appendFile(logFile, lines.join("\n") + "\n");
+    if (r.timedOut) {
+      lines.push(`ERROR: pip did not finish within ${Math.round((this.o.pipTimeoutMs ?? 30 * 60_000) / 60_000)} min`);
+      return { exitCode: 124, lines };
+    }
+    return { exitCode: r.exitCode ?? 1, lines };
+  }
+
+  private failure(
+    req: EnvironmentRequest,
+    requirements: ReturnType<typeof parseRequirements>,
+    base: EnvironmentBase,
+    lines: string[],
+    logFile: string,
+    cause?: unknown,
+  ): EnvironmentError {
+    const f: PipFailure = classifyPipFailure(lines, {
+      requirements,
+      pins: base.pins,
+      pythonVersion: base.pythonVersion,
+    });
+    const refused = f.kind !== "other";
+    const message = refused
+      ? `${req.model}: ${path.basename(req.userFile)} conflicts with the python backend stub: ${f.message}`
+      : `${req.model}: pip could not install ${path.basename(req.userFile)}: ${errorExcerpt(lines, 4)
+          .map((l) => l.replace(/^ERROR:\s*/, ""))
+          .join(" | ")}`;
+    const hint = `${f.hint} pip's full output is in ${logFile}.`;
+    const diagnostic: Diagnostic = {
+      severity: "error",
+      file: req.userFile,
+      line: f.culprit?.line ?? 1,
+      column: f.culprit?.column ?? 1,
+      message: refused
+        ? f.message
+        : `pip could not install it: ${f.excerpt.map((l) => l.replace(/^ERROR:\s*/, "")).join(" | ")}`,
+      hint,
+      model: req.model,
+      code: refused ? "requirements-conflict" : "requirements-install-failed",
+    };
+    return new EnvironmentError(req.model, message, { hint, refused, diagnostics: [diagnostic], cause });
+  }
+}
+
+function describe(items: string[]): string {
+  if (items.length === 0) return "nothing";
+  const shown = items.slice(0, 3).join(", ");
+  return items.length > 3 ? `${shown} and ${items.length - 3} more` : shown;
+}
+
+function pipEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = { ...env, PIP_NO_INPUT: "1", PIP_DISABLE_PIP_VERSION_CHECK: "1" };
+  for (const k of REDIRECTING_PIP_VARS) delete out[k];
+  // The stub's Python, not an activated environment of the user's, decides where pip installs.
+  delete out.VIRTUAL_ENV;
+  delete out.PYTHONHOME;
+  return out;
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+async function readMarker(dir: string): Promise<{ packages: string[] } | undefined> {
+  try {
+    const m = JSON.parse(await fsp.readFile(path.join(dir, MARKER), "utf8")) as { packages?: unknown };
+    if (!fs.existsSync(path.join(dir, "bin", "activate"))) return undefined;
+    return { packages: Array.isArray(m.packages) ? m.packages.map(String) : [] };
+  } catch {
+    return undefined;
+  }
+}
+
+/** pip's --report: what it would install, `name==version`. */
+async function readReport(file: string): Promise<string[]> {
+  try {
+    const r = JSON.parse(await fsp.readFile(file, "utf8")) as {
+      install?: Array<{ metadata?: { name?: string; version?: string } }>;
+    };
+    return (r.install ?? [])
+      .map((i) => (i.metadata?.name ? `${i.metadata.name}==${i.metadata.version ?? "?"}` : undefined))
+      .filter((x): x is string => !!x);
+  } catch {
+    return [];
+  }
+}
+
+const BASE_SCRIPT = [
+  "import json, sys, sysconfig, importlib.metadata as m",
+  "pins = {}",
+  "for n in sys.argv[1:]:",
+  "    try: pins[n] = m.version(n)",
+  "    except m.PackageNotFoundError: pass",
+  "print(json.dumps({'version': '%d.%d.%d' % sys.version_info[:3], 'soabi': sysconfig.get_config_var('SOABI') or '', 'pins': pins}))",
+].join("\n");
+
+async function probeBase(base: BaseInterpreter, stubPackages: string[]): Promise<EnvironmentBase> {
+  const r = await execa(base.python, ["-c", BASE_SCRIPT, ...stubPackages], { reject: false, all: true });
+  if (r.exitCode !== 0) {
+    throw new UserError(
+      `the managed Python ${base.python} does not run: ${String(r.all).split("\n").slice(-2).join(" ")}`,
+      {
+        hint: "Run `triton-dev doctor` to see what is wrong with it, then `triton-dev setup --repair`.",
+      },
+    );
+  }
+  const p = JSON.parse(r.stdout) as { version: string; soabi: string; pins: Record<string, string> };
+  return {
+    pythonVersion: p.version,
+    soabi: p.soabi,
+    sitePackages: base.sitePackages,
+    pins: Object.entries(p.pins).map(([n, v]) => `${n}==${v}`),
+  };
+}
