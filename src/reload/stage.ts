@@ -1,100 +1,127 @@
 import fsp from "node:fs/promises";
 import path from "node:path";
-import { UserError } from "../errors.js";
-import { isIgnoredEntry, listModelDirs } from "../repo/layout.js";
+import { UserError, explainFsError } from "../errors.js";
+import { log as rootLog } from "../log/logger.js";
+import type { Diagnostic } from "../repo/diagnostics.js";
+import { listModelDirs } from "../repo/layout.js";
+import {
+  MODEL_FILE_LIMITS,
+  ModelFileError,
+  type ModelFileProblem,
+  listModelFiles,
+  openModelFile,
+  type ModelFileLimits,
+} from "../repo/model-files.js";
+
+const log = rootLog.child("stage");
 
 /**
- * A model that cannot be copied into a snapshot: a link that leads nowhere or back into its own
- * folder, a FIFO or device, a path too long, a full disk. It is that model's problem (reported in
- * the user's path), never the whole `up`'s.
+ * A model that cannot be copied into a snapshot: what the model-file rule refuses
+ * (repo/model-files.ts: a link to nothing, back into its own folder or to a folder outside it, a
+ * FIFO or device, a model over the limits), a name too long, a full disk. It is that model's
+ * problem (reported in the user's path), never the whole `up`'s.
  */
 export class StagingError extends UserError {
   override name = "StagingError";
+  /** The file or folder it is about, in the user's folder, when known. */
+  readonly file: string | undefined;
+  readonly problem: StagingProblem;
   constructor(
     readonly model: string,
     message: string,
-    options: { hint: string; cause?: unknown },
+    options: { hint: string; cause?: unknown; file?: string; problem: StagingProblem },
   ) {
     super(message, options);
+    this.file = options.file;
+    this.problem = options.problem;
   }
 }
 
-const FILE_KIND_HINT =
-  "A model folder holds files, folders and symbolic links to them; remove it or replace it with a regular file.";
+/** What is wrong: the model-file rule's refusal, or what the filesystem said while copying. */
+export type StagingProblem =
+  ModelFileProblem | "no-space" | "name-too-long" | "read-only" | "vanished" | "io-error" | "copy-failed";
 
-/** What the user reads for a filesystem error met while copying `p` of `model`. */
-export function stagingError(model: string, p: string, err: unknown): StagingError {
-  if (err instanceof StagingError) return err;
-  const code = (err as NodeJS.ErrnoException).code;
-  const why: Record<string, [string, string]> = {
-    ENOENT: [`${p} vanished or is a symbolic link to nothing`, "Point the link at a file that exists, or remove it."],
-    ELOOP: [`${p} is a symbolic link that loops`, "Point the link at a real file or folder, or remove it."],
-    ENAMETOOLONG: [`${p}: a path in it is too long for the filesystem`, "Shorten the model's file or folder names."],
-    ENOSPC: [
-      `no space left on the disk of the state folder while copying ${p}`,
-      "Free some space (old runs: `triton-dev down` keeps only the last three), then save again.",
-    ],
-    EDQUOT: [`the disk quota of the state folder is used up while copying ${p}`, "Free some space, then save again."],
-    EACCES: [`${p} cannot be read (permission denied)`, "Make it readable for the user running triton-dev."],
-    EPERM: [`${p} cannot be read (operation not permitted)`, "Make it readable for the user running triton-dev."],
+const ERRNO_PROBLEMS: Record<string, StagingProblem> = {
+  ENOSPC: "no-space",
+  EDQUOT: "no-space",
+  ENAMETOOLONG: "name-too-long",
+  EROFS: "read-only",
+  EACCES: "unreadable",
+  EPERM: "unreadable",
+  ELOOP: "link-loop",
+  ENOENT: "vanished",
+  ENOTDIR: "vanished",
+  EIO: "io-error",
+};
+
+/**
+ * The model's diagnostic for a StagingError (`staging-<problem>`), for the timeline, `status` and
+ * the dashboard alike; it points at the file when known, else at the model folder.
+ */
+export function stagingDiagnostic(e: StagingError, modelsDir: string): Diagnostic {
+  return {
+    severity: "error",
+    code: `staging-${e.problem}`,
+    file: e.file ?? path.join(modelsDir, e.model),
+    line: 1,
+    column: 1,
+    message: e.message,
+    model: e.model,
+    ...(e.hint ? { hint: e.hint } : {}),
   };
-  const [message, hint] = why[code ?? ""] ?? [
-    `could not copy ${p}: ${(err as Error).message}`,
-    "Check the file; the last good version keeps serving.",
-  ];
-  return new StagingError(model, `${model}: ${message}`, { hint, cause: err });
 }
 
-function specialKind(st: {
-  isFIFO(): boolean;
-  isSocket(): boolean;
-  isCharacterDevice(): boolean;
-  isBlockDevice(): boolean;
-}) {
-  return st.isFIFO()
-    ? "a FIFO"
-    : st.isSocket()
-      ? "a socket"
-      : st.isCharacterDevice() || st.isBlockDevice()
-        ? "a device"
-        : "not a regular file";
+const STATE_FOLDER = "the state folder";
+
+/**
+ * What the user reads for an error met while copying `p` of `model` into a snapshot. Anything but
+ * a filesystem error or the model-file rule's refusal is ours, and passed on as it is.
+ */
+export function stagingError(model: string, p: string, err: unknown): unknown {
+  if (err instanceof StagingError) return err;
+  if (err instanceof ModelFileError) {
+    return new StagingError(model, `${model}: ${err.message}`, {
+      hint: err.hint ?? "",
+      cause: err,
+      file: err.file,
+      problem: err.problem,
+    });
+  }
+  if (!(err instanceof Error) || typeof (err as NodeJS.ErrnoException).code !== "string") return err;
+  const { code, is, hint } = explainFsError(err, { into: STATE_FOLDER });
+  return new StagingError(model, `${model}: ${p} ${is}`, {
+    hint: `${hint} Then save the model again.`,
+    cause: err,
+    file: p,
+    problem: ERRNO_PROBLEMS[code ?? ""] ?? "copy-failed",
+  });
 }
 
 /**
- * `src` may itself be a link to a directory (a symlinked model folder): the snapshot holds copies
- * of the files, so editing the link's target changes nothing served until the watcher sees it.
- * Links are followed (their content is copied), except one that leads back into a folder being
- * copied, which would never end; FIFOs, sockets and devices are refused (reading one can block).
+ * Copy the model folder `src` into `dst` by the model-file rule (repo/model-files.ts): links are
+ * copied as what they lead to, so a snapshot holds only files and folders and editing a link's
+ * target changes nothing served until the watcher sees it. The whole tree is checked before the
+ * first byte is written.
  */
-async function copyTree(model: string, src: string, dst: string, ancestors: ReadonlySet<string>): Promise<void> {
-  const real = await fsp.realpath(src).catch((err: unknown) => Promise.reject(stagingError(model, src, err)));
-  if (ancestors.has(real)) {
-    throw new StagingError(model, `${model}: ${src} leads back to ${real}, a folder it is inside of`, {
-      hint: "A link inside a model folder must not point at the folder or one above it; remove or repoint it.",
-    });
-  }
-  const inside = new Set([...ancestors, real]);
+async function copyModel(model: string, src: string, dst: string, limits: ModelFileLimits): Promise<void> {
+  const entries = await listModelFiles(src, model, { limits });
   await fsp.mkdir(dst, { recursive: true }).catch((err: unknown) => Promise.reject(stagingError(model, src, err)));
-  const entries = await fsp
-    .readdir(src, { withFileTypes: true })
-    .catch((err: unknown) => Promise.reject(stagingError(model, src, err)));
   for (const e of entries) {
-    if (isIgnoredEntry(e.name)) continue;
-    const s = path.join(src, e.name);
-    const d = path.join(dst, e.name);
+    const d = path.join(dst, e.rel);
     try {
-      const st = e.isSymbolicLink() ? await fsp.stat(s) : e;
-      if (st.isDirectory()) await copyTree(model, s, d, inside);
-      else if (st.isFile()) await fsp.copyFile(s, d);
-      else {
-        throw new StagingError(model, `${model}: ${s} is ${specialKind(st)}, not a file Triton can read`, {
-          hint: FILE_KIND_HINT,
-        });
-      }
+      if (e.kind === "dir") await fsp.mkdir(d);
+      else await copyRegularFile(e.path, d);
     } catch (err) {
-      throw stagingError(model, s, err);
+      throw stagingError(model, e.path, err);
     }
   }
+}
+
+/** copyFile, after checking that `src` still is a regular file (a FIFO put there since would block the copy). */
+async function copyRegularFile(src: string, dst: string): Promise<void> {
+  const handle = await openModelFile(src);
+  await handle.close();
+  await fsp.copyFile(src, dst);
 }
 
 export interface PublishOptions {
@@ -134,6 +161,8 @@ export function stagingLayout(runDir: string): { repository: string; store: stri
 export interface StagingOptions {
   /** Run after a model is copied and before it becomes visible (e.g. precompiling model.py). */
   prepare?: (modelDir: string) => Promise<void>;
+  /** How much of a model is copied (repo/model-files.ts). */
+  limits?: ModelFileLimits;
 }
 
 /**
@@ -151,11 +180,13 @@ export class StagingRepository {
   /** The highest generation ever written per model, so numbers are never reused. */
   private readonly highest = new Map<string, number>();
   private readonly prepare: StagingOptions["prepare"];
+  private readonly limits: ModelFileLimits;
 
   constructor(runDir: string, options: StagingOptions = {}) {
     ({ repository: this.repository, store: this.store } = stagingLayout(runDir));
     this.scratch = path.join(runDir, ".publish");
     this.prepare = options.prepare;
+    this.limits = options.limits ?? MODEL_FILE_LIMITS;
   }
 
   /**
@@ -225,18 +256,26 @@ export class StagingRepository {
   async publish(sourceRepo: string, name: string, options: PublishOptions = {}): Promise<number> {
     const generation = this.nextGeneration(name);
     const dir = this.snapshotDir(name, generation);
-    await fsp.rm(dir, { recursive: true, force: true });
-    try {
-      await copyTree(name, path.join(sourceRepo, name), dir, new Set());
-    } catch (err) {
-      // A partial snapshot is never left behind (on a full disk it would only fill it further).
-      await fsp.rm(dir, { recursive: true, force: true }).catch(() => {});
-      throw stagingError(name, path.join(sourceRepo, name), err);
-    }
-    if (options.prepare !== false) await this.prepare?.(dir);
-    await this.point(name, dir);
+    await this.writeSnapshot(name, path.join(sourceRepo, name), dir, options);
     this.generations.set(name, generation);
     return generation;
+  }
+
+  /**
+   * Copy `src` into the snapshot `dir`, prepare it and make it the served one; on any failure
+   * nothing of `dir` is left behind (on a full disk it would only fill it further) and what
+   * served before still does.
+   */
+  private async writeSnapshot(name: string, src: string, dir: string, options: PublishOptions): Promise<void> {
+    try {
+      await fsp.rm(dir, { recursive: true, force: true });
+      await copyModel(name, src, dir, this.limits);
+      if (options.prepare !== false) await this.prepare?.(dir);
+      await this.point(name, dir);
+    } catch (err) {
+      await fsp.rm(dir, { recursive: true, force: true }).catch(() => {});
+      throw stagingError(name, src, err);
+    }
   }
 
   /** Serve an earlier snapshot again (the last good one after a failed load). */
@@ -244,12 +283,19 @@ export class StagingRepository {
     const dir = this.snapshotDir(name, generation);
     // A fresh copy gives Triton a strictly newer mtime, which poll mode needs to notice the change.
     const next = this.nextGeneration(name);
-    const copy = this.snapshotDir(name, next);
-    await fsp.rm(copy, { recursive: true, force: true });
-    await copyTree(name, dir, copy, new Set());
-    if (options.prepare !== false) await this.prepare?.(copy);
-    await this.point(name, copy);
-    this.generations.set(name, next);
+    try {
+      await this.writeSnapshot(name, dir, this.snapshotDir(name, next), options);
+      this.generations.set(name, next);
+    } catch (err) {
+      // No room for a copy (a full disk): serve the good snapshot itself, which needs none.
+      log.warn("could not copy the last good snapshot; serving it as it is", { model: name, error: String(err) });
+      try {
+        await this.point(name, dir);
+      } catch (again) {
+        throw stagingError(name, dir, again);
+      }
+      this.generations.set(name, generation);
+    }
   }
 
   /**

@@ -5,12 +5,12 @@ import type { Paths } from "../config/paths.js";
 import { ServerStartError, UserError } from "../errors.js";
 import { EventBus } from "../events/bus.js";
 import { log as rootLog } from "../log/logger.js";
-import { refusalSummary, type Diagnostic } from "../repo/diagnostics.js";
+import { refusalSummary } from "../repo/diagnostics.js";
 import { lintRepository, type LintOptions, type LintResult } from "../repo/lint.js";
 import { autoCompleteNeeds } from "../repo/auto-complete.js";
 import { listModelDirs, requireModelRepository } from "../repo/layout.js";
 import { ReloadController } from "../reload/controller.js";
-import { StagingError, StagingRepository } from "../reload/stage.js";
+import { StagingError, StagingRepository, stagingDiagnostic } from "../reload/stage.js";
 import { RepositoryWatcher } from "../reload/watch.js";
 import type { PlannedRun, Ports, ReloadMode, RuntimeDriver, ServerHandle, StartOptions } from "../runtimes/driver.js";
 import type { RuntimeFlags, RuntimeKind } from "../runtimes/kinds.js";
@@ -188,17 +188,7 @@ async function lintAndStage(
   const unstageable = (e: StagingError) => {
     refused.add(e.model);
     notServed.push({ model: e.model, why: "refused", reason: e.message });
-    const diagnostic: Diagnostic = {
-      severity: "error",
-      code: "staging-failed",
-      file: path.join(modelsDir, e.model),
-      line: 1,
-      column: 1,
-      message: e.message,
-      model: e.model,
-      ...(e.hint ? { hint: e.hint } : {}),
-    };
-    bus.emit({ type: "lint", model: e.model, diagnostics: [diagnostic], staged: false });
+    bus.emit({ type: "lint", model: e.model, diagnostics: [stagingDiagnostic(e, modelsDir)], staged: false });
   };
   let staged: string[];
   if (plan.reuse) {
