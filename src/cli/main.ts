@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from "commander";
-import { REPORT_URL_HINT, UserError } from "../errors.js";
+import { REPORT_URL_HINT, UserError, fsUserError } from "../errors.js";
 import { registerSuperviseCommand, registerUpCommand } from "./up-command.js";
 import { registerDashboardCommand } from "./dashboard-command.js";
 import { registerInitCommand } from "./init-command.js";
@@ -51,6 +51,8 @@ export function reportError(err: unknown, output: Output): number {
     // Commander already printed its message; --help and --version exit 0.
     return err.exitCode === 0 ? 0 : 2;
   }
+  // A full disk or an unreadable file met where nothing explained it is still no crash.
+  err = fsUserError(err) ?? err;
   if (err instanceof UserError) {
     output.err(`error: ${err.message}`);
     if (err.hint) output.err(`  hint: ${err.hint}`);

@@ -1,7 +1,7 @@
-import { createHash } from "node:crypto";
 import fs from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
+import { UserError, describeCause, fsUserError } from "../errors.js";
 import { log as rootLog } from "../log/logger.js";
 import { writeFileAtomic } from "../state/atomic-write.js";
 import { followFile, stripTritonPrefix } from "../state/log-file.js";
@@ -9,9 +9,10 @@ import { TritonHttpError, type TritonHttpClient } from "../triton/http-client.js
 import { autoCompleteOffDiagnostic, autoCompleteReason } from "../repo/auto-complete.js";
 import type { Diagnostic } from "../repo/diagnostics.js";
 import { lintModel, type LintOptions } from "../repo/lint.js";
-import { isIgnoredEntry, isModelDir, listModelDirs } from "../repo/layout.js";
+import { isModelDir, listModelDirs } from "../repo/layout.js";
+import { hashModelDir } from "../repo/model-files.js";
 import type { EditEvent, EditPhase, EditSummary } from "./events.js";
-import { ORIGINALS_DIR, StagingError, type StagingRepository } from "./stage.js";
+import { StagingError, stagingDiagnostics, type StagingRepository } from "./stage.js";
 import type { ModelChange, ModelWatcher } from "./watch.js";
 
 const log = rootLog.child("reload");
@@ -39,49 +40,11 @@ export interface ReloadControllerOptions {
   now?: () => number;
 }
 
+/** Phases an edit ends with. */
+const ENDED: ReadonlySet<EditPhase> = new Set(["refused", "unchanged", "ready", "failed", "unloaded"]);
+
 /** Generation of the snapshot each model last loaded successfully from. */
 type LastGood = Map<string, number>;
-
-export async function hashModelDir(dir: string): Promise<string | undefined> {
-  const h = createHash("sha1");
-  const inside = new Set<string>([await fsp.realpath(dir).catch(() => dir)]);
-  // A snapshot's rewritten files hash as the user's originals (see ORIGINALS_DIR).
-  const originals = path.join(dir, ORIGINALS_DIR);
-  const walk = async (d: string, rel: string): Promise<void> => {
-    const entries = (await fsp.readdir(d, { withFileTypes: true }))
-      .filter((e) => !isIgnoredEntry(e.name))
-      .sort((a, b) => a.name.localeCompare(b.name));
-    for (const e of entries) {
-      const p = path.join(d, e.name);
-      const r = `${rel}/${e.name}`;
-      const st = await fsp.stat(p);
-      if (st.isDirectory()) {
-        // A link back into a folder being walked would never end: no hash, and staging says why.
-        const real = await fsp.realpath(p);
-        if (inside.has(real)) throw new Error(`${p} loops`);
-        h.update(`d:${r}\n`);
-        inside.add(real);
-        await walk(p, r);
-        inside.delete(real);
-      } else if (st.isFile()) {
-        const original = path.join(originals, r);
-        if (fs.existsSync(`${original}.added`)) continue;
-        const content = await fsp.readFile(fs.existsSync(original) ? original : p);
-        h.update(`f:${r}:${content.length}\n`);
-        h.update(content);
-      } else {
-        // FIFOs and devices are never read (a read can block forever); staging refuses them.
-        h.update(`o:${r}\n`);
-      }
-    }
-  };
-  try {
-    await walk(dir, "");
-  } catch {
-    return undefined;
-  }
-  return h.digest("hex");
-}
 
 /**
  * Keeps Triton in step with the user's repository: watch -> validate -> stage -> load -> observe,
@@ -311,9 +274,35 @@ export class ReloadController {
     const { model } = change;
     const id = this.nextId++;
     const saved = change.firstEventAt;
-    const phase = (p: EditPhase, extra: Partial<EditEvent> = {}) =>
+    let last = "saved" as EditPhase;
+    const phase = (p: EditPhase, extra: Partial<EditEvent> = {}) => {
+      last = p;
       this.emit({ type: "edit", id, model, phase: p, at: this.now(), sinceSavedMs: this.now() - saved, ...extra });
+    };
     phase("saved");
+    try {
+      await this.processEdit(change, phase);
+    } catch (err) {
+      // Whatever went wrong, the edit ends with why instead of staying at its last phase, and
+      // the other models' edits go on.
+      log.error("reload failed", { model, phase: last, error: String((err as Error)?.stack ?? err) });
+      if (ENDED.has(last)) return;
+      const why =
+        err instanceof UserError
+          ? err.message
+          : (fsUserError(err)?.message ?? `internal error: ${describeCause(err)} (details in the log)`);
+      const keeps = this.lastGood.has(model)
+        ? "the last good version keeps serving"
+        : "not loaded until a fix is saved";
+      phase("failed", { reason: `${why}; ${keeps}` });
+    }
+  }
+
+  private async processEdit(
+    change: ModelChange,
+    phase: (p: EditPhase, extra?: Partial<EditEvent>) => void,
+  ): Promise<void> {
+    const { model } = change;
     const forced = this.forced.delete(model);
 
     const dir = path.join(this.o.modelsDir, model);
@@ -372,10 +361,10 @@ export class ReloadController {
         ? "the last good version keeps serving"
         : "not loaded until a fix is saved";
       // A requirement that conflicts with the stub is refused like a config error; a pip
-      // failure fails the edit; both point at the requirements.txt line.
+      // failure fails the edit; both point at the requirements.txt line, other failures at the file.
       phase(err.refused ? "refused" : "failed", {
         reason: `${err.message}; ${keeps}`,
-        ...(err.diagnostics ? { diagnostics: err.diagnostics } : {}),
+        diagnostics: stagingDiagnostics(err, this.o.modelsDir),
       });
       return;
     }

@@ -3,18 +3,36 @@ import path from "node:path";
 import { EnvironmentError } from "../envs/builder.js";
 import { withExecutionEnv } from "../envs/execution-env.js";
 import type { ModelEnvironments } from "../envs/model-environments.js";
-import { UserError } from "../errors.js";
+import { UserError, explainFsError } from "../errors.js";
+import { log as rootLog } from "../log/logger.js";
 import type { Diagnostic } from "../repo/diagnostics.js";
-import { isIgnoredEntry, listModelDirs } from "../repo/layout.js";
+import { listModelDirs } from "../repo/layout.js";
+import {
+  MODEL_FILE_LIMITS,
+  ModelFileError,
+  ORIGINALS_DIR,
+  type ModelFileProblem,
+  listModelFiles,
+  openModelFile,
+  type ModelFileLimits,
+} from "../repo/model-files.js";
 import { modelNameProblem, servableName, shownName } from "../repo/model-name.js";
 
+export { ORIGINALS_DIR };
+
+const log = rootLog.child("stage");
+
 /**
- * A model that cannot be copied into a snapshot: a link that leads nowhere or back into its own
- * folder, a FIFO or device, a path too long, a full disk. It is that model's problem (reported in
- * the user's path), never the whole `up`'s.
+ * A model that cannot be copied into a snapshot: what the model-file rule refuses
+ * (repo/model-files.ts: a link to nothing, back into its own folder or to a folder outside it, a
+ * FIFO or device, a model over the limits), a name too long, a full disk. It is that model's
+ * problem (reported in the user's path), never the whole `up`'s.
  */
 export class StagingError extends UserError {
   override name = "StagingError";
+  /** The file or folder it is about, in the user's folder, when known. */
+  readonly file: string | undefined;
+  readonly problem: StagingProblem;
   /** Where in the user's files the problem is (a requirements.txt line), when known. */
   readonly diagnostics: Diagnostic[] | undefined;
   /** The model asks for what cannot be (a requirement conflicting with the stub): refused, nothing tried. */
@@ -22,98 +40,121 @@ export class StagingError extends UserError {
   constructor(
     readonly model: string,
     message: string,
-    options: { hint: string; cause?: unknown; diagnostics?: Diagnostic[]; refused?: boolean },
+    options: {
+      hint: string;
+      cause?: unknown;
+      file?: string;
+      problem: StagingProblem;
+      diagnostics?: Diagnostic[];
+      refused?: boolean;
+    },
   ) {
     super(message, options);
+    this.file = options.file;
+    this.problem = options.problem;
     this.diagnostics = options.diagnostics;
     this.refused = options.refused ?? false;
   }
 }
 
+/** What is wrong: the model-file rule's refusal, what the filesystem said while copying, the name, the environment. */
+export type StagingProblem =
+  | ModelFileProblem
+  | "no-space"
+  | "name-too-long"
+  | "read-only"
+  | "vanished"
+  | "io-error"
+  | "copy-failed"
+  | "name-unsafe"
+  | "environment";
+
+const ERRNO_PROBLEMS: Record<string, StagingProblem> = {
+  ENOSPC: "no-space",
+  EDQUOT: "no-space",
+  ENAMETOOLONG: "name-too-long",
+  EROFS: "read-only",
+  EACCES: "unreadable",
+  EPERM: "unreadable",
+  ELOOP: "link-loop",
+  ENOENT: "vanished",
+  ENOTDIR: "vanished",
+  EIO: "io-error",
+};
+
 /**
- * Files of a snapshot that staging rewrote (config.pbtxt with the model's EXECUTION_ENV_PATH) keep
- * the user's version here, so a snapshot still hashes as the user's folder it was copied from; a
- * `<file>.added` marker stands for a file the user's folder does not have. A dot folder: Triton
- * and the hash walk skip it.
+ * The model's diagnostic for a StagingError (`staging-<problem>`), for the timeline, `status` and
+ * the dashboard alike; it points at the file when known, else at the model folder.
  */
-export const ORIGINALS_DIR = ".triton-dev-original";
-
-const FILE_KIND_HINT =
-  "A model folder holds files, folders and symbolic links to them; remove it or replace it with a regular file.";
-
-/** What the user reads for a filesystem error met while copying `p` of `model`. */
-export function stagingError(model: string, p: string, err: unknown): StagingError {
-  if (err instanceof StagingError) return err;
-  const code = (err as NodeJS.ErrnoException).code;
-  const why: Record<string, [string, string]> = {
-    ENOENT: [`${p} vanished or is a symbolic link to nothing`, "Point the link at a file that exists, or remove it."],
-    ELOOP: [`${p} is a symbolic link that loops`, "Point the link at a real file or folder, or remove it."],
-    ENAMETOOLONG: [`${p}: a path in it is too long for the filesystem`, "Shorten the model's file or folder names."],
-    ENOSPC: [
-      `no space left on the disk of the state folder while copying ${p}`,
-      "Free some space (old runs: `triton-dev down` keeps only the last three), then save again.",
-    ],
-    EDQUOT: [`the disk quota of the state folder is used up while copying ${p}`, "Free some space, then save again."],
-    EACCES: [`${p} cannot be read (permission denied)`, "Make it readable for the user running triton-dev."],
-    EPERM: [`${p} cannot be read (operation not permitted)`, "Make it readable for the user running triton-dev."],
+export function stagingDiagnostic(e: StagingError, modelsDir: string): Diagnostic {
+  return {
+    severity: "error",
+    code: `staging-${e.problem}`,
+    file: e.file ?? path.join(modelsDir, e.model),
+    line: 1,
+    column: 1,
+    message: e.message,
+    model: e.model,
+    ...(e.hint ? { hint: e.hint } : {}),
   };
-  const [message, hint] = why[code ?? ""] ?? [
-    `could not copy ${p}: ${(err as Error).message}`,
-    "Check the file; the last good version keeps serving.",
-  ];
-  return new StagingError(model, `${model}: ${message}`, { hint, cause: err });
 }
 
-function specialKind(st: {
-  isFIFO(): boolean;
-  isSocket(): boolean;
-  isCharacterDevice(): boolean;
-  isBlockDevice(): boolean;
-}) {
-  return st.isFIFO()
-    ? "a FIFO"
-    : st.isSocket()
-      ? "a socket"
-      : st.isCharacterDevice() || st.isBlockDevice()
-        ? "a device"
-        : "not a regular file";
+/** All of a StagingError's diagnostics: its own (a requirements.txt line) or the one above. */
+export function stagingDiagnostics(e: StagingError, modelsDir: string): Diagnostic[] {
+  return e.diagnostics?.length ? e.diagnostics : [stagingDiagnostic(e, modelsDir)];
 }
+
+const STATE_FOLDER = "the state folder";
 
 /**
- * `src` may itself be a link to a directory (a symlinked model folder): the snapshot holds copies
- * of the files, so editing the link's target changes nothing served until the watcher sees it.
- * Links are followed (their content is copied), except one that leads back into a folder being
- * copied, which would never end; FIFOs, sockets and devices are refused (reading one can block).
+ * What the user reads for an error met while copying `p` of `model` into a snapshot. Anything but
+ * a filesystem error or the model-file rule's refusal is ours, and passed on as it is.
  */
-async function copyTree(model: string, src: string, dst: string, ancestors: ReadonlySet<string>): Promise<void> {
-  const real = await fsp.realpath(src).catch((err: unknown) => Promise.reject(stagingError(model, src, err)));
-  if (ancestors.has(real)) {
-    throw new StagingError(model, `${model}: ${src} leads back to ${real}, a folder it is inside of`, {
-      hint: "A link inside a model folder must not point at the folder or one above it; remove or repoint it.",
+export function stagingError(model: string, p: string, err: unknown): unknown {
+  if (err instanceof StagingError) return err;
+  if (err instanceof ModelFileError) {
+    return new StagingError(model, `${model}: ${err.message}`, {
+      hint: err.hint ?? "",
+      cause: err,
+      file: err.file,
+      problem: err.problem,
     });
   }
-  const inside = new Set([...ancestors, real]);
+  if (!(err instanceof Error) || typeof (err as NodeJS.ErrnoException).code !== "string") return err;
+  const { code, is, hint } = explainFsError(err, { into: STATE_FOLDER });
+  return new StagingError(model, `${model}: ${p} ${is}`, {
+    hint: `${hint} Then save the model again.`,
+    cause: err,
+    file: p,
+    problem: ERRNO_PROBLEMS[code ?? ""] ?? "copy-failed",
+  });
+}
+
+/**
+ * Copy the model folder `src` into `dst` by the model-file rule (repo/model-files.ts): links are
+ * copied as what they lead to, so a snapshot holds only files and folders and editing a link's
+ * target changes nothing served until the watcher sees it. The whole tree is checked before the
+ * first byte is written.
+ */
+async function copyModel(model: string, src: string, dst: string, limits: ModelFileLimits): Promise<void> {
+  const entries = await listModelFiles(src, model, { limits });
   await fsp.mkdir(dst, { recursive: true }).catch((err: unknown) => Promise.reject(stagingError(model, src, err)));
-  const entries = await fsp
-    .readdir(src, { withFileTypes: true })
-    .catch((err: unknown) => Promise.reject(stagingError(model, src, err)));
   for (const e of entries) {
-    if (isIgnoredEntry(e.name)) continue;
-    const s = path.join(src, e.name);
-    const d = path.join(dst, e.name);
+    const d = path.join(dst, e.rel);
     try {
-      const st = e.isSymbolicLink() ? await fsp.stat(s) : e;
-      if (st.isDirectory()) await copyTree(model, s, d, inside);
-      else if (st.isFile()) await fsp.copyFile(s, d);
-      else {
-        throw new StagingError(model, `${model}: ${s} is ${specialKind(st)}, not a file Triton can read`, {
-          hint: FILE_KIND_HINT,
-        });
-      }
+      if (e.kind === "dir") await fsp.mkdir(d);
+      else await copyRegularFile(e.path, d);
     } catch (err) {
-      throw stagingError(model, s, err);
+      throw stagingError(model, e.path, err);
     }
   }
+}
+
+/** copyFile, after checking that `src` still is a regular file (a FIFO put there since would block the copy). */
+async function copyRegularFile(src: string, dst: string): Promise<void> {
+  const handle = await openModelFile(src);
+  await handle.close();
+  await fsp.copyFile(src, dst);
 }
 
 export interface PublishOptions {
@@ -157,6 +198,8 @@ export interface StagingOptions {
   prepare?: (modelDir: string) => Promise<void>;
   /** Environments for python models with a requirements.txt (absent: the runtime builds none). */
   environments?: ModelEnvironments;
+  /** How much of a model is copied (repo/model-files.ts). */
+  limits?: ModelFileLimits;
 }
 
 /**
@@ -176,12 +219,14 @@ export class StagingRepository {
   private readonly prepare: StagingOptions["prepare"];
   private linkSeq = 0;
   private readonly environments: StagingOptions["environments"];
+  private readonly limits: ModelFileLimits;
 
   constructor(runDir: string, options: StagingOptions = {}) {
     ({ repository: this.repository, store: this.store } = stagingLayout(runDir));
     this.scratch = path.join(runDir, ".publish");
     this.prepare = options.prepare;
     this.environments = options.environments;
+    this.limits = options.limits ?? MODEL_FILE_LIMITS;
   }
 
   /**
@@ -255,39 +300,60 @@ export class StagingRepository {
     if (unsafe) {
       throw new StagingError(name, `model folder '${shownName(name)}' cannot be served: its name ${unsafe}`, {
         hint: `Rename the folder to '${servableName(name)}' (letters, digits, '_', '-' and '.' only).`,
+        problem: "name-unsafe",
       });
     }
     const generation = this.nextGeneration(name);
     const dir = this.snapshotDir(name, generation);
-    await fsp.rm(dir, { recursive: true, force: true });
+    await this.writeSnapshot(name, path.join(sourceRepo, name), dir, options);
+    this.generations.set(name, generation);
+    return generation;
+  }
+
+  /**
+   * Copy `src` into the snapshot `dir`, give it its environment, prepare it and make it the
+   * served one; on any failure nothing of `dir` is left behind (on a full disk it would only fill
+   * it further) and what served before still does. `fromSnapshot`: `src` is one of ours (a
+   * restore), whose rewritten files and their originals are copied as they are.
+   */
+  private async writeSnapshot(
+    name: string,
+    src: string,
+    dir: string,
+    options: PublishOptions,
+    fromSnapshot = false,
+  ): Promise<void> {
     try {
-      await copyTree(name, path.join(sourceRepo, name), dir, new Set());
+      await fsp.rm(dir, { recursive: true, force: true });
+      await copyModel(name, src, dir, this.limits);
+      if (fromSnapshot) {
+        const originals = path.join(src, ORIGINALS_DIR);
+        if (await fsp.stat(originals).catch(() => undefined))
+          await fsp.cp(originals, path.join(dir, ORIGINALS_DIR), { recursive: true });
+      } else {
+        await this.stageEnvironment(name, dir, src, options.onEnvironment);
+      }
+      if (options.prepare !== false) await this.prepare?.(dir);
+      await this.point(name, dir);
     } catch (err) {
-      // A partial snapshot is never left behind (on a full disk it would only fill it further).
-      await fsp.rm(dir, { recursive: true, force: true }).catch(() => {});
-      throw stagingError(name, path.join(sourceRepo, name), err);
-    }
-    try {
-      await this.stageEnvironment(name, dir, path.join(sourceRepo, name), options.onEnvironment);
-    } catch (err) {
-      // What served before keeps serving: the new snapshot never becomes visible.
       await fsp.rm(dir, { recursive: true, force: true }).catch(() => {});
       if (err instanceof EnvironmentError) {
         throw new StagingError(name, err.message, {
           hint: err.hint ?? "",
           cause: err,
-          diagnostics: err.diagnostics,
+          problem: "environment",
+          ...(err.diagnostics ? { diagnostics: err.diagnostics } : {}),
           refused: err.refused,
         });
       }
-      if (err instanceof UserError && !(err instanceof StagingError))
-        throw new StagingError(name, `${name}: ${err.message}`, { hint: err.hint ?? "", cause: err });
-      throw err;
+      const staging = stagingError(name, src, err);
+      if (staging instanceof StagingError || !(err instanceof UserError)) throw staging;
+      throw new StagingError(name, `${name}: ${err.message}`, {
+        hint: err.hint ?? "",
+        cause: err,
+        problem: "copy-failed",
+      });
     }
-    if (options.prepare !== false) await this.prepare?.(dir);
-    await this.point(name, dir);
-    this.generations.set(name, generation);
-    return generation;
   }
 
   /**
@@ -319,12 +385,19 @@ export class StagingRepository {
     const dir = this.snapshotDir(name, generation);
     // A fresh copy gives Triton a strictly newer mtime, which poll mode needs to notice the change.
     const next = this.nextGeneration(name);
-    const copy = this.snapshotDir(name, next);
-    await fsp.rm(copy, { recursive: true, force: true });
-    await copyTree(name, dir, copy, new Set());
-    if (options.prepare !== false) await this.prepare?.(copy);
-    await this.point(name, copy);
-    this.generations.set(name, next);
+    try {
+      await this.writeSnapshot(name, dir, this.snapshotDir(name, next), options, true);
+      this.generations.set(name, next);
+    } catch (err) {
+      // No room for a copy (a full disk): serve the good snapshot itself, which needs none.
+      log.warn("could not copy the last good snapshot; serving it as it is", { model: name, error: String(err) });
+      try {
+        await this.point(name, dir);
+      } catch (again) {
+        throw stagingError(name, dir, again);
+      }
+      this.generations.set(name, generation);
+    }
   }
 
   /**

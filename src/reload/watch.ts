@@ -4,6 +4,7 @@ import path from "node:path";
 import { watch, type FSWatcher } from "chokidar";
 import { log as rootLog } from "../log/logger.js";
 import { isIgnoredEntry, isModelDir, listModelDirs } from "../repo/layout.js";
+import { MODEL_FILE_LIMITS, listModelFiles, type ModelFileLimits } from "../repo/model-files.js";
 
 const log = rootLog.child("watch");
 
@@ -41,6 +42,8 @@ export interface WatcherOptions {
   now?: () => number;
   /** chokidar polling, for filesystems without inotify (network mounts, some containers). */
   usePolling?: boolean;
+  /** The model-file rule's limits (repo/model-files.ts): depth watched, linked folders watched. */
+  limits?: ModelFileLimits;
 }
 
 /**
@@ -51,6 +54,11 @@ export interface WatcherOptions {
  */
 const CHANGE_THROTTLE_MS = 50;
 const MIN_SETTLE_MS = CHANGE_THROTTLE_MS + 10;
+
+/** Whether a relative path stays inside the folder it is relative to. */
+function isInside(rel: string): boolean {
+  return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel));
+}
 
 /** True when any segment of `rel` (relative to the repository) is an ignored entry. */
 export function isIgnoredPath(rel: string): boolean {
@@ -69,11 +77,14 @@ interface Pending {
  * Watches a model repository and reports, per model, one change per settled burst of events:
  * an editor's temp-file-and-rename save, or twenty saves in 200 ms, become one change.
  *
- * Model folders are those `listModelDirs` lists. A model folder that is a symbolic link to a
- * directory is watched through the link (chokidar follows links, `followSymlinks`, and reports
- * what happens in the target under the link's path), so a save in the target reloads it. Other
- * entries (a README, a link to a file or to nothing) are not models, and changes to them are
- * not reported, unless they were a model folder until then: that is a removal.
+ * Model folders are those `listModelDirs` lists. The watcher keeps to the model-file rule
+ * (repo/model-files.ts) and reads less: it follows no symbolic link (chokidar's
+ * `followSymlinks: false`), so a link to /usr or /dev/zero in a model costs a stat, never a walk
+ * or a read, and a link that comes to point elsewhere is itself a change. A model folder that is
+ * a link to a directory is watched where it leads (a second watch root, reported under the
+ * model's name), unless that folder is over the rule's limits. Other entries (a README, a link
+ * to a file or to nothing) are not models, and changes to them are not reported, unless they
+ * were a model folder until then: that is a removal. Depth is bounded by the rule's limit.
  */
 export class RepositoryWatcher implements ModelWatcher {
   private watcher: FSWatcher | undefined;
@@ -83,10 +94,15 @@ export class RepositoryWatcher implements ModelWatcher {
   private readonly models = new Set<string>();
   /** Inode of every watched file, to tell a file replaced by rename from one written in place. */
   private readonly inodes = new Map<string, number>();
+  /** The repository as watched: its real path (chokidar follows no link, the root's included). */
+  private realRoot: string;
+  /** Model folders that are links, and the real folder each is watched at. */
+  private readonly linked = new Map<string, string>();
   private readonly settleMs: number;
   private readonly completeSettleMs: number;
   private readonly maxWaitMs: number;
   private readonly now: () => number;
+  private readonly limits: ModelFileLimits;
 
   constructor(
     readonly root: string,
@@ -96,6 +112,8 @@ export class RepositoryWatcher implements ModelWatcher {
     this.completeSettleMs = Math.min(Math.max(options.completeSettleMs ?? MIN_SETTLE_MS, MIN_SETTLE_MS), this.settleMs);
     this.maxWaitMs = options.maxWaitMs ?? 2_000;
     this.now = options.now ?? Date.now;
+    this.limits = options.limits ?? MODEL_FILE_LIMITS;
+    this.realRoot = path.resolve(root);
   }
 
   onChange(listener: (c: ModelChange) => void): () => void {
@@ -104,40 +122,114 @@ export class RepositoryWatcher implements ModelWatcher {
   }
 
   async start(): Promise<void> {
+    this.realRoot = await fsp.realpath(this.root).catch(() => path.resolve(this.root));
     const models = await listModelDirs(this.root).catch(() => [] as string[]);
     for (const m of models) this.models.add(m);
-    await Promise.all(models.map((m) => this.recordInodes(path.join(this.root, m))));
-    const w = watch(this.root, {
+    const w = watch([], {
       ignoreInitial: true,
       persistent: true,
-      // The default, spelled out: a symlinked model folder is a model (see the class comment).
-      followSymlinks: true,
+      // Links are the model-file rule's, judged by lint and staging; the watcher follows none.
+      followSymlinks: false,
+      // chokidar counts levels below each watched folder: the models folder, then the model's.
+      depth: this.limits.maxDepth + 1,
       alwaysStat: true,
       usePolling: this.options.usePolling ?? false,
-      ignored: (p: string) => {
-        const rel = path.relative(this.root, p);
-        return rel !== "" && !rel.startsWith("..") && isIgnoredPath(rel);
-      },
+      ignored: (p: string) => this.where(p).some((x) => x.ignored),
     });
     this.watcher = w;
-    w.on("all", (event, p, stats?: Stats) => this.record(p, this.replacedWhole(event, p, stats)));
+    let scanned = false;
+    w.on("all", (event, p, stats?: Stats) => {
+      // Without followSymlinks chokidar reports each link of its first scan as added, ignoreInitial
+      // or not; that is no edit.
+      if (scanned) this.record(p, this.replacedWhole(event, p, stats));
+    });
     w.on("error", (err) => log.warn("watcher error", { error: String(err) }));
-    await new Promise<void>((resolve) => w.once("ready", () => resolve()));
+    const ready = new Promise<void>((resolve) =>
+      w.once("ready", () => {
+        scanned = true;
+        resolve();
+      }),
+    );
+    const roots = [this.realRoot];
+    for (const m of models) {
+      const target = await this.linkTarget(m);
+      if (!target) continue;
+      if (!this.isWatched(target)) roots.push(target);
+      this.linked.set(m, target);
+    }
+    // One add, so that "ready" waits for every root's first scan.
+    w.add(roots);
+    await Promise.all(models.map((m) => this.recordInodes(m)));
+    await ready;
   }
 
-  /** The inodes of the files already there, so that the first save of each is recognised too. */
-  private async recordInodes(dir: string): Promise<void> {
-    const entries = await fsp.readdir(dir, { withFileTypes: true }).catch(() => []);
-    await Promise.all(
-      entries
-        .filter((e) => !isIgnoredEntry(e.name))
-        .map(async (e) => {
-          const p = path.join(dir, e.name);
-          if (e.isDirectory()) return this.recordInodes(p);
-          const st = await fsp.stat(p).catch(() => undefined);
-          if (st?.isFile()) this.inodes.set(p, st.ino);
-        }),
+  /**
+   * The models a path chokidar reports belongs to, and whether it is an ignored entry there: a
+   * path in the models folder belongs to the model it is in, one in a linked model's folder to
+   * that model (to both, for a link to a folder in the repository).
+   */
+  private where(p: string): Array<{ model: string; ignored: boolean }> {
+    const out: Array<{ model: string; ignored: boolean }> = [];
+    const rel = path.relative(this.realRoot, p);
+    if (rel !== "" && isInside(rel)) out.push({ model: rel.split(path.sep)[0]!, ignored: isIgnoredPath(rel) });
+    for (const [model, target] of this.linked) {
+      const r = path.relative(target, p);
+      if (isInside(r)) out.push({ model, ignored: r !== "" && isIgnoredPath(r) });
+    }
+    return out;
+  }
+
+  /**
+   * Where the model folder `model` leads when it is a link to a folder that may be watched: a
+   * folder over the model-file rule's limits is not (lint and staging refuse the model and say why).
+   */
+  private async linkTarget(model: string): Promise<string | undefined> {
+    const link = path.join(this.realRoot, model);
+    const isLink = await fsp.lstat(link).then(
+      (s) => s.isSymbolicLink(),
+      () => false,
     );
+    if (!isLink || !(await isModelDir(this.realRoot, model))) return undefined;
+    const target = await fsp.realpath(link).catch(() => undefined);
+    if (!target || this.isWatched(target)) return target;
+    try {
+      await listModelFiles(target, model, { limits: this.limits, problems: [] });
+    } catch (err) {
+      log.warn("not watching a linked model folder over the limits", { model, target, error: String(err) });
+      return undefined;
+    }
+    return target;
+  }
+
+  /** Watch where the model folder `model` leads now, and no longer where it led before. */
+  private async follow(model: string): Promise<void> {
+    const before = this.linked.get(model);
+    this.linked.delete(model);
+    const target = await this.linkTarget(model);
+    if (before === target) {
+      if (target) this.linked.set(model, target);
+      return;
+    }
+    if (before && !this.isWatched(before)) this.watcher?.unwatch(before);
+    if (!target) return;
+    if (!this.isWatched(target)) this.watcher?.add(target);
+    this.linked.set(model, target);
+  }
+
+  /** Whether `dir` is watched already: in the models folder, or where another linked model leads. */
+  private isWatched(dir: string): boolean {
+    return (
+      isInside(path.relative(this.realRoot, dir)) ||
+      [...this.linked.values()].some((t) => isInside(path.relative(t, dir)))
+    );
+  }
+
+  /** The inodes of the model's files already there, so that the first save of each is recognised too. */
+  private async recordInodes(model: string): Promise<void> {
+    const dir = this.linked.get(model) ?? path.join(this.realRoot, model);
+    const files = await listModelFiles(dir, model, { limits: this.limits, problems: [] }).catch(() => []);
+    // The paths chokidar reports: those reached through no link.
+    for (const f of files) if (f.kind === "file" && !f.outside) this.inodes.set(f.path, f.ino);
   }
 
   /**
@@ -157,10 +249,10 @@ export class RepositoryWatcher implements ModelWatcher {
   }
 
   private record(p: string, complete: boolean): void {
-    const rel = path.relative(this.root, p);
-    if (rel === "" || rel.startsWith("..")) return;
-    const model = rel.split(path.sep)[0]!;
-    if (isIgnoredEntry(model)) return;
+    for (const { model, ignored } of this.where(p)) if (!ignored) this.recordModel(model, complete);
+  }
+
+  private recordModel(model: string, complete: boolean): void {
     const now = this.now();
     const entry = this.pending.get(model);
     if (entry) clearTimeout(entry.timer);
@@ -178,6 +270,8 @@ export class RepositoryWatcher implements ModelWatcher {
 
   private async settled(change: ModelChange): Promise<void> {
     const isModel = await isModelDir(this.root, change.model);
+    // A model folder that is a link may point elsewhere now.
+    await this.follow(change.model);
     // Closed meanwhile.
     if (!this.watcher) return;
     const was = this.models.has(change.model);

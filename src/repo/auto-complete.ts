@@ -1,7 +1,7 @@
-import fsp from "node:fs/promises";
 import path from "node:path";
 import type { Diagnostic } from "./diagnostics.js";
-import { isIgnoredEntry } from "./layout.js";
+import { readUserText } from "./layout.js";
+import { listModelFiles } from "./model-files.js";
 import type { ModelConfigJson } from "./model-config.js";
 
 /**
@@ -33,7 +33,7 @@ export async function autoCompleteReason(m: AutoCompleteSubject): Promise<string
   if (c.platform === "ensemble" || c.ensemble_scheduling) return undefined;
   if (c.backend !== "python")
     return `${m.name} uses ${c.backend ? `the ${c.backend} backend` : `platform ${c.platform ?? "(none)"}`}, whose config Triton can complete`;
-  const file = await findAutoCompleteDefinition(m.dir);
+  const file = await findAutoCompleteDefinition(m.dir, m.name);
   return file ? `${path.relative(m.dir, file)} of ${m.name} defines auto_complete_config` : undefined;
 }
 
@@ -62,27 +62,16 @@ export function autoCompleteOffDiagnostic(m: AutoCompleteSubject, reason: string
   };
 }
 
-/** Folder depth searched: version folders and the packages in them, not a link that loops. */
-const MAX_DEPTH = 6;
-
-/** The first python file in the model folder that mentions auto_complete_config. */
-async function findAutoCompleteDefinition(dir: string, depth = 0): Promise<string | undefined> {
-  if (depth > MAX_DEPTH) return undefined;
-  const entries = await fsp.readdir(dir, { withFileTypes: true }).catch(() => []);
-  for (const e of entries.sort((a, b) => a.name.localeCompare(b.name))) {
-    if (isIgnoredEntry(e.name)) continue;
-    const p = path.join(dir, e.name);
-    const st = await fsp.stat(p).catch(() => undefined);
-    if (!st) continue;
-    if (st.isDirectory()) {
-      const found = await findAutoCompleteDefinition(p, depth + 1);
-      if (found) return found;
-    } else if (st.isFile() && e.name.endsWith(".py") && st.size <= MAX_SOURCE_BYTES) {
-      const text = await fsp.readFile(p, "utf8").catch(() => "");
-      // Any mention counts (a def, an assignment, a mixin's name): keeping auto-complete on for
-      // a model that did not need it only costs time, turning it off for one that does breaks it.
-      if (/\bauto_complete_config\b/.test(text)) return p;
-    }
+/** The first python file of the model (walked by the model-file rule) that mentions auto_complete_config. */
+async function findAutoCompleteDefinition(dir: string, model: string): Promise<string | undefined> {
+  // A file the rule refuses is staging's and lint's to report; here it is only not searched.
+  const files = await listModelFiles(dir, model, { problems: [] }).catch(() => []);
+  for (const f of files) {
+    if (f.kind !== "file" || !f.rel.endsWith(".py") || f.size > MAX_SOURCE_BYTES) continue;
+    const read = await readUserText(f.path, MAX_SOURCE_BYTES);
+    // Any mention counts (a def, an assignment, a mixin's name): keeping auto-complete on for
+    // a model that did not need it only costs time, turning it off for one that does breaks it.
+    if ("text" in read && /\bauto_complete_config\b/.test(read.text)) return f.path;
   }
   return undefined;
 }

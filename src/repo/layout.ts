@@ -1,7 +1,7 @@
 import type { Dirent, Stats } from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
-import { UserError } from "../errors.js";
+import { UserError, explainFsError } from "../errors.js";
 
 export const CONFIG_FILE = "config.pbtxt";
 
@@ -210,34 +210,14 @@ export async function readUserText(
   try {
     st = await fsp.stat(file);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") {
-      // A link to nothing is not the same as no file.
-      const isLink = await fsp.lstat(file).then(
-        (l) => l.isSymbolicLink(),
-        () => false,
-      );
-      if (!isLink) return { missing: true };
-      return {
-        unreadable: {
-          message: "it is a symbolic link to nothing",
-          hint: "Point the link at the real file, or replace it with the file.",
-        },
-      };
-    }
-    if (code === "ELOOP")
-      return {
-        unreadable: {
-          message: "it is a symbolic link that loops",
-          hint: "Point the link at the real file, or replace it with the file.",
-        },
-      };
-    return {
-      unreadable: {
-        message: (err as Error).message,
-        hint: "Check that the file and its folders are readable for you.",
-      },
-    };
+    const link = await fsp.lstat(file).then(
+      (l) => l.isSymbolicLink(),
+      () => false,
+    );
+    const { code, is, hint } = explainFsError(err, { link });
+    // A link to nothing is not the same as no file.
+    if (code === "ENOENT" && !link) return { missing: true };
+    return { unreadable: { message: `it ${is}`, hint } };
   }
   if (!st.isFile()) {
     const what = st.isDirectory() ? "a folder" : st.isFIFO() ? "a FIFO" : st.isSocket() ? "a socket" : "a device";
@@ -254,13 +234,8 @@ export async function readUserText(
   try {
     return { text: await fsp.readFile(file, "utf8") };
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    return {
-      unreadable: {
-        message: (err as Error).message,
-        hint: code === "EACCES" || code === "EPERM" ? "Check the file's permissions." : "Check the file.",
-      },
-    };
+    const { is, hint } = explainFsError(err);
+    return { unreadable: { message: `it ${is}`, hint } };
   }
 }
 

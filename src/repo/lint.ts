@@ -9,7 +9,8 @@ import {
   ensembleSteps,
   isEnsemble,
 } from "./ensemble.js";
-import { CONFIG_FILE, type NotAModelFolder, readRepositoryEntries, scanModel } from "./layout.js";
+import { CONFIG_FILE, type ModelLayout, type NotAModelFolder, readRepositoryEntries, scanModel } from "./layout.js";
+import { ModelFileError, listModelFiles } from "./model-files.js";
 import type { ModelConfigJson } from "./model-config.js";
 import { modelNameProblem, servableName, shownName } from "./model-name.js";
 import { parseModelConfig } from "./parse.js";
@@ -73,6 +74,30 @@ function checkFolderName(name: string, dir: string, taken: ReadonlySet<string>, 
   );
 }
 
+/**
+ * What the model-file rule (repo/model-files.ts) refuses in this model, as errors on the files
+ * themselves: staging would refuse the model for them. A file another rule already reports an
+ * error on (a config.pbtxt that is a FIFO) is not reported twice.
+ */
+async function checkModelFiles(layout: ModelLayout, reporter: Reporter): Promise<void> {
+  const problems: ModelFileError[] = [];
+  try {
+    await listModelFiles(layout.dir, layout.name, { problems });
+  } catch (err) {
+    if (!(err instanceof ModelFileError)) throw err;
+    problems.push(err);
+  }
+  const reported = new Set(reporter.diagnostics.filter((d) => d.severity === "error").map((d) => d.file));
+  for (const p of problems.slice(0, MAX_FILE_PROBLEMS)) {
+    if (reported.has(p.file)) continue;
+    const where = p.file === layout.dir ? `model folder '${layout.name}'` : path.relative(layout.dir, p.file);
+    reporter.error(`model-files-${p.problem}`, undefined, `${where} ${p.is}`, p.hint, p.file);
+  }
+}
+
+/** Enough to see what is wrong; a model with a thousand dangling links is reported by its first. */
+const MAX_FILE_PROBLEMS = 20;
+
 async function analyseModel(
   repo: string,
   name: string,
@@ -80,6 +105,18 @@ async function analyseModel(
   taken: ReadonlySet<string> = new Set(),
 ): Promise<Analysed> {
   const layout = await scanModel(repo, name);
+  const analysed = await analyseLayout(layout, options, taken);
+  await checkModelFiles(layout, analysed.reporter);
+  analysed.errorCount = countBySeverity(analysed.reporter.diagnostics).errors;
+  return analysed;
+}
+
+async function analyseLayout(
+  layout: ModelLayout,
+  options: LintOptions,
+  taken: ReadonlySet<string> = new Set(),
+): Promise<Analysed> {
+  const { name } = layout;
   const configFile = layout.configFile;
   if (layout.configText === undefined) {
     const reporter = new Reporter(name, undefined, configFile);

@@ -12,7 +12,7 @@ import { lintRepository, type LintOptions, type LintResult } from "../repo/lint.
 import { autoCompleteNeeds } from "../repo/auto-complete.js";
 import { listModelDirs, requireModelRepository } from "../repo/layout.js";
 import { ReloadController } from "../reload/controller.js";
-import { StagingError, StagingRepository } from "../reload/stage.js";
+import { StagingError, StagingRepository, stagingDiagnostics } from "../reload/stage.js";
 import { RepositoryWatcher } from "../reload/watch.js";
 import type { PlannedRun, Ports, ReloadMode, RuntimeDriver, ServerHandle, StartOptions } from "../runtimes/driver.js";
 import type { RuntimeFlags, RuntimeKind } from "../runtimes/kinds.js";
@@ -198,18 +198,8 @@ async function lintAndStage(
   const unstageable = (e: StagingError) => {
     refused.add(e.model);
     notServed.push({ model: e.model, why: "refused", reason: e.message });
-    const diagnostic: Diagnostic = {
-      severity: "error",
-      code: "staging-failed",
-      file: path.join(modelsDir, e.model),
-      line: 1,
-      column: 1,
-      message: e.message,
-      model: e.model,
-      ...(e.hint ? { hint: e.hint } : {}),
-    };
     // An environment that could not be built points at its requirements.txt line.
-    bus.emit({ type: "lint", model: e.model, diagnostics: e.diagnostics ?? [diagnostic], staged: false });
+    bus.emit({ type: "lint", model: e.model, diagnostics: stagingDiagnostics(e, modelsDir), staged: false });
   };
   if (!plan.environments) {
     const served = lint.models.map((m) => m.name).filter((m) => !refused.has(m) && !skipped.has(m));

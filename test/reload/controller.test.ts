@@ -5,6 +5,7 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { ReloadController } from "../../src/reload/controller.js";
 import type { EditEvent, EditPhase } from "../../src/reload/events.js";
 import { StagingRepository } from "../../src/reload/stage.js";
+import type { ModelFileLimits } from "../../src/repo/model-files.js";
 import { RepositoryWatcher, type ModelChange, type ModelWatcher } from "../../src/reload/watch.js";
 import { TritonHttpClient } from "../../src/triton/http-client.js";
 import {
@@ -75,12 +76,13 @@ async function setup(
     watcher?: ModelWatcher;
     repo?: string;
     onEvent?: (e: EditEvent, logFile: string) => void;
+    stagingLimits?: ModelFileLimits;
   } = {},
 ): Promise<Setup> {
   const repo = o.repo ?? (await tempRepo());
   if (!o.repo) await writeFiles(repo, pythonModel("m"));
   const run = await tempRepo();
-  const staging = new StagingRepository(run);
+  const staging = new StagingRepository(run, o.stagingLimits ? { limits: o.stagingLimits } : {});
   await staging.init(repo);
   const triton = await startFakeTriton();
   cleanups.push(() => triton.close());
@@ -230,18 +232,45 @@ describe("ReloadController", () => {
     expect(await s.servedConfig()).toBe(before);
   });
 
-  it("fails an edit it cannot stage (a link to nothing), names it, loads nothing and keeps serving", async () => {
+  it("refuses an edit with a link to nothing, naming the link, loads nothing and keeps serving", async () => {
     const s = await setup();
     const before = await s.servedConfig();
-    await fsp.symlink(path.join(s.repo, "missing.bin"), path.join(s.repo, "m", "1", "weights.bin"));
+    const link = path.join(s.repo, "m", "1", "weights.bin");
+    await fsp.symlink(path.join(s.repo, "missing.bin"), link);
+    s.watcher.save("m");
+    await s.controller.idle();
+    expect(s.phases()).toEqual(["saved", "refused"]);
+    expect(s.events.at(-1)!.diagnostics!.map((d) => [d.code, d.file])).toEqual([["model-files-dangling-link", link]]);
+    expect(loads(s.triton)).toHaveLength(0);
+    expect(await s.servedConfig()).toBe(before);
+  });
+
+  it("fails an edit it cannot stage, with the model's path and the reason, and keeps serving", async () => {
+    const s = await setup({ stagingLimits: { maxDepth: 32, maxEntries: 100, maxBytes: 10_000 } });
+    const before = await s.servedConfig();
+    await writeFiles(s.repo, { "m/1/data.bin": "x".repeat(20_000) });
     s.watcher.save("m");
     await s.controller.idle();
     expect(s.phases()).toEqual(["saved", "validated", "failed"]);
-    expect(s.events.at(-1)!.reason).toBe(
-      `m: ${path.join(s.repo, "m", "1", "weights.bin")} vanished or is a symbolic link to nothing; the last good version keeps serving`,
-    );
+    const reason = s.events.at(-1)!.reason!;
+    expect(reason.startsWith(`m: ${path.join(s.repo, "m")} `)).toBe(true);
+    expect(s.events.at(-1)!.diagnostics!.map((d) => [d.code, d.file])).toEqual([
+      ["staging-too-large", path.join(s.repo, "m")],
+    ]);
+    expect(reason.endsWith("; the last good version keeps serving")).toBe(true);
     expect(loads(s.triton)).toHaveLength(0);
     expect(await s.servedConfig()).toBe(before);
+    expect(await fsp.readdir(path.dirname(s.staging.snapshotDir("m", 1)))).toEqual(["m@1"]);
+  });
+
+  it("ends an edit that fails in an unforeseen way as failed, instead of leaving it at its last phase", async () => {
+    const s = await setup();
+    await s.triton.close();
+    await writeFiles(s.repo, { "m/config.pbtxt": pythonConfig("m", undefined, 4) });
+    s.watcher.save("m");
+    await s.controller.idle();
+    expect(s.phases()).toEqual(["saved", "validated", "staged", "loading", "failed"]);
+    expect(s.events.at(-1)!.reason).toMatch(/; the last good version keeps serving$/);
   });
 
   it("reads the outcome of a load from Triton's log in poll mode", async () => {

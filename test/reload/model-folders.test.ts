@@ -63,7 +63,7 @@ describe("which entries of a repository are models", () => {
     try {
       await save(path.join(outside, "linked-src", "1", "model.py"), ECHO_MODEL_PY + "\n# edited\n");
       await save(path.join(repo, "plain", "config.pbtxt"), pythonConfig("plain", undefined, 4));
-      // chokidar follows the file link too and sees this; it is no model, so nothing is reported.
+      // The watcher follows no link to a file, and this one is no model: nothing is reported.
       await fsp.writeFile(path.join(outside, "notes.txt"), "edited");
       const deadline = Date.now() + 5_000;
       while (changes.length < 2 && Date.now() < deadline) await sleep(10);

@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { EnvironmentError, type BuiltEnvironment } from "../../src/envs/builder.js";
 import { EXECUTION_ENV_KEY } from "../../src/envs/execution-env.js";
 import type { ModelEnvironments } from "../../src/envs/model-environments.js";
-import { hashModelDir } from "../../src/reload/controller.js";
+import { hashModelDir } from "../../src/repo/model-files.js";
 import { StagingError, StagingRepository } from "../../src/reload/stage.js";
 import { ECHO_MODEL_PY, pythonModel, removeTempRepos, tempRepo, writeFiles } from "../repo/helpers.js";
 

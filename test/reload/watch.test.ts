@@ -110,3 +110,69 @@ describe("RepositoryWatcher settle windows", () => {
     expect(changes.map((c) => c.model)).toEqual(["b"]);
   });
 });
+
+describe("RepositoryWatcher and the model-file rule", () => {
+  it("follows no link out of a model folder and opens no device, and still reports the other models", async () => {
+    const repo = await tempRepo();
+    const outside = await tempRepo();
+    await writeFiles(outside, Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`d${i % 5}/f${i}.txt`, "x"])));
+    await writeFiles(repo, { "bad/model.py": "x", "good/config.pbtxt": "a", "good/1/model.py": "y" });
+    await fsp.symlink(outside, path.join(repo, "bad", "1"));
+    await fsp.symlink("/dev/zero", path.join(repo, "bad", "config.pbtxt"));
+    const changes = await watchRepo(repo);
+    await fsp.writeFile(path.join(outside, "d1", "f1.txt"), "edited");
+    await fsp.writeFile(path.join(outside, "new.txt"), "new");
+    await fsp.writeFile(path.join(repo, "good", "1", ".n"), "z");
+    await fsp.rename(path.join(repo, "good", "1", ".n"), path.join(repo, "good", "1", "model.py"));
+    await until(() => changes.length > 0);
+    await new Promise((r) => setTimeout(r, 1_700));
+    expect(changes.map((c) => c.model)).toEqual(["good"]);
+  });
+
+  it("reports a link in a model that comes to point elsewhere, and watches a linked model folder where it leads now", async () => {
+    const repo = await tempRepo();
+    const a = await tempRepo();
+    const b = await tempRepo();
+    await writeFiles(a, { "config.pbtxt": "a", "1/model.py": "a" });
+    await writeFiles(b, { "config.pbtxt": "b", "1/model.py": "b" });
+    await writeFiles(repo, { "m/config.pbtxt": "m", "m/1/model.py": "m", "m/1/w1": "1", "m/1/w2": "2" });
+    await fsp.symlink("w1", path.join(repo, "m", "1", "weights"));
+    await fsp.symlink(a, path.join(repo, "linked"));
+    const changes = await watchRepo(repo);
+    // ln -sfn: a new link renamed over the old one.
+    await fsp.symlink("w2", path.join(repo, "m", "1", ".weights.new"));
+    await fsp.rename(path.join(repo, "m", "1", ".weights.new"), path.join(repo, "m", "1", "weights"));
+    await fsp.symlink(b, path.join(repo, ".linked.new"));
+    await fsp.rename(path.join(repo, ".linked.new"), path.join(repo, "linked"));
+    await until(() => changes.length >= 2);
+    await new Promise((r) => setTimeout(r, 1_700));
+    expect(changes.map((c) => c.model).sort()).toEqual(["linked", "m"]);
+    changes.length = 0;
+    await fsp.writeFile(path.join(a, "1", "model.py"), "a2");
+    await fsp.writeFile(path.join(b, "1", "model.py"), "b2");
+    await until(() => changes.length > 0);
+    await new Promise((r) => setTimeout(r, 1_700));
+    expect(changes.map((c) => c.model)).toEqual(["linked"]);
+  });
+
+  it("does not watch into a linked model folder over the limits (lint and staging refuse it)", async () => {
+    const repo = await tempRepo();
+    const big = await tempRepo();
+    await writeFiles(big, Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`1/f${i}`, "x"])));
+    await writeFiles(repo, { "small/config.pbtxt": "s", "small/1/model.py": "s" });
+    await fsp.symlink(big, path.join(repo, "big"));
+    const changes: ModelChange[] = [];
+    const w = new RepositoryWatcher(repo, {
+      settleMs: 100,
+      limits: { maxDepth: 32, maxEntries: 10, maxBytes: 1_000_000 },
+    });
+    w.onChange((c) => changes.push(c));
+    await w.start();
+    watchers.push(w);
+    await fsp.writeFile(path.join(big, "1", "f1"), "edited");
+    await fsp.writeFile(path.join(repo, "small", "1", "model.py"), "edited");
+    await until(() => changes.length > 0);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(changes.map((c) => c.model)).toEqual(["small"]);
+  });
+});

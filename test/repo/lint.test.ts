@@ -230,3 +230,51 @@ describe("config files that are not files", () => {
     expect(r.errorCount).toBe(3);
   });
 });
+
+describe("the model-file rule (repo/model-files.ts) in lint", () => {
+  it("refuses links to folders outside the model, back into it or to nothing, and special files, each on its own file", async () => {
+    const repo = await tempRepo();
+    const outside = await tempRepo();
+    await writeFiles(outside, { "weights.bin": "w", "tree/x.txt": "x" });
+    await writeFiles(repo, { ...pythonModel("bad"), ...pythonModel("fine") });
+    const v = path.join(repo, "bad", "1");
+    await fsp.symlink(path.join(outside, "tree"), path.join(v, "tree"));
+    await fsp.symlink("..", path.join(v, "up"));
+    await fsp.symlink(path.join(outside, "gone"), path.join(v, "gone"));
+    await fsp.symlink("/dev/zero", path.join(v, "zero"));
+    const { execFileSync } = await import("node:child_process");
+    execFileSync("mkfifo", [path.join(v, "pipe")]);
+    // A link to a file outside the model (weights kept elsewhere) is fine.
+    await fsp.symlink(path.join(outside, "weights.bin"), path.join(repo, "fine", "1", "weights.bin"));
+    const r = await lintRepository(repo);
+    const bad = r.models.find((m) => m.name === "bad")!;
+    expect(bad.wouldLoad).toBe(false);
+    expect(bad.diagnostics.filter((d) => d.severity === "error").map((d) => [d.code, d.file])).toEqual(
+      expect.arrayContaining([
+        ["model-files-dangling-link", path.join(v, "gone")],
+        ["model-files-special-file", path.join(v, "pipe")],
+        ["model-files-link-outside", path.join(v, "tree")],
+        ["model-files-link-loop", path.join(v, "up")],
+        ["model-files-special-file", path.join(v, "zero")],
+      ]),
+    );
+    expect(r.models.find((m) => m.name === "fine")!.diagnostics).toEqual([]);
+  });
+
+  it("says what is wrong with a config that is a looping link or a device, not to check its permissions", async () => {
+    const repo = await tempRepo();
+    await writeFiles(repo, { ...pythonModel("loop"), ...pythonModel("zero") });
+    await fsp.rm(path.join(repo, "loop", "config.pbtxt"));
+    await fsp.symlink("config.pbtxt", path.join(repo, "loop", "config.pbtxt"));
+    await fsp.rm(path.join(repo, "zero", "config.pbtxt"));
+    await fsp.symlink("/dev/zero", path.join(repo, "zero", "config.pbtxt"));
+    const r = await lintRepository(repo);
+    for (const m of r.models) {
+      const d = m.diagnostics.filter((x) => x.severity === "error");
+      // One error for the one file, from the config rule.
+      expect(d.map((x) => x.code)).toEqual(["config-unreadable"]);
+      expect(`${d[0]!.message} ${d[0]!.hint}`).not.toMatch(/permission/i);
+    }
+    expect(r.models.find((m) => m.name === "loop")!.diagnostics[0]!.message).toContain("loops");
+  });
+});

@@ -889,7 +889,7 @@ describe("version folders and model files", () => {
     expect(summary(result.diagnostics)).toEqual([]);
   });
 
-  it("follows symbolic links, and treats a dangling one as missing", async () => {
+  it("follows symbolic links, and reports a dangling one as a link to nothing and the model file as missing", async () => {
     const repo = await tempRepo();
     await writeFiles(repo, { "src/model.py": ECHO_MODEL_PY, "m/config.pbtxt": pythonConfig("m"), "m/1/": "" });
     await fsp.symlink(path.join(repo, "src", "model.py"), path.join(repo, "m", "1", "model.py"));
@@ -897,6 +897,9 @@ describe("version folders and model files", () => {
     expect(summary(linked.models.find((m) => m.name === "m")!.diagnostics)).toEqual([]);
     await fsp.rm(path.join(repo, "src", "model.py"));
     const dangling = await lintRepository(repo);
-    expect(dangling.models.find((m) => m.name === "m")?.diagnostics.map((d) => d.code)).toEqual(["model-file-missing"]);
+    expect(dangling.models.find((m) => m.name === "m")?.diagnostics.map((d) => d.code)).toEqual([
+      "model-files-dangling-link",
+      "model-file-missing",
+    ]);
   });
 });
