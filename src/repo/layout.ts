@@ -46,6 +46,8 @@ export interface ModelLayout {
   ignoredDirs: string[];
   /** Every sub-folder, sorted as Triton's std::set sorts them (autofill inspects the first). */
   subdirs: string[];
+  /** Files directly in the model folder but config.pbtxt, litter left out, sorted: a model file here is never read. */
+  topFiles: string[];
 }
 
 /** Version folder names Triton loads: decimal digits, no leading zero. */
@@ -242,14 +244,17 @@ export async function readUserText(
 export async function scanModel(repo: string, name: string): Promise<ModelLayout> {
   const dir = path.join(repo, name);
   const configFile = path.join(dir, CONFIG_FILE);
-  const layout: ModelLayout = { name, dir, configFile, versions: [], ignoredDirs: [], subdirs: [] };
+  const layout: ModelLayout = { name, dir, configFile, versions: [], ignoredDirs: [], subdirs: [], topFiles: [] };
   const config = await readUserText(configFile);
   if ("text" in config) layout.configText = config.text;
   else if ("unreadable" in config) layout.configReadError = config.unreadable;
   for (const e of await readDirSafe(dir)) {
     if (isIgnoredEntry(e.name)) continue;
     const p = path.join(dir, e.name);
-    if (!(await isDirectory(p, e))) continue;
+    if (!(await isDirectory(p, e))) {
+      if (e.name !== CONFIG_FILE) layout.topFiles.push(e.name);
+      continue;
+    }
     layout.subdirs.push(e.name);
     if (NON_VERSION_DIRS.has(e.name)) continue;
     if (!isVersionDirName(e.name)) {
@@ -265,6 +270,7 @@ export async function scanModel(repo: string, name: string): Promise<ModelLayout
     layout.versions.push({ name: e.name, dir: p, version: Number(e.name), entries });
   }
   layout.subdirs.sort();
+  layout.topFiles.sort();
   layout.ignoredDirs.sort();
   layout.versions.sort((a, b) => a.version - b.version);
   return layout;

@@ -14,7 +14,17 @@ import { ModelFileError, listModelFiles } from "./model-files.js";
 import type { ModelConfigJson } from "./model-config.js";
 import { modelNameProblem, servableName, shownName } from "./model-name.js";
 import { parseModelConfig } from "./parse.js";
-import { type LintOptions, type ModelContext, Reporter, checkModel, checkRuntimeBackend } from "./rules.js";
+import { RUNTIME_FACTS } from "../runtimes/kinds.js";
+import {
+  type LintOptions,
+  type ModelContext,
+  Reporter,
+  checkModel,
+  checkRuntimeBackend,
+  inferBackendFromLayout,
+  topLevelModelFiles,
+  versionConfigs,
+} from "./rules.js";
 
 export type { LintOptions } from "./rules.js";
 export type { ModelConfigJson } from "./model-config.js";
@@ -95,6 +105,82 @@ async function checkModelFiles(layout: ModelLayout, reporter: Reporter): Promise
   }
 }
 
+/**
+ * A model folder without config.pbtxt, as Triton 2.51 takes it (measured, see
+ * test/repo/agreement-cases.ts): with auto-complete on it completes a config from the first
+ * version folder's model file, and without a version folder or a model file it recognises it
+ * refuses the model ("Could not determine backend"). A config.pbtxt inside a version folder is
+ * never read. Returns why it cannot load here when the runtime lacks the backend Triton infers.
+ */
+function checkWithoutConfig(layout: ModelLayout, options: LintOptions, reporter: Reporter): string | undefined {
+  const { name } = layout;
+  const rel = (p: string) => path.relative(path.dirname(layout.dir), p);
+  const top = rel(layout.configFile);
+  const misplaced = versionConfigs(layout);
+  if (misplaced.length > 0) {
+    const first = path.join(misplaced[0]!.dir, CONFIG_FILE);
+    reporter.error(
+      "config-in-version-folder",
+      { line: 1, column: 1, offset: 0 },
+      `${rel(first)} is inside a version folder, where Triton never reads a config: it reads only ${top}, so model '${name}' has no config`,
+      misplaced.length === 1
+        ? `Move it to ${top}; the version folder keeps only the model files.`
+        : `Triton reads one config for every version: move the one you mean to ${top} and delete the others (${misplaced
+            .slice(1)
+            .map((v) => rel(path.join(v.dir, CONFIG_FILE)))
+            .join(", ")}).`,
+      first,
+    );
+    return undefined;
+  }
+  if (layout.versions.length === 0) {
+    const stray = topLevelModelFiles(layout);
+    const v1 = path.join(layout.dir, "1");
+    reporter.error(
+      "version-missing",
+      undefined,
+      stray.length > 0
+        ? `model '${name}' has no ${CONFIG_FILE} and no version folder: ${stray.join(", ")} at the top of the folder is never read, so Triton cannot tell what runs it ("Could not determine backend")`
+        : `model '${name}' has no ${CONFIG_FILE} and no version folder, so Triton cannot tell what runs it ("Could not determine backend")`,
+      `Put the model file in a numbered version folder (${rel(path.join(v1, stray[0] ?? "model.py"))}) and write ${top} beside it (\`triton-dev init\` scaffolds one).`,
+      layout.dir,
+    );
+    return undefined;
+  }
+  const inferred = inferBackendFromLayout(layout);
+  if (!inferred) {
+    const first = layout.subdirs[0]!;
+    reporter.error(
+      "backend-missing",
+      undefined,
+      `model '${name}' has no ${CONFIG_FILE} and its first sub-folder '${first}' holds no model file Triton recognises, so Triton cannot tell what runs it ("Could not determine backend")`,
+      `Write ${top} naming its backend (\`triton-dev init\` scaffolds a python one), or put the model file in ${rel(path.join(layout.dir, first))}/ under its default name (model.py, model.onnx, model.plan, model.pt).`,
+      layout.dir,
+    );
+    return undefined;
+  }
+  const facts = options.runtime ? RUNTIME_FACTS[options.runtime] : undefined;
+  if (facts && !facts.backends.includes(inferred.backend)) {
+    const { message, hint } = facts.missingBackend(inferred.backend);
+    reporter.warning(
+      "backend-unavailable",
+      undefined,
+      `model '${name}' has no ${CONFIG_FILE}; Triton infers backend '${inferred.backend}' from ${inferred.from}, and ${message}`,
+      hint,
+      layout.dir,
+    );
+    return `needs the ${inferred.backend} backend, not in the ${options.runtime} runtime`;
+  }
+  reporter.warning(
+    "config-missing",
+    undefined,
+    `model '${name}' has no ${CONFIG_FILE}`,
+    `Triton will try to complete a configuration from the model files; write ${top} to be sure of what it serves (\`triton-dev init\` scaffolds one).`,
+    layout.dir,
+  );
+  return undefined;
+}
+
 /** Enough to see what is wrong; a model with a thousand dangling links is reported by its first. */
 const MAX_FILE_PROBLEMS = 20;
 
@@ -129,13 +215,14 @@ async function analyseLayout(
         layout.configReadError.hint,
       );
     } else {
-      reporter.warning(
-        "config-missing",
-        undefined,
-        `model '${name}' has no ${CONFIG_FILE}`,
-        `Triton will try to complete a configuration from the model files; write ${path.join(name, CONFIG_FILE)} to be sure of what it serves (\`triton-dev init\` scaffolds one).`,
-        layout.dir,
-      );
+      const unavailable = checkWithoutConfig(layout, options, reporter);
+      return {
+        name,
+        layout,
+        reporter,
+        errorCount: countBySeverity(reporter.diagnostics).errors,
+        ...(unavailable ? { unavailable } : {}),
+      };
     }
     return { name, layout, reporter, errorCount: countBySeverity(reporter.diagnostics).errors };
   }
@@ -149,7 +236,8 @@ async function analyseLayout(
     const ctx: ModelContext = { name, layout, parsed: result.parsed, options };
     await checkModel(ctx, reporter);
     const missingBackend = checkRuntimeBackend(ctx, reporter);
-    checkEnsembleGraph(result.parsed, reporter);
+    // Not an ensemble to Triton (see checkModel): its graph would only report consequences.
+    if (!reporter.hasError("ensemble-platform")) checkEnsembleGraph(result.parsed, reporter);
     // The same findings as those warnings, put as what stops the model here: the summary counts
     // it as not loading, and the ensembles that run it cannot load either.
     if (missingBackend) {
@@ -191,6 +279,7 @@ async function analyseRepository(
   const cyclic = checkEnsembleCycles(models, (n) => models.get(n)!.reporter);
   for (const name of ensembleOrder(models)) {
     const m = models.get(name)!;
+    if (m.reporter.hasError("ensemble-platform")) continue;
     checkEnsembleSteps(m.parsed!, name, models, m.reporter, cyclic);
     for (const [s, step] of ensembleSteps(m.parsed!.config).entries()) {
       const dep = models.get(step.modelName);

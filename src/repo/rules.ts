@@ -25,7 +25,7 @@ import {
   type ModelOutput,
   type ModelQueuePolicy,
 } from "./gen/model_config_pb.js";
-import { readUserText, type ModelLayout } from "./layout.js";
+import { CONFIG_FILE, readUserText, type ModelLayout, type VersionDir } from "./layout.js";
 import { modelNameProblem, servableName, shownName } from "./model-name.js";
 import type { ParsedConfig } from "./parse.js";
 import { SuggestionBudget, closest, quoteList } from "./suggest.js";
@@ -167,6 +167,9 @@ export async function checkModel(ctx: ModelContext, r: Reporter): Promise<void> 
   const c = ctx.parsed.config;
   checkName(ctx, r);
   checkPlatformBackend(ctx, r);
+  // Triton stops at this one (it cannot tell what runs the model), so every further check would
+  // only report what follows from it: tensors "missing" from an ensemble it does not see as one.
+  if (r.hasError("ensemble-platform")) return;
   if (c.maxBatchSize < 0) {
     r.error(
       "max-batch-size-negative",
@@ -282,8 +285,11 @@ function checkPlatformBackend(ctx: ModelContext, r: Reporter): void {
       "ensemble_scheduling",
       platform
         ? `ensemble_scheduling needs platform 'ensemble', but platform is '${platform}'`
-        : 'ensemble_scheduling needs platform: "ensemble"',
-      backend ? 'Write platform: "ensemble" and delete the backend line.' : 'Add platform: "ensemble".',
+        : 'ensemble_scheduling without platform: "ensemble": Triton cannot tell what runs this model ("Could not determine backend")',
+      (backend ? 'Write platform: "ensemble" and delete the backend line.' : 'Add platform: "ensemble".') +
+        (c.input.length === 0 || c.output.length === 0
+          ? " An ensemble also declares the input and output tensors its steps read and write (input [ ... ], output [ ... ]), and needs a version folder (an empty 1/)."
+          : ""),
     );
     return;
   }
@@ -385,21 +391,42 @@ function checkPlatformBackend(ctx: ModelContext, r: Reporter): void {
 
 /** Triton's autofill guesses a backend from the first sub-folder's files when the config names none. */
 function inferBackendFromFiles(ctx: ModelContext): { backend: string; from: string } | undefined {
-  const first = ctx.layout.subdirs[0];
+  return inferBackendFromLayout(ctx.layout);
+}
+
+/** The model files core's autofill recognises in a version folder, in the order it tries them. */
+const AUTOFILL_FILES: Array<[string, string]> = [
+  ["model.plan", "tensorrt"],
+  ["model.onnx", "onnxruntime"],
+  ["model.xml", "openvino"],
+  ["model.pt", "pytorch"],
+  ["model.py", "python"],
+];
+
+/** The backend Triton's autofill takes from the first sub-folder's files (it looks nowhere else). */
+export function inferBackendFromLayout(layout: ModelLayout): { backend: string; from: string } | undefined {
+  const first = layout.subdirs[0];
   if (first === undefined) return undefined;
-  const v = ctx.layout.versions.find((x) => x.name === first);
+  const v = layout.versions.find((x) => x.name === first);
   if (!v) return undefined;
-  const order: Array<[string, string]> = [
-    ["model.plan", "tensorrt"],
-    ["model.onnx", "onnxruntime"],
-    ["model.xml", "openvino"],
-    ["model.pt", "pytorch"],
-    ["model.py", "python"],
-  ];
-  for (const [file, backend] of order) {
+  for (const [file, backend] of AUTOFILL_FILES) {
     if (v.entries.has(file)) return { backend, from: `${first}/${file}` };
   }
   return undefined;
+}
+
+/**
+ * Files at the top of a model folder that look like model files (python code, or a name a backend
+ * loads): Triton reads model files only inside numbered version folders, so these are never read.
+ */
+export function topLevelModelFiles(layout: ModelLayout): string[] {
+  const known = new Set([...AUTOFILL_FILES.map(([f]) => f), "model.savedmodel", "model.graphdef", "model.bin"]);
+  return layout.topFiles.filter((f) => f.endsWith(".py") || known.has(f));
+}
+
+/** Version folders holding a config.pbtxt, which Triton never reads (it reads only the model folder's). */
+export function versionConfigs(layout: ModelLayout): VersionDir[] {
+  return layout.versions.filter((v) => v.entries.has(CONFIG_FILE) && !v.entries.get(CONFIG_FILE)!.isDir);
 }
 
 function checkIOs(ctx: ModelContext, r: Reporter): void {
@@ -1051,14 +1078,29 @@ async function checkVersions(ctx: ModelContext, r: Reporter): Promise<void> {
     );
   }
   const isEnsemble = c.platform === ENSEMBLE_PLATFORM;
+  for (const v of versionConfigs(layout)) {
+    r.warning(
+      "config-in-version-folder",
+      { line: 1, column: 1, offset: 0 },
+      `${rel(path.join(v.dir, CONFIG_FILE))} is never read: Triton reads one config for every version, ${rel(layout.configFile)}`,
+      `Move what it sets into ${rel(layout.configFile)} and delete it (a version folder holds only the model files).`,
+      path.join(v.dir, CONFIG_FILE),
+    );
+  }
   if (layout.versions.length === 0) {
+    const stray = topLevelModelFiles(layout);
+    const v1 = path.join(layout.dir, "1");
     r.error(
       "version-missing",
       undefined,
-      `model '${ctx.name}' has no version folder`,
+      stray.length > 0
+        ? `model '${ctx.name}' has no version folder: ${stray.join(", ")} at the top of the folder is never read, Triton loads model files only from numbered version folders ("at least one version must be available")`
+        : `model '${ctx.name}' has no version folder`,
       isEnsemble
-        ? `An ensemble still needs an (empty) version folder: create ${rel(path.join(layout.dir, "1"))}/.`
-        : `Create ${rel(path.join(layout.dir, "1"))}/ holding the model file.`,
+        ? `An ensemble still needs an (empty) version folder: create ${rel(v1)}/.`
+        : stray.length > 0
+          ? `Move ${stray.length === 1 ? "it" : "them"} into ${rel(v1)}/ (${rel(path.join(v1, stray[0]!))}); ${rel(layout.configFile)} stays where it is.`
+          : `Create ${rel(v1)}/ holding the model file.`,
     );
     return;
   }

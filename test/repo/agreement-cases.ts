@@ -589,6 +589,87 @@ export const CASES: Case[] = [
     ),
     lint: "accepted",
   },
+  // Layouts users write (issue 13). Measured on tritonserver 2.51 in explicit mode, as this harness runs it
+  // (--disable-auto-complete-config) and with auto-complete on, as `up` starts it for a model without config.pbtxt;
+  // the message below is this harness's, the other one is in the comment.
+  {
+    // Auto-complete on: READY, but with a config completed from model.py (no inputs or outputs), not the user's.
+    model: "layout_config_in_version",
+    files: {
+      "layout_config_in_version/1/config.pbtxt": pythonConfig("layout_config_in_version"),
+      "layout_config_in_version/1/model.py": ECHO_MODEL_PY,
+    },
+    lint: "config-in-version-folder",
+    triton: "layout_config_in_version/config.pbtxt: No such file or directory",
+  },
+  {
+    // Auto-complete on: READY with version 2 and a completed config, neither version's own.
+    model: "layout_version_configs",
+    files: {
+      "layout_version_configs/1/config.pbtxt": pythonConfig("layout_version_configs", ECHO_IO, 1),
+      "layout_version_configs/1/model.py": ECHO_MODEL_PY,
+      "layout_version_configs/2/config.pbtxt": pythonConfig("layout_version_configs", ECHO_IO, 2),
+      "layout_version_configs/2/model.py": ECHO_MODEL_PY,
+    },
+    lint: "config-in-version-folder",
+    triton: "layout_version_configs/config.pbtxt: No such file or directory",
+  },
+  {
+    // Auto-complete on: "Could not determine backend for model 'layout_py_only'" (it looks for 1/model.py).
+    model: "layout_py_only",
+    files: { "layout_py_only/model.py": ECHO_MODEL_PY, "layout_py_only/utils.py": "X = 1\n" },
+    lint: "version-missing",
+    triton: "layout_py_only/config.pbtxt: No such file or directory",
+  },
+  {
+    model: "layout_py_top_level",
+    files: {
+      "layout_py_top_level/config.pbtxt": pythonConfig("layout_py_top_level"),
+      "layout_py_top_level/model.py": ECHO_MODEL_PY,
+    },
+    lint: "version-missing",
+    triton: "at least one version must be available under the version policy of model 'layout_py_top_level'",
+  },
+  {
+    // Measured: the versions are counted before the backend is looked for, so the local runtime's missing
+    // onnxruntime backend does not change the answer (docker's image, which has it, gives the same by that order).
+    model: "layout_onnx_top_level",
+    files: {
+      "layout_onnx_top_level/config.pbtxt": `name: "layout_onnx_top_level"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n${ECHO_IO}`,
+      "layout_onnx_top_level/model.onnx": "onnx",
+    },
+    lint: "version-missing",
+    triton: "at least one version must be available under the version policy of model 'layout_onnx_top_level'",
+  },
+  {
+    // Auto-complete on (as `up` starts it for this model): "unable to find backend library for backend
+    // 'onnxruntime'", measured. With the onnxruntime backend (docker) Triton's documented autofill would take the
+    // backend from 1/model.onnx and have the backend complete the config from the file; not run here (no
+    // onnxruntime backend locally), so lint only says the local runtime cannot load it.
+    model: "layout_onnx_no_config",
+    files: { "layout_onnx_no_config/1/model.onnx": "onnx" },
+    lint: "backend-unavailable",
+    triton: "layout_onnx_no_config/config.pbtxt: No such file or directory",
+  },
+  {
+    // Auto-complete on: the same message.
+    model: "ens_scheduling_only",
+    files: {
+      "ens_scheduling_only/config.pbtxt": `name: "ens_scheduling_only"\nensemble_scheduling {\n${echoStep}}\n`,
+    },
+    lint: "ensemble-platform",
+    triton: "Could not determine backend for model 'ens_scheduling_only'",
+  },
+  {
+    // A config.pbtxt in a version folder beside the model's own is ignored: Triton serves the top one.
+    model: "layout_version_config_ignored",
+    files: {
+      "layout_version_config_ignored/config.pbtxt": pythonConfig("layout_version_config_ignored"),
+      "layout_version_config_ignored/1/config.pbtxt": pythonConfig("layout_version_config_ignored", ECHO_IO, 1),
+      "layout_version_config_ignored/1/model.py": ECHO_MODEL_PY,
+    },
+    lint: "accepted",
+  },
   // Accepted by Triton, so lint reports at most warnings
   { model: "ens_ok", files: ens("ens_ok", echoStep), lint: "accepted" },
   {

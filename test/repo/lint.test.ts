@@ -278,3 +278,109 @@ describe("the model-file rule (repo/model-files.ts) in lint", () => {
     expect(r.models.find((m) => m.name === "loop")!.diagnostics[0]!.message).toContain("loops");
   });
 });
+
+describe("layouts users write (issue 13): Triton's verdict, and where the file should go", () => {
+  const local: LintOptions = { runtime: "local", gpuAvailable: false };
+  async function lintOne(files: Record<string, string>, model: string, options: LintOptions = local) {
+    const repo = await tempRepo();
+    await writeFiles(repo, files);
+    const r = await lintRepository(repo, options);
+    const m = r.models.find((x) => x.name === model)!;
+    const rel = (p: string) => path.relative(repo, p);
+    return { m, rel, lines: m.diagnostics.map((d) => `${d.severity} ${d.code} ${rel(d.file)}: ${d.hint}`) };
+  }
+
+  it("a config.pbtxt inside the version folder: one error on that file, saying to move it up", async () => {
+    const { m, lines } = await lintOne({ "m/1/config.pbtxt": pythonConfig("m"), "m/1/model.py": ECHO_MODEL_PY }, "m");
+    expect(m.wouldLoad).toBe(false);
+    expect(lines).toEqual([
+      "error config-in-version-folder m/1/config.pbtxt: Move it to m/config.pbtxt; the version folder keeps only the model files.",
+    ]);
+  });
+
+  it("configs in several version folders and none at the top: the error names each of them", async () => {
+    const { m, lines } = await lintOne(
+      {
+        "m/1/config.pbtxt": pythonConfig("m", ECHO_IO, 1),
+        "m/1/model.py": ECHO_MODEL_PY,
+        "m/2/config.pbtxt": pythonConfig("m", ECHO_IO, 2),
+        "m/2/model.py": ECHO_MODEL_PY,
+      },
+      "m",
+    );
+    expect(m.wouldLoad).toBe(false);
+    expect(lines).toEqual([
+      "error config-in-version-folder m/1/config.pbtxt: Triton reads one config for every version: move the one you mean to m/config.pbtxt and delete the others (m/2/config.pbtxt).",
+    ]);
+  });
+
+  it("version configs beside the model's own: Triton serves the top one, each ignored file is a warning", async () => {
+    const { m, lines } = await lintOne(
+      {
+        "m/config.pbtxt": pythonConfig("m"),
+        "m/1/config.pbtxt": pythonConfig("m", ECHO_IO, 1),
+        "m/1/model.py": ECHO_MODEL_PY,
+      },
+      "m",
+    );
+    expect(m.wouldLoad).toBe(true);
+    expect(lines).toEqual([
+      "warning config-in-version-folder m/1/config.pbtxt: Move what it sets into m/config.pbtxt and delete it (a version folder holds only the model files).",
+    ]);
+  });
+
+  it("only *.py files, no version folder and no config: an error naming where the code goes", async () => {
+    const { m, lines } = await lintOne({ "m/model.py": ECHO_MODEL_PY, "m/utils.py": "X = 1\n" }, "m");
+    expect(m.wouldLoad).toBe(false);
+    expect(m.diagnostics[0]!.message).toContain("model.py, utils.py at the top of the folder is never read");
+    expect(lines).toEqual([
+      "error version-missing m: Put the model file in a numbered version folder (m/1/model.py) and write m/config.pbtxt beside it (`triton-dev init` scaffolds one).",
+    ]);
+  });
+
+  it.each([
+    ["model.py", pythonConfig("m")],
+    ["model.onnx", `name: "m"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n${ECHO_IO}`],
+  ])("%s beside config.pbtxt instead of in m/1/: an error saying to move it there", async (file, config) => {
+    const { m, lines } = await lintOne({ "m/config.pbtxt": config, [`m/${file}`]: "x" }, "m", { runtime: "docker" });
+    expect(m.wouldLoad).toBe(false);
+    expect(lines).toEqual([
+      `error version-missing m/config.pbtxt: Move it into m/1/ (m/1/${file}); m/config.pbtxt stays where it is.`,
+    ]);
+  });
+
+  it("no config with a non-python model file: the inferred backend, not in the local runtime", async () => {
+    const files = { "m/1/model.onnx": "onnx" };
+    const { m, lines } = await lintOne(files, "m");
+    expect(m).toMatchObject({
+      wouldLoad: false,
+      unavailable: "needs the onnxruntime backend, not in the local runtime",
+    });
+    expect(lines).toEqual([
+      "warning backend-unavailable m: Serve with --runtime docker (the NGC image has the standard backends), or wrap the model in a python backend model.",
+    ]);
+    // Docker's image has onnxruntime: Triton completes the config from the file.
+    expect((await lintOne(files, "m", { runtime: "docker" })).lines).toEqual([
+      expect.stringMatching(/^warning config-missing m: /),
+    ]);
+  });
+
+  it("no config and no model file Triton recognises: an error, not 'would load'", async () => {
+    const { m, lines } = await lintOne({ "m/1/weights.bin": "w" }, "m");
+    expect(m.wouldLoad).toBe(false);
+    expect(lines).toEqual([
+      expect.stringMatching(/^error backend-missing m: Write m\/config.pbtxt naming its backend/),
+    ]);
+  });
+
+  it("an ensemble written with only ensemble_scheduling: one error, the root cause with its fix", async () => {
+    const config = `name: "e"\nensemble_scheduling {\n  step [ { model_name: "m" model_version: -1 input_map { key: "INPUT0" value: "IN" } output_map { key: "OUTPUT0" value: "OUT" } } ]\n}\n`;
+    const { m } = await lintOne({ ...pythonModel("m"), "e/config.pbtxt": config }, "e");
+    expect(m.wouldLoad).toBe(false);
+    expect(summary(m.diagnostics)).toEqual([
+      'error ensemble-platform@2:1 ensemble_scheduling without platform: "ensemble": Triton cannot tell what runs this model ("Could not determine backend")',
+    ]);
+    expect(m.diagnostics[0]!.hint).toContain('Add platform: "ensemble".');
+    expect(m.diagnostics[0]!.hint).toContain("input [ ... ], output [ ... ]");
+  });
+});

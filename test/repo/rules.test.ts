@@ -210,7 +210,7 @@ describe("name, platform and backend", () => {
       (await lint(b)).diagnostics,
       "ensemble-platform",
       posOf(b, "ensemble_scheduling"),
-      "ensemble_scheduling needs platform",
+      'ensemble_scheduling without platform: "ensemble"',
     );
   });
 
