@@ -48,7 +48,12 @@ export async function statusAction(flags: { json: boolean }, ctx: CliContext): P
     );
     ctx.exitCode = 1;
   }
-  output.out(`ready     ${s.serverReady ? "yes" : "no (some model is not READY)"}`);
+  const r = s.readiness;
+  output.out(
+    `ready     ${r?.ready ? `yes: ${r.means}` : `no: ${r?.waitingFor.join("; ") || "Triton does not say it is ready"}`}`,
+  );
+  // Listed, not counted: each one's state and reason are in the table below.
+  if (r?.notServed.length) output.out(`          not served: ${r.notServed.join(", ")} (see REASON)`);
   const rows = [
     ["MODEL", "VERSION", "STATE", "REASON"],
     ...(s.models ?? []).map((m) => [m.name, m.version ?? "-", m.state, m.reason ?? ""]),

@@ -1,13 +1,33 @@
 import type { Paths } from "../config/paths.js";
 import { editsFile, type RunState } from "../state/run-state.js";
-import type { RepositoryIndexEntry } from "../triton/http-client.js";
+import type { RepositoryIndexEntry, TritonHttpClient } from "../triton/http-client.js";
 import fsp from "node:fs/promises";
 import { refusalSummary } from "../repo/diagnostics.js";
 import type { EditSummary } from "../reload/events.js";
-import { stagingLayout, toUserPaths } from "../reload/stage.js";
+import { explainIndex, tritonLogLines } from "../reload/load-reasons.js";
+import { servedModels } from "../reload/stage.js";
 import { urlHost } from "../net/url.js";
+import { userPathsOf } from "../state/staged-paths.js";
 import { clientForRun } from "../triton/http-client.js";
+import { READY_MEANS, runReadiness, type RunReadiness } from "../triton/run-readiness.js";
 import { currentRun, watcherOf, type Watcher } from "./current-run.js";
+
+export interface StatusModel {
+  name: string;
+  version?: string;
+  state: string;
+  reason?: string;
+  /** Whether triton-dev serves it; refused, skipped and withdrawn models are listed but not served. */
+  served: boolean;
+}
+
+/** The run's readiness (triton/run-readiness.ts), as status shows it. */
+export interface StatusReadiness extends RunReadiness {
+  /** What "ready" means, in words. */
+  means: string;
+  /** Models of the repository triton-dev does not serve (refused, skipped, failed): not counted. */
+  notServed: string[];
+}
 
 export interface StatusReport {
   running: boolean;
@@ -22,8 +42,10 @@ export interface StatusReport {
   logFile?: string;
   reload?: { mode: string; pollSecs: number };
   endpoints?: { http: string; grpc: string; metrics: string };
+  /** readiness.ready: the run is ready (see READY_MEANS); kept under this name for scripts. */
   serverReady?: boolean;
-  models?: Array<{ name: string; version?: string; state: string; reason?: string }>;
+  readiness?: StatusReadiness;
+  models?: StatusModel[];
   /** The last edit of each model since `up` (hot reload), with its timeline. */
   edits?: EditSummary[];
   /** Where the server runs, in the runtime's words (`pid 123`, `container NAME`, `kind cluster NAME`). */
@@ -95,19 +117,31 @@ export async function collectStatus(
   if (!run.alive) {
     return { ...base, problem: `${described.goneWhat} is no longer running; \`triton-dev down\` cleans up its record` };
   }
-  const client = clientForRun(s);
   try {
-    const [index, ready] = await Promise.all([client.repositoryIndex(), client.isReady()]);
-    const edits = await readEdits(s);
-    const models = index.map((e) => toModel(e, s));
+    const [served, edits] = await Promise.all([servedModels(s.runDir), readEdits(s)]);
+    const { readiness, index } = await readinessOf(s, served);
+    let models: StatusModel[] = (
+      await explainIndex(index, {
+        staged: served,
+        logLines: await tritonLogLines(s.logFile),
+        userPaths: userPathsOf(s),
+      })
+    ).map((e) => ({
+      name: e.name,
+      ...(e.version ? { version: e.version } : {}),
+      state: e.state ?? "UNKNOWN",
+      ...(e.reason ? { reason: e.reason } : {}),
+      served: served.includes(e.name),
+    }));
     // A model whose load failed with nothing earlier to serve is withdrawn from the served
-    // repository (so poll mode stops retrying it) and Triton may no longer list it: the reason
-    // is kept in its last edit.
+    // repository (so poll mode stops retrying it) and forgotten by Triton, which then no longer
+    // lists it, or briefly lists the placeholder that made it forget: its last edit says why.
     for (const e of edits) {
       if (!e.withdrawn || e.outcome !== "failed") continue;
-      const m = models.find((x) => x.name === e.model);
-      if (!m) models.push({ name: e.model, state: "UNAVAILABLE", ...(e.reason ? { reason: e.reason } : {}) });
-      else if (m.state !== "READY" && e.reason) m.reason = e.reason;
+      models = [
+        ...models.filter((x) => x.name !== e.model),
+        { name: e.model, state: "UNAVAILABLE", ...(e.reason ? { reason: e.reason } : {}), served: false },
+      ];
     }
     // Models `up` did not stage, until an edit of theirs says more.
     for (const n of s.notServed ?? []) {
@@ -118,27 +152,38 @@ export async function collectStatus(
         name: n.model,
         state: n.why === "skipped" ? "SKIPPED" : "REFUSED",
         reason: edit?.diagnostics?.length ? refusalSummary(edit.diagnostics, s.modelsDir) : n.reason,
+        served: false,
       });
     }
     models.sort((a, b) => a.name.localeCompare(b.name));
-    return { ...base, serverReady: ready, models, ...(edits.length ? { edits } : {}) };
+    const notServed = [...new Set(models.filter((m) => !m.served).map((m) => m.name))];
+    return {
+      ...base,
+      serverReady: readiness.ready,
+      readiness: { ...readiness, means: READY_MEANS, notServed },
+      models,
+      ...(edits.length ? { edits } : {}),
+    };
   } catch (err) {
     return { ...base, problem: `Triton did not answer: ${(err as Error).message}` };
   }
 }
 
-/** Reasons name files of the staging copy (a model.py traceback); shown as the user's paths. */
-function toModel(
-  e: RepositoryIndexEntry,
+/**
+ * Whether a run is ready (triton/run-readiness.ts): what it serves (its staging repository), and
+ * Triton's health and index. `status` and `up --detach` ask this; the dashboard the same function.
+ */
+export async function readinessOf(
   s: RunState,
-): { name: string; version?: string; state: string; reason?: string } {
-  const reason = e.reason ? toUserPaths(e.reason, stagingLayout(s.runDir), s.modelsDir) : undefined;
-  return {
-    name: e.name,
-    ...(e.version ? { version: e.version } : {}),
-    state: e.state ?? "UNKNOWN",
-    ...(reason ? { reason } : {}),
-  };
+  served?: string[],
+  client: TritonHttpClient = clientForRun(s),
+): Promise<{ readiness: RunReadiness; index: RepositoryIndexEntry[] }> {
+  const [index, tritonReady, names] = await Promise.all([
+    client.repositoryIndex(),
+    client.isReady(),
+    served ?? servedModels(s.runDir),
+  ]);
+  return { readiness: runReadiness({ live: true, tritonReady, served: names, index }), index };
 }
 
 async function readEdits(s: RunState): Promise<EditSummary[]> {
