@@ -6,8 +6,31 @@ import { ExitTracker } from "../../triton/log-lines.js";
 
 const log = rootLog.child("local");
 
-function groupAlive(pgid: number): boolean {
-  return signalReaches(-pgid);
+/**
+ * Some member of the group has not exited. Zombies do not count: a detached run's server has init
+ * for a parent, which may reap it only a second later (kill(2) still reaches a zombie).
+ */
+function groupAlive(pgid: number, procRoot = "/proc"): boolean {
+  if (!signalReaches(-pgid)) return false;
+  let entries: string[];
+  try {
+    entries = fs.readdirSync(procRoot);
+  } catch {
+    return true;
+  }
+  for (const e of entries) {
+    if (!/^\d+$/.test(e)) continue;
+    let stat: string;
+    try {
+      stat = fs.readFileSync(`${procRoot}/${e}/stat`, "utf8");
+    } catch {
+      continue;
+    }
+    // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+    const [state, , pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (Number(pgrp) === pgid && state !== "Z" && state !== "X") return true;
+  }
+  return false;
 }
 
 function signalGroup(pgid: number, signal: NodeJS.Signals): void {
