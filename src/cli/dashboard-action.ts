@@ -5,6 +5,8 @@ import type { SessionEvent } from "../session/events.js";
 import { followRunEvents, requestReload } from "../session/run-events.js";
 import { urlHost } from "../net/url.js";
 import { clientForRun } from "../triton/http-client.js";
+import { servedModels } from "../reload/stage.js";
+import { userPathsOf } from "../state/staged-paths.js";
 import { endpointsOf } from "../session/status.js";
 import { currentRun, runAlive } from "../session/current-run.js";
 import type { RunState } from "../state/run-state.js";
@@ -58,9 +60,12 @@ export async function dashboardAction(flags: DashboardFlags, ctx: CliContext): P
   });
   const monitoring = run.run.describe().monitoring;
   if (monitoring) bus.emit({ type: "monitoring", ...monitoring });
-  const models = await clientForRun(state)
-    .repositoryIndex()
-    .catch(() => []);
+  const userPaths = userPathsOf(state);
+  const models = (
+    await clientForRun(state)
+      .repositoryIndex()
+      .catch(() => [])
+  ).map((m) => (m.reason ? { ...m, reason: userPaths(m.reason) } : m));
   const urls = endpointsOf(state);
   const h = urlHost(state.host);
   const endpoints = {
@@ -100,6 +105,8 @@ export async function dashboardAction(flags: DashboardFlags, ctx: CliContext): P
     repositoryKey: state.repositoryKey,
     metricsUrl: urls.metrics,
     ...(state.detached ? { reload: (model: string) => void reloadDetached(state, model, bus) } : {}),
+    userPaths,
+    served: () => servedModels(state.runDir),
   });
 
   await new Promise<void>((resolve) => {

@@ -6,7 +6,8 @@ import type { CliContext } from "./output.js";
 export async function downAction(flags: { json: boolean }, ctx: CliContext): Promise<void> {
   const { output, env } = ctx;
   const paths = resolvePaths(env);
-  const r = await stopRun(paths, undefined, env);
+  // What a stop that takes a while waits for, on stderr so that --json stays one object.
+  const r = await stopRun(paths, undefined, env, (message) => output.err(message));
   if (flags.json) {
     const { stopped, stale } = r;
     output.out(

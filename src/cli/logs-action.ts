@@ -3,6 +3,7 @@ import { resolvePaths } from "../config/paths.js";
 import { UserError } from "../errors.js";
 import { followFile, tailLines } from "../state/log-file.js";
 import { currentRun, runAlive } from "../session/current-run.js";
+import { userPathsOf } from "../state/staged-paths.js";
 import type { CliContext } from "./output.js";
 
 /** `triton-dev logs`, loaded when the command runs. */
@@ -16,11 +17,13 @@ export async function logsAction(flags: { follow: boolean; lines: number }, ctx:
     });
   }
   const file = run.state.logFile;
-  for (const l of await tailLines(file, flags.lines, 4 * 1024 * 1024)) output.out(l);
+  // Triton names the staging copy of each model (a traceback's model.py); the user's files are shown.
+  const userPaths = userPathsOf(run.state);
+  for (const l of await tailLines(file, flags.lines, 4 * 1024 * 1024)) output.out(userPaths(l));
   if (!flags.follow) return;
   const size = fs.existsSync(file) ? fs.statSync(file).size : 0;
   await new Promise<void>((resolve) => {
-    const stopFollow = followFile(file, size, (l) => output.out(l));
+    const stopFollow = followFile(file, size, (l) => output.out(userPaths(l)));
     const finish = () => {
       stopFollow();
       clearInterval(check);

@@ -153,7 +153,7 @@ function formatEdit(e: Extract<SessionEvent, { type: "edit" }>): string | undefi
     case "failed":
       return `${head} failed to load: ${e.reason ?? "unknown reason"}`;
     case "removed":
-      return `${head} folder deleted; unloading`;
+      return `${head} folder deleted${e.reason ? ` (${e.reason})` : "; unloading"}`;
     case "unloaded":
       return `${head} unloaded ${secs(e.sinceSavedMs)} after the delete`;
   }

@@ -48,7 +48,12 @@ export async function statusAction(flags: { json: boolean }, ctx: CliContext): P
     );
     ctx.exitCode = 1;
   }
-  output.out(`ready     ${s.serverReady ? "yes" : "no (some model is not READY)"}`);
+  const r = s.readiness;
+  output.out(
+    `ready     ${r?.ready ? `yes: ${r.means}` : `no: ${r?.waitingFor.join("; ") || "Triton does not say it is ready"}`}`,
+  );
+  // Listed, not counted: each one's state and reason are in the table below.
+  if (r?.notServed.length) output.out(`          not served: ${r.notServed.join(", ")} (see REASON)`);
   if (s.foreignModels?.length) {
     output.err(
       `warning: Triton serves ${s.foreignModels.join(", ")}, which triton-dev did not load (not from ${s.modelsDir}): someone with the repository key loaded it through Triton's API. It is not hot-reloaded; \`triton-dev down\` stops it with the server.`,

@@ -8,6 +8,12 @@ import type { SessionEvent } from "../session/events.js";
 import { stripTritonPrefix, tailLines } from "../state/log-file.js";
 import { recordSupervisor, spawnSupervisor, waitForSupervisor } from "../session/supervisor.js";
 import { currentRun, watcherOf } from "../session/current-run.js";
+import { readinessOf } from "../session/status.js";
+import type { RunState } from "../state/run-state.js";
+import { userPathsOf } from "../state/staged-paths.js";
+import { servedModels } from "../reload/stage.js";
+import type { RepositoryIndexEntry } from "../triton/http-client.js";
+import { READY_MEANS } from "../triton/run-readiness.js";
 
 import { formatEvent, printEvents, type CliContext } from "./output.js";
 import { shouldOpenDashboard } from "../ui/mode.js";
@@ -64,6 +70,42 @@ async function restartedWatcher(flags: UpFlags, paths: Paths, ctx: CliContext): 
     `hot reload for the running Triton (${run.run.describe().where}) had stopped; its watcher runs again (pid ${pid}) and picks up your saves`,
   );
   return true;
+}
+
+/**
+ * What a detached `up` leaves behind, once its watcher has settled the first loads: ready or not
+ * (the exit code, the same answer as `status` and Triton's /v2/health/ready), and each model it
+ * does not serve with the reason.
+ */
+async function reportDetached(
+  state: RunState,
+  models: RepositoryIndexEntry[],
+  ctx: CliContext,
+  json: boolean,
+): Promise<void> {
+  const { output } = ctx;
+  const { readiness } = await readinessOf(state).catch(() => ({
+    readiness: { ready: false, waitingFor: ["Triton does not answer"] },
+  }));
+  const failed = [...new Set(models.filter((m) => m.state !== "READY").map((m) => m.name))].filter(
+    (n) => !models.some((m) => m.name === n && m.state === "READY"),
+  );
+  for (const name of failed) {
+    const why = models.find((m) => m.name === name && m.reason)?.reason ?? "Triton gave no reason";
+    output.err(`${name}: not served, it failed to load: ${why}; saving a fix loads it`);
+  }
+  // Skipped GPU models are expected on a machine without one: said once, on stdout, as `up` found them.
+  for (const n of state.notServed ?? [])
+    if (n.why === "refused") output.err(`${n.model}: not served, refused: ${n.reason}; saving a fix loads it`);
+  if (!readiness.ready) {
+    output.err(
+      `not ready: ${readiness.waitingFor.join("; ")}. Triton keeps running; see \`triton-dev status\`, stop it with \`triton-dev down\`.`,
+    );
+    ctx.exitCode = 1;
+  } else if (!json) {
+    output.out(`ready: ${READY_MEANS}`);
+    output.out("running in the background: `triton-dev status`, `triton-dev logs -f`, `triton-dev down`");
+  }
 }
 
 /** `triton-dev up`, loaded when the command runs (up-command.ts defines its flags). */
@@ -129,8 +171,6 @@ export async function upAction(flags: UpFlags, ctx: CliContext): Promise<void> {
   // From here the dashboard's frame tells the story; only how the run ends is replayed.
   started = true;
   replay.length = 0;
-  const notReady = session.models.filter((m) => m.state !== "READY").map((m) => m.name);
-  const failed = [...notReady, ...session.refused];
   if (flags.detach) {
     session.handle.release();
     const pid = spawnSupervisor(session.state, CLI_PATH, env);
@@ -140,21 +180,7 @@ export async function upAction(flags: UpFlags, ctx: CliContext): Promise<void> {
         `hot reload did not start for this detached run; see ${path.join(session.state.runDir, "supervisor.log")}. Triton itself is running.`,
       );
     }
-    if (failed.length > 0) {
-      output.err(
-        `${[
-          notReady.length ? `${notReady.length} model(s) failed to load: ${notReady.join(", ")}` : "",
-          session.refused.length ? `${session.refused.length} refused: ${session.refused.join(", ")}` : "",
-        ]
-          .filter(Boolean)
-          .join(
-            "; ",
-          )} (reasons above). The server keeps serving the others and reloads each model when you save a fix; stop it with \`triton-dev down\`.`,
-      );
-      ctx.exitCode = 1;
-    } else if (!flags.json) {
-      output.out("running in the background: `triton-dev status`, `triton-dev logs -f`, `triton-dev down`");
-    }
+    await reportDetached(session.state, session.models, ctx, flags.json);
     return;
   }
   // Signals are handled from here on, before hot reload starts and before anything says
@@ -213,6 +239,8 @@ export async function upAction(flags: UpFlags, ctx: CliContext): Promise<void> {
       repositoryKey: session.state.repositoryKey,
       metricsUrl: `http://${urlHost(session.state.host)}:${session.state.ports.metrics}/metrics`,
       reload: (model) => controller.reload(model),
+      userPaths: userPathsOf(session.state),
+      served: () => servedModels(session.state.runDir),
     });
   if (!flags.json && !dashboard && !stopping) output.out("serving; press Ctrl-C to stop");
   await ended;

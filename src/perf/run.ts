@@ -26,6 +26,7 @@ import {
 import { compareSweeps, diffSweeps, type ComparisonRow, type LevelDiff, type SweepResult } from "./report.js";
 import { breakdown, diffSnapshots, snapshotOf } from "./server-stats.js";
 import { GrpcTransport, HttpTransport, InferFailedError, type InferTransport, type Protocol } from "./transport.js";
+import { userPathsOf } from "../state/staged-paths.js";
 import { collectStatus } from "../session/status.js";
 import {
   planVariants,
@@ -242,7 +243,14 @@ function transportFactory(
 ): (maxConnections: number) => InferTransport {
   const parameters = withParameters ? requestParameters(o) : undefined;
   return (maxConnections) => {
-    const opts = { model: served, payloads, maxConnections, ...(parameters ? { parameters } : {}) };
+    const opts = {
+      model: served,
+      payloads,
+      maxConnections,
+      ...(parameters ? { parameters } : {}),
+      // Errors a model raises name the staged copy of its model.py: shown as the user's file.
+      ...(t.state ? { userPaths: userPathsOf(t.state) } : {}),
+    };
     return t.protocol === "grpc" ? new GrpcTransport(t.endpoint, opts) : new HttpTransport(t.host, t.port, opts);
   };
 }

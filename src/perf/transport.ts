@@ -67,6 +67,8 @@ export interface TransportOptions {
   maxConnections: number;
   /** Give up on a request after this long (client side). */
   requestTimeoutMs?: number;
+  /** Staged paths in Triton's error messages as the user's (state/staged-paths.ts userPathsOf). */
+  userPaths?: (text: string) => string;
 }
 
 const CONNECTION_WORDS: Record<string, string> = {
@@ -97,8 +99,10 @@ export class HttpTransport implements InferTransport {
   readonly endpoint: string;
   private readonly pool: KeepAliveHttpPool;
   private readonly requests: Buffer[];
+  private readonly said: (text: string) => string;
 
   constructor(host: string, port: number, o: TransportOptions) {
+    this.said = o.userPaths ?? ((t) => t);
     const hostHeader = `${urlHost(host)}:${port}`;
     this.endpoint = `http://${hostHeader}`;
     this.pool = new KeepAliveHttpPool(host, port, {
@@ -140,7 +144,7 @@ export class HttpTransport implements InferTransport {
     return {
       ok: false,
       ...timing,
-      error: { kind: `HTTP ${r.status}: ${clip(httpErrorMessage(r))}`, connection: false },
+      error: { kind: `HTTP ${r.status}: ${clip(this.said(httpErrorMessage(r)))}`, connection: false },
     };
   }
 
@@ -151,7 +155,8 @@ export class HttpTransport implements InferTransport {
     } catch (err) {
       throw new InferFailedError(`cannot reach Triton at ${this.endpoint}: ${(err as Error).message}`, true);
     }
-    if (r.status !== 200) throw new InferFailedError(`Triton answered ${r.status}: ${httpErrorMessage(r)}`, false);
+    if (r.status !== 200)
+      throw new InferFailedError(`Triton answered ${r.status}: ${this.said(httpErrorMessage(r))}`, false);
     const hl = responseHeader(r, "inference-header-content-length");
     return parseInferResponseBody(r.body, hl !== undefined ? Number(hl) : undefined);
   }
@@ -167,8 +172,10 @@ export class GrpcTransport implements InferTransport {
   private readonly client: TritonGrpcClient;
   private readonly requests: Buffer[];
   private readonly timeoutMs: number | undefined;
+  private readonly said: (text: string) => string;
 
   constructor(address: string, o: TransportOptions) {
+    this.said = o.userPaths ?? ((t) => t);
     this.endpoint = address;
     this.client = new TritonGrpcClient(address);
     this.timeoutMs = o.requestTimeoutMs;
@@ -192,7 +199,7 @@ export class GrpcTransport implements InferTransport {
         const kind =
           err.codeName === "UNAVAILABLE" && /ECONNREFUSED|No connection established|connect/i.test(err.details)
             ? "connection refused"
-            : `gRPC ${err.codeName}: ${clip(err.details)}`;
+            : `gRPC ${err.codeName}: ${clip(this.said(err.details))}`;
         return { ok: false, latencyUs, sendUs: 0, recvUs: 0, error: { kind, connection } };
       }
       return {
@@ -211,7 +218,10 @@ export class GrpcTransport implements InferTransport {
       return TritonGrpcClient.decodeInferResponse(bytes);
     } catch (err) {
       if (err instanceof TritonGrpcError)
-        throw new InferFailedError(`Triton answered ${err.codeName}: ${err.details}`, err.codeName === "UNAVAILABLE");
+        throw new InferFailedError(
+          `Triton answered ${err.codeName}: ${this.said(err.details)}`,
+          err.codeName === "UNAVAILABLE",
+        );
       throw err;
     }
   }

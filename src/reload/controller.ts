@@ -5,13 +5,16 @@ import { UserError, describeCause, fsUserError } from "../errors.js";
 import { log as rootLog } from "../log/logger.js";
 import { writeFileAtomic } from "../state/atomic-write.js";
 import { followFile, stripTritonPrefix } from "../state/log-file.js";
-import { TritonHttpError, type TritonHttpClient } from "../triton/http-client.js";
+import { TritonHttpError, type RepositoryIndexEntry, type TritonHttpClient } from "../triton/http-client.js";
+import { loadOutcome } from "../triton/log-lines.js";
 import { autoCompleteOffDiagnostic, autoCompleteReason } from "../repo/auto-complete.js";
 import type { Diagnostic } from "../repo/diagnostics.js";
 import { lintModel, type LintOptions } from "../repo/lint.js";
 import { isModelDir, listModelDirs } from "../repo/layout.js";
 import { hashModelDir } from "../repo/model-files.js";
 import type { EditEvent, EditPhase, EditSummary } from "./events.js";
+import { forgetFailedLoad, versionsToForget } from "./forget.js";
+import { explainIndex, oneLine, stepFailed, tritonLogLines } from "./load-reasons.js";
 import { StagingError, stagingDiagnostics, type StagingRepository } from "./stage.js";
 import type { ModelChange, ModelWatcher } from "./watch.js";
 
@@ -37,6 +40,11 @@ export interface ReloadControllerOptions {
    * a model saved later that needs it is loaded with a warning saying so.
    */
   autoCompleteConfig?: boolean;
+  /**
+   * Staged paths in Triton's messages as the user's (state/staged-paths.ts userPathsOf, which also
+   * knows where a container sees the staging folder); default: the staging folder's own paths.
+   */
+  userPaths?: (text: string) => string;
   now?: () => number;
 }
 
@@ -63,11 +71,15 @@ export class ReloadController {
    * repository, with the hash of the content that failed (to notice a fix saved meanwhile).
    */
   private readonly withdrawn = new Map<string, string | undefined>();
+  /** Withdrawn models whose failed load Triton could not be made to forget yet, with its versions. */
+  private readonly remembered = new Map<string, string[]>();
   private readonly summaries = new Map<string, EditSummary>();
   /** Models whose next run reloads even when their files match what is served. */
   private readonly forced = new Set<string>();
   private readonly now: () => number;
   private closed = false;
+  /** The last write of the edits file (see emit). */
+  private recording: Promise<void> = Promise.resolve();
 
   constructor(private readonly o: ReloadControllerOptions) {
     this.now = o.now ?? Date.now;
@@ -76,16 +88,27 @@ export class ReloadController {
   /**
    * Record what `up` staged and Triton loaded, so later edits know the last good version. A
    * model whose first load failed has no version to fall back on: it is withdrawn from the
-   * served repository (in poll mode Triton would otherwise retry it at every poll, forever) and
-   * reported once with Triton's reason; saving a fix loads it.
+   * served repository (in poll mode Triton would otherwise retry it at every poll, forever),
+   * reported once with Triton's reason (from its log when the index has none), and forgotten by
+   * Triton (reload/forget.ts) so that its readiness counts only what is served; saving a fix
+   * loads it.
    */
-  async adopt(loaded: Array<{ name: string; state?: string; reason?: string }>): Promise<void> {
-    const index = await this.settled(loaded);
+  async adopt(loaded: RepositoryIndexEntry[]): Promise<void> {
+    const settled = await this.settled(loaded);
+    const staged = this.o.staging.names();
+    const index = await explainIndex(settled, {
+      staged,
+      logLines: await tritonLogLines(this.o.logFile),
+      userPaths: (t) => this.userPaths(t),
+      fallback: stepFailed(
+        this.o.staging,
+        staged.filter((x) => !settled.some((m) => m.name === x && m.state === "READY")),
+      ),
+    });
     // The index lists every version Triton knows of; a model serves when one of them is READY.
-    const names = [...new Set(index.map((m) => m.name))].filter((n) => this.o.staging.has(n));
     const serving = (n: string) => index.some((m) => m.name === n && m.state === "READY");
-    const failed = names.filter((n) => !serving(n));
-    for (const name of names) {
+    const forgets: Array<Promise<unknown>> = [];
+    for (const name of staged) {
       const g = this.o.staging.current(name)!;
       const dir = this.o.staging.snapshotDir(name, g);
       const h = await hashModelDir(dir);
@@ -94,8 +117,11 @@ export class ReloadController {
         this.lastGood.set(name, g);
         continue;
       }
-      const why = index.find((m) => m.name === name && m.reason)?.reason;
-      const reason = why ? oneLine(this.userPaths(why)) : await this.noReason(dir, failed);
+      const reason = index.find((m) => m.name === name && m.reason)!.reason!;
+      const versions = versionsToForget(
+        index.filter((m) => m.name === name).map((m) => m.version),
+        await versionFolders(dir),
+      );
       await this.withdraw(name, h);
       const at = this.now();
       this.emit({
@@ -108,7 +134,9 @@ export class ReloadController {
         reason: `${reason}; not loaded until a fix is saved`,
         withdrawn: true,
       });
+      forgets.push(this.forget(name, versions));
     }
+    await Promise.all(forgets);
   }
 
   /**
@@ -128,26 +156,34 @@ export class ReloadController {
     return current;
   }
 
-  /**
-   * Triton gives no reason for a model it did not try: an ensemble whose step model failed. Name
-   * that model when the staged config runs one of those that failed.
-   */
-  private async noReason(dir: string, failed: string[]): Promise<string> {
-    const config = await fsp.readFile(path.join(dir, "config.pbtxt"), "utf8").catch(() => "");
-    const runs = failed.filter((f) =>
-      new RegExp(`model_name\\s*:\\s*"${f.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}"`).test(config),
-    );
-    return runs.length ? `it runs ${runs.join(", ")}, which failed to load` : "Triton did not load it";
-  }
-
   /** Take a model out of the served repository after a load that left nothing to serve. */
   private async withdraw(model: string, failedHash: string | undefined): Promise<void> {
     await this.o.staging.remove(model);
     this.lastGood.delete(model);
     this.servedHash.delete(model);
     this.withdrawn.set(model, failedHash);
-    // Explicit mode never retries on its own; unloading clears what the failed load left.
-    if (this.o.mode === "explicit") await this.o.client.unloadModel(model).catch(() => {});
+  }
+
+  /**
+   * Have Triton forget the failed load of a model no longer served (reload/forget.ts); a model
+   * Triton still remembers is tried again when its folder is deleted.
+   */
+  private async forget(model: string, versions: string[]): Promise<void> {
+    const ok = await forgetFailedLoad(
+      {
+        client: this.o.client,
+        staging: this.o.staging,
+        mode: this.o.mode,
+        pollSecs: this.o.pollSecs,
+        logFile: this.o.logFile,
+        loadTimeoutMs: this.o.loadTimeoutMs ?? 120_000,
+        closed: () => this.closed,
+      },
+      model,
+      versions,
+    );
+    if (ok) this.remembered.delete(model);
+    else this.remembered.set(model, versions);
   }
 
   async start(): Promise<void> {
@@ -212,6 +248,7 @@ export class ReloadController {
       this.stopListening = undefined;
       await this.o.watcher.close();
       await this.idle();
+      await this.recording;
     })();
     return this.closing;
   }
@@ -264,9 +301,12 @@ export class ReloadController {
     this.summaries.set(e.model, s);
     this.o.bus.emit(e);
     if (this.o.editsFile) {
-      void writeFileAtomic(this.o.editsFile, JSON.stringify(this.summary(), null, 2) + "\n", 0o644).catch((err) =>
-        log.warn("could not record edits", { error: String(err) }),
-      );
+      // One write at a time, each of the summary as it is then: two phases in a row (removed,
+      // unloaded) must not land out of order and leave the earlier one in the file.
+      const file = this.o.editsFile;
+      this.recording = this.recording
+        .then(() => writeFileAtomic(file, JSON.stringify(this.summary(), null, 2) + "\n", 0o644))
+        .catch((err) => log.warn("could not record edits", { error: String(err) }));
     }
   }
 
@@ -308,8 +348,16 @@ export class ReloadController {
     const dir = path.join(this.o.modelsDir, model);
     // Gone, or no longer a model folder (a link now pointing at a file or nowhere): the same to Triton.
     if (!(await isModelDir(this.o.modelsDir, model))) {
-      this.withdrawn.delete(model);
-      if (!this.o.staging.has(model)) return;
+      const wasWithdrawn = this.withdrawn.delete(model);
+      if (!this.o.staging.has(model)) {
+        // Nothing served: a model withdrawn after a failed load (Triton has forgotten it, or is
+        // asked again now), or one lint refused. Either way the deletion ends here.
+        phase("removed", wasWithdrawn ? {} : { reason: "it was not served: nothing to unload" });
+        const versions = this.remembered.get(model);
+        if (wasWithdrawn && versions) await this.forget(model, versions);
+        if (wasWithdrawn) phase("unloaded");
+        return;
+      }
       await this.o.staging.remove(model);
       this.lastGood.delete(model);
       this.servedHash.delete(model);
@@ -397,8 +445,13 @@ export class ReloadController {
       this.servedHash.delete(model);
       phase("failed", { reason: `${reason}; the last good version keeps serving` });
     } else {
+      const versions = versionsToForget(
+        (await this.o.client.repositoryIndex().catch(() => [])).filter((m) => m.name === model).map((m) => m.version),
+        await versionFolders(this.o.staging.snapshotDir(model, generation)),
+      );
       await this.withdraw(model, hash);
       phase("failed", { reason: `${reason}; not loaded until a fix is saved`, withdrawn: true });
+      await this.forget(model, versions);
     }
   }
 
@@ -419,7 +472,6 @@ export class ReloadController {
   private watchLog(model: string, from: number): Promise<{ ok: true } | { ok: false; reason: string }> {
     const timeout = this.o.loadTimeoutMs ?? 120_000;
     const deadline = this.now() + timeout + this.o.pollSecs * 1000;
-    const q = `'${model}'`;
     return new Promise((resolve) => {
       let done = false;
       const finish = (r: { ok: true } | { ok: false; reason: string }) => {
@@ -433,11 +485,16 @@ export class ReloadController {
         this.o.logFile,
         from,
         (raw) => {
-          const line = stripTritonPrefix(raw);
-          if (line.includes(`successfully loaded ${q}`)) finish({ ok: true });
-          else if (line.includes(`failed to load ${q}`) || line.includes(`Poll failed for model directory ${q}`)) {
-            finish({ ok: false, reason: this.userPaths(line.replace(/\\n/g, " ").replace(/\\"/g, '"')) });
-          }
+          const outcome = loadOutcome(stripTritonPrefix(raw), model);
+          if (outcome?.ok) finish(outcome);
+          // The per-version line, which carries the reason, comes before the summary, which does not.
+          else if (outcome)
+            finish({
+              ok: false,
+              reason: outcome.reason
+                ? oneLine(this.userPaths(outcome.reason))
+                : "Triton failed to load it and logged no reason (`triton-dev logs` shows its log)",
+            });
         },
         // The save -> READY latency includes this delay; a stat every 20 ms while one load is
         // pending costs nothing.
@@ -452,7 +509,7 @@ export class ReloadController {
 
   /** Triton names files in the staging copy; point the user at their own files instead. */
   private userPaths(text: string): string {
-    return this.o.staging.userPaths(text, this.o.modelsDir);
+    return this.o.userPaths ? this.o.userPaths(text) : this.o.staging.userPaths(text, this.o.modelsDir);
   }
 
   private async readyVersion(model: string): Promise<string | undefined> {
@@ -474,9 +531,10 @@ export class ReloadController {
   }
 }
 
-/** Triton's multi-line reasons (a traceback) as one line, for the timeline and `status`. */
-function oneLine(text: string): string {
-  return text.replace(/\s*\n\s*/g, " ").trim();
+/** The numbered version folders of a staged snapshot. */
+async function versionFolders(dir: string): Promise<string[]> {
+  const entries = await fsp.readdir(dir, { withFileTypes: true }).catch(() => []);
+  return entries.filter((e) => e.isDirectory() && /^\d+$/.test(e.name)).map((e) => e.name);
 }
 
 function fileSize(f: string): number {

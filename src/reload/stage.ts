@@ -20,6 +20,8 @@ import { modelNameProblem, servableName, shownName } from "../repo/model-name.js
 
 export { ORIGINALS_DIR };
 
+import { stagingLayout, toUserPaths } from "../state/staged-paths.js";
+
 const log = rootLog.child("stage");
 
 /**
@@ -168,30 +170,8 @@ export interface PublishOptions {
   onEnvironment?: (what: string) => void;
 }
 
-/**
- * Rewrites paths into a staging repository (`<run>/repository/<model>/...`) or its snapshots
- * (`<run>/store/<model>@<generation>/...`) as the same paths in the user's repository: Triton's
- * messages (a model.py traceback, say) then name the file the user edits.
- */
-export function toUserPaths(text: string, staging: { repository: string; store: string }, sourceRepo: string): string {
-  const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-  const user = sourceRepo.endsWith(path.sep) ? sourceRepo : sourceRepo + path.sep;
-  return text
-    .split(staging.repository + path.sep)
-    .join(user)
-    .replace(
-      new RegExp(
-        `${escape(staging.store + path.sep)}([^${escape(path.sep)}\\s"']+)@\\d+(?=${escape(path.sep)}|["'\\s]|$)`,
-        "g",
-      ),
-      (_m, name: string) => user + name,
-    );
-}
-
-/** Where a run's staging repository and its snapshots live. */
-export function stagingLayout(runDir: string): { repository: string; store: string } {
-  return { repository: path.join(runDir, "repository"), store: path.join(runDir, "store") };
-}
+// One mapping of staged paths to the user's, shared with status, the dashboard and perf.
+export { stagingLayout, toUserPaths } from "../state/staged-paths.js";
 
 export interface StagingOptions {
   /** Run after a model is copied and before it becomes visible (e.g. precompiling model.py). */
@@ -200,6 +180,20 @@ export interface StagingOptions {
   environments?: ModelEnvironments;
   /** How much of a model is copied (repo/model-files.ts). */
   limits?: ModelFileLimits;
+}
+
+/**
+ * The models a run serves, read from its staging repository (from any process): each link to a
+ * snapshot generation. A model withdrawn after a failed load, or whose folder was deleted, has none.
+ */
+export async function servedModels(runDir: string): Promise<string[]> {
+  const { repository } = stagingLayout(runDir);
+  const names: string[] = [];
+  for (const e of await fsp.readdir(repository).catch(() => [] as string[])) {
+    const target = await fsp.readlink(path.join(repository, e)).catch(() => undefined);
+    if (target && /@\d+$/.test(target)) names.push(e);
+  }
+  return names.sort();
 }
 
 /**
@@ -437,6 +431,22 @@ export class StagingRepository {
       if (g === served || keep.includes(g)) continue;
       await fsp.rm(path.join(this.store, e), { recursive: true, force: true });
     }
+  }
+
+  /**
+   * Serve a placeholder under `name` (its files, relative to the model folder) until remove():
+   * poll mode's way of having Triton forget a failed load (reload/forget.ts). Its snapshot is no
+   * generation, so load() and servedModels() do not take it for the model's own.
+   */
+  async publishPlaceholder(name: string, files: Record<string, string>): Promise<void> {
+    const dir = path.join(this.store, `${name}@placeholder`);
+    await fsp.rm(dir, { recursive: true, force: true });
+    for (const [rel, text] of Object.entries(files)) {
+      await fsp.mkdir(path.dirname(path.join(dir, rel)), { recursive: true });
+      await fsp.writeFile(path.join(dir, rel), text);
+    }
+    await this.point(name, dir);
+    this.generations.delete(name);
   }
 
   private async point(name: string, target: string): Promise<void> {

@@ -83,7 +83,8 @@ export interface ServerHandle {
   readonly endpoints: Endpoints;
   /** Resolves when the server process exits, with its exit code or signal. */
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  stop(graceMs?: number): Promise<void>;
+  /** `onProgress`: what the stop waits for, when it takes longer than a second (the models still unloading). */
+  stop(graceMs?: number, onProgress?: (message: string) => void): Promise<void>;
   /** Let this CLI exit while the server keeps running (a detached run). */
   release(): void;
 }
@@ -163,8 +164,11 @@ export interface AttachedRun {
   describe(): RunDescription;
   /** Whether a new `up` of `kind` for `modelsDir` takes this (detached) run over instead of refusing. */
   handsOverTo(kind: RuntimeKind, modelsDir: string): boolean;
-  /** `down`: stop the server and remove what the run created (safe when it is already gone). */
-  stop(graceMs: number): Promise<StopReport>;
+  /**
+   * `down`: stop the server and remove what the run created (safe when it is already gone);
+   * `onProgress` as ServerHandle.stop's.
+   */
+  stop(graceMs: number, onProgress?: (message: string) => void): Promise<StopReport>;
   /** Resume the runtime's part of a detached run in the watcher process. */
   supervise(): Promise<Supervision>;
 }

@@ -55,6 +55,11 @@ export interface RuntimeFacts {
   missingBackend: (backend: string) => { message: string; hint: string };
   /** `up`'s flags it takes. */
   flags: readonly (keyof RuntimeFlags)[];
+  /**
+   * Where its Triton sees the run's staging repository and snapshot store, when not at their
+   * paths on this machine (a container's mounts): Triton's messages name these paths.
+   */
+  stagingSeenAs?: { repository: string; store: string };
 }
 
 export const RUNTIME_FACTS: Record<RuntimeKind, RuntimeFacts> = {
@@ -75,6 +80,8 @@ export const RUNTIME_FACTS: Record<RuntimeKind, RuntimeFacts> = {
       hint: "Use an image that contains this backend.",
     }),
     flags: ["image", "gpus", "shmSize", "monitoring"],
+    // The container's mounts (docker/settings.ts CONTAINER_REPOSITORY and CONTAINER_STORE).
+    stagingSeenAs: { repository: "/models", store: "/store" },
   },
   kind: {
     backends: NGC_BACKENDS,
@@ -83,6 +90,8 @@ export const RUNTIME_FACTS: Record<RuntimeKind, RuntimeFacts> = {
       hint: "Use an image that contains this backend.",
     }),
     flags: ["image", "gpus", "shmSize", "cluster", "keepCluster"],
+    // The pod mounts the whole run folder at /models (kind/settings.ts manifestOptions).
+    stagingSeenAs: { repository: "/models/repository", store: "/models/store" },
   },
 };
 

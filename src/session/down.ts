@@ -27,24 +27,31 @@ export async function stopRun(
   paths: Paths,
   graceMs = 15_000,
   env: NodeJS.ProcessEnv = process.env,
+  onProgress?: (message: string) => void,
 ): Promise<DownResult> {
   const run = await currentRun(paths, env);
   const result: DownResult = { leftovers: {}, leftoverLines: [] };
   terminateOurs(run?.state.supervisorPid, process.execPath);
-  if (run) {
-    const report = await run.run.stop(graceMs);
+  const stopping = run?.run.stop(graceMs, onProgress);
+  // The drivers the leftover search needs (dockerode among them) load while Triton unloads its
+  // models, begun once the stop has had a moment to signal the server.
+  const drivers = (stopping ? sleep(300) : Promise.resolve()).then(() => RUNTIME_KINDS.map((k) => loadDriver(k)));
+  if (run && stopping) {
+    const report = await stopping;
     if (run.alive) result.stopped = { state: run.state, report };
     else result.stale = { state: run.state, report };
     await removeRunState(paths);
   }
-  for (const kind of RUNTIME_KINDS) {
-    const left = await (await loadDriver(kind)).cleanup(graceMs, { paths, env });
+  const found = await Promise.all((await drivers).map(async (d) => (await d).cleanup(graceMs, { paths, env })));
+  for (const left of found) {
     Object.assign(result.leftovers, left.json);
     result.leftoverLines.push(...left.lines);
   }
   await pruneRuns(paths, 3);
   return result;
 }
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Keep the newest `keep` run folders (their logs help after a crash); remove the rest. */
 export async function pruneRuns(paths: Paths, keep: number): Promise<void> {

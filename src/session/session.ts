@@ -12,6 +12,7 @@ import { lintRepository, type LintOptions, type LintResult } from "../repo/lint.
 import { autoCompleteNeeds } from "../repo/auto-complete.js";
 import { listModelDirs, requireModelRepository } from "../repo/layout.js";
 import { ReloadController } from "../reload/controller.js";
+import { explainIndex, stepFailed, tritonLogLines } from "../reload/load-reasons.js";
 import { StagingError, StagingRepository, stagingDiagnostics } from "../reload/stage.js";
 import { RepositoryWatcher } from "../reload/watch.js";
 import type { PlannedRun, Ports, ReloadMode, RuntimeDriver, ServerHandle, StartOptions } from "../runtimes/driver.js";
@@ -20,6 +21,7 @@ import { chooseRuntime, loadDriver } from "../runtimes/registry.js";
 import { stripTritonPrefix, tailLines, tailLinesSync } from "../state/log-file.js";
 import { terminateOurs } from "../state/process.js";
 import { editsFile, removeRunState, writeRunState, type RunState } from "../state/run-state.js";
+import { userPathsOf } from "../state/staged-paths.js";
 import { acquireStartLock } from "../state/start-lock.js";
 import {
   clientForRun,
@@ -82,6 +84,7 @@ export function createController(
     lint,
     editsFile: editsFile(state),
     autoCompleteConfig: state.autoCompleteConfig !== false,
+    userPaths: userPathsOf(state),
   });
 }
 
@@ -445,7 +448,8 @@ async function startLocked(
     stopped ??= (async () => {
       bus.emit({ type: "stopping", reason });
       await controller?.close();
-      await handle.stop();
+      // Past a second, what the stop waits for (the models still unloading) is said.
+      await handle.stop(undefined, (message) => bus.emit({ type: "progress", runtime, step: "stop", message }));
       await removeRunState(paths);
       bus.emit({ type: "stopped" });
     })();
@@ -463,8 +467,18 @@ async function startLocked(
     await writeRunState(paths, state);
     const index = await waitUntilReady(client, o, folder.logFile, () => exitInfo, bus, startedAt, loads.describe);
     loads.stop();
-    // Triton names files of the staging copy in its reasons (a model.py traceback); point at the user's.
-    const models = index.map((m) => (m.reason ? { ...m, reason: staged.staging.userPaths(m.reason, modelsDir) } : m));
+    // Every model that did not load with Triton's reason (some are only in its log), naming the
+    // user's files, not the staging copy's.
+    const names = staged.staging.names();
+    const models = await explainIndex(index, {
+      staged: names,
+      logLines: await tritonLogLines(folder.logFile),
+      userPaths: userPathsOf(state),
+      fallback: stepFailed(
+        staged.staging,
+        names.filter((n) => !index.some((m) => m.name === n && m.state === "READY")),
+      ),
+    });
     bus.emit({ type: "ready", endpoints: handle.endpoints, models, elapsedMs: Date.now() - startedAt });
     const watch = async () => {
       controller = createController(state, staged.staging, bus, staged.lintOptions);

@@ -1,13 +1,35 @@
 import type { Paths } from "../config/paths.js";
 import { editsFile, type RunState } from "../state/run-state.js";
-import type { RepositoryIndexEntry } from "../triton/http-client.js";
+import type { RepositoryIndexEntry, TritonHttpClient } from "../triton/http-client.js";
 import fsp from "node:fs/promises";
 import { refusalSummary } from "../repo/diagnostics.js";
 import type { EditSummary } from "../reload/events.js";
-import { stagingLayout, toUserPaths } from "../reload/stage.js";
+import { explainIndex, tritonLogLines } from "../reload/load-reasons.js";
+import { servedModels } from "../reload/stage.js";
 import { urlHost } from "../net/url.js";
+import { userPathsOf } from "../state/staged-paths.js";
 import { clientForRun } from "../triton/http-client.js";
+import { READY_MEANS, runReadiness, type RunReadiness } from "../triton/run-readiness.js";
 import { currentRun, watcherOf, type Watcher } from "./current-run.js";
+
+export interface StatusModel {
+  name: string;
+  version?: string;
+  state: string;
+  reason?: string;
+  /** Whether triton-dev serves it; refused, skipped and withdrawn models are listed but not served. */
+  served: boolean;
+  /** Served by Triton but not loaded by triton-dev (see foreignModels). */
+  foreign?: boolean;
+}
+
+/** The run's readiness (triton/run-readiness.ts), as status shows it. */
+export interface StatusReadiness extends RunReadiness {
+  /** What "ready" means, in words. */
+  means: string;
+  /** Models of the repository triton-dev does not serve (refused, skipped, failed): not counted. */
+  notServed: string[];
+}
 
 export interface StatusReport {
   running: boolean;
@@ -22,8 +44,10 @@ export interface StatusReport {
   logFile?: string;
   reload?: { mode: string; pollSecs: number };
   endpoints?: { http: string; grpc: string; metrics: string };
+  /** readiness.ready: the run is ready (see READY_MEANS); kept under this name for scripts. */
   serverReady?: boolean;
-  models?: Array<{ name: string; version?: string; state: string; reason?: string; foreign?: boolean }>;
+  readiness?: StatusReadiness;
+  models?: StatusModel[];
   /**
    * Models Triton serves that triton-dev never staged: loaded through the repository API by
    * someone else (with the key), so not from the models folder and not hot-reloaded.
@@ -100,19 +124,31 @@ export async function collectStatus(
   if (!run.alive) {
     return { ...base, problem: `${described.goneWhat} is no longer running; \`triton-dev down\` cleans up its record` };
   }
-  const client = clientForRun(s);
   try {
-    const [index, ready] = await Promise.all([client.repositoryIndex(), client.isReady()]);
-    const edits = await readEdits(s);
-    const models: NonNullable<StatusReport["models"]> = index.map((e) => toModel(e, s));
+    const [served, edits] = await Promise.all([servedModels(s.runDir), readEdits(s)]);
+    const { readiness, index } = await readinessOf(s, served);
+    let models: StatusModel[] = (
+      await explainIndex(index, {
+        staged: served,
+        logLines: await tritonLogLines(s.logFile),
+        userPaths: userPathsOf(s),
+      })
+    ).map((e) => ({
+      name: e.name,
+      ...(e.version ? { version: e.version } : {}),
+      state: e.state ?? "UNKNOWN",
+      ...(e.reason ? { reason: e.reason } : {}),
+      served: served.includes(e.name),
+    }));
     // A model whose load failed with nothing earlier to serve is withdrawn from the served
-    // repository (so poll mode stops retrying it) and Triton may no longer list it: the reason
-    // is kept in its last edit.
+    // repository (so poll mode stops retrying it) and forgotten by Triton, which then no longer
+    // lists it, or briefly lists the placeholder that made it forget: its last edit says why.
     for (const e of edits) {
       if (!e.withdrawn || e.outcome !== "failed") continue;
-      const m = models.find((x) => x.name === e.model);
-      if (!m) models.push({ name: e.model, state: "UNAVAILABLE", ...(e.reason ? { reason: e.reason } : {}) });
-      else if (m.state !== "READY" && e.reason) m.reason = e.reason;
+      models = [
+        ...models.filter((x) => x.name !== e.model),
+        { name: e.model, state: "UNAVAILABLE", ...(e.reason ? { reason: e.reason } : {}), served: false },
+      ];
     }
     // Models `up` did not stage, until an edit of theirs says more.
     for (const n of s.notServed ?? []) {
@@ -123,22 +159,27 @@ export async function collectStatus(
         name: n.model,
         state: n.why === "skipped" ? "SKIPPED" : "REFUSED",
         reason: edit?.diagnostics?.length ? refusalSummary(edit.diagnostics, s.modelsDir) : n.reason,
+        served: false,
       });
     }
     // A model loaded with its own files (the load request's `file:` overrides) lives in a
     // folder of Triton's and is missing from the repository index; the statistics list it.
-    const stats = await client.modelStatistics().catch(() => ({ model_stats: [] }));
+    const stats = await clientForRun(s)
+      .modelStatistics()
+      .catch(() => ({ model_stats: [] }));
     for (const st of stats.model_stats) {
       const name = String(st.name ?? "");
       if (name && !models.some((m) => m.name === name))
-        models.push({ name, ...(st.version ? { version: String(st.version) } : {}), state: "READY" });
+        models.push({ name, ...(st.version ? { version: String(st.version) } : {}), state: "READY", served: false });
     }
     const foreign = await foreignModels(s, models, edits);
     for (const m of models) if (foreign.includes(m.name)) m.foreign = true;
     models.sort((a, b) => a.name.localeCompare(b.name));
+    const notServed = [...new Set(models.filter((m) => !m.served && !m.foreign).map((m) => m.name))];
     return {
       ...base,
-      serverReady: ready,
+      serverReady: readiness.ready,
+      readiness: { ...readiness, means: READY_MEANS, notServed },
       models,
       ...(foreign.length ? { foreignModels: foreign } : {}),
       ...(edits.length ? { edits } : {}),
@@ -148,18 +189,21 @@ export async function collectStatus(
   }
 }
 
-/** Reasons name files of the staging copy (a model.py traceback); shown as the user's paths. */
-function toModel(
-  e: RepositoryIndexEntry,
+/**
+ * Whether a run is ready (triton/run-readiness.ts): what it serves (its staging repository), and
+ * Triton's health and index. `status` and `up --detach` ask this; the dashboard the same function.
+ */
+export async function readinessOf(
   s: RunState,
-): { name: string; version?: string; state: string; reason?: string } {
-  const reason = e.reason ? toUserPaths(e.reason, stagingLayout(s.runDir), s.modelsDir) : undefined;
-  return {
-    name: e.name,
-    ...(e.version ? { version: e.version } : {}),
-    state: e.state ?? "UNKNOWN",
-    ...(reason ? { reason } : {}),
-  };
+  served?: string[],
+  client: TritonHttpClient = clientForRun(s),
+): Promise<{ readiness: RunReadiness; index: RepositoryIndexEntry[] }> {
+  const [index, tritonReady, names] = await Promise.all([
+    client.repositoryIndex(),
+    client.isReady(),
+    served ?? servedModels(s.runDir),
+  ]);
+  return { readiness: runReadiness({ live: true, tritonReady, served: names, index }), index };
 }
 
 /**

@@ -76,6 +76,17 @@ export interface TritonHttpClientOptions {
   timeoutMs?: number;
 }
 
+/**
+ * Triton's shutdown waits (up to --exit-timeout-secs) for open HTTP connections, and fetch keeps
+ * idle ones for seconds: clients that talk to Triton now and then (the dashboard's polls, a stop's
+ * look at what is loaded) close theirs instead.
+ */
+export const closingFetch: typeof fetch = (input, init) => {
+  const headers = new Headers(init?.headers);
+  headers.set("connection", "close");
+  return fetch(input, { ...init, headers });
+};
+
 /** The header that carries the key unlocking a run's model-repository API (the key itself is per run). */
 export const REPOSITORY_KEY_HEADER = "triton-dev-key";
 

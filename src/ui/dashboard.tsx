@@ -2,7 +2,7 @@ import { render, type Instance } from "ink";
 import type { EventBus } from "../events/bus.js";
 import { MetricsScraper, type ScrapeState } from "../metrics/scraper.js";
 import type { SessionEvent } from "../session/events.js";
-import { TritonHttpClient } from "../triton/http-client.js";
+import { closingFetch, TritonHttpClient } from "../triton/http-client.js";
 import { App } from "./components/app.js";
 import { followTritonLog } from "./controllers/log-feed.js";
 import { PerfRunner, type QuickCheck, type RunPerf } from "./controllers/perf-runner.js";
@@ -42,6 +42,10 @@ export interface DashboardTarget {
   metricsUrl: string;
   /** The reload controller's entry point for `r`; absent until hot reload runs. */
   reload?: (model: string) => void;
+  /** Staged paths in Triton's messages as the user's (state/staged-paths.ts userPathsOf). */
+  userPaths?: (text: string) => string;
+  /** The models the run serves, for "ready" (reload/stage.ts servedModels). */
+  served?: () => Promise<string[]>;
 }
 
 export interface Dashboard {
@@ -58,16 +62,6 @@ export interface Dashboard {
   /** Stop every controller, unmount, and give the terminal back as it was. */
   close(): Promise<void>;
 }
-
-/**
- * Triton's shutdown waits (up to --exit-timeout-secs) for open HTTP connections, and fetch keeps
- * idle ones for seconds: the dashboard's polls, a few a second at most, close theirs instead.
- */
-export const closingFetch: typeof fetch = (input, init) => {
-  const headers = new Headers(init?.headers);
-  headers.set("connection", "close");
-  return fetch(input, { ...init, headers });
-};
 
 const HISTORY_REDRAW_MS = 20_000;
 
@@ -92,7 +86,7 @@ export function openDashboard(o: DashboardOptions): Dashboard {
   stops.push(
     o.bus.on((e) => {
       store.update((s) => applySessionEvent({ ...s, now: now() }, e));
-      if (e.type === "starting" && !stopLog) stopLog = followTritonLog(store, e.logFile);
+      if (e.type === "starting" && !stopLog) stopLog = followTritonLog(store, e.logFile, 500, () => target?.userPaths);
     }),
   );
   const clock = setInterval(() => {
@@ -184,12 +178,25 @@ export function openDashboard(o: DashboardOptions): Dashboard {
     attach(t) {
       if (target) return;
       target = t;
+      const map = t.userPaths;
+      // Lines read before the run's paths were known name the staging copy: name the user's.
+      if (map)
+        store.update((s) => ({
+          ...s,
+          logs: s.logs.map((l) => (l.source === "triton" ? { ...l, text: map(l.text) } : l)),
+        }));
       const client = new TritonHttpClient(t.baseUrl, {
         fetch: closingFetch,
         timeoutMs: 5000,
         ...(t.repositoryKey ? { repositoryKey: t.repositoryKey } : {}),
       });
-      const poller = new ServerPoller({ store, client, env: o.env });
+      const poller = new ServerPoller({
+        store,
+        client,
+        env: o.env,
+        ...(t.userPaths ? { userPaths: t.userPaths } : {}),
+        ...(t.served ? { served: t.served } : {}),
+      });
       poller.start();
       feeds.push(() => poller.stop());
       let shown = "";

@@ -5,6 +5,7 @@ import type { PerfReport } from "../perf/run.js";
 import type { Endpoints, RuntimeKind } from "../runtimes/driver.js";
 import type { SessionEvent } from "../session/events.js";
 import type { ModelState, RepositoryIndexEntry } from "../triton/http-client.js";
+import type { RunReadiness } from "../triton/run-readiness.js";
 import { bytes, duration, perSec, sparkline, uptime, usAsMs } from "./format.js";
 
 /** What `GET /v2/models/{m}/config` says about batching and instances, in a line's worth. */
@@ -34,6 +35,11 @@ export interface ModelRow {
   lastEdit?: { id: number; phase: EditPhase; at: number; latencyMs: number };
   /** The last edit that loaded: when, and the save-to-ready latency. */
   lastReload?: { at: number; latencyMs: number; version?: string };
+  /**
+   * Its load failed with nothing earlier to serve: not served until a fix is saved. Triton forgets
+   * it (or briefly lists the placeholder that makes it forget), so the index has no say on the row.
+   */
+  withdrawn?: boolean;
 }
 
 export interface TimelineEntry {
@@ -62,7 +68,12 @@ export interface ServerInfo {
   /** ms since epoch when Triton was launched. */
   startedAt?: number;
   live?: boolean;
+  /** The run is ready (triton/run-readiness.ts): the same answer as `status` and Triton's /v2/health/ready. */
   ready?: boolean;
+  /** What readiness waits for, when not ready. */
+  waitingFor?: string[];
+  /** Models listed but not served (refused, skipped, failed): not counted by `ready`. */
+  notServed?: string[];
   tritonVersion?: string;
   /** Names of the GPUs this machine has (nvidia-smi), or their count when names are unknown. */
   gpuNames: string[];
@@ -166,7 +177,10 @@ export function applyIndex(s: DashboardState, index: readonly RepositoryIndexEnt
   const models: ModelRow[] = [];
   for (const m of s.models) {
     const e = seen.get(m.name);
-    if (e) {
+    if (m.withdrawn) {
+      seen.delete(m.name);
+      models.push(m);
+    } else if (e) {
       models.push({
         ...m,
         state: e.state ?? "UNKNOWN",
@@ -178,7 +192,8 @@ export function applyIndex(s: DashboardState, index: readonly RepositoryIndexEnt
       models.push(m);
     } else if (m.state !== "STAGED" || s.server.phase === "running") {
       // Gone from Triton's repository (folder deleted) or never loaded.
-      if (m.lastEdit?.phase !== "unloaded") models.push({ ...m, state: "NOT LOADED", version: undefined });
+      if (m.lastEdit?.phase !== "unloaded" && m.lastEdit?.phase !== "removed")
+        models.push({ ...m, state: "NOT LOADED", version: undefined });
     } else models.push(m);
   }
   for (const e of seen.values())
@@ -197,7 +212,11 @@ function sameModels(a: readonly ModelRow[], b: readonly ModelRow[]): boolean {
     a.length === b.length &&
     a.every(
       (m, i) =>
-        m.name === b[i]!.name && m.state === b[i]!.state && m.version === b[i]!.version && m.reason === b[i]!.reason,
+        m.name === b[i]!.name &&
+        m.state === b[i]!.state &&
+        m.version === b[i]!.version &&
+        m.reason === b[i]!.reason &&
+        m.withdrawn === b[i]!.withdrawn,
     )
   );
 }
@@ -240,13 +259,26 @@ function applyEdit(s: DashboardState, e: Extract<SessionEvent, { type: "edit" }>
           ...row,
           state: "READY",
           reason: undefined,
+          withdrawn: false,
           ...(e.version ? { version: e.version } : {}),
           lastReload: { at: e.at, latencyMs: e.sinceSavedMs, ...(e.version ? { version: e.version } : {}) },
         };
       case "refused":
         return m.state === "UNKNOWN" || m.state === "STAGED" ? { ...row, state: "NOT LOADED" } : row;
+      case "failed":
+        // Nothing earlier serves: the row shows why until a fix loads (Triton no longer lists it).
+        return e.withdrawn
+          ? {
+              ...row,
+              state: "UNAVAILABLE",
+              version: undefined,
+              withdrawn: true,
+              ...(e.reason ? { reason: e.reason } : {}),
+            }
+          : row;
+      case "removed":
       case "unloaded":
-        return { ...row, state: "NOT LOADED", version: undefined };
+        return { ...row, state: "NOT LOADED", version: undefined, withdrawn: false };
       default:
         return row;
     }
@@ -355,6 +387,27 @@ export function applySessionEvent(s: DashboardState, e: SessionEvent): Dashboard
 export function applyHealth(s: DashboardState, h: { live: boolean; ready: boolean }): DashboardState {
   if (s.server.live === h.live && s.server.ready === h.ready) return s;
   return { ...s, server: { ...s.server, ...h } };
+}
+
+/**
+ * The run's readiness (runReadiness over what it serves) and the models it lists but does not
+ * serve: the dashboard's "ready" is the same answer as `status`'s.
+ */
+export function applyReadiness(s: DashboardState, r: RunReadiness, served: readonly string[]): DashboardState {
+  const notServed = s.models.filter((m) => !served.includes(m.name)).map((m) => m.name);
+  const same =
+    s.server.ready === r.ready &&
+    (s.server.waitingFor ?? []).join("\n") === r.waitingFor.join("\n") &&
+    (s.server.notServed ?? []).join("\n") === notServed.join("\n");
+  return same ? s : { ...s, server: { ...s.server, ready: r.ready, waitingFor: r.waitingFor, notServed } };
+}
+
+/**
+ * What the dashboard takes as served when the staging repository cannot be read: every row Triton
+ * was given and still has (not skipped, refused, withdrawn or deleted).
+ */
+export function servedRows(s: DashboardState): string[] {
+  return s.models.filter((m) => !m.withdrawn && m.state !== "SKIPPED" && m.state !== "NOT LOADED").map((m) => m.name);
 }
 
 export function applyLogLines(s: DashboardState, lines: readonly LogLine[]): DashboardState {

@@ -73,7 +73,10 @@ describe.each(["poll", "explicit"] as const)("hot reload in %s mode (real Triton
       .filter((l) => l.includes(`loading: ${model}:`)).length;
   /** Triton retries nothing more: no new "loading:" line for the model over a few seconds. */
   const expectNoRetries = async (model: string) => {
-    // A retry Triton had already begun when the model was withdrawn may still be logged.
+    // A retry Triton had already begun when the model was withdrawn may still be logged, and so is
+    // the placeholder that makes Triton forget the failure: done once Triton says it is ready.
+    const deadline = Date.now() + 30_000;
+    while (!(await client.isReady()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
     await new Promise((r) => setTimeout(r, 1_500));
     const settled = loadsOf(model);
     await new Promise((r) => setTimeout(r, 4_000));

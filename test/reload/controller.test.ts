@@ -7,7 +7,7 @@ import type { EditEvent, EditPhase } from "../../src/reload/events.js";
 import { StagingRepository } from "../../src/reload/stage.js";
 import type { ModelFileLimits } from "../../src/repo/model-files.js";
 import { RepositoryWatcher, type ModelChange, type ModelWatcher } from "../../src/reload/watch.js";
-import { TritonHttpClient } from "../../src/triton/http-client.js";
+import { TritonHttpClient, type RepositoryIndexEntry } from "../../src/triton/http-client.js";
 import {
   ECHO_IO,
   ECHO_MODEL_PY,
@@ -77,6 +77,10 @@ async function setup(
     repo?: string;
     onEvent?: (e: EditEvent, logFile: string) => void;
     stagingLimits?: ModelFileLimits;
+    /** What `up` found in Triton's index (default: `m` READY). */
+    adopted?: RepositoryIndexEntry[];
+    /** Lines Triton logged before the controller started. */
+    log?: string;
   } = {},
 ): Promise<Setup> {
   const repo = o.repo ?? (await tempRepo());
@@ -88,7 +92,8 @@ async function setup(
   cleanups.push(() => triton.close());
   triton.models.set("m", { state: "READY", version: "1" });
   const logFile = path.join(run, "triton.log");
-  await fsp.writeFile(logFile, "I0101 00:00:00.000000 1 server.cc:1] started\n");
+  await fsp.writeFile(logFile, "I0101 00:00:00.000000 1 server.cc:1] started\n" + (o.log ?? ""));
+  triton.logFile = logFile;
   const events: EditEvent[] = [];
   const watcher = o.watcher ?? new FakeWatcher();
   const controller = new ReloadController({
@@ -109,7 +114,7 @@ async function setup(
     loadTimeoutMs: 5_000,
   });
   cleanups.push(() => controller.close());
-  await controller.adopt([{ name: "m", version: "1", state: "READY" }]);
+  await controller.adopt(o.adopted ?? [{ name: "m", version: "1", state: "READY" }]);
   await controller.start();
   return {
     repo,
@@ -201,6 +206,71 @@ describe("ReloadController", () => {
     expect(s.triton.calls).toContain("POST /v2/repository/models/m/unload");
     expect(s.staging.has("m")).toBe(false);
     expect(fs.existsSync(path.join(s.staging.repository, "m"))).toBe(false);
+  });
+
+  it("withdraws a model whose load fails with nothing to fall back on, and has Triton forget it", async () => {
+    const s = await setup();
+    await writeFiles(s.repo, pythonModel("n"));
+    s.triton.loadErrors.set("n", "failed to load 'n' version 1: Internal: boom");
+    s.watcher.save("n");
+    await s.controller.idle();
+    expect(s.phases("n")).toEqual(["saved", "validated", "staged", "loading", "failed"]);
+    const failed = s.events.at(-1)!;
+    expect(failed).toMatchObject({
+      withdrawn: true,
+      reason: expect.stringMatching(/boom; not loaded until a fix is saved$/),
+    });
+    expect(s.staging.has("n")).toBe(false);
+    // Unloading leaves Triton's failed version (and /v2/health/ready false); a placeholder of the
+    // same name and version that loads, then unloads, leaves it "unloaded".
+    const [edit, placeholder] = s.triton.loadParameters.get("n")!;
+    expect(edit).toEqual({});
+    expect(JSON.parse(placeholder!.config!)).toMatchObject({
+      name: "n",
+      backend: "python",
+      version_policy: { specific: { versions: [1] } },
+    });
+    expect(Buffer.from(placeholder!["file:1/model.py"]!, "base64").toString()).toMatch(/class TritonPythonModel/);
+    expect(s.triton.calls.filter((c) => c.includes("/models/n/")).slice(-2)).toEqual([
+      "POST /v2/repository/models/n/load",
+      "POST /v2/repository/models/n/unload",
+    ]);
+
+    // Its folder deleted: the timeline entry ends, with nothing left to unload in Triton.
+    const before = s.triton.calls.length;
+    await fsp.rm(path.join(s.repo, "n"), { recursive: true });
+    s.watcher.save("n");
+    await s.controller.idle();
+    expect(s.phases("n").slice(5)).toEqual(["saved", "removed", "unloaded"]);
+    expect(s.triton.calls.slice(before).filter((c) => c.includes("/repository/models/"))).toEqual([]);
+  });
+
+  it("ends the deletion of a model it never served (lint refused it) at removed", async () => {
+    const s = await setup();
+    await writeFiles(s.repo, { "r/config.pbtxt": 'name: "r"\nbackend: "python"\nmax_batch_size: -2\n' });
+    s.watcher.save("r");
+    await s.controller.idle();
+    expect(s.phases("r")).toEqual(["saved", "refused"]);
+    await fsp.rm(path.join(s.repo, "r"), { recursive: true });
+    s.watcher.save("r");
+    await s.controller.idle();
+    expect(s.phases("r").slice(2)).toEqual(["saved", "removed"]);
+    expect(s.events.at(-1)!.reason).toMatch(/not served/);
+  });
+
+  it("reports a model that failed at up with the reason Triton only logged, and has Triton forget it", async () => {
+    const s = await setup({
+      // Triton's index lists a folder it could not read a config from with no state and no reason.
+      adopted: [{ name: "m" }],
+      log: `E0101 00:00:00.500000 1 model_repository_manager.cc:1460] "Poll failed for model directory 'm': Invalid model name: Could not determine backend for model 'm' with no backend in model configuration."\n`,
+    });
+    expect(s.phases()).toEqual(["failed"]);
+    expect(s.events[0]).toMatchObject({
+      withdrawn: true,
+      reason:
+        "Poll failed for model directory 'm': Invalid model name: Could not determine backend for model 'm' with no backend in model configuration.; not loaded until a fix is saved",
+    });
+    expect(s.triton.calls).toContain("POST /v2/repository/models/m/unload");
   });
 
   it("unloads a model whose folder link now leads nowhere", async () => {

@@ -1,3 +1,4 @@
+import fs from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { ModelState } from "../../src/triton/http-client.js";
@@ -14,6 +15,10 @@ export interface FakeTriton {
   loadErrors: Map<string, string>;
   /** While set, load requests wait for it before answering (an edit caught mid-load). */
   gate: Promise<void> | undefined;
+  /** Each load request's parameters, by model, in order. */
+  loadParameters: Map<string, Array<Record<string, string>>>;
+  /** When set, loads and unloads are logged here the way Triton logs them. */
+  logFile: string | undefined;
   close(): Promise<void>;
 }
 
@@ -23,16 +28,21 @@ export async function startFakeTriton(): Promise<FakeTriton> {
     models: new Map(),
     loadErrors: new Map(),
     gate: undefined,
+    loadParameters: new Map(),
+    logFile: undefined,
+  };
+  const logged = (text: string) => {
+    if (fake.logFile) fs.appendFileSync(fake.logFile, `I0101 00:00:09.000000 1 model_lifecycle.cc:1] ${text}\n`);
   };
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => void answer(req.method ?? "GET", req.url ?? "/"));
+    req.on("end", () => void answer(req.method ?? "GET", req.url ?? "/", Buffer.concat(chunks).toString("utf8")));
     const send = (status: number, body?: unknown) => {
       res.writeHead(status, { "content-type": "application/json" });
       res.end(body === undefined ? "" : JSON.stringify(body));
     };
-    const answer = async (method: string, url: string) => {
+    const answer = async (method: string, url: string, body: string) => {
       fake.calls.push(`${method} ${url}`);
       const repo = /^\/v2\/repository\/models\/([^/]+)\/(load|unload)$/.exec(url);
       const ready = /^\/v2\/models\/([^/]+)\/ready$/.exec(url);
@@ -46,16 +56,22 @@ export async function startFakeTriton(): Promise<FakeTriton> {
       if (method === "POST" && repo) {
         const name = decodeURIComponent(repo[1]!);
         if (repo[2] === "unload") {
-          fake.models.set(name, { state: "UNAVAILABLE", version: fake.models.get(name)?.version ?? "1" });
+          const version = fake.models.get(name)?.version ?? "1";
+          fake.models.set(name, { state: "UNAVAILABLE", version });
+          logged(`successfully unloaded '${name}' version ${version}`);
           return send(200, {});
         }
         await fake.gate;
-        const error = fake.loadErrors.get(name);
+        const parameters = ((body ? JSON.parse(body) : {}) as { parameters?: Record<string, string> }).parameters ?? {};
+        fake.loadParameters.set(name, [...(fake.loadParameters.get(name) ?? []), parameters]);
+        // A load that brings its own config (the repository API's override) is not the model's files.
+        const error = parameters.config === undefined ? fake.loadErrors.get(name) : undefined;
         if (error) {
           fake.models.set(name, { state: "UNAVAILABLE", version: "1" });
           return send(400, { error });
         }
         fake.models.set(name, { state: "READY", version: "1" });
+        logged(`successfully loaded '${name}'`);
         return send(200, {});
       }
       if (method === "GET" && ready) {

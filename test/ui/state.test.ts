@@ -4,6 +4,7 @@ import { sparkline, uptime, wrap } from "../../src/ui/format.js";
 import {
   applyIndex,
   applyLogLines,
+  applyReadiness,
   applySessionEvent,
   batchingText,
   clockKey,
@@ -16,6 +17,7 @@ import {
   type DashboardState,
 } from "../../src/ui/state.js";
 import { DIMS_ERROR, startEvents, T0 } from "./helpers.js";
+import { runReadiness } from "../../src/triton/run-readiness.js";
 
 const started = (): DashboardState => startEvents().reduce(applySessionEvent, initialState({ now: T0 }));
 
@@ -72,6 +74,69 @@ describe("the dashboard's state", () => {
     s = applySessionEvent(s, { type: "edit", id: 2, model: "offset", phase: "unloaded", at: T0, sinceSavedMs: 10 });
     s = applyIndex(s, []);
     expect(s.models.map((m) => m.name)).toEqual(["broken"]);
+  });
+
+  it("keeps a withdrawn model's reason whatever the index says, until a fix loads or its folder is deleted", () => {
+    let s = started();
+    const failed = {
+      type: "edit" as const,
+      id: 3,
+      model: "tokenizer",
+      phase: "failed" as const,
+      at: T0,
+      sinceSavedMs: 900,
+      reason: "boom at /home/me/models/tokenizer/1/model.py(6); not loaded until a fix is saved",
+      withdrawn: true,
+    };
+    s = applySessionEvent(s, failed);
+    // Triton forgets it (not listed), or lists the placeholder that makes it forget as READY.
+    for (const index of [[], [{ name: "tokenizer", version: "1", state: "READY" as const }]]) {
+      const t = applyIndex(s, [{ name: "offset", version: "1", state: "READY" }, ...index]);
+      expect(t.models.find((m) => m.name === "tokenizer")).toMatchObject({
+        state: "UNAVAILABLE",
+        reason: failed.reason,
+        withdrawn: true,
+      });
+    }
+    const fixed = applySessionEvent(s, { ...failed, id: 4, phase: "ready", reason: undefined, withdrawn: undefined });
+    expect(fixed.models.find((m) => m.name === "tokenizer")).toMatchObject({ state: "READY", withdrawn: false });
+    const deleted = applyIndex(
+      applySessionEvent(s, { ...failed, id: 5, phase: "unloaded", reason: undefined, withdrawn: undefined }),
+      [{ name: "offset", version: "1", state: "READY" }],
+    );
+    expect(deleted.models.map((m) => m.name)).toEqual(["offset"]);
+  });
+
+  it("is ready as status is: every served model READY; the others listed as not served", () => {
+    let s = started();
+    s = applySessionEvent(s, {
+      type: "edit",
+      id: 3,
+      model: "tokenizer",
+      phase: "failed",
+      at: T0,
+      sinceSavedMs: 900,
+      reason: "boom",
+      withdrawn: true,
+    });
+    const index = [{ name: "offset", version: "1", state: "READY" as const }];
+    const ready = applyReadiness(s, runReadiness({ live: true, tritonReady: true, served: ["offset"], index }), [
+      "offset",
+    ]);
+    expect(ready.server).toMatchObject({ ready: true, waitingFor: [], notServed: ["tokenizer"] });
+    const loading = applyReadiness(
+      ready,
+      runReadiness({
+        live: true,
+        tritonReady: false,
+        served: ["offset"],
+        index: [{ name: "offset", version: "1", state: "LOADING" }],
+      }),
+      ["offset"],
+    );
+    expect(loading.server).toMatchObject({ ready: false, waitingFor: ["offset is LOADING"] });
+    // Nothing changed: the same state, no redraw.
+    expect(applyReadiness(loading, { ready: false, waitingFor: ["offset is LOADING"] }, ["offset"])).toBe(loading);
   });
 
   it("shows the docker runtime's progress while Triton starts, and its hints", () => {

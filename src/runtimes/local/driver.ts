@@ -12,7 +12,7 @@ import type { AttachedRun, Leftovers, PlannedRun, RuntimeDriver } from "../drive
 import { refuseForeignFlags } from "../flags.js";
 import { ensureEnvironment, loadEnvironment, precompilePython, type LocalEnvironment } from "./environment.js";
 import { checkManagedEnvironment, fixCommand, strongestFix } from "./environment-health.js";
-import { LocalRuntime, type SpawnFn } from "./local-runtime.js";
+import { LocalRuntime, unloadWatch, type SpawnFn } from "./local-runtime.js";
 import { stopProcessGroup } from "./process-group.js";
 
 /** The local runtime takes no flags of its own. */
@@ -158,8 +158,8 @@ export function createLocalDriver(deps: LocalDeps = {}): RuntimeDriver<LocalOpti
           json: {},
         }),
         handsOverTo: () => false,
-        async stop(graceMs) {
-          if (await alive()) await stopProcessGroup(state.pid, { graceMs });
+        async stop(graceMs, onProgress) {
+          if (await alive()) await stopProcessGroup(state.pid, { graceMs, unloads: unloadWatch(state, onProgress) });
           return { what: `pid ${state.pid}`, staleWhat: `pid ${state.pid}`, json: {} };
         },
         async supervise() {

@@ -1,12 +1,13 @@
 import fs from "node:fs";
 import { spawn, type ChildProcess } from "node:child_process";
 import { log as rootLog } from "../../log/logger.js";
-import { endpointsFor } from "../../net/url.js";
+import { endpointsFor, urlHost } from "../../net/url.js";
 import { keyArg, localKeyShimEnv } from "../../triton/key-shim.js";
 import { serverArgs } from "../../triton/server-args.js";
 import type { ServerHandle, StartOptions } from "../driver.js";
 import type { LocalEnvironment } from "./environment.js";
-import { stopProcessGroup } from "./process-group.js";
+import { stopProcessGroup, type UnloadWatch } from "./process-group.js";
+import { closingFetch, TritonHttpClient } from "../../triton/http-client.js";
 
 const log = rootLog.child("local");
 
@@ -42,6 +43,28 @@ export function serverEnv(
     // A __pycache__ written into the served repository bumps its mtime and makes poll mode
     // reload the model a second time right after it loaded.
     PYTHONDONTWRITEBYTECODE: "1",
+  };
+}
+
+/**
+ * What a stop of this run's server waits for: the model versions Triton has loaded, each reported
+ * unloaded in its log (local-runtime and the driver's `down` share it).
+ */
+export function unloadWatch(
+  run: Pick<StartOptions, "host" | "ports" | "logFile"> & { repositoryKey: { header: string; value: string } },
+  onProgress?: (message: string) => void,
+): UnloadWatch {
+  return {
+    logFile: run.logFile,
+    // A server too busy to answer within a second is stopped the plain way; the connection is
+    // not kept open, which would hold Triton's exit.
+    loaded: () =>
+      new TritonHttpClient(`http://${urlHost(run.host)}:${run.ports.http}`, {
+        repositoryKey: run.repositoryKey,
+        timeoutMs: 1000,
+        fetch: closingFetch,
+      }).repositoryIndex(),
+    ...(onProgress ? { onProgress } : {}),
   };
 }
 
@@ -94,8 +117,11 @@ export class LocalRuntime {
       endpoints: endpointsFor(o.host, o.ports),
       exited,
       release: () => child.unref(),
-      stop: (graceMs = 15_000) => {
-        stopping ??= pid === undefined ? Promise.resolve() : stopProcessGroup(pid, { graceMs, exited });
+      stop: (graceMs = 15_000, onProgress) => {
+        stopping ??=
+          pid === undefined
+            ? Promise.resolve()
+            : stopProcessGroup(pid, { graceMs, exited, unloads: unloadWatch(o, onProgress) });
         return stopping;
       },
     };

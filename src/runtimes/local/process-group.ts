@@ -1,10 +1,36 @@
+import fs from "node:fs";
 import { log as rootLog } from "../../log/logger.js";
+import { followFile, stripTritonPrefix } from "../../state/log-file.js";
 import { signalReaches } from "../../state/process.js";
+import { ExitTracker } from "../../triton/log-lines.js";
 
 const log = rootLog.child("local");
 
-function groupAlive(pgid: number): boolean {
-  return signalReaches(-pgid);
+/**
+ * Some member of the group has not exited. Zombies do not count: a detached run's server has init
+ * for a parent, which may reap it only a second later (kill(2) still reaches a zombie).
+ */
+function groupAlive(pgid: number, procRoot = "/proc"): boolean {
+  if (!signalReaches(-pgid)) return false;
+  let entries: string[];
+  try {
+    entries = fs.readdirSync(procRoot);
+  } catch {
+    return true;
+  }
+  for (const e of entries) {
+    if (!/^\d+$/.test(e)) continue;
+    let stat: string;
+    try {
+      stat = fs.readFileSync(`${procRoot}/${e}/stat`, "utf8");
+    } catch {
+      continue;
+    }
+    // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+    const [state, , pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (Number(pgrp) === pgid && state !== "Z" && state !== "X") return true;
+  }
+  return false;
 }
 
 function signalGroup(pgid: number, signal: NodeJS.Signals): void {
@@ -17,30 +43,103 @@ function signalGroup(pgid: number, signal: NodeJS.Signals): void {
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
+/**
+ * What tritonserver's exit waits for, followed in its log: `down` and the dashboard's `q` say which
+ * models are still unloading, and stop waiting once everything loaded has unloaded.
+ */
+export interface UnloadWatch {
+  /** Triton's log: it reports each model version it unloads while it exits. */
+  logFile: string;
+  /** The model versions loaded when the stop begins (Triton's repository index); [] when Triton does not say. */
+  loaded: () => Promise<ReadonlyArray<{ name: string; version?: string; state?: string }>>;
+  /** A line for the user when the stop takes longer than `progressAfterMs`, and each time it changes. */
+  onProgress?: (message: string) => void;
+  progressAfterMs?: number;
+  /**
+   * How long Triton may take to exit by itself once everything has unloaded. Its exit loop looks
+   * once a second, and after a reload that failed beside a serving version it keeps counting
+   * that load as live until its exit timeout (10 s) expires: nothing of ours is left to wait for.
+   */
+  settleMs?: number;
+}
+
 export interface StopOptions {
   graceMs?: number;
   /** When we are the parent, the child's exit promise (reaps it, so it does not linger as a zombie). */
   exited?: Promise<unknown>;
+  unloads?: UnloadWatch;
 }
 
 /**
  * SIGTERM the whole process group (server and its python stubs), wait up to graceMs for
- * every member to go, then SIGKILL whatever is left. Returns once the group is empty.
+ * every member to go, then SIGKILL whatever is left. Returns once the group is empty. With
+ * `unloads`, the wait ends early once every model loaded at the start has unloaded.
  */
 export async function stopProcessGroup(pgid: number, options: StopOptions = {}): Promise<void> {
   const graceMs = options.graceMs ?? 15_000;
   if (!groupAlive(pgid)) return;
-  signalGroup(pgid, "SIGTERM");
-  const deadline = Date.now() + graceMs;
-  while (Date.now() < deadline) {
-    if (!groupAlive(pgid)) break;
-    await sleep(100);
+  const watch = options.unloads;
+  const loaded = watch
+    ? (await watch.loaded().catch(() => [])).filter(
+        (m) => m.state === "READY" || m.state === "LOADING" || m.state === "UNLOADING",
+      )
+    : [];
+  const tracker = watch && loaded.length ? new ExitTracker(loaded) : undefined;
+  const started = Date.now();
+  let told = "";
+  const tell = () => {
+    if (!watch?.onProgress || !tracker || Date.now() - started < (watch.progressAfterMs ?? 1000)) return;
+    const left = tracker.unloading();
+    const line = left.length
+      ? `waiting for Triton to unload ${left.join(", ")}`
+      : "everything is unloaded; waiting for Triton to exit";
+    if (line !== told) watch.onProgress((told = line));
+  };
+  let allUnloadedAt: number | undefined;
+  const stopFollowing =
+    watch && tracker
+      ? followFile(
+          watch.logFile,
+          fileSize(watch.logFile),
+          (raw) => {
+            if (tracker.feed(stripTritonPrefix(raw))) tell();
+            if (tracker.done()) allUnloadedAt ??= Date.now();
+          },
+          20,
+        )
+      : undefined;
+  try {
+    signalGroup(pgid, "SIGTERM");
+    const deadline = Date.now() + graceMs;
+    while (Date.now() < deadline) {
+      if (!groupAlive(pgid)) break;
+      tell();
+      if (allUnloadedAt !== undefined && Date.now() - allUnloadedAt >= (watch?.settleMs ?? 250)) {
+        log.info("every model unloaded; Triton still waits, so it is stopped now", {
+          pgid,
+          tritonCountsLive: tracker?.liveModels,
+        });
+        break;
+      }
+      await sleep(50);
+    }
+  } finally {
+    stopFollowing?.();
   }
   if (groupAlive(pgid)) {
-    log.warn("server did not stop in time; killing it", { pgid, graceMs });
+    if (allUnloadedAt === undefined) log.warn("server did not stop in time; killing it", { pgid, graceMs });
     signalGroup(pgid, "SIGKILL");
     const killDeadline = Date.now() + 5_000;
     while (groupAlive(pgid) && Date.now() < killDeadline) await sleep(50);
   }
   if (options.exited) await options.exited;
+  log.debug("server stopped", { pgid, ms: Date.now() - started, loaded: loaded.length });
+}
+
+function fileSize(f: string): number {
+  try {
+    return fs.statSync(f).size;
+  } catch {
+    return 0;
+  }
 }

@@ -24,6 +24,13 @@ function Flag({ on, label }: { on: boolean | undefined; label: string }) {
   );
 }
 
+/** Beside the ready flag: what readiness waits for, or how many listed models are not served (not counted). */
+export function readyNote(s: ServerInfo): string | undefined {
+  if (s.ready === false && s.waitingFor?.length) return s.waitingFor.join("; ");
+  if (s.ready && s.notServed?.length) return `${s.notServed.length} not served`;
+  return undefined;
+}
+
 /** Runtime, endpoints, health, uptime and the GPU: what is running and whether it answers. */
 export const ServerPanel = memo(function ServerPanel({ server: s, metrics, now, width }: ServerPanelProps) {
   const theme = useTheme();
@@ -76,6 +83,7 @@ export const ServerPanel = memo(function ServerPanel({ server: s, metrics, now, 
         <Flag on={s.live} label="live" />
         {"  "}
         <Flag on={s.ready} label="ready" />
+        {readyNote(s) ? <Text color={toneColor(theme, "dim")}>{` (${cut(readyNote(s)!, 48)})`}</Text> : null}
         {"  "}
         <Text color={toneColor(theme, s.phase === "running" ? undefined : s.phase === "exited" ? "bad" : "warn")}>
           {up}

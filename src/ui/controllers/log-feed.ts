@@ -2,8 +2,16 @@ import { followFile } from "../../state/log-file.js";
 import { applyLogLines, tritonLogLine, type DashboardState, type LogLine } from "../state.js";
 import type { Store } from "../store.js";
 
-/** Follows Triton's log into the store, a batch of lines per poll rather than a render per line. */
-export function followTritonLog(store: Store<DashboardState>, logFile: string, intervalMs = 500): () => void {
+/**
+ * Follows Triton's log into the store, a batch of lines per poll rather than a render per line.
+ * `userPaths` (once known) names the user's files where Triton names the staging copy.
+ */
+export function followTritonLog(
+  store: Store<DashboardState>,
+  logFile: string,
+  intervalMs = 500,
+  userPaths: () => ((text: string) => string) | undefined = () => undefined,
+): () => void {
   let batch: LogLine[] = [];
   let timer: NodeJS.Timeout | undefined;
   const flush = () => {
@@ -17,7 +25,8 @@ export function followTritonLog(store: Store<DashboardState>, logFile: string, i
     0,
     (line) => {
       if (!line.trim()) return;
-      batch.push(tritonLogLine(line));
+      const map = userPaths();
+      batch.push(tritonLogLine(map ? map(line) : line));
       timer ??= setTimeout(flush, 20);
     },
     intervalMs,

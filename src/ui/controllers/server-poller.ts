@@ -2,7 +2,16 @@ import { execFile } from "node:child_process";
 import { detectNvidiaGpus } from "../../gpu/detect.js";
 import { findOnPath, NVIDIA_SMI_ARGS, parseNvidiaSmiCsv } from "../../perf/gpu.js";
 import type { TritonHttpClient } from "../../triton/http-client.js";
-import { applyConfig, applyHealth, applyIndex, summariseConfig, type DashboardState } from "../state.js";
+import { runReadiness } from "../../triton/run-readiness.js";
+import {
+  applyConfig,
+  applyHealth,
+  applyIndex,
+  applyReadiness,
+  servedRows,
+  summariseConfig,
+  type DashboardState,
+} from "../state.js";
 import type { Store } from "../store.js";
 
 export interface ServerPollerOptions {
@@ -10,6 +19,10 @@ export interface ServerPollerOptions {
   client: TritonHttpClient;
   env: NodeJS.ProcessEnv;
   intervalMs?: number;
+  /** Staged paths in Triton's reasons as the user's (state/staged-paths.ts userPathsOf). */
+  userPaths?: (text: string) => string;
+  /** The models the run serves (its staging repository, reload/stage.ts servedModels). */
+  served?: () => Promise<string[]>;
 }
 
 /** The config key a model's summary was read for: a reload can change the config in place. */
@@ -63,11 +76,17 @@ export class ServerPoller {
       const ready = await client.isReady();
       const live = ready || (await client.isLive());
       if (this.stopped) return;
-      store.update((s) => applyHealth(s, { live, ready }));
+      // `ready` is the run's (applyReadiness below), not Triton's alone.
+      store.update((s) => applyHealth(s, { live, ready: live ? (s.server.ready ?? false) : false }));
       if (!live) return;
-      const index = await client.repositoryIndex().catch(() => undefined);
-      if (!index || this.stopped) return;
+      const raw = await client.repositoryIndex().catch(() => undefined);
+      if (!raw || this.stopped) return;
+      const map = this.o.userPaths;
+      const index = map ? raw.map((e) => (e.reason ? { ...e, reason: map(e.reason) } : e)) : raw;
       store.update((s) => applyIndex(s, index));
+      const served = (await this.o.served?.().catch(() => undefined)) ?? servedRows(store.getState());
+      if (this.stopped) return;
+      store.update((s) => applyReadiness(s, runReadiness({ live, tritonReady: ready, served, index }), served));
       for (const m of store.getState().models) {
         if (m.state !== "READY") continue;
         const key = configKey(m.version, m.lastReload?.at);

@@ -1,0 +1,108 @@
+/**
+ * What Triton's log says about loading and unloading models, line by line. Poll mode learns a
+ * load's outcome only here, some failures (a model folder Triton cannot read a config from) are
+ * reported nowhere else, and `down` follows the unloads here while Triton exits. Lines are taken
+ * without their glog prefix (state/log-file.ts stripTritonPrefix).
+ */
+
+export type LoadOutcome = { ok: true } | { ok: false; reason: string };
+
+const quoted = (model: string) => `'${model}'`;
+
+/** Triton's escaped multi-line messages (a traceback) as one line. */
+function unescape(text: string): string {
+  return text
+    .replace(/\\n/g, "\n")
+    .replace(/\\"/g, '"')
+    .replace(/\s*\n\s*/g, " ")
+    .trim();
+}
+
+/**
+ * The outcome a log line reports for loading `model`, if any: "successfully loaded 'm'", or one
+ * of Triton's three ways of saying a load failed, each message the reason as Triton wrote it:
+ * `failed to load 'm' version 1: ...` (the backend refused it), `failed to load model 'm': ...`
+ * (no version to load) and `Poll failed for model directory 'm': ...` (no usable config).
+ */
+export function loadOutcome(line: string, model: string): LoadOutcome | undefined {
+  const q = quoted(model);
+  if (line.includes(`successfully loaded ${q}`)) return { ok: true };
+  for (const lead of [
+    `failed to load ${q} version `,
+    `failed to load model ${q}: `,
+    `Poll failed for model directory ${q}: `,
+  ]) {
+    const at = line.indexOf(lead);
+    if (at >= 0) return { ok: false, reason: unescape(line.slice(at)) };
+  }
+  // The summary line after the per-version one carries no reason; the per-version one came first.
+  if (line.trim() === `failed to load ${q}`) return { ok: false, reason: "" };
+  return undefined;
+}
+
+/** The reason of the last failed load of `model` in `lines`, if Triton logged one. */
+export function lastLoadFailure(lines: readonly string[], model: string): string | undefined {
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const o = loadOutcome(lines[i]!, model);
+    if (!o) continue;
+    if (o.ok) return undefined;
+    if (o.reason) return o.reason;
+  }
+  return undefined;
+}
+
+/** "successfully unloaded 'm' version 1": a model version is gone, its stubs ended. */
+export function unloadedVersion(line: string): { model: string; version: string } | undefined {
+  const m = /successfully unloaded '(.+)' version (\d+)/.exec(line);
+  return m ? { model: m[1]!, version: m[2]! } : undefined;
+}
+
+/**
+ * "Timeout 9: Found 3 live models and 0 in-flight non-inference requests": what Triton's exit
+ * waits for, once a second. The count includes loads that failed in the background while an
+ * earlier version served (Triton 2.51 never forgets those), so it may never reach 0.
+ */
+export function exitWaitLine(line: string): { secondsLeft: number; liveModels: number } | undefined {
+  const m = /^Timeout (\d+): Found (\d+) live models/.exec(line);
+  return m ? { secondsLeft: Number(m[1]), liveModels: Number(m[2]) } : undefined;
+}
+
+/**
+ * Follows Triton's exit through its log: which of the model versions loaded when the stop began
+ * are still unloading, and whether Triton now waits on nothing of ours (everything unloaded, its
+ * stubs ended), which after a failed reload it does until its exit timeout expires.
+ */
+export class ExitTracker {
+  private readonly pending = new Map<string, Set<string>>();
+  /** Triton's own count at its last once-a-second check, if logged. */
+  liveModels: number | undefined;
+
+  constructor(loaded: ReadonlyArray<{ name: string; version?: string }>) {
+    for (const m of loaded) {
+      const versions = this.pending.get(m.name) ?? new Set<string>();
+      versions.add(m.version ?? "1");
+      this.pending.set(m.name, versions);
+    }
+  }
+
+  /** Take one log line (without its prefix); true when it changed what is pending. */
+  feed(line: string): boolean {
+    const wait = exitWaitLine(line);
+    if (wait) this.liveModels = wait.liveModels;
+    const u = unloadedVersion(line);
+    const versions = u && this.pending.get(u.model);
+    if (!u || !versions?.delete(u.version)) return false;
+    if (versions.size === 0) this.pending.delete(u.model);
+    return true;
+  }
+
+  /** The models still unloading, by name. */
+  unloading(): string[] {
+    return [...this.pending.keys()].sort();
+  }
+
+  /** Every model version loaded when the stop began has unloaded. */
+  done(): boolean {
+    return this.pending.size === 0;
+  }
+}

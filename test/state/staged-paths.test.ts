@@ -1,0 +1,34 @@
+import { describe, expect, it } from "vitest";
+import { stagingLayout, toUserPaths, userPathsOf } from "../../src/state/staged-paths.js";
+
+describe("staged paths as the user's", () => {
+  const traceback = (root: string, store: string) =>
+    `failed to load 'm' version 1: RuntimeError: boom At: ${root}/m/1/model.py(6): initialize ${store}/m@12/1/helper.py(3): <module>`;
+  const user = traceback("/home/me/models", "/home/me/models").replace("/home/me/models/m@12", "/home/me/models/m");
+
+  it("maps the run folder's repository and snapshots on this machine", () => {
+    const run = { runtime: "local" as const, runDir: "/state/runs/r1", modelsDir: "/home/me/models" };
+    expect(userPathsOf(run)(traceback("/state/runs/r1/repository", "/state/runs/r1/store"))).toBe(user);
+  });
+
+  it("maps the paths a container's Triton sees: docker's /models and /store, kind's run folder at /models", () => {
+    const docker = userPathsOf({ runtime: "docker", runDir: "/state/runs/r2", modelsDir: "/home/me/models" });
+    expect(docker(traceback("/models", "/store"))).toBe(user);
+    const kind = userPathsOf({ runtime: "kind", runDir: "/state/runs/r3", modelsDir: "/home/me/models/" });
+    expect(kind(traceback("/models/repository", "/models/store"))).toBe(user);
+  });
+
+  it("maps each path once, also when the user's folder lies under a container's /models", () => {
+    const docker = userPathsOf({ runtime: "docker", runDir: "/state/runs/r2", modelsDir: "/models/mine" });
+    expect(docker("/state/runs/r2/repository/m/1/model.py and /models/m/1/model.py")).toBe(
+      "/models/mine/m/1/model.py and /models/mine/m/1/model.py",
+    );
+  });
+
+  it("leaves other paths alone", () => {
+    const text = "cannot open /models2/m/1/model.py and /state/runs/r1/repositoryX/m";
+    expect(toUserPaths(text, [stagingLayout("/state/runs/r1"), { repository: "/models", store: "/store" }], "/u")).toBe(
+      text,
+    );
+  });
+});
