@@ -28,6 +28,7 @@ const MODELS = [
   "repeat",
   "request_counter",
   "scorer",
+  "square",
 ];
 const SERVICE = "/inference.GRPCInferenceService/";
 const identity = (b: Buffer) => b;
@@ -168,10 +169,10 @@ describe("the python_backend examples corpus on the real tritonserver", () => {
 
   it("lint says every model of the corpus would load, and up serves all of them", async () => {
     expect(lint.code).toBe(0);
-    expect(lint.stdout).toMatch(/9 models checked: 0 errors.*\(9 of 9 would load\)/);
+    expect(lint.stdout).toMatch(/10 models checked: 0 errors.*\(10 of 10 would load\)/);
     expect(up.stderr).toBe("");
     expect(up.code).toBe(0);
-    expect(up.stdout).toMatch(/9\/9 model\(s\) READY/);
+    expect(up.stdout).toMatch(/10\/10 model\(s\) READY/);
     const s = JSON.parse((await runCli(["status", "--json"], env)).stdout);
     expect(s.serverReady).toBe(true);
     expect(s.models.map((m: { name: string }) => m.name).sort()).toEqual(MODELS);
@@ -220,6 +221,31 @@ describe("the python_backend examples corpus on the real tritonserver", () => {
     expect(data.map((r) => r.parameters["triton_final_response"]?.parameterChoice.value)).toEqual(
       values.map(() => false),
     );
+  });
+
+  it("decoupled square: responses sent from the model's own thread after execute returned, n of them, for two streams at once", async () => {
+    const ask = (n: number, id: string) =>
+      grpcStream({
+        modelName: "square",
+        id,
+        inputs: [{ name: "IN", datatype: "INT32", shape: [1n], contents: { intContents: [n] } }],
+        parameters: { triton_enable_empty_final_response: { parameterChoice: { case: "boolParam", value: true } } },
+      });
+    const [four, three, zero] = await Promise.all([ask(4, "sq-4"), ask(3, "sq-3"), ask(0, "sq-0")]);
+    for (const [msgs, n, id] of [
+      [four, 4, "sq-4"],
+      [three, 3, "sq-3"],
+      [zero, 0, "sq-0"],
+    ] as const) {
+      expect(msgs.map((m) => m.error)).toEqual(msgs.map(() => ""));
+      expect(msgs).toHaveLength(n + 1);
+      const data = msgs.slice(0, -1).map((m) => m.response!);
+      expect(data.map((r) => int32(rawOutput(r, "OUT"))[0])).toEqual(Array.from({ length: n }, () => n));
+      expect(msgs.every((m) => m.response!.id === id)).toBe(true);
+      expect(msgs.at(-1)!.response!.outputs).toEqual([]);
+    }
+    const bad = await ask(-1, "sq-bad");
+    expect(bad.map((m) => m.error).join(" ")).toMatch(/IN must be 0 or more, got -1/);
   });
 
   it("decoupled repeat over HTTP /infer: Triton 2.51 answers 501, decoupled models need a stream", async () => {
