@@ -170,9 +170,6 @@ export interface PublishOptions {
   onEnvironment?: (what: string) => void;
 }
 
-// One mapping of staged paths to the user's, shared with status, the dashboard and perf.
-export { stagingLayout, toUserPaths } from "../state/staged-paths.js";
-
 export interface StagingOptions {
   /** Run after a model is copied and before it becomes visible (e.g. precompiling model.py). */
   prepare?: (modelDir: string) => Promise<void>;

@@ -172,7 +172,7 @@ export async function collectStatus(
       if (name && !models.some((m) => m.name === name))
         models.push({ name, ...(st.version ? { version: String(st.version) } : {}), state: "READY", served: false });
     }
-    const foreign = await foreignModels(s, models, edits);
+    const foreign = foreignModels(s, served, models, edits);
     for (const m of models) if (foreign.includes(m.name)) m.foreign = true;
     models.sort((a, b) => a.name.localeCompare(b.name));
     const notServed = [...new Set(models.filter((m) => !m.served && !m.foreign).map((m) => m.name))];
@@ -211,14 +211,14 @@ export async function readinessOf(
  * deleted, withdrawn or refused is known through its edit or the record): a load request that
  * carried its own files, which only a holder of the key can make.
  */
-async function foreignModels(
+function foreignModels(
   s: RunState,
+  served: string[],
   models: Array<{ name: string; state: string }>,
   edits: EditSummary[],
-): Promise<string[]> {
-  const staged = new Set(await fsp.readdir(s.repository).catch(() => [] as string[]));
+): string[] {
   const known = (n: string) =>
-    staged.has(n) || edits.some((e) => e.model === n) || (s.notServed ?? []).some((x) => x.model === n);
+    served.includes(n) || edits.some((e) => e.model === n) || (s.notServed ?? []).some((x) => x.model === n);
   return [...new Set(models.filter((m) => m.state === "READY" && !known(m.name)).map((m) => m.name))].sort();
 }
 

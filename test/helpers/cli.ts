@@ -16,13 +16,16 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Run the built CLI as a user would, with its own state folder and the shared Triton environment. */
-export function runCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 240_000): Promise<CliResult> {
+/**
+ * Run the built CLI as a user would, with its own state folder and the shared Triton environment;
+ * `cwd`: from that folder (where a relative path the command writes would land).
+ */
+export function runCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 240_000, cwd?: string): Promise<CliResult> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       [CLI, ...args],
-      { env, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 },
+      { env, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024, ...(cwd ? { cwd } : {}) },
       (err, stdout, stderr) => {
         const code = err
           ? typeof (err as { code?: unknown }).code === "number"

@@ -1,10 +1,9 @@
-import { execFile } from "node:child_process";
 import fs from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TritonHttpClient } from "../../src/triton/http-client.js";
-import { CLI, freePorts, portArgs, runCli, tempDir, testEnv, type CliResult } from "../helpers/cli.js";
+import { freePorts, portArgs, runCli, tempDir, testEnv, type CliResult } from "../helpers/cli.js";
 import { OFFSET_CONFIG, OFFSET_MODEL, writeOffsetModel } from "../helpers/offset-model.js";
 
 /** The offset model under any folder name: without a name line, Triton takes the folder's. */
@@ -26,20 +25,6 @@ function filesNamed(prefix: string, dirs: string[]): string[] {
   };
   for (const d of dirs) if (fs.existsSync(d)) walk(d);
   return found;
-}
-
-/** The built CLI run from `cwd`, so a shell fragment that writes a relative path would write there. */
-function runCliIn(cwd: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs = 180_000): Promise<CliResult> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { cwd, env, timeout: timeoutMs }, (err, stdout, stderr) => {
-      const code = err
-        ? typeof (err as { code?: unknown }).code === "number"
-          ? (err as { code: number }).code
-          : 1
-        : 0;
-      resolve({ code, stdout: String(stdout), stderr: String(stderr) });
-    });
-  });
 }
 
 /**
@@ -84,7 +69,7 @@ ensemble_scheduling {
 `,
     );
     const t0 = Date.now();
-    up = await runCliIn(cwd, ["up", "--detach", "--timeout", "90", "--models", models, ...portArgs(ports)], env);
+    up = await runCli(["up", "--detach", "--timeout", "90", "--models", models, ...portArgs(ports)], env, 180_000, cwd);
     upMs = Date.now() - t0;
   }, 240_000);
 

@@ -2,7 +2,8 @@ import fsp from "node:fs/promises";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { execFileSync } from "node:child_process";
-import { StagingError, StagingRepository, stagingLayout, toUserPaths } from "../../src/reload/stage.js";
+import { StagingError, StagingRepository } from "../../src/reload/stage.js";
+import { stagingLayout, toUserPaths } from "../../src/state/staged-paths.js";
 import { pythonModel, removeTempRepos, tempRepo, writeFiles } from "../repo/helpers.js";
 
 afterAll(removeTempRepos);
