@@ -1,11 +1,10 @@
 import { followFile, stripTritonPrefix } from "../state/log-file.js";
+import { loadEnded, loadStarted } from "../triton/log-lines.js";
 
 /**
  * Which models Triton is still loading while `up` waits, read from its log: with
  * `--load-model=*` (and in poll mode) Triton opens its HTTP port only once every model has
- * loaded, so until then the log is all there is to ask. Triton 2.51 writes "loading: NAME:VERSION"
- * when it queues a model version (model_lifecycle.cc) and "successfully loaded 'NAME'" or
- * "failed to load 'NAME'..." when that version is done.
+ * loaded, so until then the log is all there is to ask (triton/log-lines.ts reads its lines).
  */
 export class ModelLoadTracker {
   /** When each model still loading was first seen loading (ms since epoch). */
@@ -16,13 +15,13 @@ export class ModelLoadTracker {
   /** Take in one line of Triton's log (with or without its prefix). */
   line(raw: string): void {
     const line = stripTritonPrefix(raw.trimEnd());
-    const started = /^loading: (.+):\d+$/.exec(line);
-    if (started) {
-      if (!this.loading.has(started[1]!)) this.loading.set(started[1]!, this.now());
+    const started = loadStarted(line);
+    if (started !== undefined) {
+      if (!this.loading.has(started)) this.loading.set(started, this.now());
       return;
     }
-    const ended = /^(?:successfully loaded|failed to load) '([^']+)'/.exec(line);
-    if (ended) this.loading.delete(ended[1]!);
+    const ended = loadEnded(line);
+    if (ended !== undefined) this.loading.delete(ended);
   }
 
   /** The models still loading, longest first, with how long so far. */

@@ -51,6 +51,16 @@ export function lastLoadFailure(lines: readonly string[], model: string): string
   return undefined;
 }
 
+/** "loading: m:1": Triton queued a version of a model for loading (model_lifecycle.cc); the model. */
+export function loadStarted(line: string): string | undefined {
+  return /^loading: (.+):\d+$/.exec(line)?.[1];
+}
+
+/** "successfully loaded 'm'" or "failed to load 'm'...": a model's load is done, either way; the model. */
+export function loadEnded(line: string): string | undefined {
+  return /^(?:successfully loaded|failed to load) '([^']+)'/.exec(line)?.[1];
+}
+
 /** "successfully unloaded 'm' version 1": a model version is gone, its stubs ended. */
 export function unloadedVersion(line: string): { model: string; version: string } | undefined {
   const m = /successfully unloaded '(.+)' version (\d+)/.exec(line);
