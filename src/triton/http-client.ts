@@ -91,12 +91,18 @@ export const closingFetch: typeof fetch = (input, init) => {
 export const REPOSITORY_KEY_HEADER = "triton-dev-key";
 
 /** A client for a run's server from its record: the HTTP endpoint and the repository key. */
-export function clientForRun(run: {
-  host: string;
-  ports: { http: number };
-  repositoryKey: { header: string; value: string };
-}): TritonHttpClient {
-  return new TritonHttpClient(`http://${urlHost(run.host)}:${run.ports.http}`, { repositoryKey: run.repositoryKey });
+export function clientForRun(
+  run: {
+    host: string;
+    ports: { http: number };
+    repositoryKey: { header: string; value: string };
+  },
+  options: Omit<TritonHttpClientOptions, "repositoryKey"> = {},
+): TritonHttpClient {
+  return new TritonHttpClient(`http://${urlHost(run.host)}:${run.ports.http}`, {
+    ...options,
+    repositoryKey: run.repositoryKey,
+  });
 }
 
 /** The KServe v2 HTTP API of one Triton server, plus Triton's repository and statistics extensions. */

@@ -1,13 +1,13 @@
 import fs from "node:fs";
 import { spawn, type ChildProcess } from "node:child_process";
 import { log as rootLog } from "../../log/logger.js";
-import { endpointsFor, urlHost } from "../../net/url.js";
+import { endpointsFor } from "../../net/url.js";
 import { keyArg, localKeyShimEnv } from "../../triton/key-shim.js";
 import { serverArgs } from "../../triton/server-args.js";
 import type { ServerHandle, StartOptions } from "../driver.js";
 import type { LocalEnvironment } from "./environment.js";
 import { stopProcessGroup, type UnloadWatch } from "./process-group.js";
-import { closingFetch, TritonHttpClient } from "../../triton/http-client.js";
+import { clientForRun, closingFetch } from "../../triton/http-client.js";
 
 const log = rootLog.child("local");
 
@@ -58,12 +58,7 @@ export function unloadWatch(
     logFile: run.logFile,
     // A server too busy to answer within a second is stopped the plain way; the connection is
     // not kept open, which would hold Triton's exit.
-    loaded: () =>
-      new TritonHttpClient(`http://${urlHost(run.host)}:${run.ports.http}`, {
-        repositoryKey: run.repositoryKey,
-        timeoutMs: 1000,
-        fetch: closingFetch,
-      }).repositoryIndex(),
+    loaded: () => clientForRun(run, { timeoutMs: 1000, fetch: closingFetch }).repositoryIndex(),
     ...(onProgress ? { onProgress } : {}),
   };
 }
