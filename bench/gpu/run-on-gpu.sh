@@ -32,11 +32,12 @@ grep -E "sentiment_classifier_0_.*(GPU|CPU) device" "$(ls -td $TRITON_DEV_HOME/s
 interval="${INTERVAL:-2000}"
 # Each comparison is bounded; SIGINT makes perf print what it measured so far.
 [ -z "${SKIP_FORWARD:-}" ] && log forward-cost && python3 bench/gpu/forward-cost.py | tee "$out/forward-cost.txt"
+[ -n "${HOST_PATH:-}" ] && log host-path && timeout 150 python3 bench/gpu/host-path.py --batches 30 --procs "${HOST_PATH_PROCS:-1,2}" | tee "$out/host-path.txt"
 [ -n "${ONLY_CHECKS:-}" ] && { td down; exit 0; }
 log perf-batching
 timeout -s INT "${BUDGET_BATCHING:-260}" node .devcarry/triton-dev.mjs perf resnet50_fp16 --concurrency-range "${SWEEP_BATCHING:-1,4,16,32,64}" --measurement-interval "$interval" --compare batching -f "$out/batching.csv" | tee "$out/batching.txt"
 log perf-instances
-timeout -s INT "${BUDGET_INSTANCES:-170}" node .devcarry/triton-dev.mjs perf resnet50_fp16 --concurrency-range "${SWEEP_INSTANCES:-1,16,64}" --measurement-interval "$interval" --compare instances=1,3 -f "$out/instances.csv" | tee "$out/instances.txt"
+timeout -s INT "${BUDGET_INSTANCES:-170}" node .devcarry/triton-dev.mjs perf resnet50_fp16 --concurrency-range "${SWEEP_INSTANCES:-1,16,64}" --measurement-interval "$interval" --compare "instances=${INSTANCES:-1,3}" -f "$out/instances.csv" | tee "$out/instances.txt"
 log down; td down
 tail -40 "$(ls -td $TRITON_DEV_HOME/state/runs/*/ | head -1)tritonserver.log" > "$out/tritonserver-tail.log"
 log done
