@@ -8,12 +8,16 @@ mkdir -p /tmp/tdnode/bin
 python3 -c "import lzma,shutil,sys; shutil.copyfileobj(lzma.open('.devcarry/node.xz'), open('/tmp/tdnode/bin/node','wb'))"
 chmod +x /tmp/tdnode/bin/node
 export PATH=/tmp/tdnode/bin:$PATH
-export TRITON_DEV_HOME=/tmp/tdh TRITON_DEV_PYTHON="$(command -v python3)" PIP_NO_INDEX=1 PIP_FIND_LINKS="$PWD/.devcarry $PWD/.devnumpy"
+# numpy may have come in an earlier call (vs-pa-on-gpu.sh stage keeps it in /tmp/tdkeep).
+export TRITON_DEV_HOME=/tmp/tdh TRITON_DEV_PYTHON="$(command -v python3)" PIP_NO_INDEX=1 PIP_FIND_LINKS="$PWD/.devcarry $PWD/.devnumpy /tmp/tdkeep/.devnumpy"
+# Kept for a later call of vs-pa-on-gpu.sh on the warm machine, which then needs no carry.
+mkdir -p /tmp/tdkeep && cp .devcarry/triton-dev.mjs /tmp/tdkeep/
 td() { node .devcarry/triton-dev.mjs "$@"; }
 log() { echo "=== $* ($(date +%T))"; }
 log machine; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv; node --version; python3 --version
 python3 -c "import torch; print('torch', torch.__version__, torch.cuda.is_available())"
 log setup; time td setup --with-site-packages ${FORCE_SETUP:+--force} || exit 1
+touch "$TRITON_DEV_HOME/.bench-setup-done"
 log doctor; td doctor
 log up; time td up --detach --models models --timeout 600; td status | tee "$out/status.txt"
 log ensemble-on-gpu
@@ -32,9 +36,9 @@ grep -E "sentiment_classifier_0_.*(GPU|CPU) device" "$(ls -td $TRITON_DEV_HOME/s
 interval="${INTERVAL:-2000}"
 # Each comparison is bounded; SIGINT makes perf print what it measured so far.
 [ -z "${SKIP_FORWARD:-}" ] && log forward-cost && python3 bench/gpu/forward-cost.py | tee "$out/forward-cost.txt"
-[ -n "${HOST_PATH:-}" ] && log host-path && timeout 150 python3 bench/gpu/host-path.py --batches 30 --procs "${HOST_PATH_PROCS:-1,2}" | tee "$out/host-path.txt"
+[ -n "${HOST_PATH:-}" ] && log host-path && timeout 150 python3 bench/gpu/host-path.py --batches 30 --procs "${HOST_PATH_PROCS:-1,2}" --variants "${HOST_PATH_VARIANTS:-concat,pinned,direct,model}" | tee "$out/host-path.txt"
 [ -n "${ONLY_CHECKS:-}" ] && { td down; exit 0; }
-log perf-batching
+[ -z "${SKIP_BATCHING:-}" ] && log perf-batching && \
 timeout -s INT "${BUDGET_BATCHING:-260}" node .devcarry/triton-dev.mjs perf resnet50_fp16 --concurrency-range "${SWEEP_BATCHING:-1,4,16,32,64}" --measurement-interval "$interval" --compare batching -f "$out/batching.csv" | tee "$out/batching.txt"
 log perf-instances
 timeout -s INT "${BUDGET_INSTANCES:-170}" node .devcarry/triton-dev.mjs perf resnet50_fp16 --concurrency-range "${SWEEP_INSTANCES:-1,16,64}" --measurement-interval "$interval" --compare "instances=${INSTANCES:-1,3}" -f "$out/instances.csv" | tee "$out/instances.txt"
