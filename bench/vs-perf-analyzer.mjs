@@ -185,11 +185,27 @@ function sampledRun(file, argv, env) {
   });
 }
 
+/** "8x120 7x30": executions per batch size, most frequent first. */
+function batchList(batches = {}) {
+  return (
+    Object.entries(batches)
+      .sort((x, y) => y[1] - x[1])
+      .map(([size, n]) => `${size}x${n}`)
+      .join(" ") || "-"
+  );
+}
+
 async function modelStats(port, model) {
   const r = await fetch(`http://127.0.0.1:${port}/v2/models/${model}/stats`);
   const j = await r.json();
   const sum = { success: 0, inference: 0, execution: 0, computeInferNs: 0, queueNs: 0, requestNs: 0 };
+  // Executions per batch size: the distribution tells a batcher's pattern (8/8 against 7/9 or
+  // 4/12) where the average alone does not.
   for (const m of j.model_stats ?? []) {
+    for (const b of m.batch_stats ?? []) {
+      const k = `batch${b.batch_size}`;
+      sum[k] = (sum[k] ?? 0) + Number(b.compute_infer?.count ?? 0);
+    }
     sum.success += Number(m.inference_stats.success.count);
     sum.requestNs += Number(m.inference_stats.success.ns);
     sum.queueNs += Number(m.inference_stats.queue.ns);
@@ -205,13 +221,19 @@ async function observed(model, port, go) {
   const before = await modelStats(port, model);
   const r = await go();
   const after = await modelStats(port, model);
-  const d = Object.fromEntries(Object.keys(before).map((k) => [k, after[k] - before[k]]));
+  const d = Object.fromEntries(Object.keys(after).map((k) => [k, after[k] - (before[k] ?? 0)]));
+  const batches = Object.fromEntries(
+    Object.entries(d)
+      .filter(([k, v]) => k.startsWith("batch") && v > 0)
+      .map(([k, v]) => [k.slice(5), v]),
+  );
   return {
     ...r,
     server: {
       requests: d.success,
       avgBatch: d.execution ? d.inference / d.execution : 0,
       executions: d.execution,
+      batches,
       // Triton adds a batch's compute time to each of its requests: per request, this is the
       // length of one model call.
       computeInferUs: d.success ? d.computeInferNs / d.success / 1000 : 0,
@@ -411,7 +433,10 @@ try {
             `bench: ${protocol} ${c.model} c=${level} round ${pairs.length} (${p.first} first): pa ${fmt(a.throughput)} ours ${fmt(o.throughput)} infer/s, ratio ${fmt(p.tr, 3)}, p50 ratio ${fmt(p.pr, 3)}; ` +
               `batch ${fmt(a.server.avgBatch, 2)}/${fmt(o.server.avgBatch, 2)}, client ${fmt(perReq(a), 0)}/${fmt(perReq(o), 0)} us/req, ` +
               `client cores ${fmt(a.clientCores, 2)}/${fmt(o.clientCores, 2)}, machine busy ${fmt(100 * a.machineBusy, 0)}%/${fmt(100 * o.machineBusy, 0)}%, ` +
-              `server us/req ${fmt(a.server.requestUs, 0)}/${fmt(o.server.requestUs, 0)}, outside the server ${fmt(outside(a, level), 0)}/${fmt(outside(o, level), 0)} us/req`,
+              `server us/req ${fmt(a.server.requestUs, 0)}/${fmt(o.server.requestUs, 0)}, outside the server ${fmt(outside(a, level), 0)}/${fmt(outside(o, level), 0)} us/req` +
+              (a.server.avgBatch > 1.05 || o.server.avgBatch > 1.05
+                ? `; executions by batch size pa ${batchList(a.server.batches)} ours ${batchList(o.server.batches)}`
+                : ""),
           );
         }
         if (pairs.length === 0) {
