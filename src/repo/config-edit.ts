@@ -270,11 +270,10 @@ function cutField(r: Rewrite, l: Layout, f: FieldNode): void {
   let start = f.nameToken.pos.offset;
   let end = l.fieldEnd(f);
   if (l.startsLine(start) && l.endsLine(end)) {
-    const line = l.lineEnd(end);
+    // On the last line of a file without a final line break, the break before it is left to
+    // applyConfigEdits, which keeps the file without one: an insertion may sit right after it.
     start = l.lineStart(start);
-    end = line.next;
-    // The last line of a file without a final line break: take the break before it instead.
-    if (!line.hasBreak && start > 0) start -= l.text[start - 2] === "\r" ? 2 : 1;
+    end = l.lineEnd(end).next;
   } else if (l.endsLine(end)) {
     start -= /[ \t]*$/.exec(l.text.slice(0, start))![0].length;
   } else {
@@ -678,7 +677,9 @@ export function applyConfigEdits(text: string, edits: ConfigEdits, file = "confi
   return guarded(file, () => {
     const p = plan(text, edits, file);
     if (p.rewrite.empty) return text;
-    const out = p.rewrite.apply(text);
+    let out = p.rewrite.apply(text);
+    // A file without a final line break keeps none: a cut of its last field leaves the breaks before it.
+    if (text !== "" && !text.endsWith("\n")) out = out.replace(/(?:\r?\n)+$/, "");
     const check = parseModelConfig(out, file);
     if (!check.parsed || !equals(ModelConfigSchema, check.parsed.config, p.expected)) {
       const d = check.diagnostics[0];
