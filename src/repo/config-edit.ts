@@ -12,6 +12,7 @@ import { clone, create, equals } from "@bufbuild/protobuf";
 import fsp from "node:fs/promises";
 import path from "node:path";
 import { REPORT_URL_HINT, UserError, describeCause, explainFsError } from "../errors.js";
+import { log as rootLog } from "../log/logger.js";
 import { replaceFileAtomic } from "../state/atomic-write.js";
 import { DiagnosticError } from "./diagnostics.js";
 import {
@@ -79,6 +80,8 @@ export class ConfigEditError extends UserError {
   readonly line: number | undefined;
   readonly column: number | undefined;
 }
+
+const log = rootLog.child("config-edit");
 
 const INT32_MAX = 2 ** 31 - 1;
 
@@ -780,6 +783,7 @@ export async function applyConfigEditsToFile(
     if (err instanceof ConfigEditError) throw err;
     throw io(err, file);
   }
+  log.debug(`edited ${real}; the old text is in ${backup}`);
   return { changed: true, backup, text: out };
 }
 

@@ -612,6 +612,19 @@ describe("applyConfigEditsToFile", () => {
     expect(await backupsIn(dir)).toEqual([]);
   });
 
+  it("refuses a file that another writer changes while it is being edited, keeping that writer's text", async () => {
+    const { file } = await modelDir(BASE);
+    const now = () => {
+      // The user saves from the editor between our read and our write.
+      fs.writeFileSync(file, BASE.replace("8 #", "12 #"));
+      return fixedNow();
+    };
+    await expect(applyConfigEditsToFile(file, edits, BASE, { now })).rejects.toThrow(
+      expect.objectContaining({ name: "ConfigEditError", reason: "changed" }),
+    );
+    expect(await fsp.readFile(file, "utf8")).toBe(BASE.replace("8 #", "12 #"));
+  });
+
   it("writes nothing and keeps no backup when the file already says it", async () => {
     const { dir, file } = await modelDir(BASE);
     const before = await fsp.stat(file);
