@@ -44,7 +44,10 @@ export interface ConfigEdits {
 }
 
 export interface ConfigEditChange {
-  /** The field's path as the source map spells it: `max_batch_size`, `instance_group[1].count`. */
+  /**
+   * The field: `max_batch_size`, `dynamic_batching.preferred_batch_size`, or per kind (as the edits
+   * name them) `instance_group[KIND_CPU].count`, the count of that kind's first entry.
+   */
   field: string;
   /** The value before, in text format; undefined when the file does not write it. */
   before: string | undefined;
@@ -592,11 +595,7 @@ function planInstances(
     if (i < 0) {
       added.push({ kind, count });
       expected.instanceGroup.push(create(ModelInstanceGroupSchema, { kind: k, count }));
-      changes.push({
-        field: `instance_group[${config.instanceGroup.length + added.length - 1}]`,
-        before: undefined,
-        after: `{ count: ${count} kind: ${kind} }`,
-      });
+      changes.push({ field: `instance_group[${kind}].count`, before: undefined, after: String(count) });
       continue;
     }
     const group = config.instanceGroup[i]!;
@@ -605,7 +604,7 @@ function planInstances(
     const entry = entries[i]!.node;
     const f = entry.fields.find((x) => x.name === "count");
     changes.push({
-      field: `instance_group[${i}].count`,
+      field: `instance_group[${kind}].count`,
       before: f ? String(group.count) : undefined,
       after: String(count),
     });

@@ -236,8 +236,8 @@ describe("applyConfigEdits, byte for byte (expected texts written by hand)", () 
     ).toEqual([
       { field: "max_batch_size", before: "8", after: "16" },
       { field: "dynamic_batching.max_queue_delay_microseconds", before: "100", after: "0" },
-      { field: "instance_group[0].count", before: "1", after: "2" },
-      { field: "instance_group[1]", before: undefined, after: "{ count: 1 kind: KIND_GPU }" },
+      { field: "instance_group[KIND_CPU].count", before: "1", after: "2" },
+      { field: "instance_group[KIND_GPU].count", before: undefined, after: "1" },
     ]);
     expect(describeConfigEdits('name: "x"', { dynamicBatching: { preferredBatchSize: [2] } })).toEqual([
       { field: "dynamic_batching", before: undefined, after: "{ preferred_batch_size: [ 2 ] }" },
@@ -364,28 +364,34 @@ describe("refusals", () => {
 
   it("throws nothing but ConfigEditError on any input (mangled corpus configs)", () => {
     const texts = Object.values(CORPUS);
+    const results = new Set<string>();
     fc.assert(
       fc.property(
         fc.nat({ max: texts.length - 1 }),
         fc.array(fc.tuple(fc.nat(), fc.nat({ max: 3 }), fc.string({ maxLength: 3 })), { maxLength: 4 }),
-        (which, cuts) => {
+        fc.nat({ max: Object.keys(SINGLE_EDITS).length - 1 }),
+        (which, cuts, e) => {
           let t = texts[which]!;
           for (const [at, del, ins] of cuts) {
             const i = t.length ? at % t.length : 0;
             t = t.slice(0, i) + ins + t.slice(i + del);
           }
-          for (const edits of Object.values(SINGLE_EDITS)) {
-            try {
-              const out = applyConfigEdits(t, edits);
-              expect(parse(out)).toEqual(expectedJson(parse(t), edits));
-            } catch (err) {
-              if (!(err instanceof ConfigEditError) || err.reason === "internal") throw err;
-            }
+          const edits = Object.values(SINGLE_EDITS)[e]!;
+          try {
+            const out = applyConfigEdits(t, edits);
+            expect(parse(out)).toEqual(expectedJson(parse(t), edits));
+            results.add("edited");
+          } catch (err) {
+            // A refusal is fine; anything else, or our own check failing, is not.
+            if (!(err instanceof ConfigEditError) || err.reason === "internal") throw err;
+            results.add("refused");
           }
         },
       ),
-      { numRuns: 120, seed: 16 },
+      { numRuns: 300, seed: 16 },
     );
+    // Both outcomes occur: the mangling is neither always harmless nor always fatal.
+    expect([...results].sort()).toEqual(["edited", "refused"]);
   });
 });
 
@@ -539,10 +545,10 @@ describe("random edits on random configs", () => {
         expect(out.endsWith("\n")).toBe(text === "" || text.endsWith("\n"));
         expect(out.includes("\r\n")).toBe(text.includes("\r\n"));
       }),
-      { numRuns: 400, seed: 1616 },
+      { numRuns: 250, seed: 1616 },
     );
     // The property is not vacuous: most random edits change the file.
-    expect(edited).toBeGreaterThan(200);
+    expect(edited).toBeGreaterThan(125);
   });
 });
 
