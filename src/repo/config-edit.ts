@@ -306,7 +306,7 @@ function insertLast(r: Rewrite, l: Layout, msg: MessageNode, field: string): voi
   const gap = l.text.slice(open.end, close.pos.offset);
   const prev = l.tokenBefore(close.pos.offset);
   const tight = prev !== undefined && prev.end === close.pos.offset;
-  r.insert(close.pos.offset, gap === "" || tight ? ` ${field}` : `${field} `);
+  r.insert(close.pos.offset, gap === "" ? ` ${field} ` : tight ? ` ${field}` : `${field} `);
 }
 
 /** Insert a field as the first of a message. */

@@ -182,6 +182,12 @@ describe("applyConfigEdits, byte for byte (expected texts written by hand)", () 
       `${text}dynamic_batching {\n    preferred_batch_size: [ 4, 8 ]\n    max_queue_delay_microseconds: 10\n}\n`,
     );
     expect(applyChecked(text, { dynamicBatching: {} })).toBe(`${text}dynamic_batching { }\n`);
+    expect(applyChecked("dynamic_batching {}\n", { dynamicBatching: { maxQueueDelayMicroseconds: 3 } })).toBe(
+      "dynamic_batching { max_queue_delay_microseconds: 3 }\n",
+    );
+    expect(
+      applyChecked("dynamic_batching {priority_levels: 2}", { dynamicBatching: { maxQueueDelayMicroseconds: 3 } }),
+    ).toBe("dynamic_batching {priority_levels: 2 max_queue_delay_microseconds: 3}");
   });
 
   it("edits <...> messages, repeated blocks, one-line blocks, separators and hex values", () => {
