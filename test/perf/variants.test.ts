@@ -2,14 +2,8 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { UsageError } from "../../src/errors.js";
-import {
-  findTopLevelField,
-  parseCompareFlag,
-  planVariants,
-  removeField,
-  renameConfig,
-  setField,
-} from "../../src/perf/variants.js";
+import { findTopLevelField, removeField, renameConfig, setField } from "../../src/repo/config-edit.js";
+import { parseCompareFlag, planVariants } from "../../src/perf/variants.js";
 import { SAMPLE_MODELS } from "../helpers/cli.js";
 
 const config = `# top comment with dynamic_batching { in it
