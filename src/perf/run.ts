@@ -25,7 +25,7 @@ import {
 } from "./profile.js";
 import { compareSweeps, diffSweeps, type ComparisonRow, type LevelDiff, type SweepResult } from "./report.js";
 import { breakdown, diffSnapshots, snapshotOf } from "./server-stats.js";
-import { checkSharedMemoryTarget, SystemShmSession, type SharedMemoryMode } from "./shared-memory.js";
+import { checkSharedMemoryTarget, removeLeftovers, SystemShmSession, type SharedMemoryMode } from "./shared-memory.js";
 import { GrpcSystemShm, HttpSystemShm, type ShmTensorRef } from "../triton/system-shm.js";
 import { GrpcTransport, HttpTransport, InferFailedError, type InferTransport, type Protocol } from "./transport.js";
 import { userPathsOf } from "../state/staged-paths.js";
@@ -431,6 +431,8 @@ async function runOne(
     const grpc = t.protocol === "grpc" ? new TritonGrpcClient(t.endpoint) : undefined;
     const api = grpc ? new GrpcSystemShm(grpc) : new HttpSystemShm(`http://${t.endpoint}`);
     try {
+      const left = await removeLeftovers(api);
+      if (left.length) deps.progress?.(`removed ${left.length} shared memory region(s) left by perf runs that died`);
       const session = await SystemShmSession.create(api, setup.payloads);
       try {
         deps.progress?.(

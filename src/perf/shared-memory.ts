@@ -4,6 +4,7 @@ import path from "node:path";
 import { UsageError, UserError } from "../errors.js";
 import { createLogger } from "../log/logger.js";
 import { RUNTIME_FACTS } from "../runtimes/kinds.js";
+import { pidAlive } from "../state/process.js";
 import type { RunState } from "../state/run-state.js";
 import type { RawTensor } from "../triton/binary.js";
 import { SharedMemoryApiError, type ShmTensorRef, type SystemShmApi } from "../triton/system-shm.js";
@@ -160,4 +161,39 @@ export class SystemShmSession {
         .catch((err: unknown) => log.warn(`unlink ${file}: ${(err as Error).message}`));
     }
   }
+}
+
+const OWNER = new RegExp(`^${SHM_PREFIX}(\\d+)_[0-9a-f]+_\\d+$`);
+
+/**
+ * What a perf killed outright (SIGKILL, a crash of node itself) left: its shm objects and its
+ * registrations at this server. Only names of our pattern whose pid is gone are touched; returns
+ * the names removed. Never throws: a leftover is no reason to refuse the run.
+ */
+export async function removeLeftovers(
+  api: SystemShmApi,
+  o: { shmDir?: string; alive?: (pid: number) => boolean } = {},
+): Promise<string[]> {
+  const shmDir = o.shmDir ?? "/dev/shm";
+  const alive = o.alive ?? pidAlive;
+  const dead = (name: string) => {
+    const m = OWNER.exec(name);
+    return m !== null && !alive(Number(m[1]));
+  };
+  const removed: string[] = [];
+  const regions = await api.status().catch(() => []);
+  for (const r of regions.filter((r) => dead(r.name))) {
+    await api.unregister(r.name).then(
+      () => removed.push(r.name),
+      (err: unknown) => log.warn(`unregister leftover ${r.name}: ${(err as Error).message}`),
+    );
+  }
+  const files = await fsp.readdir(shmDir).catch(() => [] as string[]);
+  for (const name of files.filter(dead)) {
+    await fsp.rm(path.join(shmDir, name), { force: true }).then(
+      () => removed.includes(name) || removed.push(name),
+      (err: unknown) => log.warn(`unlink leftover ${name}: ${(err as Error).message}`),
+    );
+  }
+  return removed;
 }

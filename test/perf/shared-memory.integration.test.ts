@@ -185,6 +185,49 @@ describe("perf --shared-memory system (real Triton)", () => {
     expect(await ours(pid)).toEqual([]);
   }, 180_000);
 
+  it("cleans up after a perf that was killed outright (SIGKILL) when the next one starts", async () => {
+    const run = spawnPerfCli(
+      [
+        "image_classifier",
+        "--shared-memory",
+        "system",
+        "--concurrency-range",
+        "2",
+        "-p",
+        "1000",
+        "-r",
+        "50",
+        "--no-history",
+      ],
+      env,
+    );
+    await run.waitFor(/window 1:/, 90_000);
+    const pid = run.child.pid!;
+    run.child.kill("SIGKILL");
+    await run.exit;
+    expect((await api.status()).length).toBeGreaterThan(0);
+    expect((await ours(pid)).length).toBeGreaterThan(0);
+    const next = await runPerfCli(
+      [
+        "bert_tokenizer",
+        "--shared-memory",
+        "system",
+        "--concurrency-range",
+        "1",
+        "-p",
+        "500",
+        "-r",
+        "3",
+        "--no-history",
+      ],
+      env,
+    );
+    expect(next.code, next.stderr).toBe(0);
+    expect(next.stderr).toMatch(/removed \d+ shared memory region\(s\) left by perf runs that died/);
+    expect(await api.status()).toEqual([]);
+    expect(await ours(pid)).toEqual([]);
+  }, 180_000);
+
   it("refuses a server that is not on this machine before sending anything", async () => {
     const r = await runPerfCli(["image_classifier", "-u", "192.0.2.1:8000", "--shared-memory", "system"], env, 30_000);
     expect(r.code).toBe(2);

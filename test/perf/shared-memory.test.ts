@@ -8,6 +8,7 @@ import { toCsv, type SweepResult } from "../../src/perf/report.js";
 import {
   checkSharedMemoryTarget,
   layoutRegions,
+  removeLeftovers,
   SHM_ALIGNMENT,
   SystemShmSession,
 } from "../../src/perf/shared-memory.js";
@@ -154,6 +155,32 @@ describe("SystemShmSession", () => {
     expect(await fs.readdir(dir)).toEqual(["triton_dev_perf_t_1"]);
     expect(await fs.readFile(path.join(dir, "triton_dev_perf_t_1"), "utf8")).toBe("someone else's");
     expect(api.registered.size).toBe(0);
+  });
+});
+
+describe("removeLeftovers", () => {
+  it("removes the files and registrations of perf runs whose pid is gone, and nothing else", async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), "h15c-left-"));
+    try {
+      const names = {
+        dead: "triton_dev_perf_111_abc123_0",
+        deadToo: "triton_dev_perf_111_abc123_1",
+        live: "triton_dev_perf_222_def456_0",
+        foreign: "triton_python_backend_shm_region_1",
+        lookalike: "triton_dev_perf_111_notours",
+      };
+      for (const n of Object.values(names)) await fs.writeFile(path.join(dir, n), "x");
+      const api = new RecordingApi();
+      await api.register(names.dead, `/${names.dead}`, 0, 1);
+      await api.register(names.live, `/${names.live}`, 0, 1);
+      await api.register("someone_elses", "/someone_elses", 0, 1);
+      const removed = await removeLeftovers(api, { shmDir: dir, alive: (pid) => pid === 222 });
+      expect(removed.sort()).toEqual([names.dead, names.deadToo]);
+      expect((await fs.readdir(dir)).sort()).toEqual([names.foreign, names.lookalike, names.live].sort());
+      expect([...api.registered.keys()].sort()).toEqual(["someone_elses", names.live]);
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
   });
 });
 
