@@ -37,6 +37,7 @@ export interface PerfFlags {
   perfAnalyzer?: string;
   metricsUrl?: string;
   maxInFlight: number;
+  sharedMemory: "none" | "system";
   f?: string;
   json: boolean;
   chart: boolean;
@@ -57,7 +58,8 @@ export function printReport(output: Output, r: PerfReport, o: { chart: boolean }
   if (!first) return;
   output.out(
     `${r.model} over ${first.protocol.toUpperCase()} at ${first.endpoint}, ${first.engine === "perf_analyzer" ? "perf_analyzer" : "built-in generator"}, ` +
-      `${first.measurementIntervalMs} ms windows, batch ${first.batchSize}${first.distribution ? `, ${first.distribution} arrivals` : ""}; times in ms`,
+      `${first.measurementIntervalMs} ms windows, batch ${first.batchSize}${first.distribution ? `, ${first.distribution} arrivals` : ""}` +
+      `${first.sharedMemory ? `, inputs in ${first.sharedMemory} shared memory (outputs in the response body)` : ""}; times in ms`,
   );
   for (const s of r.sweeps) printSweep(output, s, r.sweeps.length > 1 || r.compare !== undefined);
   if (r.comparison && r.sweeps.length > 1) {
@@ -127,6 +129,7 @@ export async function perfAction(
     ...(flags.metricsUrl ? { metricsUrl: flags.metricsUrl } : {}),
     maxInFlight: flags.maxInFlight,
     keepHistory: flags.history,
+    ...(flags.sharedMemory === "system" ? { sharedMemory: "system" as const } : {}),
   };
 
   const ac = new AbortController();

@@ -125,6 +125,14 @@ export function registerPerfCommand(program: Command, ctx: CliContext): Command 
       parsePositiveInt("--max-in-flight"),
       256,
     )
+    .addOption(
+      new Option(
+        "--shared-memory <kind>",
+        "system: inputs written once into POSIX shared memory registered with Triton (a server on this machine), requests only name it; outputs stay in the response body",
+      )
+        .choices(["none", "system"])
+        .default("none"),
+    )
     .option("-f, --file <OUT.csv>", "also write perf_analyzer's CSV (one file per variant with --compare)")
     .option("--json", "print the full result as JSON", false)
     .option("--no-chart", "leave out the throughput/latency chart")

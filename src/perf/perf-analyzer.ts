@@ -38,6 +38,8 @@ export interface PerfAnalyzerLevelOptions {
   stringLength: number;
   env: NodeJS.ProcessEnv;
   signal?: AbortSignal;
+  /** perf_analyzer's own --shared-memory (it makes and removes its regions itself). */
+  sharedMemory?: "none" | "system";
 }
 
 export function perfAnalyzerArgs(
@@ -67,6 +69,7 @@ export function perfAnalyzerArgs(
     typeof o.inputData === "object" ? o.inputData.file : o.inputData,
     "--string-length",
     String(o.stringLength),
+    ...(o.sharedMemory === "system" ? ["--shared-memory", "system"] : []),
     "--verbose-csv",
     "-f",
     csvFile,

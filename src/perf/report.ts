@@ -14,6 +14,8 @@ export interface SweepResult {
   kind: LevelKind;
   distribution?: "constant" | "poisson";
   batchSize: number;
+  /** Inputs sent through registered system shared memory (absent: in the request bodies). */
+  sharedMemory?: "system";
   measurementIntervalMs: number;
   startedAt: string;
   finishedAt: string;
@@ -67,9 +69,16 @@ export function csvRow(l: LevelResult): string[] {
   ];
 }
 
-/** Rows in perf_analyzer's order: by load level, latencies in microseconds. */
+/**
+ * Rows in perf_analyzer's order: by load level, latencies in microseconds. A shared memory run
+ * adds a last column saying so (perf_analyzer's CSV has none), its first columns where they were.
+ */
 export function toCsv(sweep: SweepResult): string {
-  const rows = [csvHeader(sweep.kind), ...[...sweep.levels].sort((a, b) => a.value - b.value).map(csvRow)];
+  const shm = sweep.sharedMemory ? [sweep.sharedMemory] : [];
+  const rows = [
+    [...csvHeader(sweep.kind), ...(shm.length ? ["Shared Memory"] : [])],
+    ...[...sweep.levels].sort((a, b) => a.value - b.value).map((l) => [...csvRow(l), ...shm]),
+  ];
   return rows.map((r) => r.join(",")).join("\n") + "\n";
 }
 

@@ -25,6 +25,8 @@ import {
 } from "./profile.js";
 import { compareSweeps, diffSweeps, type ComparisonRow, type LevelDiff, type SweepResult } from "./report.js";
 import { breakdown, diffSnapshots, snapshotOf } from "./server-stats.js";
+import { checkSharedMemoryTarget, removeLeftovers, SystemShmSession, type SharedMemoryMode } from "./shared-memory.js";
+import { GrpcSystemShm, HttpSystemShm, type ShmTensorRef } from "../triton/system-shm.js";
 import { GrpcTransport, HttpTransport, InferFailedError, type InferTransport, type Protocol } from "./transport.js";
 import { userPathsOf } from "../state/staged-paths.js";
 import { collectStatus } from "../session/status.js";
@@ -64,6 +66,8 @@ export interface PerfOptions {
   /** Open loop: connections (and requests in flight) at most. */
   maxInFlight: number;
   keepHistory: boolean;
+  /** system: inputs written once into registered POSIX shm regions, requests only name them. */
+  sharedMemory?: SharedMemoryMode;
 }
 
 export interface PerfDeps {
@@ -131,6 +135,9 @@ async function resolveTarget(o: PerfOptions, env: NodeJS.ProcessEnv): Promise<Ta
     port = o.protocol === "grpc" ? state.ports.grpc : state.ports.http;
     metricsUrl ??= `http://${urlHost(host)}:${state.ports.metrics}/metrics`;
   }
+  // Before anything is sent: a region the server cannot open would only fail later, less clearly.
+  if (o.sharedMemory === "system")
+    checkSharedMemoryTarget({ host, ...(o.url ? { url: o.url } : {}), ...(state ? { state } : {}) });
   const endpoint = `${urlHost(host)}:${port}`;
   const control: ControlClient =
     o.protocol === "grpc"
@@ -240,6 +247,7 @@ function transportFactory(
   payloads: RawTensor[][],
   o: PerfOptions,
   withParameters = true,
+  sharedMemory?: ShmTensorRef[][],
 ): (maxConnections: number) => InferTransport {
   const parameters = withParameters ? requestParameters(o) : undefined;
   return (maxConnections) => {
@@ -248,6 +256,7 @@ function transportFactory(
       payloads,
       maxConnections,
       ...(parameters ? { parameters } : {}),
+      ...(sharedMemory ? { sharedMemory } : {}),
       // Errors a model raises name the staged copy of its model.py: shown as the user's file.
       ...(t.state ? { userPaths: userPathsOf(t.state) } : {}),
     };
@@ -281,11 +290,12 @@ async function sweepBuiltin(
   gpuProbe: GpuProbe | undefined,
   deps: PerfDeps,
   sweep: SweepResult,
+  shm?: ShmTensorRef[][],
 ): Promise<void> {
-  const make = transportFactory(t, served, setup.payloads, o);
+  const make = transportFactory(t, served, setup.payloads, o, true, shm);
   // The probe checks the data, so it goes without priority and timeout: a request the queue
   // policy rejects is a result to count, not a reason to refuse the run.
-  await probe(transportFactory(t, served, setup.payloads, o, false), served);
+  await probe(transportFactory(t, served, setup.payloads, o, false, shm), served);
   const ctx: ProfileContext = {
     model: served,
     composing: setup.composing,
@@ -358,6 +368,7 @@ async function sweepPerfAnalyzer(
       shapes: o.shapes,
       inputData: o.inputData,
       stringLength: o.stringLength,
+      ...(o.sharedMemory ? { sharedMemory: o.sharedMemory } : {}),
       env: deps.env,
       ...(deps.signal ? { signal: deps.signal } : {}),
     });
@@ -396,6 +407,7 @@ function newSweep(o: PerfOptions, t: Target, served: string, label: string | und
     kind: o.kind,
     ...(o.kind === "rate" ? { distribution: o.distribution } : {}),
     batchSize: o.batchSize,
+    ...(o.sharedMemory === "system" ? { sharedMemory: "system" as const } : {}),
     measurementIntervalMs: o.windowMs,
     startedAt: now,
     finishedAt: now,
@@ -414,7 +426,26 @@ async function runOne(
   const setup = await prepareModel(t, o, served);
   const sweep = newSweep(o, t, served, label);
   if (o.engine === "perf_analyzer") await sweepPerfAnalyzer(t, o, served, setup, deps, sweep);
-  else await sweepBuiltin(t, o, served, setup, gpuProbe, deps, sweep);
+  else if (o.sharedMemory === "system") {
+    // Registered over the protocol measured: with -u only its port is known.
+    const grpc = t.protocol === "grpc" ? new TritonGrpcClient(t.endpoint) : undefined;
+    const api = grpc ? new GrpcSystemShm(grpc) : new HttpSystemShm(`http://${t.endpoint}`);
+    try {
+      const left = await removeLeftovers(api);
+      if (left.length) deps.progress?.(`removed ${left.length} shared memory region(s) left by perf runs that died`);
+      const session = await SystemShmSession.create(api, setup.payloads);
+      try {
+        deps.progress?.(
+          `${served}: inputs in ${session.regions.length} shared memory region(s) (${session.regions[0]!.name.replace(/_\d+$/, "_*")})`,
+        );
+        await sweepBuiltin(t, o, served, setup, gpuProbe, deps, sweep, session.refs);
+      } finally {
+        await session.close();
+      }
+    } finally {
+      grpc?.close();
+    }
+  } else await sweepBuiltin(t, o, served, setup, gpuProbe, deps, sweep);
   sweep.finishedAt = new Date().toISOString();
   return sweep;
 }

@@ -9,6 +9,7 @@ import {
   type RawTensor,
 } from "../triton/binary.js";
 import { TritonGrpcClient, TritonGrpcError } from "../triton/grpc-client.js";
+import { buildShmInferBody, encodeShmInferRequest, type ShmTensorRef } from "../triton/system-shm.js";
 import {
   HttpConnectionError,
   KeepAliveHttpPool,
@@ -69,6 +70,8 @@ export interface TransportOptions {
   requestTimeoutMs?: number;
   /** Staged paths in Triton's error messages as the user's (state/staged-paths.ts userPathsOf). */
   userPaths?: (text: string) => string;
+  /** Per payload, per input: the shared memory region holding its bytes; requests then carry no input data. */
+  sharedMemory?: readonly (readonly ShmTensorRef[])[];
 }
 
 const CONNECTION_WORDS: Record<string, string> = {
@@ -110,8 +113,10 @@ export class HttpTransport implements InferTransport {
       ...(o.requestTimeoutMs ? { requestTimeoutMs: o.requestTimeoutMs } : {}),
     });
     const path = `/v2/models/${encodeURIComponent(o.model)}/infer`;
-    this.requests = o.payloads.map((inputs) => {
-      const { body, headerLength } = buildBinaryInferBody(inputs, o.parameters ? { parameters: o.parameters } : {});
+    this.requests = o.payloads.map((inputs, i) => {
+      const opts = o.parameters ? { parameters: o.parameters } : {};
+      const refs = o.sharedMemory?.[i];
+      const { body, headerLength } = refs ? buildShmInferBody(inputs, refs, opts) : buildBinaryInferBody(inputs, opts);
       return buildPostRequest(hostHeader, path, body, {
         "Content-Type": "application/octet-stream",
         "Inference-Header-Content-Length": headerLength,
@@ -179,9 +184,13 @@ export class GrpcTransport implements InferTransport {
     this.endpoint = address;
     this.client = new TritonGrpcClient(address);
     this.timeoutMs = o.requestTimeoutMs;
-    this.requests = o.payloads.map((inputs) =>
-      TritonGrpcClient.encodeInferRequest(o.model, inputs, o.parameters ? { parameters: o.parameters } : {}),
-    );
+    this.requests = o.payloads.map((inputs, i) => {
+      const opts = o.parameters ? { parameters: o.parameters } : {};
+      const refs = o.sharedMemory?.[i];
+      return refs
+        ? encodeShmInferRequest(o.model, inputs, refs, opts)
+        : TritonGrpcClient.encodeInferRequest(o.model, inputs, opts);
+    });
   }
 
   async send(index: number): Promise<Outcome> {

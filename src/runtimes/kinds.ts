@@ -60,6 +60,8 @@ export interface RuntimeFacts {
    * paths on this machine (a container's mounts): Triton's messages name these paths.
    */
   stagingSeenAs?: { repository: string; store: string };
+  /** Its Triton opens this machine's /dev/shm (no container between), so perf's shared memory regions reach it. */
+  sharesHostShm?: true;
 }
 
 export const RUNTIME_FACTS: Record<RuntimeKind, RuntimeFacts> = {
@@ -72,6 +74,7 @@ export const RUNTIME_FACTS: Record<RuntimeKind, RuntimeFacts> = {
       hint: "Serve with --runtime docker (the NGC image has the standard backends), or wrap the model in a python backend model.",
     }),
     flags: [],
+    sharesHostShm: true,
   },
   docker: {
     backends: NGC_BACKENDS,

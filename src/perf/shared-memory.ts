@@ -1,0 +1,199 @@
+import { randomBytes } from "node:crypto";
+import fsp from "node:fs/promises";
+import path from "node:path";
+import { UsageError, UserError } from "../errors.js";
+import { createLogger } from "../log/logger.js";
+import { RUNTIME_FACTS } from "../runtimes/kinds.js";
+import { pidAlive } from "../state/process.js";
+import type { RunState } from "../state/run-state.js";
+import type { RawTensor } from "../triton/binary.js";
+import { SharedMemoryApiError, type ShmTensorRef, type SystemShmApi } from "../triton/system-shm.js";
+
+/**
+ * `perf --shared-memory system`: every distinct payload's input tensors written once into a POSIX
+ * shm object registered with Triton, so requests carry only references and the run measures the
+ * server without the transport of request bodies. Outputs still come back in the response body.
+ */
+
+export type SharedMemoryMode = "none" | "system";
+
+const log = createLogger("triton-dev:perf:shm");
+
+/** Offsets of tensors in a region are kept to this alignment, as a numpy view of them would want. */
+export const SHM_ALIGNMENT = 64;
+
+export interface RegionLayout {
+  /** The region's name at Triton, also the shm object's name. */
+  name: string;
+  /** shm_open's name: "/" + name, as Triton's register takes it. */
+  key: string;
+  byteSize: number;
+  /** One per input of the payload, in its order. */
+  inputs: ShmTensorRef[];
+}
+
+/** Region names for one perf run: unique per process and run, so parallel perfs never meet. */
+export function shmSessionId(pid = process.pid): string {
+  return `${pid}_${randomBytes(3).toString("hex")}`;
+}
+
+export const SHM_PREFIX = "triton_dev_perf_";
+
+/** One region per payload, `triton_dev_perf_<session>_<n>`, each input at an aligned offset. */
+export function layoutRegions(
+  payloads: readonly RawTensor[][],
+  session: string,
+  alignment = SHM_ALIGNMENT,
+): RegionLayout[] {
+  return payloads.map((inputs, n) => {
+    const name = `${SHM_PREFIX}${session}_${n}`;
+    let offset = 0;
+    const refs = inputs.map((t) => {
+      const ref = { region: name, offset, byteSize: t.data.length };
+      offset = Math.ceil((offset + t.data.length) / alignment) * alignment;
+      return ref;
+    });
+    // A region of 0 bytes cannot be mapped: an all-empty payload still takes one aligned block.
+    return { name, key: `/${name}`, byteSize: Math.max(offset, alignment), inputs: refs };
+  });
+}
+
+function isLoopback(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, "").toLowerCase();
+  return h === "localhost" || h === "::1" || /^127\.\d+\.\d+\.\d+$/.test(h) || h === "::ffff:127.0.0.1";
+}
+
+/**
+ * Shared memory works only where Triton opens the same /dev/shm as perf: a server on this machine,
+ * outside a container. Refuses with why and what to do otherwise.
+ */
+export function checkSharedMemoryTarget(t: { host: string; url?: string; state?: Pick<RunState, "runtime"> }): void {
+  if (t.state && !RUNTIME_FACTS[t.state.runtime].sharesHostShm) {
+    throw new UsageError(
+      `--shared-memory system needs Triton on this machine, outside a container, but the recorded run's Triton runs under the ${t.state.runtime} runtime`,
+      {
+        hint: "Its container does not see this machine's /dev/shm. Leave out --shared-memory, or serve with `triton-dev up --runtime local`.",
+      },
+    );
+  }
+  if (!isLoopback(t.host)) {
+    throw new UsageError(
+      `--shared-memory system needs Triton on this machine, but ${t.url ? `-u ${t.url}` : "the server"} names ${t.host}`,
+      {
+        hint: "Shared memory regions are files in this machine's /dev/shm: give -u 127.0.0.1:PORT for a server here, or leave out --shared-memory.",
+      },
+    );
+  }
+}
+
+export interface ShmSessionOptions {
+  session?: string;
+  /** Where POSIX shm objects live (glibc's shm_open opens /dev/shm/<name>). */
+  shmDir?: string;
+}
+
+/**
+ * The regions of one sweep, owned from creation to `close()`: the shm files and their
+ * registrations. `create` undoes what it did when any step fails.
+ */
+export class SystemShmSession {
+  private constructor(
+    private readonly api: SystemShmApi,
+    readonly regions: RegionLayout[],
+    private readonly files: string[],
+    private readonly registered: string[],
+  ) {}
+
+  static async create(
+    api: SystemShmApi,
+    payloads: readonly RawTensor[][],
+    o: ShmSessionOptions = {},
+  ): Promise<SystemShmSession> {
+    const shmDir = o.shmDir ?? "/dev/shm";
+    const regions = layoutRegions(payloads, o.session ?? shmSessionId());
+    const s = new SystemShmSession(api, regions, [], []);
+    try {
+      for (const [n, region] of regions.entries()) {
+        const file = path.join(shmDir, region.name);
+        const bytes = Buffer.alloc(region.byteSize);
+        payloads[n]!.forEach((t, i) => t.data.copy(bytes, region.inputs[i]!.offset));
+        // wx: never take over an object someone else made; 0600: Triton runs as this user.
+        const fh = await fsp.open(file, "wx", 0o600);
+        s.files.push(file);
+        try {
+          await fh.writeFile(bytes);
+        } finally {
+          await fh.close();
+        }
+        await api.register(region.name, region.key, 0, region.byteSize);
+        s.registered.push(region.name);
+      }
+    } catch (err) {
+      await s.close();
+      if (err instanceof SharedMemoryApiError)
+        throw new UserError(`Triton could not register the input shared memory: ${err.message}`, {
+          cause: err,
+          hint: "Triton must run on this machine as a user that may open /dev/shm's files (0600, owned by you); or leave out --shared-memory.",
+        });
+      throw new UserError(`cannot write the input shared memory under ${shmDir}: ${(err as Error).message}`, {
+        cause: err,
+        hint: `Check that ${shmDir} is there, writable and has room for ${regions.reduce((a, r) => a + r.byteSize, 0)} bytes; or leave out --shared-memory.`,
+      });
+    }
+    return s;
+  }
+
+  /** Per payload, per input: where Triton finds its bytes. */
+  get refs(): ShmTensorRef[][] {
+    return this.regions.map((r) => r.inputs);
+  }
+
+  /** Unregister and unlink everything; idempotent, and never throws (it runs on the way out of errors). */
+  async close(): Promise<void> {
+    for (const name of this.registered.splice(0)) {
+      await this.api
+        .unregister(name)
+        .catch((err: unknown) => log.warn(`unregister ${name}: ${(err as Error).message}`));
+    }
+    for (const file of this.files.splice(0)) {
+      await fsp
+        .rm(file, { force: true })
+        .catch((err: unknown) => log.warn(`unlink ${file}: ${(err as Error).message}`));
+    }
+  }
+}
+
+const OWNER = new RegExp(`^${SHM_PREFIX}(\\d+)_[0-9a-f]+_\\d+$`);
+
+/**
+ * What a perf killed outright (SIGKILL, a crash of node itself) left: its shm objects and its
+ * registrations at this server. Only names of our pattern whose pid is gone are touched; returns
+ * the names removed. Never throws: a leftover is no reason to refuse the run.
+ */
+export async function removeLeftovers(
+  api: SystemShmApi,
+  o: { shmDir?: string; alive?: (pid: number) => boolean } = {},
+): Promise<string[]> {
+  const shmDir = o.shmDir ?? "/dev/shm";
+  const alive = o.alive ?? pidAlive;
+  const dead = (name: string) => {
+    const m = OWNER.exec(name);
+    return m !== null && !alive(Number(m[1]));
+  };
+  const removed: string[] = [];
+  const regions = await api.status().catch(() => []);
+  for (const r of regions.filter((r) => dead(r.name))) {
+    await api.unregister(r.name).then(
+      () => removed.push(r.name),
+      (err: unknown) => log.warn(`unregister leftover ${r.name}: ${(err as Error).message}`),
+    );
+  }
+  const files = await fsp.readdir(shmDir).catch(() => [] as string[]);
+  for (const name of files.filter(dead)) {
+    await fsp.rm(path.join(shmDir, name), { force: true }).then(
+      () => removed.includes(name) || removed.push(name),
+      (err: unknown) => log.warn(`unlink leftover ${name}: ${(err as Error).message}`),
+    );
+  }
+  return removed;
+}

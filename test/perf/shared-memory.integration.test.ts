@@ -1,0 +1,238 @@
+import fs from "node:fs/promises";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePorts, portArgs, runCli, SAMPLE_MODELS, tempDir, testEnv } from "../helpers/cli.js";
+import { seededRandom } from "../../src/perf/inputs.js";
+import type { PerfReport } from "../../src/perf/run.js";
+import { SHM_PREFIX, SystemShmSession } from "../../src/perf/shared-memory.js";
+import { GrpcTransport, HttpTransport, type InferTransport } from "../../src/perf/transport.js";
+import { encodeTensorData, type DecodedInferResponse, type RawTensor } from "../../src/triton/binary.js";
+import { HttpSystemShm } from "../../src/triton/system-shm.js";
+import { runPerfCli, spawnPerfCli } from "./helpers.js";
+
+/**
+ * `perf --shared-memory system` on the real tritonserver (local runtime): the server computes the
+ * same outputs from the regions as from request bodies, perf measures through them, and nothing
+ * is left in /dev/shm or in Triton's registrations afterwards, also after Ctrl-C.
+ */
+describe("perf --shared-memory system (real Triton)", () => {
+  let env: NodeJS.ProcessEnv;
+  let ports: { http: number; grpc: number; metrics: number };
+  let api: HttpSystemShm;
+
+  const ours = async (pid?: number) =>
+    (await fs.readdir("/dev/shm")).filter((n) => n.startsWith(pid ? `${SHM_PREFIX}${pid}_` : SHM_PREFIX));
+
+  beforeAll(async () => {
+    env = await testEnv();
+    ports = await freePorts();
+    const models = await tempDir("shm-models");
+    for (const m of ["image_classifier", "bert_tokenizer"])
+      await fs.cp(path.join(SAMPLE_MODELS, m), path.join(models, m), {
+        recursive: true,
+        filter: (src) => !src.includes("__pycache__"),
+      });
+    const up = await runCli(["up", "--detach", "--models", models, ...portArgs(ports)], env);
+    expect(up.stdout).toMatch(/2\/2 model\(s\) READY/);
+    api = new HttpSystemShm(`http://127.0.0.1:${ports.http}`);
+  }, 300_000);
+
+  afterAll(async () => {
+    if (env) await runCli(["down"], env);
+  }, 60_000);
+
+  const image = (): RawTensor[] => {
+    const random = seededRandom(7);
+    const f = new Float32Array(3 * 224 * 224);
+    for (let i = 0; i < f.length; i++) f[i] = random();
+    return [{ name: "input_1", datatype: "FP32", shape: [1, 3, 224, 224], data: Buffer.from(f.buffer) }];
+  };
+  const text = (): RawTensor[] => [
+    { name: "TEXT_INPUT", datatype: "BYTES", shape: [1, 1], data: encodeTensorData("BYTES", ["a great movie"]) },
+  ];
+
+  async function once(make: () => InferTransport): Promise<DecodedInferResponse> {
+    const t = make();
+    try {
+      return await t.probe(0);
+    } finally {
+      t.close();
+    }
+  }
+
+  it("computes the same outputs from the regions as from request bodies (FP32 over HTTP, BYTES over gRPC)", async () => {
+    for (const [model, payload, protocol] of [
+      ["image_classifier", image(), "http"],
+      ["bert_tokenizer", text(), "grpc"],
+    ] as const) {
+      const make = (sharedMemory?: SystemShmSession) => () => {
+        const o = {
+          model,
+          payloads: [payload],
+          maxConnections: 1,
+          ...(sharedMemory ? { sharedMemory: sharedMemory.refs } : {}),
+        };
+        return protocol === "grpc"
+          ? new GrpcTransport(`127.0.0.1:${ports.grpc}`, o)
+          : new HttpTransport("127.0.0.1", ports.http, o);
+      };
+      const body = await once(make());
+      const session = await SystemShmSession.create(api, [payload]);
+      try {
+        const region = session.regions[0]!;
+        expect((await api.status()).map((s) => s.name)).toEqual([region.name]);
+        const viaShm = await once(make(session));
+        expect(viaShm.outputs.length).toBeGreaterThan(0);
+        expect(viaShm.outputs).toEqual(body.outputs);
+        // The server reads the region itself: other bytes in it give other outputs.
+        const file = path.join("/dev/shm", region.name);
+        const bytes = await fs.readFile(file);
+        if (payload[0]!.datatype === "BYTES") bytes.write("z", region.inputs[0]!.offset + 4);
+        else bytes.fill(0, region.inputs[0]!.offset, region.inputs[0]!.offset + region.inputs[0]!.byteSize);
+        await fs.writeFile(file, bytes);
+        expect((await once(make(session))).outputs).not.toEqual(body.outputs);
+      } finally {
+        await session.close();
+      }
+      expect(await api.status()).toEqual([]);
+      expect(await ours(process.pid)).toEqual([]);
+    }
+  }, 120_000);
+
+  it("measures through the regions, lists them at Triton meanwhile, says so in its report, and leaves nothing", async () => {
+    const work = await tempDir("shm-perf");
+    const csv = path.join(work, "out.csv");
+    const run = spawnPerfCli(
+      [
+        "image_classifier",
+        "--shared-memory",
+        "system",
+        "--concurrency-range",
+        "1,2",
+        "-p",
+        "1000",
+        "-r",
+        "3",
+        "-f",
+        csv,
+      ],
+      env,
+    );
+    await run.waitFor(/window 1:/, 90_000);
+    const during = await api.status();
+    const pid = run.child.pid!;
+    expect(during.length).toBeGreaterThan(0);
+    expect(during.every((s) => s.name.startsWith(`${SHM_PREFIX}${pid}_`) && s.key === `/${s.name}`)).toBe(true);
+    expect((await ours(pid)).sort()).toEqual(during.map((s) => s.name).sort());
+    expect(await run.exit).toBe(0);
+    expect(run.stdout()).toMatch(/inputs in system shared memory \(outputs in the response body\)/);
+    const rows = (await fs.readFile(csv, "utf8")).trim().split("\n");
+    expect(rows[0]!.split(",").at(-1)).toBe("Shared Memory");
+    expect(rows.slice(1).map((r) => r.split(",").at(-1))).toEqual(["system", "system"]);
+    expect(rows.slice(1).every((r) => Number(r.split(",")[1]) > 0)).toBe(true);
+    expect(await api.status()).toEqual([]);
+    expect(await ours(pid)).toEqual([]);
+
+    const j = await runPerfCli(
+      [
+        "bert_tokenizer",
+        "-i",
+        "grpc",
+        "--shared-memory",
+        "system",
+        "--concurrency-range",
+        "2",
+        "-p",
+        "1000",
+        "-r",
+        "3",
+        "--json",
+      ],
+      env,
+    );
+    expect(j.code, j.stderr).toBe(0);
+    const s = (JSON.parse(j.stdout) as PerfReport).sweeps[0]!;
+    expect(s.sharedMemory).toBe("system");
+    expect(s.levels[0]!.throughput).toBeGreaterThan(0);
+    expect(s.levels[0]!.errorCount).toBe(0);
+    expect(await api.status()).toEqual([]);
+    expect(await ours()).toEqual([]);
+  }, 240_000);
+
+  it("unregisters and unlinks its regions when interrupted mid-run", async () => {
+    const run = spawnPerfCli(
+      [
+        "image_classifier",
+        "--shared-memory",
+        "system",
+        "--concurrency-range",
+        "2",
+        "-p",
+        "1000",
+        "-r",
+        "50",
+        "--no-history",
+      ],
+      env,
+    );
+    await run.waitFor(/window 1:/, 90_000);
+    const pid = run.child.pid!;
+    expect((await api.status()).length).toBeGreaterThan(0);
+    expect((await ours(pid)).length).toBeGreaterThan(0);
+    run.child.kill("SIGINT");
+    expect(await run.exit).toBe(130);
+    expect(await api.status()).toEqual([]);
+    expect(await ours(pid)).toEqual([]);
+  }, 180_000);
+
+  it("cleans up after a perf that was killed outright (SIGKILL) when the next one starts", async () => {
+    const run = spawnPerfCli(
+      [
+        "image_classifier",
+        "--shared-memory",
+        "system",
+        "--concurrency-range",
+        "2",
+        "-p",
+        "1000",
+        "-r",
+        "50",
+        "--no-history",
+      ],
+      env,
+    );
+    await run.waitFor(/window 1:/, 90_000);
+    const pid = run.child.pid!;
+    run.child.kill("SIGKILL");
+    await run.exit;
+    expect((await api.status()).length).toBeGreaterThan(0);
+    expect((await ours(pid)).length).toBeGreaterThan(0);
+    const next = await runPerfCli(
+      [
+        "bert_tokenizer",
+        "--shared-memory",
+        "system",
+        "--concurrency-range",
+        "1",
+        "-p",
+        "500",
+        "-r",
+        "3",
+        "--no-history",
+      ],
+      env,
+    );
+    expect(next.code, next.stderr).toBe(0);
+    expect(next.stderr).toMatch(/removed \d+ shared memory region\(s\) left by perf runs that died/);
+    expect(await api.status()).toEqual([]);
+    expect(await ours(pid)).toEqual([]);
+  }, 180_000);
+
+  it("refuses a server that is not on this machine before sending anything", async () => {
+    const r = await runPerfCli(["image_classifier", "-u", "192.0.2.1:8000", "--shared-memory", "system"], env, 30_000);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/192\.0\.2\.1/);
+    expect(r.stderr).toMatch(/hint: .*-u 127\.0\.0\.1:PORT/);
+    expect(await ours()).toEqual([]);
+  }, 60_000);
+});
