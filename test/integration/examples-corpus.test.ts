@@ -1,21 +1,16 @@
 import fs from "node:fs/promises";
 import path from "node:path";
-import * as grpc from "@grpc/grpc-js";
-import { create, fromBinary, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
-import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  ModelInferRequestSchema,
-  ModelInferResponseSchema,
-  type ModelInferResponse,
-} from "../../src/triton/gen/grpc_service_pb.js";
 import { ROOT, freePorts, portArgs, runCli, tempDir, testEnv, type CliResult } from "../helpers/cli.js";
+import { output, tritonclient, type Call, type TensorIn } from "../helpers/tritonclient.js";
 
 /**
  * The corpus in test/fixtures/examples (models in the shapes of Triton's public python_backend
  * examples, written by us; its README says which each mirrors) through lint, `up --detach`, real
- * requests over HTTP and gRPC (a bidirectional stream for the decoupled model), its custom
- * metric, one edit seen through a BLS caller, and `down`, on the real tritonserver.
+ * requests through NVIDIA's tritonclient over HTTP and gRPC (gRPC streams for the decoupled
+ * models), its custom metric, one edit seen through a BLS caller, and `down`, on the real
+ * tritonserver. The misplaced layouts (test/fixtures/examples/misplaced) are a repository of
+ * their own, in examples-misplaced.test.ts.
  */
 const CORPUS = path.join(ROOT, "test/fixtures/examples");
 const MODELS = [
@@ -30,44 +25,15 @@ const MODELS = [
   "scorer",
   "square",
 ];
-const SERVICE = "/inference.GRPCInferenceService/";
-const identity = (b: Buffer) => b;
 
-interface HttpOutput {
-  name: string;
-  datatype: string;
-  shape: number[];
-  data: number[];
-}
-
-type InferInit = MessageInitShape<typeof ModelInferRequestSchema>;
-
-/** ModelStreamInferResponse is not among the generated messages: field 1 error_message, field 2 infer_response. */
-function decodeStreamResponse(bytes: Uint8Array): { error: string; response?: ModelInferResponse } {
-  const reader = new BinaryReader(bytes);
-  let error = "";
-  let response: ModelInferResponse | undefined;
-  while (reader.pos < reader.len) {
-    const [field, wire] = reader.tag();
-    if (field === 1 && wire === WireType.LengthDelimited) error = reader.string();
-    else if (field === 2 && wire === WireType.LengthDelimited)
-      response = fromBinary(ModelInferResponseSchema, reader.bytes());
-    else reader.skip(wire);
-  }
-  return { error, ...(response ? { response } : {}) };
-}
-
-/** Triton answers gRPC with raw_output_contents: little-endian bytes, one buffer per output. */
-function rawOutput(r: ModelInferResponse, name: string): Buffer {
-  const i = r.outputs.findIndex((o) => o.name === name);
-  expect(i, `output ${name}`).toBeGreaterThanOrEqual(0);
-  const raw = r.rawOutputContents[i]!;
-  return Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
-}
-
-const fp32 = (b: Buffer) => Array.from({ length: b.length / 4 }, (_, i) => b.readFloatLE(i * 4));
-const int32 = (b: Buffer) => Array.from({ length: b.length / 4 }, (_, i) => b.readInt32LE(i * 4));
-const uint32 = (b: Buffer) => Array.from({ length: b.length / 4 }, (_, i) => b.readUInt32LE(i * 4));
+const fp32 = (name: string, shape: number[], data: number[]): TensorIn => ({ name, datatype: "FP32", shape, data });
+const int32 = (name: string, shape: number[], data: number[]): TensorIn => ({ name, datatype: "INT32", shape, data });
+const infer = (protocol: "http" | "grpc", model: string, inputs: TensorIn[]): Call => ({
+  kind: "infer",
+  protocol,
+  model,
+  inputs,
+});
 
 /** What the corpus's preprocess -> scorer computes, in the test's own arithmetic. */
 function pipelineExpected(rows: number[][]): number[][] {
@@ -95,72 +61,27 @@ describe("the python_backend examples corpus on the real tritonserver", () => {
   let repo: string;
   let lint: CliResult;
   let up: CliResult;
-  let grpcClient: grpc.Client;
   let upMs = 0;
   const t0 = Date.now();
-
-  const http = async (model: string, inputs: unknown[], extra: Record<string, unknown> = {}) => {
-    const res = await fetch(`http://127.0.0.1:${ports.http}/v2/models/${model}/infer`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ inputs, ...extra }),
-    });
-    const body = (await res.json()) as { outputs?: HttpOutput[]; error?: string };
-    return { status: res.status, body };
-  };
-  const httpOut = (body: { outputs?: HttpOutput[] }, name: string): HttpOutput => {
-    const o = body.outputs?.find((x) => x.name === name);
-    expect(o, `output ${name} in ${JSON.stringify(body)}`).toBeDefined();
-    return o!;
-  };
-
-  const grpcInfer = (req: InferInit): Promise<ModelInferResponse> =>
-    new Promise((resolve, reject) => {
-      grpcClient.makeUnaryRequest(
-        SERVICE + "ModelInfer",
-        identity,
-        identity,
-        Buffer.from(toBinary(ModelInferRequestSchema, create(ModelInferRequestSchema, req))),
-        new grpc.Metadata(),
-        { deadline: Date.now() + 30_000 },
-        (err, res) => (err ? reject(err) : resolve(fromBinary(ModelInferResponseSchema, res!))),
-      );
-    });
-
-  /** One request on a ModelStreamInfer stream; resolves with every message up to the final one. */
-  const grpcStream = (req: InferInit): Promise<Array<{ error: string; response?: ModelInferResponse }>> =>
-    new Promise((resolve, reject) => {
-      const got: Array<{ error: string; response?: ModelInferResponse }> = [];
-      const call = grpcClient.makeBidiStreamRequest(SERVICE + "ModelStreamInfer", identity, identity, undefined, {
-        deadline: Date.now() + 30_000,
-      });
-      call.on("data", (b: Buffer) => {
-        const m = decodeStreamResponse(b);
-        got.push(m);
-        const final = m.response?.parameters["triton_final_response"]?.parameterChoice;
-        if (m.error || (final?.case === "boolParam" && final.value)) call.end();
-      });
-      call.on("error", reject);
-      call.on("end", () => resolve(got));
-      call.write(Buffer.from(toBinary(ModelInferRequestSchema, create(ModelInferRequestSchema, req))));
-    });
+  const send = (calls: Call[]) => tritonclient(ports, calls);
 
   beforeAll(async () => {
     env = await testEnv();
     ports = await freePorts();
     repo = path.join(await tempDir("examples"), "models");
-    await fs.cp(CORPUS, repo, { recursive: true, filter: (src) => !src.includes("__pycache__") });
-    // The README documents the corpus; it is no model.
+    // The README documents the corpus and misplaced/ is a repository of its own; neither is a model.
+    await fs.cp(CORPUS, repo, {
+      recursive: true,
+      filter: (src) => !src.includes("__pycache__") && src !== path.join(CORPUS, "misplaced"),
+    });
     await fs.rm(path.join(repo, "README.md"));
     lint = await runCli(["lint", repo], env);
     const started = Date.now();
     up = await runCli(["up", "--detach", "--models", repo, ...portArgs(ports)], env);
     upMs = Date.now() - started;
-    grpcClient = new grpc.Client(`127.0.0.1:${ports.grpc}`, grpc.credentials.createInsecure());
   }, 180_000);
 
   afterAll(async () => {
-    grpcClient?.close();
     if (env) await runCli(["down"], env);
     console.info(
       `examples corpus: up --detach ${(upMs / 1000).toFixed(1)} s, whole file ${((Date.now() - t0) / 1000).toFixed(1)} s`,
@@ -179,80 +100,59 @@ describe("the python_backend examples corpus on the real tritonserver", () => {
     expect(s.models.every((m: { state: string }) => m.state === "READY")).toBe(true);
   });
 
-  it("BLS sync and async call bls_callee and compute over HTTP and gRPC", async () => {
+  it("BLS sync and async call bls_callee and compute, through tritonclient over HTTP and gRPC", async () => {
     const x = [1, -2, 3.5];
-    const sync = await http("bls_sync", [{ name: "INPUT0", shape: [3], datatype: "FP32", data: x }]);
-    expect(sync.status).toBe(200);
-    expect(httpOut(sync.body, "OUTPUT0").data).toEqual(x.map((v) => v * 2 + 1));
-    const asyncR = await http("bls_async", [{ name: "INPUT0", shape: [3], datatype: "FP32", data: x }]);
-    expect(asyncR.status).toBe(200);
-    expect(httpOut(asyncR.body, "OUTPUT0").data).toEqual(x.map((v) => v * 2 * 1.5));
-
-    for (const [model, f] of [
-      ["bls_sync", (v: number) => v * 2 + 1],
-      ["bls_async", (v: number) => v * 3],
-    ] as const) {
-      const r = await grpcInfer({
-        modelName: model,
-        inputs: [{ name: "INPUT0", datatype: "FP32", shape: [3n], contents: { fp32Contents: x } }],
-      });
-      expect(fp32(rawOutput(r, "OUTPUT0"))).toEqual(x.map(f));
-    }
+    const a = await send(
+      (["http", "grpc"] as const).flatMap((p) => [
+        infer(p, "bls_sync", [fp32("INPUT0", [3], x)]),
+        infer(p, "bls_async", [fp32("INPUT0", [3], x)]),
+      ]),
+    );
+    for (const i of [0, 2]) expect(output(a[i], "OUTPUT0")).toEqual({ shape: [3], data: x.map((v) => v * 2 + 1) });
+    for (const i of [1, 3]) expect(output(a[i], "OUTPUT0").data).toEqual(x.map((v) => v * 2 * 1.5));
   });
 
   it("decoupled repeat: a gRPC stream gets one response per element, then the final flag alone", async () => {
     const values = [7, -3, 42, 0, 9];
-    const msgs = await grpcStream({
-      modelName: "repeat",
-      id: "repeat-1",
-      inputs: [{ name: "IN", datatype: "INT32", shape: [BigInt(values.length)], contents: { intContents: values } }],
-      // Without this Triton sends nothing for a response that only carries the final flag.
-      parameters: { triton_enable_empty_final_response: { parameterChoice: { case: "boolParam", value: true } } },
-    });
-    expect(msgs.map((m) => m.error)).toEqual(msgs.map(() => ""));
+    const [a] = await send([
+      { kind: "streams", streams: [{ model: "repeat", id: "repeat-1", inputs: [int32("IN", [5], values)] }] },
+    ]);
+    const msgs = a!.streams![0]!;
+    expect(msgs.map((m) => m.error)).toEqual(msgs.map(() => undefined));
     expect(msgs).toHaveLength(values.length + 1);
-    const data = msgs.slice(0, -1).map((m) => m.response!);
-    expect(data.map((r) => int32(rawOutput(r, "OUT"))[0])).toEqual(values);
-    expect(data.map((r) => uint32(rawOutput(r, "IDX"))[0])).toEqual(values.map((_, i) => i));
-    expect(data.every((r) => r.id === "repeat-1")).toBe(true);
-    const last = msgs.at(-1)!.response!;
-    expect(last.outputs).toEqual([]);
-    expect(last.parameters["triton_final_response"]?.parameterChoice).toEqual({ case: "boolParam", value: true });
-    expect(data.map((r) => r.parameters["triton_final_response"]?.parameterChoice.value)).toEqual(
-      values.map(() => false),
-    );
+    const data = msgs.slice(0, -1);
+    expect(data.map((m) => m.outputs!["OUT"]!.data[0])).toEqual(values);
+    expect(data.map((m) => m.outputs!["IDX"]!.data[0])).toEqual(values.map((_, i) => i));
+    expect(msgs.every((m) => m.id === "repeat-1")).toBe(true);
+    expect(data.map((m) => m.final)).toEqual(values.map(() => false));
+    expect(msgs.at(-1)).toEqual({ id: "repeat-1", final: true, outputs: {} });
   });
 
-  it("decoupled square: responses sent from the model's own thread after execute returned, n of them, for two streams at once", async () => {
-    const ask = (n: number, id: string) =>
-      grpcStream({
-        modelName: "square",
-        id,
-        inputs: [{ name: "IN", datatype: "INT32", shape: [1n], contents: { intContents: [n] } }],
-        parameters: { triton_enable_empty_final_response: { parameterChoice: { case: "boolParam", value: true } } },
-      });
-    const [four, three, zero] = await Promise.all([ask(4, "sq-4"), ask(3, "sq-3"), ask(0, "sq-0")]);
+  it("decoupled square: responses sent from the model's own thread after execute returned, n of them, for three streams at once", async () => {
+    const ask = (n: number, id: string) => ({ model: "square", id, inputs: [int32("IN", [1], [n])] });
+    const [a, bad] = await send([
+      { kind: "streams", streams: [ask(4, "sq-4"), ask(3, "sq-3"), ask(0, "sq-0")] },
+      { kind: "streams", streams: [ask(-1, "sq-bad")] },
+    ]);
     for (const [msgs, n, id] of [
-      [four, 4, "sq-4"],
-      [three, 3, "sq-3"],
-      [zero, 0, "sq-0"],
+      [a!.streams![0]!, 4, "sq-4"],
+      [a!.streams![1]!, 3, "sq-3"],
+      [a!.streams![2]!, 0, "sq-0"],
     ] as const) {
-      expect(msgs.map((m) => m.error)).toEqual(msgs.map(() => ""));
+      expect(msgs.map((m) => m.error)).toEqual(msgs.map(() => undefined));
       expect(msgs).toHaveLength(n + 1);
-      const data = msgs.slice(0, -1).map((m) => m.response!);
-      expect(data.map((r) => int32(rawOutput(r, "OUT"))[0])).toEqual(Array.from({ length: n }, () => n));
-      expect(msgs.every((m) => m.response!.id === id)).toBe(true);
-      expect(msgs.at(-1)!.response!.outputs).toEqual([]);
+      expect(msgs.slice(0, -1).map((m) => m.outputs!["OUT"]!.data)).toEqual(Array.from({ length: n }, () => [n]));
+      expect(msgs.every((m) => m.id === id)).toBe(true);
+      expect(msgs.at(-1)).toMatchObject({ final: true, outputs: {} });
     }
-    const bad = await ask(-1, "sq-bad");
-    expect(bad.map((m) => m.error).join(" ")).toMatch(/IN must be 0 or more, got -1/);
+    expect(bad!.streams![0]!.map((m) => m.error).join(" ")).toMatch(/IN must be 0 or more, got -1/);
   });
 
   it("decoupled repeat over HTTP /infer: Triton 2.51 answers 501, decoupled models need a stream", async () => {
     // Measured: 501 Not Implemented (not 400), the message naming the decoupled policy.
-    const r = await http("repeat", [{ name: "IN", shape: [2], datatype: "INT32", data: [1, 2] }]);
-    expect(r.body.error).toMatch(/decoupled/i);
-    expect(r.status).toBe(501);
+    const [a] = await send([infer("http", "repeat", [int32("IN", [2], [1, 2])])]);
+    expect(a!.error).toMatch(/decoupled/i);
+    expect(a!.status).toBe("501");
   });
 
   it("auto-complete: Triton takes inputs, outputs and max_batch_size from auto_complete_config", async () => {
@@ -271,21 +171,13 @@ describe("the python_backend examples corpus on the real tritonserver", () => {
     expect(cfg.output.map((o) => o.name)).toEqual(["SUM", "DIFF"]);
     const a = [1, 2, 3, 4, 5, 6, 7, 8];
     const b = [8, 7, 6, 5, 4, 3, 2, 1];
-    const r = await http("auto_complete", [
-      { name: "INPUT0", shape: [2, 4], datatype: "FP32", data: a },
-      { name: "INPUT1", shape: [2, 4], datatype: "FP32", data: b },
+    const [h, g] = await send([
+      infer("http", "auto_complete", [fp32("INPUT0", [2, 4], a), fp32("INPUT1", [2, 4], b)]),
+      infer("grpc", "auto_complete", [fp32("INPUT0", [1, 4], a.slice(0, 4)), fp32("INPUT1", [1, 4], b.slice(0, 4))]),
     ]);
-    expect(r.status).toBe(200);
-    expect(httpOut(r.body, "SUM")).toMatchObject({ shape: [2, 4], data: a.map((v, i) => v + b[i]!) });
-    expect(httpOut(r.body, "DIFF").data).toEqual(a.map((v, i) => v - b[i]!));
-    const g = await grpcInfer({
-      modelName: "auto_complete",
-      inputs: [
-        { name: "INPUT0", datatype: "FP32", shape: [1n, 4n], contents: { fp32Contents: a.slice(0, 4) } },
-        { name: "INPUT1", datatype: "FP32", shape: [1n, 4n], contents: { fp32Contents: b.slice(0, 4) } },
-      ],
-    });
-    expect(fp32(rawOutput(g, "SUM"))).toEqual([9, 9, 9, 9]);
+    expect(output(h, "SUM")).toEqual({ shape: [2, 4], data: a.map((v, i) => v + b[i]!) });
+    expect(output(h, "DIFF").data).toEqual(a.map((v, i) => v - b[i]!));
+    expect(output(g, "SUM")).toEqual({ shape: [1, 4], data: [9, 9, 9, 9] });
   });
 
   it("custom metrics: the model's MetricFamily counter counts its requests on /metrics", async () => {
@@ -296,17 +188,13 @@ describe("the python_backend examples corpus on the real tritonserver", () => {
     };
     // The family exists from initialize on, before any request.
     expect(await metric("corpus_requests_total")).toBe(0);
-    for (let i = 1; i <= 3; i++) {
-      const r = await http("request_counter", [{ name: "INPUT0", shape: [3], datatype: "FP32", data: [i, i, i] }]);
-      expect(httpOut(r.body, "OUTPUT0").data).toEqual([i, 2 * i, 3 * i]);
-    }
-    for (let i = 0; i < 2; i++) {
-      const g = await grpcInfer({
-        modelName: "request_counter",
-        inputs: [{ name: "INPUT0", datatype: "FP32", shape: [2n], contents: { fp32Contents: [0.5, 2] } }],
-      });
-      expect(fp32(rawOutput(g, "OUTPUT0"))).toEqual([0.5, 2.5]);
-    }
+    const answers = await send([
+      ...[1, 2, 3].map((i) => infer("http", "request_counter", [fp32("INPUT0", [3], [i, i, i])])),
+      ...[0, 1].map(() => infer("grpc", "request_counter", [fp32("INPUT0", [2], [0.5, 2])])),
+    ]);
+    // One request after another, so the cumulative sums are in this order.
+    [1, 2, 3].forEach((i, k) => expect(output(answers[k], "OUTPUT0").data).toEqual([i, 2 * i, 3 * i]));
+    for (const k of [3, 4]) expect(output(answers[k], "OUTPUT0").data).toEqual([0.5, 2.5]);
     expect(await metric("corpus_requests_total")).toBe(5);
     expect(await metric("corpus_last_input_sum")).toBe(2.5);
   });
@@ -318,19 +206,17 @@ describe("the python_backend examples corpus on the real tritonserver", () => {
       [5, 5, 5, 5],
     ];
     const expected = pipelineExpected(rows);
-    const r = await http("pipeline", [{ name: "RAW", shape: [3, 4], datatype: "FP32", data: rows.flat() }]);
-    expect(r.status).toBe(200);
-    const probs = httpOut(r.body, "PROBS");
+    const [h, g] = await send([
+      infer("http", "pipeline", [fp32("RAW", [3, 4], rows.flat())]),
+      infer("grpc", "pipeline", [fp32("RAW", [1, 4], rows[0]!)]),
+    ]);
+    const probs = output(h, "PROBS");
     expect(probs.shape).toEqual([3, 2]);
     probs.data.forEach((p, i) => expect(p).toBeCloseTo(expected.flat()[i]!, 5));
     expect(probs.data[1]).toBeGreaterThan(0.99); // rising
     expect(probs.data[2]).toBeGreaterThan(0.99); // falling
     expect(probs.data[4]).toBeCloseTo(0.5, 6); // flat
-    const g = await grpcInfer({
-      modelName: "pipeline",
-      inputs: [{ name: "RAW", datatype: "FP32", shape: [1n, 4n], contents: { fp32Contents: rows[0] } }],
-    });
-    fp32(rawOutput(g, "PROBS")).forEach((p, i) => expect(p).toBeCloseTo(expected[0]![i]!, 5));
+    output(g, "PROBS").data.forEach((p, i) => expect(p).toBeCloseTo(expected[0]![i]!, 5));
   });
 
   it("an edit to the BLS callee's constant is served through both callers", async () => {
@@ -342,10 +228,15 @@ describe("the python_backend examples corpus on the real tritonserver", () => {
     const x = [1, 2];
     let seen: number[] = [];
     // Bounded: the watcher settles, stages and reloads bls_callee; the caller serves throughout.
+    // The poll is a plain HTTP request (a Python start per poll would blur the timing).
     while (Date.now() - saved < 60_000) {
-      const r = await http("bls_sync", [{ name: "INPUT0", shape: [2], datatype: "FP32", data: x }]);
-      expect(r.status).toBe(200);
-      seen = httpOut(r.body, "OUTPUT0").data;
+      const res = await fetch(`http://127.0.0.1:${ports.http}/v2/models/bls_sync/infer`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ inputs: [fp32("INPUT0", [2], x)] }),
+      });
+      expect(res.status).toBe(200);
+      seen = ((await res.json()) as { outputs: Array<{ data: number[] }> }).outputs[0]!.data;
       if (seen[0] !== 3) break;
       await new Promise((res) => setTimeout(res, 200));
     }
@@ -353,8 +244,12 @@ describe("the python_backend examples corpus on the real tritonserver", () => {
     console.info(
       `examples corpus: callee edit served through bls_sync ${((Date.now() - saved) / 1000).toFixed(1)} s after saving`,
     );
-    const a = await http("bls_async", [{ name: "INPUT0", shape: [2], datatype: "FP32", data: x }]);
-    expect(httpOut(a.body, "OUTPUT0").data).toEqual([4.5, 9]);
+    const [h, g] = await send([
+      infer("http", "bls_async", [fp32("INPUT0", [2], x)]),
+      infer("grpc", "bls_sync", [fp32("INPUT0", [2], x)]),
+    ]);
+    expect(output(h, "OUTPUT0").data).toEqual([4.5, 9]);
+    expect(output(g, "OUTPUT0").data).toEqual([4, 7]);
     const s = JSON.parse((await runCli(["status", "--json"], env)).stdout);
     expect(s.serverReady).toBe(true);
     expect(s.models.find((m: { name: string }) => m.name === "bls_callee")).toMatchObject({ state: "READY" });

@@ -4,6 +4,7 @@ import { UserError } from "../../errors.js";
 import { detectNvidiaGpus } from "../../gpu/detect.js";
 import { log as rootLog } from "../../log/logger.js";
 import { endpointsFor, urlHost } from "../../net/url.js";
+import { clientForRun, closingFetch } from "../../triton/http-client.js";
 import { KEY_FROM_FILE, readRunKey } from "../../triton/key-shim.js";
 import type { Endpoints, Ports, ServerHandle, StartOptions } from "../driver.js";
 import {
@@ -16,6 +17,7 @@ import {
   statusOf,
 } from "./client.js";
 import { ensureImage, imageId, type PullUpdate } from "./image.js";
+import { stopTritonContainer, type ContainerStopOptions } from "./container-stop.js";
 import { followLogs, type LogFollower } from "./logs.js";
 import {
   ensureNetwork,
@@ -320,6 +322,9 @@ export class DockerRuntime {
       follower,
       siblings,
       network: plan.settings.network,
+      // A server too busy to answer within a second is stopped the plain way; the connection is
+      // not kept open, which would hold Triton's exit.
+      loaded: () => clientForRun(o, { timeoutMs: 1000, fetch: closingFetch }).repositoryIndex(),
     });
   }
 }
@@ -378,6 +383,8 @@ interface HandleParts {
   follower: LogFollower;
   siblings: string[];
   network?: string;
+  /** What Triton has loaded, so the stop can end once all of it has unloaded (container-stop.ts). */
+  loaded?: ContainerStopOptions["loaded"];
 }
 
 function dockerHandle(docker: Docker, container: Docker.Container, p: HandleParts, pollMs = 1000): ServerHandle {
@@ -409,12 +416,13 @@ function dockerHandle(docker: Docker, container: Docker.Container, p: HandlePart
       clearInterval(timer);
       p.follower.release();
     },
-    stop: (graceMs = 15_000) => {
+    stop: (graceMs = 15_000, onProgress) => {
       stopping ??= (async () => {
-        await container.stop({ t: Math.max(1, Math.round(graceMs / 1000)) }).catch((err) => {
-          if (statusOf(err) !== 304 && statusOf(err) !== 404)
-            log.warn("could not stop the container", { error: daemonMessage(err) });
-        });
+        await stopTritonContainer(container, {
+          graceMs,
+          ...(p.loaded ? { loaded: p.loaded } : {}),
+          ...(onProgress ? { onProgress } : {}),
+        }).catch((err: unknown) => log.warn("could not stop the container", { error: daemonMessage(err) }));
         await p.follower.stop();
         clearInterval(timer);
         await removeContainers(docker, [container.id, ...p.siblings]).catch((err) =>

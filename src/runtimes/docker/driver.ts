@@ -6,7 +6,9 @@ import { requireFreePorts } from "../../net/ports.js";
 import type { RunState } from "../../state/run-state.js";
 import type { AttachedRun, Leftovers, PlannedRun, RuntimeDriver } from "../driver.js";
 import { refuseForeignFlags } from "../flags.js";
+import { clientForRun, closingFetch } from "../../triton/http-client.js";
 import { connectDocker, requireDaemon } from "./client.js";
+import { stopTritonContainer } from "./container-stop.js";
 import { DockerRuntime, findOurs, removeRun } from "./docker-runtime.js";
 import { shmHinter, shmStartHint } from "./hints.js";
 import { dockerRunAlive } from "./liveness.js";
@@ -149,7 +151,7 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
         // `up` again for the same project's detached container hands it over to the new `up`:
         // the container is reattached (same settings) or recreated (changed ones).
         handsOverTo: (kind, modelsDir) => kind === "docker" && rec.containerName === containerName(modelsDir),
-        async stop(graceMs) {
+        async stop(graceMs, onProgress) {
           const docker = connect(env);
           try {
             await requireDaemon(docker, env);
@@ -165,7 +167,25 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
             .catch(() => undefined);
           // A container of that id without our labels is not ours to remove, whatever the record says.
           const extra = info && isOurs(info.Config.Labels) ? [info.Id] : [];
-          await removeRun(docker, state.runId, path.dirname(state.runDir), extra, Math.round(graceMs / 1000));
+          if (info && extra.length && info.State.Running)
+            await stopTritonContainer(docker.getContainer(info.Id), {
+              graceMs,
+              loaded: () => clientForRun(state, { timeoutMs: 1000, fetch: closingFetch }).repositoryIndex(),
+              ...(onProgress ? { onProgress } : {}),
+            }).catch((err: unknown) => log.warn("could not stop the container", { error: String(err) }));
+          // Removing is the daemon's work, and with the vfs storage driver (a full copy of the image
+          // per container) it can take longer than the stop itself.
+          const saying = onProgress
+            ? setTimeout(
+                () => onProgress(`Triton has stopped; waiting for Docker to remove ${rec.containerName}`),
+                1000,
+              )
+            : undefined;
+          try {
+            await removeRun(docker, state.runId, path.dirname(state.runDir), extra, Math.round(graceMs / 1000));
+          } finally {
+            clearTimeout(saying);
+          }
           return {
             what: `container ${rec.containerName}, removed`,
             staleWhat: `pid ${state.pid}`,

@@ -1,0 +1,125 @@
+import { PassThrough, type Readable } from "node:stream";
+import type Docker from "dockerode";
+import { log as rootLog } from "../../log/logger.js";
+import { stripTritonPrefix } from "../../state/log-file.js";
+import { ExitTracker } from "../../triton/log-lines.js";
+import { splitLogLine } from "./logs.js";
+
+const log = rootLog.child("docker");
+
+export interface ContainerStopOptions {
+  /** How long Triton may take to exit after SIGTERM before the container is killed. */
+  graceMs: number;
+  /** The model versions loaded when the stop begins (Triton's repository index); [] when Triton does not say. */
+  loaded?: () => Promise<ReadonlyArray<{ name: string; version?: string; state?: string }>>;
+  /** A line for the user when the stop takes longer than `progressAfterMs`, and each time it changes. */
+  onProgress?: (message: string) => void;
+  progressAfterMs?: number;
+  /** How long Triton may take to exit by itself once everything has unloaded (see process-group.ts). */
+  settleMs?: number;
+  pollMs?: number;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** The daemon's "not running" (304, 409) and "no such container" (404). */
+function gone(err: unknown): boolean {
+  const code = (err as { statusCode?: number }).statusCode;
+  return code === 304 || code === 404 || code === 409;
+}
+
+async function running(container: Docker.Container): Promise<boolean> {
+  try {
+    const s = (await container.inspect()).State;
+    return s.Running || s.Restarting;
+  } catch (err) {
+    if (gone(err)) return false;
+    throw err;
+  }
+}
+
+/**
+ * Stops Triton's container as the local runtime stops its process group: SIGTERM, the unloads
+ * followed in the container's log, and the container killed 250 ms after everything loaded at the
+ * start has unloaded. Triton 2.51 keeps counting a reload that failed beside a serving version as
+ * live until its exit timeout (10 s), and `docker stop` would wait that out with nothing of ours
+ * left to wait for. Without a list of loaded models it is a plain `docker stop`.
+ */
+export async function stopTritonContainer(container: Docker.Container, o: ContainerStopOptions): Promise<void> {
+  const loaded = o.loaded
+    ? (await o.loaded().catch(() => [])).filter(
+        (m) => m.state === "READY" || m.state === "LOADING" || m.state === "UNLOADING",
+      )
+    : [];
+  if (loaded.length === 0) {
+    await container.stop({ t: Math.max(1, Math.round(o.graceMs / 1000)) }).catch((err: unknown) => {
+      if (!gone(err)) throw err;
+    });
+    return;
+  }
+  const tracker = new ExitTracker(loaded);
+  const started = Date.now();
+  let told = "";
+  const tell = () => {
+    if (!o.onProgress || Date.now() - started < (o.progressAfterMs ?? 1000)) return;
+    const left = tracker.unloading();
+    const line = left.length
+      ? `waiting for Triton to unload ${left.join(", ")}`
+      : "everything is unloaded; waiting for Triton to exit";
+    if (line !== told) o.onProgress((told = line));
+  };
+  // The since filter has whole-second precision: older lines (an unload of an earlier reload) are
+  // dropped by their timestamps.
+  const raw = (await container.logs({
+    follow: true,
+    stdout: true,
+    stderr: true,
+    timestamps: true,
+    since: Math.floor(started / 1000),
+  })) as unknown as Readable;
+  const merged = new PassThrough();
+  container.modem.demuxStream(raw, merged, merged);
+  let partial = "";
+  let allUnloadedAt: number | undefined;
+  merged.on("data", (chunk: Buffer) => {
+    const lines = (partial + chunk.toString("utf8")).split("\n");
+    partial = lines.pop() ?? "";
+    for (const line of lines) {
+      const { ts, text } = splitLogLine(line.replace(/\r$/, ""));
+      if (ts && ts[0] * 1000 + ts[1] / 1e6 < started) continue;
+      tracker.feed(stripTritonPrefix(text));
+      if (tracker.done()) allUnloadedAt ??= Date.now();
+    }
+  });
+  raw.on("error", (err) => log.debug("log stream error while stopping", { error: String(err) }));
+  try {
+    try {
+      await container.kill({ signal: "SIGTERM" });
+    } catch (err) {
+      if (gone(err)) return;
+      throw err;
+    }
+    const deadline = started + o.graceMs;
+    while (Date.now() < deadline) {
+      if (!(await running(container))) return;
+      tell();
+      if (allUnloadedAt !== undefined && Date.now() - allUnloadedAt >= (o.settleMs ?? 250)) {
+        log.info("every model unloaded; Triton still waits, so its container is stopped now", {
+          tritonCountsLive: tracker.liveModels,
+        });
+        break;
+      }
+      await sleep(o.pollMs ?? 100);
+    }
+  } finally {
+    raw.destroy();
+  }
+  if (allUnloadedAt === undefined)
+    log.warn("Triton did not exit in time; killing its container", { graceMs: o.graceMs });
+  await container.kill({ signal: "SIGKILL" }).catch((err: unknown) => {
+    if (!gone(err)) throw err;
+  });
+  const killDeadline = Date.now() + 5_000;
+  while ((await running(container)) && Date.now() < killDeadline) await sleep(o.pollMs ?? 100);
+  log.debug("container stopped", { ms: Date.now() - started, loaded: loaded.length });
+}
