@@ -608,6 +608,52 @@ export function checkEnsembleSteps(
       );
     }
   });
+  checkDecoupledOrigins(steps, models, r);
+}
+
+/**
+ * Triton refuses a step whose inputs come, directly or through other steps, from more than one
+ * decoupled model ("receives inputs originated from different decoupled models"): their responses
+ * arrive independently, so it could not tell which of them belong together. A tensor's origin is
+ * the decoupled model that wrote it, else that of the step's inputs that led to it.
+ */
+function checkDecoupledOrigins(
+  steps: readonly ModelEnsembling_Step[],
+  models: Map<string, RepoModel>,
+  r: Reporter,
+): void {
+  const decoupled = (name: string) => models.get(name)?.parsed?.config.modelTransactionPolicy?.decoupled === true;
+  if (!steps.some((s) => decoupled(s.modelName))) return;
+  const origins = new Map<string, Set<string>>();
+  const stepOrigins = (step: ModelEnsembling_Step): Set<string> =>
+    new Set(Object.values(step.inputMap).flatMap((t) => [...(origins.get(t) ?? [])]));
+  // Each pass carries origins one step further along the graph, so as many passes as steps reach
+  // every tensor (a cycle is reported elsewhere and only ends the loop early here).
+  for (let pass = 0; pass < steps.length; pass++) {
+    let changed = false;
+    for (const step of steps) {
+      const from = decoupled(step.modelName) ? new Set([step.modelName]) : stepOrigins(step);
+      for (const t of Object.values(step.outputMap)) {
+        const had = origins.get(t) ?? new Set<string>();
+        const merged = new Set([...had, ...from]);
+        if (merged.size !== had.size) {
+          origins.set(t, merged);
+          changed = true;
+        }
+      }
+    }
+    if (!changed) break;
+  }
+  steps.forEach((step, s) => {
+    const from = [...stepOrigins(step)].sort();
+    if (from.length < 2) return;
+    r.error(
+      "ensemble-decoupled-origins",
+      `${stepPath(s)}.model_name#value`,
+      `step ${s} runs '${step.modelName}' on inputs that come from different decoupled models (${quoteList(from, "and")}), which Triton refuses: their responses arrive independently`,
+      "Feed the step from one decoupled model only (or make the others not decoupled), or merge their outputs in one model first.",
+    );
+  });
 }
 
 function hintFor(r: Reporter, name: string, candidates: Iterable<string>, what: string): string {

@@ -41,6 +41,7 @@ output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] }, { name: "OUTPUT1
 const FIXED4 = `input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
 output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
 `;
+const DECOUPLED = "model_transaction_policy { decoupled: true }\n";
 const ENS_IO = `input [ { name: "IN" data_type: TYPE_FP32 dims: [ -1 ] } ]
 output [ { name: "OUT" data_type: TYPE_FP32 dims: [ -1 ] } ]
 `;
@@ -668,6 +669,65 @@ export const CASES: Case[] = [
       "layout_version_config_ignored/1/config.pbtxt": pythonConfig("layout_version_config_ignored", ECHO_IO, 1),
       "layout_version_config_ignored/1/model.py": ECHO_MODEL_PY,
     },
+    lint: "accepted",
+  },
+  // Issue 14's rules
+  {
+    model: "runtime_missing",
+    files: py("runtime_missing", pythonConfig("runtime_missing") + 'runtime: "libtriton_nope.so"\n'),
+    lint: "runtime-missing",
+    triton: "unable to find backend library 'libtriton_nope.so' for model 'runtime_missing'",
+  },
+  {
+    model: "runtime_escapes",
+    files: py("runtime_escapes", pythonConfig("runtime_escapes") + 'runtime: "../python/libtriton_python.so"\n'),
+    // Measured: Triton 2.51 takes the '..' as it comes and finds the library in the backend's folder (lint warns).
+    lint: "accepted",
+  },
+  {
+    model: "runtime_ok",
+    files: py("runtime_ok", pythonConfig("runtime_ok") + 'runtime: "libtriton_python.so"\n'),
+    lint: "accepted",
+  },
+  {
+    model: "gpu_minus_one",
+    files: extra("gpu_minus_one", "instance_group [ { kind: KIND_GPU gpus: [ -1 ] } ]\n"),
+    lint: "gpu-id-invalid",
+    triton: "specifies invalid or unsupported gpu id -1",
+  },
+  { model: "dec_a", files: extra("dec_a", DECOUPLED), lint: "accepted" },
+  { model: "dec_b", files: extra("dec_b", DECOUPLED), lint: "accepted" },
+  {
+    model: "ens_decoupled_mix",
+    files: ens(
+      "ens_decoupled_mix",
+      step("dec_a", { INPUT0: "IN" }, { OUTPUT0: "t_a" }) +
+        step("dec_b", { INPUT0: "IN" }, { OUTPUT0: "t_b" }) +
+        step("two_in", { INPUT0: "t_a", INPUT1: "t_b" }, { OUTPUT0: "OUT" }),
+    ),
+    lint: "ensemble-decoupled-origins",
+    triton: "receives inputs originated from different decoupled models",
+  },
+  {
+    // The origin carries through a step that is not decoupled itself.
+    model: "ens_decoupled_mix_deep",
+    files: ens(
+      "ens_decoupled_mix_deep",
+      step("dec_a", { INPUT0: "IN" }, { OUTPUT0: "t_a" }) +
+        step("ok_python", { INPUT0: "t_a" }, { OUTPUT0: "t_a2" }) +
+        step("dec_b", { INPUT0: "IN" }, { OUTPUT0: "t_b" }) +
+        step("two_in", { INPUT0: "t_a2", INPUT1: "t_b" }, { OUTPUT0: "OUT" }),
+    ),
+    lint: "ensemble-decoupled-origins",
+    triton: "receives inputs originated from different decoupled models",
+  },
+  {
+    model: "ens_decoupled_one",
+    files: ens(
+      "ens_decoupled_one",
+      step("dec_a", { INPUT0: "IN" }, { OUTPUT0: "t_a" }) +
+        step("two_in", { INPUT0: "t_a", INPUT1: "IN" }, { OUTPUT0: "OUT" }),
+    ),
     lint: "accepted",
   },
   // Accepted by Triton, so lint reports at most warnings
