@@ -26,6 +26,7 @@ import {
   type ModelOutput,
   type ModelQueuePolicy,
 } from "./gen/model_config_pb.js";
+import type { ConfigCompleter } from "./auto-complete-run.js";
 import { CONFIG_FILE, readUserText, type ModelLayout, type VersionDir } from "./layout.js";
 import { modelNameProblem, servableName, shownName } from "./model-name.js";
 import type { ParsedConfig } from "./parse.js";
@@ -40,6 +41,14 @@ export interface LintOptions {
   gpuAvailable?: boolean;
   /** How many GPUs, when known: `gpus: [n]` beyond it is an error. */
   gpuCount?: number;
+  /**
+   * Whether Triton runs with config auto-complete (undefined: Triton's default, on). On, a python
+   * model's auto_complete_config is run and the config it completes is linted; off, a model
+   * without config.pbtxt cannot load.
+   */
+  autoComplete?: boolean;
+  /** Runs auto_complete_config (default: in the managed environment, see auto-complete-run.ts). */
+  completer?: ConfigCompleter;
   /**
    * Severity of KIND_GPU on a machine without a GPU: a warning while linting (the config may be
    * meant for another machine), an error when about to serve (`up`), where Triton refuses it.
@@ -62,6 +71,11 @@ export class Reporter {
     readonly model: string,
     private readonly parsed: ParsedConfig | undefined,
     private readonly defaultFile: string,
+    /**
+     * Where findings on parts of the config that its file does not hold are put: a config that
+     * auto_complete_config completed holds what model.py added, so those point at model.py.
+     */
+    private readonly elsewhere?: { file: string; pos: Pos; note: string },
   ) {}
 
   private push(
@@ -72,6 +86,20 @@ export class Reporter {
     hint?: string,
     file?: string,
   ): void {
+    const base = typeof where === "string" ? where.replace(/#value$/, "") : undefined;
+    if (this.elsewhere && this.parsed && base !== undefined && !this.parsed.source.has(base)) {
+      this.diagnostics.push({
+        severity,
+        file: file ?? this.elsewhere.file,
+        line: this.elsewhere.pos.line,
+        column: this.elsewhere.pos.column,
+        message: clipLongRuns(`${message} ${this.elsewhere.note}`),
+        ...(hint ? { hint: clipLongRuns(hint) } : {}),
+        model: this.model,
+        code,
+      });
+      return;
+    }
     const pos: Pos =
       where === undefined
         ? { line: 1, column: 1, offset: 0 }
