@@ -13,6 +13,25 @@ export interface LintFlags {
   runtime?: RuntimeKind;
   /** true/false from --gpu/--no-gpu; undefined means "look at this machine". */
   gpu?: boolean;
+  /** --disable-auto-complete-config: lint as Triton runs with that flag. */
+  disableAutoCompleteConfig?: boolean;
+}
+
+/**
+ * Whether Triton will complete configs, as `up` would start it, and why that is assumed. `up`
+ * keeps Triton's auto-complete on whenever a model needs it (runtimes that may turn it off do so
+ * only when none does; the others always leave it on), so lint assumes it on unless told the
+ * server runs with --disable-auto-complete-config.
+ */
+export function autoCompleteAssumption(flags: Pick<LintFlags, "runtime" | "disableAutoCompleteConfig">): {
+  on: boolean;
+  why: string;
+} {
+  if (flags.disableAutoCompleteConfig) return { on: false, why: "--disable-auto-complete-config" };
+  return {
+    on: true,
+    why: flags.runtime ? `as \`up --runtime ${flags.runtime}\` runs Triton` : "Triton's default, as `up` runs it",
+  };
 }
 
 export interface LintDeps {
@@ -45,7 +64,7 @@ function loadSummary(result: LintResult): string {
 }
 
 /** Compiler-style text: findings about the repository, then per model errors then warnings, then a summary line. */
-export function formatLintResult(result: LintResult, cwd: string): string {
+export function formatLintResult(result: LintResult, cwd: string, autoComplete?: { on: boolean; why: string }): string {
   const lines: string[] = [];
   if (result.repositoryDiagnostics.length > 0) {
     for (const d of result.repositoryDiagnostics) lines.push(formatDiagnostic(d, cwd));
@@ -62,8 +81,10 @@ export function formatLintResult(result: LintResult, cwd: string): string {
     for (const d of [...byKind("error"), ...byKind("warning")]) lines.push(formatDiagnostic(d, cwd));
     lines.push("");
   }
+  const notes = result.models.flatMap((m) => (m.notes ?? []).map((n) => `${displayPath(m.dir, cwd)}: note: ${n}`));
+  if (notes.length > 0) lines.push(...notes, "");
   lines.push(
-    `${plural(result.models.length, "model")} checked: ${plural(result.errorCount, "error")}, ${plural(result.warningCount, "warning")}${loadSummary(result)}`,
+    `${plural(result.models.length, "model")} checked: ${plural(result.errorCount, "error")}, ${plural(result.warningCount, "warning")}${loadSummary(result)}${autoComplete ? `; auto-complete ${autoComplete.on ? "on" : "off"} (${autoComplete.on ? "assumed: " : ""}${autoComplete.why})` : ""}`,
   );
   return lines.join("\n");
 }
@@ -91,7 +112,8 @@ export async function runLint(dir: string, flags: LintFlags, deps: LintDeps = {}
       hint: `Pass the folder that holds it: \`triton-dev lint ${path.dirname(dir) || "."}\`.`,
     });
   }
-  const options: LintOptions = { gpuMissingSeverity: "warning" };
+  const autoComplete = autoCompleteAssumption(flags);
+  const options: LintOptions = { gpuMissingSeverity: "warning", autoComplete: autoComplete.on };
   if (flags.runtime) options.runtime = flags.runtime;
   if (flags.gpu !== undefined) {
     options.gpuAvailable = flags.gpu;
@@ -110,12 +132,15 @@ export async function runLint(dir: string, flags: LintFlags, deps: LintDeps = {}
           repository: repo,
           errorCount: result.errorCount,
           warningCount: result.warningCount,
+          autoComplete,
           repositoryDiagnostics: result.repositoryDiagnostics,
           models: result.models.map((m) => ({
             name: m.name,
             dir: m.dir,
             wouldLoad: m.wouldLoad,
             ...(m.unavailable ? { unavailable: m.unavailable } : {}),
+            ...(m.notes ? { notes: m.notes } : {}),
+            ...(m.completed ? { completed: true } : {}),
             diagnostics: m.diagnostics,
           })),
         },
@@ -124,7 +149,7 @@ export async function runLint(dir: string, flags: LintFlags, deps: LintDeps = {}
       ),
     );
   } else {
-    output.out(formatLintResult(result, cwd));
+    output.out(formatLintResult(result, cwd, autoComplete));
   }
   return result.errorCount > 0 ? 1 : 0;
 }
