@@ -6,6 +6,9 @@ import { type Diagnostic, countBySeverity, displayPath, formatDiagnostic } from 
 import { type LintOptions, type LintResult, lintRepository } from "../repo/lint.js";
 import type { RuntimeKind } from "../runtimes/kinds.js";
 import { detectNvidiaGpus } from "../gpu/detect.js";
+import { resolvePaths } from "../config/paths.js";
+import { EnvironmentBuilder, environmentsRootIn } from "../envs/builder.js";
+import { type InterpreterFor, createConfigCompleter } from "../repo/auto-complete-run.js";
 import { processOutput, type Output } from "./output.js";
 
 export interface LintFlags {
@@ -89,6 +92,42 @@ export function formatLintResult(result: LintResult, cwd: string, autoComplete?:
   return lines.join("\n");
 }
 
+/**
+ * A model with a requirements.txt has its auto_complete_config run in the environment `up` builds
+ * for it (the local runtime's, under the managed home or TRITON_DEV_ENVS_DIR), when it is built:
+ * lint never installs anything. Without the managed environment the completer says it cannot run.
+ */
+async function builtEnvironments(env: NodeJS.ProcessEnv = process.env): Promise<InterpreterFor> {
+  const paths = resolvePaths(env);
+  const marker = await readManagedEnvironment(paths.envMarker);
+  if (!marker)
+    return () => Promise.resolve({ notRun: "the managed environment is not set up (run `triton-dev setup`)" });
+  const builder = new EnvironmentBuilder({
+    root: environmentsRootIn(paths.home, env),
+    base: marker,
+    env,
+  });
+  return async (_model, dir) => {
+    const found = await builder.find(path.join(dir, "requirements.txt")).catch(() => "not-built" as const);
+    if (found === "empty") return undefined;
+    if (found === "not-built")
+      return { notRun: "environment not built (`triton-dev up` builds it from requirements.txt)" };
+    return { python: found.python };
+  };
+}
+
+/** The managed environment's Python and site-packages, from the marker `triton-dev setup` writes. */
+async function readManagedEnvironment(file: string): Promise<{ python: string; sitePackages: string } | undefined> {
+  try {
+    const m = JSON.parse(await fsp.readFile(file, "utf8")) as { venvPython?: unknown; sitePackages?: unknown };
+    return typeof m.venvPython === "string" && typeof m.sitePackages === "string"
+      ? { python: m.venvPython, sitePackages: m.sitePackages }
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Runs `triton-dev lint` and returns its exit code: 0 clean (warnings allowed), 1 errors. */
 export async function runLint(dir: string, flags: LintFlags, deps: LintDeps = {}): Promise<number> {
   const output = deps.output ?? processOutput;
@@ -124,6 +163,7 @@ export async function runLint(dir: string, flags: LintFlags, deps: LintDeps = {}
       if (count > 0) options.gpuCount = count;
     }
   }
+  if (autoComplete.on) options.completer = createConfigCompleter({ interpreterFor: await builtEnvironments() });
   const result = await lintRepository(repo, options);
   if (flags.json) {
     output.out(
