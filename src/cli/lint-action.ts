@@ -7,7 +7,6 @@ import { type LintOptions, type LintResult, lintRepository } from "../repo/lint.
 import type { RuntimeKind } from "../runtimes/kinds.js";
 import { detectNvidiaGpus } from "../gpu/detect.js";
 import { resolvePaths } from "../config/paths.js";
-import { EnvironmentBuilder, environmentsRootIn } from "../envs/builder.js";
 import { type InterpreterFor, createConfigCompleter } from "../repo/auto-complete-run.js";
 import { processOutput, type Output } from "./output.js";
 
@@ -102,13 +101,14 @@ async function builtEnvironments(env: NodeJS.ProcessEnv = process.env): Promise<
   const marker = await readManagedEnvironment(paths.envMarker);
   if (!marker)
     return () => Promise.resolve({ notRun: "the managed environment is not set up (run `triton-dev setup`)" });
-  const builder = new EnvironmentBuilder({
-    root: environmentsRootIn(paths.home, env),
-    base: marker,
-    env,
-  });
+  // The builder (and execa with it) loads only when a model with a requirements.txt completes its config.
+  let builder: Promise<import("../envs/builder.js").EnvironmentBuilder> | undefined;
   return async (_model, dir) => {
-    const found = await builder.find(path.join(dir, "requirements.txt")).catch(() => "not-built" as const);
+    builder ??= import("../envs/builder.js").then(
+      ({ EnvironmentBuilder, environmentsRootIn }) =>
+        new EnvironmentBuilder({ root: environmentsRootIn(paths.home, env), base: marker, env }),
+    );
+    const found = await (await builder).find(path.join(dir, "requirements.txt")).catch(() => "not-built" as const);
     if (found === "empty") return undefined;
     if (found === "not-built")
       return { notRun: "environment not built (`triton-dev up` builds it from requirements.txt)" };
