@@ -6,6 +6,8 @@ import { type Diagnostic, countBySeverity, displayPath, formatDiagnostic } from 
 import { type LintOptions, type LintResult, lintRepository } from "../repo/lint.js";
 import type { RuntimeKind } from "../runtimes/kinds.js";
 import { detectNvidiaGpus } from "../gpu/detect.js";
+import { resolvePaths } from "../config/paths.js";
+import { type InterpreterFor, createConfigCompleter } from "../repo/auto-complete-run.js";
 import { processOutput, type Output } from "./output.js";
 
 export interface LintFlags {
@@ -13,6 +15,25 @@ export interface LintFlags {
   runtime?: RuntimeKind;
   /** true/false from --gpu/--no-gpu; undefined means "look at this machine". */
   gpu?: boolean;
+  /** --disable-auto-complete-config: lint as Triton runs with that flag. */
+  disableAutoCompleteConfig?: boolean;
+}
+
+/**
+ * Whether Triton will complete configs, as `up` would start it, and why that is assumed. `up`
+ * keeps Triton's auto-complete on whenever a model needs it (runtimes that may turn it off do so
+ * only when none does; the others always leave it on), so lint assumes it on unless told the
+ * server runs with --disable-auto-complete-config.
+ */
+export function autoCompleteAssumption(flags: Pick<LintFlags, "runtime" | "disableAutoCompleteConfig">): {
+  on: boolean;
+  why: string;
+} {
+  if (flags.disableAutoCompleteConfig) return { on: false, why: "--disable-auto-complete-config" };
+  return {
+    on: true,
+    why: flags.runtime ? `as \`up --runtime ${flags.runtime}\` runs Triton` : "Triton's default, as `up` runs it",
+  };
 }
 
 export interface LintDeps {
@@ -45,7 +66,7 @@ function loadSummary(result: LintResult): string {
 }
 
 /** Compiler-style text: findings about the repository, then per model errors then warnings, then a summary line. */
-export function formatLintResult(result: LintResult, cwd: string): string {
+export function formatLintResult(result: LintResult, cwd: string, autoComplete?: { on: boolean; why: string }): string {
   const lines: string[] = [];
   if (result.repositoryDiagnostics.length > 0) {
     for (const d of result.repositoryDiagnostics) lines.push(formatDiagnostic(d, cwd));
@@ -62,10 +83,49 @@ export function formatLintResult(result: LintResult, cwd: string): string {
     for (const d of [...byKind("error"), ...byKind("warning")]) lines.push(formatDiagnostic(d, cwd));
     lines.push("");
   }
+  const notes = result.models.flatMap((m) => (m.notes ?? []).map((n) => `${displayPath(m.dir, cwd)}: note: ${n}`));
+  if (notes.length > 0) lines.push(...notes, "");
   lines.push(
-    `${plural(result.models.length, "model")} checked: ${plural(result.errorCount, "error")}, ${plural(result.warningCount, "warning")}${loadSummary(result)}`,
+    `${plural(result.models.length, "model")} checked: ${plural(result.errorCount, "error")}, ${plural(result.warningCount, "warning")}${loadSummary(result)}${autoComplete ? `; auto-complete ${autoComplete.on ? "on" : "off"} (${autoComplete.on ? "assumed: " : ""}${autoComplete.why})` : ""}`,
   );
   return lines.join("\n");
+}
+
+/**
+ * A model with a requirements.txt has its auto_complete_config run in the environment `up` builds
+ * for it (the local runtime's, under the managed home or TRITON_DEV_ENVS_DIR), when it is built:
+ * lint never installs anything. Without the managed environment the completer says it cannot run.
+ */
+async function builtEnvironments(env: NodeJS.ProcessEnv = process.env): Promise<InterpreterFor> {
+  const paths = resolvePaths(env);
+  const marker = await readManagedEnvironment(paths.envMarker);
+  if (!marker)
+    return () => Promise.resolve({ notRun: "the managed environment is not set up (run `triton-dev setup`)" });
+  // The builder (and execa with it) loads only when a model with a requirements.txt completes its config.
+  let builder: Promise<import("../envs/builder.js").EnvironmentBuilder> | undefined;
+  return async (_model, dir) => {
+    builder ??= import("../envs/builder.js").then(
+      ({ EnvironmentBuilder, environmentsRootIn }) =>
+        new EnvironmentBuilder({ root: environmentsRootIn(paths.home, env), base: marker, env }),
+    );
+    const found = await (await builder).find(path.join(dir, "requirements.txt")).catch(() => "not-built" as const);
+    if (found === "empty") return undefined;
+    if (found === "not-built")
+      return { notRun: "environment not built (`triton-dev up` builds it from requirements.txt)" };
+    return { python: found.python };
+  };
+}
+
+/** The managed environment's Python and site-packages, from the marker `triton-dev setup` writes. */
+async function readManagedEnvironment(file: string): Promise<{ python: string; sitePackages: string } | undefined> {
+  try {
+    const m = JSON.parse(await fsp.readFile(file, "utf8")) as { venvPython?: unknown; sitePackages?: unknown };
+    return typeof m.venvPython === "string" && typeof m.sitePackages === "string"
+      ? { python: m.venvPython, sitePackages: m.sitePackages }
+      : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Runs `triton-dev lint` and returns its exit code: 0 clean (warnings allowed), 1 errors. */
@@ -91,7 +151,8 @@ export async function runLint(dir: string, flags: LintFlags, deps: LintDeps = {}
       hint: `Pass the folder that holds it: \`triton-dev lint ${path.dirname(dir) || "."}\`.`,
     });
   }
-  const options: LintOptions = { gpuMissingSeverity: "warning" };
+  const autoComplete = autoCompleteAssumption(flags);
+  const options: LintOptions = { gpuMissingSeverity: "warning", autoComplete: autoComplete.on };
   if (flags.runtime) options.runtime = flags.runtime;
   if (flags.gpu !== undefined) {
     options.gpuAvailable = flags.gpu;
@@ -102,6 +163,7 @@ export async function runLint(dir: string, flags: LintFlags, deps: LintDeps = {}
       if (count > 0) options.gpuCount = count;
     }
   }
+  if (autoComplete.on) options.completer = createConfigCompleter({ interpreterFor: await builtEnvironments() });
   const result = await lintRepository(repo, options);
   if (flags.json) {
     output.out(
@@ -110,12 +172,15 @@ export async function runLint(dir: string, flags: LintFlags, deps: LintDeps = {}
           repository: repo,
           errorCount: result.errorCount,
           warningCount: result.warningCount,
+          autoComplete,
           repositoryDiagnostics: result.repositoryDiagnostics,
           models: result.models.map((m) => ({
             name: m.name,
             dir: m.dir,
             wouldLoad: m.wouldLoad,
             ...(m.unavailable ? { unavailable: m.unavailable } : {}),
+            ...(m.notes ? { notes: m.notes } : {}),
+            ...(m.completed ? { completed: true } : {}),
             diagnostics: m.diagnostics,
           })),
         },
@@ -124,7 +189,7 @@ export async function runLint(dir: string, flags: LintFlags, deps: LintDeps = {}
       ),
     );
   } else {
-    output.out(formatLintResult(result, cwd));
+    output.out(formatLintResult(result, cwd, autoComplete));
   }
   return result.errorCount > 0 ? 1 : 0;
 }

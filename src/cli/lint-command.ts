@@ -17,6 +17,10 @@ export function registerLintCommand(program: Command, ctx: CliContext, deps: Omi
     )
     .option("--gpu", "check as if this machine had a GPU")
     .option("--no-gpu", "check as if this machine had no GPU")
+    .option(
+      "--disable-auto-complete-config",
+      "check as Triton runs with this flag: configs are not completed (a model needs its config.pbtxt)",
+    )
     .action(async (dir: string, flags: LintFlags) => {
       ctx.exitCode = await (await import("./lint-action.js")).runLint(dir, flags, { ...deps, output });
     });

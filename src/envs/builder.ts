@@ -92,6 +92,14 @@ export class EnvironmentError extends UserError {
   }
 }
 
+/**
+ * Where the model environments built from requirements.txt live: beside the managed one (`home`),
+ * shared by every run; TRITON_DEV_ENVS_DIR moves them (a faster disk, or a test's own cache).
+ */
+export function environmentsRootIn(home: string, env: NodeJS.ProcessEnv): string {
+  return env.TRITON_DEV_ENVS_DIR ? path.resolve(env.TRITON_DEV_ENVS_DIR) : path.join(home, "envs");
+}
+
 /** The marker written last into a complete environment. */
 const MARKER = ".triton-dev-env.json";
 /** Loads the managed site-packages after the environment's own (their .pth files too). */
@@ -121,6 +129,17 @@ export class EnvironmentBuilder {
   base(): Promise<EnvironmentBase> {
     this.basePromise ??= probeBase(this.o.base, this.o.stubPackages ?? ["numpy"]);
     return this.basePromise;
+  }
+
+  /**
+   * The environment for a requirements file if it is built, without building it (lint runs a
+   * model's code in it, but never installs anything): `empty` when the file lists nothing.
+   */
+  async find(file: string): Promise<{ dir: string; python: string } | "empty" | "not-built"> {
+    const normalized = normalizeRequirements(await fsp.readFile(file, "utf8"));
+    if (normalized.length === 0) return "empty";
+    const dir = path.join(this.o.root, environmentKey(normalized, await this.base()));
+    return (await readMarker(dir)) ? { dir, python: path.join(dir, "bin", "python") } : "not-built";
   }
 
   /** The environment for a requirements file, built when not cached; undefined when it lists nothing. */

@@ -608,6 +608,64 @@ export function checkEnsembleSteps(
       );
     }
   });
+  checkDecoupledOrigins(
+    c.input.map((i) => i.name),
+    steps,
+    models,
+    r,
+  );
+}
+
+/** The origin of what the ensemble's request carries, beside the decoupled models' names. */
+const REQUEST = "";
+
+/**
+ * Triton refuses a step whose inputs come, directly or through other steps, from more than one
+ * origin, once a decoupled model is among them ("receives inputs originated from different
+ * decoupled models"): its responses arrive on their own, so Triton could not tell which inputs
+ * belong together. An origin is the decoupled model that wrote a tensor, else the ensemble's
+ * request (measured: a step fed by one decoupled model and by an ensemble input is refused too);
+ * a step that is not decoupled passes its inputs' origins on.
+ */
+function checkDecoupledOrigins(
+  ensembleInputs: readonly string[],
+  steps: readonly ModelEnsembling_Step[],
+  models: Map<string, RepoModel>,
+  r: Reporter,
+): void {
+  const decoupled = (name: string) => models.get(name)?.parsed?.config.modelTransactionPolicy?.decoupled === true;
+  if (!steps.some((s) => decoupled(s.modelName))) return;
+  const origins = new Map<string, Set<string>>(ensembleInputs.map((t) => [t, new Set([REQUEST])]));
+  const stepOrigins = (step: ModelEnsembling_Step): Set<string> =>
+    new Set(Object.values(step.inputMap).flatMap((t) => [...(origins.get(t) ?? [])]));
+  // Each pass carries origins one step further along the graph, so as many passes as steps reach
+  // every tensor (a cycle is reported elsewhere and only ends the loop early here).
+  for (let pass = 0; pass < steps.length; pass++) {
+    let changed = false;
+    for (const step of steps) {
+      const from = decoupled(step.modelName) ? new Set([step.modelName]) : stepOrigins(step);
+      for (const t of Object.values(step.outputMap)) {
+        const had = origins.get(t) ?? new Set<string>();
+        const merged = new Set([...had, ...from]);
+        if (merged.size !== had.size) {
+          origins.set(t, merged);
+          changed = true;
+        }
+      }
+    }
+    if (!changed) break;
+  }
+  steps.forEach((step, s) => {
+    const from = [...stepOrigins(step)].sort();
+    if (from.length < 2) return;
+    const named = from.map((o) => (o === REQUEST ? "the ensemble's request" : `'${o}'`)).join(" and ");
+    r.error(
+      "ensemble-decoupled-origins",
+      `${stepPath(s)}.model_name#value`,
+      `step ${s} runs '${step.modelName}' on inputs that come from ${named}, and Triton refuses a step fed from different origins once one is a decoupled model ("receives inputs originated from different decoupled models"): their responses arrive independently`,
+      "Feed the step from one decoupled model only (or make the others not decoupled), or merge their outputs in one model first.",
+    );
+  });
 }
 
 function hintFor(r: Reporter, name: string, candidates: Iterable<string>, what: string): string {

@@ -13,7 +13,15 @@ import { CONFIG_FILE, type ModelLayout, type NotAModelFolder, readRepositoryEntr
 import { ModelFileError, listModelFiles } from "./model-files.js";
 import type { ModelConfigJson } from "./model-config.js";
 import { modelNameProblem, servableName, shownName } from "./model-name.js";
-import { parseModelConfig } from "./parse.js";
+import { type ParsedConfig, SourceMap, parseModelConfig } from "./parse.js";
+import { fromJson } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
+import { ModelConfigSchema, type ModelConfig } from "./gen/model_config_pb.js";
+import { toModelConfigJson } from "./model-config.js";
+import { type CompletionOutcome, type ConfigCompleter, createConfigCompleter } from "./auto-complete-run.js";
+import { effectiveBackend } from "./backends.js";
+import { readUserText } from "./layout.js";
+import type { Pos } from "./textproto.js";
 import { RUNTIME_FACTS } from "../runtimes/kinds.js";
 import {
   type LintOptions,
@@ -24,6 +32,7 @@ import {
   inferBackendFromLayout,
   topLevelModelFiles,
   versionConfigs,
+  versionsToLoad,
 } from "./rules.js";
 
 export type { LintOptions } from "./rules.js";
@@ -48,6 +57,10 @@ export interface LintedModel {
    * ("needs a GPU"); absent when nothing here stops it.
    */
   unavailable?: string;
+  /** What lint could not check and why (auto_complete_config not run here), one sentence each. */
+  notes?: string[];
+  /** Whether the config checked is the one auto_complete_config completed. */
+  completed?: boolean;
 }
 
 export interface LintResult {
@@ -62,6 +75,8 @@ export interface LintResult {
 
 interface Analysed extends RepoModel {
   reporter: Reporter;
+  notes?: string[];
+  completed?: boolean;
   /** What this machine or runtime lacks to load it (see LintedModel.unavailable). */
   unavailable?: string;
 }
@@ -147,6 +162,16 @@ function checkWithoutConfig(layout: ModelLayout, options: LintOptions, reporter:
     );
     return undefined;
   }
+  if (options.autoComplete === false) {
+    reporter.error(
+      "config-missing",
+      undefined,
+      `model '${name}' has no ${CONFIG_FILE}, and Triton runs with config auto-complete off, so it refuses the model ("${top}: No such file or directory")`,
+      `Write ${top} (\`triton-dev init\` scaffolds one), or lint and serve with auto-complete on.`,
+      layout.dir,
+    );
+    return undefined;
+  }
   const inferred = inferBackendFromLayout(layout);
   if (!inferred) {
     const first = layout.subdirs[0]!;
@@ -181,6 +206,157 @@ function checkWithoutConfig(layout: ModelLayout, options: LintOptions, reporter:
   return undefined;
 }
 
+let defaultCompleter: ConfigCompleter | undefined;
+
+/** The result of running a model's auto_complete_config for lint. */
+interface Completion {
+  /** The completed config, to lint instead of the file's; absent when completion failed or did not run. */
+  parsed?: ParsedConfig;
+  /** Where findings on what the completion added point (model.py, at the function). */
+  elsewhere?: { file: string; pos: Pos; note: string };
+  diagnostics: Diagnostic[];
+  notes: string[];
+}
+
+/**
+ * With auto-complete on, Triton has the python backend call the model's auto_complete_config on
+ * the config it has so far (its own completion: the name, the backend from 1/model.py), then
+ * loads what that returns. Undefined when that does nothing: auto-complete off, not a python
+ * model, or a model file that never names auto_complete_config (checked by reading it, so a
+ * save of an ordinary model spawns nothing).
+ */
+async function completeConfig(
+  layout: ModelLayout,
+  parsed: ParsedConfig | undefined,
+  options: LintOptions,
+): Promise<Completion | undefined> {
+  if (options.autoComplete === false || layout.versions.length === 0) return undefined;
+  const base: ModelConfig = parsed ? parsed.config : create(ModelConfigSchema);
+  if (base.platform === "ensemble" || base.schedulingChoice.case === "ensembleScheduling") return undefined;
+  const inferred = inferBackendFromLayout(layout)?.backend;
+  const backend = effectiveBackend(base.platform, base.backend) ?? (base.platform ? undefined : inferred);
+  if (backend !== "python") return undefined;
+  const version = versionsToLoad(base, layout).load[0];
+  const v = layout.versions.find((x) => x.version === version);
+  const fileName = base.defaultModelFilename || "model.py";
+  if (!v || v.entries.get(fileName)?.isDir !== false) return undefined;
+  const file = path.join(v.dir, fileName);
+  const read = await readUserText(file);
+  if (!("text" in read) || !/\bauto_complete_config\b/.test(read.text)) return undefined;
+  const lines = read.text.split("\n");
+  const defLine = lines.findIndex((l) => /^\s*def\s+auto_complete_config\b/.test(l));
+  const at = defLine >= 0 ? defLine : lines.findIndex((l) => /\bauto_complete_config\b/.test(l));
+  const pos = { line: at + 1, column: Math.max(1, (lines[at] ?? "").search(/\S/) + 1), offset: 0 };
+  const rel = path.relative(layout.dir, file);
+
+  const input = { ...toModelConfigJson(base, { withDefaults: true }) } as Record<string, unknown>;
+  input.name = layout.name;
+  if (!base.platform && !base.backend) input.backend = "python";
+  const completer = options.completer ?? (defaultCompleter ??= createConfigCompleter());
+  const outcome = await completer.complete({ model: layout.name, dir: layout.dir, file, config: input });
+  return completionResult(outcome, layout, parsed, file, rel, pos);
+}
+
+function completionResult(
+  outcome: CompletionOutcome,
+  layout: ModelLayout,
+  parsed: ParsedConfig | undefined,
+  file: string,
+  rel: string,
+  pos: Pos,
+): Completion | undefined {
+  const err = (code: string, message: string, hint: string, where = pos, inFile = file): Diagnostic => ({
+    severity: "error",
+    file: inFile,
+    line: where.line,
+    column: where.column,
+    message,
+    hint,
+    model: layout.name,
+    code,
+  });
+  switch (outcome.outcome) {
+    case "absent":
+      return undefined;
+    case "not-run":
+      return {
+        diagnostics: [],
+        notes: [`auto_complete_config in ${rel} not run: ${outcome.why}; the config is checked as written`],
+      };
+    case "timeout":
+      return {
+        diagnostics: [
+          err(
+            "auto-complete-timeout",
+            `auto_complete_config in ${rel} did not return within ${outcome.seconds} s (importing ${rel} included), so Triton's load would wait on it and fail`,
+            "Make auto_complete_config (and what model.py does at import) quick: no downloads, no model loading; do that in initialize().",
+          ),
+        ],
+        notes: [],
+      };
+    case "import":
+    case "raised": {
+      const where = outcome.file && outcome.line ? { line: outcome.line, column: 1, offset: 0 } : pos;
+      const inFile = outcome.file ?? file;
+      return {
+        diagnostics: [
+          err(
+            "auto-complete-raised",
+            outcome.outcome === "import"
+              ? `importing ${rel} to complete its config failed: ${outcome.error}`
+              : `auto_complete_config in ${rel} raised ${outcome.error}`,
+            "Triton refuses the model when completing its config fails: fix the error (run `python -c 'import model'` in the version folder to see it).",
+            where,
+            inFile,
+          ),
+        ],
+        notes: [],
+      };
+    }
+    case "invalid":
+      return {
+        diagnostics: [
+          err(
+            "auto-complete-invalid",
+            `auto_complete_config in ${rel} returned no usable config: ${outcome.error}`,
+            "Return the auto_complete_model_config it was given, after calling add_input, add_output, set_max_batch_size, ... on it.",
+          ),
+        ],
+        notes: [],
+      };
+    case "completed": {
+      let config: ModelConfig;
+      try {
+        config = fromJson(ModelConfigSchema, outcome.config as never);
+      } catch (e) {
+        return {
+          diagnostics: [
+            err(
+              "auto-complete-invalid",
+              `auto_complete_config in ${rel} returned a config Triton cannot read: ${e instanceof Error ? e.message : String(e)}`,
+              "Give inputs and outputs as {'name': ..., 'data_type': 'TYPE_FP32', 'dims': [...]}, with Triton's type names.",
+            ),
+          ],
+          notes: [],
+        };
+      }
+      const completed: ParsedConfig = {
+        file: parsed?.file ?? layout.configFile,
+        text: parsed?.text ?? "",
+        config,
+        json: toModelConfigJson(config),
+        source: parsed?.source ?? new SourceMap(),
+      };
+      return {
+        parsed: completed,
+        elsewhere: { file, pos, note: `(in the config auto_complete_config in ${rel} completes)` },
+        diagnostics: [],
+        notes: [],
+      };
+    }
+  }
+}
+
 /** Enough to see what is wrong; a model with a thousand dangling links is reported by its first. */
 const MAX_FILE_PROBLEMS = 20;
 
@@ -205,6 +381,12 @@ async function analyseLayout(
   const { name } = layout;
   const configFile = layout.configFile;
   if (layout.configText === undefined) {
+    const completion = layout.configReadError ? undefined : await completeConfig(layout, undefined, options);
+    if (completion?.parsed || completion?.diagnostics.length) {
+      // Triton completes the config from model.py: that is what it loads, and what is checked.
+      const file = completion.elsewhere?.file ?? layout.dir;
+      return lintParsed(layout, completion.parsed, completion, options, taken, file);
+    }
     const reporter = new Reporter(name, undefined, configFile);
     checkFolderName(name, layout.dir, taken, reporter);
     if (layout.configReadError) {
@@ -222,22 +404,51 @@ async function analyseLayout(
         reporter,
         errorCount: countBySeverity(reporter.diagnostics).errors,
         ...(unavailable ? { unavailable } : {}),
+        ...(completion?.notes.length ? { notes: completion.notes } : {}),
       };
     }
     return { name, layout, reporter, errorCount: countBySeverity(reporter.diagnostics).errors };
   }
 
   const result = parseModelConfig(layout.configText, configFile, { model: name });
-  const reporter = new Reporter(name, result.parsed, configFile);
+  if (!result.parsed) {
+    const reporter = new Reporter(name, undefined, configFile);
+    checkFolderName(name, layout.dir, taken, reporter);
+    reporter.diagnostics.push(...result.diagnostics);
+    return { name, layout, reporter, errorCount: countBySeverity(reporter.diagnostics).errors };
+  }
+  const completion = await completeConfig(layout, result.parsed, options);
+  return lintParsed(layout, completion?.parsed ?? result.parsed, completion, options, taken, configFile);
+}
+
+/**
+ * The rules on a parsed config: the file's, or the one auto_complete_config completed from it
+ * (then its findings on what model.py added point at model.py, and a failed completion is an
+ * error of its own beside the file's findings).
+ */
+async function lintParsed(
+  layout: ModelLayout,
+  parsed: ParsedConfig | undefined,
+  completion: Completion | undefined,
+  options: LintOptions,
+  taken: ReadonlySet<string>,
+  defaultFile: string,
+): Promise<Analysed> {
+  const { name } = layout;
+  const reporter = new Reporter(name, parsed, defaultFile, completion?.parsed ? completion.elsewhere : undefined);
   checkFolderName(name, layout.dir, taken, reporter);
-  reporter.diagnostics.push(...result.diagnostics);
+  reporter.diagnostics.push(...(completion?.diagnostics ?? []));
+  const extra = {
+    ...(completion?.notes.length ? { notes: completion.notes } : {}),
+    ...(completion?.parsed ? { completed: true } : {}),
+  };
   let unavailable: string | undefined;
-  if (result.parsed) {
-    const ctx: ModelContext = { name, layout, parsed: result.parsed, options };
+  if (parsed) {
+    const ctx: ModelContext = { name, layout, parsed, options };
     await checkModel(ctx, reporter);
     const missingBackend = checkRuntimeBackend(ctx, reporter);
     // Not an ensemble to Triton (see checkModel): its graph would only report consequences.
-    if (!reporter.hasError("ensemble-platform")) checkEnsembleGraph(result.parsed, reporter);
+    if (!reporter.hasError("ensemble-platform")) checkEnsembleGraph(parsed, reporter);
     // The same findings as those warnings, put as what stops the model here: the summary counts
     // it as not loading, and the ensembles that run it cannot load either.
     if (missingBackend) {
@@ -247,7 +458,15 @@ async function analyseLayout(
     }
   }
   const { errors } = countBySeverity(reporter.diagnostics);
-  return { name, layout, parsed: result.parsed, reporter, errorCount: errors, ...(unavailable ? { unavailable } : {}) };
+  return {
+    name,
+    layout,
+    ...(parsed ? { parsed } : {}),
+    reporter,
+    errorCount: errors,
+    ...(unavailable ? { unavailable } : {}),
+    ...extra,
+  };
 }
 
 /** Ensembles after the ensembles they run, so a broken inner ensemble is known before the outer one is checked. */
@@ -310,6 +529,8 @@ function toResult(models: Analysed[], repositoryDiagnostics: Diagnostic[] = []):
       diagnostics,
       wouldLoad: clean && !m.unavailable,
       ...(clean && m.unavailable ? { unavailable: m.unavailable } : {}),
+      ...(m.notes ? { notes: m.notes } : {}),
+      ...(m.completed ? { completed: true } : {}),
     };
   });
   const all = [...repositoryDiagnostics, ...linted.flatMap((m) => m.diagnostics)].sort(compareDiagnostics);

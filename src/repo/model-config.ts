@@ -166,8 +166,13 @@ function fixInt64(desc: DescMessage, obj: JsonObject): void {
   }
 }
 
-export function toModelConfigJson(config: ModelConfig): ModelConfigJson {
-  const json = toJson(ModelConfigSchema, config, { useProtoFieldName: true }) as JsonObject;
+export function toModelConfigJson(config: ModelConfig, { withDefaults = false } = {}): ModelConfigJson {
+  // withDefaults: every field written out, as Triton hands a config to a backend (the python
+  // backend's ModelConfig reads `input`, `output` and `max_batch_size` without checking they are there).
+  const json = toJson(ModelConfigSchema, config, {
+    useProtoFieldName: true,
+    alwaysEmitImplicit: withDefaults,
+  }) as JsonObject;
   fixInt64(ModelConfigSchema, json);
   return json as ModelConfigJson;
 }

@@ -1,3 +1,4 @@
+import fs from "node:fs";
 import path from "node:path";
 import {
   BACKENDS,
@@ -25,6 +26,7 @@ import {
   type ModelOutput,
   type ModelQueuePolicy,
 } from "./gen/model_config_pb.js";
+import type { ConfigCompleter } from "./auto-complete-run.js";
 import { CONFIG_FILE, readUserText, type ModelLayout, type VersionDir } from "./layout.js";
 import { modelNameProblem, servableName, shownName } from "./model-name.js";
 import type { ParsedConfig } from "./parse.js";
@@ -39,6 +41,14 @@ export interface LintOptions {
   gpuAvailable?: boolean;
   /** How many GPUs, when known: `gpus: [n]` beyond it is an error. */
   gpuCount?: number;
+  /**
+   * Whether Triton runs with config auto-complete (undefined: Triton's default, on). On, a python
+   * model's auto_complete_config is run and the config it completes is linted; off, a model
+   * without config.pbtxt cannot load.
+   */
+  autoComplete?: boolean;
+  /** Runs auto_complete_config (default: in the managed environment, see auto-complete-run.ts). */
+  completer?: ConfigCompleter;
   /**
    * Severity of KIND_GPU on a machine without a GPU: a warning while linting (the config may be
    * meant for another machine), an error when about to serve (`up`), where Triton refuses it.
@@ -61,6 +71,11 @@ export class Reporter {
     readonly model: string,
     private readonly parsed: ParsedConfig | undefined,
     private readonly defaultFile: string,
+    /**
+     * Where findings on parts of the config that its file does not hold are put: a config that
+     * auto_complete_config completed holds what model.py added, so those point at model.py.
+     */
+    private readonly elsewhere?: { file: string; pos: Pos; note: string },
   ) {}
 
   private push(
@@ -71,6 +86,20 @@ export class Reporter {
     hint?: string,
     file?: string,
   ): void {
+    const base = typeof where === "string" ? where.replace(/#value$/, "") : undefined;
+    if (this.elsewhere && this.parsed && base !== undefined && !this.parsed.source.has(base)) {
+      this.diagnostics.push({
+        severity,
+        file: file ?? this.elsewhere.file,
+        line: this.elsewhere.pos.line,
+        column: this.elsewhere.pos.column,
+        message: clipLongRuns(`${message} ${this.elsewhere.note}`),
+        ...(hint ? { hint: clipLongRuns(hint) } : {}),
+        model: this.model,
+        code,
+      });
+      return;
+    }
     const pos: Pos =
       where === undefined
         ? { line: 1, column: 1, offset: 0 }
@@ -196,8 +225,51 @@ export async function checkModel(ctx: ModelContext, r: Reporter): Promise<void> 
     checkInstanceGroups(ctx, r);
   }
   checkDuplicateKeys(ctx, r);
+  checkRuntimeField(ctx, r);
   checkStubCommandLine(ctx, r);
   await checkVersions(ctx, r);
+}
+
+/**
+ * `runtime` names the library Triton loads instead of libtriton_<backend>.so. Triton 2.51 looks
+ * for it in the version folder, then the model folder, then the backend's folder (measured: its
+ * "unable to find backend library" lists those three), and takes a name with `..` as it comes, so
+ * one that leads out of them loads when it happens to meet a library: a warning, as it depends on
+ * where the folders are. What the backend's folder holds is known only where the runtime fixes
+ * it (RUNTIME_FACTS.backendLibraries); there a library found nowhere is an error.
+ */
+function checkRuntimeField(ctx: ModelContext, r: Reporter): void {
+  const c = ctx.parsed.config;
+  const lib = c.runtime;
+  if (!lib || c.platform === ENSEMBLE_PLATFORM) return;
+  const backend = effectiveBackend(c.platform, c.backend) ?? inferBackendFromFiles(ctx)?.backend;
+  if (!backend) return;
+  const escapes = path.posix.isAbsolute(lib) || path.posix.normalize(lib).split("/").includes("..");
+  const folder = `<backend-directory>/${backend}`;
+  const inBackend = path.posix.normalize(path.posix.join(folder, lib));
+  if (escapes) {
+    r.warning(
+      "runtime-escapes",
+      "runtime#value",
+      `runtime '${lib}' leads out of the folders Triton looks in for it (the version folder, the model folder, ${folder})`,
+      `Name the library by its file name alone (for the ${backend} backend, libtriton_${backend}.so), or delete the runtime line.`,
+    );
+  }
+  const runtime = ctx.options.runtime;
+  const known = runtime ? RUNTIME_FACTS[runtime].backendLibraries?.[backend] : undefined;
+  if (!known || path.posix.isAbsolute(lib)) return;
+  if (known.some((k) => inBackend === `${folder}/${k}`)) return;
+  const { load } = versionsToLoad(c, ctx.layout);
+  const inModel = [...load.map((v) => path.join(ctx.layout.dir, String(v))), ctx.layout.dir].some((d) =>
+    fs.existsSync(path.join(d, lib)),
+  );
+  if (inModel) return;
+  r.error(
+    "runtime-missing",
+    "runtime#value",
+    `runtime '${lib}' is in none of the folders Triton looks in: the version folder, the model folder, or the ${backend} backend's folder of the ${runtime} runtime, which holds ${quoteList(known, "and")}`,
+    `Delete the runtime line (the ${backend} backend uses ${known[0]}), or put the library in the model folder.`,
+  );
 }
 
 /** What may stand unquoted in the python backend's `bash -c` command line (see model-name.ts). */
@@ -956,7 +1028,17 @@ function checkInstanceGroups(ctx: ModelContext, r: Reporter): void {
   c.instanceGroup.forEach((g, i) => {
     const p = `instance_group[${i}]`;
     const label = g.name ? `instance group '${g.name}'` : `instance group ${i + 1}`;
-    if (g.kind === ModelInstanceGroup_Kind.GPU) {
+    // No machine has GPU -1, so it needs no count to be wrong (Triton checks ids against the GPUs
+    // it finds, and finds none with a negative id).
+    const negative = g.kind === ModelInstanceGroup_Kind.GPU ? g.gpus.findIndex((id) => id < 0) : -1;
+    if (negative >= 0) {
+      r.error(
+        "gpu-id-invalid",
+        `${p}.gpus[${negative}]#value`,
+        `${label} names GPU ${g.gpus[negative]}, and GPU ids start at 0`,
+        "List GPU ids from 0 (nvidia-smi -L shows them), or drop gpus to use all of them.",
+      );
+    } else if (g.kind === ModelInstanceGroup_Kind.GPU) {
       if (gpuAvailable === false) {
         r.report(
           ctx.options.gpuMissingSeverity ?? "warning",

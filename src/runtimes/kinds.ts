@@ -53,6 +53,11 @@ export interface RuntimeFacts {
   tritonVersion?: string;
   /** What a user reads when a model's backend is not there, and what to do about it. */
   missingBackend: (backend: string) => { message: string; hint: string };
+  /**
+   * The libraries each backend's folder holds, where the runtime fixes them (a model's `runtime`
+   * field must name one of its backend's); absent where the image decides.
+   */
+  backendLibraries?: Readonly<Record<string, readonly string[]>>;
   /** `up`'s flags it takes. */
   flags: readonly (keyof RuntimeFlags)[];
   /**
@@ -73,6 +78,7 @@ export const RUNTIME_FACTS: Record<RuntimeKind, RuntimeFacts> = {
       message: `backend '${backend}' is not in the local runtime, which has only the python backend and ensembles`,
       hint: "Serve with --runtime docker (the NGC image has the standard backends), or wrap the model in a python backend model.",
     }),
+    backendLibraries: { python: ["libtriton_python.so"] },
     flags: [],
     sharesHostShm: true,
   },

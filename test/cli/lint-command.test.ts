@@ -27,6 +27,9 @@ function capture(): Output & { text: () => string } {
 }
 
 const noGpu = async () => 0;
+/** The end of the summary line: lint assumes Triton's auto-complete on, as `up` runs it. */
+const AC = "; auto-complete on (assumed: Triton's default, as `up` runs it)";
+const acFor = (runtime: string) => `; auto-complete on (assumed: as \`up --runtime ${runtime}\` runs Triton)`;
 
 describe("runLint", () => {
   it("exits 0 on a clean repository and says so", async () => {
@@ -34,7 +37,7 @@ describe("runLint", () => {
     await writeFiles(repo, pythonModel("a"));
     const out = capture();
     expect(await runLint(repo, {}, { output: out, detectGpus: noGpu })).toBe(0);
-    expect(out.text()).toBe("1 model checked: 0 errors, 0 warnings (1 of 1 would load)");
+    expect(out.text()).toBe(`1 model checked: 0 errors, 0 warnings (1 of 1 would load)${AC}`);
   });
 
   it("exits 0 with warnings only", async () => {
@@ -77,7 +80,7 @@ describe("runLint", () => {
         `${base}/c/config.pbtxt:1:7: error: model name 'other' does not match its directory 'c'`,
         `  hint: Write name: "c" (or delete the name line), or rename the directory to 'other'.`,
         "",
-        "3 models checked: 2 errors, 1 warning (1 of 3 would load)",
+        `3 models checked: 2 errors, 1 warning (1 of 3 would load)${AC}`,
       ].join("\n"),
     );
   });
@@ -86,11 +89,11 @@ describe("runLint", () => {
     const out = capture();
     expect(await runLint(SAMPLE_MODELS, {}, { output: out, detectGpus: noGpu, cwd: ROOT })).toBe(0);
     expect(out.text().split("\n").at(-1)).toBe(
-      "5 models checked: 0 errors, 1 warning (4 of 5 would load here; resnet50_fp16 needs a GPU)",
+      `5 models checked: 0 errors, 1 warning (4 of 5 would load here; resnet50_fp16 needs a GPU)${AC}`,
     );
     const withGpu = capture();
     expect(await runLint(SAMPLE_MODELS, {}, { output: withGpu, detectGpus: async () => 1, cwd: ROOT })).toBe(0);
-    expect(withGpu.text()).toBe("5 models checked: 0 errors, 0 warnings (5 of 5 would load)");
+    expect(withGpu.text()).toBe(`5 models checked: 0 errors, 0 warnings (5 of 5 would load)${AC}`);
   });
 
   it("counts a model whose backend the runtime lacks, and the ensembles running it, as not loading there", async () => {
@@ -107,12 +110,12 @@ describe("runLint", () => {
     expect(await runLint(repo, { runtime: "local" }, { output: out, detectGpus: noGpu, cwd: repo })).toBe(0);
     expect(out.text()).toContain("onnx/config.pbtxt:2:11: warning: backend 'onnxruntime' is not in the local runtime");
     expect(out.text().split("\n").at(-1)).toBe(
-      "3 models checked: 0 errors, 2 warnings (1 of 3 would load here; ens runs 'onnx', which cannot load here; onnx needs the onnxruntime backend, not in the local runtime)",
+      `3 models checked: 0 errors, 2 warnings (1 of 3 would load here; ens runs 'onnx', which cannot load here; onnx needs the onnxruntime backend, not in the local runtime)${acFor("local")}`,
     );
     // The docker runtime's image has that backend.
     const docker = capture();
     expect(await runLint(repo, { runtime: "docker" }, { output: docker, detectGpus: noGpu })).toBe(0);
-    expect(docker.text()).toBe("3 models checked: 0 errors, 0 warnings (3 of 3 would load)");
+    expect(docker.text()).toBe(`3 models checked: 0 errors, 0 warnings (3 of 3 would load)${acFor("docker")}`);
   });
 
   it("names three models that cannot load here and counts the rest", async () => {
@@ -122,7 +125,7 @@ describe("runLint", () => {
     const out = capture();
     expect(await runLint(repo, {}, { output: out, detectGpus: noGpu })).toBe(0);
     expect(out.text().split("\n").at(-1)).toBe(
-      "5 models checked: 0 errors, 5 warnings (0 of 5 would load here; g1 needs a GPU; g2 needs a GPU; g3 needs a GPU; 2 more cannot load here)",
+      `5 models checked: 0 errors, 5 warnings (0 of 5 would load here; g1 needs a GPU; g2 needs a GPU; g3 needs a GPU; 2 more cannot load here)${AC}`,
     );
   });
 
@@ -135,7 +138,7 @@ describe("runLint", () => {
       `${path.basename(repo)}:1:1: error: model repository '${path.basename(repo)}' holds no model directories`,
       `  hint: A model directory holds config.pbtxt and a numbered version folder (my_model/config.pbtxt, my_model/1/model.py): pass the folder that holds such directories, or scaffold one with \`triton-dev init ${repo}\`.`,
       "",
-      "0 models checked: 1 error, 0 warnings",
+      `0 models checked: 1 error, 0 warnings${AC}`,
     ]);
     const json = capture();
     expect(await runLint(repo, { json: true }, { output: json, detectGpus: noGpu })).toBe(1);
@@ -177,7 +180,7 @@ describe("runLint", () => {
     await writeFiles(repo, pythonModel("a", `${pythonConfig("a")}instance_group [ { kind: KIND_GPU } ]\n`));
     const out = capture();
     await runLint(repo, { gpu: true }, { output: out, detectGpus: noGpu });
-    expect(out.text()).toBe("1 model checked: 0 errors, 0 warnings (1 of 1 would load)");
+    expect(out.text()).toBe(`1 model checked: 0 errors, 0 warnings (1 of 1 would load)${AC}`);
     const json = capture();
     await runLint(repo, { gpu: false, json: true }, { output: json, detectGpus: async () => 1 });
     expect(JSON.parse(json.text()).models[0]).toMatchObject({
@@ -221,6 +224,22 @@ describe("registerLintCommand", () => {
     await program(out).parseAsync(["lint", repo, "--runtime", "local"], { from: "user" });
     expect(ctx.exitCode).toBe(1);
     expect(out.text()).toContain("error: '{' is never closed");
+  });
+
+  it("lints as Triton runs with --disable-auto-complete-config: a model without config.pbtxt is refused, and the summary says so", async () => {
+    const repo = await tempRepo();
+    await writeFiles(repo, { ...pythonModel("a"), "b/1/model.py": ECHO_MODEL_PY });
+    const on = capture();
+    await program(on).parseAsync(["lint", repo], { from: "user" });
+    expect(ctx.exitCode).toBe(0);
+    expect(on.text()).toContain("warning: model 'b' has no config.pbtxt");
+    const off = capture();
+    await program(off).parseAsync(["lint", repo, "--disable-auto-complete-config"], { from: "user" });
+    expect(ctx.exitCode).toBe(1);
+    expect(off.text()).toContain("error: model 'b' has no config.pbtxt, and Triton runs with config auto-complete off");
+    expect(off.text().split("\n").at(-1)).toBe(
+      "2 models checked: 1 error, 0 warnings (1 of 2 would load); auto-complete off (--disable-auto-complete-config)",
+    );
   });
 
   it("rejects an unknown runtime as a usage error", async () => {

@@ -41,6 +41,7 @@ output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] }, { name: "OUTPUT1
 const FIXED4 = `input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
 output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
 `;
+const DECOUPLED = "model_transaction_policy { decoupled: true }\n";
 const ENS_IO = `input [ { name: "IN" data_type: TYPE_FP32 dims: [ -1 ] } ]
 output [ { name: "OUT" data_type: TYPE_FP32 dims: [ -1 ] } ]
 `;
@@ -648,7 +649,7 @@ export const CASES: Case[] = [
     // onnxruntime backend locally), so lint only says the local runtime cannot load it.
     model: "layout_onnx_no_config",
     files: { "layout_onnx_no_config/1/model.onnx": "onnx" },
-    lint: "backend-unavailable",
+    lint: "config-missing",
     triton: "layout_onnx_no_config/config.pbtxt: No such file or directory",
   },
   {
@@ -668,6 +669,77 @@ export const CASES: Case[] = [
       "layout_version_config_ignored/1/config.pbtxt": pythonConfig("layout_version_config_ignored", ECHO_IO, 1),
       "layout_version_config_ignored/1/model.py": ECHO_MODEL_PY,
     },
+    lint: "accepted",
+  },
+  // Issue 14's rules
+  {
+    model: "runtime_missing",
+    files: py("runtime_missing", pythonConfig("runtime_missing") + 'runtime: "libtriton_nope.so"\n'),
+    lint: "runtime-missing",
+    triton: "unable to find backend library 'libtriton_nope.so' for model 'runtime_missing'",
+  },
+  {
+    model: "runtime_escapes",
+    files: py("runtime_escapes", pythonConfig("runtime_escapes") + 'runtime: "../python/libtriton_python.so"\n'),
+    // Measured: Triton 2.51 takes the '..' as it comes and finds the library in the backend's folder (lint warns).
+    lint: "accepted",
+  },
+  {
+    model: "runtime_ok",
+    files: py("runtime_ok", pythonConfig("runtime_ok") + 'runtime: "libtriton_python.so"\n'),
+    lint: "accepted",
+  },
+  {
+    model: "gpu_minus_one",
+    files: extra("gpu_minus_one", "instance_group [ { kind: KIND_GPU gpus: [ -1 ] } ]\n"),
+    lint: "gpu-id-invalid",
+    triton: "specifies invalid or unsupported gpu id -1",
+  },
+  { model: "dec_a", files: extra("dec_a", DECOUPLED), lint: "accepted" },
+  { model: "dec_b", files: extra("dec_b", DECOUPLED), lint: "accepted" },
+  {
+    model: "ens_decoupled_mix",
+    files: ens(
+      "ens_decoupled_mix",
+      step("dec_a", { INPUT0: "IN" }, { OUTPUT0: "t_a" }) +
+        step("dec_b", { INPUT0: "IN" }, { OUTPUT0: "t_b" }) +
+        step("two_in", { INPUT0: "t_a", INPUT1: "t_b" }, { OUTPUT0: "OUT" }),
+    ),
+    lint: "ensemble-decoupled-origins",
+    triton: "receives inputs originated from different decoupled models",
+  },
+  {
+    // The origin carries through a step that is not decoupled itself.
+    model: "ens_decoupled_mix_deep",
+    files: ens(
+      "ens_decoupled_mix_deep",
+      step("dec_a", { INPUT0: "IN" }, { OUTPUT0: "t_a" }) +
+        step("ok_python", { INPUT0: "t_a" }, { OUTPUT0: "t_a2" }) +
+        step("dec_b", { INPUT0: "IN" }, { OUTPUT0: "t_b" }) +
+        step("two_in", { INPUT0: "t_a2", INPUT1: "t_b" }, { OUTPUT0: "OUT" }),
+    ),
+    lint: "ensemble-decoupled-origins",
+    triton: "receives inputs originated from different decoupled models",
+  },
+  {
+    // Measured: the ensemble's own input counts as an origin of its own.
+    model: "ens_decoupled_and_request",
+    files: ens(
+      "ens_decoupled_and_request",
+      step("dec_a", { INPUT0: "IN" }, { OUTPUT0: "t_a" }) +
+        step("two_in", { INPUT0: "t_a", INPUT1: "IN" }, { OUTPUT0: "OUT" }),
+    ),
+    lint: "ensemble-decoupled-origins",
+    triton: "receives inputs originated from different decoupled models",
+  },
+  {
+    model: "ens_decoupled_one",
+    files: ens(
+      "ens_decoupled_one",
+      step("dec_a", { INPUT0: "IN" }, { OUTPUT0: "t_a" }) +
+        step("ok_python", { INPUT0: "t_a" }, { OUTPUT0: "t_b" }) +
+        step("two_in", { INPUT0: "t_a", INPUT1: "t_b" }, { OUTPUT0: "OUT" }),
+    ),
     lint: "accepted",
   },
   // Accepted by Triton, so lint reports at most warnings
@@ -766,6 +838,125 @@ export async function caseRepository(): Promise<{ repo: string; lint: LintResult
   const repo = await tempRepo();
   for (const c of CASES) await writeFiles(repo, c.files);
   await scaffoldPythonModel(repo, SCAFFOLD);
-  const lint = await lintRepository(repo, { runtime: "local", gpuAvailable: false, gpuMissingSeverity: "error" });
+  // As the harness runs Triton: auto-complete off (none of these models completes its config).
+  const lint = await lintRepository(repo, {
+    runtime: "local",
+    gpuAvailable: false,
+    gpuMissingSeverity: "error",
+    autoComplete: false,
+  });
+  return { repo, lint };
+}
+
+/** An auto_complete_config body (indented for the class) in a model.py that otherwise echoes. */
+function completing(body: string, header = ""): string {
+  return `${header}import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    @staticmethod
+    def auto_complete_config(auto_complete_model_config):
+${body}
+
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy())]) for r in requests]
+`;
+}
+const ADDS_ECHO_IO = `        auto_complete_model_config.add_input({"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [-1]})
+        auto_complete_model_config.add_output({"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [-1]})
+        auto_complete_model_config.set_max_batch_size(8)
+        return auto_complete_model_config`;
+
+/**
+ * Python models whose auto_complete_config Triton runs: served by a tritonserver with config
+ * auto-complete on (as `up` starts it for them) and linted with it on, so lint runs each one's
+ * auto_complete_config in the managed environment. Their lint side needs that environment, so
+ * both sides are checked in agreement.integration.test.ts.
+ */
+export const AUTO_COMPLETE_CASES: Case[] = [
+  {
+    // No config.pbtxt: Triton takes the backend from 1/model.py and the rest from the function.
+    model: "ac_no_config",
+    files: { "ac_no_config/1/model.py": completing(ADDS_ECHO_IO) },
+    lint: "accepted",
+  },
+  {
+    // The file names no tensors; the function adds them, so the config Triton loads has them.
+    model: "ac_with_config",
+    files: {
+      "ac_with_config/config.pbtxt": 'backend: "python"\n',
+      "ac_with_config/1/model.py": completing(ADDS_ECHO_IO),
+    },
+    lint: "accepted",
+  },
+  {
+    model: "ac_raises",
+    files: { "ac_raises/1/model.py": completing('        raise ValueError("no shapes for this model")') },
+    lint: "auto-complete-raised",
+    triton: "no shapes for this model",
+  },
+  {
+    // The backend's own ModelConfig refuses an input that contradicts the file's.
+    model: "ac_conflict",
+    files: {
+      "ac_conflict/config.pbtxt": pythonConfig("ac_conflict"),
+      "ac_conflict/1/model.py": completing(
+        ADDS_ECHO_IO.replace('"TYPE_FP32", "dims": [-1]})\n', '"TYPE_INT32", "dims": [-1]})\n'),
+      ),
+    },
+    lint: "auto-complete-raised",
+    triton: "configuration expects datatype TYPE_FP32 for input 'INPUT0', model provides TYPE_INT32",
+  },
+  {
+    model: "ac_import_fails",
+    files: { "ac_import_fails/1/model.py": completing(ADDS_ECHO_IO, "import no_such_module_here\n") },
+    lint: "auto-complete-raised",
+    triton: "No module named 'no_such_module_here'",
+  },
+  {
+    model: "ac_returns_none",
+    files: { "ac_returns_none/1/model.py": completing("        return None") },
+    lint: "auto-complete-invalid",
+    triton: "must return a valid pb.ModelConfig object",
+  },
+  {
+    model: "ac_bad_type",
+    files: {
+      "ac_bad_type/1/model.py": completing(
+        ADDS_ECHO_IO.replace('"TYPE_FP32", "dims": [-1]})\n', '"TYPE_FLOAT", "dims": [-1]})\n'),
+      ),
+    },
+    // Triton's words for a completed config it cannot read.
+    lint: "auto-complete-invalid",
+    triton: "model configuration is not provided for model 'ac_bad_type'",
+  },
+  {
+    // Only the completed config has the error: lint points at model.py.
+    model: "ac_completed_error",
+    files: { "ac_completed_error/1/model.py": completing(ADDS_ECHO_IO.replace('"dims": [-1]})\n', '"dims": [0]})\n')) },
+    lint: "dims-invalid",
+    triton: "dimension must be integer >= 1, or -1",
+  },
+  {
+    model: "ac_hangs",
+    files: { "ac_hangs/1/model.py": completing("        import time\n        time.sleep(3600)", "") },
+    lint: "auto-complete-timeout",
+    notServed: "measured: Triton 2.51 had not answered its load after 120 s (it waits on the stub without a limit)",
+  },
+];
+
+/** AUTO_COMPLETE_CASES in a fresh repository, linted with auto-complete on (the completer is the caller's). */
+export async function autoCompleteRepository(
+  completer?: import("../../src/repo/auto-complete-run.js").ConfigCompleter,
+): Promise<{ repo: string; lint: LintResult }> {
+  const repo = await tempRepo();
+  for (const c of AUTO_COMPLETE_CASES) await writeFiles(repo, c.files);
+  const lint = await lintRepository(repo, {
+    runtime: "local",
+    gpuAvailable: false,
+    gpuMissingSeverity: "error",
+    autoComplete: true,
+    ...(completer ? { completer } : {}),
+  });
   return { repo, lint };
 }

@@ -55,7 +55,12 @@ describe("lint agrees with Triton", () => {
   });
 
   it("`triton-dev lint` (GPU problems as warnings) reaches the same verdict as `up`", async () => {
-    const asLint = await lintRepository(repo, { runtime: "local", gpuAvailable: false, gpuMissingSeverity: "warning" });
+    const asLint = await lintRepository(repo, {
+      runtime: "local",
+      gpuAvailable: false,
+      gpuMissingSeverity: "warning",
+      autoComplete: false,
+    });
     const verdicts = (r: LintResult) => r.models.map((m) => `${m.name}: ${m.wouldLoad}`);
     expect(verdicts(asLint)).toEqual(verdicts(lint));
     expect(asLint.models.find((m) => m.name === "resnet50_fp16")).toMatchObject({

@@ -903,3 +903,36 @@ describe("version folders and model files", () => {
     ]);
   });
 });
+
+describe("the runtime field", () => {
+  const withRuntime = (lib: string) => `${pythonConfig("m")}runtime: "${lib}"\n`;
+
+  it("is an error when the library is in none of the folders Triton looks in, where the runtime fixes the backend's", async () => {
+    const config = withRuntime("libtriton_nope.so");
+    const { diagnostics } = await lint(config, undefined, { runtime: "local" });
+    expectOne(diagnostics, "runtime-missing", posOf(config, '"libtriton_nope.so"'), "runtime 'libtriton_nope.so'");
+    // Where the image decides what the backend's folder holds, nothing is known to be missing.
+    expect(summary((await lint(config, undefined, { runtime: "docker" })).diagnostics)).toEqual([]);
+  });
+
+  it("finds a library the model folder holds, as Triton does", async () => {
+    const config = withRuntime("libtriton_mine.so");
+    const files = { "m/1/model.py": ECHO_MODEL_PY, "m/libtriton_mine.so": "" };
+    expect(summary((await lint(config, files, { runtime: "local" })).diagnostics)).toEqual([]);
+  });
+
+  it("warns about a name that leads out of the folders, which Triton 2.51 still loads when it meets a library", async () => {
+    const config = withRuntime("../python/libtriton_python.so");
+    const { diagnostics } = await lint(config, undefined, { runtime: "local" });
+    expectOne(diagnostics, "runtime-escapes", posOf(config, '"../'), "leads out of the folders", "warning");
+    expect(diagnostics.filter((d) => d.severity === "error")).toEqual([]);
+  });
+});
+
+describe("GPU ids", () => {
+  it("refuses GPU -1 even when the number of GPUs is unknown", async () => {
+    const config = `${pythonConfig("m")}instance_group [ { kind: KIND_GPU gpus: [ 0, -1 ] } ]\n`;
+    const { diagnostics } = await lint(config);
+    expectOne(diagnostics, "gpu-id-invalid", posOf(config, "0, -1", 3), "names GPU -1");
+  });
+});

@@ -1,6 +1,6 @@
 import path from "node:path";
 import type { Paths } from "../../config/paths.js";
-import { EnvironmentBuilder } from "../../envs/builder.js";
+import { EnvironmentBuilder, environmentsRootIn } from "../../envs/builder.js";
 import { modelEnvironments, type ModelEnvironments } from "../../envs/model-environments.js";
 import { ServerStartError, UserError } from "../../errors.js";
 import { log as rootLog } from "../../log/logger.js";
@@ -41,12 +41,9 @@ export function unsafeStubPath(paths: Record<string, string>): { what: string; p
 
 const log = rootLog.child("local");
 
-/**
- * Where the model environments built from requirements.txt live: beside the managed one, shared
- * by every run; TRITON_DEV_ENVS_DIR moves them (a faster disk, or a test's own cache).
- */
+/** Where the model environments built from requirements.txt live (lint looks there too). */
 export function environmentsRoot(paths: Pick<Paths, "home">, env: NodeJS.ProcessEnv): string {
-  return env.TRITON_DEV_ENVS_DIR ? path.resolve(env.TRITON_DEV_ENVS_DIR) : path.join(paths.home, "envs");
+  return environmentsRootIn(paths.home, env);
 }
 
 /**

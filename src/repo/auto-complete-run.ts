@@ -1,0 +1,326 @@
+import { spawn, spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import fs from "node:fs";
+import fsp from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { resolvePaths, type Paths } from "../config/paths.js";
+import { log } from "../log/logger.js";
+import { hashModelDir } from "./model-files.js";
+
+const logger = log.child("repo");
+
+/**
+ * Runs a python model's `auto_complete_config` the way the python backend's stub does when Triton
+ * loads it with config auto-complete on: model.py imported as `<version>.model` with the model
+ * folder, the version folder and the backend's own folder on sys.path, the backend's real
+ * `triton_python_backend_utils.py` (its ModelConfig, whose checks are the backend's), the class
+ * method called with a ModelConfig of the config Triton has so far, and its answer required to be
+ * a ModelConfig. The stub's C++ half (`c_python_backend_utils`: Tensor, InferenceResponse,
+ * Logger, ...) is not loadable outside the stub, so the script puts placeholders in its place:
+ * model code may name them at import time, and Logger writes to stderr.
+ */
+const DRIVER = String.raw`
+import json, os, sys, traceback, types
+utils_dir, model_file = sys.argv[1], sys.argv[2]
+version_dir = os.path.dirname(model_file)
+model_dir = os.path.dirname(version_dir)
+config_text = sys.stdin.read()
+out = os.fdopen(3, "w")
+def answer(**kw):
+    out.write(json.dumps(kw))
+    out.flush()
+    sys.exit(0)
+c = types.ModuleType("c_python_backend_utils")
+class _Unavailable:
+    def __init__(self, *a, **k):
+        raise RuntimeError("not available while Triton completes the config")
+class TritonError(Exception):
+    pass
+class TritonModelException(Exception):
+    pass
+class Logger:
+    @staticmethod
+    def log(msg, level=None):
+        print(msg, file=sys.stderr)
+    log_info = log_warn = log_error = log_verbose = log
+for n in ["Tensor", "InferenceRequest", "InferenceResponse", "MetricFamily", "Metric", "ResponseSender"]:
+    setattr(c, n, type(n, (_Unavailable,), {}))
+c.TritonError = TritonError
+c.TritonModelException = TritonModelException
+c.Logger = Logger
+sys.modules["c_python_backend_utils"] = c
+sys.path.extend([model_dir, version_dir, utils_dir])
+import triton_python_backend_utils as pb_utils
+for n in dir(c):
+    if not n.startswith("_") and not hasattr(pb_utils, n):
+        setattr(pb_utils, n, getattr(c, n))
+def where(tb):
+    frames = [f for f in traceback.extract_tb(tb) if os.path.abspath(f.filename).startswith(model_dir + os.sep)]
+    return (os.path.relpath(frames[-1].filename, model_dir), frames[-1].lineno) if frames else (None, None)
+try:
+    import importlib
+    module = importlib.import_module(os.path.basename(version_dir) + "." + os.path.basename(model_file)[:-3])
+    cls = getattr(module, "TritonPythonModel")
+except BaseException as e:
+    f, l = where(e.__traceback__)
+    answer(outcome="import", error=type(e).__name__ + ": " + str(e), file=f, line=l, trace=traceback.format_exc()[-4000:])
+if not hasattr(cls, "auto_complete_config"):
+    answer(outcome="absent")
+config = pb_utils.ModelConfig(config_text)
+try:
+    result = cls.auto_complete_config(config)
+except BaseException as e:
+    f, l = where(e.__traceback__)
+    answer(outcome="raised", error=type(e).__name__ + ": " + str(e), file=f, line=l, trace=traceback.format_exc()[-4000:])
+if not isinstance(result, pb_utils.ModelConfig):
+    answer(outcome="invalid", error="it must return a pb_utils.ModelConfig object (Triton: \"must return a valid pb.ModelConfig object\"), and returned " + type(result).__name__)
+try:
+    answer(outcome="completed", config=result._model_config)
+except (TypeError, ValueError) as e:
+    answer(outcome="invalid", error="the completed config is not JSON: " + str(e))
+`;
+
+export interface CompletionRequest {
+  model: string;
+  /** Absolute path of the model folder. */
+  dir: string;
+  /** The model file the stub imports (`<dir>/<version>/model.py`). */
+  file: string;
+  /** The config as Triton hands it to the backend: Triton's JSON form with every field written out. */
+  config: Record<string, unknown>;
+}
+
+/**
+ * What running `auto_complete_config` came to. `file`/`line`: where in the model's code it failed
+ * (the driver's answer is relative to the model folder; the cache keeps it so).
+ */
+export type CompletionOutcome =
+  | { outcome: "completed"; config: Record<string, unknown> }
+  /** The class has no auto_complete_config after all (only a mention of the name): nothing to complete. */
+  | { outcome: "absent" }
+  | { outcome: "import" | "raised"; error: string; file?: string; line?: number; trace?: string }
+  | { outcome: "invalid"; error: string }
+  | { outcome: "timeout"; seconds: number }
+  /** Not run here at all (no managed environment, the model's environment not built): said as a note. */
+  | { outcome: "not-run"; why: string };
+
+export interface ConfigCompleter {
+  complete(req: CompletionRequest): Promise<CompletionOutcome>;
+}
+
+/** The interpreter to run a model's code with: the managed one, or its requirements.txt environment's. */
+export type InterpreterFor = (
+  model: string,
+  dir: string,
+) => Promise<{ python: string } | { notRun: string } | undefined>;
+
+export interface CompleterOptions {
+  paths?: Paths;
+  /** The managed environment's Python (default: `<home>/venv/bin/python`). */
+  python?: string;
+  /** The folder holding the python backend's triton_python_backend_utils.py (default: the managed wheel's). */
+  utilsDir?: string;
+  /** How long model.py may take to import and complete; past it the process group is killed. */
+  timeoutMs?: number;
+  /** A model with a requirements.txt runs in its environment; absent: such models are not run. */
+  interpreterFor?: InterpreterFor;
+  /** Where finished outcomes are kept by the model's content hash (default: `<home>/cache/auto-complete`). */
+  cacheDir?: string;
+  /** Whether `unshare -n` can give the process a network namespace of its own (default: tried once). */
+  canUnshareNet?: () => boolean;
+}
+
+export const DEFAULT_COMPLETION_TIMEOUT_MS = 10_000;
+/** The driver's answer and model.py's own output are cut here: a model printing forever is not our memory's problem. */
+const MAX_OUTPUT = 1 << 20;
+
+let unshareProbe: boolean | undefined;
+/** Once per process: whether `unshare -n` works here (root, or user namespaces allowed). */
+function probeUnshare(): boolean {
+  unshareProbe ??= spawnSync("unshare", ["-n", "true"], { stdio: "ignore", timeout: 5000 }).status === 0;
+  return unshareProbe;
+}
+
+/** The python backend's utils in the managed wheel (site-packages/pytriton/tritonserver/backends/python). */
+function managedUtilsDir(venv: string): string | undefined {
+  const lib = path.join(venv, "lib");
+  const py = fs.existsSync(lib) ? fs.readdirSync(lib).find((d) => /^python3\.\d+$/.test(d)) : undefined;
+  const dir = py && path.join(lib, py, "site-packages/pytriton/tritonserver/backends/python");
+  return dir && fs.existsSync(path.join(dir, "triton_python_backend_utils.py")) ? dir : undefined;
+}
+
+/**
+ * The completer lint uses: model code runs in a subprocess of the managed environment's Python,
+ * with a time limit and, where `unshare -n` works, no network at all (else the proxy variables
+ * point at a closed port, which stops what honours them, pip and requests among them). It writes
+ * no bytecode into the user's folder and runs in the temporary folder, not the model's. Outcomes
+ * other than a timeout are cached by the model's content hash and the config handed in, in memory
+ * and on disk, so a repeated lint or reload of an unchanged model spawns nothing.
+ */
+export function createConfigCompleter(o: CompleterOptions = {}): ConfigCompleter {
+  const paths = o.paths ?? resolvePaths();
+  const python = o.python ?? path.join(paths.venv, "bin", "python");
+  const timeoutMs = o.timeoutMs ?? DEFAULT_COMPLETION_TIMEOUT_MS;
+  const cacheDir = o.cacheDir ?? path.join(paths.home, "cache", "auto-complete");
+  const memory = new Map<string, CompletionOutcome>();
+  const canUnshare = o.canUnshareNet ?? probeUnshare;
+
+  return {
+    async complete(req) {
+      const utilsDir = o.utilsDir ?? managedUtilsDir(paths.venv);
+      if (!utilsDir || !fs.existsSync(python))
+        return { outcome: "not-run", why: "the managed environment is not set up (run `triton-dev setup`)" };
+      let interpreter = python;
+      if (fs.existsSync(path.join(req.dir, "requirements.txt"))) {
+        const chosen = o.interpreterFor
+          ? await o.interpreterFor(req.model, req.dir)
+          : { notRun: "environment not built" };
+        if (chosen && "notRun" in chosen) return { outcome: "not-run", why: chosen.notRun };
+        if (chosen) interpreter = chosen.python;
+      }
+      const hash = await hashModelDir(req.dir, req.model);
+      const key = hash
+        ? createHash("sha1")
+            .update(`${hash}\n${interpreter}\n${timeoutMs}\n${path.relative(req.dir, req.file)}\n`)
+            .update(JSON.stringify(req.config))
+            .digest("hex")
+        : undefined;
+      if (key) {
+        const known = memory.get(key) ?? (await readCached(cacheDir, key));
+        if (known) {
+          memory.set(key, known);
+          return inModel(known, req.dir);
+        }
+      }
+      const started = Date.now();
+      const outcome = await runDriver(interpreter, utilsDir, req, timeoutMs, canUnshare());
+      logger.debug("ran auto_complete_config", {
+        model: req.model,
+        outcome: outcome.outcome,
+        ms: Date.now() - started,
+      });
+      if (key && outcome.outcome !== "timeout" && outcome.outcome !== "not-run") {
+        memory.set(key, outcome);
+        await writeCached(cacheDir, key, outcome);
+      }
+      return inModel(outcome, req.dir);
+    },
+  };
+}
+
+/** The outcome with its file (relative to the model folder, as run and cached) made absolute. */
+function inModel(o: CompletionOutcome, dir: string): CompletionOutcome {
+  return (o.outcome === "import" || o.outcome === "raised") && o.file ? { ...o, file: path.join(dir, o.file) } : o;
+}
+
+async function readCached(dir: string, key: string): Promise<CompletionOutcome | undefined> {
+  const text = await fsp.readFile(path.join(dir, `${key}.json`), "utf8").catch(() => undefined);
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text) as CompletionOutcome;
+  } catch {
+    return undefined; // a torn write: run it again
+  }
+}
+
+async function writeCached(dir: string, key: string, outcome: CompletionOutcome): Promise<void> {
+  // A cache that cannot be written only costs the next run its time.
+  try {
+    await fsp.mkdir(dir, { recursive: true });
+    const tmp = path.join(dir, `${key}.${process.pid}.tmp`);
+    await fsp.writeFile(tmp, JSON.stringify(outcome));
+    await fsp.rename(tmp, path.join(dir, `${key}.json`));
+  } catch (err) {
+    logger.debug("auto-complete cache not written", { dir, error: String(err) });
+  }
+}
+
+function runDriver(
+  python: string,
+  utilsDir: string,
+  req: CompletionRequest,
+  timeoutMs: number,
+  unshare: boolean,
+): Promise<CompletionOutcome> {
+  const closedPort = "http://127.0.0.1:9";
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PYTHONDONTWRITEBYTECODE: "1",
+    PYTHONNOUSERSITE: "1",
+    ...(unshare
+      ? {}
+      : {
+          http_proxy: closedPort,
+          https_proxy: closedPort,
+          HTTP_PROXY: closedPort,
+          HTTPS_PROXY: closedPort,
+          no_proxy: "",
+          NO_PROXY: "",
+        }),
+  };
+  const argv = [python, "-B", "-c", DRIVER, utilsDir, req.file];
+  const [cmd, ...args] = unshare ? ["unshare", "-n", ...argv] : argv;
+  return new Promise((resolve) => {
+    const child = spawn(cmd!, args, {
+      cwd: os.tmpdir(),
+      env,
+      detached: true,
+      stdio: ["pipe", "ignore", "pipe", "pipe"],
+    });
+    let answer = "";
+    let stderr = "";
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      try {
+        process.kill(-child.pid!, "SIGKILL");
+      } catch {
+        child.kill("SIGKILL");
+      }
+    }, timeoutMs);
+    child.stdio[3]!.on("data", (d: Buffer) => {
+      if (answer.length < MAX_OUTPUT) answer += d.toString("utf8");
+    });
+    child.stderr!.on("data", (d: Buffer) => {
+      if (stderr.length < MAX_OUTPUT) stderr += d.toString("utf8");
+    });
+    child.stdin!.on("error", () => {}); // a model that exits at import closes its stdin early
+    child.stdin!.end(JSON.stringify(req.config));
+    child.on("error", (err) => {
+      clearTimeout(timer);
+      resolve({ outcome: "not-run", why: `cannot start ${cmd}: ${err.message}` });
+    });
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      if (timedOut) return resolve({ outcome: "timeout", seconds: timeoutMs / 1000 });
+      try {
+        const a = JSON.parse(answer) as Record<string, unknown>;
+        // The driver names the file relative to the model (cached outcomes outlive a folder's path).
+        const at = {
+          ...(typeof a.file === "string" ? { file: a.file } : {}),
+          ...(typeof a.line === "number" ? { line: a.line } : {}),
+          ...(typeof a.trace === "string" ? { trace: a.trace } : {}),
+        };
+        switch (a.outcome) {
+          case "completed":
+            return resolve({ outcome: "completed", config: a.config as Record<string, unknown> });
+          case "absent":
+            return resolve({ outcome: "absent" });
+          case "import":
+          case "raised":
+            return resolve({ outcome: a.outcome, error: String(a.error), ...at });
+          case "invalid":
+            return resolve({ outcome: "invalid", error: String(a.error) });
+        }
+      } catch {
+        // no answer: the process died on its own (os._exit, a crash); said below
+      }
+      const tail = stderr.trim().split("\n").slice(-5).join("\n");
+      resolve({
+        outcome: "raised",
+        error: `the process ended (${signal ? `signal ${signal}` : `exit code ${code}`}) before auto_complete_config returned${tail ? `: ${tail}` : ""}`,
+      });
+    });
+  });
+}

@@ -1,0 +1,69 @@
+/**
+ * `triton-dev lint` on python models that complete their own config, with the managed environment
+ * `triton-dev setup` made: a model with a requirements.txt has its auto_complete_config run only in
+ * its own environment, which lint looks for but never builds.
+ */
+import fs from "node:fs";
+import fsp from "node:fs/promises";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { runLint } from "../../src/cli/lint-action.js";
+import type { Output } from "../../src/cli/output.js";
+import { resolvePaths } from "../../src/config/paths.js";
+import { removeTempRepos, tempRepo, writeFiles } from "../repo/helpers.js";
+
+afterAll(removeTempRepos);
+
+const managed = fs.existsSync(resolvePaths().envMarker);
+
+function capture(): Output & { text: () => string } {
+  const lines: string[] = [];
+  return { out: (s) => void lines.push(s), err: (s) => void lines.push(s), text: () => lines.join("\n") };
+}
+
+const COMPLETING = `import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    @staticmethod
+    def auto_complete_config(config):
+        config.add_input({"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [-1]})
+        config.add_output({"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [-1]})
+        return config
+
+    def execute(self, requests):
+        return []
+`;
+
+describe.skipIf(!managed)("lint with auto_complete_config and requirements.txt", () => {
+  const saved = process.env.TRITON_DEV_ENVS_DIR;
+  afterEach(() => {
+    if (saved === undefined) delete process.env.TRITON_DEV_ENVS_DIR;
+    else process.env.TRITON_DEV_ENVS_DIR = saved;
+  });
+
+  it("does not run a model whose environment is not built, says so as a note, and checks the config as written", async () => {
+    process.env.TRITON_DEV_ENVS_DIR = await tempRepo(); // no environment built there
+    const repo = await tempRepo();
+    await writeFiles(repo, { "m/1/model.py": COMPLETING, "m/requirements.txt": "tdhello==1.0\n" });
+    const out = capture();
+    expect(await runLint(repo, { json: true }, { output: out, detectGpus: async () => 0 })).toBe(0);
+    const m = JSON.parse(out.text()).models[0];
+    expect(m.notes).toEqual([
+      "auto_complete_config in 1/model.py not run: environment not built (`triton-dev up` builds it from requirements.txt); the config is checked as written",
+    ]);
+    expect(m.completed).toBeUndefined();
+    expect(m.diagnostics.map((d: { code: string }) => d.code)).toEqual(["config-missing"]);
+    expect(await fsp.readdir(process.env.TRITON_DEV_ENVS_DIR)).toEqual([]);
+  });
+
+  it("runs one whose requirements.txt lists nothing in the managed environment", async () => {
+    process.env.TRITON_DEV_ENVS_DIR = await tempRepo();
+    const repo = await tempRepo();
+    await writeFiles(repo, { "m/1/model.py": COMPLETING, "m/requirements.txt": "# nothing yet\n" });
+    const out = capture();
+    expect(await runLint(repo, { json: true }, { output: out, detectGpus: async () => 0 })).toBe(0);
+    const m = JSON.parse(out.text()).models[0];
+    expect(m).toMatchObject({ completed: true, diagnostics: [] });
+    expect(m.notes).toBeUndefined();
+  });
+});

@@ -1,0 +1,156 @@
+/**
+ * auto_complete_config run as lint runs it: the managed environment's Python and the python
+ * backend's own triton_python_backend_utils.py (the environment `triton-dev setup` makes), real
+ * processes, a real listening socket. What Triton says about the same models is in
+ * agreement.integration.test.ts.
+ */
+import fs from "node:fs";
+import fsp from "node:fs/promises";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { resolvePaths } from "../../src/config/paths.js";
+import { type CompletionRequest, createConfigCompleter } from "../../src/repo/auto-complete-run.js";
+import { removeTempRepos, tempRepo, writeFiles } from "./helpers.js";
+
+afterAll(removeTempRepos);
+
+const managed = fs.existsSync(path.join(resolvePaths().venv, "bin", "python"));
+
+/** What Triton hands the backend for a python model without config.pbtxt. */
+const HANDED = { name: "m", backend: "python", max_batch_size: 0, input: [], output: [] };
+
+function modelPy(body: string, header = ""): string {
+  return `import triton_python_backend_utils as pb_utils
+${header}
+
+class TritonPythonModel:
+    @staticmethod
+    def auto_complete_config(config):
+${body}
+        return config
+`;
+}
+
+async function model(files: Record<string, string>): Promise<CompletionRequest> {
+  const repo = await tempRepo();
+  await writeFiles(repo, Object.fromEntries(Object.entries(files).map(([k, v]) => [`m/${k}`, v])));
+  const dir = path.join(repo, "m");
+  return { model: "m", dir, file: path.join(dir, "1", "model.py"), config: HANDED };
+}
+
+/** Every path under a folder, to see that running the model's code wrote nothing there. */
+async function listing(dir: string): Promise<string[]> {
+  return (await fsp.readdir(dir, { recursive: true })).map(String).sort();
+}
+
+describe.skipIf(!managed)("running auto_complete_config", () => {
+  const cacheDir = () => fs.mkdtempSync(path.join(os.tmpdir(), "triton-dev-ac-cache-"));
+
+  it("completes with the backend's own ModelConfig, importing the model's modules, and writes nothing into the model", async () => {
+    const req = await model({
+      "1/model.py": modelPy(
+        `        config.add_input({"name": helper.NAME, "data_type": "TYPE_FP32", "dims": [4]})
+        config.set_max_batch_size(8)
+        config.set_dynamic_batching()`,
+        "from . import helper",
+      ),
+      "1/helper.py": 'NAME = "INPUT0"\n',
+    });
+    const before = await listing(req.dir);
+    const out = await createConfigCompleter({ cacheDir: cacheDir() }).complete(req);
+    expect(out).toMatchObject({
+      outcome: "completed",
+      config: {
+        max_batch_size: 8,
+        input: [{ name: "INPUT0", data_type: "TYPE_FP32", dims: [4] }],
+        dynamic_batching: {},
+      },
+    });
+    // No __pycache__ beside helper.py: the user's folder is never written.
+    expect(await listing(req.dir)).toEqual(before);
+  });
+
+  it("runs the model's code without network: a listening socket on this machine is not reached", async () => {
+    let connections = 0;
+    const server = net.createServer((s) => {
+      connections++;
+      s.destroy();
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const port = (server.address() as net.AddressInfo).port;
+    try {
+      const req = await model({
+        "1/model.py": modelPy(
+          `        import socket
+        try:
+            socket.create_connection(("127.0.0.1", ${port}), timeout=2).close()
+            name = "REACHED"
+        except OSError:
+            name = "BLOCKED"
+        config.add_input({"name": name, "data_type": "TYPE_FP32", "dims": [1]})`,
+        ),
+      });
+      const out = await createConfigCompleter({ cacheDir: cacheDir() }).complete(req);
+      expect(out).toMatchObject({ outcome: "completed", config: { input: [{ name: "BLOCKED" }] } });
+      expect(connections).toBe(0);
+    } finally {
+      server.close();
+    }
+  });
+
+  it("kills a hanging model and what it started once the time limit passes", async () => {
+    const pidFile = path.join(await tempRepo(), "child.pid");
+    const req = await model({
+      "1/model.py": modelPy(
+        `        import subprocess, time
+        child = subprocess.Popen(["sleep", "600"])
+        open(${JSON.stringify(pidFile)}, "w").write(str(child.pid))
+        time.sleep(600)`,
+      ),
+    });
+    const started = Date.now();
+    const out = await createConfigCompleter({ timeoutMs: 1500, cacheDir: cacheDir() }).complete(req);
+    expect(out).toEqual({ outcome: "timeout", seconds: 1.5 });
+    expect(Date.now() - started).toBeLessThan(8000);
+    const pid = Number(fs.readFileSync(pidFile, "utf8"));
+    // The child is in the killed process group: gone (or a zombie reaped by init) within moments.
+    const deadline = Date.now() + 5000;
+    const alive = () => {
+      try {
+        process.kill(pid, 0);
+        return !fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(" ")[2]?.startsWith("Z");
+      } catch {
+        return false;
+      }
+    };
+    while (alive() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(alive()).toBe(false);
+  }, 20_000);
+
+  it("says where the model's code raised, and answers the same content from its cache without running it", async () => {
+    const runs = path.join(await tempRepo(), "runs.txt");
+    const files = {
+      "1/model.py": modelPy(
+        `        open(${JSON.stringify(runs)}, "a").write("ran\\n")
+        raise ValueError("no shapes")`,
+      ),
+    };
+    const cache = cacheDir();
+    const first = await model(files);
+    const out = await createConfigCompleter({ cacheDir: cache }).complete(first);
+    expect(out).toMatchObject({ outcome: "raised", error: "ValueError: no shapes", file: first.file, line: 8 });
+    // Another folder with the same content, another process's completer: the disk cache answers.
+    const second = await model(files);
+    const again = await createConfigCompleter({ cacheDir: cache }).complete(second);
+    expect(again).toMatchObject({ outcome: "raised", file: second.file, line: 8 });
+    expect(fs.readFileSync(runs, "utf8")).toBe("ran\n");
+  });
+
+  it("does not run a model with a requirements.txt whose environment it is not given", async () => {
+    const req = await model({ "1/model.py": modelPy("        pass"), "requirements.txt": "tdhello==1.0\n" });
+    const out = await createConfigCompleter({ cacheDir: cacheDir() }).complete(req);
+    expect(out).toEqual({ outcome: "not-run", why: "environment not built" });
+  });
+});
