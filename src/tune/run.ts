@@ -26,6 +26,8 @@ import {
 } from "../perf/variants.js";
 import { applyConfigEdits, describeConfigEdits, type ConfigEdits } from "../repo/config-edit.js";
 import { currentRun } from "../session/current-run.js";
+import { stripTritonPrefix } from "../state/log-file.js";
+import { loadEnded, loadStarted } from "../triton/log-lines.js";
 import { writeFileAtomic } from "../state/atomic-write.js";
 import type { RunState } from "../state/run-state.js";
 import type { ModelConfigSummary } from "../triton/grpc-client.js";
@@ -301,6 +303,10 @@ export async function runTune(o: TuneOptions, deps: TuneDeps): Promise<TuneRepor
         };
     details.set(index, { servedModel: served });
     const failed = (why: string) => ({ status: "failed" as const, why, elapsedMs: now() - t0 });
+    const logOffset = await fsp
+      .stat(state.logFile)
+      .then((st) => st.size)
+      .catch(() => 0);
     try {
       try {
         await stageVariant(staging, o.model, variant, 180_000, deps.signal);
@@ -309,13 +315,14 @@ export async function runTune(o: TuneOptions, deps: TuneDeps): Promise<TuneRepor
         return failed(firstLine(err.message));
       }
       if (interrupted()) return failed("interrupted");
-      if (!isStart && state.reload === "poll") await settleAfterPoll(staging, served, state.pollSecs, deps.signal);
+      if (!isStart && state.reload === "poll")
+        await settleAfterPoll(state.logFile, logOffset, served, state.pollSecs, deps.signal);
       if (interrupted()) return failed("interrupted");
       const r = await runPerf({ ...perfBase, model: served, levels: [concurrency] }, perfDeps);
       const level = r.sweeps[0]?.levels[0];
       if (level) details.set(index, { servedModel: served, level });
-      if (r.stopped && (r.stopped.reason !== "interrupted" || !level?.requests))
-        return failed(firstLine(r.stopped.message));
+      // A measurement cut short (Ctrl-C) is no figure for the candidate.
+      if (r.stopped) return failed(r.stopped.reason === "interrupted" ? "interrupted" : firstLine(r.stopped.message));
       if (!level || level.requests === 0) return failed("no request completed");
       const measured = measuredOf(level);
       const why = budgetViolation(measured, o.objective);
@@ -395,14 +402,54 @@ export async function runTune(o: TuneOptions, deps: TuneDeps): Promise<TuneRepor
  * In poll mode Triton loads a fresh variant once more at its next poll: the python backend writes
  * the model's `__pycache__` into the new folder as it loads, which the poll reads as an edit. A
  * measurement across that reload would lose the server's counters (they restart with the new
- * version), so wait one poll past READY and for that reload to finish.
+ * version), so wait, following Triton's log from where it stood before the variant was staged,
+ * until a poll and a second has passed with no load of it begun and the last one finished.
  */
-async function settleAfterPoll(t: StagingTarget, name: string, pollSecs: number, signal?: AbortSignal): Promise<void> {
+export async function settleAfterPoll(
+  logFile: string,
+  offset: number,
+  name: string,
+  pollSecs: number,
+  signal?: AbortSignal,
+  maxMs = 60_000,
+): Promise<void> {
   const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-  await sleep(pollSecs * 1000 + 500);
-  for (const deadline = Date.now() + 60_000; Date.now() < deadline && !signal?.aborted;) {
-    const entry = (await t.client.repositoryIndex()).find((e) => e.name === name);
-    if (entry?.state !== "LOADING" && entry?.state !== "UNLOADING") return;
+  const quietMs = pollSecs * 1000 + 1000;
+  let events = -1;
+  let changedAt = Date.now();
+  let loading = false;
+  for (const deadline = Date.now() + maxMs; Date.now() < deadline && !signal?.aborted;) {
+    let text: string;
+    try {
+      const fh = await fsp.open(logFile, "r");
+      try {
+        const { size } = await fh.stat();
+        const buf = Buffer.alloc(Math.max(0, size - offset));
+        await fh.read(buf, 0, buf.length, offset);
+        text = buf.toString("utf8");
+      } finally {
+        await fh.close();
+      }
+    } catch {
+      // No log to follow (another runtime's): a poll and a reload's worth of time instead.
+      await sleep(quietMs + 2000);
+      return;
+    }
+    let n = 0;
+    for (const raw of text.split("\n")) {
+      const line = stripTritonPrefix(raw.trimEnd());
+      if (loadStarted(line) === name) {
+        n++;
+        loading = true;
+      } else if (loadEnded(line) === name) {
+        n++;
+        loading = false;
+      }
+    }
+    if (n !== events) {
+      events = n;
+      changedAt = Date.now();
+    } else if (!loading && Date.now() - changedAt >= quietMs) return;
     await sleep(250);
   }
 }
