@@ -96,7 +96,8 @@ function indexIn(space: SearchSpace, dim: Dim, c: Candidate): number {
 
 /** The neighbour one step along `dim`, or undefined at the edge (or where the dimension does not apply). */
 export function step(space: SearchSpace, c: Candidate, dim: Dim, dir: 1 | -1): Candidate | undefined {
-  if (!c.batching && (dim === "preferredBatchSize" || dim === "maxQueueDelayMicroseconds")) return undefined;
+  // Without dynamic batching the client's batch alone reaches the model: max_batch_size changes nothing.
+  if (!c.batching && dim !== "batching" && dim !== "instances") return undefined;
   const i = indexIn(space, dim, c);
   if (i < 0) return undefined;
   const values = space[dim] as unknown[];

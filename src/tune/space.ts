@@ -129,20 +129,22 @@ export function spaceSize(s: SearchSpace): number {
   const batched = s.batching.includes(true)
     ? s.maxBatchSize.length * s.preferredBatchSize.length * s.maxQueueDelayMicroseconds.length * s.instances.length
     : 0;
-  const unbatched = s.batching.includes(false) ? s.maxBatchSize.length * s.instances.length : 0;
+  const unbatched = s.batching.includes(false) ? s.instances.length : 0;
   return batched + unbatched;
 }
 
 /** Every candidate of the space, for an exhaustive sweep. */
 export function allCandidates(s: SearchSpace): Candidate[] {
   const out: Candidate[] = [];
-  for (const batching of s.batching)
+  // Without dynamic batching max_batch_size changes nothing the server does with batch-1 requests.
+  if (s.batching.includes(false)) {
+    const maxBatchSize = Math.max(...s.maxBatchSize);
+    for (const instances of s.instances)
+      out.push({ batching: false, maxBatchSize, preferredBatchSize: [], maxQueueDelayMicroseconds: 0, instances });
+  }
+  for (const batching of s.batching.filter((b) => b))
     for (const maxBatchSize of s.maxBatchSize)
       for (const instances of s.instances) {
-        if (!batching) {
-          out.push({ batching, maxBatchSize, preferredBatchSize: [], maxQueueDelayMicroseconds: 0, instances });
-          continue;
-        }
         for (const preferredBatchSize of s.preferredBatchSize)
           for (const maxQueueDelayMicroseconds of s.maxQueueDelayMicroseconds)
             out.push({ batching, maxBatchSize, preferredBatchSize, maxQueueDelayMicroseconds, instances });
