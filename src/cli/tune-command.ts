@@ -51,7 +51,11 @@ export function registerTuneCommand(program: Command, ctx: CliContext): Command 
       parseConcurrency,
       "auto",
     )
-    .option("--budget <duration>", "time the search may take (e.g. 90s, 10m)", parseDuration, 600_000)
+    .addOption(
+      new Option("--budget <duration>", "time the search may take (e.g. 90s, 10m)")
+        .argParser(parseDuration)
+        .default(600_000, "10m"),
+    )
     .option("--max-candidates <n>", "candidates measured at most", parsePositiveInt("--max-candidates"), 30)
     .option("--space <FILE>", "JSON that narrows or widens the search space's dimensions")
     .option("--apply", "write the winning fields into the model's config.pbtxt (a backup is kept)", false)
