@@ -166,6 +166,17 @@ describe("the rooms of src/", () => {
     expect([...closure].filter((f) => f === "dockerode" || /^runtimes\/(docker|kind)\//.test(f))).toEqual([]);
   });
 
+  it("keeps tune/ on perf's machinery: no runtime, reload, session beyond the recorded run, CLI or dashboard", () => {
+    expect(
+      violations(
+        (f) => room(f) === "tune",
+        (t) =>
+          ["runtimes", "reload", "cli", "ui"].includes(room(t)) ||
+          (room(t) === "session" && t !== "session/current-run.ts"),
+      ),
+    ).toEqual([]);
+  });
+
   it("keeps k8s/ (manifests for any cluster) independent of the runtimes", () => {
     expect(
       violations(

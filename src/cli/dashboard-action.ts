@@ -47,6 +47,7 @@ export async function dashboardAction(flags: DashboardFlags, ctx: CliContext): P
         env,
         ownsServer: false,
         runPerf: async (o, deps) => (await import("../perf/run.js")).runPerf(o, deps),
+        runTune: async (o, deps) => (await import("../tune/run.js")).runTune(o, deps),
       })
     : undefined;
   if (!dashboard) bus.on(printEvents(output, flags.json));

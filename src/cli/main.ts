@@ -7,6 +7,7 @@ import { registerInitCommand } from "./init-command.js";
 import { registerLintCommand } from "./lint-command.js";
 import { registerManifestsCommand } from "./manifests-command.js";
 import { registerPerfCommand } from "./perf-command.js";
+import { registerTuneCommand } from "./tune-command.js";
 import { registerRunCommands } from "./run-commands.js";
 import { registerSetupCommands } from "./setup-commands.js";
 import { processOutput, type CliContext, type Output } from "./output.js";
@@ -38,6 +39,7 @@ export function buildProgram(ctx: CliContext): Command {
   registerManifestsCommand(program, ctx);
   registerInitCommand(program, ctx);
   registerPerfCommand(program, ctx);
+  registerTuneCommand(program, ctx);
   for (const c of program.commands)
     c.exitOverride().configureOutput({
       writeOut: (s) => output.out(s.trimEnd()),

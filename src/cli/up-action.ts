@@ -121,6 +121,7 @@ export async function upAction(flags: UpFlags, ctx: CliContext): Promise<void> {
         env,
         ownsServer: true,
         runPerf: async (o, deps) => (await import("../perf/run.js")).runPerf(o, deps),
+        runTune: async (o, deps) => (await import("../tune/run.js")).runTune(o, deps),
       })
     : undefined;
   // What the terminal shows once the dashboard is gone: everything if the start failed,

@@ -6,6 +6,7 @@ import { closingFetch, TritonHttpClient } from "../triton/http-client.js";
 import { App } from "./components/app.js";
 import { followTritonLog } from "./controllers/log-feed.js";
 import { PerfRunner, type QuickCheck, type RunPerf } from "./controllers/perf-runner.js";
+import { TuneRunner, type RunTune } from "./controllers/tune-runner.js";
 import { ServerPoller } from "./controllers/server-poller.js";
 import { notice, type Command } from "./keys.js";
 import {
@@ -25,6 +26,8 @@ export interface DashboardOptions {
   /** Whether quitting stops the server (true for a foreground `up`). */
   ownsServer: boolean;
   runPerf: RunPerf;
+  /** `runTune` from src/tune/run.ts, for `t`; without it `t` says tuning is not available here. */
+  runTune?: RunTune;
   quickCheck?: QuickCheck;
   stdout?: NodeJS.WriteStream;
   stdin?: NodeJS.ReadStream;
@@ -124,6 +127,7 @@ export function openDashboard(o: DashboardOptions): Dashboard {
     runPerf: o.runPerf,
     ...(o.quickCheck ? { check: o.quickCheck } : {}),
   });
+  const tune = o.runTune ? new TuneRunner({ store, env: o.env, runTune: o.runTune }) : undefined;
   let target: DashboardTarget | undefined;
   let resolveQuit!: () => void;
   const quitRequested = new Promise<void>((r) => (resolveQuit = r));
@@ -149,6 +153,16 @@ export function openDashboard(o: DashboardOptions): Dashboard {
         perf.cancel();
         store.update((s) => notice(s, "cancelling the perf check…"), true);
         return;
+      case "tune":
+        if (!target) store.update((s) => notice(s, "Triton is not up yet", "error"), true);
+        else if (!tune) store.update((s) => notice(s, "tuning is not available in this dashboard", "error"), true);
+        else if (perf.busy) store.update((s) => notice(s, "a perf check is running; tune after it", "error"), true);
+        else tune.start(c.model);
+        return;
+      case "cancel-tune":
+        tune?.cancel();
+        store.update((s) => notice(s, "stopping the tune; the best found so far follows…"), true);
+        return;
     }
   };
 
@@ -170,6 +184,7 @@ export function openDashboard(o: DashboardOptions): Dashboard {
   let closed: Promise<void> | undefined;
   const detach = async () => {
     await perf.close();
+    await tune?.close();
     for (const stop of feeds.splice(0).reverse()) await stop();
   };
   return {

@@ -16,7 +16,12 @@ export interface KeyInfo {
 
 /** Work the dashboard asks a controller to do; the store changes come back as events. */
 export type Command =
-  { type: "quit" } | { type: "reload"; model: string } | { type: "perf"; model: string } | { type: "cancel-perf" };
+  | { type: "quit" }
+  | { type: "reload"; model: string }
+  | { type: "perf"; model: string }
+  | { type: "cancel-perf" }
+  | { type: "tune"; model: string }
+  | { type: "cancel-tune" };
 
 export interface KeyResult {
   state: DashboardState;
@@ -90,6 +95,10 @@ export function handleKey(s: DashboardState, input: string, key: KeyInfo, pageLi
       if (s.perf.status === "running") return { state: ui(s, { view: "perf" }), command: { type: "cancel-perf" } };
       if (!model) return { state: notice(s, "no model selected to measure", "error") };
       return { state: ui(s, { view: "perf", help: false }), command: { type: "perf", model } };
+    case "t":
+      if (s.tune.status === "running") return { state: ui(s, { view: "tune" }), command: { type: "cancel-tune" } };
+      if (!model) return { state: notice(s, "no model selected to tune", "error") };
+      return { state: ui(s, { view: "tune", help: false }), command: { type: "tune", model } };
     case "r":
       if (!model) return { state: notice(s, "no model selected to reload", "error") };
       return {

@@ -2,6 +2,7 @@ import type { Diagnostic } from "../repo/diagnostics.js";
 import type { EditPhase } from "../reload/events.js";
 import type { ScrapeState } from "../metrics/scraper.js";
 import type { PerfReport } from "../perf/run.js";
+import type { TuneReport } from "../tune/run.js";
 import type { Endpoints, RuntimeKind } from "../runtimes/driver.js";
 import type { SessionEvent } from "../session/events.js";
 import type { ModelState, RepositoryIndexEntry } from "../triton/http-client.js";
@@ -97,7 +98,19 @@ export interface PerfState {
   finishedAt?: number;
 }
 
-export type View = "overview" | "logs" | "metrics" | "perf" | "details";
+/** A `t` tune of the selected model: its progress, then the ranked candidates and the winner. */
+export interface TuneState {
+  status: "idle" | "running" | "done" | "failed";
+  model?: string;
+  plan?: string;
+  progress: string[];
+  report?: TuneReport;
+  error?: string;
+  startedAt?: number;
+  finishedAt?: number;
+}
+
+export type View = "overview" | "logs" | "metrics" | "perf" | "tune" | "details";
 
 export interface UiState {
   view: View;
@@ -128,6 +141,7 @@ export interface DashboardState {
   timeline: TimelineEntry[];
   metrics?: ScrapeState;
   perf: PerfState;
+  tune: TuneState;
   logs: LogLine[];
   ui: UiState;
   /** Set when the dashboard may stop the server on quit (not for a run started with --detach). */
@@ -144,6 +158,7 @@ export function initialState(o: { now: number; ownsServer?: boolean }): Dashboar
     models: [],
     timeline: [],
     perf: { status: "idle", progress: [] },
+    tune: { status: "idle", progress: [] },
     logs: [],
     ui: { view: "overview", help: false, modelFilter: "", logFilter: "", logScroll: 0 },
     ownsServer: o.ownsServer ?? true,

@@ -12,6 +12,7 @@ import { LogsPanel } from "./logs-panel.js";
 import { MetricsPanel } from "./metrics-panel.js";
 import { ModelsPanel, modelsPanelHeight } from "./models-panel.js";
 import { PerfPanel } from "./perf-panel.js";
+import { TunePanel } from "./tune-panel.js";
 import { SERVER_PANEL_HEIGHT, ServerPanel } from "./server-panel.js";
 import { StatusBar } from "./status-bar.js";
 import { TimelinePanel } from "./timeline-panel.js";
@@ -88,6 +89,9 @@ export function App({ store, onCommand, size: fixed, scrapeIntervalMs, clock }: 
       break;
     case "perf":
       body = <PerfPanel perf={s.perf} now={s.now} width={W} height={main} />;
+      break;
+    case "tune":
+      body = <TunePanel tune={s.tune} now={s.now} width={W} height={main} />;
       break;
     case "details":
       body = (

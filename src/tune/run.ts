@@ -1,0 +1,488 @@
+/**
+ * `triton-dev tune`: search the model's batching and instance settings on the server `up` runs.
+ * Each candidate is a `__perf_` sibling variant staged beside the model (perf/variants.ts), loaded
+ * through the repository API, measured by perf's own run (stability rule, server breakdown, GPU)
+ * at one concurrency, and unloaded again. The user's files are read, and written only by --apply.
+ */
+import fs from "node:fs";
+import fsp from "node:fs/promises";
+import path from "node:path";
+import { randomBytes } from "node:crypto";
+import { resolvePaths } from "../config/paths.js";
+import { UsageError, UserError } from "../errors.js";
+import { log } from "../log/logger.js";
+import { HttpControl } from "../perf/control.js";
+import type { LevelResult } from "../perf/profile.js";
+import { runPerf, type PerfOptions } from "../perf/run.js";
+import type { Protocol } from "../perf/transport.js";
+import {
+  removeVariant,
+  stageVariant,
+  variantName,
+  VariantError,
+  type StagingTarget,
+  type Variant,
+} from "../perf/variants.js";
+import { applyConfigEdits, describeConfigEdits, renameConfig, type ConfigEdits } from "../repo/config-edit.js";
+import { currentRun } from "../session/current-run.js";
+import { stripTritonPrefix } from "../state/log-file.js";
+import { loadEnded, loadStarted } from "../triton/log-lines.js";
+import { writeFileAtomic } from "../state/atomic-write.js";
+import type { RunState } from "../state/run-state.js";
+import type { ModelConfigSummary } from "../triton/grpc-client.js";
+import { clientForRun } from "../triton/http-client.js";
+import {
+  budgetViolation,
+  exhaustive,
+  hillClimb,
+  paretoFront,
+  rank,
+  type Measured,
+  type Objective,
+  type SearchResult,
+  type Trial,
+} from "./search.js";
+import {
+  allCandidates,
+  applySpaceFile,
+  candidateKey,
+  defaultSpace,
+  readSpaceFile,
+  sameList,
+  spaceSize,
+  startingPoint,
+  thisMachine,
+  withStart,
+  type Candidate,
+  type InstanceKind,
+  type Machine,
+  type SearchSpace,
+} from "./space.js";
+
+const tlog = log.child("tune");
+
+export interface TuneOptions {
+  model: string;
+  protocol: Protocol;
+  objective: Objective;
+  concurrency: number | "auto";
+  /** Wall-clock budget of the search, in milliseconds. */
+  budgetMs: number;
+  maxCandidates: number;
+  spaceFile?: string;
+  apply: boolean;
+  windowMs: number;
+  stabilityPct: number;
+  maxTrials: number;
+  /** Measure every candidate of the space instead of climbing (the bench's baseline). */
+  exhaustive?: boolean;
+  keepHistory: boolean;
+}
+
+export interface TuneDeps {
+  env: NodeJS.ProcessEnv;
+  signal?: AbortSignal;
+  progress?: (line: string) => void;
+  /** Called after each candidate, for a live view (the dashboard's panel). */
+  onTrial?: (t: TunedTrial, total: { done: number; max: number }) => void;
+  machine?: Machine;
+  now?: () => number;
+}
+
+/** A trial with what perf measured (the full level: breakdown, GPU) and where it was served. */
+export interface TunedTrial extends Trial {
+  servedModel?: string;
+  level?: LevelResult;
+}
+
+export interface TuneReport {
+  model: string;
+  configFile: string;
+  concurrency: number;
+  /** The short sweep that chose the concurrency (`--concurrency auto`). */
+  concurrencySweep?: Array<{ concurrency: number; throughput: number; p99Us: number }>;
+  objective: Objective;
+  space: SearchSpace;
+  spaceSize: number;
+  mode: "hill-climb" | "exhaustive";
+  trials: TunedTrial[];
+  /** Trial indices, best first. */
+  ranking: number[];
+  pareto: number[];
+  /** The best trial inside the budget; absent when none met it. */
+  winner?: number;
+  /** The user's config.pbtxt fields the winner changes. */
+  diff: Array<{ field: string; before: string | undefined; after: string | undefined }>;
+  edits?: ConfigEdits;
+  ended: SearchResult["ended"];
+  elapsedMs: number;
+  applied?: { file: string; backup: string };
+  savedTo?: string;
+}
+
+/** The fields that differ between two candidates, as edits (so an unchanged field is left alone). */
+export function editsBetween(from: Candidate, to: Candidate, kind: InstanceKind): ConfigEdits {
+  const e: ConfigEdits = {};
+  if (to.maxBatchSize !== from.maxBatchSize) e.maxBatchSize = to.maxBatchSize;
+  if (!to.batching && from.batching) e.dynamicBatching = false;
+  else if (to.batching) {
+    const db: { preferredBatchSize?: number[]; maxQueueDelayMicroseconds?: number } = {};
+    if (!from.batching || !sameList(from.preferredBatchSize, to.preferredBatchSize))
+      db.preferredBatchSize = to.preferredBatchSize;
+    if (!from.batching || from.maxQueueDelayMicroseconds !== to.maxQueueDelayMicroseconds)
+      db.maxQueueDelayMicroseconds = to.maxQueueDelayMicroseconds;
+    if (!from.batching || Object.keys(db).length) e.dynamicBatching = db;
+  }
+  if (to.instances !== from.instances) e.instanceCounts = [{ kind, count: to.instances }];
+  return e;
+}
+
+/** Triton's reasons carry the python traceback after "At:"; the table wants the reason. */
+function firstLine(message: string): string {
+  return message
+    .split("\n")[0]!
+    .replace(/\s+At:\s*$/, "")
+    .trim();
+}
+
+function measuredOf(l: LevelResult): Measured {
+  return {
+    throughput: l.throughput,
+    p50Us: l.latency.p50Us,
+    p95Us: l.latency.p95Us,
+    p99Us: l.latency.p99Us,
+    errors: l.errorCount,
+  };
+}
+
+async function liveRun(env: NodeJS.ProcessEnv): Promise<RunState> {
+  const run = await currentRun(resolvePaths(env), env);
+  if (!run)
+    throw new UserError("nothing is running, so there is no server to tune on", {
+      hint: "Start Triton with `triton-dev up --detach`; tune stages its candidates into the repository it serves.",
+    });
+  if (!run.alive)
+    throw new UserError(`the recorded server (pid ${run.state.pid}) is no longer running`, {
+      hint: "`triton-dev down` cleans up its record; start a new one with `triton-dev up`.",
+    });
+  return run.state;
+}
+
+async function readText(file: string, what: string): Promise<string> {
+  try {
+    return await fsp.readFile(file, "utf8");
+  } catch (err) {
+    throw new UserError(`cannot read ${file}, ${what}: ${(err as Error).message}`, {
+      cause: err,
+      hint: "Is the model part of the repository `triton-dev up` serves?",
+    });
+  }
+}
+
+/** The model's config as Triton serves it; refuses what tune cannot search. */
+async function servedConfig(state: RunState, model: string): Promise<ModelConfigSummary> {
+  const control = new HttpControl(clientForRun(state));
+  let config: ModelConfigSummary;
+  try {
+    config = await control.modelConfig(model);
+  } catch (err) {
+    throw new UserError(`model '${model}' is not served by the running Triton`, {
+      cause: err,
+      hint: "`triton-dev status` lists its models and why any is not ready.",
+    });
+  } finally {
+    control.close();
+  }
+  if (config.platform === "ensemble") {
+    const steps = [...new Set((config.ensemble_scheduling?.step ?? []).map((s) => s.model_name))];
+    throw new UsageError(
+      `${model} is an ensemble: it has no batching or instances of its own to tune (Triton schedules its steps)`,
+      {
+        hint: `Tune the models its steps call, one at a time: ${steps.map((s) => `\`triton-dev tune ${s}\``).join(", ")}.`,
+      },
+    );
+  }
+  return config;
+}
+
+/** Choose the concurrency: the smallest level of a short sweep within 5% of the best throughput inside the budget. */
+export function chooseConcurrency(
+  levels: Array<{ concurrency: number; throughput: number; p99Us: number; p95Us?: number }>,
+  o: Objective,
+): number {
+  const lat = (l: { p99Us: number; p95Us?: number }) =>
+    o.latency?.percentile === "p95" ? (l.p95Us ?? l.p99Us) : l.p99Us;
+  const inside = levels.filter((l) => !o.latency || lat(l) <= o.latency.ms * 1000);
+  if (inside.length === 0) return levels[0]?.concurrency ?? 1;
+  const best = Math.max(...inside.map((l) => l.throughput));
+  return inside.find((l) => l.throughput >= 0.95 * best)!.concurrency;
+}
+
+export async function runTune(o: TuneOptions, deps: TuneDeps): Promise<TuneReport> {
+  const started = (deps.now ?? Date.now)();
+  const now = deps.now ?? Date.now;
+  const state = await liveRun(deps.env);
+  const config = await servedConfig(state, o.model);
+  const configFile = path.join(state.modelsDir, o.model, "config.pbtxt");
+  const servedFile = path.join(state.repository, o.model, "config.pbtxt");
+  const userText = await readText(configFile, `${o.model}'s config`);
+  const servedText = await readText(servedFile, `the served copy of ${o.model}'s config`);
+
+  let space = defaultSpace(config, deps.machine ?? thisMachine(state.gpus ?? 0));
+  if (o.spaceFile) space = applySpaceFile(space, await readSpaceFile(o.spaceFile), o.spaceFile, config);
+  const start = startingPoint(config, space.kind);
+  space = withStart(space, start);
+
+  const perfBase: Omit<PerfOptions, "model" | "levels"> = {
+    protocol: o.protocol,
+    kind: "concurrency",
+    distribution: "constant",
+    windowMs: o.windowMs,
+    stabilityPct: o.stabilityPct,
+    maxTrials: o.maxTrials,
+    batchSize: 1,
+    shapes: {},
+    inputData: "random",
+    stringLength: 128,
+    engine: "builtin",
+    maxInFlight: 256,
+    keepHistory: false,
+  };
+  const perfDeps = {
+    env: deps.env,
+    ...(deps.signal ? { signal: deps.signal } : {}),
+    progress: (line: string) => tlog.debug(line),
+  };
+
+  let concurrency: number;
+  let concurrencySweep: TuneReport["concurrencySweep"];
+  if (o.concurrency === "auto") {
+    deps.progress?.(`${o.model}: a short concurrency sweep on your config to find the load that matters`);
+    const r = await runPerf({ ...perfBase, model: o.model, levels: [1, 2, 4, 8, 16] }, perfDeps);
+    concurrencySweep = (r.sweeps[0]?.levels ?? []).map((l) => ({
+      concurrency: l.value,
+      throughput: l.throughput,
+      p99Us: l.latency.p99Us,
+    }));
+    concurrency = chooseConcurrency(
+      (r.sweeps[0]?.levels ?? []).map((l) => ({
+        concurrency: l.value,
+        throughput: l.throughput,
+        p99Us: l.latency.p99Us,
+        p95Us: l.latency.p95Us,
+      })),
+      o.objective,
+    );
+    deps.progress?.(`${o.model}: measuring every candidate at concurrency ${concurrency}`);
+  } else concurrency = o.concurrency;
+
+  const staging: StagingTarget = {
+    repository: state.repository,
+    reload: state.reload,
+    client: clientForRun(state),
+    lint: { runtime: state.runtime },
+  };
+  const startKey = candidateKey(start);
+  const details = new Map<number, { servedModel: string; level?: LevelResult }>();
+  const interrupted = () => deps.signal?.aborted === true;
+
+  const evaluate = async (c: Candidate, index: number): Promise<Omit<Trial, "index" | "key" | "candidate">> => {
+    const t0 = now();
+    const isStart = candidateKey(c) === startKey;
+    const served = isStart ? o.model : variantName(o.model, `tune${index}`);
+    const variant: Variant = isStart
+      ? { label: "your config", servedModel: o.model }
+      : {
+          label: candidateKey(c),
+          servedModel: served,
+          configText: renameConfig(
+            applyConfigEdits(servedText, editsBetween(start, c, space.kind), servedFile),
+            served,
+          ),
+        };
+    details.set(index, { servedModel: served });
+    const failed = (why: string) => ({ status: "failed" as const, why, elapsedMs: now() - t0 });
+    const logOffset = await fsp
+      .stat(state.logFile)
+      .then((st) => st.size)
+      .catch(() => 0);
+    try {
+      try {
+        await stageVariant(staging, o.model, variant, 180_000, deps.signal);
+      } catch (err) {
+        if (!(err instanceof VariantError)) throw err;
+        return failed(firstLine(err.message));
+      }
+      if (interrupted()) return failed("interrupted");
+      if (!isStart && state.reload === "poll")
+        await settleAfterPoll(state.logFile, logOffset, served, state.pollSecs, deps.signal);
+      if (interrupted()) return failed("interrupted");
+      const r = await runPerf({ ...perfBase, model: served, levels: [concurrency] }, perfDeps);
+      const level = r.sweeps[0]?.levels[0];
+      if (level) details.set(index, { servedModel: served, level });
+      // A measurement cut short (Ctrl-C) is no figure for the candidate.
+      if (r.stopped) return failed(r.stopped.reason === "interrupted" ? "interrupted" : firstLine(r.stopped.message));
+      if (!level || level.requests === 0) return failed("no request completed");
+      const measured = measuredOf(level);
+      const why = budgetViolation(measured, o.objective);
+      return { status: why ? "over-budget" : "ok", ...(why ? { why } : {}), measured, elapsedMs: now() - t0 };
+    } catch (err) {
+      // A candidate the server cannot measure is recorded with why; the search goes on.
+      if (!(err instanceof UserError)) throw err;
+      return failed(err.message);
+    } finally {
+      await removeVariant(staging, variant).catch(() => undefined);
+    }
+  };
+
+  const limits = {
+    maxCandidates: o.maxCandidates,
+    deadline: started + o.budgetMs,
+    ...(deps.signal ? { signal: deps.signal } : {}),
+    now,
+  };
+  let done = 0;
+  const evaluateAndReport = async (c: Candidate, index: number) => {
+    deps.progress?.(
+      `[${index + 1}/${o.maxCandidates}] ${candidateKey(c)}${candidateKey(c) === startKey ? " (your config)" : ""}`,
+    );
+    const r = await evaluate(c, index);
+    done++;
+    const trial: TunedTrial = { index, key: candidateKey(c), candidate: c, ...r, ...details.get(index) };
+    deps.progress?.(`  ${describeTrial(trial)}`);
+    deps.onTrial?.(trial, { done, max: o.maxCandidates });
+    return r;
+  };
+  const result = o.exhaustive
+    ? await exhaustive(allCandidates(space), o.objective, limits, evaluateAndReport)
+    : await hillClimb(space, start, o.objective, limits, evaluateAndReport);
+
+  const trials: TunedTrial[] = result.trials.map((t) => ({ ...t, ...details.get(t.index) }));
+  const winner = result.best && result.best.status === "ok" ? result.best : undefined;
+  const edits = winner ? editsBetween(start, winner.candidate, space.kind) : undefined;
+  const report: TuneReport = {
+    model: o.model,
+    configFile,
+    concurrency,
+    ...(concurrencySweep ? { concurrencySweep } : {}),
+    objective: o.objective,
+    space,
+    spaceSize: spaceSize(space),
+    mode: o.exhaustive ? "exhaustive" : "hill-climb",
+    trials,
+    ranking: rank(trials, o.objective).map((t) => t.index),
+    pareto: [...paretoFront(trials, o.objective.latency?.percentile ?? "p99")],
+    ...(winner ? { winner: winner.index } : {}),
+    diff: edits ? describeConfigEdits(userText, edits) : [],
+    ...(edits ? { edits } : {}),
+    ended: result.ended,
+    elapsedMs: now() - started,
+  };
+
+  const paths = resolvePaths(deps.env);
+  const id = `${new Date().toISOString().replace(/[-:]/g, "").replace(/\..*/, "")}-${randomBytes(3).toString("hex")}`;
+  const dir = path.join(paths.stateDir, "tune", o.model.replace(/[^A-Za-z0-9._-]/g, "_"));
+  if (o.apply && edits && report.diff.length > 0 && !interrupted()) {
+    report.applied = await applyWinner(configFile, userText, edits, path.join(dir, `${id}.config.pbtxt`));
+  }
+  if (o.keepHistory && trials.length > 0) {
+    const file = path.join(dir, `${id}.json`);
+    await writeFileAtomic(
+      file,
+      JSON.stringify({ version: 1, id, savedAt: new Date().toISOString(), ...report }, null, 2) + "\n",
+      0o644,
+    );
+    report.savedTo = file;
+  }
+  return report;
+}
+
+/**
+ * In poll mode Triton loads a fresh variant once more at its next poll: the python backend writes
+ * the model's `__pycache__` into the new folder as it loads, which the poll reads as an edit. A
+ * measurement across that reload would lose the server's counters (they restart with the new
+ * version), so wait, following Triton's log from where it stood before the variant was staged,
+ * until a poll and a second has passed with no load of it begun and the last one finished.
+ */
+export async function settleAfterPoll(
+  logFile: string,
+  offset: number,
+  name: string,
+  pollSecs: number,
+  signal?: AbortSignal,
+  maxMs = 60_000,
+): Promise<void> {
+  const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+  const quietMs = pollSecs * 1000 + 1000;
+  let events = -1;
+  let changedAt = Date.now();
+  let loading = false;
+  for (const deadline = Date.now() + maxMs; Date.now() < deadline && !signal?.aborted;) {
+    let text: string;
+    try {
+      const fh = await fsp.open(logFile, "r");
+      try {
+        const { size } = await fh.stat();
+        const buf = Buffer.alloc(Math.max(0, size - offset));
+        await fh.read(buf, 0, buf.length, offset);
+        text = buf.toString("utf8");
+      } finally {
+        await fh.close();
+      }
+    } catch {
+      // No log to follow (another runtime's): a poll and a reload's worth of time instead.
+      await sleep(quietMs + 2000);
+      return;
+    }
+    let n = 0;
+    for (const raw of text.split("\n")) {
+      const line = stripTritonPrefix(raw.trimEnd());
+      if (loadStarted(line) === name) {
+        n++;
+        loading = true;
+      } else if (loadEnded(line) === name) {
+        n++;
+        loading = false;
+      }
+    }
+    if (n !== events) {
+      events = n;
+      changedAt = Date.now();
+    } else if (!loading && Date.now() - changedAt >= quietMs) return;
+    await sleep(250);
+  }
+}
+
+export function describeTrial(t: TunedTrial): string {
+  if (!t.measured) return `failed: ${t.why ?? "unknown"}`;
+  const m = t.measured;
+  return (
+    `${m.throughput.toFixed(1)} infer/s, p50 ${(m.p50Us / 1000).toFixed(1)} ms, p99 ${(m.p99Us / 1000).toFixed(1)} ms` +
+    (t.status === "ok" ? "" : ` (${t.why ?? t.status})`)
+  );
+}
+
+/**
+ * Write the winner's fields into the user's config.pbtxt, and nothing else: the editor keeps every
+ * other byte. The original goes to the state folder first (a copy beside the model would be
+ * staged and served with it), and a file edited meanwhile is left alone.
+ */
+export async function applyWinner(
+  file: string,
+  readText: string,
+  edits: ConfigEdits,
+  backup: string,
+): Promise<{ file: string; backup: string }> {
+  const nowText = await fsp.readFile(file, "utf8");
+  if (nowText !== readText) {
+    throw new UserError(`${file} changed while tune ran, so the winner was not applied`, {
+      hint: "Run tune again (or make the changes the report shows by hand).",
+    });
+  }
+  const next = applyConfigEdits(nowText, edits, file);
+  const mode = fs.statSync(file).mode & 0o777;
+  await fsp.mkdir(path.dirname(backup), { recursive: true });
+  await fsp.writeFile(backup, nowText, { mode: 0o644 });
+  await writeFileAtomic(file, next, mode);
+  return { file, backup };
+}

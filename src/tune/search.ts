@@ -1,0 +1,257 @@
+/**
+ * The search of `triton-dev tune`: coordinate hill climbing in the spirit of Model Analyzer's quick
+ * mode. Start at the user's config, step one dimension at a time to a neighbouring value, keep a
+ * step that raises the objective and go on in that direction, and stop when no single step helps
+ * (or the candidate or time budget, or Ctrl-C, ends it first). Measurement is a callback, so the
+ * search itself is pure and its every branch testable.
+ */
+import { candidateKey, sameList, type Candidate, type SearchSpace } from "./space.js";
+
+export interface LatencyBudget {
+  percentile: "p95" | "p99";
+  ms: number;
+}
+
+export interface Objective {
+  latency?: LatencyBudget;
+  minThroughput?: number;
+}
+
+/** What measuring one candidate found. */
+export interface Measured {
+  throughput: number;
+  p50Us: number;
+  p95Us: number;
+  p99Us: number;
+  errors: number;
+}
+
+export type TrialStatus = "ok" | "over-budget" | "failed";
+
+export interface Trial {
+  index: number;
+  key: string;
+  candidate: Candidate;
+  status: TrialStatus;
+  /** Why a candidate was rejected: the budget it broke, or why it did not load or serve. */
+  why?: string;
+  measured?: Measured;
+  elapsedMs: number;
+}
+
+export interface SearchLimits {
+  maxCandidates: number;
+  deadline: number;
+  signal?: AbortSignal;
+  now?: () => number;
+}
+
+export interface SearchResult {
+  trials: Trial[];
+  best?: Trial;
+  ended: "converged" | "candidates" | "time" | "interrupted" | "exhausted";
+}
+
+/** Why a measured candidate misses the objective, or undefined when it meets it. */
+export function budgetViolation(m: Measured, o: Objective): string | undefined {
+  const reasons: string[] = [];
+  if (o.latency) {
+    const us = o.latency.percentile === "p95" ? m.p95Us : m.p99Us;
+    if (us > o.latency.ms * 1000)
+      reasons.push(`${o.latency.percentile} ${(us / 1000).toFixed(1)} ms > budget ${o.latency.ms} ms`);
+  }
+  if (o.minThroughput !== undefined && m.throughput < o.minThroughput)
+    reasons.push(`throughput ${m.throughput.toFixed(1)}/s < minimum ${o.minThroughput}/s`);
+  if (m.errors > 0) reasons.push(`${m.errors} request(s) failed`);
+  return reasons.length ? reasons.join("; ") : undefined;
+}
+
+/**
+ * Higher is better. Every candidate inside the budget beats every one outside it; outside, lower
+ * latency is better, so the climb walks toward the budget; a failed one is worst.
+ */
+export function score(t: Trial, o: Objective): number {
+  if (t.status === "failed" || !t.measured) return -Infinity;
+  if (t.status === "ok") return t.measured.throughput;
+  const us = o.latency?.percentile === "p95" ? t.measured.p95Us : t.measured.p99Us;
+  return -1 - us / 1e6;
+}
+
+/** The better of two trials by the objective (ties: fewer instances, then the earlier). */
+export function better(a: Trial | undefined, b: Trial, o: Objective): boolean {
+  if (!a) return b.status !== "failed";
+  const sa = score(a, o);
+  const sb = score(b, o);
+  if (sb !== sa) return sb > sa;
+  return b.candidate.instances < a.candidate.instances;
+}
+
+type Dim = "batching" | "maxBatchSize" | "preferredBatchSize" | "maxQueueDelayMicroseconds" | "instances";
+const DIMS: Dim[] = ["instances", "batching", "maxQueueDelayMicroseconds", "preferredBatchSize", "maxBatchSize"];
+
+function indexIn(space: SearchSpace, dim: Dim, c: Candidate): number {
+  if (dim === "preferredBatchSize") return space.preferredBatchSize.findIndex((p) => sameList(p, c.preferredBatchSize));
+  return (space[dim] as Array<number | boolean>).indexOf(c[dim]);
+}
+
+/** The neighbour one step along `dim`, or undefined at the edge (or where the dimension does not apply). */
+export function step(space: SearchSpace, c: Candidate, dim: Dim, dir: 1 | -1): Candidate | undefined {
+  // Without dynamic batching the client's batch alone reaches the model: max_batch_size changes nothing.
+  if (!c.batching && dim !== "batching" && dim !== "instances") return undefined;
+  const i = indexIn(space, dim, c);
+  if (i < 0) return undefined;
+  const values = space[dim] as unknown[];
+  const j = i + dir;
+  if (j < 0 || j >= values.length) return undefined;
+  const next = { ...c, [dim]: values[j] } as Candidate;
+  if (dim === "batching" && next.batching) {
+    // Turning batching on starts from the first values that fit, unless the candidate had some.
+    if (indexIn(space, "preferredBatchSize", next) < 0) next.preferredBatchSize = space.preferredBatchSize[0] ?? [];
+    if (indexIn(space, "maxQueueDelayMicroseconds", next) < 0)
+      next.maxQueueDelayMicroseconds = space.maxQueueDelayMicroseconds[0] ?? 0;
+  }
+  if (!next.batching) {
+    next.preferredBatchSize = [];
+    next.maxQueueDelayMicroseconds = 0;
+  }
+  return next;
+}
+
+/** Triton refuses a preferred batch size above max_batch_size: such a point is not worth a load. */
+export function isValid(c: Candidate): boolean {
+  return !c.batching || c.preferredBatchSize.every((p) => p <= c.maxBatchSize);
+}
+
+/**
+ * Climb from `start`. `evaluate` measures one candidate (staging, load, measurement, unload) and
+ * says how it went; each distinct candidate is measured once.
+ */
+export async function hillClimb(
+  space: SearchSpace,
+  start: Candidate,
+  objective: Objective,
+  limits: SearchLimits,
+  evaluate: (c: Candidate, index: number) => Promise<Omit<Trial, "index" | "key" | "candidate">>,
+): Promise<SearchResult> {
+  const now = limits.now ?? Date.now;
+  const trials: Trial[] = [];
+  const seen = new Map<string, Trial>();
+  let best: Trial | undefined;
+  let ended: SearchResult["ended"] | undefined;
+
+  const stopReason = (): SearchResult["ended"] | undefined => {
+    if (limits.signal?.aborted) return "interrupted";
+    if (trials.length >= limits.maxCandidates) return "candidates";
+    if (now() >= limits.deadline) return "time";
+    return undefined;
+  };
+
+  const measure = async (c: Candidate): Promise<Trial | undefined> => {
+    const key = candidateKey(c);
+    const known = seen.get(key);
+    if (known) return known;
+    const stop = stopReason();
+    if (stop) {
+      ended = stop;
+      return undefined;
+    }
+    const r = await evaluate(c, trials.length);
+    // A measurement cut short by Ctrl-C says nothing about the candidate.
+    if (limits.signal?.aborted && r.status !== "ok") {
+      ended = "interrupted";
+      return undefined;
+    }
+    const t: Trial = { index: trials.length, key, candidate: c, ...r };
+    trials.push(t);
+    seen.set(key, t);
+    if (better(best, t, objective)) best = t;
+    return t;
+  };
+
+  let here = await measure(start);
+  if (!here) return { trials, ...(best ? { best } : {}), ended: ended ?? "interrupted" };
+  for (;;) {
+    let moved = false;
+    for (const dim of DIMS) {
+      for (const dir of [1, -1] as const) {
+        // Keep going while the direction helps: each accepted step is the new point.
+        for (;;) {
+          const next = step(space, here.candidate, dim, dir);
+          if (!next || !isValid(next) || seen.has(candidateKey(next))) break;
+          const t = await measure(next);
+          if (!t) return { trials, ...(best ? { best } : {}), ended: ended ?? "interrupted" };
+          if (!improves(here, t, objective)) break;
+          here = t;
+          moved = true;
+        }
+      }
+    }
+    if (!moved) break;
+  }
+  return { trials, ...(best ? { best } : {}), ended: "converged" };
+}
+
+/** A step is taken only when it helps by more than measurement noise (2%), or reaches the budget. */
+function improves(from: Trial, to: Trial, o: Objective): boolean {
+  const a = score(from, o);
+  const b = score(to, o);
+  if (b === -Infinity) return false;
+  if (from.status !== "ok" && to.status === "ok") return true;
+  if (from.status === "ok" && to.status === "ok") return b > a * 1.02;
+  return b > a;
+}
+
+/** Measure every candidate (the exhaustive sweep the bench compares against). */
+export async function exhaustive(
+  candidates: readonly Candidate[],
+  objective: Objective,
+  limits: SearchLimits,
+  evaluate: (c: Candidate, index: number) => Promise<Omit<Trial, "index" | "key" | "candidate">>,
+): Promise<SearchResult> {
+  const now = limits.now ?? Date.now;
+  const trials: Trial[] = [];
+  let best: Trial | undefined;
+  for (const c of candidates) {
+    if (limits.signal?.aborted) return { trials, ...(best ? { best } : {}), ended: "interrupted" };
+    if (now() >= limits.deadline) return { trials, ...(best ? { best } : {}), ended: "time" };
+    if (trials.length >= limits.maxCandidates) return { trials, ...(best ? { best } : {}), ended: "candidates" };
+    if (!isValid(c)) continue;
+    const t: Trial = {
+      index: trials.length,
+      key: candidateKey(c),
+      candidate: c,
+      ...(await evaluate(c, trials.length)),
+    };
+    trials.push(t);
+    if (better(best, t, objective)) best = t;
+  }
+  return { trials, ...(best ? { best } : {}), ended: "exhausted" };
+}
+
+/** Trials on the throughput/latency Pareto front: no other measured trial is faster and no slower. */
+export function paretoFront(trials: readonly Trial[], percentile: "p95" | "p99" = "p99"): Set<number> {
+  const ms = trials.filter((t) => t.measured && t.status !== "failed");
+  const lat = (t: Trial) => (percentile === "p95" ? t.measured!.p95Us : t.measured!.p99Us);
+  const front = new Set<number>();
+  for (const t of ms) {
+    const dominated = ms.some(
+      (u) =>
+        u !== t &&
+        u.measured!.throughput >= t.measured!.throughput &&
+        lat(u) <= lat(t) &&
+        (u.measured!.throughput > t.measured!.throughput || lat(u) < lat(t)),
+    );
+    if (!dominated) front.add(t.index);
+  }
+  return front;
+}
+
+/** Measured trials best first (inside the budget first), failed ones last. */
+export function rank(trials: readonly Trial[], o: Objective): Trial[] {
+  return [...trials].sort((a, b) => {
+    const d = score(b, o) - score(a, o);
+    if (d !== 0 && !Number.isNaN(d)) return d;
+    if (score(a, o) === score(b, o)) return a.index - b.index;
+    return score(a, o) === -Infinity ? 1 : -1;
+  });
+}

@@ -1,0 +1,26 @@
+import { InvalidArgumentError } from "commander";
+import { describe, expect, it } from "vitest";
+import { parseConcurrency, parseDuration, parseLatencyBudget } from "../../src/cli/tune-command.js";
+
+describe("tune's command line", () => {
+  it("reads --latency-budget p99=MS|p95=MS, --budget durations and --concurrency N|auto", () => {
+    expect(parseLatencyBudget("p99=50")).toEqual({ percentile: "p99", ms: 50 });
+    expect(parseLatencyBudget("p95=2.5")).toEqual({ percentile: "p95", ms: 2.5 });
+    expect(parseDuration("10m")).toBe(600_000);
+    expect(parseDuration("90s")).toBe(90_000);
+    expect(parseDuration("45")).toBe(45_000);
+    expect(parseDuration("1h")).toBe(3_600_000);
+    expect(parseConcurrency("auto")).toBe("auto");
+    expect(parseConcurrency("8")).toBe(8);
+    for (const [f, bad] of [
+      [parseLatencyBudget, "p90=5"],
+      [parseLatencyBudget, "p99=0"],
+      [parseLatencyBudget, "50"],
+      [parseDuration, "10 minutes"],
+      [parseDuration, "0s"],
+      [parseConcurrency, "0"],
+      [parseConcurrency, "many"],
+    ] as const)
+      expect(() => (f as (v: string) => unknown)(bad), bad).toThrow(InvalidArgumentError);
+  });
+});

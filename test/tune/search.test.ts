@@ -1,0 +1,167 @@
+import { describe, expect, it } from "vitest";
+import {
+  budgetViolation,
+  exhaustive,
+  hillClimb,
+  paretoFront,
+  rank,
+  type Measured,
+  type Objective,
+  type Trial,
+} from "../../src/tune/search.js";
+import { allCandidates, candidateKey, type Candidate, type SearchSpace } from "../../src/tune/space.js";
+
+const space: SearchSpace = {
+  kind: "KIND_CPU",
+  batching: [false, true],
+  maxBatchSize: [16],
+  preferredBatchSize: [[], [4], [8]],
+  maxQueueDelayMicroseconds: [0, 1000, 5000],
+  instances: [1, 2, 3, 4],
+};
+const start: Candidate = {
+  batching: false,
+  maxBatchSize: 16,
+  preferredBatchSize: [],
+  maxQueueDelayMicroseconds: 0,
+  instances: 1,
+};
+
+/**
+ * A model whose throughput has one peak inside the space: batching on, 1000 us delay, 3
+ * instances; p99 grows with the delay and the instance count.
+ */
+function model(c: Candidate): Measured {
+  let t = 100;
+  if (c.batching) t *= 2.5 - Math.abs(c.maxQueueDelayMicroseconds - 1000) / 5000;
+  t *= 1 + 0.4 * (Math.min(c.instances, 3) - 1) - 0.1 * Math.max(0, c.instances - 3);
+  if (c.preferredBatchSize[0] === 8) t *= 0.9;
+  const p99 = 10_000 + c.maxQueueDelayMicroseconds * 2 + c.instances * 3000;
+  return { throughput: t, p50Us: p99 / 2, p95Us: p99 * 0.9, p99Us: p99, errors: 0 };
+}
+
+const evaluateWith =
+  (o: Objective, calls: Candidate[], fail?: (c: Candidate) => string | undefined) =>
+  async (c: Candidate): Promise<Omit<Trial, "index" | "key" | "candidate">> => {
+    calls.push(c);
+    const why = fail?.(c);
+    if (why) return { status: "failed", why, elapsedMs: 1 };
+    const m = model(c);
+    const v = budgetViolation(m, o);
+    return { status: v ? "over-budget" : "ok", ...(v ? { why: v } : {}), measured: m, elapsedMs: 1 };
+  };
+
+const far = { maxCandidates: 100, deadline: Number.MAX_SAFE_INTEGER };
+
+describe("hillClimb", () => {
+  it("starts at the user's config and climbs to the peak without measuring the whole space", async () => {
+    const calls: Candidate[] = [];
+    const r = await hillClimb(space, start, {}, far, evaluateWith({}, calls));
+    expect(candidateKey(calls[0]!)).toBe(candidateKey(start));
+    expect(r.ended).toBe("converged");
+    expect(r.best!.candidate).toMatchObject({ batching: true, maxQueueDelayMicroseconds: 1000, instances: 3 });
+    const exhaustiveBest = Math.max(...allCandidates(space).map((c) => model(c).throughput));
+    expect(r.best!.measured!.throughput).toBeGreaterThanOrEqual(0.95 * exhaustiveBest);
+    expect(r.trials.length).toBeLessThan(allCandidates(space).length / 2);
+    // Each candidate once.
+    expect(new Set(r.trials.map((t) => t.key)).size).toBe(r.trials.length);
+  });
+
+  it("keeps inside the latency budget: the winner is the best of those that meet it", async () => {
+    const o: Objective = { latency: { percentile: "p99", ms: 20 } };
+    const r = await hillClimb(space, start, o, far, evaluateWith(o, []));
+    expect(r.best!.status).toBe("ok");
+    expect(r.best!.measured!.p99Us).toBeLessThanOrEqual(20_000);
+    expect(r.trials.some((t) => t.status === "over-budget" && t.why?.includes("p99"))).toBe(true);
+    const inside = allCandidates(space).filter((c) => model(c).p99Us <= 20_000);
+    expect(r.best!.measured!.throughput).toBeGreaterThanOrEqual(
+      0.95 * Math.max(...inside.map((c) => model(c).throughput)),
+    );
+  });
+
+  it("records a candidate that fails with why, and climbs on past it", async () => {
+    const r = await hillClimb(
+      space,
+      start,
+      {},
+      far,
+      evaluateWith({}, [], (c) => (c.instances >= 3 ? "out of memory" : undefined)),
+    );
+    const failed = r.trials.filter((t) => t.status === "failed");
+    expect(failed.length).toBeGreaterThan(0);
+    expect(failed.every((t) => t.why === "out of memory" && t.candidate.instances >= 3)).toBe(true);
+    expect(r.best!.candidate.instances).toBe(2);
+  });
+
+  it("stops at the candidate limit, at the deadline and on abort, with the best so far", async () => {
+    const byCount = await hillClimb(space, start, {}, { ...far, maxCandidates: 3 }, evaluateWith({}, []));
+    expect(byCount.trials).toHaveLength(3);
+    expect(byCount.ended).toBe("candidates");
+    expect(byCount.best).toBeDefined();
+
+    let clock = 0;
+    const byTime = await hillClimb(
+      space,
+      start,
+      {},
+      { maxCandidates: 100, deadline: 2, now: () => clock },
+      async (c) => {
+        clock++;
+        return evaluateWith({}, [])(c);
+      },
+    );
+    expect(byTime.trials).toHaveLength(2);
+    expect(byTime.ended).toBe("time");
+
+    const ac = new AbortController();
+    const byAbort = await hillClimb(space, start, {}, { ...far, signal: ac.signal }, async (c) => {
+      const r = await evaluateWith({}, [])(c);
+      if (c.instances === 2) ac.abort();
+      return r;
+    });
+    expect(byAbort.ended).toBe("interrupted");
+    expect(byAbort.best).toBeDefined();
+  });
+
+  it("never steps into a batching dimension while batching is off, nor past max_batch_size", async () => {
+    const calls: Candidate[] = [];
+    const small: SearchSpace = { ...space, maxBatchSize: [4, 16], preferredBatchSize: [[], [8]] };
+    await hillClimb(small, start, {}, far, evaluateWith({}, calls));
+    for (const c of calls) {
+      if (!c.batching) expect(c).toMatchObject({ preferredBatchSize: [], maxQueueDelayMicroseconds: 0 });
+      expect(c.preferredBatchSize.every((p) => p <= c.maxBatchSize)).toBe(true);
+    }
+  });
+});
+
+describe("exhaustive, rank and the Pareto front", () => {
+  it("measures every valid candidate; ranks those inside the budget first, failed last", async () => {
+    const o: Objective = { minThroughput: 200 };
+    const r = await exhaustive(
+      allCandidates(space),
+      o,
+      far,
+      evaluateWith(o, [], (c) => (c.instances === 4 ? "x" : undefined)),
+    );
+    expect(r.trials).toHaveLength(allCandidates(space).length);
+    const ranked = rank(r.trials, o);
+    const statuses = ranked.map((t) => t.status);
+    const firstOver = statuses.indexOf("over-budget");
+    const firstFailed = statuses.indexOf("failed");
+    expect(statuses.slice(0, firstOver).every((s) => s === "ok")).toBe(true);
+    expect(statuses.slice(firstFailed).every((s) => s === "failed")).toBe(true);
+    expect(ranked[0]!.index).toBe(r.best!.index);
+  });
+
+  it("marks the trials no other is both faster and lower-latency than", () => {
+    const t = (index: number, throughput: number, p99Us: number): Trial => ({
+      index,
+      key: String(index),
+      candidate: start,
+      status: "ok",
+      measured: { throughput, p50Us: 1, p95Us: 1, p99Us, errors: 0 },
+      elapsedMs: 1,
+    });
+    expect([...paretoFront([t(0, 100, 10), t(1, 200, 20), t(2, 150, 30), t(3, 50, 5)])].sort()).toEqual([0, 1, 3]);
+  });
+});

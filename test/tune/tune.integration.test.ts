@@ -1,0 +1,235 @@
+import fs from "node:fs/promises";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CLI, freePorts, portArgs, runCli, ROOT, tempDir, testEnv } from "../helpers/cli.js";
+import type { TuneReport } from "../../src/tune/run.js";
+import { spawn } from "node:child_process";
+
+/**
+ * `triton-dev tune` on a real tritonserver (`up --detach`, poll mode) with a model that sleeps a
+ * fixed cost plus a little per request (so batching and a second instance both help on two cores)
+ * and refuses to start with three instances. Tiny spaces and 500 ms windows keep it to minutes.
+ */
+const FIXTURE = path.join(ROOT, "test/fixtures/tune/sleepy");
+
+const ODD = `# odd: a config written by hand, comments everywhere
+name:"odd"   # the name
+backend :  "python"
+max_batch_size:16
+input [{name:"x",data_type:TYPE_FP32,dims:[4]}]   # one input
+output [ { name: "y"
+           data_type: TYPE_FP32
+           dims: [ 4 ] } ]
+instance_group [
+\t{ kind: KIND_CPU   # tabs, and a comment inside the entry
+\t  count:1 }
+]
+# a trailing comment and no newline at the end`;
+
+describe("triton-dev tune (real Triton)", () => {
+  let env: NodeJS.ProcessEnv;
+  let ports: { http: number; grpc: number; metrics: number };
+  let models: string;
+  let work: string;
+
+  const json = (stdout: string) => JSON.parse(stdout) as TuneReport;
+  const space = async (name: string, s: object) => {
+    const f = path.join(work, `${name}.json`);
+    await fs.writeFile(f, JSON.stringify(s));
+    return f;
+  };
+  const fast = ["-p", "500", "-r", "4", "--json"];
+  const served = async () => {
+    const state = JSON.parse(await fs.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8")) as {
+      repository: string;
+      repositoryKey: { header: string; value: string };
+    };
+    const index = (await (
+      await fetch(`http://127.0.0.1:${ports.http}/v2/repository/index`, {
+        method: "POST",
+        headers: { [state.repositoryKey.header]: state.repositoryKey.value },
+      })
+    ).json()) as Array<{ name: string; state?: string }>;
+    return { index, folders: await fs.readdir(state.repository) };
+  };
+  const expectNoVariantsLeft = async () => {
+    const { index, folders } = await served();
+    expect(index.filter((e) => e.name.includes("__perf_") && e.state === "READY")).toEqual([]);
+    expect(folders.filter((f) => f.includes("__perf_"))).toEqual([]);
+  };
+
+  beforeAll(async () => {
+    env = await testEnv();
+    ports = await freePorts();
+    work = await tempDir("tune");
+    models = await tempDir("tune-models");
+    await fs.cp(FIXTURE, path.join(models, "sleepy"), { recursive: true });
+    const modelPy = await fs.readFile(path.join(FIXTURE, "1", "model.py"), "utf8");
+    const sleepyConfig = await fs.readFile(path.join(FIXTURE, "config.pbtxt"), "utf8");
+    const add = async (name: string, config: string) => {
+      await fs.mkdir(path.join(models, name, "1"), { recursive: true });
+      await fs.writeFile(path.join(models, name, "1", "model.py"), modelPy);
+      await fs.writeFile(path.join(models, name, "config.pbtxt"), config);
+    };
+    await add("odd", ODD);
+    await add(
+      "sleepy_nobatch",
+      sleepyConfig
+        .replace('name: "sleepy"', 'name: "sleepy_nobatch"')
+        .replace("max_batch_size: 16", "max_batch_size: 0"),
+    );
+    await fs.mkdir(path.join(models, "pipeline", "1"), { recursive: true });
+    await fs.writeFile(
+      path.join(models, "pipeline", "config.pbtxt"),
+      `name: "pipeline"
+platform: "ensemble"
+max_batch_size: 16
+input [ { name: "x" data_type: TYPE_FP32 dims: [ 4 ] } ]
+output [ { name: "y" data_type: TYPE_FP32 dims: [ 4 ] } ]
+ensemble_scheduling { step [ { model_name: "sleepy" model_version: -1 input_map { key: "x" value: "x" } output_map { key: "y" value: "y" } } ] }
+`,
+    );
+    const up = await runCli(["up", "--detach", "--models", models, ...portArgs(ports)], env);
+    expect(up.stdout, up.stderr).toMatch(/4\/4 model\(s\) READY/);
+  }, 300_000);
+
+  afterAll(async () => {
+    if (env) await runCli(["down"], env);
+  }, 60_000);
+
+  it("finds what meets a budget only some candidates meet, and records the one that fails to load with why", async () => {
+    const before = await fs.readFile(path.join(models, "sleepy", "config.pbtxt"), "utf8");
+    const s = await space("budget", {
+      batching: [false, true],
+      maxBatchSize: [16],
+      preferredBatchSize: [[]],
+      maxQueueDelayMicroseconds: [0, 4000],
+      instances: [1, 2, 3],
+    });
+    const r = await runCli(
+      [
+        "tune",
+        "sleepy",
+        "--concurrency",
+        "8",
+        "--min-throughput",
+        "200",
+        "--space",
+        s,
+        "--csv",
+        path.join(work, "t.csv"),
+        ...fast,
+      ],
+      env,
+      300_000,
+    );
+    expect(r.code, r.stderr).toBe(0);
+    const rep = json(r.stdout);
+    // The user's config (no batching, one instance) is measured first, and misses the budget.
+    expect(rep.trials[0]!.servedModel).toBe("sleepy");
+    expect(rep.trials[0]!.status).toBe("over-budget");
+    expect(rep.trials[0]!.why).toMatch(/throughput .* < minimum 200/);
+    const ok = rep.trials.filter((t) => t.status === "ok");
+    expect(ok.length).toBeGreaterThan(0);
+    expect(ok.every((t) => t.measured!.throughput >= 200)).toBe(true);
+    const winner = rep.trials.find((t) => t.index === rep.winner)!;
+    expect(winner.status).toBe("ok");
+    expect(winner.measured!.throughput).toBe(Math.max(...ok.map((t) => t.measured!.throughput)));
+    // Each measured candidate has the server's breakdown of its own requests.
+    for (const t of rep.trials.filter((x) => x.level))
+      expect(t.level!.server!.requests).toBeGreaterThan(0.9 * t.level!.requests);
+    // Three instances do not fit: recorded with Triton's reason, not a crash of the search.
+    const failed = rep.trials.filter((t) => t.status === "failed");
+    expect(failed.length).toBeGreaterThan(0);
+    expect(failed.every((t) => t.candidate.instances === 3)).toBe(true);
+    expect(failed[0]!.why).toMatch(/3 instances do not fit/);
+    expect(rep.ranking[rep.ranking.length - 1]).toBe(failed[failed.length - 1]!.index);
+    expect(rep.diff.length).toBeGreaterThan(0);
+    expect(rep.savedTo && (await fs.stat(rep.savedTo)).isFile()).toBe(true);
+    const csv = (await fs.readFile(path.join(work, "t.csv"), "utf8")).trim().split("\n");
+    expect(csv).toHaveLength(rep.trials.length + 1);
+    // Nothing the user wrote changes without --apply; no variant is left behind.
+    expect(await fs.readFile(path.join(models, "sleepy", "config.pbtxt"), "utf8")).toBe(before);
+    await expectNoVariantsLeft();
+  }, 300_000);
+
+  it("ends on Ctrl-C with the best found so far and cleans up the candidate being measured", async () => {
+    const s = await space("ctrlc", {
+      batching: [false, true],
+      maxQueueDelayMicroseconds: [0, 2000, 4000],
+      instances: [1, 2],
+    });
+    const child = spawn(process.execPath, [CLI, "tune", "sleepy", "--concurrency", "4", "--space", s, ...fast], {
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (err += d));
+    const exit = new Promise<number | null>((res) => child.on("exit", (c) => res(c)));
+    for (const deadline = Date.now() + 120_000; !/\[2\//.test(err) && Date.now() < deadline;)
+      await new Promise((res) => setTimeout(res, 100));
+    expect(err).toMatch(/\[2\//);
+    await new Promise((res) => setTimeout(res, 2500));
+    child.kill("SIGINT");
+    expect(await exit).toBe(130);
+    const rep = json(out);
+    expect(rep.ended).toBe("interrupted");
+    expect(rep.trials.length).toBeGreaterThanOrEqual(1);
+    expect(rep.trials.length).toBeLessThan(4);
+    expect(rep.winner).toBeDefined();
+    expect(err).toMatch(/interrupted: ending the search/);
+    await expectNoVariantsLeft();
+  }, 200_000);
+
+  it("--apply writes the winning field into a config full of comments and odd layout, every other byte kept", async () => {
+    const file = path.join(models, "odd", "config.pbtxt");
+    const s = await space("apply", { batching: [false], instances: [1, 2] });
+    const r = await runCli(["tune", "odd", "--concurrency", "4", "--space", s, "--apply", ...fast], env, 200_000);
+    expect(r.code, r.stderr).toBe(0);
+    const rep = json(r.stdout);
+    expect(rep.trials.find((t) => t.index === rep.winner)!.candidate.instances).toBe(2);
+    expect(rep.diff).toEqual([{ field: "instance_group[KIND_CPU].count", before: "1", after: "2" }]);
+    const after = await fs.readFile(file, "utf8");
+    const at = ODD.indexOf("count:1");
+    const pre = ODD.slice(0, at);
+    const post = ODD.slice(at + "count:1".length);
+    expect(after.startsWith(pre)).toBe(true);
+    expect(after.endsWith(post)).toBe(true);
+    expect(after.slice(pre.length, after.length - post.length)).toMatch(/^count:\s*2$/);
+    expect(await fs.readFile(rep.applied!.backup, "utf8")).toBe(ODD);
+    // Hot reload serves the edit, as it would any save.
+    let count = 0;
+    for (const deadline = Date.now() + 60_000; count !== 2 && Date.now() < deadline;) {
+      await new Promise((res) => setTimeout(res, 500));
+      const cfg = (await (await fetch(`http://127.0.0.1:${ports.http}/v2/models/odd/config`)).json()) as {
+        instance_group?: Array<{ count: number }>;
+      };
+      count = cfg.instance_group?.[0]?.count ?? 0;
+    }
+    expect(count).toBe(2);
+  }, 200_000);
+
+  it("tunes only instances for a model with max_batch_size 0, and refuses to batch it", async () => {
+    const s = await space("nobatch", { instances: [1, 2] });
+    const r = await runCli(["tune", "sleepy_nobatch", "--concurrency", "4", "--space", s, ...fast], env, 200_000);
+    expect(r.code, r.stderr).toBe(0);
+    const rep = json(r.stdout);
+    expect(rep.space.batching).toEqual([false]);
+    expect(rep.trials.map((t) => t.candidate.batching)).toEqual([false, false]);
+    expect(rep.trials.find((t) => t.index === rep.winner)!.candidate.instances).toBe(2);
+
+    const bad = await space("nobatch-bad", { batching: [true] });
+    const refused = await runCli(["tune", "sleepy_nobatch", "--space", bad], env);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(`${bad}: sleepy_nobatch has max_batch_size 0`);
+  }, 200_000);
+
+  it("refuses an ensemble, naming the composing models to tune instead", async () => {
+    const r = await runCli(["tune", "pipeline"], env);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/pipeline is an ensemble/);
+    expect(r.stderr).toContain("`triton-dev tune sleepy`");
+  }, 60_000);
+});
