@@ -13,9 +13,11 @@ import { CONFIG_FILE, type ModelLayout, type NotAModelFolder, readRepositoryEntr
 import { ModelFileError, listModelFiles } from "./model-files.js";
 import type { ModelConfigJson } from "./model-config.js";
 import { modelNameProblem, servableName, shownName } from "./model-name.js";
+import { type ModelIOReport, checkModelIO } from "./model-io/compare.js";
 import { parseModelConfig } from "./parse.js";
 import { RUNTIME_FACTS } from "../runtimes/kinds.js";
 import {
+  BACKEND_ERRORS,
   type LintOptions,
   type ModelContext,
   Reporter,
@@ -48,6 +50,8 @@ export interface LintedModel {
    * ("needs a GPU"); absent when nothing here stops it.
    */
   unavailable?: string;
+  /** How Triton completes the config from the model file (`lint --explain`); absent when no model file was read. */
+  modelIO?: ModelIOReport;
 }
 
 export interface LintResult {
@@ -62,6 +66,7 @@ export interface LintResult {
 
 interface Analysed extends RepoModel {
   reporter: Reporter;
+  modelIO?: ModelIOReport;
   /** What this machine or runtime lacks to load it (see LintedModel.unavailable). */
   unavailable?: string;
 }
@@ -232,9 +237,12 @@ async function analyseLayout(
   checkFolderName(name, layout.dir, taken, reporter);
   reporter.diagnostics.push(...result.diagnostics);
   let unavailable: string | undefined;
+  let modelIO: ModelIOReport | undefined;
   if (result.parsed) {
     const ctx: ModelContext = { name, layout, parsed: result.parsed, options };
     await checkModel(ctx, reporter);
+    // The model file against the config, once the config says what reads it (model-io/).
+    if (!reporter.hasError(...BACKEND_ERRORS)) modelIO = await checkModelIO(ctx, reporter);
     const missingBackend = checkRuntimeBackend(ctx, reporter);
     // Not an ensemble to Triton (see checkModel): its graph would only report consequences.
     if (!reporter.hasError("ensemble-platform")) checkEnsembleGraph(result.parsed, reporter);
@@ -247,7 +255,15 @@ async function analyseLayout(
     }
   }
   const { errors } = countBySeverity(reporter.diagnostics);
-  return { name, layout, parsed: result.parsed, reporter, errorCount: errors, ...(unavailable ? { unavailable } : {}) };
+  return {
+    name,
+    layout,
+    parsed: result.parsed,
+    reporter,
+    errorCount: errors,
+    ...(unavailable ? { unavailable } : {}),
+    ...(modelIO ? { modelIO } : {}),
+  };
 }
 
 /** Ensembles after the ensembles they run, so a broken inner ensemble is known before the outer one is checked. */
@@ -310,6 +326,7 @@ function toResult(models: Analysed[], repositoryDiagnostics: Diagnostic[] = []):
       diagnostics,
       wouldLoad: clean && !m.unavailable,
       ...(clean && m.unavailable ? { unavailable: m.unavailable } : {}),
+      ...(m.modelIO ? { modelIO: m.modelIO } : {}),
     };
   });
   const all = [...repositoryDiagnostics, ...linted.flatMap((m) => m.diagnostics)].sort(compareDiagnostics);

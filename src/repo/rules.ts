@@ -44,6 +44,11 @@ export interface LintOptions {
    * meant for another machine), an error when about to serve (`up`), where Triton refuses it.
    */
   gpuMissingSeverity?: Severity;
+  /**
+   * Whether Triton completes configs from the model files (its default; the docker and kind
+   * runtimes always do). Undefined assumes Triton's default, on, and the model-file diagnostics say so.
+   */
+  autoComplete?: boolean;
 }
 
 /** Everything the rules need about one model whose config parsed. */
@@ -1051,7 +1056,7 @@ export function versionsToLoad(
 }
 
 /** Errors that leave the backend unknown, so the model-file and runtime checks have nothing to go on. */
-const BACKEND_ERRORS = [
+export const BACKEND_ERRORS = [
   "platform-unknown",
   "platform-backend-mismatch",
   "backend-unknown",

@@ -7,6 +7,7 @@ import { registerLintCommand } from "../../src/cli/lint-command.js";
 import type { CliContext, Output } from "../../src/cli/output.js";
 import { UsageError } from "../../src/errors.js";
 import {
+  ECHO_ONNX,
   ECHO_IO,
   ECHO_MODEL_PY,
   ROOT,
@@ -99,7 +100,7 @@ describe("runLint", () => {
     await writeFiles(repo, {
       ...pythonModel("a"),
       "onnx/config.pbtxt": `name: "onnx"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n${ECHO_IO}`,
-      "onnx/1/model.onnx": "onnx",
+      "onnx/1/model.onnx": ECHO_ONNX,
       "ens/config.pbtxt": ens,
       "ens/1/": "",
     });
