@@ -185,9 +185,9 @@ describe("name, platform and backend", () => {
       "backend 'tensorflow' needs a platform",
     );
     // Accepted, though lint cannot read a GraphDef without TensorFlow and says so.
-    expect(
-      (await lint(cfg, { "m/1/model.graphdef": "x" })).diagnostics.map((d) => `${d.severity} ${d.code}`),
-    ).toEqual(["warning model-file-not-checked"]);
+    expect((await lint(cfg, { "m/1/model.graphdef": "x" })).diagnostics.map((d) => `${d.severity} ${d.code}`)).toEqual([
+      "warning model-file-not-checked",
+    ]);
   });
 
   it("an ensemble has no backend", async () => {

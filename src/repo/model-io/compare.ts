@@ -180,7 +180,11 @@ function complete(ctx: ModelContext, t: Tensors, autoComplete: boolean): Complet
     filled.push(`max_batch_size ${DEFAULT_MAX_BATCH_SIZE} (every tensor's first dimension is variable)`);
   }
   const strip = (dims: number[] | undefined) => (dims ? (maxBatchSize > 0 ? dims.slice(1) : dims) : undefined);
-  const fill = <T extends ModelInputJson | ModelOutputJson>(kind: Kind, listed: T[] | undefined, model: ModelTensor[]) => {
+  const fill = <T extends ModelInputJson | ModelOutputJson>(
+    kind: Kind,
+    listed: T[] | undefined,
+    model: ModelTensor[],
+  ) => {
     if (!autoComplete) return listed ?? [];
     if (!listed || listed.length === 0) {
       return model.map((m) => {
@@ -225,7 +229,9 @@ function compare(
   const mode = `auto-complete ${autoComplete ? "on" : "off"}${assumed ? ", assumed: Triton's default" : ""}`;
   // What auto-complete filled is Triton's now: the rules' "has no data_type"/"has no dims" are not errors.
   if (completion.filledAt.size > 0) {
-    const at = new Set([...completion.filledAt].map((p) => ctx.parsed.source.at(p)).map((p) => `${p.line}:${p.column}`));
+    const at = new Set(
+      [...completion.filledAt].map((p) => ctx.parsed.source.at(p)).map((p) => `${p.line}:${p.column}`),
+    );
     for (let i = r.diagnostics.length - 1; i >= 0; i--) {
       const d = r.diagnostics[i]!;
       if ((d.code === "io-data-type-missing" || d.code === "io-dims-missing") && at.has(`${d.line}:${d.column}`))
@@ -288,7 +294,8 @@ function compare(
       const reshaped = cfg?.reshape !== undefined;
       const dims = reshaped ? cfg!.reshape!.shape.map(Number) : (io.dims ?? []);
       if (dims.length === 0 && !reshaped) return; // io-dims-missing, unless auto-complete filled it
-      const batchNote = mbs > 0 ? ` after the batch dimension (max_batch_size ${mbs}, ${mode})` : ` (max_batch_size 0, ${mode})`;
+      const batchNote =
+        mbs > 0 ? ` after the batch dimension (max_batch_size ${mbs}, ${mode})` : ` (max_batch_size 0, ${mode})`;
       const mismatch =
         dims.length !== modelDims.length || dims.some((d, j) => modelDims[j] !== -1 && d !== modelDims[j]);
       if (mismatch) {

@@ -137,7 +137,11 @@ export class WireFile {
     const length = field.length ?? 0;
     const start = field.start ?? 0;
     if (length > max)
-      throw new WireError("too-large", field.at, `${what} at byte ${field.at} is ${length} bytes (at most ${max} read)`);
+      throw new WireError(
+        "too-large",
+        field.at,
+        `${what} at byte ${field.at} is ${length} bytes (at most ${max} read)`,
+      );
     // Names and tensor descriptions are small and sit next to each other: served from the chunk.
     if (length <= CHUNK) {
       if (start < this.bufStart || start + length > this.bufStart + this.bufLen) await this.fill(start);
