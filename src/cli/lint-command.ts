@@ -17,6 +17,10 @@ export function registerLintCommand(program: Command, ctx: CliContext, deps: Omi
     )
     .option("--gpu", "check as if this machine had a GPU")
     .option("--no-gpu", "check as if this machine had no GPU")
+    .option(
+      "--explain <model>",
+      "print MODEL's config as Triton holds it once auto-complete has filled it in from the model file",
+    )
     .action(async (dir: string, flags: LintFlags) => {
       ctx.exitCode = await (await import("./lint-action.js")).runLint(dir, flags, { ...deps, output });
     });
