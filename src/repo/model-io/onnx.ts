@@ -1,7 +1,16 @@
 import fsp from "node:fs/promises";
 import path from "node:path";
-import { type DescMessage, type MessageShape, fromBinary } from "@bufbuild/protobuf";
-import { type ValueInfoProto, StringStringEntryProtoSchema, ValueInfoProtoSchema } from "../gen/onnx_pb.js";
+import {
+  GraphProtoSchema,
+  ModelProtoSchema,
+  StringStringEntryProtoSchema,
+  TensorProtoSchema,
+  TensorShapeProtoSchema,
+  TensorShapeProto_DimensionSchema,
+  TypeProtoSchema,
+  TypeProto_TensorSchema,
+  ValueInfoProtoSchema,
+} from "../gen/onnx_pb.js";
 import type { DataTypeName } from "../model-config.js";
 import { type Field, WIRE_LEN, WIRE_VARINT, WireError, WireFile, type WireProblem } from "./wire.js";
 
@@ -83,40 +92,96 @@ export function onnxElemType(elem: number): { fileType: string; dataType?: DataT
   return { fileType: known[0], ...(known[1] ? { dataType: known[1] } : {}) };
 }
 
-/** Field numbers of onnx.proto (see src/repo/proto/onnx.proto). */
-const MODEL_IR_VERSION = 1;
-const MODEL_GRAPH = 7;
-const GRAPH_INITIALIZER = 5;
-const GRAPH_INPUT = 11;
-const GRAPH_OUTPUT = 12;
-const TENSOR_NAME = 8;
-const TENSOR_EXTERNAL_DATA = 13;
-const TENSOR_DATA_LOCATION = 14;
+/**
+ * Field numbers, from the generated schema of onnx.proto (whose numbers a test checks against the
+ * onnx package). The messages are walked on the wire rather than decoded by fromBinary, which
+ * reads a known field number with the wrong wire type as that field; protobuf (onnxruntime's
+ * parser) takes such a field as unknown and skips it, and so does this walk.
+ */
+const MODEL_IR_VERSION = ModelProtoSchema.field.irVersion!.number;
+const MODEL_GRAPH = ModelProtoSchema.field.graph!.number;
+const GRAPH_INITIALIZER = GraphProtoSchema.field.initializer!.number;
+const GRAPH_INPUT = GraphProtoSchema.field.input!.number;
+const GRAPH_OUTPUT = GraphProtoSchema.field.output!.number;
+const TENSOR_NAME = TensorProtoSchema.field.name!.number;
+const TENSOR_EXTERNAL_DATA = TensorProtoSchema.field.externalData!.number;
+const TENSOR_DATA_LOCATION = TensorProtoSchema.field.dataLocation!.number;
+const ENTRY_KEY = StringStringEntryProtoSchema.field.key!.number;
+const ENTRY_VALUE = StringStringEntryProtoSchema.field.value!.number;
+const VALUE_NAME = ValueInfoProtoSchema.field.name!.number;
+const VALUE_TYPE = ValueInfoProtoSchema.field.type!.number;
+const TYPE_TENSOR = TypeProtoSchema.field.tensorType!.number;
+/** TypeProto's other cases of its oneof (sequence 4, map 5, opaque 7, sparse 8, optional 9), not in our subset. */
+const TYPE_OTHER_CASES = new Set([4, 5, 7, 8, 9]);
+const TENSOR_ELEM_TYPE = TypeProto_TensorSchema.field.elemType!.number;
+const TENSOR_SHAPE = TypeProto_TensorSchema.field.shape!.number;
+const SHAPE_DIM = TensorShapeProtoSchema.field.dim!.number;
+const DIM_VALUE = TensorShapeProto_DimensionSchema.field.dimValue!.number;
+const DIM_PARAM = TensorShapeProto_DimensionSchema.field.dimParam!.number;
 const DATA_LOCATION_EXTERNAL = 1;
 
 /** Bounds no real model reaches: a tensor's description, a name, the count of inputs and outputs. */
 export const ONNX_LIMITS = { valueInfoBytes: 1024 * 1024, nameBytes: 64 * 1024, tensors: 100_000 };
 
-function tensorOf(v: ValueInfoProto): ModelTensor {
-  const t = v.type?.value;
-  // Sequences, maps and optionals are other cases of TypeProto's oneof, which lint does not decode.
-  if (t?.case !== "tensorType") return { name: v.name, fileType: v.type ? "not a tensor" : "no type" };
-  const { fileType, dataType } = onnxElemType(t.value.elemType);
-  const shape = t.value.shape;
-  const dims = shape?.dim.map((d) => (d.value.case === "dimValue" && d.value.value >= 0n ? Number(d.value.value) : -1));
-  return { name: v.name, fileType, ...(dataType ? { dataType } : {}), ...(dims ? { dims } : {}) };
-}
-
-/** A small message of the file, decoded; what does not decode is a corrupt file, at its offset. */
-function decode<Desc extends DescMessage>(schema: Desc, bytes: Uint8Array, f: Field, what: string): MessageShape<Desc> {
-  try {
-    return fromBinary(schema, bytes);
-  } catch (err) {
-    throw new WireError("corrupt", f.at, `${what} at byte ${f.at} cannot be decoded (${(err as Error).message})`);
-  }
-}
-
 const utf8 = new TextDecoder("utf-8", { fatal: false });
+
+const isLen = (f: Field, n: number) => f.number === n && f.wireType === WIRE_LEN;
+const isVarint = (f: Field, n: number) => f.number === n && f.wireType === WIRE_VARINT;
+const inside = (wire: WireFile, f: Field) => wire.fields(f.start!, f.start! + f.length!);
+
+async function text(wire: WireFile, f: Field, what: string): Promise<string> {
+  return utf8.decode(await wire.bytes(f, ONNX_LIMITS.nameBytes, what));
+}
+
+/**
+ * One graph input or output (ValueInfoProto), by protobuf's rules: the last name wins, a message
+ * field written twice is merged, and a oneof keeps its last case.
+ */
+async function readValueInfo(wire: WireFile, field: Field): Promise<ModelTensor> {
+  if ((field.length ?? 0) > ONNX_LIMITS.valueInfoBytes)
+    throw new WireError(
+      "too-large",
+      field.at,
+      `a graph input or output at byte ${field.at} is ${field.length} bytes (at most ${ONNX_LIMITS.valueInfoBytes} read)`,
+    );
+  let name = "";
+  let hasType = false;
+  let typeCase: "tensor" | "other" | undefined;
+  let elemType = 0;
+  let dims: number[] | undefined;
+  for await (const f of inside(wire, field)) {
+    if (isLen(f, VALUE_NAME)) name = await text(wire, f, "a tensor's name");
+    if (!isLen(f, VALUE_TYPE)) continue;
+    hasType = true;
+    for await (const t of inside(wire, f)) {
+      if (t.wireType === WIRE_LEN && TYPE_OTHER_CASES.has(t.number)) typeCase = "other";
+      if (!isLen(t, TYPE_TENSOR)) continue;
+      if (typeCase !== "tensor") {
+        elemType = 0;
+        dims = undefined;
+      }
+      typeCase = "tensor";
+      for await (const x of inside(wire, t)) {
+        if (isVarint(x, TENSOR_ELEM_TYPE)) elemType = x.varint ?? 0;
+        if (!isLen(x, TENSOR_SHAPE)) continue;
+        dims ??= [];
+        for await (const d of inside(wire, x)) {
+          if (!isLen(d, SHAPE_DIM)) continue;
+          // A dim_param, or no value at all, is a size that varies; so is a negative dim_value.
+          let size = -1;
+          for await (const v of inside(wire, d)) {
+            if (isVarint(v, DIM_VALUE)) size = (v.varint ?? 0) <= 0x7fffffff ? v.varint! : -1;
+            if (isLen(v, DIM_PARAM)) size = -1;
+          }
+          dims.push(size);
+        }
+      }
+    }
+  }
+  if (typeCase !== "tensor") return { name, fileType: hasType ? "not a tensor" : "no type" };
+  const { fileType, dataType } = onnxElemType(elemType);
+  return { name, fileType, ...(dataType ? { dataType } : {}), ...(dims ? { dims } : {}) };
+}
 
 /** Reads the inputs and outputs of the ONNX model at `file` (see the top of this file). */
 export async function readOnnxModel(file: string): Promise<OnnxModelInfo> {
@@ -160,9 +225,7 @@ async function walkModel(wire: WireFile, file: string): Promise<Omit<OnnxModelIn
       if (g.number === GRAPH_INPUT || g.number === GRAPH_OUTPUT) {
         if (inputs.length + outputs.length >= ONNX_LIMITS.tensors)
           throw new WireError("too-large", g.at, `the graph lists more than ${ONNX_LIMITS.tensors} inputs and outputs`);
-        const bytes = await wire.bytes(g, ONNX_LIMITS.valueInfoBytes, "a graph input or output");
-        const v = decode(ValueInfoProtoSchema, bytes, g, `the graph ${g.number === GRAPH_INPUT ? "input" : "output"}`);
-        (g.number === GRAPH_INPUT ? inputs : outputs).push(tensorOf(v));
+        (g.number === GRAPH_INPUT ? inputs : outputs).push(await readValueInfo(wire, g));
       } else if (g.number === GRAPH_INITIALIZER) {
         await readInitializer(wire, g, initializers, externalData);
       }
@@ -184,14 +247,18 @@ async function readInitializer(
   let external = false;
   const entries: Record<string, string> = {};
   for await (const t of wire.fields(field.start!, field.start! + field.length!)) {
-    if (t.number === TENSOR_NAME && t.wireType === WIRE_LEN) {
-      name = utf8.decode(await wire.bytes(t, ONNX_LIMITS.nameBytes, "an initializer's name"));
-    } else if (t.number === TENSOR_DATA_LOCATION && t.wireType === WIRE_VARINT) {
+    if (isLen(t, TENSOR_NAME)) {
+      name = await text(wire, t, "an initializer's name");
+    } else if (isVarint(t, TENSOR_DATA_LOCATION)) {
       external = t.varint === DATA_LOCATION_EXTERNAL;
-    } else if (t.number === TENSOR_EXTERNAL_DATA && t.wireType === WIRE_LEN) {
-      const bytes = await wire.bytes(t, ONNX_LIMITS.nameBytes, "an initializer's external_data");
-      const e = decode(StringStringEntryProtoSchema, bytes, t, "an initializer's external_data");
-      entries[e.key] = e.value;
+    } else if (isLen(t, TENSOR_EXTERNAL_DATA)) {
+      let key = "";
+      let value = "";
+      for await (const e of inside(wire, t)) {
+        if (isLen(e, ENTRY_KEY)) key = await text(wire, e, "an external_data key");
+        if (isLen(e, ENTRY_VALUE)) value = await text(wire, e, "an external_data value");
+      }
+      entries[key] = value;
     }
   }
   names.add(name);

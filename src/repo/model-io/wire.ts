@@ -11,7 +11,7 @@ import type { FileHandle } from "node:fs/promises";
 export type WireProblem =
   /** A field runs past the end of the file or of its enclosing message. */
   | "truncated"
-  /** Not protobuf: a bad wire type, a varint longer than 10 bytes, a group. */
+  /** Not protobuf: a bad wire type, a varint longer than 10 bytes, a group left open. */
   | "corrupt"
   /** A part lint decodes (a tensor's description) is larger than any real one. */
   | "too-large";
@@ -31,7 +31,11 @@ export class WireError extends Error {
 export const WIRE_VARINT = 0;
 export const WIRE_I64 = 1;
 export const WIRE_LEN = 2;
+export const WIRE_START_GROUP = 3;
+export const WIRE_END_GROUP = 4;
 export const WIRE_I32 = 5;
+/** protobuf's own recursion limit. */
+const MAX_GROUP_DEPTH = 100;
 
 export interface Field {
   number: number;
@@ -126,10 +130,40 @@ export class WireFile {
           pos += len.value;
           break;
         }
+        case WIRE_START_GROUP:
+          // A group is an unknown field to ONNX's schema (it has none): skipped, as protobuf does.
+          pos = await this.skipGroup(number, pos, end, at);
+          break;
         default:
           throw new WireError("corrupt", at, `field ${number} at byte ${at} has wire type ${wireType}`);
       }
     }
+  }
+
+  /** Past the end-group tag of group `number` whose fields start at `pos`; nested at most MAX_GROUP_DEPTH deep. */
+  private async skipGroup(number: number, pos: number, end: number, at: number, depth = 0): Promise<number> {
+    if (depth >= MAX_GROUP_DEPTH) throw new WireError("corrupt", at, `groups nested deeper than ${MAX_GROUP_DEPTH}`);
+    while (pos < end) {
+      const tagAt = pos;
+      const tag = await this.varint(pos, end);
+      pos = tag.next;
+      const n = Math.floor(tag.value / 8);
+      const wt = tag.value % 8;
+      if (wt === WIRE_END_GROUP) {
+        if (n !== number) throw new WireError("corrupt", tagAt, `group ${number} at byte ${at} ends as group ${n}`);
+        return pos;
+      }
+      if (wt === WIRE_VARINT) pos = (await this.varint(pos, end)).next;
+      else if (wt === WIRE_I64) pos += 8;
+      else if (wt === WIRE_I32) pos += 4;
+      else if (wt === WIRE_LEN) {
+        const len = await this.varint(pos, end);
+        pos = len.next + len.value;
+      } else if (wt === WIRE_START_GROUP) pos = await this.skipGroup(n, pos, end, tagAt, depth + 1);
+      else throw new WireError("corrupt", tagAt, `field ${n} at byte ${tagAt} has wire type ${wt}`);
+      if (pos > end) throw new WireError("truncated", tagAt, `field ${n} at byte ${tagAt} runs past its end`);
+    }
+    throw new WireError("truncated", at, `group ${number} at byte ${at} has no end`);
   }
 
   /** The bytes of a length-delimited field, refused beyond `max` (nothing real lint decodes is that big). */
