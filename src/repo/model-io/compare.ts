@@ -276,8 +276,9 @@ function compare(
           `Set data_type: ${m.dataType}.`,
         );
       }
-      if (!m.dims) return; // the model says nothing of its shape: anything goes
-      let modelDims = m.dims;
+      // onnxruntime gives a tensor of unknown rank the shape [] (measured, onnxruntime 1.32), as a
+      // scalar: neither can be batched, and neither is compared dimension by dimension.
+      let modelDims = m.dims ?? [];
       if (mbs > 0) {
         if (modelDims.length === 0 || modelDims[0] !== -1) {
           r.error(
@@ -294,6 +295,7 @@ function compare(
       const reshaped = cfg?.reshape !== undefined;
       const dims = reshaped ? cfg!.reshape!.shape.map(Number) : (io.dims ?? []);
       if (dims.length === 0 && !reshaped) return; // io-dims-missing, unless auto-complete filled it
+      if (m.dims === undefined || m.dims.length === 0) return;
       const batchNote =
         mbs > 0 ? ` after the batch dimension (max_batch_size ${mbs}, ${mode})` : ` (max_batch_size 0, ${mode})`;
       const mismatch =

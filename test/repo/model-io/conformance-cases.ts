@@ -6,8 +6,9 @@
  * openvino or pytorch backend, so no Triton here can load these: every verdict below is derived
  * from the backend's rules (`derived` names the rule), not measured, and Triton's words are the
  * backend's error text. What lint reads of the ONNX files was checked against onnxruntime 1.32's
- * InferenceSession.get_inputs()/get_outputs() on the same files (initializers listed as inputs
- * left out, dim_params as variable).
+ * InferenceSession.get_inputs()/get_outputs() on the same files (onnxruntime pip-installed apart,
+ * by hand): initializers listed as inputs are left out, dim_params are variable, a tensor with no
+ * shape comes back as shape [] like a scalar, and types.onnx is refused whole (COMPLEX64).
  */
 
 export interface ModelFileCase {
@@ -123,6 +124,15 @@ export const MODEL_FILE_CASES: ModelFileCase[] = [
     triton:
       "for the model to support batching the shape should have at least 1 dimension and the first dimension must be -1",
     derived: `${ORT} CompareDimsSupported with supports_batching`,
+  },
+  {
+    model: "onnx_unshaped_batched",
+    config: `platform: "onnxruntime_onnx"\nmax_batch_size: 8\ninput [ ${io("unshaped", "TYPE_FP32", "[ 4 ]")} ]\noutput [ ${io("unshaped_out", "TYPE_FP32", "[ 4 ]")} ]\n`,
+    files: onnx("shapes.onnx"),
+    lint: "model-io-batch-dim",
+    triton:
+      "for the model to support batching the shape should have at least 1 dimension and the first dimension must be -1",
+    derived: `${ORT} CompareDimsSupported: onnxruntime 1.32 gives a tensor of unknown rank the shape [] (measured)`,
   },
   {
     model: "onnx_fixed_full_shape",
