@@ -77,11 +77,15 @@ export async function torchScriptForwardArgs(file: string): Promise<string[][] |
       } catch {
         continue;
       }
-      for (const m of code.matchAll(/def forward\(\s*self\s*(?:,([^)]*))?\)/g)) {
+      // TorchScript writes `def forward(self: __torch__.Net,\n    x: Tensor, y: Optional[Tensor]) -> Tensor:`.
+      for (const m of code.matchAll(/def forward\(\s*self\b[^,)]*(?:,([^)]*))?\)/g)) {
+        let args = m[1] ?? "";
+        // Type arguments hold commas of their own (Tuple[Tensor, Tensor]).
+        for (let i = 0; i < 8 && /\[[^[\]]*\]/.test(args); i++) args = args.replace(/\[[^[\]]*\]/g, "");
         found.push(
-          (m[1] ?? "")
+          args
             .split(",")
-            .map((a) => a.split(":")[0]!.trim())
+            .map((a) => a.split(":")[0]!.split("=")[0]!.trim())
             .filter((a) => a && !a.startsWith("*")),
         );
       }
