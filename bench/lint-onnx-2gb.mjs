@@ -18,7 +18,7 @@
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { ROOT, requireBuild, table } from "./lib.mjs";
+import { ROOT, pbInt, pbLen, pbLenHead, pbStr, requireBuild, table } from "./lib.mjs";
 
 requireBuild();
 const args = process.argv.slice(2);
@@ -29,24 +29,10 @@ const CLI = path.join(ROOT, "dist/cli/main.js");
 const tools = process.env.TRITON_DEV_TEST_TOOLS ?? path.join(ROOT, ".triton-dev", "test-tools");
 const PYTHON = path.join(tools, "bin", "python");
 
-// --- protobuf encoding, just enough for a ModelProto -------------------------------------------
-const varint = (n) => {
-  const out = [];
-  let v = BigInt(n);
-  do {
-    let b = Number(v & 0x7fn);
-    v >>= 7n;
-    if (v > 0n) b |= 0x80;
-    out.push(b);
-  } while (v > 0n);
-  return Buffer.from(out);
-};
-const tag = (field, wire) => varint(field * 8 + wire);
-const len = (field, body) => Buffer.concat([tag(field, 2), varint(body.length), body]);
-/** The header of a length-delimited field whose `size` bytes follow (written separately, or a hole). */
-const lenHead = (field, size) => Buffer.concat([tag(field, 2), varint(size)]);
-const int = (field, n) => Buffer.concat([tag(field, 0), varint(n)]);
-const str = (field, s) => len(field, Buffer.from(s));
+const len = pbLen;
+const lenHead = pbLenHead;
+const int = pbInt;
+const str = pbStr;
 
 const dim = (d) => len(1, typeof d === "number" ? int(1, d) : str(2, d));
 const valueInfo = (name, dims) =>
