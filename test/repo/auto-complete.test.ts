@@ -2,7 +2,15 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { autoCompleteNeeds, autoCompleteOffDiagnostic, autoCompleteReason } from "../../src/repo/auto-complete.js";
 import { lintRepository } from "../../src/repo/lint.js";
-import { ECHO_ONNX, SAMPLE_MODELS, pythonConfig, pythonModel, removeTempRepos, tempRepo, writeFiles } from "./helpers.js";
+import {
+  ECHO_ONNX,
+  SAMPLE_MODELS,
+  pythonConfig,
+  pythonModel,
+  removeTempRepos,
+  tempRepo,
+  writeFiles,
+} from "./helpers.js";
 
 afterAll(removeTempRepos);
 
