@@ -125,3 +125,62 @@ export function table(rows) {
   const w = rows[0].map((_, i) => Math.max(...rows.map((r) => String(r[i]).length)));
   return rows.map((r) => r.map((c, i) => String(c).padStart(w[i])).join("  ")).join("\n");
 }
+
+// --- protobuf encoding, just enough for an ONNX ModelProto (field numbers of onnx.proto) ---------
+export const pbVarint = (n) => {
+  const out = [];
+  let v = BigInt(n);
+  do {
+    let b = Number(v & 0x7fn);
+    v >>= 7n;
+    if (v > 0n) b |= 0x80;
+    out.push(b);
+  } while (v > 0n);
+  return Buffer.from(out);
+};
+const pbTag = (field, wire) => pbVarint(field * 8 + wire);
+export const pbLen = (field, body) => Buffer.concat([pbTag(field, 2), pbVarint(body.length), body]);
+/** The header of a length-delimited field whose `size` bytes follow (written separately, or a hole). */
+export const pbLenHead = (field, size) => Buffer.concat([pbTag(field, 2), pbVarint(size)]);
+export const pbInt = (field, n) => Buffer.concat([pbTag(field, 0), pbVarint(n)]);
+export const pbStr = (field, s) => pbLen(field, Buffer.from(s));
+
+const ONNX_ELEM = {
+  TYPE_FP32: 1,
+  TYPE_UINT8: 2,
+  TYPE_INT8: 3,
+  TYPE_INT32: 6,
+  TYPE_INT64: 7,
+  TYPE_STRING: 8,
+  TYPE_BOOL: 9,
+  TYPE_FP16: 10,
+  TYPE_FP64: 11,
+  TYPE_UINT64: 13,
+};
+/** ValueInfoProto of a tensor: Triton type name (or ONNX elem number), dims as numbers or dim_param strings. */
+export const onnxValueInfo = (name, type, dims) =>
+  Buffer.concat([
+    pbStr(1, name),
+    pbLen(
+      2,
+      pbLen(
+        1,
+        Buffer.concat([
+          pbInt(1, typeof type === "number" ? type : ONNX_ELEM[type]),
+          pbLen(
+            2,
+            Buffer.concat(dims.map((d) => pbLen(1, typeof d === "number" && d >= 0 ? pbInt(1, d) : pbStr(2, "n")))),
+          ),
+        ]),
+      ),
+    ),
+  ]);
+/** A weightless ONNX model with these graph inputs and outputs ({ name, type, dims }). */
+export function onnxModelBytes(inputs, outputs) {
+  const graph = Buffer.concat([
+    pbStr(2, "bench"),
+    ...inputs.map((t) => pbLen(11, onnxValueInfo(t.name, t.type, t.dims))),
+    ...outputs.map((t) => pbLen(12, onnxValueInfo(t.name, t.type, t.dims))),
+  ]);
+  return Buffer.concat([pbInt(1, 8), pbLen(8, pbInt(2, 13)), pbLen(7, graph)]);
+}

@@ -21,7 +21,7 @@ import fs from "node:fs";
 import fsp from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { ROOT, fmt, rng, table } from "./lib.mjs";
+import { ROOT, fmt, onnxModelBytes, rng, table } from "./lib.mjs";
 
 const args = process.argv.slice(2);
 const flag = (name, def) => (args.includes(name) ? args[args.indexOf(name) + 1] : def);
@@ -115,6 +115,11 @@ function composingModel(name) {
     inputs = [{ name: "FRAME", type: "TYPE_FP32", dims: [-1, 80], reshape: [-1, 2, 40] }];
     outputs = [{ name: "STATE", type: "TYPE_FP32", dims: [-1, 80] }];
   }
+  // The pytorch backend names tensors <name>__<index> (lint checks it now).
+  if (backend === "pytorch") {
+    inputs = inputs.map((t, i) => ({ ...t, name: `${t.name}__${i}` }));
+    outputs = outputs.map((t, i) => ({ ...t, name: `${t.name}__${i}` }));
+  }
   let text = `# ${shape} model, generated for the lint benchmark\n${header}max_batch_size: ${shape === "sequence" ? Math.max(mbs, 8) : mbs}\n${io("input", inputs)}${io("output", outputs)}`;
   if (shape === "sequence") {
     text += `sequence_batching {\n  max_sequence_idle_microseconds: 5000000\n  control_input [\n    { name: "START" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] },\n    { name: "CORRID" control [ { kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_UINT64 } ] }\n  ]\n  oldest { max_candidate_sequences: 4 preferred_batch_size: [ 4 ] }\n}\n`;
@@ -140,7 +145,10 @@ function composingModel(name) {
   // Triton has no response cache for sequence models.
   if (rand() < 0.15 && shape !== "sequence") text += "response_cache { enable: true }\n";
   const files = { "config.pbtxt": text };
-  for (const v of versions) files[`${v}/${file}`] = backend === "python" ? PY : "weights";
+  // ONNX models are read against their config now: a weightless model with the config's tensors.
+  const batched = (t) => ({ ...t, dims: mbs > 0 ? [-1, ...t.dims] : t.dims });
+  const onnx = backend === "onnx" ? onnxModelBytes(inputs.map(batched), outputs.map(batched)) : undefined;
+  for (const v of versions) files[`${v}/${file}`] = backend === "python" ? PY : (onnx ?? "weights");
   return {
     name,
     files,
@@ -149,6 +157,7 @@ function composingModel(name) {
     inputs,
     outputs,
     sequence: shape === "sequence",
+    pytorch: backend === "pytorch",
   };
 }
 
@@ -195,7 +204,7 @@ async function generate(dir, n) {
     }
     const m = composingModel(`model_${i}`);
     models.push(m);
-    if (m.shape in byShape) byShape[m.shape].push(m);
+    if (m.shape in byShape && !m.pytorch) byShape[m.shape].push(m);
   }
   for (const m of models) {
     for (const [rel, text] of Object.entries(m.files)) {

@@ -3,7 +3,7 @@ import fsp from "node:fs/promises";
 import path from "node:path";
 import { UsageError } from "../errors.js";
 import { type Diagnostic, countBySeverity, displayPath, formatDiagnostic } from "../repo/diagnostics.js";
-import { type LintOptions, type LintResult, lintRepository } from "../repo/lint.js";
+import { type LintOptions, type LintResult, type LintedModel, lintRepository } from "../repo/lint.js";
 import type { RuntimeKind } from "../runtimes/kinds.js";
 import { detectNvidiaGpus } from "../gpu/detect.js";
 import { resolvePaths } from "../config/paths.js";
@@ -17,6 +17,8 @@ export interface LintFlags {
   gpu?: boolean;
   /** --disable-auto-complete-config: lint as Triton runs with that flag. */
   disableAutoCompleteConfig?: boolean;
+  /** A model whose config, as Triton completes it from the model file, is printed after its diagnostics. */
+  explain?: string;
 }
 
 /**
@@ -128,6 +130,32 @@ async function readManagedEnvironment(file: string): Promise<{ python: string; s
   }
 }
 
+/**
+ * `lint --explain MODEL`: the model's findings, then its config as Triton holds it after
+ * auto-complete (what it filled in, from which file, and whether auto-complete was assumed on).
+ */
+export function formatExplain(m: LintedModel, cwd: string): string {
+  const lines = [`${m.name} (${displayPath(m.dir, cwd)})`];
+  for (const d of m.diagnostics) lines.push(formatDiagnostic(d, cwd));
+  const io = m.modelIO;
+  if (!io) {
+    lines.push(
+      m.config
+        ? "No model file was read for it (lint reads ONNX and OpenVINO models), so Triton holds config.pbtxt as written:"
+        : "Its config.pbtxt could not be read, so there is no config to show.",
+    );
+    if (m.config) lines.push(JSON.stringify(m.config, null, 2));
+    return lines.join("\n");
+  }
+  const mode = io.autoComplete
+    ? `auto-complete on${io.assumed ? " (assumed: Triton's default; the docker and kind runtimes always have it on)" : ""}`
+    : "auto-complete off";
+  lines.push(`The config Triton holds, with ${mode}, from ${displayPath(io.file, cwd)}:`);
+  lines.push(JSON.stringify(io.completed, null, 2));
+  lines.push(io.filled.length > 0 ? `Filled in from the model file: ${io.filled.join("; ")}.` : "Nothing filled in.");
+  return lines.join("\n");
+}
+
 /** Runs `triton-dev lint` and returns its exit code: 0 clean (warnings allowed), 1 errors. */
 export async function runLint(dir: string, flags: LintFlags, deps: LintDeps = {}): Promise<number> {
   const output = deps.output ?? processOutput;
@@ -165,6 +193,16 @@ export async function runLint(dir: string, flags: LintFlags, deps: LintDeps = {}
   }
   if (autoComplete.on) options.completer = createConfigCompleter({ interpreterFor: await builtEnvironments() });
   const result = await lintRepository(repo, options);
+  const explained = flags.explain === undefined ? undefined : result.models.find((m) => m.name === flags.explain);
+  if (flags.explain !== undefined && !explained) {
+    throw new UsageError(`model '${flags.explain}' is not in ${dir}`, {
+      hint: `Pass one of its models: ${result.models.map((m) => m.name).join(", ") || "(it holds none)"}.`,
+    });
+  }
+  if (explained && !flags.json) {
+    output.out(formatExplain(explained, cwd));
+    return explained.diagnostics.some((d) => d.severity === "error") ? 1 : 0;
+  }
   if (flags.json) {
     output.out(
       JSON.stringify(
@@ -182,6 +220,7 @@ export async function runLint(dir: string, flags: LintFlags, deps: LintDeps = {}
             ...(m.notes ? { notes: m.notes } : {}),
             ...(m.completed ? { completed: true } : {}),
             diagnostics: m.diagnostics,
+            ...(m === explained && m.modelIO ? { modelIO: m.modelIO } : {}),
           })),
         },
         null,

@@ -21,6 +21,10 @@ export function registerLintCommand(program: Command, ctx: CliContext, deps: Omi
       "--disable-auto-complete-config",
       "check as Triton runs with this flag: configs are not completed (a model needs its config.pbtxt)",
     )
+    .option(
+      "--explain <model>",
+      "print MODEL's config as Triton holds it once auto-complete has filled it in from the model file",
+    )
     .action(async (dir: string, flags: LintFlags) => {
       ctx.exitCode = await (await import("./lint-action.js")).runLint(dir, flags, { ...deps, output });
     });

@@ -22,8 +22,10 @@ import { type CompletionOutcome, type ConfigCompleter, createConfigCompleter } f
 import { effectiveBackend } from "./backends.js";
 import { readUserText } from "./layout.js";
 import type { Pos } from "./textproto.js";
+import { type ModelIOReport, checkModelIO } from "./model-io/compare.js";
 import { RUNTIME_FACTS } from "../runtimes/kinds.js";
 import {
+  BACKEND_ERRORS,
   type LintOptions,
   type ModelContext,
   Reporter,
@@ -61,6 +63,8 @@ export interface LintedModel {
   notes?: string[];
   /** Whether the config checked is the one auto_complete_config completed. */
   completed?: boolean;
+  /** How Triton completes the config from the model file (`lint --explain`); absent when no model file was read. */
+  modelIO?: ModelIOReport;
 }
 
 export interface LintResult {
@@ -77,6 +81,7 @@ interface Analysed extends RepoModel {
   reporter: Reporter;
   notes?: string[];
   completed?: boolean;
+  modelIO?: ModelIOReport;
   /** What this machine or runtime lacks to load it (see LintedModel.unavailable). */
   unavailable?: string;
 }
@@ -443,9 +448,12 @@ async function lintParsed(
     ...(completion?.parsed ? { completed: true } : {}),
   };
   let unavailable: string | undefined;
+  let modelIO: ModelIOReport | undefined;
   if (parsed) {
     const ctx: ModelContext = { name, layout, parsed, options };
     await checkModel(ctx, reporter);
+    // The model file against the config, once the config says what reads it (model-io/).
+    if (!reporter.hasError(...BACKEND_ERRORS)) modelIO = await checkModelIO(ctx, reporter);
     const missingBackend = checkRuntimeBackend(ctx, reporter);
     // Not an ensemble to Triton (see checkModel): its graph would only report consequences.
     if (!reporter.hasError("ensemble-platform")) checkEnsembleGraph(parsed, reporter);
@@ -466,6 +474,7 @@ async function lintParsed(
     errorCount: errors,
     ...(unavailable ? { unavailable } : {}),
     ...extra,
+    ...(modelIO ? { modelIO } : {}),
   };
 }
 
@@ -531,6 +540,7 @@ function toResult(models: Analysed[], repositoryDiagnostics: Diagnostic[] = []):
       ...(clean && m.unavailable ? { unavailable: m.unavailable } : {}),
       ...(m.notes ? { notes: m.notes } : {}),
       ...(m.completed ? { completed: true } : {}),
+      ...(m.modelIO ? { modelIO: m.modelIO } : {}),
     };
   });
   const all = [...repositoryDiagnostics, ...linted.flatMap((m) => m.diagnostics)].sort(compareDiagnostics);

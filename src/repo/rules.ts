@@ -42,9 +42,10 @@ export interface LintOptions {
   /** How many GPUs, when known: `gpus: [n]` beyond it is an error. */
   gpuCount?: number;
   /**
-   * Whether Triton runs with config auto-complete (undefined: Triton's default, on). On, a python
-   * model's auto_complete_config is run and the config it completes is linted; off, a model
-   * without config.pbtxt cannot load.
+   * Whether Triton runs with config auto-complete (undefined: Triton's default, on, and the
+   * model-file diagnostics say it was assumed). On, a python model's auto_complete_config is run and
+   * the config it completes is linted, and what Triton fills in from a model file (ONNX, OpenVINO)
+   * is not an error; off, a model without config.pbtxt cannot load.
    */
   autoComplete?: boolean;
   /** Runs auto_complete_config (default: in the managed environment, see auto-complete-run.ts). */
@@ -1133,7 +1134,7 @@ export function versionsToLoad(
 }
 
 /** Errors that leave the backend unknown, so the model-file and runtime checks have nothing to go on. */
-const BACKEND_ERRORS = [
+export const BACKEND_ERRORS = [
   "platform-unknown",
   "platform-backend-mismatch",
   "backend-unknown",

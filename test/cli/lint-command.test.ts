@@ -7,6 +7,7 @@ import { registerLintCommand } from "../../src/cli/lint-command.js";
 import type { CliContext, Output } from "../../src/cli/output.js";
 import { UsageError } from "../../src/errors.js";
 import {
+  ECHO_ONNX,
   ECHO_IO,
   ECHO_MODEL_PY,
   ROOT,
@@ -102,7 +103,7 @@ describe("runLint", () => {
     await writeFiles(repo, {
       ...pythonModel("a"),
       "onnx/config.pbtxt": `name: "onnx"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n${ECHO_IO}`,
-      "onnx/1/model.onnx": "onnx",
+      "onnx/1/model.onnx": ECHO_ONNX,
       "ens/config.pbtxt": ens,
       "ens/1/": "",
     });
@@ -270,4 +271,39 @@ it("checks GPU ids against the GPUs found", async () => {
   const out = capture();
   expect(await runLint(repo, {}, { output: out, detectGpus: async () => 1 })).toBe(1);
   expect(out.text()).toContain("names GPU 1, but this machine has 1 GPU (0..0)");
+});
+
+describe("lint --explain", () => {
+  it("prints a model's config as Triton completes it from its ONNX file, saying auto-complete was assumed on", async () => {
+    const repo = await tempRepo();
+    await writeFiles(repo, {
+      ...pythonModel("a"),
+      "onnx/config.pbtxt": 'name: "onnx"\nplatform: "onnxruntime_onnx"\n',
+      "onnx/1/model.onnx": ECHO_ONNX,
+    });
+    const out = capture();
+    expect(await runLint(repo, { explain: "onnx" }, { output: out, detectGpus: noGpu, cwd: repo })).toBe(0);
+    const text = out.text();
+    expect(text).toContain("with auto-complete on (assumed: Triton's default");
+    expect(text).toContain(`from ${path.join("onnx", "1", "model.onnx")}:`);
+    const json = JSON.parse(text.slice(text.indexOf("{"), text.lastIndexOf("}") + 1)) as Record<string, unknown>;
+    expect(json).toEqual({
+      name: "onnx",
+      platform: "onnxruntime_onnx",
+      max_batch_size: 4,
+      input: [{ name: "INPUT0", data_type: "TYPE_FP32", dims: [-1] }],
+      output: [{ name: "OUTPUT0", data_type: "TYPE_FP32", dims: [-1] }],
+    });
+    expect(text).toContain("Filled in from the model file: max_batch_size 4");
+  });
+
+  it("refuses a model the repository does not hold, naming those it does", async () => {
+    const repo = await tempRepo();
+    await writeFiles(repo, pythonModel("a"));
+    const err = await runLint(repo, { explain: "b" }, { output: capture(), detectGpus: noGpu }).catch(
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(UsageError);
+    expect((err as UsageError).hint).toContain("Pass one of its models: a.");
+  });
 });

@@ -8,6 +8,7 @@ import path from "node:path";
 import { scaffoldPythonModel } from "../../src/repo/init.js";
 import { type LintResult, lintRepository } from "../../src/repo/lint.js";
 import {
+  ECHO_ONNX,
   ARTICLE_FIXTURES,
   ECHO_IO,
   ECHO_MODEL_PY,
@@ -477,7 +478,7 @@ export const CASES: Case[] = [
     model: "onnx_local",
     files: {
       "onnx_local/config.pbtxt": `name: "onnx_local"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n${ECHO_IO}`,
-      "onnx_local/1/model.onnx": "onnx",
+      "onnx_local/1/model.onnx": ECHO_ONNX,
     },
     lint: "backend-unavailable",
     triton: "unable to find backend library for backend 'onnxruntime'",

@@ -2,7 +2,15 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { autoCompleteNeeds, autoCompleteOffDiagnostic, autoCompleteReason } from "../../src/repo/auto-complete.js";
 import { lintRepository } from "../../src/repo/lint.js";
-import { SAMPLE_MODELS, pythonConfig, pythonModel, removeTempRepos, tempRepo, writeFiles } from "./helpers.js";
+import {
+  ECHO_ONNX,
+  SAMPLE_MODELS,
+  pythonConfig,
+  pythonModel,
+  removeTempRepos,
+  tempRepo,
+  writeFiles,
+} from "./helpers.js";
 
 afterAll(removeTempRepos);
 
@@ -21,7 +29,7 @@ describe("Triton's config auto-complete: which models need it", () => {
         "class TritonPythonModel:\n    @staticmethod\n    def auto_complete_config(c):\n        return c\n\n    def execute(self, requests):\n        return []\n",
       "noconfig/1/model.py": "class TritonPythonModel:\n    def execute(self, requests):\n        return []\n",
       "onnx/config.pbtxt": 'name: "onnx"\nplatform: "onnxruntime_onnx"\n',
-      "onnx/1/model.onnx": "x",
+      "onnx/1/model.onnx": ECHO_ONNX,
     });
     const lint = await lintRepository(repo, { runtime: "docker", gpuAvailable: true });
     const needs = await autoCompleteNeeds(lint.models);

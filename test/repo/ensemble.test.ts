@@ -3,6 +3,7 @@ import type { Diagnostic } from "../../src/repo/diagnostics.js";
 import { findCycles } from "../../src/repo/ensemble.js";
 import { type LintOptions, lintModel, lintRepository } from "../../src/repo/lint.js";
 import {
+  ECHO_ONNX,
   ECHO_IO,
   ECHO_MODEL_PY,
   posOf,
@@ -438,7 +439,7 @@ describe("the ensemble against the models it runs", () => {
     const cfg = ensembleConfig([step("onnx", { INPUT0: "IN" }, { OUTPUT0: "OUT" })]);
     const onnx = {
       "onnx/config.pbtxt": `name: "onnx"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n${ECHO_IO}`,
-      "onnx/1/model.onnx": "x",
+      "onnx/1/model.onnx": ECHO_ONNX,
     };
     const { diagnostics } = await lintEnsemble(cfg, onnx, { runtime: "local" });
     expectOne(

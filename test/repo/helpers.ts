@@ -1,3 +1,4 @@
+import fs from "node:fs";
 import fsp from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -30,6 +31,9 @@ class TritonPythonModel:
 export const ECHO_IO = `input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
 output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
 `;
+
+/** A real ONNX model with ECHO_IO's tensors (INPUT0 -> OUTPUT0, FP32 [batch, len]): fixtures/onnx/make.py. */
+export const ECHO_ONNX: Uint8Array = fs.readFileSync(path.join(ROOT, "test/repo/fixtures/onnx/echo.onnx"));
 
 /** A python model config: name, backend, max_batch_size, then `body` (default: one FP32 input and output). */
 export function pythonConfig(name: string, body = ECHO_IO, maxBatchSize = 8): string {

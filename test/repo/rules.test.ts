@@ -4,6 +4,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { Diagnostic } from "../../src/repo/diagnostics.js";
 import { type LintOptions, lintRepository } from "../../src/repo/lint.js";
 import {
+  ECHO_ONNX,
   ECHO_IO,
   ECHO_MODEL_PY,
   posOf,
@@ -162,7 +163,7 @@ describe("name, platform and backend", () => {
 
   it("warns when the chosen runtime lacks the backend", async () => {
     const cfg = `name: "m"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n${ECHO_IO}`;
-    const { diagnostics } = await lint(cfg, { "m/1/model.onnx": "onnx" }, { runtime: "local" });
+    const { diagnostics } = await lint(cfg, { "m/1/model.onnx": ECHO_ONNX }, { runtime: "local" });
     const d = expectOne(
       diagnostics,
       "backend-unavailable",
@@ -171,7 +172,7 @@ describe("name, platform and backend", () => {
       "warning",
     );
     expect(d.hint).toContain("--runtime docker");
-    const docker = await lint(cfg, { "m/1/model.onnx": "onnx" }, { runtime: "docker" });
+    const docker = await lint(cfg, { "m/1/model.onnx": ECHO_ONNX }, { runtime: "docker" });
     expect(summary(docker.diagnostics)).toEqual([]);
   });
 
@@ -183,7 +184,10 @@ describe("name, platform and backend", () => {
       posOf(cfg, '"tensorflow"'),
       "backend 'tensorflow' needs a platform",
     );
-    expect(summary((await lint(cfg, { "m/1/model.graphdef": "x" })).diagnostics)).toEqual([]);
+    // Accepted, though lint cannot read a GraphDef without TensorFlow and says so.
+    expect((await lint(cfg, { "m/1/model.graphdef": "x" })).diagnostics.map((d) => `${d.severity} ${d.code}`)).toEqual([
+      "warning model-file-not-checked",
+    ]);
   });
 
   it("an ensemble has no backend", async () => {
