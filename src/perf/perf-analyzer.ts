@@ -36,6 +36,8 @@ export interface PerfAnalyzerLevelOptions {
   shapes: Record<string, number[]>;
   inputData: InputDataSource;
   stringLength: number;
+  /** A decoupled model: perf_analyzer's `--streaming` (gRPC only). */
+  streaming?: boolean;
   env: NodeJS.ProcessEnv;
   signal?: AbortSignal;
 }
@@ -51,6 +53,7 @@ export function perfAnalyzerArgs(
     o.url,
     "-i",
     o.protocol,
+    ...(o.streaming ? ["--streaming"] : []),
     ...(o.kind === "concurrency"
       ? ["--concurrency-range", String(o.value)]
       : ["--request-rate-range", String(o.value), "--request-distribution", o.distribution]),

@@ -1,4 +1,11 @@
 import type { LevelKind, LevelResult } from "./profile.js";
+import {
+  isStreamingSweep,
+  STREAM_CSV_HEADER,
+  STREAM_TABLE_HEAD,
+  streamCsvCells,
+  streamTableCells,
+} from "./stream-report.js";
 
 /** One sweep over one served model (the model itself, or one variant of it). */
 export interface SweepResult {
@@ -18,6 +25,8 @@ export interface SweepResult {
   startedAt: string;
   finishedAt: string;
   levels: LevelResult[];
+  /** A decoupled model: the stream its requests went over; its levels carry `stream`. */
+  streaming?: "ModelStreamInfer" | "generate_stream";
   /** Why the sweep ended before its last level, when it did. */
   stopped?: { reason: "interrupted" | "server-gone" | "failing" | "variant"; message: string; hint?: string };
 }
@@ -69,7 +78,13 @@ export function csvRow(l: LevelResult): string[] {
 
 /** Rows in perf_analyzer's order: by load level, latencies in microseconds. */
 export function toCsv(sweep: SweepResult): string {
-  const rows = [csvHeader(sweep.kind), ...[...sweep.levels].sort((a, b) => a.value - b.value).map(csvRow)];
+  const streaming = isStreamingSweep(sweep);
+  const rows = [
+    [...csvHeader(sweep.kind), ...(streaming ? STREAM_CSV_HEADER : [])],
+    ...[...sweep.levels]
+      .sort((a, b) => a.value - b.value)
+      .map((l) => [...csvRow(l), ...(streaming ? streamCsvCells(l) : [])]),
+  ];
   return rows.map((r) => r.join(",")).join("\n") + "\n";
 }
 
@@ -107,6 +122,7 @@ function textTable(rows: string[][], rightAlignFrom = 1): string {
 
 /** perf_analyzer's columns, in milliseconds for reading, plus the batch size the server formed and errors. */
 export function formatTable(sweep: SweepResult): string {
+  if (isStreamingSweep(sweep)) return formatStreamTable(sweep);
   const head = [
     sweep.kind === "concurrency" ? "Concurrency" : "Rate/s",
     "Infer/s",
@@ -147,6 +163,15 @@ export function formatTable(sweep: SweepResult): string {
       String(l.errorCount),
       l.partial ? `(${l.partial})` : l.stable ? "" : "(unstable)",
     ]);
+  return textTable([head, ...rows]);
+}
+
+/** A decoupled model's sweep: requests and responses, time to first response, inter-response latency. */
+function formatStreamTable(sweep: SweepResult): string {
+  const head = [sweep.kind === "concurrency" ? "Concurrency" : "Rate/s", ...STREAM_TABLE_HEAD, ""];
+  const rows = [...sweep.levels]
+    .sort((a, b) => a.value - b.value)
+    .map((l) => [g6(l.value), ...streamTableCells(l), l.partial ? `(${l.partial})` : l.stable ? "" : "(unstable)"]);
   return textTable([head, ...rows]);
 }
 
