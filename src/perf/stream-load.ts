@@ -69,7 +69,6 @@ export class GrpcStreamTransport implements InferTransport {
       onMessage: (m) => this.onMessage(slot, m),
       onEnd: (err) => {
         const p = slot.pending;
-        this.kill(slot);
         if (p)
           this.finish(slot, p, {
             kind: err ? connectionKind(err) : "the stream ended before the final response",
@@ -110,8 +109,6 @@ export class GrpcStreamTransport implements InferTransport {
     const now = performance.now();
     p.keep?.push(m);
     if (m.error) {
-      // Killed first, so the stream is never handed to the next request.
-      this.kill(slot);
       this.finish(slot, p, { kind: `stream error: ${clip(this.said(m.error))}`, connection: false });
       return;
     }
@@ -122,28 +119,35 @@ export class GrpcStreamTransport implements InferTransport {
     if (m.final) this.finish(slot, p);
   }
 
+  /**
+   * End request `p`. A stream that ended a request in any way but its final response is dropped,
+   * never handed to the next request: whatever it still sends belongs to the one given up on.
+   */
   private finish(slot: Slot, p: Pending, error?: { kind: string; connection: boolean }): void {
     if (slot.pending !== p) return;
+    // Cleared before the kill: cancelling a call can report its end at once, for nothing pending.
     slot.pending = undefined;
     if (p.timer) clearTimeout(p.timer);
-    const endMs = performance.now();
-    const latencyUs = (endMs - p.sentMs) * 1000;
-    if (error) p.done({ ok: false, latencyUs, sendUs: 0, recvUs: 0, error });
-    else p.done({ ok: true, latencyUs, sendUs: 0, recvUs: 0, stream: factsOf(p.sentMs, p.arrivals, p.elements) });
-    this.release(slot);
+    const latencyUs = (performance.now() - p.sentMs) * 1000;
+    if (error) {
+      this.kill(slot);
+      p.done({ ok: false, latencyUs, sendUs: 0, recvUs: 0, error });
+    } else {
+      this.release(slot);
+      p.done({ ok: true, latencyUs, sendUs: 0, recvUs: 0, stream: factsOf(p.sentMs, p.arrivals, p.elements) });
+    }
   }
 
   private async run(index: number, timeoutMs = this.timeoutMs, keep?: StreamMessage[]): Promise<Outcome> {
     const slot = await this.acquire();
-    if (!slot) return { ok: false, latencyUs: 0, sendUs: 0, recvUs: 0, error: { kind: "cancelled", connection: true } };
+    // Closed (or the stream died) while this request waited for it.
+    if (!slot || slot.dead || this.closed)
+      return { ok: false, latencyUs: 0, sendUs: 0, recvUs: 0, error: { kind: "cancelled", connection: true } };
     return new Promise<Outcome>((done) => {
       const p: Pending = { sentMs: performance.now(), arrivals: [], elements: 0, done, ...(keep ? { keep } : {}) };
       slot.pending = p;
       if (timeoutMs)
-        p.timer = setTimeout(() => {
-          this.kill(slot);
-          this.finish(slot, p, { kind: "timed out", connection: true });
-        }, timeoutMs);
+        p.timer = setTimeout(() => this.finish(slot, p, { kind: "timed out", connection: true }), timeoutMs);
       slot.stream.write(this.requests[index % this.requests.length]!);
     });
   }
@@ -172,9 +176,8 @@ export class GrpcStreamTransport implements InferTransport {
     this.closed = true;
     for (const w of this.waiters.splice(0)) w(undefined);
     for (const slot of [...this.live]) {
-      const p = slot.pending;
-      this.kill(slot);
-      if (p) this.finish(slot, p, { kind: "cancelled", connection: true });
+      if (slot.pending) this.finish(slot, slot.pending, { kind: "cancelled", connection: true });
+      else this.kill(slot);
     }
     this.client.close();
   }

@@ -1,0 +1,151 @@
+import { describe, expect, it } from "vitest";
+import type { LevelResult } from "../../src/perf/profile.js";
+import { formatTable, parseCsv, toCsv, type SweepResult } from "../../src/perf/report.js";
+import { factsOf, StreamWindow, summariseStream } from "../../src/perf/stream-stats.js";
+import { PERF_ANALYZER_HEADER } from "./helpers.js";
+
+const latency = (us: number) => ({
+  count: 10,
+  avgUs: us,
+  minUs: us / 2,
+  maxUs: us * 2,
+  stdDevUs: 1,
+  p50Us: us,
+  p90Us: us * 1.5,
+  p95Us: us * 1.8,
+  p99Us: us * 2,
+});
+
+function level(value: number, responses: number[]): LevelResult {
+  const w = new StreamWindow();
+  for (const n of responses)
+    w.record(
+      factsOf(
+        0,
+        Array.from({ length: n }, (_, i) => 20 + 5 * i),
+        n,
+      ),
+    );
+  return {
+    kind: "concurrency",
+    value,
+    stable: true,
+    trials: 3,
+    windows: [],
+    durationMs: 1000,
+    requests: responses.length,
+    throughput: responses.length,
+    latency: latency(60_000),
+    clientSendUs: 0,
+    clientRecvUs: 0,
+    errors: { "stream error: TEXT has no words to tokenize": 2 },
+    errorCount: 2,
+    stream: summariseStream([w], 1000),
+  };
+}
+
+const sweep = (levels: LevelResult[]): SweepResult => ({
+  model: "text_streamer",
+  servedModel: "text_streamer",
+  engine: "builtin",
+  protocol: "grpc",
+  endpoint: "127.0.0.1:8001",
+  kind: "concurrency",
+  batchSize: 1,
+  measurementIntervalMs: 1000,
+  startedAt: "",
+  finishedAt: "",
+  streaming: "ModelStreamInfer",
+  levels,
+});
+
+describe("streaming report", () => {
+  it("prints requests and responses per second, responses per request, TTFT and ITL percentiles, and errors", () => {
+    const text = formatTable(sweep([level(2, [3, 3, 3, 3]), level(1, [1, 1])]));
+    const [head, ...rows] = text.split("\n");
+    expect(head!.split(/\s{2,}/)).toEqual([
+      "Concurrency",
+      "Req/s",
+      "Resp/s",
+      "Resp/req",
+      "TTFT p50",
+      "p90",
+      "p99",
+      "ITL p50",
+      "p90",
+      "p99",
+      "Lat p50",
+      "p99",
+      "Out/s",
+      "Errors",
+    ]);
+    const cells = rows.map((r) => r.trim().split(/\s+/));
+    // Sorted by load; concurrency 1 had one response per request, so no inter-response latency.
+    expect(cells[0]).toEqual([
+      "1",
+      "2.00",
+      "2.00",
+      "1.0",
+      "20.0",
+      "20.0",
+      "20.0",
+      "-",
+      "-",
+      "-",
+      "60.0",
+      "120",
+      "2.00",
+      "2",
+    ]);
+    expect(cells[1]).toEqual([
+      "2",
+      "4.00",
+      "12.0",
+      "3.0",
+      "20.0",
+      "20.0",
+      "20.0",
+      "5.00",
+      "5.00",
+      "5.00",
+      "60.0",
+      "120",
+      "12.0",
+      "2",
+    ]);
+  });
+
+  it("writes perf_analyzer's CSV columns first, then the streaming ones, empty where nothing was measured", () => {
+    const { header, rows } = parseCsv(toCsv(sweep([level(1, [1, 1]), level(2, [3, 3, 3, 3])])));
+    expect(header.slice(0, 13).join(",")).toBe(PERF_ANALYZER_HEADER);
+    expect(header.slice(13)).toEqual([
+      "Responses/Second",
+      "Responses/Request",
+      "Time To First Response p50",
+      "Time To First Response p90",
+      "Time To First Response p99",
+      "Inter-Response Latency p50",
+      "Inter-Response Latency p90",
+      "Inter-Response Latency p99",
+      "Output Elements/Second",
+    ]);
+    // Latencies in whole microseconds, to the histogram's 3 significant digits.
+    const r0 = rows[0]!.slice(13);
+    expect([r0[0], r0[1], r0[5], r0[6], r0[7], r0[8]]).toEqual(["2", "1", "", "", "", "2"]);
+    expect(
+      r0
+        .slice(2, 5)
+        .map(Number)
+        .every((v) => Math.abs(v - 20_000) <= 20),
+    ).toBe(true);
+    expect(rows[1]!.slice(13, 15)).toEqual(["12", "3"]);
+    expect(Math.abs(Number(rows[1]![18]) - 5000)).toBeLessThanOrEqual(5);
+  });
+
+  it("keeps perf_analyzer's table and CSV for a model that does not stream", () => {
+    const plain = sweep([{ ...level(1, [1]), stream: undefined }]);
+    delete plain.streaming;
+    expect(formatTable(plain).split("\n")[0]).toMatch(/^Concurrency\s+Infer\/s\s+Send/);
+    expect(parseCsv(toCsv(plain)).header.join(",")).toBe(PERF_ANALYZER_HEADER);
+  });
+});
