@@ -306,6 +306,8 @@ export interface ComparisonRow {
   p50Us: Array<number | undefined>;
   /** Throughput of each variant divided by the first variant's. */
   ratio: Array<number | undefined>;
+  /** Streamed sweeps (decoupled models): each variant's time to first response, p50. */
+  firstResponseP50Us?: Array<number | undefined>;
 }
 
 /** Variants side by side at each load level, with throughput ratios against the first. */
@@ -319,15 +321,24 @@ export function compareSweeps(sweeps: readonly SweepResult[]): ComparisonRow[] {
       throughput: ls.map((l) => l?.throughput),
       p50Us: ls.map((l) => l?.latency.p50Us),
       ratio: ls.map((l) => (l && base ? l.throughput / base : undefined)),
+      ...(sweeps.some(isStreamingSweep)
+        ? {
+            firstResponseP50Us: ls.map((l) =>
+              l?.stream && l.stream.firstResponse.count > 0 ? l.stream.firstResponse.p50Us : undefined,
+            ),
+          }
+        : {}),
     };
   });
 }
 
 export function formatComparison(sweeps: readonly SweepResult[], rows: readonly ComparisonRow[]): string {
   const labels = sweeps.map((s) => s.label ?? s.servedModel);
+  // A decoupled model's requests/s, and the time to its first response beside the whole stream's.
+  const streamed = rows.some((r) => r.firstResponseP50Us);
   const head = [
     sweeps[0]?.kind === "rate" ? "Rate/s" : "Concurrency",
-    ...labels.flatMap((l) => [`${l} infer/s`, "p50 ms"]),
+    ...labels.flatMap((l) => (streamed ? [`${l} req/s`, "p50 ms", "TTFT p50"] : [`${l} infer/s`, "p50 ms"])),
     ...labels.slice(1).map((l) => `${l} / ${labels[0]}`),
   ];
   const body = rows.map((r) => [
@@ -335,6 +346,7 @@ export function formatComparison(sweeps: readonly SweepResult[], rows: readonly 
     ...r.throughput.flatMap((t, i) => [
       t === undefined ? "-" : rate(t),
       r.p50Us[i] === undefined ? "-" : ms(r.p50Us[i]),
+      ...(streamed ? [ms(r.firstResponseP50Us?.[i])] : []),
     ]),
     ...r.ratio.slice(1).map((x) => (x === undefined ? "-" : `${x.toFixed(2)}x`)),
   ]);

@@ -1,6 +1,13 @@
 import { describe, expect, it } from "vitest";
 import type { LevelResult } from "../../src/perf/profile.js";
-import { formatTable, parseCsv, toCsv, type SweepResult } from "../../src/perf/report.js";
+import {
+  compareSweeps,
+  formatComparison,
+  formatTable,
+  parseCsv,
+  toCsv,
+  type SweepResult,
+} from "../../src/perf/report.js";
 import { factsOf, StreamWindow, summariseStream } from "../../src/perf/stream-stats.js";
 import { PERF_ANALYZER_HEADER } from "./helpers.js";
 
@@ -147,5 +154,25 @@ describe("streaming report", () => {
     delete plain.streaming;
     expect(formatTable(plain).split("\n")[0]).toMatch(/^Concurrency\s+Infer\/s\s+Send/);
     expect(parseCsv(toCsv(plain)).header.join(",")).toBe(PERF_ANALYZER_HEADER);
+  });
+
+  it("compares streamed variants on requests/s, latency and time to first response", () => {
+    const a = { ...sweep([level(1, [3, 3])]), label: "instances=1" };
+    const b = { ...sweep([level(1, [3, 3, 3, 3])]), label: "instances=2" };
+    const rows = compareSweeps([a, b]);
+    expect(rows[0]!.ratio[1]).toBe(2);
+    expect(rows[0]!.firstResponseP50Us?.every((v) => v !== undefined && Math.abs(v - 20_000) <= 20)).toBe(true);
+    const [head, row] = formatComparison([a, b], rows).split("\n");
+    expect(head!.split(/\s{2,}/)).toEqual([
+      "Concurrency",
+      "instances=1 req/s",
+      "p50 ms",
+      "TTFT p50",
+      "instances=2 req/s",
+      "p50 ms",
+      "TTFT p50",
+      "instances=2 / instances=1",
+    ]);
+    expect(row!.trim().split(/\s+/)).toEqual(["1", "2.00", "60.0", "20.0", "4.00", "60.0", "20.0", "2.00x"]);
   });
 });
