@@ -1,9 +1,9 @@
 import type { LevelKind, LevelResult } from "./profile.js";
 import {
   isStreamingSweep,
-  STREAM_CSV_HEADER,
   STREAM_TABLE_HEAD,
-  streamCsvCells,
+  streamCsvHeader,
+  streamCsvRow,
   streamTableCells,
 } from "./stream-report.js";
 
@@ -80,10 +80,10 @@ export function csvRow(l: LevelResult): string[] {
 export function toCsv(sweep: SweepResult): string {
   const streaming = isStreamingSweep(sweep);
   const rows = [
-    [...csvHeader(sweep.kind), ...(streaming ? STREAM_CSV_HEADER : [])],
+    streaming ? streamCsvHeader(csvHeader(sweep.kind)) : csvHeader(sweep.kind),
     ...[...sweep.levels]
       .sort((a, b) => a.value - b.value)
-      .map((l) => [...csvRow(l), ...(streaming ? streamCsvCells(l) : [])]),
+      .map((l) => (streaming ? streamCsvRow(l, csvRow(l)) : csvRow(l))),
   ];
   return rows.map((r) => r.join(",")).join("\n") + "\n";
 }

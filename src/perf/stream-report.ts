@@ -3,37 +3,48 @@ import type { LevelResult } from "./profile.js";
 import type { SweepResult } from "./report.js";
 
 /**
- * The columns of a decoupled model's sweep. perf_analyzer's CSV has none for streams, so ours
- * appends them after its own (tools that read its columns by name still read ours): per-second
- * rates as it prints them, latencies in microseconds.
+ * perf_analyzer 2.51's CSV for a decoupled model (`--streaming`, measured): "Response Throughput"
+ * after "Inferences/Second", and its latency columns are the time to the first response ("using
+ * the first response for measuring latency"). Ours keeps that layout and meaning, so files of both
+ * read alike, and appends what it lacks: whole-request latency and inter-response latency in
+ * microseconds, responses per request, output elements per second.
  */
-export const STREAM_CSV_HEADER = [
-  "Responses/Second",
-  "Responses/Request",
-  "Time To First Response p50",
-  "Time To First Response p90",
-  "Time To First Response p99",
-  "Inter-Response Latency p50",
-  "Inter-Response Latency p90",
-  "Inter-Response Latency p99",
-  "Output Elements/Second",
-];
+export function streamCsvHeader(base: readonly string[]): string[] {
+  return [
+    ...base.slice(0, 2),
+    "Response Throughput",
+    ...base.slice(2),
+    "Responses/Request",
+    "Request Latency p50",
+    "Request Latency p90",
+    "Request Latency p99",
+    "Inter-Response Latency p50",
+    "Inter-Response Latency p90",
+    "Inter-Response Latency p99",
+    "Output Elements/Second",
+  ];
+}
 
 const g6 = (x: number) => String(Number(x.toPrecision(6)));
 const us = (x: number | undefined) => String(Math.floor(x ?? 0));
 /** A latency with nothing measured (no request had a second response) is no zero. */
 const measured = (l: LatencySummary | undefined) => (l && l.count > 0 ? l : undefined);
 
-export function streamCsvCells(l: LevelResult): string[] {
+/** A level's row in that layout, from its row in perf_analyzer's plain one (`base`). */
+export function streamCsvRow(l: LevelResult, base: readonly string[]): string[] {
   const s = l.stream;
   const ttft = measured(s?.firstResponse);
   const itl = measured(s?.interResponse);
+  const first = ttft ? [ttft.p50Us, ttft.p90Us, ttft.p95Us, ttft.p99Us].map(us) : ["", "", "", ""];
   return [
+    ...base.slice(0, 2),
     g6(s?.responsesPerSec ?? 0),
+    ...base.slice(2, -4),
+    ...first,
     g6(s?.responsesPerRequest ?? 0),
-    ttft ? us(ttft.p50Us) : "",
-    ttft ? us(ttft.p90Us) : "",
-    ttft ? us(ttft.p99Us) : "",
+    us(l.latency.p50Us),
+    us(l.latency.p90Us),
+    us(l.latency.p99Us),
     itl ? us(itl.p50Us) : "",
     itl ? us(itl.p90Us) : "",
     itl ? us(itl.p99Us) : "",

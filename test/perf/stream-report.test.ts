@@ -122,31 +122,36 @@ describe("streaming report", () => {
     ]);
   });
 
-  it("writes perf_analyzer's CSV columns first, then the streaming ones, empty where nothing was measured", () => {
+  it("writes perf_analyzer's streaming CSV (Response Throughput, first-response latencies), then what it lacks", () => {
     const { header, rows } = parseCsv(toCsv(sweep([level(1, [1, 1]), level(2, [3, 3, 3, 3])])));
-    expect(header.slice(0, 13).join(",")).toBe(PERF_ANALYZER_HEADER);
-    expect(header.slice(13)).toEqual([
-      "Responses/Second",
+    // As perf_analyzer 2.51 --streaming -f writes it (measured on text_streamer).
+    expect(header.slice(0, 14).join(",")).toBe(
+      "Concurrency,Inferences/Second,Response Throughput,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,Server Compute Infer,Server Compute Output,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency",
+    );
+    expect(header.slice(14)).toEqual([
       "Responses/Request",
-      "Time To First Response p50",
-      "Time To First Response p90",
-      "Time To First Response p99",
+      "Request Latency p50",
+      "Request Latency p90",
+      "Request Latency p99",
       "Inter-Response Latency p50",
       "Inter-Response Latency p90",
       "Inter-Response Latency p99",
       "Output Elements/Second",
     ]);
-    // Latencies in whole microseconds, to the histogram's 3 significant digits.
-    const r0 = rows[0]!.slice(13);
-    expect([r0[0], r0[1], r0[5], r0[6], r0[7], r0[8]]).toEqual(["2", "1", "", "", "", "2"]);
+    expect(rows.every((r) => r.length === header.length)).toBe(true);
+    const [one, two] = rows as [string[], string[]];
+    expect(one.slice(0, 3)).toEqual(["1", "2", "2"]);
+    expect(two.slice(0, 3)).toEqual(["2", "4", "12"]);
+    // perf_analyzer's latency columns hold the time to the first response (20 ms), to 3 digits.
     expect(
-      r0
-        .slice(2, 5)
+      one
+        .slice(10, 14)
         .map(Number)
         .every((v) => Math.abs(v - 20_000) <= 20),
     ).toBe(true);
-    expect(rows[1]!.slice(13, 15)).toEqual(["12", "3"]);
-    expect(Math.abs(Number(rows[1]![18]) - 5000)).toBeLessThanOrEqual(5);
+    // Then responses per request, the whole request's latency (60 ms p50), and no ITL for one response each.
+    expect(one.slice(14)).toEqual(["1", "60000", "90000", "120000", "", "", "", "2"]);
+    expect(Math.abs(Number(two[18]) - 5000)).toBeLessThanOrEqual(5);
   });
 
   it("keeps perf_analyzer's table and CSV for a model that does not stream", () => {
