@@ -63,7 +63,9 @@ export class HttpControl implements ControlClient {
   }
 
   async modelConfig(model: string): Promise<ModelConfigSummary> {
-    const c = (await this.client.modelConfig(model)) as Partial<ModelConfigSummary>;
+    const c = (await this.client.modelConfig(model)) as Partial<ModelConfigSummary> & {
+      model_transaction_policy?: { decoupled?: boolean };
+    };
     return {
       name: c.name ?? model,
       platform: c.platform ?? "",
@@ -88,6 +90,7 @@ export class HttpControl implements ControlClient {
             },
           }
         : {}),
+      ...(c.model_transaction_policy?.decoupled ? { decoupled: true } : {}),
     };
   }
 

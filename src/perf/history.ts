@@ -62,7 +62,7 @@ export async function listRuns(root: string, model: string): Promise<SavedRun[]>
 
 /**
  * The newest earlier plain run (not a comparison) measured the same way: same protocol, same
- * kind of load, batch size and shared memory mode, so that its numbers are comparable.
+ * kind of load, batch size and shared memory mode, same stream (for a decoupled model), so that its numbers are comparable.
  */
 export async function previousComparable(root: string, sweep: SweepResult): Promise<SavedRun | undefined> {
   for (const r of await listRuns(root, sweep.model)) {
@@ -73,6 +73,8 @@ export async function previousComparable(root: string, sweep: SweepResult): Prom
       s.kind === sweep.kind &&
       s.batchSize === sweep.batchSize &&
       s.sharedMemory === sweep.sharedMemory &&
+      // A streamed sweep is compared with one streamed the same way.
+      s.streaming === sweep.streaming &&
       s.levels.some((l) => l.requests > 0)
     )
       return r;

@@ -1,5 +1,6 @@
 import { performance } from "node:perf_hooks";
 import { LatencyHistogram } from "./histogram.js";
+import { StreamWindow } from "./stream-stats.js";
 import type { InferTransport, Outcome } from "./transport.js";
 
 export type Distribution = "constant" | "poisson";
@@ -24,6 +25,8 @@ export interface WindowData {
   recvUsSum: number;
   /** Open loop: requests that found every connection busy and waited client-side. */
   delayed: number;
+  /** Streamed requests' responses, when the transport streams. */
+  stream?: StreamWindow;
 }
 
 function emptyWindow(now: number): WindowData {
@@ -90,6 +93,7 @@ export class LoadGenerator {
       w.histogram.record(o.latencyUs);
       w.sendUsSum += o.sendUs;
       w.recvUsSum += o.recvUs;
+      if (o.stream) (w.stream ??= new StreamWindow()).record(o.stream);
       return;
     }
     const kind = o.error?.kind ?? "unknown error";

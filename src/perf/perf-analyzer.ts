@@ -36,6 +36,8 @@ export interface PerfAnalyzerLevelOptions {
   shapes: Record<string, number[]>;
   inputData: InputDataSource;
   stringLength: number;
+  /** A decoupled model: perf_analyzer's `--streaming` (gRPC only). */
+  streaming?: boolean;
   env: NodeJS.ProcessEnv;
   signal?: AbortSignal;
   /** perf_analyzer's own --shared-memory (it makes and removes its regions itself). */
@@ -53,6 +55,7 @@ export function perfAnalyzerArgs(
     o.url,
     "-i",
     o.protocol,
+    ...(o.streaming ? ["--streaming"] : []),
     ...(o.kind === "concurrency"
       ? ["--concurrency-range", String(o.value)]
       : ["--request-rate-range", String(o.value), "--request-distribution", o.distribution]),

@@ -6,6 +6,7 @@ import { LatencyHistogram, type LatencySummary } from "./histogram.js";
 import { LoadGenerator, type Distribution, type LoadMode, type WindowData } from "./load.js";
 import { breakdown, diffSnapshots, snapshotOf, type ServerBreakdown, type StatsSnapshot } from "./server-stats.js";
 import { isStable, type StabilityRule } from "./stability.js";
+import { summariseStream, type StreamSummary, type StreamWindow } from "./stream-stats.js";
 import type { InferTransport } from "./transport.js";
 
 export type LevelKind = "concurrency" | "rate";
@@ -44,6 +45,8 @@ export interface LevelResult {
   delayed?: number;
   server?: ServerBreakdown;
   gpu?: GpuStats;
+  /** Decoupled models: responses per request, time to first response, inter-response latency. */
+  stream?: StreamSummary;
   /** Set when the level ended before its measurement did (interrupted, server gone). */
   partial?: string;
 }
@@ -151,6 +154,7 @@ export function mergeWindows(
   const clientSendUs = requests ? used.reduce((a, w) => a + w.sendUsSum, 0) / requests : 0;
   const clientRecvUs = requests ? used.reduce((a, w) => a + w.recvUsSum, 0) / requests : 0;
   const delayed = used.reduce((a, w) => a + w.delayed, 0);
+  const streamed = used.flatMap((w): StreamWindow[] => (w.stream ? [w.stream] : []));
   return {
     kind,
     value,
@@ -170,6 +174,7 @@ export function mergeWindows(
     errorCount,
     ...(kind === "rate" ? { delayed } : {}),
     ...(server ? { server } : {}),
+    ...(streamed.length ? { stream: summariseStream(streamed, durationMs) } : {}),
   };
 }
 

@@ -1,4 +1,11 @@
 import type { LevelKind, LevelResult } from "./profile.js";
+import {
+  isStreamingSweep,
+  STREAM_TABLE_HEAD,
+  streamCsvHeader,
+  streamCsvRow,
+  streamTableCells,
+} from "./stream-report.js";
 
 /** One sweep over one served model (the model itself, or one variant of it). */
 export interface SweepResult {
@@ -20,6 +27,8 @@ export interface SweepResult {
   startedAt: string;
   finishedAt: string;
   levels: LevelResult[];
+  /** A decoupled model: the stream its requests went over; its levels carry `stream`. */
+  streaming?: "ModelStreamInfer" | "generate_stream";
   /** Why the sweep ended before its last level, when it did. */
   stopped?: { reason: "interrupted" | "server-gone" | "failing" | "variant"; message: string; hint?: string };
 }
@@ -74,10 +83,14 @@ export function csvRow(l: LevelResult): string[] {
  * adds a last column saying so (perf_analyzer's CSV has none), its first columns where they were.
  */
 export function toCsv(sweep: SweepResult): string {
+  const streaming = isStreamingSweep(sweep);
   const shm = sweep.sharedMemory ? [sweep.sharedMemory] : [];
+  const header = streaming ? streamCsvHeader(csvHeader(sweep.kind)) : csvHeader(sweep.kind);
   const rows = [
-    [...csvHeader(sweep.kind), ...(shm.length ? ["Shared Memory"] : [])],
-    ...[...sweep.levels].sort((a, b) => a.value - b.value).map((l) => [...csvRow(l), ...shm]),
+    [...header, ...(shm.length ? ["Shared Memory"] : [])],
+    ...[...sweep.levels]
+      .sort((a, b) => a.value - b.value)
+      .map((l) => [...(streaming ? streamCsvRow(l, csvRow(l)) : csvRow(l)), ...shm]),
   ];
   return rows.map((r) => r.join(",")).join("\n") + "\n";
 }
@@ -116,6 +129,7 @@ function textTable(rows: string[][], rightAlignFrom = 1): string {
 
 /** perf_analyzer's columns, in milliseconds for reading, plus the batch size the server formed and errors. */
 export function formatTable(sweep: SweepResult): string {
+  if (isStreamingSweep(sweep)) return formatStreamTable(sweep);
   const head = [
     sweep.kind === "concurrency" ? "Concurrency" : "Rate/s",
     "Infer/s",
@@ -156,6 +170,15 @@ export function formatTable(sweep: SweepResult): string {
       String(l.errorCount),
       l.partial ? `(${l.partial})` : l.stable ? "" : "(unstable)",
     ]);
+  return textTable([head, ...rows]);
+}
+
+/** A decoupled model's sweep: requests and responses, time to first response, inter-response latency. */
+function formatStreamTable(sweep: SweepResult): string {
+  const head = [sweep.kind === "concurrency" ? "Concurrency" : "Rate/s", ...STREAM_TABLE_HEAD, ""];
+  const rows = [...sweep.levels]
+    .sort((a, b) => a.value - b.value)
+    .map((l) => [g6(l.value), ...streamTableCells(l), l.partial ? `(${l.partial})` : l.stable ? "" : "(unstable)"]);
   return textTable([head, ...rows]);
 }
 
@@ -290,6 +313,8 @@ export interface ComparisonRow {
   p50Us: Array<number | undefined>;
   /** Throughput of each variant divided by the first variant's. */
   ratio: Array<number | undefined>;
+  /** Streamed sweeps (decoupled models): each variant's time to first response, p50. */
+  firstResponseP50Us?: Array<number | undefined>;
 }
 
 /** Variants side by side at each load level, with throughput ratios against the first. */
@@ -303,15 +328,24 @@ export function compareSweeps(sweeps: readonly SweepResult[]): ComparisonRow[] {
       throughput: ls.map((l) => l?.throughput),
       p50Us: ls.map((l) => l?.latency.p50Us),
       ratio: ls.map((l) => (l && base ? l.throughput / base : undefined)),
+      ...(sweeps.some(isStreamingSweep)
+        ? {
+            firstResponseP50Us: ls.map((l) =>
+              l?.stream && l.stream.firstResponse.count > 0 ? l.stream.firstResponse.p50Us : undefined,
+            ),
+          }
+        : {}),
     };
   });
 }
 
 export function formatComparison(sweeps: readonly SweepResult[], rows: readonly ComparisonRow[]): string {
   const labels = sweeps.map((s) => s.label ?? s.servedModel);
+  // A decoupled model's requests/s, and the time to its first response beside the whole stream's.
+  const streamed = rows.some((r) => r.firstResponseP50Us);
   const head = [
     sweeps[0]?.kind === "rate" ? "Rate/s" : "Concurrency",
-    ...labels.flatMap((l) => [`${l} infer/s`, "p50 ms"]),
+    ...labels.flatMap((l) => (streamed ? [`${l} req/s`, "p50 ms", "TTFT p50"] : [`${l} infer/s`, "p50 ms"])),
     ...labels.slice(1).map((l) => `${l} / ${labels[0]}`),
   ];
   const body = rows.map((r) => [
@@ -319,6 +353,7 @@ export function formatComparison(sweeps: readonly SweepResult[], rows: readonly 
     ...r.throughput.flatMap((t, i) => [
       t === undefined ? "-" : rate(t),
       r.p50Us[i] === undefined ? "-" : ms(r.p50Us[i]),
+      ...(streamed ? [ms(r.firstResponseP50Us?.[i])] : []),
     ]),
     ...r.ratio.slice(1).map((x) => (x === undefined ? "-" : `${x.toFixed(2)}x`)),
   ]);

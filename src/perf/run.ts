@@ -28,6 +28,8 @@ import { breakdown, diffSnapshots, snapshotOf } from "./server-stats.js";
 import { checkSharedMemoryTarget, removeLeftovers, SystemShmSession, type SharedMemoryMode } from "./shared-memory.js";
 import { GrpcSystemShm, HttpSystemShm, type ShmTensorRef } from "../triton/system-shm.js";
 import { GrpcTransport, HttpTransport, InferFailedError, type InferTransport, type Protocol } from "./transport.js";
+import { GrpcStreamTransport } from "./stream-load.js";
+import { generateBodies, HttpGenerateStreamTransport } from "./generate-stream.js";
 import { userPathsOf } from "../state/staged-paths.js";
 import { collectStatus } from "../session/status.js";
 import {
@@ -97,6 +99,8 @@ interface Target {
   state?: RunState;
   /** The managed server's HTTP client, holding the key of the repository API. */
   repoClient?: TritonHttpClient;
+  /** The managed server's gRPC endpoint, where a decoupled model is streamed to whatever `-i` says. */
+  grpcEndpoint?: string;
 }
 
 /** HOST:PORT, [v6]:PORT, or a URL with a scheme. */
@@ -150,7 +154,7 @@ async function resolveTarget(o: PerfOptions, env: NodeJS.ProcessEnv): Promise<Ta
     endpoint,
     control,
     ...(metricsUrl ? { metricsUrl } : {}),
-    ...(state ? { state, repoClient: clientForRun(state) } : {}),
+    ...(state ? { state, repoClient: clientForRun(state), grpcEndpoint: `${urlHost(host)}:${state.ports.grpc}` } : {}),
   };
 }
 
@@ -219,6 +223,33 @@ interface ModelSetup {
   config: ModelConfigSummary;
   composing: string[];
   payloads: RawTensor[][];
+  /** A decoupled model: how its requests stream. */
+  stream?: StreamPlan;
+}
+
+type StreamPlan =
+  { via: "ModelStreamInfer"; endpoint: string } | { via: "generate_stream"; endpoint: string; bodies: string[] };
+
+/**
+ * How a decoupled model's requests stream. HTTP's /infer refuses them (Triton 2.51 answers 501):
+ * with `-i http` they go to generate_stream when the model fits the generate extension, else over
+ * gRPC's ModelStreamInfer on the run's gRPC port; with `-i grpc` always over ModelStreamInfer.
+ */
+function planStream(
+  t: Target,
+  model: string,
+  metadata: ModelMetadata,
+  config: ModelConfigSummary,
+  payloads: RawTensor[][],
+): StreamPlan {
+  if (t.protocol === "grpc") return { via: "ModelStreamInfer", endpoint: t.endpoint };
+  const bodies = generateBodies(metadata, config, payloads);
+  if (bodies) return { via: "generate_stream", endpoint: t.endpoint, bodies };
+  if (t.grpcEndpoint) return { via: "ModelStreamInfer", endpoint: t.grpcEndpoint };
+  throw new UsageError(
+    `${model} is a decoupled (streaming) model whose tensors HTTP's generate_stream cannot carry, so it is measured over gRPC's stream`,
+    { hint: `Give the server's gRPC port: -i grpc -u ${urlHost(t.host)}:8001 (or its --grpc-port).` },
+  );
 }
 
 async function prepareModel(t: Target, o: PerfOptions, served: string): Promise<ModelSetup> {
@@ -231,7 +262,13 @@ async function prepareModel(t: Target, o: PerfOptions, served: string): Promise<
     data: o.inputData,
     stringLength: o.stringLength,
   });
-  return { metadata, config, composing, payloads };
+  return {
+    metadata,
+    config,
+    composing,
+    payloads,
+    ...(config.decoupled ? { stream: planStream(t, served, metadata, config, payloads) } : {}),
+  };
 }
 
 function requestParameters(o: PerfOptions): Record<string, ParameterValue> | undefined {
@@ -247,7 +284,7 @@ function transportFactory(
   payloads: RawTensor[][],
   o: PerfOptions,
   withParameters = true,
-  sharedMemory?: ShmTensorRef[][],
+  extras: { sharedMemory?: ShmTensorRef[][]; stream?: StreamPlan } = {},
 ): (maxConnections: number) => InferTransport {
   const parameters = withParameters ? requestParameters(o) : undefined;
   return (maxConnections) => {
@@ -256,10 +293,13 @@ function transportFactory(
       payloads,
       maxConnections,
       ...(parameters ? { parameters } : {}),
-      ...(sharedMemory ? { sharedMemory } : {}),
+      ...(extras.sharedMemory ? { sharedMemory: extras.sharedMemory } : {}),
       // Errors a model raises name the staged copy of its model.py: shown as the user's file.
       ...(t.state ? { userPaths: userPathsOf(t.state) } : {}),
     };
+    const stream = extras.stream;
+    if (stream?.via === "ModelStreamInfer") return new GrpcStreamTransport(stream.endpoint, opts);
+    if (stream?.via === "generate_stream") return new HttpGenerateStreamTransport(t.host, t.port, stream.bodies, opts);
     return t.protocol === "grpc" ? new GrpcTransport(t.endpoint, opts) : new HttpTransport(t.host, t.port, opts);
   };
 }
@@ -292,10 +332,37 @@ async function sweepBuiltin(
   sweep: SweepResult,
   shm?: ShmTensorRef[][],
 ): Promise<void> {
-  const make = transportFactory(t, served, setup.payloads, o, true, shm);
   // The probe checks the data, so it goes without priority and timeout: a request the queue
   // policy rejects is a result to count, not a reason to refuse the run.
-  await probe(transportFactory(t, served, setup.payloads, o, false, shm), served);
+  try {
+    await probe(
+      transportFactory(t, served, setup.payloads, o, false, {
+        ...(shm ? { sharedMemory: shm } : {}),
+        ...(setup.stream ? { stream: setup.stream } : {}),
+      }),
+      served,
+    );
+  } catch (err) {
+    // generate_stream was chosen from the model's metadata; the server has the last word, and
+    // gRPC's stream carries any tensor.
+    if (!(err instanceof UserError && setup.stream?.via === "generate_stream" && t.grpcEndpoint)) throw err;
+    deps.progress?.(
+      `${served}: generate_stream refused the first request (${err.message}); streaming over gRPC instead`,
+    );
+    setup.stream = { via: "ModelStreamInfer", endpoint: t.grpcEndpoint };
+    Object.assign(sweep, streamFields(t, setup.stream));
+    await probe(
+      transportFactory(t, served, setup.payloads, o, false, {
+        ...(shm ? { sharedMemory: shm } : {}),
+        ...(setup.stream ? { stream: setup.stream } : {}),
+      }),
+      served,
+    );
+  }
+  const make = transportFactory(t, served, setup.payloads, o, true, {
+    ...(shm ? { sharedMemory: shm } : {}),
+    ...(setup.stream ? { stream: setup.stream } : {}),
+  });
   const ctx: ProfileContext = {
     model: served,
     composing: setup.composing,
@@ -345,6 +412,17 @@ async function sweepPerfAnalyzer(
   sweep: SweepResult,
 ): Promise<void> {
   const bin = findPerfAnalyzer(deps.env, o.perfAnalyzer);
+  // perf_analyzer streams over gRPC only.
+  const grpcStream = !setup.stream
+    ? undefined
+    : setup.stream.via === "ModelStreamInfer"
+      ? setup.stream.endpoint
+      : t.grpcEndpoint;
+  if (setup.stream && !grpcStream)
+    throw new UsageError(`perf_analyzer streams ${served}, a decoupled model, over gRPC only`, {
+      hint: "Add -i grpc and give the server's gRPC port with -u HOST:PORT.",
+    });
+  if (grpcStream) Object.assign(sweep, streamFields(t, { via: "ModelStreamInfer", endpoint: grpcStream }));
   for (const value of o.levels) {
     if (deps.signal?.aborted) {
       sweep.stopped = { reason: "interrupted", message: "interrupted (Ctrl-C)" };
@@ -356,8 +434,9 @@ async function sweepPerfAnalyzer(
     const level = await runPerfAnalyzerLevel({
       bin,
       model: served,
-      url: t.endpoint,
-      protocol: t.protocol,
+      url: grpcStream ?? t.endpoint,
+      protocol: grpcStream ? "grpc" : t.protocol,
+      ...(grpcStream ? { streaming: true } : {}),
       kind: o.kind,
       value,
       distribution: o.distribution,
@@ -395,15 +474,33 @@ async function sweepPerfAnalyzer(
   }
 }
 
-function newSweep(o: PerfOptions, t: Target, served: string, label: string | undefined): SweepResult {
+/** What a sweep records of how a decoupled model's requests streamed. */
+function streamFields(
+  t: Target,
+  plan: StreamPlan | undefined,
+): Pick<SweepResult, "protocol" | "endpoint" | "streaming"> {
+  if (!plan) return { protocol: t.protocol, endpoint: t.endpoint };
+  return {
+    protocol: plan.via === "ModelStreamInfer" ? "grpc" : "http",
+    endpoint: plan.endpoint,
+    streaming: plan.via,
+  };
+}
+
+function newSweep(
+  o: PerfOptions,
+  t: Target,
+  served: string,
+  label: string | undefined,
+  stream: StreamPlan | undefined,
+): SweepResult {
   const now = new Date().toISOString();
   return {
     model: o.model,
     servedModel: served,
     ...(label ? { label } : {}),
     engine: o.engine,
-    protocol: t.protocol,
-    endpoint: t.endpoint,
+    ...streamFields(t, stream),
     kind: o.kind,
     ...(o.kind === "rate" ? { distribution: o.distribution } : {}),
     batchSize: o.batchSize,
@@ -424,7 +521,13 @@ async function runOne(
   deps: PerfDeps,
 ): Promise<SweepResult> {
   const setup = await prepareModel(t, o, served);
-  const sweep = newSweep(o, t, served, label);
+  const sweep = newSweep(o, t, served, label, setup.stream);
+  if (setup.stream)
+    deps.progress?.(`${served} is decoupled: streaming its requests over ${setup.stream.via} at ${sweep.endpoint}`);
+  if (setup.stream && o.sharedMemory === "system" && o.engine !== "perf_analyzer")
+    throw new UsageError(`--shared-memory system is not supported for ${served}, a decoupled (streaming) model`, {
+      hint: "Measure it without --shared-memory: its requests go over a stream, whose inputs travel in the messages.",
+    });
   if (o.engine === "perf_analyzer") await sweepPerfAnalyzer(t, o, served, setup, deps, sweep);
   else if (o.sharedMemory === "system") {
     // Registered over the protocol measured: with -u only its port is known.

@@ -17,6 +17,7 @@ import {
   responseHeader,
   type PooledResponse,
 } from "../triton/http-pool.js";
+import type { StreamFacts } from "./stream-stats.js";
 
 export type Protocol = "http" | "grpc";
 
@@ -36,6 +37,8 @@ export interface Outcome {
   /** From the first response byte to the whole response (HTTP only). */
   recvUs: number;
   error?: ErrorInfo;
+  /** A streamed request (decoupled model): its responses and their times. */
+  stream?: StreamFacts;
 }
 
 /** A probe request failed: the message is Triton's, for the user. */

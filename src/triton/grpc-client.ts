@@ -21,11 +21,13 @@ import {
   ModelReadyResponseSchema,
   ModelStatisticsRequestSchema,
   ModelStatisticsResponseSchema,
+  ModelStreamInferResponseSchema,
   ServerLiveRequestSchema,
   ServerLiveResponseSchema,
   ServerMetadataRequestSchema,
   ServerMetadataResponseSchema,
   type InferParameter,
+  type ModelInferResponse,
   type StatisticDuration,
 } from "./gen/grpc_service_pb.js";
 import type { ModelMetadata } from "./http-client.js";
@@ -57,6 +59,8 @@ export interface ModelConfigSummary {
   dynamic_batching?: { preferred_batch_size: number[]; max_queue_delay_microseconds: number };
   instance_group: Array<{ count: number; kind: string }>;
   ensemble_scheduling?: { step: Array<{ model_name: string }> };
+  /** model_transaction_policy.decoupled: responses come only over a stream, any number per request. */
+  decoupled?: boolean;
 }
 
 /** Statistics in the same shape as the HTTP statistics extension's JSON. */
@@ -203,6 +207,7 @@ export class TritonGrpcClient {
       ...(c?.ensembleScheduling
         ? { ensemble_scheduling: { step: c.ensembleScheduling.step.map((s) => ({ model_name: s.modelName })) } }
         : {}),
+      ...(c?.modelTransactionPolicy?.decoupled ? { decoupled: true } : {}),
     };
   }
 
@@ -257,7 +262,10 @@ export class TritonGrpcClient {
   }
 
   static decodeInferResponse(bytes: Buffer): DecodedInferResponse {
-    const r = fromBinary(ModelInferResponseSchema, bytes);
+    return TritonGrpcClient.inferResponseOf(fromBinary(ModelInferResponseSchema, bytes));
+  }
+
+  static inferResponseOf(r: ModelInferResponse): DecodedInferResponse {
     return {
       model_name: r.modelName,
       model_version: r.modelVersion,
@@ -279,7 +287,73 @@ export class TritonGrpcClient {
     return TritonGrpcClient.decodeInferResponse(bytes);
   }
 
+  /**
+   * Open a ModelStreamInfer stream. `onMessage` gets each message as it arrives, `onEnd` once, with
+   * the call's error when it ended with a non-OK status (CANCELLED after `cancel()` included).
+   */
+  openStream(handlers: {
+    onMessage: (m: StreamMessage) => void;
+    onEnd: (err: TritonGrpcError | undefined) => void;
+  }): InferStream {
+    const call = this.client.makeBidiStreamRequest<Buffer, Buffer>(
+      SERVICE + "ModelStreamInfer",
+      identity,
+      identity,
+      new grpc.Metadata(),
+      {},
+    );
+    let ended = false;
+    const end = (err: TritonGrpcError | undefined) => {
+      if (ended) return;
+      ended = true;
+      handlers.onEnd(err);
+    };
+    call.on("data", (b: Buffer) => handlers.onMessage(decodeStreamMessage(b)));
+    call.on("error", (err: grpc.ServiceError) =>
+      end(new TritonGrpcError(err.code, err.details || err.message, "ModelStreamInfer")),
+    );
+    call.on("end", () => end(undefined));
+    return {
+      write: (request) => call.write(request),
+      cancel: () => call.cancel(),
+      end: () => call.end(),
+    };
+  }
+
   close(): void {
     this.client.close();
   }
+}
+
+/** One message of a ModelStreamInfer stream, decoded only as far as a load generator needs. */
+export interface StreamMessage {
+  /** Triton's error for the request this message ends; "" for a response. */
+  error: string;
+  /** The response carries `triton_final_response: true`: its request is complete. */
+  final: boolean;
+  /** Output tensors the response carries (0 for the empty final response). */
+  outputs: number;
+  /** Elements over all its outputs (tokens, for a generator emitting one id per token). */
+  elements: number;
+  response?: ModelInferResponse;
+}
+
+export interface InferStream {
+  write(request: Buffer): void;
+  /** Half-close: no more requests; the server ends the call once its responses are sent. */
+  end(): void;
+  cancel(): void;
+}
+
+export function decodeStreamMessage(bytes: Buffer): StreamMessage {
+  const m = fromBinary(ModelStreamInferResponseSchema, bytes);
+  const r = m.inferResponse;
+  const flag = r?.parameters["triton_final_response"]?.parameterChoice;
+  return {
+    error: m.errorMessage,
+    final: flag?.case === "boolParam" && flag.value,
+    outputs: r?.outputs.length ?? 0,
+    elements: (r?.outputs ?? []).reduce((a, o) => a + o.shape.reduce((p, d) => p * Number(d), 1), 0),
+    ...(r ? { response: r } : {}),
+  };
 }

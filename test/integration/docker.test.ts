@@ -140,6 +140,7 @@ describe.skipIf(!availability.ok)(`up --runtime docker against a real daemon${sk
       ["image_classifier", "READY"],
       ["sentiment_classifier", "READY"],
       ["sentiment_pipeline", "READY"],
+      ["text_streamer", "READY"],
     ]);
   }, 240_000);
 

@@ -170,6 +170,7 @@ describe.skipIf(!availability.ok)(
         ["image_classifier", "READY"],
         ["sentiment_classifier", "READY"],
         ["sentiment_pipeline", "READY"],
+        ["text_streamer", "READY"],
       ]);
       console.info(
         `up --runtime kind --detach (pull, new cluster) to every model READY: ${(elapsed / 1000).toFixed(1)} s`,

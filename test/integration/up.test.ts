@@ -27,7 +27,7 @@ describe("up --detach on the sample models (real Triton)", () => {
     upElapsedMs = Date.now() - t0;
     expect(up.stderr).toBe("");
     expect(up.code).toBe(0);
-    expect(up.stdout).toMatch(/4\/4 model\(s\) READY/);
+    expect(up.stdout).toMatch(/5\/5 model\(s\) READY/);
     // The GPU sample model is skipped on a machine without a GPU, plainly and without failing `up`.
     expect(up.stdout).toMatch(
       /resnet50_fp16: skipped, it needs a GPU \(KIND_GPU\) and this machine has none \(.*config\.pbtxt:\d+:\d+/,
@@ -48,7 +48,13 @@ describe("up --detach on the sample models (real Triton)", () => {
     expect(s.endpoints.http).toBe(`http://127.0.0.1:${ports.http}`);
     expect(s.serverReady).toBe(true);
     const byName = Object.fromEntries(s.models.map((m: { name: string }) => [m.name, m]));
-    for (const m of ["bert_tokenizer", "sentiment_classifier", "sentiment_pipeline", "image_classifier"]) {
+    for (const m of [
+      "bert_tokenizer",
+      "sentiment_classifier",
+      "sentiment_pipeline",
+      "image_classifier",
+      "text_streamer",
+    ]) {
       expect(byName[m]).toMatchObject({ name: m, version: "1", state: "READY" });
     }
     // The model `up` left out is listed too, with why, although Triton never saw it.

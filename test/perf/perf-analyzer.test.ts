@@ -54,6 +54,34 @@ describe("perf_analyzer as the engine", () => {
     );
   });
 
+  it("asks for --streaming for a decoupled model", () => {
+    const base = {
+      model: "text_streamer",
+      url: "127.0.0.1:8001",
+      protocol: "grpc" as const,
+      kind: "concurrency" as const,
+      value: 2,
+      distribution: "constant" as const,
+      windowMs: 1000,
+      stabilityPct: 10,
+      maxTrials: 5,
+      batchSize: 1,
+      shapes: {},
+      inputData: "random" as const,
+      stringLength: 16,
+    };
+    expect(perfAnalyzerArgs({ ...base, streaming: true }, "/tmp/x.csv").slice(0, 7)).toEqual([
+      "-m",
+      "text_streamer",
+      "-u",
+      "127.0.0.1:8001",
+      "-i",
+      "grpc",
+      "--streaming",
+    ]);
+    expect(perfAnalyzerArgs(base, "/tmp/x.csv")).not.toContain("--streaming");
+  });
+
   it("says how to get perf_analyzer when it is missing", () => {
     let err: unknown;
     try {

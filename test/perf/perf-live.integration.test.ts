@@ -36,7 +36,7 @@ describe("triton-dev perf (real Triton, sample models)", () => {
       "class TritonPythonModel:\n    def initialize(self, args):\n        raise RuntimeError('weights file missing')\n\n    def execute(self, requests):\n        return []\n",
     );
     const up = await runCli(["up", "--detach", "--models", models, ...portArgs(ports)], env);
-    expect(up.stdout).toMatch(/4\/5 model\(s\) READY/);
+    expect(up.stdout).toMatch(/5\/6 model\(s\) READY/);
   }, 300_000);
 
   afterAll(async () => {

@@ -42,6 +42,7 @@ describe("the sample repository (models/)", () => {
         "resnet50_fp16",
         "sentiment_classifier",
         "sentiment_pipeline",
+        "text_streamer",
       ]),
     );
     // `up` skips the GPU model on a machine without one: it does not load here, though no error says so.

@@ -6,7 +6,7 @@ import type { Command } from "../../src/ui/keys.js";
 import { applySessionEvent, initialState, summariseConfig, type DashboardState } from "../../src/ui/state.js";
 import { Store } from "../../src/ui/store.js";
 import { ThemeContext } from "../../src/ui/theme.js";
-import { DIMS_ERROR, perfReport, startEvents, T0 } from "./helpers.js";
+import { DIMS_ERROR, perfReport, startEvents, streamPerfReport, T0 } from "./helpers.js";
 
 afterEach(() => cleanup());
 
@@ -122,6 +122,28 @@ describe("the dashboard", () => {
     expect(f).toMatch(/│4\s+1735\s+2\.10\s+3\.36\s+4\.20/);
     expect(f).toMatch(/best 1735 infer\/s at concurrency 4, p99 4\.20 ms/);
     expect(f).toContain("throughput (infer/s)");
+  });
+
+  it("shows a decoupled model's perf result with its streaming columns: responses, TTFT, ITL, errors", async () => {
+    const { update, frame, feed } = setup();
+    await feed(...startEvents());
+    await update((s) => ({
+      ...s,
+      ui: { ...s.ui, view: "perf" },
+      perf: {
+        status: "done",
+        model: "text_streamer",
+        plan: "concurrency 1,2, 1 s windows",
+        progress: [],
+        report: streamPerfReport(),
+      },
+    }));
+    const f = frame();
+    expect(f).toMatch(/conc\s+req\/s\s+resp\/s\s+r\/req\s+ttft50\s+ttft99\s+itl50\s+itl99\s+p99\s+out\/s\s+errors/);
+    // concurrency 2: 70 req/s, 840 resp/s, 12 per request, TTFT p50 4 ms / p99 5.6 ms, ITL 0.5 / 0.7 ms, 3 errors.
+    expect(f).toMatch(/│2\s+70\.00\s+840\.0\s+12\.0\s+4\.00\s+5\.60\s+0\.50\s+0\.70\s+12\.0\s+1680\s+3\s/);
+    expect(f).toMatch(/best 840\.0 responses\/s at concurrency 2, 70\.00 requests\/s, first response p99 5\.60 ms/);
+    expect(f).not.toMatch(/queue\s+infer\s+batch/);
   });
 
   it("turns keys into view changes and commands", async () => {

@@ -93,3 +93,47 @@ export function perfReport(model = "offset"): PerfReport {
     ],
   };
 }
+
+/** A streaming sweep of a decoupled model: `tokens` responses per request, 2 ms to the first, 0.5 ms between. */
+export function streamPerfReport(model = "text_streamer", tokens = 12): PerfReport {
+  const base = perfReport(model);
+  const sweep = base.sweeps[0]!;
+  const summary = (count: number, ms: number) => ({
+    count,
+    minUs: ms * 800,
+    maxUs: ms * 1500,
+    avgUs: ms * 1000,
+    stdDevUs: 1,
+    p50Us: ms * 1000,
+    p90Us: ms * 1200,
+    p95Us: ms * 1300,
+    p99Us: ms * 1400,
+  });
+  return {
+    ...base,
+    sweeps: [
+      {
+        ...sweep,
+        protocol: "grpc",
+        endpoint: "127.0.0.1:8001",
+        streaming: "ModelStreamInfer",
+        levels: [level(1, 40, 9), level(2, 70, 12)].map((l) => ({
+          ...l,
+          server: undefined,
+          errorCount: l.value === 2 ? 3 : 0,
+          stream: {
+            requests: l.requests,
+            responses: l.requests * tokens,
+            requestsPerSec: l.throughput,
+            responsesPerSec: l.throughput * tokens,
+            responsesPerRequest: tokens,
+            outputElements: l.requests * tokens * 2,
+            outputElementsPerSec: l.throughput * tokens * 2,
+            firstResponse: summary(l.requests, 2 * l.value),
+            interResponse: summary(l.requests * (tokens - 1), 0.5),
+          },
+        })),
+      },
+    ],
+  };
+}

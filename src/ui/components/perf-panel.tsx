@@ -1,6 +1,8 @@
 import { Text } from "ink";
 import { memo, type ReactElement } from "react";
+import type { LevelResult } from "../../perf/profile.js";
 import { chart, seriesOf } from "../../perf/report.js";
+import { isStreamingSweep } from "../../perf/stream-report.js";
 import { duration, fit, perSec, usAsMs } from "../format.js";
 import type { PerfState } from "../state.js";
 import { toneColor, useTheme } from "../theme.js";
@@ -25,6 +27,41 @@ const COLS: Array<[string, number]> = [
   ["batch", 5],
   ["errors", 6],
 ];
+
+/** A decoupled model's columns: responses, time to first response, inter-response latency. */
+const STREAM_COLS: Array<[string, number]> = [
+  ["conc", 5],
+  ["req/s", 7],
+  ["resp/s", 8],
+  ["r/req", 6],
+  ["ttft50", 7],
+  ["ttft99", 7],
+  ["itl50", 7],
+  ["itl99", 7],
+  ["p99", 7],
+  ["out/s", 8],
+  ["errors", 6],
+];
+
+const present = (l: { count: number; p50Us: number } | undefined, us: number | undefined) =>
+  l && l.count > 0 ? usAsMs(us) : "—";
+
+function streamCells(l: LevelResult): string[] {
+  const s = l.stream;
+  return [
+    String(l.value),
+    perSec(s?.requestsPerSec ?? l.throughput),
+    s ? perSec(s.responsesPerSec) : "—",
+    s ? s.responsesPerRequest.toFixed(1) : "—",
+    present(s?.firstResponse, s?.firstResponse.p50Us),
+    present(s?.firstResponse, s?.firstResponse.p99Us),
+    present(s?.interResponse, s?.interResponse.p50Us),
+    present(s?.interResponse, s?.interResponse.p99Us),
+    l.requests ? usAsMs(l.latency.p99Us) : "—",
+    s ? perSec(s.outputElementsPerSec) : "—",
+    String(l.errorCount),
+  ];
+}
 
 /** The quick check of the selected model (`p`): its table, then throughput against latency. */
 export const PerfPanel = memo(function PerfPanel({ perf, now, width, height }: PerfPanelProps) {
@@ -64,30 +101,34 @@ export const PerfPanel = memo(function PerfPanel({ perf, now, width, height }: P
       );
   }
   const sweep = perf.report?.sweeps[0];
+  const streaming = sweep ? isStreamingSweep(sweep) : false;
+  const cols = streaming ? STREAM_COLS : COLS;
   if (sweep && sweep.levels.length > 0) {
     push(
       <Line key="h" bold>
-        {fit(COLS.map(([c, w], i) => (i === 0 ? fit(c, w) : fit(c, w, true))).join(" ") + "  (latency ms)", inner)}
+        {fit(cols.map(([c, w], i) => (i === 0 ? fit(c, w) : fit(c, w, true))).join(" ") + "  (latency ms)", inner)}
       </Line>,
     );
     const levels = [...sweep.levels].sort((a, b) => a.value - b.value);
     for (const l of levels) {
-      const cells = [
-        String(l.value),
-        perSec(l.throughput),
-        usAsMs(l.latency.p50Us),
-        usAsMs(l.latency.p90Us),
-        usAsMs(l.latency.p99Us),
-        usAsMs(l.latency.avgUs),
-        usAsMs(l.server?.queueUs),
-        usAsMs(l.server?.computeInferUs),
-        l.server && l.server.avgBatchSize > 0 ? l.server.avgBatchSize.toFixed(1) : "—",
-        String(l.errorCount),
-      ];
+      const cells = streaming
+        ? streamCells(l)
+        : [
+            String(l.value),
+            perSec(l.throughput),
+            usAsMs(l.latency.p50Us),
+            usAsMs(l.latency.p90Us),
+            usAsMs(l.latency.p99Us),
+            usAsMs(l.latency.avgUs),
+            usAsMs(l.server?.queueUs),
+            usAsMs(l.server?.computeInferUs),
+            l.server && l.server.avgBatchSize > 0 ? l.server.avgBatchSize.toFixed(1) : "—",
+            String(l.errorCount),
+          ];
       push(
         <Line key={`l${l.value}`}>
           {fit(
-            cells.map((c, i) => (i === 0 ? fit(c, COLS[i]![1]) : fit(c, COLS[i]![1], true))).join(" ") +
+            cells.map((c, i) => (i === 0 ? fit(c, cols[i]![1]) : fit(c, cols[i]![1], true))).join(" ") +
               (l.partial ? `  (${l.partial})` : l.stable ? "" : "  (unstable)"),
             inner,
           )}
@@ -95,10 +136,18 @@ export const PerfPanel = memo(function PerfPanel({ perf, now, width, height }: P
       );
     }
     const best = levels.reduce((a, b) => (b.throughput > a.throughput ? b : a));
+    const ttft = best.stream?.firstResponse;
     push(
       <Text key="best" wrap="truncate">
-        best <Text bold color={toneColor(theme, "ok")}>{`${perSec(best.throughput)} infer/s`}</Text>
-        {` at concurrency ${best.value}, p99 ${usAsMs(best.latency.p99Us)} ms`}
+        best{" "}
+        <Text bold color={toneColor(theme, "ok")}>
+          {streaming && best.stream
+            ? `${perSec(best.stream.responsesPerSec)} responses/s`
+            : `${perSec(best.throughput)} infer/s`}
+        </Text>
+        {streaming
+          ? ` at concurrency ${best.value}, ${perSec(best.throughput)} requests/s, first response p99 ${present(ttft, ttft?.p99Us)} ms`
+          : ` at concurrency ${best.value}, p99 ${usAsMs(best.latency.p99Us)} ms`}
         {perf.report?.previous?.diffs.length
           ? `; vs previous run: ${perf.report.previous.diffs.map((d) => `${d.value}: ${d.throughputPct >= 0 ? "+" : ""}${d.throughputPct.toFixed(1)}%`).join(", ")}`
           : ""}
