@@ -57,6 +57,8 @@ export interface ModelConfigSummary {
   dynamic_batching?: { preferred_batch_size: number[]; max_queue_delay_microseconds: number };
   instance_group: Array<{ count: number; kind: string }>;
   ensemble_scheduling?: { step: Array<{ model_name: string }> };
+  /** The config's inputs, for what metadata does not say: which ones a request may leave out. */
+  input?: Array<{ name: string; optional: boolean }>;
 }
 
 /** Statistics in the same shape as the HTTP statistics extension's JSON. */
@@ -200,6 +202,7 @@ export class TritonGrpcClient {
           }
         : {}),
       instance_group: (c?.instanceGroup ?? []).map((g) => ({ count: g.count, kind: kinds[g.kind] ?? String(g.kind) })),
+      input: (c?.input ?? []).map((i) => ({ name: i.name, optional: i.optional })),
       ...(c?.ensembleScheduling
         ? { ensemble_scheduling: { step: c.ensembleScheduling.step.map((s) => ({ model_name: s.modelName })) } }
         : {}),
