@@ -4,6 +4,7 @@ import { UsageError } from "../errors.js";
 import type { InputDataSource } from "../perf/inputs.js";
 import {
   chart,
+  describeClientServerGap,
   describeErrors,
   describeGpu,
   formatComparison,
@@ -46,6 +47,8 @@ export interface PerfFlags {
 function printSweep(output: Output, s: SweepResult, heading: boolean): void {
   if (heading) output.out(`\n== ${s.label ?? s.servedModel}${s.label ? ` (${s.servedModel})` : ""}`);
   output.out(formatTable(s));
+  const gap = describeClientServerGap(s);
+  if (gap) output.out(gap);
   const errors = describeErrors(s);
   if (errors.length) output.out(["errors:", ...errors].join("\n"));
   const gpu = describeGpu(s);
@@ -57,7 +60,8 @@ export function printReport(output: Output, r: PerfReport, o: { chart: boolean }
   if (!first) return;
   output.out(
     `${r.model} over ${first.protocol.toUpperCase()} at ${first.endpoint}, ${first.engine === "perf_analyzer" ? "perf_analyzer" : "built-in generator"}, ` +
-      `${first.measurementIntervalMs} ms windows, batch ${first.batchSize}${first.distribution ? `, ${first.distribution} arrivals` : ""}; times in ms`,
+      `${first.measurementIntervalMs} ms windows, batch ${first.batchSize}${first.distribution ? `, ${first.distribution} arrivals` : ""}; times in ms` +
+      "\n(Send to Avg as the client measured them; Server is Triton's own time per request, Queue to Out its parts)",
   );
   for (const s of r.sweeps) printSweep(output, s, r.sweeps.length > 1 || r.compare !== undefined);
   if (r.comparison && r.sweeps.length > 1) {
