@@ -164,7 +164,14 @@ export function handleInput(s: DashboardState, input: string, key: KeyInfo, page
   let state = s;
   let command: Command | undefined;
   for (const ch of input) {
-    if (state.ui.filtering || state.ui.prompt) {
+    if (state.ui.prompt) {
+      // Text typed quickly arrives with its enter in the same chunk: enter still submits it.
+      const r = handleKey(state, ch, ch === "\r" ? { return: true } : {}, pageLines);
+      state = r.state;
+      command ??= r.command;
+      continue;
+    }
+    if (state.ui.filtering) {
       state = handleKey(state, ch, {}, pageLines).state;
       continue;
     }

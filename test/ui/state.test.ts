@@ -339,6 +339,10 @@ describe("keys", () => {
     const again = handleKey(run.state, "P", {}).state;
     expect(again.ui.prompt!.text).toBe("INPUT0=2x3 q=4x5");
     expect(handleKey(again, "", { escape: true }).state.ui.prompt).toBeUndefined();
+    // Typed fast, the text and its enter come as one chunk, as a real terminal sends them.
+    const chunk = handleInput(handleKey(started(), "P", {}).state, "a=1x2\r", {});
+    expect(chunk.command).toEqual({ type: "perf", model: "offset", shapes: { a: [1, 2] } });
+    expect(chunk.state.ui.prompt).toBeUndefined();
     // While a check runs, enter keeps the shapes for the next p and starts nothing.
     const busy = { ...again, perf: { ...again.perf, status: "running" as const } };
     expect(handleKey(busy, "", { return: true }).command).toBeUndefined();
