@@ -177,9 +177,12 @@ export function describeClientServerGap(sweep: SweepResult, rule: GapRule = CLIE
     .filter((g) => g.l.latency.avgUs >= rule.ratio * g.server && g.gap >= rule.minGapUs);
   if (gaps.length === 0) return undefined;
   const worst = gaps.reduce((a, b) => (b.gap > a.gap ? b : a));
-  const levels = gaps.length === sweep.levels.length ? "every level" : `${gaps.map((g) => g.l.value).join(", ")}`;
+  const levels =
+    gaps.length === sweep.levels.length
+      ? `at every ${sweep.kind} level`
+      : `${sweep.kind} ${gaps.map((g) => g.l.value).join(", ")}`;
   return (
-    `note: client latency is well above the server's time per request (${sweep.kind} ${levels}; at ${worst.l.value}: ` +
+    `note: client latency is well above the server's time per request (${levels}; at ${worst.l.value}: ` +
     `Avg ${ms(worst.l.latency.avgUs)} ms, Server ${ms(worst.server)} ms): the other ${ms(worst.gap)} ms are the client and the network, not the model`
   );
 }

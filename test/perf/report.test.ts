@@ -106,6 +106,7 @@ describe("reports", () => {
     expect(note).toContain("the other 5.22 ms are the client and the network");
     // The rule is a parameter: a stricter one leaves the 2 ms level out.
     expect(describeClientServerGap(far, { ratio: 10, minGapUs: 500 })).toContain("concurrency 4;");
+    expect(describeClientServerGap(sweep([level(2, 1000, 2000)]))).toContain("(at every concurrency level; at 2:");
     expect(describeClientServerGap(sweep([{ ...level(1, 1, 5000), server: undefined }]))).toBeUndefined();
   });
 
