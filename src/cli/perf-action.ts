@@ -4,6 +4,7 @@ import { UsageError } from "../errors.js";
 import type { InputDataSource } from "../perf/inputs.js";
 import {
   chart,
+  describeClientServerGap,
   describeErrors,
   describeGpu,
   formatComparison,
@@ -14,6 +15,7 @@ import {
   type SweepResult,
 } from "../perf/report.js";
 import { runPerf, type PerfOptions, type PerfReport } from "../perf/run.js";
+import { isStreamingSweep } from "../perf/stream-report.js";
 import { parseCompareFlag } from "../perf/variants.js";
 import type { CliContext, Output } from "./output.js";
 
@@ -47,6 +49,8 @@ export interface PerfFlags {
 function printSweep(output: Output, s: SweepResult, heading: boolean): void {
   if (heading) output.out(`\n== ${s.label ?? s.servedModel}${s.label ? ` (${s.servedModel})` : ""}`);
   output.out(formatTable(s));
+  const gap = describeClientServerGap(s);
+  if (gap) output.out(gap);
   const errors = describeErrors(s);
   if (errors.length) output.out(["errors:", ...errors].join("\n"));
   const gpu = describeGpu(s);
@@ -59,7 +63,10 @@ export function printReport(output: Output, r: PerfReport, o: { chart: boolean }
   output.out(
     `${r.model} over ${first.protocol.toUpperCase()} at ${first.endpoint}, ${first.engine === "perf_analyzer" ? "perf_analyzer" : "built-in generator"}, ` +
       `${first.measurementIntervalMs} ms windows, batch ${first.batchSize}${first.distribution ? `, ${first.distribution} arrivals` : ""}` +
-      `${first.sharedMemory ? `, inputs in ${first.sharedMemory} shared memory (outputs in the response body)` : ""}; times in ms`,
+      `${first.sharedMemory ? `, inputs in ${first.sharedMemory} shared memory (outputs in the response body)` : ""}; times in ms` +
+      (isStreamingSweep(first)
+        ? ""
+        : "\n(Send to Avg as the client measured them; Server is Triton's own time per request, Queue to Out its parts)"),
   );
   for (const s of r.sweeps) printSweep(output, s, r.sweeps.length > 1 || r.compare !== undefined);
   if (r.comparison && r.sweeps.length > 1) {

@@ -101,11 +101,15 @@ export function registerPerfCommand(program: Command, ctx: CliContext): Command 
     .option("-b, --batch-size <n>", "batch size of each request", parsePositiveInt("--batch-size"), 1)
     .option(
       "--shape <NAME:d1,d2>",
-      "dimensions (without batch) for an input with -1 in its shape; repeatable",
+      "dimensions (without batch) for an input with -1 in its shape (or NAME=d1xd2); repeatable; an optional input is sent only when given one",
       collectShape,
       [],
     )
-    .option("--input-data <random|zero|FILE>", "synthetic data, zeros, or perf_analyzer's JSON data file", "random")
+    .option(
+      "--input-data <random|zero|FILE>",
+      'synthetic data, zeros, or perf_analyzer\'s JSON data file (its "shape" sizes dynamic inputs)',
+      "random",
+    )
     .option("--string-length <n>", "characters of synthetic BYTES elements", parsePositiveInt("--string-length"), 128)
     .option("--priority <n>", "request priority parameter (1 is highest)", intOption("--priority", 1))
     .option(

@@ -83,6 +83,7 @@ export class HttpControl implements ControlClient {
         count: Number(g.count ?? 1),
         kind: String(g.kind ?? "KIND_AUTO"),
       })),
+      input: (c.input ?? []).map((i) => ({ name: String(i.name), optional: Boolean(i.optional) })),
       ...(c.ensemble_scheduling
         ? {
             ensemble_scheduling: {

@@ -1,8 +1,8 @@
-import fsp from "node:fs/promises";
-import { UsageError, UserError } from "../errors.js";
+import { UsageError } from "../errors.js";
 import { DATATYPE_BYTES, elementCount, encodeTensorData, type RawTensor } from "../triton/binary.js";
 import type { ModelConfigSummary } from "../triton/grpc-client.js";
 import type { ModelMetadata, TensorMetadata } from "../triton/http-client.js";
+import { InputDataError, type DataStep, type DataValue, type LoadedInputData } from "./input-data.js";
 
 export type InputDataSource = "random" | "zero" | { file: string };
 
@@ -10,30 +10,53 @@ export interface InputOptions {
   batchSize: number;
   /** From `--shape NAME:d1,d2`: the non-batch dimensions of inputs whose shape has -1. */
   shapes: Record<string, number[]>;
-  data: InputDataSource;
+  /** Synthetic data, or the steps of an --input-data file already read. */
+  data: "random" | "zero" | LoadedInputData;
   /** Characters per synthesised BYTES element. */
   stringLength: number;
   /** Seeded by default so two runs send the same data. */
   random?: () => number;
 }
 
-/** `NAME:d1,d2,...`; the name may itself hold colons, so the dimensions follow the last one. */
+/**
+ * `NAME:d1,d2` (the --shape flag, as perf_analyzer takes it) or `NAME=d1xd2` (the dashboard's
+ * prompt): one parser for both, so they accept and refuse the same shapes. The name may itself
+ * hold colons or `=`, so the dimensions follow the last separator.
+ */
 export function parseShapeFlag(value: string): [string, number[]] {
-  const i = value.lastIndexOf(":");
+  const i = Math.max(value.lastIndexOf(":"), value.lastIndexOf("="));
   const name = i > 0 ? value.slice(0, i) : "";
   const dims =
     i > 0
       ? value
           .slice(i + 1)
-          .split(",")
+          .split(/[,x]/)
           .map((d) => d.trim())
       : [];
   if (!name || dims.length === 0 || dims.some((d) => !/^\d+$/.test(d) || Number(d) < 1)) {
-    throw new UsageError(`--shape must look like NAME:d1,d2 with every dimension a whole number >= 1, got '${value}'`, {
-      hint: "Give the dimensions without the batch dimension, e.g. --shape INPUT0:3,224,224.",
-    });
+    throw new UsageError(
+      `a shape must look like NAME:d1,d2 (or NAME=d1xd2) with every dimension a whole number >= 1, got '${value}'`,
+      { hint: "Give the dimensions without the batch dimension, e.g. --shape INPUT0:3,224,224." },
+    );
   }
   return [name, dims.map(Number)];
+}
+
+/** Several shapes separated by spaces (`a=2x3 b=4`), as the dashboard's prompt takes them. */
+export function parseShapeList(text: string): Record<string, number[]> {
+  const out: Record<string, number[]> = {};
+  for (const token of text.trim().split(/\s+/).filter(Boolean)) {
+    const [name, dims] = parseShapeFlag(token);
+    out[name] = dims;
+  }
+  return out;
+}
+
+/** The inverse of parseShapeList, for showing remembered shapes. */
+export function formatShapeList(shapes: Readonly<Record<string, readonly number[]>>): string {
+  return Object.entries(shapes)
+    .map(([n, d]) => `${n}=${d.join("x")}`)
+    .join(" ");
 }
 
 /** A small fast PRNG (mulberry32), so synthetic data is the same from run to run. */
@@ -107,15 +130,66 @@ function synthesiseRaw(
 export interface ResolvedInput {
   name: string;
   datatype: string;
-  /** Without the batch dimension. */
+  /** Without the batch dimension; -1 stays where each --input-data step gives the shape. */
+  dims: number[];
+  /** The model's config marks it optional: a data step may leave it out. */
+  optional: boolean;
+}
+
+/** A dynamic input that got no size, by name, with its declared dimensions (without batch). */
+export interface UnsizedInput {
+  name: string;
   dims: number[];
 }
 
-/** Each input's concrete dimensions, filling -1 from --shape, with perf_analyzer's error when one is missing. */
+/**
+ * Inputs with -1 in their shape that neither --shape nor --input-data sized: all of them in one
+ * error, so one more run is enough.
+ */
+export class MissingShapesError extends UsageError {
+  override name = "MissingShapesError";
+  constructor(
+    readonly model: string,
+    readonly inputs: readonly UnsizedInput[],
+  ) {
+    const list = inputs.map((i) => `${i.name} [${i.dims.join(",")}]`).join(", ");
+    const example = inputs.map((i) => `--shape ${i.name}:${i.dims.map((d) => (d < 0 ? "N" : String(d))).join(",")}`);
+    super(
+      inputs.length === 1
+        ? `input ${list} of ${model} has a dynamic shape: give it a size to send`
+        : `${inputs.length} inputs of ${model} have dynamic shapes: give each a size to send: ${list}`,
+      {
+        hint: `Pass ${example.join(" ")} with a size for each N (without the batch dimension), or give "shape" beside "content" in --input-data FILE.json.`,
+      },
+    );
+  }
+}
+
+export interface ResolveOptions {
+  batchSize: number;
+  shapes: Record<string, number[]>;
+  /** The steps of an --input-data file, which may name inputs and give their shapes. */
+  steps?: readonly DataStep[];
+  /** Which inputs the config marks optional. */
+  optional?: ReadonlySet<string>;
+}
+
+/** A BYTES b64 value is one element, so it sizes every -1 as 1 without a "shape". */
+const stepGivesShape = (datatype: string, v: DataValue) =>
+  v.shape !== undefined || (v.b64 !== undefined && datatype === "BYTES");
+
+const sizeFits = (given: readonly number[], declared: readonly number[]) =>
+  given.length === declared.length && given.every((d, i) => declared[i]! < 0 || declared[i] === d);
+
+/**
+ * Each input's concrete dimensions, filling -1 from --shape or from the data file's shapes.
+ * Optional inputs go only when asked for (a --shape, or a value in the data file); every input
+ * still missing a size is named in one MissingShapesError.
+ */
 export function resolveInputs(
   metadata: ModelMetadata,
   config: Pick<ModelConfigSummary, "max_batch_size">,
-  o: Pick<InputOptions, "batchSize" | "shapes">,
+  o: ResolveOptions,
 ): ResolvedInput[] {
   const batching = config.max_batch_size > 0;
   if (!batching && o.batchSize > 1) {
@@ -136,92 +210,121 @@ export function resolveInputs(
         hint: `Its inputs are: ${[...known].join(", ")}.`,
       });
   }
-  return metadata.inputs.map((t: TensorMetadata) => {
+  const steps = o.steps ?? [];
+  const optional = o.optional ?? new Set<string>();
+  const out: ResolvedInput[] = [];
+  const missing: UnsizedInput[] = [];
+  const leftOut: string[] = [];
+  for (const t of metadata.inputs as TensorMetadata[]) {
     const declared = batching ? t.shape.slice(1) : t.shape;
     const given = o.shapes[t.name];
+    const inData = steps.filter((s) => s.has(t.name));
+    const isOptional = optional.has(t.name);
+    if (isOptional && !given && inData.length === 0) {
+      leftOut.push(t.name);
+      continue;
+    }
+    const base = { name: t.name, datatype: t.datatype, optional: isOptional };
     if (given) {
-      if (given.length !== declared.length || given.some((d, i) => declared[i]! >= 0 && declared[i] !== d)) {
+      if (!sizeFits(given, declared)) {
         throw new UsageError(
           `--shape ${t.name}:${given.join(",")} does not fit the model's shape [${declared.join(",")}] for ${t.name}`,
-          {
-            hint: "Give every dimension except the batch dimension; fixed ones must match the model.",
-          },
+          { hint: "Give every dimension except the batch dimension; fixed ones must match the model." },
         );
       }
-      return { name: t.name, datatype: t.datatype, dims: given };
+      out.push({ ...base, dims: given });
+    } else if (!declared.some((d) => d < 0)) {
+      out.push({ ...base, dims: declared });
+    } else if (inData.length > 0 && inData.every((s) => stepGivesShape(t.datatype, s.get(t.name)!))) {
+      // Sized step by step: buildPayloads checks each step's shape against the model's.
+      out.push({ ...base, dims: declared });
+    } else {
+      missing.push({ name: t.name, dims: declared });
     }
-    if (declared.some((d) => d < 0)) {
-      throw new UsageError(
-        `input ${t.name} contains dynamic shape [${declared.join(",")}], provide shapes to send along with the request`,
-        {
-          hint: `Pass --shape ${t.name}:${declared.map((d) => (d < 0 ? "N" : String(d))).join(",")} with a size for each -1.`,
-        },
-      );
-    }
-    return { name: t.name, datatype: t.datatype, dims: declared };
-  });
-}
-
-function flatten(v: unknown): unknown[] {
-  return Array.isArray(v) ? v.flatMap(flatten) : [v];
-}
-
-interface DataFileEntry {
-  [input: string]: unknown;
-}
-
-/**
- * perf_analyzer's --input-data JSON: {"data": [{"IN": [..] | {"content": [..], "shape": [..]} | {"b64": ".."}}, ...]}.
- */
-async function readDataFile(file: string): Promise<DataFileEntry[]> {
-  let text: string;
-  try {
-    text = await fsp.readFile(file, "utf8");
-  } catch (err) {
-    throw new UserError(`cannot read --input-data ${file}: ${(err as Error).message}`);
   }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (err) {
-    throw new UserError(`--input-data ${file} is not valid JSON: ${(err as Error).message}`);
+  if (missing.length) throw new MissingShapesError(metadata.name, missing);
+  if (out.length === 0) {
+    throw new UsageError(`every input of ${metadata.name} is optional and none was asked for`, {
+      hint: `Name the ones to send with --shape (e.g. --shape ${leftOut[0]}:...), or give them in --input-data FILE.json.`,
+    });
   }
-  const data = (json as { data?: unknown }).data;
-  if (
-    !Array.isArray(data) ||
-    data.length === 0 ||
-    data.some((e) => typeof e !== "object" || e === null || Array.isArray(e))
-  ) {
-    throw new UserError(
-      `--input-data ${file} must hold {"data": [ {"INPUT": [values]}, ... ]} with at least one entry`,
+  return out;
+}
+
+/** The optional inputs resolveInputs left out: the ones the model has and the run does not send. */
+export function leftOutInputs(metadata: ModelMetadata, inputs: readonly ResolvedInput[]): string[] {
+  const sent = new Set(inputs.map((i) => i.name));
+  return metadata.inputs.map((i) => i.name).filter((n) => !sent.has(n));
+}
+
+function tensorFromStep(
+  file: string,
+  step: number,
+  input: ResolvedInput,
+  value: DataValue,
+): { dims: number[]; data: Buffer } {
+  const dims =
+    value.shape ?? (value.b64 && input.datatype === "BYTES" ? input.dims.map((d) => (d < 0 ? 1 : d)) : input.dims);
+  if (dims.some((d) => d < 0)) {
+    throw new InputDataError(file, step, input.name, `no "shape" for the model's shape [${input.dims.join(",")}]`, {
+      hint: `Give {"content": [...], "shape": [...]} for ${input.name} in every step, or --shape ${input.name}:... for all of them.`,
+    });
+  }
+  if (!sizeFits(dims, input.dims)) {
+    throw new InputDataError(
+      file,
+      step,
+      input.name,
+      `shape [${dims.join(",")}] does not fit the model's shape [${input.dims.join(",")}]`,
       {
-        hint: 'This is perf_analyzer\'s format; an entry may also give {"content": [...], "shape": [...]} or {"b64": "..."} per input.',
+        hint: "Give every dimension except the batch dimension, as many as the model has; fixed ones must match.",
       },
     );
   }
-  return data as DataFileEntry[];
-}
-
-function tensorFromEntry(input: ResolvedInput, value: unknown, where: string): { dims: number[]; data: Buffer } {
-  let content: unknown = value;
-  let dims = input.dims;
-  if (value && typeof value === "object" && !Array.isArray(value)) {
-    const v = value as { content?: unknown; shape?: unknown; b64?: unknown };
-    if (Array.isArray(v.shape)) dims = v.shape.map(Number);
-    if (typeof v.b64 === "string") return { dims, data: Buffer.from(v.b64, "base64") };
-    content = v.content;
-  }
-  const values = flatten(content);
   const expected = elementCount(dims);
+  if (value.b64) {
+    if (input.datatype === "BYTES") {
+      if (expected !== 1)
+        throw new InputDataError(
+          file,
+          step,
+          input.name,
+          `"b64" gives one BYTES element but shape [${dims.join(",")}] needs ${expected}`,
+          {
+            hint: 'Give the elements as a "content" list of strings instead.',
+          },
+        );
+      return { dims, data: encodeTensorData("BYTES", [value.b64]) };
+    }
+    const size = DATATYPE_BYTES[input.datatype] ?? 1;
+    if (value.b64.length !== expected * size)
+      throw new InputDataError(
+        file,
+        step,
+        input.name,
+        `"b64" holds ${value.b64.length} byte(s) but ${expected} ${input.datatype} element(s) of shape [${dims.join(",")}] take ${expected * size}`,
+        { hint: 'Encode the raw row-major tensor, or give a "shape" that matches it.' },
+      );
+    return { dims, data: value.b64 };
+  }
+  const values = value.content ?? [];
   if (values.length !== expected) {
-    throw new UserError(
-      `${where}: ${input.name} has ${values.length} element(s) but shape [${dims.join(",")}] needs ${expected}`,
-      {
-        hint: `Give ${expected} values, or a "shape" next to "content" (and --shape ${input.name}:... for a dynamic input).`,
-      },
+    throw new InputDataError(
+      file,
+      step,
+      input.name,
+      `${values.length} element(s) but shape [${dims.join(",")}] needs ${expected}`,
+      { hint: `Give ${expected} values, or a "shape" next to "content" that matches them.` },
     );
   }
-  return { dims, data: encodeTensorData(input.datatype, values) };
+  try {
+    return { dims, data: encodeTensorData(input.datatype, values) };
+  } catch (err) {
+    throw new InputDataError(file, step, input.name, `values do not fit ${input.datatype}: ${(err as Error).message}`, {
+      cause: err,
+      hint: `Give ${input.datatype} values.`,
+    });
+  }
 }
 
 function repeatBatch(data: Buffer, batchSize: number): Buffer {
@@ -230,7 +333,7 @@ function repeatBatch(data: Buffer, batchSize: number): Buffer {
 
 /**
  * The request inputs to send, one array per distinct request (the load generator rotates through
- * them): from the data file's entries, or synthesised from the model's metadata.
+ * them): from the data file's steps, or synthesised from the model's metadata.
  */
 export async function buildPayloads(
   inputs: readonly ResolvedInput[],
@@ -239,24 +342,38 @@ export async function buildPayloads(
 ): Promise<RawTensor[][]> {
   const full = (dims: number[]) => (batching ? [o.batchSize, ...dims] : dims);
   if (typeof o.data === "object") {
-    const file = o.data.file;
-    const entries = await readDataFile(file);
-    return entries.map((entry, k) =>
-      inputs.map((input) => {
-        if (!(input.name in entry)) {
-          throw new UserError(`--input-data ${file}: entry ${k + 1} has no value for input ${input.name}`, {
-            hint: `Every entry needs all of: ${inputs.map((i) => i.name).join(", ")}.`,
+    const { file, steps } = o.data;
+    const names = new Set(inputs.map((i) => i.name));
+    return steps.map((step, k) => {
+      for (const name of step.keys()) {
+        if (!names.has(name))
+          throw new InputDataError(file, k + 1, name, "not an input this run sends", {
+            hint: `The model's inputs sent here: ${[...names].join(", ")}.`,
+          });
+      }
+      const tensors: RawTensor[] = [];
+      for (const input of inputs) {
+        const value = step.get(input.name);
+        if (!value) {
+          // Triton takes a request without an optional input; it is the step's choice.
+          if (input.optional) continue;
+          throw new InputDataError(file, k + 1, input.name, "no value for this input", {
+            hint: `Every step needs all of: ${inputs
+              .filter((i) => !i.optional)
+              .map((i) => i.name)
+              .join(", ")}.`,
           });
         }
-        const t = tensorFromEntry(input, entry[input.name], `--input-data ${file}, entry ${k + 1}`);
-        return {
+        const t = tensorFromStep(file, k + 1, input, value);
+        tensors.push({
           name: input.name,
           datatype: input.datatype,
           shape: full(t.dims),
           data: repeatBatch(t.data, o.batchSize),
-        };
-      }),
-    );
+        });
+      }
+      return tensors;
+    });
   }
   const source = o.data;
   const random = o.random ?? seededRandom();

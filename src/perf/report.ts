@@ -127,7 +127,10 @@ function textTable(rows: string[][], rightAlignFrom = 1): string {
     .join("\n");
 }
 
-/** perf_analyzer's columns, in milliseconds for reading, plus the batch size the server formed and errors. */
+/**
+ * perf_analyzer's columns, in milliseconds for reading, plus the server's own time per request
+ * beside the client's average (Avg), the batch size the server formed and errors.
+ */
 export function formatTable(sweep: SweepResult): string {
   if (isStreamingSweep(sweep)) return formatStreamTable(sweep);
   const head = [
@@ -145,6 +148,7 @@ export function formatTable(sweep: SweepResult): string {
     "p95",
     "p99",
     "Avg",
+    "Server",
     "Batch",
     "Errors",
     "",
@@ -166,6 +170,7 @@ export function formatTable(sweep: SweepResult): string {
       ms(l.latency.p95Us),
       ms(l.latency.p99Us),
       ms(l.latency.avgUs),
+      ms(l.server?.avgRequestUs),
       l.server && l.server.avgBatchSize > 0 ? l.server.avgBatchSize.toFixed(1) : "-",
       String(l.errorCount),
       l.partial ? `(${l.partial})` : l.stable ? "" : "(unstable)",
@@ -180,6 +185,38 @@ function formatStreamTable(sweep: SweepResult): string {
     .sort((a, b) => a.value - b.value)
     .map((l) => [g6(l.value), ...streamTableCells(l), l.partial ? `(${l.partial})` : l.stable ? "" : "(unstable)"]);
   return textTable([head, ...rows]);
+}
+
+export interface GapRule {
+  /** Client latency at least this many times the server's time per request... */
+  ratio: number;
+  /** ...and at least this much more, in microseconds, before it is worth a note. */
+  minGapUs: number;
+}
+
+/** A gap smaller than this is within what a loaded two-core machine does between runs. */
+export const CLIENT_GAP_RULE: GapRule = { ratio: 1.5, minGapUs: 500 };
+
+/**
+ * Where the client's average latency is well above the server's time per request, the difference
+ * is spent outside Triton: in the client (ours or perf_analyzer, which differ in what a request
+ * costs them) and the network. Said once per sweep, with the level where the gap is largest.
+ */
+export function describeClientServerGap(sweep: SweepResult, rule: GapRule = CLIENT_GAP_RULE): string | undefined {
+  const gaps = sweep.levels
+    .filter((l) => l.requests > 0 && l.server && l.server.avgRequestUs > 0)
+    .map((l) => ({ l, server: l.server!.avgRequestUs, gap: l.latency.avgUs - l.server!.avgRequestUs }))
+    .filter((g) => g.l.latency.avgUs >= rule.ratio * g.server && g.gap >= rule.minGapUs);
+  if (gaps.length === 0) return undefined;
+  const worst = gaps.reduce((a, b) => (b.gap > a.gap ? b : a));
+  const levels =
+    gaps.length === sweep.levels.length
+      ? `at every ${sweep.kind} level`
+      : `${sweep.kind} ${gaps.map((g) => g.l.value).join(", ")}`;
+  return (
+    `note: client latency is well above the server's time per request (${levels}; at ${worst.l.value}: ` +
+    `Avg ${ms(worst.l.latency.avgUs)} ms, Server ${ms(worst.server)} ms): the other ${ms(worst.gap)} ms are the client and the network, not the model`
+  );
 }
 
 export function describeErrors(sweep: SweepResult): string[] {

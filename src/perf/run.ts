@@ -11,7 +11,8 @@ import { clientForRun, TritonHttpClient, type ModelMetadata } from "../triton/ht
 import { GrpcControl, HttpControl, isUnknownModelError, isUnreachableError, type ControlClient } from "./control.js";
 import { detectGpuProbe, type GpuProbe } from "./gpu.js";
 import { historyRoot, previousComparable, saveRun } from "./history.js";
-import { buildPayloads, resolveInputs, type InputDataSource } from "./inputs.js";
+import { readInputData } from "./input-data.js";
+import { buildPayloads, leftOutInputs, resolveInputs, type InputDataSource } from "./inputs.js";
 import type { Distribution } from "./load.js";
 import { findPerfAnalyzer, runPerfAnalyzerLevel } from "./perf-analyzer.js";
 import {
@@ -252,14 +253,28 @@ function planStream(
   );
 }
 
-async function prepareModel(t: Target, o: PerfOptions, served: string): Promise<ModelSetup> {
+async function prepareModel(
+  t: Target,
+  o: PerfOptions,
+  served: string,
+  progress?: (line: string) => void,
+): Promise<ModelSetup> {
   const [metadata, config] = await Promise.all([t.control.modelMetadata(served), t.control.modelConfig(served)]);
   const composing = [...new Set((config.ensemble_scheduling?.step ?? []).map((s) => s.model_name))];
-  const inputs = resolveInputs(metadata, config, o);
+  const data = typeof o.inputData === "object" ? await readInputData(o.inputData.file) : o.inputData;
+  const inputs = resolveInputs(metadata, config, {
+    batchSize: o.batchSize,
+    shapes: o.shapes,
+    ...(typeof data === "object" ? { steps: data.steps } : {}),
+    optional: new Set((config.input ?? []).filter((i) => i.optional).map((i) => i.name)),
+  });
+  const leftOut = leftOutInputs(metadata, inputs);
+  if (leftOut.length)
+    progress?.(`${served}: optional input(s) not sent: ${leftOut.join(", ")} (a --shape or --input-data sends one)`);
   const payloads = await buildPayloads(inputs, config.max_batch_size > 0, {
     batchSize: o.batchSize,
     shapes: o.shapes,
-    data: o.inputData,
+    data,
     stringLength: o.stringLength,
   });
   return {
@@ -520,7 +535,7 @@ async function runOne(
   gpuProbe: GpuProbe | undefined,
   deps: PerfDeps,
 ): Promise<SweepResult> {
-  const setup = await prepareModel(t, o, served);
+  const setup = await prepareModel(t, o, served, deps.progress);
   const sweep = newSweep(o, t, served, label, setup.stream);
   if (setup.stream)
     deps.progress?.(`${served} is decoupled: streaming its requests over ${setup.stream.via} at ${sweep.endpoint}`);

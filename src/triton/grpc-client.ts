@@ -61,6 +61,8 @@ export interface ModelConfigSummary {
   ensemble_scheduling?: { step: Array<{ model_name: string }> };
   /** model_transaction_policy.decoupled: responses come only over a stream, any number per request. */
   decoupled?: boolean;
+  /** The config's inputs, for what metadata does not say: which ones a request may leave out. */
+  input?: Array<{ name: string; optional: boolean }>;
 }
 
 /** Statistics in the same shape as the HTTP statistics extension's JSON. */
@@ -204,6 +206,7 @@ export class TritonGrpcClient {
           }
         : {}),
       instance_group: (c?.instanceGroup ?? []).map((g) => ({ count: g.count, kind: kinds[g.kind] ?? String(g.kind) })),
+      input: (c?.input ?? []).map((i) => ({ name: i.name, optional: i.optional })),
       ...(c?.ensembleScheduling
         ? { ensemble_scheduling: { step: c.ensembleScheduling.step.map((s) => ({ model_name: s.modelName })) } }
         : {}),

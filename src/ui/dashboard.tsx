@@ -147,7 +147,7 @@ export function openDashboard(o: DashboardOptions): Dashboard {
         return;
       case "perf":
         if (!target) store.update((s) => notice(s, "Triton is not up yet", "error"), true);
-        else perf.start(c.model);
+        else perf.start(c.model, c.shapes);
         return;
       case "cancel-perf":
         perf.cancel();

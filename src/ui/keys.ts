@@ -1,3 +1,5 @@
+import { UsageError } from "../errors.js";
+import { formatShapeList, parseShapeList } from "../perf/inputs.js";
 import { selectedModel, visibleLogs, visibleModels, type DashboardState, type UiState, type View } from "./state.js";
 
 /** Ink's key flags, the subset the dashboard reads (so tests need no Ink). */
@@ -18,7 +20,7 @@ export interface KeyInfo {
 export type Command =
   | { type: "quit" }
   | { type: "reload"; model: string }
-  | { type: "perf"; model: string }
+  | { type: "perf"; model: string; shapes?: Record<string, number[]> }
   | { type: "cancel-perf" }
   | { type: "tune"; model: string }
   | { type: "cancel-tune" };
@@ -55,6 +57,40 @@ function typing(s: DashboardState, input: string, key: KeyInfo): DashboardState 
   return printable ? ui(s, { [field]: text + printable, logScroll: 0 }) : s;
 }
 
+/** The perf command for `model`, with the shapes remembered for it. */
+function perfCommand(s: DashboardState, model: string): Command {
+  const shapes = s.ui.shapes[model];
+  return { type: "perf", model, ...(shapes && Object.keys(shapes).length ? { shapes } : {}) };
+}
+
+/** Opens the shapes prompt for `model`, holding what was given for it before. */
+export function openShapesPrompt(s: DashboardState, model: string): DashboardState {
+  return ui(s, { prompt: { model, text: formatShapeList(s.ui.shapes[model] ?? {}) }, view: "perf", help: false });
+}
+
+function prompting(s: DashboardState, input: string, key: KeyInfo): KeyResult {
+  const p = s.ui.prompt!;
+  if (key.escape) return { state: ui(s, { prompt: undefined }) };
+  if (key.return) {
+    let shapes: Record<string, number[]>;
+    try {
+      // The parser --shape uses, so the prompt accepts and refuses exactly what the flag does.
+      shapes = parseShapeList(p.text);
+    } catch (err) {
+      if (!(err instanceof UsageError)) throw err;
+      return { state: ui(s, { prompt: { ...p, error: err.message } }) };
+    }
+    const next = ui(s, { prompt: undefined, shapes: { ...s.ui.shapes, [p.model]: shapes } });
+    if (next.perf.status === "running") return { state: next };
+    return { state: next, command: perfCommand(next, p.model) };
+  }
+  const { error: _error, ...rest } = p;
+  if (key.backspace || key.delete) return { state: ui(s, { prompt: { ...rest, text: p.text.slice(0, -1) } }) };
+  if (key.ctrl || key.upArrow || key.downArrow || key.tab) return { state: s };
+  const printable = input.replace(/[\u0000-\u001f\u007f]/g, "");
+  return printable ? { state: ui(s, { prompt: { ...rest, text: p.text + printable } }) } : { state: s };
+}
+
 /**
  * The dashboard's keys, k9s-style. Pure: the state after the key, and any command for a
  * controller to carry out.
@@ -62,6 +98,7 @@ function typing(s: DashboardState, input: string, key: KeyInfo): DashboardState 
 export function handleKey(s: DashboardState, input: string, key: KeyInfo, pageLines = 10): KeyResult {
   if (key.ctrl && input === "c") return { state: s, command: { type: "quit" } };
   if (s.ui.filtering) return { state: typing(s, input, key) };
+  if (s.ui.prompt) return prompting(s, input, key);
   if (s.ui.help) {
     if (input === "q") return { state: s, command: { type: "quit" } };
     return { state: ui(s, { help: false }) };
@@ -94,11 +131,14 @@ export function handleKey(s: DashboardState, input: string, key: KeyInfo, pageLi
     case "p":
       if (s.perf.status === "running") return { state: ui(s, { view: "perf" }), command: { type: "cancel-perf" } };
       if (!model) return { state: notice(s, "no model selected to measure", "error") };
-      return { state: ui(s, { view: "perf", help: false }), command: { type: "perf", model } };
+      return { state: ui(s, { view: "perf", help: false }), command: perfCommand(s, model) };
     case "t":
       if (s.tune.status === "running") return { state: ui(s, { view: "tune" }), command: { type: "cancel-tune" } };
       if (!model) return { state: notice(s, "no model selected to tune", "error") };
       return { state: ui(s, { view: "tune", help: false }), command: { type: "tune", model } };
+    case "P":
+      if (!model) return { state: notice(s, "no model selected to measure", "error") };
+      return { state: openShapesPrompt(s, model) };
     case "r":
       if (!model) return { state: notice(s, "no model selected to reload", "error") };
       return {
@@ -130,6 +170,13 @@ export function handleInput(s: DashboardState, input: string, key: KeyInfo, page
   let state = s;
   let command: Command | undefined;
   for (const ch of input) {
+    if (state.ui.prompt) {
+      // Text typed quickly arrives with its enter in the same chunk: enter still submits it.
+      const r = handleKey(state, ch, ch === "\r" ? { return: true } : {}, pageLines);
+      state = r.state;
+      command ??= r.command;
+      continue;
+    }
     if (state.ui.filtering) {
       state = handleKey(state, ch, {}, pageLines).state;
       continue;

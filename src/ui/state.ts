@@ -1,6 +1,7 @@
 import type { Diagnostic } from "../repo/diagnostics.js";
 import type { EditPhase } from "../reload/events.js";
 import type { ScrapeState } from "../metrics/scraper.js";
+import type { UnsizedInput } from "../perf/inputs.js";
 import type { PerfReport } from "../perf/run.js";
 import type { TuneReport } from "../tune/run.js";
 import type { Endpoints, RuntimeKind } from "../runtimes/driver.js";
@@ -94,6 +95,8 @@ export interface PerfState {
   progress: string[];
   report?: PerfReport;
   error?: string;
+  /** The inputs the last run could not size: the shapes prompt asks for them. */
+  needsShapes?: UnsizedInput[];
   startedAt?: number;
   finishedAt?: number;
 }
@@ -112,6 +115,13 @@ export interface TuneState {
 
 export type View = "overview" | "logs" | "metrics" | "perf" | "tune" | "details";
 
+export interface ShapesPrompt {
+  model: string;
+  text: string;
+  /** Why the text was refused, shown until the next key. */
+  error?: string;
+}
+
 export interface UiState {
   view: View;
   help: boolean;
@@ -122,6 +132,10 @@ export interface UiState {
   logFilter: string;
   /** Lines scrolled up from the end of the log. */
   logScroll: number;
+  /** Typing input shapes for a perf check of `model`: keys go to it until enter or esc. */
+  prompt?: ShapesPrompt;
+  /** Shapes given at the prompt, by model, for the rest of this run; `p` sends them. */
+  shapes: Record<string, Record<string, number[]>>;
   /** A short message for the status line ("reloading offset"). */
   notice?: { text: string; at: number; level: "info" | "error" };
 }
@@ -160,7 +174,7 @@ export function initialState(o: { now: number; ownsServer?: boolean }): Dashboar
     perf: { status: "idle", progress: [] },
     tune: { status: "idle", progress: [] },
     logs: [],
-    ui: { view: "overview", help: false, modelFilter: "", logFilter: "", logScroll: 0 },
+    ui: { view: "overview", help: false, modelFilter: "", logFilter: "", logScroll: 0, shapes: {} },
     ownsServer: o.ownsServer ?? true,
   };
 }

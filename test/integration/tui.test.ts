@@ -1,7 +1,15 @@
+import fs from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLI, freePorts, portArgs, runCli, tempDir, testEnv } from "../helpers/cli.js";
 import { writeOffsetModel } from "../helpers/offset-model.js";
 import { alive, hasTmux, processesMentioning, Tmux } from "../helpers/tmux.js";
+
+const IDENTITY = path.join(
+  path.dirname(fileURLToPath(import.meta.url)),
+  "../fixtures/identity-optional/identity_optional",
+);
 
 describe.skipIf(!hasTmux)("the dashboard in a real terminal (tmux, real Triton)", () => {
   const tmux = new Tmux("up");
@@ -12,6 +20,11 @@ describe.skipIf(!hasTmux)("the dashboard in a real terminal (tmux, real Triton)"
   beforeAll(async () => {
     repo = await tempDir("tui");
     await writeOffsetModel(repo, "1");
+    // A model of dynamic shapes (the identity-like fixture), named to sort after offset so offset
+    // stays the model selected first.
+    await fs.cp(IDENTITY, path.join(repo, "shapes_identity"), { recursive: true });
+    const config = path.join(repo, "shapes_identity", "config.pbtxt");
+    await fs.writeFile(config, (await fs.readFile(config, "utf8")).replace('"identity_optional"', '"shapes_identity"'));
     env = await testEnv();
     const ports = await freePorts();
     // Without CI in its environment: under CI `up` prints plain lines instead of the dashboard.
@@ -73,6 +86,24 @@ describe.skipIf(!hasTmux)("the dashboard in a real terminal (tmux, real Triton)"
     expect(Number(m[1])).toBeGreaterThan(0);
     expect(tmux.screen()).toMatch(/throughput \(infer\/s\)/);
   }, 150_000);
+
+  it("asks for the shapes of a dynamic model at a prompt when p needs them, then measures it", async () => {
+    tmux.keys("Escape", "j");
+    await tmux.waitFor(/> shapes_identity/, 10_000);
+    tmux.keys("p");
+    await tmux.waitFor(/shapes for shapes_identity:/, 30_000);
+    expect(tmux.screen()).toContain("INPUT0 [-1,-1], INPUT1 [-1,-1]");
+    expect(tmux.screen()).not.toContain("--shape");
+    tmux.keys("INPUT0=2x3", "Space", "INPUT1=1x2", "Enter");
+    const m = await tmux.waitFor(
+      /shapes INPUT0=2x3 INPUT1=1x2;[\s\S]*best (\d+(?:\.\d+)?) infer\/s at concurrency \d/,
+      120_000,
+    );
+    expect(Number(m[1])).toBeGreaterThan(0);
+    expect(tmux.screen()).toMatch(/Perf: shapes_identity/);
+    tmux.keys("Escape", "k");
+    await tmux.waitFor(/> offset/, 10_000);
+  }, 180_000);
 
   it("redraws cleanly when the terminal is resized", async () => {
     const firstLineWidth = (w: number) => new RegExp(`^╭─ Server .{${w - 11}}╮\n`);

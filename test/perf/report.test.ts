@@ -5,6 +5,7 @@ import {
   chart,
   compareSweeps,
   csvHeader,
+  describeClientServerGap,
   diffSweeps,
   formatComparison,
   formatTable,
@@ -86,12 +87,27 @@ describe("reports", () => {
     const t = formatTable(sweep([level(1, 2314.66, 414), { ...level(2, 2343.86, 653), stable: false }]));
     const lines = t.split("\n");
     expect(lines[0]).toMatch(
-      /^Concurrency\s+Infer\/s\s+Send\s+Net\+Srv\s+Queue\s+In\s+Infer\s+Out\s+Recv\s+p50\s+p90\s+p95\s+p99\s+Avg\s+Batch\s+Errors$/,
+      /^Concurrency\s+Infer\/s\s+Send\s+Net\+Srv\s+Queue\s+In\s+Infer\s+Out\s+Recv\s+p50\s+p90\s+p95\s+p99\s+Avg\s+Server\s+Batch\s+Errors$/,
     );
     expect(lines[1]).toMatch(
-      /^1\s+2315\s+0\.04\s+0\.12\s+0\.02\s+0\.01\s+0\.20\s+0\.04\s+0\.00\s+0\.41\s+.*\s+4\.0\s+0$/,
+      /^1\s+2315\s+0\.04\s+0\.12\s+0\.02\s+0\.01\s+0\.20\s+0\.04\s+0\.00\s+0\.41\s+.*\s+0\.46\s+0\.28\s+4\.0\s+0$/,
     );
     expect(lines[2]).toMatch(/4\s+\(unstable\)$/);
+  });
+
+  it("notes where client latency is well above the server's time per request, and only there", () => {
+    // level(): server 277 us per request, client avg 1.1 x p50.
+    const close = sweep([level(1, 2000, 300), level(2, 2000, 400)]);
+    expect(describeClientServerGap(close)).toBeUndefined();
+    const far = sweep([level(1, 2000, 300), level(2, 1000, 2000), level(4, 900, 5000)]);
+    const note = describeClientServerGap(far)!;
+    expect(note).toContain("concurrency 2, 4;");
+    expect(note).toContain("at 4: Avg 5.50 ms, Server 0.28 ms");
+    expect(note).toContain("the other 5.22 ms are the client and the network");
+    // The rule is a parameter: a stricter one leaves the 2 ms level out.
+    expect(describeClientServerGap(far, { ratio: 10, minGapUs: 500 })).toContain("concurrency 4;");
+    expect(describeClientServerGap(sweep([level(2, 1000, 2000)]))).toContain("(at every concurrency level; at 2:");
+    expect(describeClientServerGap(sweep([{ ...level(1, 1, 5000), server: undefined }]))).toBeUndefined();
   });
 
   it("draws throughput against latency with one marker per variant", () => {

@@ -1,7 +1,10 @@
 import { render } from "ink-testing-library";
 import { afterEach, describe, expect, it } from "vitest";
 import { cleanup } from "ink-testing-library";
+import { resolveInputs } from "../../src/perf/inputs.js";
+import type { PerfOptions } from "../../src/perf/run.js";
 import { App } from "../../src/ui/components/app.js";
+import { PerfRunner } from "../../src/ui/controllers/perf-runner.js";
 import type { Command } from "../../src/ui/keys.js";
 import { applySessionEvent, initialState, summariseConfig, type DashboardState } from "../../src/ui/state.js";
 import { Store } from "../../src/ui/store.js";
@@ -13,12 +16,20 @@ afterEach(() => cleanup());
 const settle = () => new Promise((r) => setTimeout(r, 20));
 
 // ink-testing-library's terminal is 100 columns wide.
-function setup(size = { columns: 100, rows: 40 }) {
+function setup(size = { columns: 100, rows: 40 }, onCommand?: (c: Command) => void) {
   const store = new Store<DashboardState>(initialState({ now: T0 }), 0);
   const commands: Command[] = [];
   const ui = render(
     <ThemeContext.Provider value={{ color: false }}>
-      <App store={store} onCommand={(c) => commands.push(c)} size={size} clock={() => T0} />
+      <App
+        store={store}
+        onCommand={(c) => {
+          commands.push(c);
+          onCommand?.(c);
+        }}
+        size={size}
+        clock={() => T0}
+      />
     </ThemeContext.Provider>,
   );
   const feed = async (...events: Parameters<typeof applySessionEvent>[1][]) => {
@@ -168,6 +179,78 @@ describe("the dashboard", () => {
     expect(frame()).not.toMatch(/> offset|  offset\s+v1/);
     await press("q");
     expect(commands[commands.length - 1]).toEqual({ type: "quit" });
+  });
+
+  it("asks for the shapes a dynamic model needs at a prompt, and remembers them for the model", async () => {
+    // The real input resolution decides what is missing; only the server's answer is stood in for.
+    const metadata = {
+      name: "offset",
+      platform: "python",
+      inputs: [
+        { name: "INPUT0", datatype: "FP32", shape: [-1, -1] },
+        { name: "INPUT1", datatype: "FP32", shape: [-1, -1] },
+      ],
+      outputs: [],
+    };
+    const calls: PerfOptions[] = [];
+    const late: { runner?: PerfRunner } = {};
+    const { store, feed, frame, press, commands } = setup(undefined, (c) => {
+      if (c.type === "perf") late.runner!.start(c.model, c.shapes);
+    });
+    const runner = new PerfRunner({
+      store,
+      env: {},
+      now: () => T0,
+      runPerf: async (o) => {
+        calls.push(o);
+        resolveInputs(
+          metadata,
+          { max_batch_size: 0 },
+          { batchSize: 1, shapes: o.shapes, optional: new Set(["INPUT1"]) },
+        );
+        return perfReport(o.model);
+      },
+    });
+    late.runner = runner;
+    const typeKeys = async (text: string) => {
+      for (const ch of text) await press(ch);
+    };
+    const run = async (key: string) => {
+      await press(key);
+      await runner.close();
+      await settle();
+    };
+    await feed(...startEvents());
+    await run("p");
+    expect(calls[0]!.shapes).toEqual({});
+    expect(frame()).toContain("shapes for offset:");
+    expect(frame()).toContain("INPUT0 [-1,-1]");
+    expect(frame()).not.toContain("INPUT1");
+    expect(frame()).not.toContain("--shape");
+    await typeKeys("INPUT0=2x");
+    await run("\r");
+    expect(frame()).toMatch(/shapes for offset: INPUT0=2x .*a shape must look like/);
+    expect(calls).toHaveLength(1);
+    await typeKeys("3");
+    await run("\r");
+    expect(calls[1]!.shapes).toEqual({ INPUT0: [2, 3] });
+    expect(frame()).not.toContain("shapes for offset:");
+    expect(frame()).toMatch(/best 1735 infer\/s/);
+    expect(frame()).toContain("shapes INPUT0=2x3");
+    // Remembered for offset, for this run: p sends them again; another model gets none.
+    await run("p");
+    expect(calls[2]!.shapes).toEqual({ INPUT0: [2, 3] });
+    await press("j");
+    await run("p");
+    expect(calls[3]!.model).toBe("tokenizer");
+    expect(calls[3]!.shapes).toEqual({});
+    await press("\u001b");
+    await press("k");
+    await press("P");
+    expect(frame()).toContain("shapes for offset: INPUT0=2x3");
+    await press("\u001b");
+    expect(frame()).not.toContain("shapes for offset:");
+    expect(commands.filter((c) => c.type === "perf")).toHaveLength(4);
   });
 
   it("fits a small terminal and says when it is too small", async () => {

@@ -318,6 +318,36 @@ describe("keys", () => {
     expect(handleInput(s, "qq", {}).command).toEqual({ type: "quit" });
   });
 
+  it("takes shapes at a prompt with the --shape parser: pasted text, a refusal kept open, esc, enter", () => {
+    let s = handleKey(started(), "P", {}).state;
+    expect(s.ui.prompt).toEqual({ model: "offset", text: "" });
+    // Pasted as one chunk: every character goes to the prompt, none is a key ("p", "q").
+    const pasted = handleInput(s, "INPUT0=2x3 q=4xp", {});
+    expect(pasted.command).toBeUndefined();
+    s = pasted.state;
+    expect(s.ui.prompt!.text).toBe("INPUT0=2x3 q=4xp");
+    const refused = handleKey(s, "", { return: true });
+    expect(refused.command).toBeUndefined();
+    expect(refused.state.ui.prompt!.error).toMatch(/a shape must look like/);
+    s = handleKey(refused.state, "", { backspace: true }).state;
+    expect(s.ui.prompt).toEqual({ model: "offset", text: "INPUT0=2x3 q=4x" });
+    s = handleInput(s, "5", {}).state;
+    const run = handleKey(s, "", { return: true });
+    expect(run.command).toEqual({ type: "perf", model: "offset", shapes: { INPUT0: [2, 3], q: [4, 5] } });
+    expect(run.state.ui.prompt).toBeUndefined();
+    expect(handleKey(run.state, "p", {}).command).toEqual(run.command);
+    const again = handleKey(run.state, "P", {}).state;
+    expect(again.ui.prompt!.text).toBe("INPUT0=2x3 q=4x5");
+    expect(handleKey(again, "", { escape: true }).state.ui.prompt).toBeUndefined();
+    // Typed fast, the text and its enter come as one chunk, as a real terminal sends them.
+    const chunk = handleInput(handleKey(started(), "P", {}).state, "a=1x2\r", {});
+    expect(chunk.command).toEqual({ type: "perf", model: "offset", shapes: { a: [1, 2] } });
+    expect(chunk.state.ui.prompt).toBeUndefined();
+    // While a check runs, enter keeps the shapes for the next p and starts nothing.
+    const busy = { ...again, perf: { ...again.perf, status: "running" as const } };
+    expect(handleKey(busy, "", { return: true }).command).toBeUndefined();
+  });
+
   it("closes the help with any key", () => {
     const s = handleKey(started(), "?", {}).state;
     expect(s.ui.help).toBe(true);

@@ -9,6 +9,7 @@ export const KEYS: Array<[string, string]> = [
   ["l", "Triton's log (PgUp/PgDn scroll)"],
   ["m", "metrics: throughput, queue latency, GPU"],
   ["p", "quick perf check of the selected model (p again cancels)"],
+  ["P", "input shapes for the check (NAME=2x3 ...), remembered for the model"],
   ["t", "tune the selected model's batching and instances (t again stops it with the best so far)"],
   ["r", "reload the selected model: validate, stage, load"],
   ["esc", "back to the overview"],

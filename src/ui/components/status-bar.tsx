@@ -4,9 +4,9 @@ import { fit } from "../format.js";
 import { NOTICE_MS, type UiState } from "../state.js";
 import { toneColor, useTheme } from "../theme.js";
 
-const HINTS = "? help  ↑↓ select  enter details  / filter  l logs  m metrics  p perf  r reload  q quit";
+const HINTS = "? help  ↑↓ select  enter details  / filter  l logs  m metrics  p perf  P shapes  r reload  q quit";
 
-/** The bottom line: the filter being typed, a fresh notice, or the keys. */
+/** The bottom line: the filter or shapes being typed, a fresh notice, or the keys. */
 export const StatusBar = memo(function StatusBar({ ui, now, width }: { ui: UiState; now: number; width: number }) {
   const theme = useTheme();
   if (ui.filtering) {
@@ -17,6 +17,20 @@ export const StatusBar = memo(function StatusBar({ ui, now, width }: { ui: UiSta
         {text}
         <Text inverse> </Text>
         <Text color={toneColor(theme, "dim")}>{"  enter keeps it, esc clears it"}</Text>
+      </Text>
+    );
+  }
+  if (ui.prompt) {
+    return (
+      <Text wrap="truncate">
+        <Text bold>{`shapes for ${ui.prompt.model}: `}</Text>
+        {ui.prompt.text}
+        <Text inverse> </Text>
+        {ui.prompt.error ? (
+          <Text color={toneColor(theme, "bad")}>{`  ${ui.prompt.error}`}</Text>
+        ) : (
+          <Text color={toneColor(theme, "dim")}>{"  NAME=2x3 OTHER=4; enter runs the check, esc cancels"}</Text>
+        )}
       </Text>
     );
   }

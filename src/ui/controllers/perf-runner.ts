@@ -1,6 +1,8 @@
 import { UserError } from "../../errors.js";
+import { formatShapeList, MissingShapesError } from "../../perf/inputs.js";
 import type { PerfDeps, PerfOptions, PerfReport } from "../../perf/run.js";
 import type { DashboardState, PerfState } from "../state.js";
+import { openShapesPrompt } from "../keys.js";
 import type { Store } from "../store.js";
 
 /** The quick check `p` runs: short, so the answer comes while the edit is fresh. */
@@ -26,7 +28,7 @@ export interface PerfRunnerOptions {
 
 const MAX_PROGRESS = 40;
 
-export function quickCheckOptions(model: string, c: QuickCheck): PerfOptions {
+export function quickCheckOptions(model: string, c: QuickCheck, shapes: Record<string, number[]> = {}): PerfOptions {
   return {
     model,
     protocol: "http",
@@ -37,7 +39,7 @@ export function quickCheckOptions(model: string, c: QuickCheck): PerfOptions {
     stabilityPct: c.stabilityPct,
     maxTrials: c.maxTrials,
     batchSize: 1,
-    shapes: {},
+    shapes,
     inputData: "random",
     stringLength: 128,
     engine: "builtin",
@@ -60,16 +62,18 @@ export class PerfRunner {
     return this.running !== undefined;
   }
 
-  start(model: string): void {
+  start(model: string, shapes: Record<string, number[]> = {}): void {
     if (this.running) return;
     const c = this.o.check ?? QUICK_CHECK;
-    const plan = `concurrency ${c.levels.join(",")}, ${c.windowMs / 1000} s windows (stable when 3 agree within ${c.stabilityPct}%), HTTP, built-in load generator`;
+    // Shapes first: the line is cut to the panel's width, and they are what this user chose.
+    const given = Object.keys(shapes).length ? `shapes ${formatShapeList(shapes)}; ` : "";
+    const plan = `${given}concurrency ${c.levels.join(",")}, ${c.windowMs / 1000} s windows (stable when 3 agree within ${c.stabilityPct}%), HTTP, built-in load generator`;
     const ac = new AbortController();
     this.abort = ac;
     const set = (f: (p: PerfState) => PerfState) => this.o.store.update((s) => ({ ...s, perf: f(s.perf) }));
     set(() => ({ status: "running", model, plan, progress: [], startedAt: this.now() }));
     this.running = this.o
-      .runPerf(quickCheckOptions(model, c), {
+      .runPerf(quickCheckOptions(model, c, shapes), {
         env: this.o.env,
         signal: ac.signal,
         progress: (line) => set((p) => ({ ...p, progress: [...p.progress, line.trim()].slice(-MAX_PROGRESS) })),
@@ -86,6 +90,24 @@ export class PerfRunner {
         }));
       })
       .catch((err: unknown) => {
+        if (err instanceof MissingShapesError) {
+          // The flag its hint names is not the dashboard's: ask at the prompt instead.
+          const needs = err.inputs.map((i) => `${i.name} [${i.dims.join(",")}]`).join(", ");
+          this.o.store.update((s) => {
+            const failed: DashboardState = {
+              ...s,
+              perf: {
+                ...s.perf,
+                status: "failed",
+                error: `${model} has inputs of dynamic shape to size: ${needs}\nType their sizes at the prompt as NAME=2x3 (without the batch dimension); P asks again.`,
+                needsShapes: [...err.inputs],
+                finishedAt: this.now(),
+              },
+            };
+            return openShapesPrompt(failed, model);
+          });
+          return;
+        }
         const msg =
           err instanceof UserError
             ? `${err.message}${err.hint ? `\nhint: ${err.hint}` : ""}`
