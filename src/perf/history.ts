@@ -62,7 +62,8 @@ export async function listRuns(root: string, model: string): Promise<SavedRun[]>
 
 /**
  * The newest earlier plain run (not a comparison) measured the same way: same protocol, same
- * kind of load, batch size and shared memory mode, same stream (for a decoupled model), so that its numbers are comparable.
+ * kind of load, batch size and shared memory mode, same stream (for a decoupled model), so that
+ * its numbers are comparable.
  */
 export async function previousComparable(root: string, sweep: SweepResult): Promise<SavedRun | undefined> {
   for (const r of await listRuns(root, sweep.model)) {
