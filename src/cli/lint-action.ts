@@ -148,7 +148,7 @@ export function formatExplain(m: LintedModel, cwd: string): string {
     return lines.join("\n");
   }
   const mode = io.autoComplete
-    ? `auto-complete on${io.assumed ? " (assumed: Triton's default; the docker and kind runtimes always have it on)" : ""}`
+    ? `auto-complete on${io.assumed ? " (assumed: Triton's default, as `up` runs it)" : ""}`
     : "auto-complete off";
   lines.push(`The config Triton holds, with ${mode}, from ${displayPath(io.file, cwd)}:`);
   lines.push(JSON.stringify(io.completed, null, 2));
@@ -180,7 +180,9 @@ export async function runLint(dir: string, flags: LintFlags, deps: LintDeps = {}
     });
   }
   const autoComplete = autoCompleteAssumption(flags);
-  const options: LintOptions = { gpuMissingSeverity: "warning", autoComplete: autoComplete.on };
+  // On is an assumption (how `up` will run Triton), so it is left for the rules to say so; off is what
+  // the user told us.
+  const options: LintOptions = { gpuMissingSeverity: "warning", ...(autoComplete.on ? {} : { autoComplete: false }) };
   if (flags.runtime) options.runtime = flags.runtime;
   if (flags.gpu !== undefined) {
     options.gpuAvailable = flags.gpu;
