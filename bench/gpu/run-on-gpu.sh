@@ -42,6 +42,9 @@ interval="${INTERVAL:-2000}"
 timeout -s INT "${BUDGET_BATCHING:-260}" node .devcarry/triton-dev.mjs perf resnet50_fp16 --concurrency-range "${SWEEP_BATCHING:-1,4,16,32,64}" --measurement-interval "$interval" --compare batching -f "$out/batching.csv" | tee "$out/batching.txt"
 log perf-instances
 timeout -s INT "${BUDGET_INSTANCES:-170}" node .devcarry/triton-dev.mjs perf resnet50_fp16 --concurrency-range "${SWEEP_INSTANCES:-1,16,64}" --measurement-interval "$interval" --compare "instances=${INSTANCES:-1,3}" -f "$out/instances.csv" | tee "$out/instances.txt"
+# The same server without the transport of 600 KB request bodies: inputs in system shared memory.
+[ -n "${SHM:-}" ] && log perf-shm && \
+timeout -s INT "${BUDGET_SHM:-100}" node .devcarry/triton-dev.mjs perf resnet50_fp16 --concurrency-range "${SWEEP_SHM:-16,64}" --measurement-interval "$interval" --shared-memory system -f "$out/shm.csv" | tee "$out/shm.txt"
 log down; td down
 tail -40 "$(ls -td $TRITON_DEV_HOME/state/runs/*/ | head -1)tritonserver.log" > "$out/tritonserver-tail.log"
 log done
