@@ -132,6 +132,11 @@ export async function planVariants(spec: CompareSpec, m: OriginalModel): Promise
  * Copy a model's files into a new tree (a reflink where the filesystem can). Not hard links:
  * a new link changes the original file's ctime, which Triton's poll mode reads as an edit and
  * answers by reloading the original (and every ensemble using it) just as it is measured.
+ * Modification times are kept: the staged original carries its model.py compiled (the local
+ * runtime precompiles it), and a .pyc is valid only for a source of the same mtime. With a fresh
+ * mtime the stub would write a new __pycache__ into the variant as it loads, poll mode would
+ * take that for an edit and load the variant again while it is measured, and the server's
+ * counters would restart with the new load.
  */
 async function copyTree(src: string, dst: string): Promise<void> {
   await fsp.mkdir(dst, { recursive: true });
@@ -139,7 +144,11 @@ async function copyTree(src: string, dst: string): Promise<void> {
     const s = path.join(src, e.name);
     const d = path.join(dst, e.name);
     if (e.isDirectory()) await copyTree(s, d);
-    else if (e.isFile()) await fsp.copyFile(s, d, fs.constants.COPYFILE_FICLONE);
+    else if (e.isFile()) {
+      await fsp.copyFile(s, d, fs.constants.COPYFILE_FICLONE);
+      const st = await fsp.stat(s);
+      await fsp.utimes(d, st.atime, st.mtime);
+    }
   }
 }
 

@@ -156,6 +156,15 @@ describe("triton-dev perf (real Triton, sample models)", () => {
     expect(status.models.find((m: { name: string }) => m.name === "image_classifier").state).toBe("READY");
     // Staging and removing the sibling never touched the original's files: Triton did not reload it.
     expect(await loads()).toBe(loadsBefore);
+    // Nor the sibling's own once it loaded: a second load mid-measurement (poll mode taking the
+    // stub's fresh __pycache__ for an edit) would restart the server's counters, leaving the
+    // variant with no server figures.
+    const { logFile } = JSON.parse(await fs.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8")) as {
+      logFile: string;
+    };
+    const log = await fs.readFile(logFile, "utf8");
+    expect(log.match(/loading: image_classifier__perf_nobatch:1/g) ?? []).toHaveLength(1);
+    expect(off!.server!.queueUs + off!.server!.computeInferUs, figures).toBeGreaterThan(0);
   }, 120_000);
 
   it("refuses a --compare config that lint rejects at once, naming the user's file, after showing the original's results", async () => {
