@@ -348,15 +348,16 @@ function locateLibraryError(text: string, tree: ParseTreeResult, message: string
       return err instanceof Error ? err.message : String(err);
     }
   };
-  /** The first token k in [lo, hi] whose prefix (from `from`, ending with token k-1) fails the same; hi must. */
-  const search = (from: number, lo: number, hi: number): Token => {
+  /** The first k in [lo, hi] whose prefix (from `from`, ending with token k-1) fails the same; hi must. */
+  const searchIndex = (from: number, lo: number, hi: number): number => {
     while (lo < hi) {
       const mid = (lo + hi) >> 1;
       if (messageOf(from, tokens[mid - 1]!.end) === message) hi = mid;
       else lo = mid + 1;
     }
-    return tokens[Math.min(lo, n) - 1] ?? tokens[n]!;
+    return Math.min(lo, n);
   };
+  const tokenAt = (k: number): Token => tokens[k - 1] ?? tokens[n]!;
 
   const fields = tree.root.fields;
   if (text.length > 4096 && fields.length > 1) {
@@ -378,10 +379,16 @@ function locateLibraryError(text: string, tree: ParseTreeResult, message: string
       if (alone !== message) break;
       const first = tokenIndex(from);
       const last = f + 1 < fields.length ? tokenIndex(to) : n;
-      return search(from, first + 1, last);
+      const k = searchIndex(from, first + 1, last);
+      // The field alone fails where the whole text does, unless the text's first error lies
+      // across fields (a field set twice, two of a oneof) with the same message: then the prefix
+      // up to this token is not the shortest failing one, and only the whole search says where.
+      if (messageOf(0, tokenAt(k).end) === message && (k <= 1 || messageOf(0, tokenAt(k - 1).end) !== message))
+        return tokenAt(k);
+      break;
     }
   }
-  return search(0, 1, Math.max(1, n));
+  return tokenAt(searchIndex(0, 1, Math.max(1, n)));
 }
 
 type TokenContext =

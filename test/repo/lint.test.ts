@@ -27,7 +27,7 @@ describe("the sample repository (models/)", () => {
     [
       "for the local runtime on a machine without a GPU",
       { runtime: "local" as const, gpuAvailable: false },
-      ["warning gpu-unavailable@29:11 instance group 1 asks for KIND_GPU, but this machine has no GPU"],
+      ["warning gpu-unavailable@32:11 instance group 1 asks for KIND_GPU, but this machine has no GPU"],
     ],
     ["for docker on a GPU machine", { runtime: "docker" as const, gpuAvailable: true, gpuCount: 1 }, []],
   ])("lints clean %s", async (_label, options, expected) => {

@@ -290,6 +290,17 @@ describe("errors found by the library, with positions it does not give", () => {
     expect(firstError(last)).toMatchObject({ ...posOf(last, "KIND_TPU"), code: "config-enum" });
   });
 
+  it("reports a field set twice across a long file before a later field's own error of the same words", () => {
+    // Found by the parser fuzz: `output` alone fails with "name is repeated" as the whole text does,
+    // but the whole text's first error is the top-level `name` set twice, before it.
+    const filler = Array.from(
+      { length: 200 },
+      (_, i) => `input { name: "in${i}" data_type: TYPE_FP32 dims: [ ${i + 1} ] }`,
+    ).join("\n");
+    const text = `name: "m"\nname: "m"\n${filler}\noutput { name: "o" name: "o" data_type: TYPE_FP32 dims: [ 1 ] }\n`;
+    expect(firstError(text)).toMatchObject({ line: 2, column: 1, code: "config-duplicate-field" });
+  });
+
   it.each([
     ["max_batch_size", "max_batch_size: ", "", "int32"],
     ["dims", 'input { name: "a" data_type: TYPE_FP32 dims: [ 1, -', " ] }", "int64"],
