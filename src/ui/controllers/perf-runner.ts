@@ -1,9 +1,9 @@
-import { UserError } from "../../errors.js";
 import { formatShapeList, MissingShapesError } from "../../perf/inputs.js";
 import type { PerfDeps, PerfOptions, PerfReport } from "../../perf/run.js";
 import type { DashboardState, PerfState } from "../state.js";
 import { openShapesPrompt } from "../keys.js";
 import type { Store } from "../store.js";
+import { describeRunFailure } from "./run-failure.js";
 
 /** The quick check `p` runs: short, so the answer comes while the edit is fresh. */
 export interface QuickCheck {
@@ -108,11 +108,7 @@ export class PerfRunner {
           });
           return;
         }
-        const msg =
-          err instanceof UserError
-            ? `${err.message}${err.hint ? `\nhint: ${err.hint}` : ""}`
-            : `perf failed: ${(err as Error)?.message ?? String(err)}`;
-        set((p) => ({ ...p, status: "failed", error: msg, finishedAt: this.now() }));
+        set((p) => ({ ...p, status: "failed", error: describeRunFailure(err, "perf"), finishedAt: this.now() }));
       })
       .finally(() => {
         this.running = undefined;

@@ -1,7 +1,7 @@
-import { UserError } from "../../errors.js";
 import type { TuneDeps, TuneOptions, TuneReport } from "../../tune/run.js";
 import type { DashboardState, TuneState } from "../state.js";
 import type { Store } from "../store.js";
+import { describeRunFailure } from "./run-failure.js";
 
 export type RunTune = (o: TuneOptions, deps: TuneDeps) => Promise<TuneReport>;
 
@@ -63,11 +63,7 @@ export class TuneRunner {
       )
       .then((report) => set((p) => ({ ...p, status: "done", report, finishedAt: this.now() })))
       .catch((err: unknown) => {
-        const msg =
-          err instanceof UserError
-            ? `${err.message}${err.hint ? `\nhint: ${err.hint}` : ""}`
-            : `tune failed: ${(err as Error)?.message ?? String(err)}`;
-        set((p) => ({ ...p, status: "failed", error: msg, finishedAt: this.now() }));
+        set((p) => ({ ...p, status: "failed", error: describeRunFailure(err, "tune"), finishedAt: this.now() }));
       })
       .finally(() => {
         this.running = undefined;
