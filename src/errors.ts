@@ -43,6 +43,17 @@ export class ServerStartError extends UserError {
   override name = "ServerStartError";
 }
 
+/**
+ * Ctrl-C (or SIGTERM, or `q`) while `up` was starting: what had started is stopped again. Exit code
+ * 130, as a shell reports a command ended by Ctrl-C.
+ */
+export class StartInterruptedError extends UserError {
+  override name = "StartInterruptedError";
+  constructor(why: string, options: Omit<UserErrorOptions, "exitCode"> = {}) {
+    super(`stopped during start (${why}); nothing of this run is left running`, { ...options, exitCode: 130 });
+  }
+}
+
 export class BugError extends TritonDevError {
   override name = "BugError";
 }

@@ -3,7 +3,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { resolvePaths, type Paths } from "../config/paths.js";
 import { EventBus } from "../events/bus.js";
-import { startSession, type UpOptions } from "../session/session.js";
+import { startSession, type Session, type UpOptions } from "../session/session.js";
 import type { SessionEvent } from "../session/events.js";
 import { stripTritonPrefix, tailLines } from "../state/log-file.js";
 import { recordSupervisor, spawnSupervisor, waitForSupervisor } from "../session/supervisor.js";
@@ -142,9 +142,52 @@ export async function upAction(flags: UpFlags, ctx: CliContext): Promise<void> {
       if (line) output.out(line);
     }
   };
-  const session = await startSession(
+  // Signals are handled from the start: a Ctrl-C while Triton starts (or its models load, which
+  // can take minutes) stops the server it started, instead of leaving one nobody owns. Until the
+  // models are staged nothing outlives this process, and it ends at once as it always did.
+  let stopping = false;
+  let session: Session | undefined = undefined;
+  let serverMayRun = false;
+  bus.on((e) => {
+    if (e.type === "staged") serverMayRun = true;
+  });
+  const interrupt = new AbortController();
+  let onStarted: ((reason: string) => void) | undefined;
+  const unlisten = () => {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    process.off("SIGHUP", onSignal);
+  };
+  const onSignal = (sig: NodeJS.Signals) => {
+    if (stopping) return;
+    if (!session && !serverMayRun) {
+      unlisten();
+      process.kill(process.pid, sig);
+      return;
+    }
+    stopping = true;
+    // Removed only after this signal is handled: signal-exit (execa's and Ink's exit hook)
+    // re-raises a signal it finds no other listener for, which would kill this process
+    // before it stops the server. A second Ctrl-C later still ends it at once.
+    setImmediate(unlisten);
+    if (session) onStarted?.(`received ${sig}`);
+    else interrupt.abort(`received ${sig}`);
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  process.on("SIGHUP", onSignal);
+  // q or Ctrl-C in the dashboard (raw mode turns Ctrl-C into a key, not SIGINT).
+  void dashboard?.quitRequested.then(() => {
+    if (stopping) return;
+    stopping = true;
+    unlisten();
+    if (session) onStarted?.("quit from the dashboard");
+    else interrupt.abort("quit from the dashboard");
+  });
+  session = await startSession(
     paths,
     {
+      signal: interrupt.signal,
       runtime: flags.runtime,
       modelsDir: path.resolve(flags.models),
       reload: flags.reload,
@@ -166,6 +209,7 @@ export async function upAction(flags: UpFlags, ctx: CliContext): Promise<void> {
     bus,
     env,
   ).catch(async (err: unknown) => {
+    unlisten();
     await closeDashboard();
     throw err;
   });
@@ -173,6 +217,7 @@ export async function upAction(flags: UpFlags, ctx: CliContext): Promise<void> {
   started = true;
   replay.length = 0;
   if (flags.detach) {
+    unlisten();
     session.handle.release();
     const pid = spawnSupervisor(session.state, CLI_PATH, env);
     await recordSupervisor(paths, session.state, pid);
@@ -184,50 +229,26 @@ export async function upAction(flags: UpFlags, ctx: CliContext): Promise<void> {
     await reportDetached(session.state, session.models, ctx, flags.json);
     return;
   }
-  // Signals are handled from here on, before hot reload starts and before anything says
-  // "press Ctrl-C": on a busy machine a script can act on that line before the next
-  // statement runs, and an unhandled SIGINT would leave the server behind.
-  let stopping = false;
+  const running = session;
   const ended = new Promise<void>((resolve) => {
-    const unlisten = () => {
-      process.off("SIGINT", onSignal);
-      process.off("SIGTERM", onSignal);
-      process.off("SIGHUP", onSignal);
-    };
     const stop = (reason: string) => {
-      void (dashboard ? dashboard.detach() : Promise.resolve()).then(() => session.stop(reason)).then(resolve);
+      void (dashboard ? dashboard.detach() : Promise.resolve()).then(() => running.stop(reason)).then(resolve);
     };
-    const onSignal = (sig: NodeJS.Signals) => {
-      if (stopping) return;
-      stopping = true;
-      // Removed only after this signal is handled: signal-exit (execa's and Ink's exit hook)
-      // re-raises a signal it finds no other listener for, which would kill this process
-      // before it stops the server. A second Ctrl-C later still ends it at once.
-      setImmediate(unlisten);
-      stop(`received ${sig}`);
-    };
-    process.on("SIGINT", onSignal);
-    process.on("SIGTERM", onSignal);
-    process.on("SIGHUP", onSignal);
-    // q or Ctrl-C in the dashboard (raw mode turns Ctrl-C into a key, not SIGINT).
-    void dashboard?.quitRequested.then(() => {
-      if (stopping) return;
-      stopping = true;
-      unlisten();
-      stop("quit from the dashboard");
-    });
-    void session.handle.exited.then(async (e) => {
+    onStarted = stop;
+    // Interrupted after the start's last look at the signal: stopped now.
+    if (interrupt.signal.aborted) stop(String(interrupt.signal.reason));
+    void running.handle.exited.then(async (e) => {
       if (stopping) return;
       stopping = true;
       unlisten();
       // Stopped from another shell (`down`) or crashed: either way the run is over, and so is
       // everything that served it: the watcher would otherwise keep this process acting on edits
       // for a server that is gone (and the python stubs of a killed server are stopped with it).
-      const lines = (await tailLines(session.state.logFile, 8)).map(stripTritonPrefix);
+      const lines = (await tailLines(running.state.logFile, 8)).map(stripTritonPrefix);
       bus.emit({ type: "server-exited", code: e.code, signal: e.signal, lastLines: lines });
       if (e.signal !== "SIGTERM" && e.code !== 0) ctx.exitCode = 1;
       await (dashboard ? dashboard.detach() : Promise.resolve());
-      await session.stop("the server exited");
+      await running.stop("the server exited");
       resolve();
     });
   });

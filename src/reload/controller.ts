@@ -187,8 +187,12 @@ export class ReloadController {
   }
 
   async start(): Promise<void> {
+    // A stop that came while the first loads were being adopted closed this controller already:
+    // starting the watcher now would keep the process alive after the server is gone.
+    if (this.closed) return;
     this.stopListening = this.o.watcher.onChange((c) => this.enqueue(c));
     await this.o.watcher.start();
+    if (this.closed) return;
     await this.reconcile();
   }
 

@@ -103,6 +103,7 @@ export class RepositoryWatcher implements ModelWatcher {
   private readonly maxWaitMs: number;
   private readonly now: () => number;
   private readonly limits: ModelFileLimits;
+  private closed = false;
 
   constructor(
     readonly root: string,
@@ -122,9 +123,13 @@ export class RepositoryWatcher implements ModelWatcher {
   }
 
   async start(): Promise<void> {
+    if (this.closed) return;
     this.realRoot = await fsp.realpath(this.root).catch(() => path.resolve(this.root));
     const models = await listModelDirs(this.root).catch(() => [] as string[]);
     for (const m of models) this.models.add(m);
+    // Closed while the folder was read: a watcher made now would outlive close() and keep the
+    // process running (a Ctrl-C right after Triton was ready did exactly that).
+    if (this.closed) return;
     const w = watch([], {
       ignoreInitial: true,
       persistent: true,
@@ -283,6 +288,7 @@ export class RepositoryWatcher implements ModelWatcher {
 
   /** Stop watching; pending changes are dropped. Safe to call twice. */
   async close(): Promise<void> {
+    this.closed = true;
     for (const p of this.pending.values()) clearTimeout(p.timer);
     this.pending.clear();
     const w = this.watcher;

@@ -3,7 +3,7 @@ import fs from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
 import type { Paths } from "../config/paths.js";
-import { ServerStartError, UserError } from "../errors.js";
+import { ServerStartError, StartInterruptedError, UserError } from "../errors.js";
 import { requirementsOf } from "../envs/model-environments.js";
 import { EventBus } from "../events/bus.js";
 import { log as rootLog } from "../log/logger.js";
@@ -49,6 +49,15 @@ export interface UpOptions {
   host: string;
   detached: boolean;
   readyTimeoutMs: number;
+  /**
+   * Aborted by Ctrl-C during the start (its reason says which signal): whatever was started is
+   * stopped, and the start ends with StartInterruptedError instead of leaving a server nobody owns.
+   */
+  signal?: AbortSignal;
+}
+
+function throwIfInterrupted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new StartInterruptedError(String(signal.reason ?? "interrupted"));
 }
 
 /** A running `up`: the server handle, its record and a stop that is safe to call twice. */
@@ -289,6 +298,7 @@ async function waitUntilReady(
       timeoutMs: o.readyTimeoutMs,
       intervalMs: 250,
       abortIf: async () => {
+        throwIfInterrupted(o.signal);
         const e = exitInfo();
         if (e) {
           const lines = (await tailLines(logFile, 8)).map(stripTritonPrefix);
@@ -323,7 +333,7 @@ async function waitUntilReady(
       },
     );
   });
-  return settledIndex(client, o.readyTimeoutMs - (Date.now() - startedAt));
+  return settledIndex(client, o.readyTimeoutMs - (Date.now() - startedAt), o.signal);
 }
 
 /**
@@ -410,6 +420,10 @@ async function startLocked(
     logFile: folder.logFile,
     ...(staged.autoCompleteOff ? { autoCompleteConfig: false } : {}),
   };
+  if (o.signal?.aborted) {
+    if (!plan.reuse) await fsp.rm(folder.runDir, { recursive: true, force: true });
+    throwIfInterrupted(o.signal);
+  }
   const started = await plan.start(startOptions);
   const handle = started.handle;
   for (const message of started.notices ?? []) bus.emit({ type: "hint", message });
@@ -464,6 +478,8 @@ async function startLocked(
     { fromOffset: logOffset, ...(staged.autoCompleteNote ? { note: staged.autoCompleteNote } : {}) },
   );
   try {
+    // A Ctrl-C while the runtime was starting (a container or cluster takes seconds) lands here.
+    throwIfInterrupted(o.signal);
     await writeRunState(paths, state);
     const index = await waitUntilReady(client, o, folder.logFile, () => exitInfo, bus, startedAt, loads.describe);
     loads.stop();
@@ -507,7 +523,7 @@ async function startLocked(
     };
   } catch (err) {
     loads.stop();
-    await stop("start failed");
+    await stop(err instanceof StartInterruptedError ? "interrupted during start" : "start failed");
     throw startFailure(err, plan, folder.logFile);
   }
 }
@@ -544,9 +560,14 @@ function startFailure(err: unknown, plan: PlannedRun, logFile: string): unknown 
 }
 
 /** Wait until no model is LOADING/UNLOADING, then return the index. */
-async function settledIndex(client: TritonHttpClient, timeoutMs: number): Promise<RepositoryIndexEntry[]> {
+async function settledIndex(
+  client: TritonHttpClient,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<RepositoryIndexEntry[]> {
   const deadline = Date.now() + Math.max(timeoutMs, 5_000);
   for (;;) {
+    throwIfInterrupted(signal);
     const index = await client.repositoryIndex();
     const busy = index.filter((m) => m.state === "LOADING" || m.state === "UNLOADING");
     if (busy.length === 0 || Date.now() > deadline) return index;

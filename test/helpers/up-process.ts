@@ -68,8 +68,20 @@ export class UpProcess {
     return this.events.slice(from).filter((e) => e.type === "edit" && e.model === model && e.phase === phase);
   }
 
-  async stop(): Promise<number | null> {
+  /** Ctrl-C, as a terminal sends it; a process still there after `timeoutMs` fails the test with its last events. */
+  async stop(timeoutMs = 40_000): Promise<number | null> {
     if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill("SIGINT");
-    return this.exited;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<"late">((r) => (timer = setTimeout(() => r("late"), timeoutMs)));
+    const code = await Promise.race([this.exited, late]);
+    clearTimeout(timer);
+    if (code !== "late") return code;
+    this.child.kill("SIGKILL");
+    throw new Error(
+      `up did not exit within ${timeoutMs} ms of Ctrl-C; last events:\n${this.events
+        .slice(-15)
+        .map((e) => JSON.stringify(e).slice(0, 300))
+        .join("\n")}\nstderr: ${this.stderr.slice(-2000)}`,
+    );
   }
 }

@@ -91,6 +91,33 @@ describe("up while a model loads slowly (real Triton)", () => {
     // The import ran twice: at least 2 x 4 s before the model was ready.
     expect(Number(ready.elapsedMs)).toBeGreaterThanOrEqual(8_000);
     console.info(`foreground up with a 4 s import and auto-complete on: ready in ${ready.elapsedMs} ms`);
+    // Ctrl-C right after ready: no connection of ours holds Triton's exit (a pooled keep-alive
+    // one held every such stop by 4 s, which Triton logs as a live HTTP connection).
+    const starting = await foreground.waitFor((e) => e.type === "starting");
+    expect(await foreground.stop()).toBe(0);
+    foreground = undefined;
+    const log = await fsp.readFile(String(starting.logFile), "utf8");
+    expect(log).toContain("Signal (15) received.");
+    expect(log).not.toMatch(/Found [1-9]\d* HTTP service connections/);
+  }, 120_000);
+
+  it("Ctrl-C while a model loads stops the server it started, and says so", async () => {
+    const repo = await tempDir("models-int");
+    await writeSlowModel(repo, "slow", 30);
+    foreground = new UpProcess(["--models", repo, ...portArgs(await freePorts())], env);
+    const starting = await foreground.waitFor((e) => e.type === "starting", 60_000);
+    await foreground.waitFor((e) => e.type === "progress" && e.step === "models", 60_000);
+    const t0 = Date.now();
+    // Before, the process died at once and left tritonserver loading the model with nobody to stop it.
+    expect(await foreground.stop()).toBe(130);
+    const secs = (Date.now() - t0) / 1000;
+    expect(foreground.stderr).toContain("stopped during start (received SIGINT); nothing of this run is left running");
+    expect(foreground.events.some((e) => e.type === "stopped")).toBe(true);
+    expect(() => process.kill(Number(starting.pid), 0)).toThrow();
+    const status = await runCli(["status"], env);
+    expect(status.stdout).toContain("nothing is running");
+    foreground = undefined;
+    console.info(`Ctrl-C during a 30 s initialize: stopped in ${secs.toFixed(1)} s`);
   }, 120_000);
 
   it("names the models still loading when the readiness timeout ends up", async () => {
