@@ -176,3 +176,21 @@ describe("RepositoryWatcher and the model-file rule", () => {
     expect(changes.map((c) => c.model)).toEqual(["small"]);
   });
 });
+
+describe("RepositoryWatcher closed while it starts", () => {
+  it("watches nothing afterwards (a Ctrl-C right after ready used to leave a watcher that kept up alive)", async () => {
+    const repo = await tempRepo();
+    await writeFiles(repo, { "m/config.pbtxt": "a", "m/1/model.py": "old" });
+    const changes: ModelChange[] = [];
+    const w = new RepositoryWatcher(repo, { settleMs: 200, completeSettleMs: 20 });
+    w.onChange((c) => changes.push(c));
+    const starting = w.start();
+    await w.close();
+    await starting;
+    await fsp.writeFile(path.join(repo, "m", "1", "model.py"), "new");
+    await new Promise((r) => setTimeout(r, 800));
+    expect(changes).toEqual([]);
+    // And a second close, as shutdown paths do, is harmless.
+    await w.close();
+  });
+});
