@@ -48,9 +48,9 @@ conc="${CONCURRENCY:-64}"; interval="${INTERVAL:-2000}"
 echo "=== up ($(date +%T))"
 td up --detach --models "$repo" --http-port 8100 --grpc-port 8101 --metrics-port 8102 --timeout 300 || { td down; exit 1; }
 echo "=== shm, instances 3 ($(date +%T))"
-timeout -s INT 90 node "$cli" perf pb_probe --concurrency-range "$conc" --measurement-interval "$interval" --shared-memory system | tee "$out/python-bound-shm.txt"
+timeout -s INT "${BUDGET_SHM:-90}" node "$cli" perf pb_probe --concurrency-range "$conc" --measurement-interval "$interval" --shared-memory system | tee "$out/python-bound-shm.txt"
 echo "=== http, instances 3 and 6 ($(date +%T))"
-timeout -s INT 150 node "$cli" perf pb_probe --concurrency-range "$conc" --measurement-interval "$interval" --compare "instances=3,6" | tee "$out/python-bound-http.txt"
+timeout -s INT "${BUDGET_HTTP:-150}" node "$cli" perf pb_probe --concurrency-range "$conc" --measurement-interval "$interval" --compare "instances=3,6" | tee "$out/python-bound-http.txt"
 td down
 rm -rf "$repo"
 echo "=== done ($(date +%T))"
