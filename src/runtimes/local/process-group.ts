@@ -65,6 +65,8 @@ export interface UnloadWatch {
 
 export interface StopOptions {
   graceMs?: number;
+  /** Where the python backend's shared-memory regions live (tests pass their own folder). */
+  shmDir?: string;
   /** When we are the parent, the child's exit promise (reaps it, so it does not linger as a zombie). */
   exited?: Promise<unknown>;
   unloads?: UnloadWatch;
@@ -128,12 +130,65 @@ export async function stopProcessGroup(pgid: number, options: StopOptions = {}):
   }
   if (groupAlive(pgid)) {
     if (allUnloadedAt === undefined) log.warn("server did not stop in time; killing it", { pgid, graceMs });
+    const regions = mappedShmRegions(pgid, options.shmDir);
     signalGroup(pgid, "SIGKILL");
     const killDeadline = Date.now() + 5_000;
     while (groupAlive(pgid) && Date.now() < killDeadline) await sleep(50);
+    if (!groupAlive(pgid)) removeRegions(regions, pgid);
   }
   if (options.exited) await options.exited;
   log.debug("server stopped", { pgid, ms: Date.now() - started, loaded: loaded.length });
+}
+
+/**
+ * The python backend's shared-memory regions (one per model instance, 1 MiB and growing with the
+ * tensors it moves): Triton removes each when it unloads the instance, so a server killed before
+ * that leaves them in /dev/shm, in RAM, until reboot. Only regions a member of this group maps are
+ * taken, so another server's are never touched.
+ */
+export const PYTHON_SHM_PREFIX = "triton_python_backend_shm_region_";
+
+function mappedShmRegions(pgid: number, shmDir = "/dev/shm", procRoot = "/proc"): Set<string> {
+  const found = new Set<string>();
+  const want = `${shmDir.replace(/\/$/, "")}/${PYTHON_SHM_PREFIX}`;
+  let entries: string[];
+  try {
+    entries = fs.readdirSync(procRoot);
+  } catch {
+    return found;
+  }
+  for (const e of entries) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const stat = fs.readFileSync(`${procRoot}/${e}/stat`, "utf8");
+      if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[2]) !== pgid) continue;
+      for (const line of fs.readFileSync(`${procRoot}/${e}/maps`, "utf8").split("\n")) {
+        const at = line.indexOf(want);
+        // A mapping of a file removed meanwhile reads "... (deleted)".
+        if (at >= 0) found.add(line.slice(at).replace(/ \(deleted\)$/, ""));
+      }
+    } catch {
+      // Gone meanwhile, or not ours to read.
+    }
+  }
+  return found;
+}
+
+function removeRegions(regions: Set<string>, pgid: number): void {
+  let bytes = 0;
+  let removed = 0;
+  for (const r of regions) {
+    try {
+      const size = fs.statSync(r).size;
+      fs.unlinkSync(r);
+      bytes += size;
+      removed++;
+    } catch {
+      // Removed by Triton after all, or never there.
+    }
+  }
+  if (removed)
+    log.info("removed the shared memory the killed server left", { pgid, regions: removed, mib: bytes / 2 ** 20 });
 }
 
 function fileSize(f: string): number {

@@ -3,7 +3,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { stopProcessGroup } from "../../../src/runtimes/local/process-group.js";
+import { PYTHON_SHM_PREFIX, stopProcessGroup } from "../../../src/runtimes/local/process-group.js";
 
 /** Members of the process group that still run (zombies waiting for init to reap them do not). */
 function running(pgid: number): number[] {
@@ -99,4 +99,30 @@ describe("stopProcessGroup with the unloads followed in Triton's log", () => {
     });
     expect(running(server.pid)).toEqual([]);
   }, 20_000);
+});
+
+describe("stopProcessGroup with a server that has to be killed", () => {
+  it("removes the python backend's shared-memory regions the group mapped, and no other", async () => {
+    const shm = fs.mkdtempSync(path.join(os.tmpdir(), "triton-dev-shm-"));
+    const ours = path.join(shm, `${PYTHON_SHM_PREFIX}ours`);
+    const other = path.join(shm, `${PYTHON_SHM_PREFIX}another-server`);
+    fs.writeFileSync(other, Buffer.alloc(4096));
+    // A stub that ignores SIGTERM while it maps its region, as a hung one does.
+    const script = `
+import mmap, signal, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+f = open(${JSON.stringify(ours)}, "w+b"); f.write(b"\\0" * 65536); f.flush()
+m = mmap.mmap(f.fileno(), 65536)
+print("mapped", flush=True)
+time.sleep(60)
+`;
+    const child = spawn("python3", ["-c", script], { detached: true, stdio: ["ignore", "pipe", "ignore"] });
+    const exited = new Promise<void>((r) => child.once("exit", () => r()));
+    await new Promise<void>((r) => child.stdout!.once("data", () => r()));
+    await stopProcessGroup(child.pid!, { graceMs: 300, exited, shmDir: shm });
+    expect(running(child.pid!)).toEqual([]);
+    expect(fs.existsSync(ours)).toBe(false);
+    expect(fs.existsSync(other)).toBe(true);
+    fs.rmSync(shm, { recursive: true, force: true });
+  });
 });
