@@ -36,8 +36,10 @@ export interface ReloadControllerOptions {
   editsFile?: string;
   loadTimeoutMs?: number;
   /**
-   * Whether Triton runs with config auto-complete (default true). When the run turned it off,
-   * a model saved later that needs it is loaded with a warning saying so.
+   * Whether Triton runs with config auto-complete (default: what `lint.autoComplete` says, and
+   * Triton's default, on, when neither says). Edits are linted as that Triton loads them: with it
+   * off, a model without config.pbtxt is refused and no auto_complete_config runs; a model saved
+   * later that needs it is loaded with a warning saying so.
    */
   autoCompleteConfig?: boolean;
   /**
@@ -81,8 +83,15 @@ export class ReloadController {
   /** The last write of the edits file (see emit). */
   private recording: Promise<void> = Promise.resolve();
 
+  /** `o.lint` with the server's auto-complete setting, when the run says what it is. */
+  private readonly lintOptions: LintOptions;
+
   constructor(private readonly o: ReloadControllerOptions) {
     this.now = o.now ?? Date.now;
+    this.lintOptions = {
+      ...o.lint,
+      ...(o.autoCompleteConfig !== undefined ? { autoComplete: o.autoCompleteConfig } : {}),
+    };
   }
 
   /**
@@ -374,7 +383,7 @@ export class ReloadController {
       return;
     }
 
-    const lint = await lintModel(this.o.modelsDir, model, this.o.lint ?? {});
+    const lint = await lintModel(this.o.modelsDir, model, this.lintOptions);
     const errors = lint.diagnostics.filter((d) => d.severity === "error");
     if (errors.length > 0) {
       phase("refused", {

@@ -46,6 +46,11 @@ export interface ModelLayout {
   ignoredDirs: string[];
   /** Every sub-folder, sorted as Triton's std::set sorts them (autofill inspects the first). */
   subdirs: string[];
+  /**
+   * The first of `subdirs` with what it holds: the one folder Triton's autofill looks into for a
+   * model file when the config does not say what runs the model, a version folder or not.
+   */
+  firstSubdir?: { name: string; entries: Map<string, { isDir: boolean }> };
   /** Files directly in the model folder but config.pbtxt, litter left out, sorted: a model file here is never read. */
   topFiles: string[];
 }
@@ -241,6 +246,17 @@ export async function readUserText(
   }
 }
 
+/** What a folder holds as staging copies it (litter left out, links followed; a dangling one is left out). */
+async function folderEntries(dir: string): Promise<Map<string, { isDir: boolean }>> {
+  const entries = new Map<string, { isDir: boolean }>();
+  for (const f of await readDirSafe(dir)) {
+    if (isIgnoredEntry(f.name)) continue;
+    const kind = await kindOf(path.join(dir, f.name), f);
+    if (kind) entries.set(f.name, { isDir: kind === "dir" });
+  }
+  return entries;
+}
+
 export async function scanModel(repo: string, name: string): Promise<ModelLayout> {
   const dir = path.join(repo, name);
   const configFile = path.join(dir, CONFIG_FILE);
@@ -261,15 +277,14 @@ export async function scanModel(repo: string, name: string): Promise<ModelLayout
       layout.ignoredDirs.push(e.name);
       continue;
     }
-    const entries = new Map<string, { isDir: boolean }>();
-    for (const f of await readDirSafe(p)) {
-      if (isIgnoredEntry(f.name)) continue;
-      const kind = await kindOf(path.join(p, f.name), f);
-      if (kind) entries.set(f.name, { isDir: kind === "dir" });
-    }
-    layout.versions.push({ name: e.name, dir: p, version: Number(e.name), entries });
+    layout.versions.push({ name: e.name, dir: p, version: Number(e.name), entries: await folderEntries(p) });
   }
   layout.subdirs.sort();
+  const first = layout.subdirs[0];
+  if (first !== undefined) {
+    const v = layout.versions.find((x) => x.name === first);
+    layout.firstSubdir = { name: first, entries: v ? v.entries : await folderEntries(path.join(dir, first)) };
+  }
   layout.topFiles.sort();
   layout.ignoredDirs.sort();
   layout.versions.sort((a, b) => a.version - b.version);

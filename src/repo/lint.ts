@@ -19,7 +19,7 @@ import { create } from "@bufbuild/protobuf";
 import { ModelConfigSchema, type ModelConfig } from "./gen/model_config_pb.js";
 import { toModelConfigJson } from "./model-config.js";
 import { type CompletionOutcome, type ConfigCompleter, createConfigCompleter } from "./auto-complete-run.js";
-import { effectiveBackend } from "./backends.js";
+import { autofillBackendFields } from "./autofill.js";
 import { readUserText } from "./layout.js";
 import type { Pos } from "./textproto.js";
 import { type ModelIOReport, checkModelIO } from "./model-io/compare.js";
@@ -31,8 +31,9 @@ import {
   Reporter,
   checkModel,
   checkRuntimeBackend,
-  inferBackendFromLayout,
+  pythonFileNameProblem,
   topLevelModelFiles,
+  undeterminedBackend,
   versionConfigs,
   versionsToLoad,
 } from "./rules.js";
@@ -172,19 +173,20 @@ function checkWithoutConfig(layout: ModelLayout, options: LintOptions, reporter:
       "config-missing",
       undefined,
       `model '${name}' has no ${CONFIG_FILE}, and Triton runs with config auto-complete off, so it refuses the model ("${top}: No such file or directory")`,
-      `Write ${top} (\`triton-dev init\` scaffolds one), or lint and serve with auto-complete on.`,
+      `Write ${top} (\`triton-dev init\` scaffolds one), or serve it with auto-complete on: \`triton-dev up\` keeps it on when a model needs it, so a run started with it off needs a restart.`,
       layout.dir,
     );
     return undefined;
   }
-  const inferred = inferBackendFromLayout(layout);
-  if (!inferred) {
+  const inferred = autofillBackendFields(name, { platform: "", backend: "", defaultModelFilename: "" }, layout);
+  if (inferred.undetermined) {
     const first = layout.subdirs[0]!;
+    const { message } = undeterminedBackend(name, layout, inferred, "");
     reporter.error(
       "backend-missing",
       undefined,
-      `model '${name}' has no ${CONFIG_FILE} and its first sub-folder '${first}' holds no model file Triton recognises, so Triton cannot tell what runs it ("Could not determine backend")`,
-      `Write ${top} naming its backend (\`triton-dev init\` scaffolds a python one), or put the model file in ${rel(path.join(layout.dir, first))}/ under its default name (model.py, model.onnx, model.plan, model.pt).`,
+      `model '${name}' has no ${CONFIG_FILE}: ${message.replace(/^the config sets neither platform nor backend, /, "")}`,
+      `Write ${top} naming its backend (\`triton-dev init\` scaffolds a python one), or put the model file in ${rel(path.join(layout.dir, first))}/ under its default name (model.py, model.onnx, model.plan, model.pt, model.xml).`,
       layout.dir,
     );
     return undefined;
@@ -195,11 +197,22 @@ function checkWithoutConfig(layout: ModelLayout, options: LintOptions, reporter:
     reporter.warning(
       "backend-unavailable",
       undefined,
-      `model '${name}' has no ${CONFIG_FILE}; Triton infers backend '${inferred.backend}' from ${inferred.from}, and ${message}`,
+      `model '${name}' has no ${CONFIG_FILE}; Triton infers backend '${inferred.backend}' from ${inferred.inferredFrom}, and ${message}`,
       hint,
       layout.dir,
     );
     return `needs the ${inferred.backend} backend, not in the ${options.runtime} runtime`;
+  }
+  if (inferred.backend === "python" && !inferred.defaultModelFilename.endsWith(".py")) {
+    const { message, hint } = pythonFileNameProblem(inferred.defaultModelFilename, inferred.inferredFrom);
+    reporter.error(
+      "python-model-filename",
+      undefined,
+      `model '${name}' has no ${CONFIG_FILE}; ${message}`,
+      hint.replace("in config.pbtxt", `in ${top}`),
+      layout.dir,
+    );
+    return undefined;
   }
   reporter.warning(
     "config-missing",
@@ -238,13 +251,13 @@ async function completeConfig(
   if (options.autoComplete === false || layout.versions.length === 0) return undefined;
   const base: ModelConfig = parsed ? parsed.config : create(ModelConfigSchema);
   if (base.platform === "ensemble" || base.schedulingChoice.case === "ensembleScheduling") return undefined;
-  const inferred = inferBackendFromLayout(layout)?.backend;
-  const backend = effectiveBackend(base.platform, base.backend) ?? (base.platform ? undefined : inferred);
-  if (backend !== "python") return undefined;
+  const af = autofillBackendFields(layout.name, base, layout);
+  if (af.backend !== "python") return undefined;
   const version = versionsToLoad(base, layout).load[0];
   const v = layout.versions.find((x) => x.version === version);
-  const fileName = base.defaultModelFilename || "model.py";
-  if (!v || v.entries.get(fileName)?.isDir !== false) return undefined;
+  const fileName = af.defaultModelFilename;
+  // A file the python backend refuses by its name never gets as far as auto_complete_config.
+  if (!v || !fileName.endsWith(".py") || v.entries.get(fileName)?.isDir !== false) return undefined;
   const file = path.join(v.dir, fileName);
   const read = await readUserText(file);
   if (!("text" in read) || !/\bauto_complete_config\b/.test(read.text)) return undefined;
@@ -450,7 +463,8 @@ async function lintParsed(
   let unavailable: string | undefined;
   let modelIO: ModelIOReport | undefined;
   if (parsed) {
-    const ctx: ModelContext = { name, layout, parsed, options };
+    const autofill = autofillBackendFields(name, parsed.config, layout);
+    const ctx: ModelContext = { name, layout, parsed, options, autofill };
     await checkModel(ctx, reporter);
     // The model file against the config, once the config says what reads it (model-io/).
     if (!reporter.hasError(...BACKEND_ERRORS)) modelIO = await checkModelIO(ctx, reporter);

@@ -7,8 +7,8 @@ import {
   PLATFORMS,
   TYPED_BACKENDS,
   defaultModelFile,
-  effectiveBackend,
 } from "./backends.js";
+import { AUTOFILL_FILE_NAMES, type AutofilledBackend } from "./autofill.js";
 import { type Diagnostic, type Severity, clipLongRuns } from "./diagnostics.js";
 import type { DescEnum } from "@bufbuild/protobuf";
 import {
@@ -63,6 +63,11 @@ export interface ModelContext {
   layout: ModelLayout;
   parsed: ParsedConfig;
   options: LintOptions;
+  /**
+   * The platform, backend and model file Triton settles on for this config (autofill.ts): every
+   * rule that depends on what runs the model reads these, not the config's literal fields.
+   */
+  autofill: AutofilledBackend;
 }
 
 /** Collects diagnostics for one model, resolving config paths to positions. */
@@ -243,7 +248,7 @@ function checkRuntimeField(ctx: ModelContext, r: Reporter): void {
   const c = ctx.parsed.config;
   const lib = c.runtime;
   if (!lib || c.platform === ENSEMBLE_PLATFORM) return;
-  const backend = effectiveBackend(c.platform, c.backend) ?? inferBackendFromFiles(ctx)?.backend;
+  const backend = ctx.autofill.backend;
   if (!backend) return;
   const escapes = path.posix.isAbsolute(lib) || path.posix.normalize(lib).split("/").includes("..");
   const folder = `<backend-directory>/${backend}`;
@@ -284,9 +289,7 @@ const STUB_WORD = /^[A-Za-z0-9_.-]+$/;
  */
 function checkStubCommandLine(ctx: ModelContext, r: Reporter): void {
   const c = ctx.parsed.config;
-  const backend =
-    effectiveBackend(c.platform, c.backend) ?? (c.platform ? undefined : inferBackendFromFiles(ctx)?.backend);
-  if (backend !== "python") return;
+  if (ctx.autofill.backend !== "python") return;
   const why =
     "the python backend starts each instance's process through bash with it unquoted on the command line, so the process never starts (or part of it runs as a command)";
   c.instanceGroup.forEach((g, i) => {
@@ -368,22 +371,22 @@ function checkPlatformBackend(ctx: ModelContext, r: Reporter): void {
   }
 
   if (!platform && !backend) {
-    const inferred = inferBackendFromFiles(ctx);
-    if (inferred) {
-      r.warning(
-        "backend-inferred",
-        undefined,
-        `no platform or backend: Triton infers backend '${inferred.backend}' from ${inferred.from}`,
-        `Write backend: "${inferred.backend}" so the model does not depend on which files are present.`,
-      );
-    } else {
-      r.error(
-        "backend-missing",
-        undefined,
-        "the config sets neither platform nor backend",
-        'Add backend: "python" for a Python model (model.py), or the platform/backend that runs it (e.g. platform: "onnxruntime_onnx").',
-      );
+    const af = ctx.autofill;
+    if (af.undetermined) {
+      const { message, hint } = undeterminedBackend(ctx.name, ctx.layout, af, c.defaultModelFilename);
+      r.error("backend-missing", c.defaultModelFilename ? "default_model_filename#value" : undefined, message, hint);
+      return;
     }
+    const byName = af.inferredFrom?.startsWith("the model's name");
+    r.warning(
+      "backend-inferred",
+      undefined,
+      `no platform or backend: Triton infers backend '${af.backend}' from ${af.inferredFrom}${byName ? `, and hands it ${af.defaultModelFilename}` : ""}`,
+      byName
+        ? `Write backend: "${af.backend}" if that is meant; otherwise write the backend that runs the model (backend: "python" for model.py).`
+        : `Write backend: "${af.backend}" so the model does not depend on which files are present.`,
+    );
+    checkTypedPair(ctx, r);
     return;
   }
 
@@ -448,44 +451,58 @@ function checkPlatformBackend(ctx: ModelContext, r: Reporter): void {
     }
   }
 
-  if (backend === "tensorflow" && !platform && !c.defaultModelFilename) {
-    const first = ctx.layout.versions[0];
-    const has = (f: string) => first?.entries.has(f) ?? false;
-    if (!has("model.savedmodel") && !has("model.graphdef")) {
-      r.error(
-        "platform-missing",
-        "backend#value",
-        "backend 'tensorflow' needs a platform",
-        'Write platform: "tensorflow_savedmodel" or "tensorflow_graphdef".',
-      );
-    }
+  if (backend === "tensorflow" && !ctx.autofill.platform) {
+    r.error(
+      "platform-missing",
+      "backend#value",
+      "backend 'tensorflow' needs a platform, and Triton finds none to take from the first sub-folder (a model.savedmodel folder or a model.graphdef file)",
+      'Write platform: "tensorflow_savedmodel" or "tensorflow_graphdef".',
+    );
   }
 }
 
-/** Triton's autofill guesses a backend from the first sub-folder's files when the config names none. */
-function inferBackendFromFiles(ctx: ModelContext): { backend: string; from: string } | undefined {
-  return inferBackendFromLayout(ctx.layout);
+/**
+ * A backend whose platform Triton checks (GetBackendType) that autofill leaves without it: a
+ * model named "m.onnxruntime" beside no model.onnx gets backend onnxruntime and no platform,
+ * which Triton refuses as a pair.
+ */
+function checkTypedPair(ctx: ModelContext, r: Reporter): void {
+  const { platform, backend } = ctx.autofill;
+  if (!TYPED_BACKENDS.has(backend) || PLATFORMS[platform]?.backend === backend) return;
+  const own = Object.entries(PLATFORMS).find(([, v]) => v.backend === backend)?.[0];
+  r.error(
+    "platform-backend-mismatch",
+    undefined,
+    `Triton takes backend '${backend}' from ${ctx.autofill.inferredFrom ?? "the config"} but no platform for it, and refuses the pair ("unexpected 'platform' and 'backend' pair, got:${platform}, ${backend}")`,
+    own ? `Write platform: "${own}".` : "Write the platform and backend that run the model.",
+  );
 }
 
-/** The model files core's autofill recognises in a version folder, in the order it tries them. */
-const AUTOFILL_FILES: Array<[string, string]> = [
-  ["model.plan", "tensorrt"],
-  ["model.onnx", "onnxruntime"],
-  ["model.xml", "openvino"],
-  ["model.pt", "pytorch"],
-  ["model.py", "python"],
-];
-
-/** The backend Triton's autofill takes from the first sub-folder's files (it looks nowhere else). */
-export function inferBackendFromLayout(layout: ModelLayout): { backend: string; from: string } | undefined {
-  const first = layout.subdirs[0];
-  if (first === undefined) return undefined;
-  const v = layout.versions.find((x) => x.name === first);
-  if (!v) return undefined;
-  for (const [file, backend] of AUTOFILL_FILES) {
-    if (v.entries.has(file)) return { backend, from: `${first}/${file}` };
+/** Triton's "Could not determine backend" (or "unexpected platform type ''"), with what to do. */
+export function undeterminedBackend(
+  name: string,
+  layout: ModelLayout,
+  af: AutofilledBackend,
+  defaultModelFilename: string,
+): { message: string; hint: string } {
+  const first = layout.firstSubdir;
+  const rel = (f: string) => `${name}/${first?.name ?? "1"}/${f}`;
+  if (af.undetermined === "file") {
+    const message = defaultModelFilename
+      ? `default_model_filename '${defaultModelFilename}' is not a name Triton knows a backend by, and the config names neither platform nor backend, so Triton cannot tell what runs the model ("unexpected platform type ''")`
+      : `the model's name '${name}' ends in its only '.', which names no backend, and the config names neither platform nor backend ("unexpected platform type ''")`;
+    const hint = defaultModelFilename.endsWith(".py")
+      ? 'Add backend: "python".'
+      : 'Add the backend that runs it (backend: "python", platform: "onnxruntime_onnx", ...).';
+    return { message, hint };
   }
-  return undefined;
+  const where = first
+    ? `its first sub-folder '${first.name}' holds no model file Triton recognises`
+    : "it has no sub-folder holding a model file";
+  return {
+    message: `the config sets neither platform nor backend, ${where}, and its name '${name}' is not of the form <name>.<backend>, so Triton cannot tell what runs it ("Could not determine backend for model '${name}'")`,
+    hint: `Add backend: "python" for a Python model (${rel("model.py")}), or the platform/backend that runs it (e.g. platform: "onnxruntime_onnx"); or put the model file in ${name}/${first?.name ?? "1"}/ under the name its backend looks for (${AUTOFILL_FILE_NAMES.join(", ")}).`,
+  };
 }
 
 /**
@@ -493,7 +510,7 @@ export function inferBackendFromLayout(layout: ModelLayout): { backend: string; 
  * loads): Triton reads model files only inside numbered version folders, so these are never read.
  */
 export function topLevelModelFiles(layout: ModelLayout): string[] {
-  const known = new Set([...AUTOFILL_FILES.map(([f]) => f), "model.savedmodel", "model.graphdef", "model.bin"]);
+  const known = new Set([...AUTOFILL_FILE_NAMES, "model.bin"]);
   return layout.topFiles.filter((f) => f.endsWith(".py") || known.has(f));
 }
 
@@ -504,7 +521,8 @@ export function versionConfigs(layout: ModelLayout): VersionDir[] {
 
 function checkIOs(ctx: ModelContext, r: Reporter): void {
   const c = ctx.parsed.config;
-  const platform = c.platform;
+  // Triton checks the platform autofill leaves: backend "tensorrt", or 1/model.plan, make it tensorrt_plan.
+  const platform = ctx.autofill.platform;
   const check = (io: ModelInput | ModelOutput, i: number, kind: "input" | "output"): void => {
     const p = `${kind}[${i}]`;
     const label = io.name ? `${kind} '${io.name}'` : `${kind} ${i + 1}`;
@@ -1088,7 +1106,7 @@ function checkInstanceGroups(ctx: ModelContext, r: Reporter): void {
         "Use a count of 1 or more.",
       );
     }
-    if (g.profile.length > 0 && c.platform !== "tensorrt_plan") {
+    if (g.profile.length > 0 && ctx.autofill.platform !== "tensorrt_plan") {
       r.error(
         "instance-profile-platform",
         `${p}.profile`,
@@ -1206,9 +1224,13 @@ async function checkVersions(ctx: ModelContext, r: Reporter): Promise<void> {
     return;
   }
   if (isEnsemble || r.hasError(...BACKEND_ERRORS)) return;
-  const backend = effectiveBackend(c.platform, c.backend) ?? inferBackendFromFiles(ctx)?.backend ?? "";
-  const want = defaultModelFile(c.platform, backend, c.defaultModelFilename);
-  if (!want) return;
+  const af = ctx.autofill;
+  const backend = af.backend;
+  const known = defaultModelFile(af.platform, backend, c.defaultModelFilename);
+  if (!known) return;
+  // The file autofill hands the backend: a model named "m.python" gets model.python.
+  const file = c.defaultModelFilename || af.defaultModelFilename || known.file;
+  const want = file === known.file ? known : { file };
   const where = c.defaultModelFilename
     ? "default_model_filename#value"
     : c.backend
@@ -1216,6 +1238,11 @@ async function checkVersions(ctx: ModelContext, r: Reporter): Promise<void> {
       : c.platform
         ? "platform#value"
         : undefined;
+  if (backend === "python" && !want.file.endsWith(".py")) {
+    const problem = pythonFileNameProblem(want.file, c.defaultModelFilename ? undefined : af.inferredFrom);
+    r.error("python-model-filename", where, problem.message, problem.hint);
+    return;
+  }
   for (const version of load) {
     const v = layout.versions.find((x) => x.version === version)!;
     const entry = v.entries.get(want.file);
@@ -1226,7 +1253,7 @@ async function checkVersions(ctx: ModelContext, r: Reporter): Promise<void> {
         where,
         `version ${version} has no ${want.file} (${rel(path.join(v.dir, want.file))})`,
         backend === "python"
-          ? `Put the model code in ${rel(path.join(v.dir, "model.py"))} (class TritonPythonModel).`
+          ? `Put the model code in ${rel(path.join(v.dir, want.file))} (class TritonPythonModel).`
           : `Put the ${backend || c.platform} model file there, or set default_model_filename.`,
       );
       continue;
@@ -1241,6 +1268,20 @@ async function checkVersions(ctx: ModelContext, r: Reporter): Promise<void> {
     }
     if (backend === "python" && entry && !entry.isDir) await checkPythonModel(path.join(v.dir, want.file), r);
   }
+}
+
+/**
+ * The python backend imports its model file only when the name ends in '.py' (measured on 2.51:
+ * "Model name must end with '.py'"); autofill hands a model named "m.python" model.python.
+ */
+export function pythonFileNameProblem(file: string, inferredFrom?: string): { message: string; hint: string } {
+  const byName = inferredFrom?.startsWith("the model's name");
+  return {
+    message: `the python backend loads only a file whose name ends in .py, and Triton hands it ${file}${byName ? `, taking backend 'python' and that file from ${inferredFrom}` : ""} (Triton: "Model name must end with '.py'. Model name is "${file}".")`,
+    hint: byName
+      ? 'Write backend: "python" in config.pbtxt (the python backend then loads model.py), or rename the model folder without the dot.'
+      : "Set default_model_filename to a name ending in .py, or delete it to use model.py.",
+  };
 }
 
 async function checkPythonModel(file: string, r: Reporter): Promise<void> {
@@ -1274,7 +1315,7 @@ export function checkRuntimeBackend(ctx: ModelContext, r: Reporter): string | un
   if (!runtime || r.hasError(...BACKEND_ERRORS)) return undefined;
   const c = ctx.parsed.config;
   if (c.platform === ENSEMBLE_PLATFORM) return undefined;
-  const backend = effectiveBackend(c.platform, c.backend) ?? inferBackendFromFiles(ctx)?.backend;
+  const backend = ctx.autofill.backend;
   const facts = RUNTIME_FACTS[runtime];
   if (!backend || facts.backends.includes(backend)) return undefined;
   const where = c.backend ? "backend#value" : c.platform ? "platform#value" : undefined;

@@ -103,9 +103,18 @@ function ownerAlive(s: RunState): boolean {
   return !!w && !w.detached && w.pid !== process.pid && w.alive;
 }
 
-/** The lint options `up` and the detached watcher judge models with, for the server a run has. */
-export function lintOptionsFor(runtime: RuntimeKind, gpus: number | undefined): LintOptions {
-  return { runtime, gpuAvailable: gpus === undefined ? true : gpus > 0, gpuMissingSeverity: "error" };
+/**
+ * The lint options `up` and the detached watcher judge models with, for the server a run has.
+ * `autoComplete` is the server's setting once it is known (the run's record); before Triton
+ * starts, `up` lints with auto-complete assumed on and turns it off only where no model needs it.
+ */
+export function lintOptionsFor(runtime: RuntimeKind, gpus: number | undefined, autoComplete?: boolean): LintOptions {
+  return {
+    runtime,
+    gpuAvailable: gpus === undefined ? true : gpus > 0,
+    gpuMissingSeverity: "error",
+    ...(autoComplete !== undefined ? { autoComplete } : {}),
+  };
 }
 
 /**

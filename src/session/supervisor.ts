@@ -61,7 +61,7 @@ export async function runSupervisor(
   bus.on(print);
   // Recorded for `triton-dev dashboard`, which replays and follows them.
   bus.on(eventWriter(state));
-  const lintOptions = lintOptionsFor(state.runtime, await gpusOf(state));
+  const lintOptions = lintOptionsFor(state.runtime, await gpusOf(state), state.autoCompleteConfig !== false);
   const controller = createController(state, staging, bus, lintOptions);
   const index = await clientForRun(state)
     .repositoryIndex()

@@ -81,6 +81,8 @@ async function setup(
     adopted?: RepositoryIndexEntry[];
     /** Lines Triton logged before the controller started. */
     log?: string;
+    /** The run's config auto-complete (the controller's option; default: not said). */
+    autoCompleteConfig?: boolean;
   } = {},
 ): Promise<Setup> {
   const repo = o.repo ?? (await tempRepo());
@@ -112,6 +114,7 @@ async function setup(
     },
     lint: { runtime: "local" },
     loadTimeoutMs: 5_000,
+    ...(o.autoCompleteConfig !== undefined ? { autoCompleteConfig: o.autoCompleteConfig } : {}),
   });
   cleanups.push(() => controller.close());
   await controller.adopt(o.adopted ?? [{ name: "m", version: "1", state: "READY" }]);
@@ -409,6 +412,34 @@ describe("ReloadController", () => {
     // The snapshot holds a copy, not the user's link.
     const snapshot = s.staging.snapshotDir("m", s.staging.current("m")!);
     expect((await fsp.lstat(snapshot)).isDirectory()).toBe(true);
+  });
+});
+
+describe("ReloadController and the run's config auto-complete", () => {
+  // A model added without config.pbtxt: Triton completes one from 1/model.py with auto-complete on,
+  // and refuses it ("config.pbtxt: No such file or directory") with it off.
+  const added = { "n/1/model.py": ECHO_MODEL_PY };
+
+  it("lints an edit with auto-complete off when the run started Triton with it off: refused, nothing loaded", async () => {
+    const s = await setup({ autoCompleteConfig: false });
+    await writeFiles(s.repo, added);
+    s.watcher.save("n");
+    await s.controller.idle();
+    expect(s.phases("n")).toEqual(["saved", "refused"]);
+    expect(s.events.at(-1)?.diagnostics?.map((d) => `${d.severity} ${d.code}`)).toEqual(["error config-missing"]);
+    expect(s.events.at(-1)?.diagnostics?.[0]?.message).toContain("config auto-complete off");
+    expect(loads(s.triton, "n")).toEqual([]);
+    expect(s.staging.has("n")).toBe(false);
+  });
+
+  it("lints the same edit with auto-complete on when the run has it on: loaded, with the warning", async () => {
+    const s = await setup({ autoCompleteConfig: true });
+    await writeFiles(s.repo, added);
+    s.watcher.save("n");
+    await s.controller.idle();
+    expect(s.phases("n")).toEqual(["saved", "validated", "staged", "loading", "ready"]);
+    expect(s.events.find((e) => e.phase === "validated")?.diagnostics?.map((d) => d.code)).toEqual(["config-missing"]);
+    expect(loads(s.triton, "n")).toHaveLength(1);
   });
 });
 

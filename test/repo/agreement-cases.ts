@@ -31,6 +31,8 @@ export interface Case {
   triton?: string;
   /** Not served: Triton 2.51 never finishes loading it, which would stall the whole run. */
   notServed?: string;
+  /** Where lint's finding points, relative to the model folder (AUTO_COMPLETE_CASES; default 1/model.py). */
+  at?: string;
 }
 
 const TWO_IN = `input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] }, { name: "INPUT1" data_type: TYPE_FP32 dims: [ -1 ] } ]
@@ -591,7 +593,7 @@ export const CASES: Case[] = [
     ),
     lint: "accepted",
   },
-  // Layouts users write (issue 13). Measured on tritonserver 2.51 in explicit mode, as this harness runs it
+  // Layouts users write. Measured on tritonserver 2.51 in explicit mode, as this harness runs it
   // (--disable-auto-complete-config) and with auto-complete on, as `up` starts it for a model without config.pbtxt;
   // the message below is this harness's, the other one is in the comment.
   {
@@ -672,7 +674,7 @@ export const CASES: Case[] = [
     },
     lint: "accepted",
   },
-  // Issue 14's rules
+  // The runtime field, GPU ids, ensembles fed from decoupled models
   {
     model: "runtime_missing",
     files: py("runtime_missing", pythonConfig("runtime_missing") + 'runtime: "libtriton_nope.so"\n'),
@@ -742,6 +744,152 @@ export const CASES: Case[] = [
         step("two_in", { INPUT0: "t_a", INPUT1: "t_b" }, { OUTPUT0: "OUT" }),
     ),
     lint: "accepted",
+  },
+  // What runs a model whose config names neither platform nor backend (core's AutoCompleteBackendFields, which
+  // runs with auto-complete off too): the first sub-folder's files, default_model_filename, then the model's name
+  {
+    // model.plan, model.pt and model.graphdef as folders and model.savedmodel as a file are passed over: python.
+    model: "autofill_wrong_kinds",
+    files: {
+      "autofill_wrong_kinds/config.pbtxt": `name: "autofill_wrong_kinds"\nmax_batch_size: 8\n${ECHO_IO}`,
+      "autofill_wrong_kinds/1/model.py": ECHO_MODEL_PY,
+      "autofill_wrong_kinds/1/model.plan/": "",
+      "autofill_wrong_kinds/1/model.pt/": "",
+      "autofill_wrong_kinds/1/model.graphdef/": "",
+      "autofill_wrong_kinds/1/model.savedmodel": "not a folder",
+    },
+    lint: "accepted",
+  },
+  {
+    // TensorFlow is tried first: a model.savedmodel folder beside model.py makes it a TensorFlow model.
+    model: "autofill_savedmodel",
+    files: {
+      "autofill_savedmodel/config.pbtxt": `name: "autofill_savedmodel"\nmax_batch_size: 8\n${ECHO_IO}`,
+      "autofill_savedmodel/1/model.py": ECHO_MODEL_PY,
+      "autofill_savedmodel/1/model.savedmodel/saved_model.pb": "pb",
+    },
+    lint: "backend-unavailable",
+    triton: "unable to find backend library for backend 'tensorflow'",
+  },
+  {
+    model: "autofill_graphdef",
+    files: {
+      "autofill_graphdef/config.pbtxt": `name: "autofill_graphdef"\nmax_batch_size: 8\n${ECHO_IO}`,
+      "autofill_graphdef/1/model.py": ECHO_MODEL_PY,
+      "autofill_graphdef/1/model.graphdef": "graphdef",
+    },
+    lint: "backend-unavailable",
+    triton: "unable to find backend library for backend 'tensorflow'",
+  },
+  {
+    // The platform Triton infers from 1/model.plan is tensorrt_plan, which may set profile.
+    model: "autofill_plan_profile",
+    files: {
+      "autofill_plan_profile/config.pbtxt": `name: "autofill_plan_profile"\nmax_batch_size: 8\n${ECHO_IO}instance_group [ { kind: KIND_CPU profile: [ "0" ] } ]\n`,
+      "autofill_plan_profile/1/model.plan": "plan",
+    },
+    lint: "backend-unavailable",
+    triton: "unable to find backend library for backend 'tensorrt'",
+  },
+  {
+    // backend "tensorrt" alone: Triton fills in platform tensorrt_plan, and the profile is allowed.
+    model: "backend_tensorrt_profile",
+    files: {
+      "backend_tensorrt_profile/config.pbtxt": `name: "backend_tensorrt_profile"\nbackend: "tensorrt"\nmax_batch_size: 8\n${ECHO_IO}instance_group [ { kind: KIND_CPU profile: [ "0" ] } ]\n`,
+      "backend_tensorrt_profile/1/model.plan": "plan",
+    },
+    lint: "backend-unavailable",
+    triton: "unable to find backend library for backend 'tensorrt'",
+  },
+  {
+    model: "autofill_python_profile",
+    files: {
+      "autofill_python_profile/config.pbtxt": `name: "autofill_python_profile"\nmax_batch_size: 8\n${ECHO_IO}instance_group [ { kind: KIND_CPU profile: [ "0" ] } ]\n`,
+      "autofill_python_profile/1/model.py": ECHO_MODEL_PY,
+    },
+    lint: "instance-profile-platform",
+    triton: "specifies profile field which is only supported for TensorRT models",
+  },
+  {
+    // Measured with auto-complete off, as this harness runs; with it on, Triton asks the missing onnxruntime
+    // backend to complete the config first and answers that it is not there.
+    model: "autofill_onnx_shape_tensor",
+    files: {
+      "autofill_onnx_shape_tensor/config.pbtxt": `name: "autofill_onnx_shape_tensor"\nmax_batch_size: 8\n${ECHO_IO.replace("dims: [ -1 ] }", "dims: [ -1 ] is_shape_tensor: true }")}`,
+      "autofill_onnx_shape_tensor/1/model.onnx": ECHO_ONNX,
+    },
+    lint: "shape-tensor-platform",
+    triton: "shape tensors are only supported for TensorRT platform",
+  },
+  {
+    // Triton looks into the first sub-folder in byte order, version or not: 0old/ before 1/.
+    model: "autofill_first_folder",
+    files: {
+      "autofill_first_folder/config.pbtxt": `name: "autofill_first_folder"\nmax_batch_size: 8\n${ECHO_IO}`,
+      "autofill_first_folder/0old/model.onnx": ECHO_ONNX,
+      "autofill_first_folder/1/model.py": ECHO_MODEL_PY,
+    },
+    lint: "model-file-missing",
+    triton: "unable to find backend library for backend 'onnxruntime'",
+  },
+  {
+    model: "autofill_dmf_plan",
+    files: {
+      "autofill_dmf_plan/config.pbtxt": `name: "autofill_dmf_plan"\ndefault_model_filename: "model.plan"\nmax_batch_size: 8\n${ECHO_IO}`,
+      "autofill_dmf_plan/1/model.plan": "plan",
+      "autofill_dmf_plan/1/model.py": ECHO_MODEL_PY,
+    },
+    lint: "backend-unavailable",
+    triton: "unable to find backend library for backend 'tensorrt'",
+  },
+  {
+    // A default_model_filename no backend is known by, and nothing else named: Triton is left with no backend.
+    model: "autofill_dmf_other",
+    files: {
+      "autofill_dmf_other/config.pbtxt": `name: "autofill_dmf_other"\ndefault_model_filename: "other.py"\nmax_batch_size: 8\n${ECHO_IO}`,
+      "autofill_dmf_other/1/other.py": ECHO_MODEL_PY,
+      "autofill_dmf_other/1/model.py": ECHO_MODEL_PY,
+    },
+    lint: "backend-missing",
+    triton: "unexpected platform type '' for autofill_dmf_other",
+  },
+  {
+    model: "autofill_nothing",
+    files: {
+      "autofill_nothing/config.pbtxt": `name: "autofill_nothing"\nmax_batch_size: 8\n${ECHO_IO}`,
+      "autofill_nothing/1/weights.bin": "w",
+    },
+    lint: "backend-missing",
+    triton:
+      "Could not determine backend for model 'autofill_nothing' with no backend in model configuration. Expected model name of the form 'model.<backend_name>'",
+  },
+  {
+    // The model's name after its first '.' is the backend, and model.<backend> its file.
+    model: "named.identity",
+    files: {
+      "named.identity/config.pbtxt": `name: "named.identity"\nmax_batch_size: 8\n${ECHO_IO}`,
+      "named.identity/1/": "",
+    },
+    lint: "backend-unavailable",
+    triton: "unable to find backend library for backend 'identity'",
+  },
+  {
+    model: "named.python",
+    files: {
+      "named.python/config.pbtxt": `name: "named.python"\nmax_batch_size: 8\n${ECHO_IO}`,
+      "named.python/1/model.python": ECHO_MODEL_PY,
+    },
+    lint: "python-model-filename",
+    triton: "Model name must end with '.py'. Model name is \"model.python\"",
+  },
+  {
+    model: "tensorflow_no_platform",
+    files: {
+      "tensorflow_no_platform/config.pbtxt": `name: "tensorflow_no_platform"\nbackend: "tensorflow"\nmax_batch_size: 8\n${ECHO_IO}`,
+      "tensorflow_no_platform/1/model.py": ECHO_MODEL_PY,
+    },
+    lint: "platform-missing",
+    triton: "unexpected 'platform' and 'backend' pair, got:, tensorflow",
   },
   // Accepted by Triton, so lint reports at most warnings
   { model: "ens_ok", files: ens("ens_ok", echoStep), lint: "accepted" },
@@ -937,6 +1085,15 @@ export const AUTO_COMPLETE_CASES: Case[] = [
     files: { "ac_completed_error/1/model.py": completing(ADDS_ECHO_IO.replace('"dims": [-1]})\n', '"dims": [0]})\n')) },
     lint: "dims-invalid",
     triton: "dimension must be integer >= 1, or -1",
+  },
+  {
+    // No config.pbtxt and a name with a '.': Triton takes backend python and model.python from the name, and the
+    // python backend refuses the file before any auto_complete_config could run.
+    model: "ac_named.python",
+    files: { "ac_named.python/1/model.python": completing(ADDS_ECHO_IO) },
+    lint: "python-model-filename",
+    triton: "Model name must end with '.py'. Model name is \"model.python\"",
+    at: ".",
   },
   {
     model: "ac_hangs",

@@ -283,14 +283,14 @@ describe.skipIf(!venv)("lint agrees with Triton on models that complete their ow
     return m;
   };
 
-  it.each(AUTO_COMPLETE_CASES.filter((c) => c.lint !== "accepted").map((c) => [c.model, c.lint]))(
-    "lint says %s will not load: %s, pointing at its model.py",
-    (model, code) => {
+  it.each(AUTO_COMPLETE_CASES.filter((c) => c.lint !== "accepted").map((c) => [c.model, c.lint, c.at ?? "1/model.py"]))(
+    "lint says %s will not load: %s, pointing at %s",
+    (model, code, at) => {
       const m = linted(model);
       expect(m.wouldLoad, summary(m.diagnostics).join("\n")).toBe(false);
       const found = m.diagnostics.filter((d) => d.code === code && d.severity === "error");
       expect(found, summary(m.diagnostics).join("\n")).not.toEqual([]);
-      expect(found[0]!.file).toBe(path.join(m.dir, "1", "model.py"));
+      expect(found[0]!.file).toBe(path.join(m.dir, at));
     },
   );
 

@@ -1,8 +1,7 @@
 import path from "node:path";
 import fsp from "node:fs/promises";
-import { effectiveBackend } from "../backends.js";
 import type { ModelConfigJson, ModelInputJson, ModelOutputJson } from "../model-config.js";
-import { type ModelContext, type Reporter, inferBackendFromLayout, versionsToLoad } from "../rules.js";
+import { type ModelContext, type Reporter, versionsToLoad } from "../rules.js";
 import { type ModelTensor, OnnxReadError, readOnnxModel } from "./onnx.js";
 import { OpenVinoReadError, readOpenVinoModel } from "./openvino.js";
 import { checkTorchScriptNames } from "./torchscript.js";
@@ -64,7 +63,7 @@ async function modelFileOf(dir: string, file: string, backend: string): Promise<
  */
 export async function checkModelIO(ctx: ModelContext, r: Reporter): Promise<ModelIOReport | undefined> {
   const c = ctx.parsed.config;
-  const backend = effectiveBackend(c.platform, c.backend) ?? inferBackendFromLayout(ctx.layout)?.backend;
+  const backend = ctx.autofill.backend;
   if (!backend) return undefined;
   const rel = (p: string) => path.relative(path.dirname(ctx.layout.dir), p);
   const { load } = versionsToLoad(c, ctx.layout);
@@ -86,7 +85,7 @@ export async function checkModelIO(ctx: ModelContext, r: Reporter): Promise<Mode
     return undefined;
   }
   if (backend !== "onnxruntime" && backend !== "openvino") return undefined;
-  const fileName = c.defaultModelFilename || (backend === "onnxruntime" ? "model.onnx" : "model.xml");
+  const fileName = ctx.autofill.defaultModelFilename || (backend === "onnxruntime" ? "model.onnx" : "model.xml");
   const autoComplete = ctx.options.autoComplete ?? true;
   const assumed = ctx.options.autoComplete === undefined;
   let report: ModelIOReport | undefined;

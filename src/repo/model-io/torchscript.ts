@@ -100,7 +100,7 @@ export async function torchScriptForwardArgs(file: string): Promise<string[][] |
 
 export async function checkTorchScriptNames(ctx: ModelContext, r: Reporter, versionDir: string): Promise<void> {
   const c = ctx.parsed.config;
-  const fileName = c.defaultModelFilename || "model.pt";
+  const fileName = ctx.autofill.defaultModelFilename || "model.pt";
   const file = path.join(versionDir, fileName);
   const rel = path.relative(path.dirname(ctx.layout.dir), file);
   if (c.input.length === 0 || c.output.length === 0) {
