@@ -1,4 +1,4 @@
-// The figures issue 13 closes with, on the local runtime: a requirements.txt environment built
+// The real-models figures on the local runtime: a requirements.txt environment built
 // cold and found cached, save -> READY of a requirements.txt edit (to a new environment and back
 // to a cached one), and `down` after the issue's sequence of failed reloads, beside `down` after
 // no edit at all.

@@ -15,8 +15,8 @@ import { freePorts, portArgs, runCli, tempDir, testEnv } from "../helpers/cli.js
 import { UpProcess } from "../helpers/up-process.js";
 
 /*
- * Readiness (issue 13, item 4), the reasons of models that do not load (item 3), the user's paths
- * in what Triton says (item 9), and how long stopping takes after failed reloads (item 6), on the
+ * Readiness, the reasons of models that do not load, the user's paths
+ * in what Triton says, and how long stopping takes after failed reloads, on the
  * real tritonserver of the local runtime, in poll and explicit mode.
  */
 

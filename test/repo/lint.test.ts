@@ -282,7 +282,7 @@ describe("the model-file rule (repo/model-files.ts) in lint", () => {
   });
 });
 
-describe("layouts users write (issue 13): Triton's verdict, and where the file should go", () => {
+describe("layouts users write: Triton's verdict, and where the file should go", () => {
   const local: LintOptions = { runtime: "local", gpuAvailable: false };
   async function lintOne(files: Record<string, string>, model: string, options: LintOptions = local) {
     const repo = await tempRepo();
