@@ -4,7 +4,7 @@ import path from "node:path";
 import { UsageError } from "../errors.js";
 import { type Diagnostic, countBySeverity, displayPath, formatDiagnostic } from "../repo/diagnostics.js";
 import { type LintOptions, type LintResult, type LintedModel, lintRepository } from "../repo/lint.js";
-import type { RuntimeKind } from "../runtimes/kinds.js";
+import { RUNTIME_FACTS, type RuntimeKind } from "../runtimes/kinds.js";
 import { detectNvidiaGpus } from "../gpu/detect.js";
 import { resolvePaths } from "../config/paths.js";
 import { type InterpreterFor, createConfigCompleter } from "../repo/auto-complete-run.js";
@@ -56,19 +56,42 @@ const SUMMARY_NAMES = 3;
  * "(4 of 5 would load here; resnet50_fp16 needs a GPU)": a model with errors does not load, and
  * neither does one whose warnings say this machine or runtime lacks what it needs.
  */
-function loadSummary(result: LintResult): string {
+function loadSummary(result: LintResult, runtime: RuntimeKind | undefined): string {
   const total = result.models.length;
   if (total === 0) return "";
   const loading = result.models.filter((m) => m.wouldLoad).length;
   const notHere = result.models.filter((m) => m.unavailable);
-  if (notHere.length === 0) return ` (${loading} of ${total} would load)`;
+  if (notHere.length === 0) return ` (${loading} of ${total} would load${runtimeCaveat(result, runtime)})`;
   const named = notHere.slice(0, SUMMARY_NAMES).map((m) => `${m.name} ${m.unavailable}`);
   if (notHere.length > SUMMARY_NAMES) named.push(`${notHere.length - SUMMARY_NAMES} more cannot load here`);
-  return ` (${loading} of ${total} would load here; ${named.join("; ")})`;
+  return ` (${loading} of ${total} would load here${runtimeCaveat(result, runtime)}; ${named.join("; ")})`;
+}
+
+/**
+ * Without --runtime, "would load" holds on a runtime that has each model's backend; the local one
+ * (what `up` picks on a machine without Docker) has only python, so a model it cannot serve is
+ * named, not counted silently as loading.
+ */
+function runtimeCaveat(result: LintResult, runtime: RuntimeKind | undefined): string {
+  if (runtime) return "";
+  const local = RUNTIME_FACTS.local.backends;
+  const elsewhere = result.models.filter((m) => m.wouldLoad && m.backend && !local.includes(m.backend));
+  if (elsewhere.length === 0) return "";
+  const named = elsewhere
+    .slice(0, SUMMARY_NAMES)
+    .map((m) => `${m.name} (${m.backend})`)
+    .join(", ");
+  const more = elsewhere.length > SUMMARY_NAMES ? ` and ${elsewhere.length - SUMMARY_NAMES} more` : "";
+  return ` on a runtime with their backends; the local runtime has none for ${named}${more}: --runtime checks one runtime`;
 }
 
 /** Compiler-style text: findings about the repository, then per model errors then warnings, then a summary line. */
-export function formatLintResult(result: LintResult, cwd: string, autoComplete?: { on: boolean; why: string }): string {
+export function formatLintResult(
+  result: LintResult,
+  cwd: string,
+  autoComplete?: { on: boolean; why: string },
+  runtime?: RuntimeKind,
+): string {
   const lines: string[] = [];
   if (result.repositoryDiagnostics.length > 0) {
     for (const d of result.repositoryDiagnostics) lines.push(formatDiagnostic(d, cwd));
@@ -88,7 +111,7 @@ export function formatLintResult(result: LintResult, cwd: string, autoComplete?:
   const notes = result.models.flatMap((m) => (m.notes ?? []).map((n) => `${displayPath(m.dir, cwd)}: note: ${n}`));
   if (notes.length > 0) lines.push(...notes, "");
   lines.push(
-    `${plural(result.models.length, "model")} checked: ${plural(result.errorCount, "error")}, ${plural(result.warningCount, "warning")}${loadSummary(result)}${autoComplete ? `; auto-complete ${autoComplete.on ? "on" : "off"} (${autoComplete.on ? "assumed: " : ""}${autoComplete.why})` : ""}`,
+    `${plural(result.models.length, "model")} checked: ${plural(result.errorCount, "error")}, ${plural(result.warningCount, "warning")}${loadSummary(result, runtime)}${autoComplete ? `; auto-complete ${autoComplete.on ? "on" : "off"} (${autoComplete.on ? "assumed: " : ""}${autoComplete.why})` : ""}`,
   );
   return lines.join("\n");
 }
@@ -219,6 +242,7 @@ export async function runLint(dir: string, flags: LintFlags, deps: LintDeps = {}
             dir: m.dir,
             wouldLoad: m.wouldLoad,
             ...(m.unavailable ? { unavailable: m.unavailable } : {}),
+            ...(m.backend ? { backend: m.backend } : {}),
             ...(m.notes ? { notes: m.notes } : {}),
             ...(m.completed ? { completed: true } : {}),
             diagnostics: m.diagnostics,
@@ -230,7 +254,7 @@ export async function runLint(dir: string, flags: LintFlags, deps: LintDeps = {}
       ),
     );
   } else {
-    output.out(formatLintResult(result, cwd, autoComplete));
+    output.out(formatLintResult(result, cwd, autoComplete, flags.runtime));
   }
   return result.errorCount > 0 ? 1 : 0;
 }

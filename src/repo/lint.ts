@@ -20,6 +20,7 @@ import { ModelConfigSchema, type ModelConfig } from "./gen/model_config_pb.js";
 import { toModelConfigJson } from "./model-config.js";
 import { type CompletionOutcome, type ConfigCompleter, createConfigCompleter } from "./auto-complete-run.js";
 import { autofillBackendFields } from "./autofill.js";
+import { ENSEMBLE_PLATFORM } from "./backends.js";
 import { readUserText } from "./layout.js";
 import type { Pos } from "./textproto.js";
 import { type ModelIOReport, checkModelIO } from "./model-io/compare.js";
@@ -64,6 +65,8 @@ export interface LintedModel {
   notes?: string[];
   /** Whether the config checked is the one auto_complete_config completed. */
   completed?: boolean;
+  /** The backend Triton runs it with, as the config names it or Triton infers it; absent for ensembles. */
+  backend?: string;
   /** How Triton completes the config from the model file (`lint --explain`); absent when no model file was read. */
   modelIO?: ModelIOReport;
 }
@@ -85,6 +88,7 @@ interface Analysed extends RepoModel {
   modelIO?: ModelIOReport;
   /** What this machine or runtime lacks to load it (see LintedModel.unavailable). */
   unavailable?: string;
+  backend?: string;
 }
 
 /**
@@ -416,12 +420,15 @@ async function analyseLayout(
       );
     } else {
       const unavailable = checkWithoutConfig(layout, options, reporter);
+      const inferred = autofillBackendFields(name, { platform: "", backend: "", defaultModelFilename: "" }, layout);
+      const backend = inferred.undetermined ? undefined : inferred.backend;
       return {
         name,
         layout,
         reporter,
         errorCount: countBySeverity(reporter.diagnostics).errors,
         ...(unavailable ? { unavailable } : {}),
+        ...(backend ? { backend } : {}),
         ...(completion?.notes.length ? { notes: completion.notes } : {}),
       };
     }
@@ -462,8 +469,10 @@ async function lintParsed(
   };
   let unavailable: string | undefined;
   let modelIO: ModelIOReport | undefined;
+  let backend: string | undefined;
   if (parsed) {
     const autofill = autofillBackendFields(name, parsed.config, layout);
+    if (parsed.config.platform !== ENSEMBLE_PLATFORM) backend = autofill.backend;
     const ctx: ModelContext = { name, layout, parsed, options, autofill };
     await checkModel(ctx, reporter);
     // The model file against the config, once the config says what reads it (model-io/).
@@ -487,6 +496,7 @@ async function lintParsed(
     reporter,
     errorCount: errors,
     ...(unavailable ? { unavailable } : {}),
+    ...(backend ? { backend } : {}),
     ...extra,
     ...(modelIO ? { modelIO } : {}),
   };
@@ -554,6 +564,7 @@ function toResult(models: Analysed[], repositoryDiagnostics: Diagnostic[] = []):
       ...(clean && m.unavailable ? { unavailable: m.unavailable } : {}),
       ...(m.notes ? { notes: m.notes } : {}),
       ...(m.completed ? { completed: true } : {}),
+      ...(m.backend ? { backend: m.backend } : {}),
       ...(m.modelIO ? { modelIO: m.modelIO } : {}),
     };
   });

@@ -117,6 +117,12 @@ describe("runLint", () => {
     const docker = capture();
     expect(await runLint(repo, { runtime: "docker" }, { output: docker, detectGpus: noGpu })).toBe(0);
     expect(docker.text()).toBe(`3 models checked: 0 errors, 0 warnings (3 of 3 would load)${acFor("docker")}`);
+    // No runtime named: it would load where its backend is, and the summary says the local runtime has none.
+    const any = capture();
+    expect(await runLint(repo, {}, { output: any, detectGpus: noGpu })).toBe(0);
+    expect(any.text()).toBe(
+      `3 models checked: 0 errors, 0 warnings (3 of 3 would load on a runtime with their backends; the local runtime has none for onnx (onnxruntime): --runtime checks one runtime)${AC}`,
+    );
   });
 
   it("names three models that cannot load here and counts the rest", async () => {
