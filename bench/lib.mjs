@@ -60,9 +60,10 @@ export function run(file, args, env, timeoutMs = 600_000) {
 
 /**
  * Start a private server; returns its environment, ports and a stop function. `only` names the
- * sample models to serve (default: all of models/).
+ * sample models to serve (default: all of models/); `prepare(modelsDir)` adds to the copied
+ * repository before Triton starts (a bench's own models).
  */
-export async function startServer({ only } = {}) {
+export async function startServer({ only, prepare } = {}) {
   requireBuild();
   const stateDir = await fsp.mkdtemp(path.join(os.tmpdir(), "triton-dev-bench-"));
   const env = { ...process.env, TRITON_DEV_STATE_DIR: stateDir, CI: "1" };
@@ -73,6 +74,7 @@ export async function startServer({ only } = {}) {
     recursive: true,
     filter: (s) => !s.includes("__pycache__") && (!only || top(s) === "" || only.includes(top(s))),
   });
+  await prepare?.(models);
   console.error(`bench: starting Triton (state ${stateDir}) ...`);
   const up = await run(
     process.execPath,

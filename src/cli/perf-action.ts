@@ -76,7 +76,10 @@ export function printReport(output: Output, r: PerfReport, o: { chart: boolean }
   if (o.chart && r.sweeps.some((s) => s.levels.some((l) => l.requests > 0))) {
     const markers = ["*", "o", "+", "x", "#"];
     output.out("");
-    output.out(chart(r.sweeps.map((s, i) => seriesOf(s, r.sweeps.length > 1 ? markers[i % markers.length]! : "*"))));
+    const series = r.sweeps.map((s, i) => seriesOf(s, r.sweeps.length > 1 ? markers[i % markers.length]! : "*"));
+    // A streamed model's points are requests per second, each complete at its final response.
+    const streamed = r.sweeps.some(isStreamingSweep);
+    output.out(chart(series, streamed ? { xLabel: "throughput (requests/s)" } : {}));
   }
   if (r.previous) {
     if (r.previous.diffs.length)

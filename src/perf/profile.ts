@@ -17,6 +17,8 @@ export interface WindowSummary {
   errors: number;
   throughput: number;
   avgLatencyUs: number;
+  /** Streamed requests: data responses of the window's completed requests. */
+  responses?: number;
 }
 
 /** The measurement of one load level: the merge of its last stable windows. */
@@ -125,7 +127,8 @@ function summariseWindow(w: WindowData, batchSize: number): WindowSummary {
     success: w.success,
     errors,
     throughput: durationMs > 0 ? (w.success * batchSize * 1000) / durationMs : 0,
-    avgLatencyUs: w.histogram.count ? w.histogram.summary().avgUs : 0,
+    avgLatencyUs: w.histogram.mean,
+    ...(w.stream ? { responses: w.stream.responses } : {}),
   };
 }
 

@@ -30,6 +30,7 @@ import { checkSharedMemoryTarget, removeLeftovers, SystemShmSession, type Shared
 import { GrpcSystemShm, HttpSystemShm, type ShmTensorRef } from "../triton/system-shm.js";
 import { GrpcTransport, HttpTransport, InferFailedError, type InferTransport, type Protocol } from "./transport.js";
 import { GrpcStreamTransport } from "./stream-load.js";
+import { windowProgressLine } from "./stream-report.js";
 import { generateBodies, HttpGenerateStreamTransport } from "./generate-stream.js";
 import { userPathsOf } from "../state/staged-paths.js";
 import { collectStatus } from "../session/status.js";
@@ -391,11 +392,7 @@ async function sweepBuiltin(
     maxInFlight: o.maxInFlight,
     ...(gpuProbe ? { gpuProbe } : {}),
     ...(deps.signal ? { signal: deps.signal } : {}),
-    onWindow: (e) =>
-      deps.progress?.(
-        `  ${served} ${e.kind} ${e.value}, window ${e.trial}: ${e.window.throughput.toFixed(1)} infer/s, avg ${(e.window.avgLatencyUs / 1000).toFixed(2)} ms` +
-          `${e.window.errors ? `, ${e.window.errors} error(s)` : ""}${e.stable ? " (stable)" : ""}`,
-      ),
+    onWindow: (e) => deps.progress?.(windowProgressLine(served, e, setup.stream !== undefined)),
   };
   for (const value of o.levels) {
     if (deps.signal?.aborted) {

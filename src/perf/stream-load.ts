@@ -1,6 +1,7 @@
 import { performance } from "node:perf_hooks";
 import type { DecodedInferResponse } from "../triton/binary.js";
 import { TritonGrpcClient, type InferStream, type StreamMessage, type TritonGrpcError } from "../triton/grpc-client.js";
+import { GrpcStreamChannel } from "../triton/grpc-stream.js";
 import { factsOf } from "./stream-stats.js";
 import { InferFailedError, type InferTransport, type Outcome, type TransportOptions } from "./transport.js";
 
@@ -40,7 +41,7 @@ const connectionKind = (err: TritonGrpcError) =>
 export class GrpcStreamTransport implements InferTransport {
   readonly protocol = "grpc" as const;
   readonly endpoint: string;
-  private readonly client: TritonGrpcClient;
+  private readonly channel: GrpcStreamChannel;
   private readonly requests: Buffer[];
   private readonly said: (text: string) => string;
   private readonly maxStreams: number;
@@ -52,7 +53,7 @@ export class GrpcStreamTransport implements InferTransport {
 
   constructor(address: string, o: TransportOptions) {
     this.endpoint = address;
-    this.client = new TritonGrpcClient(address);
+    this.channel = new GrpcStreamChannel(address);
     this.said = o.userPaths ?? ((t) => t);
     this.maxStreams = Math.max(1, o.maxConnections);
     this.timeoutMs = o.requestTimeoutMs;
@@ -65,7 +66,7 @@ export class GrpcStreamTransport implements InferTransport {
   private openSlot(): Slot {
     const slot: Slot = { dead: false } as Slot;
     this.live.add(slot);
-    slot.stream = this.client.openStream({
+    slot.stream = this.channel.openStream({
       onMessage: (m) => this.onMessage(slot, m),
       onEnd: (err) => {
         const p = slot.pending;
@@ -179,6 +180,6 @@ export class GrpcStreamTransport implements InferTransport {
       if (slot.pending) this.finish(slot, slot.pending, { kind: "cancelled", connection: true });
       else this.kill(slot);
     }
-    this.client.close();
+    this.channel.close();
   }
 }

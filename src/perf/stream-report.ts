@@ -1,13 +1,17 @@
 import type { LatencySummary } from "./histogram.js";
-import type { LevelResult } from "./profile.js";
+import type { LevelKind, LevelResult, WindowSummary } from "./profile.js";
 import type { SweepResult } from "./report.js";
 
 /**
  * perf_analyzer 2.51's CSV for a decoupled model (`--streaming`, measured): "Response Throughput"
- * after "Inferences/Second", and its latency columns are the time to the first response ("using
- * the first response for measuring latency"). Ours keeps that layout and meaning, so files of both
- * read alike, and appends what it lacks: whole-request latency and inter-response latency in
- * microseconds, responses per request, output elements per second.
+ * after "Inferences/Second", and its latency columns are the time from the request to its last
+ * response with data: it skips an empty final response (`has_null_last_response_` in its
+ * `ValidLatencyMeasurement`), whatever its "using the first response for measuring latency" line
+ * says; on text_streamer its p50/p90/p99 equal those of its own profile export's timestamps to the
+ * last data response, not to the first. Ours keeps that layout and meaning, so files of both read
+ * alike, and appends what it lacks: responses per request, the whole request's latency (to the
+ * final response), time to first response and inter-response latency in microseconds, output
+ * elements per second.
  */
 export function streamCsvHeader(base: readonly string[]): string[] {
   return [
@@ -18,6 +22,9 @@ export function streamCsvHeader(base: readonly string[]): string[] {
     "Request Latency p50",
     "Request Latency p90",
     "Request Latency p99",
+    "First Response Latency p50",
+    "First Response Latency p90",
+    "First Response Latency p99",
     "Inter-Response Latency p50",
     "Inter-Response Latency p90",
     "Inter-Response Latency p99",
@@ -34,17 +41,21 @@ const measured = (l: LatencySummary | undefined) => (l && l.count > 0 ? l : unde
 export function streamCsvRow(l: LevelResult, base: readonly string[]): string[] {
   const s = l.stream;
   const ttft = measured(s?.firstResponse);
+  const last = measured(s?.lastResponse);
   const itl = measured(s?.interResponse);
-  const first = ttft ? [ttft.p50Us, ttft.p90Us, ttft.p95Us, ttft.p99Us].map(us) : ["", "", "", ""];
+  const toLast = last ? [last.p50Us, last.p90Us, last.p95Us, last.p99Us].map(us) : ["", "", "", ""];
   return [
     ...base.slice(0, 2),
     g6(s?.responsesPerSec ?? 0),
     ...base.slice(2, -4),
-    ...first,
+    ...toLast,
     g6(s?.responsesPerRequest ?? 0),
     us(l.latency.p50Us),
     us(l.latency.p90Us),
     us(l.latency.p99Us),
+    ttft ? us(ttft.p50Us) : "",
+    ttft ? us(ttft.p90Us) : "",
+    ttft ? us(ttft.p99Us) : "",
     itl ? us(itl.p50Us) : "",
     itl ? us(itl.p90Us) : "",
     itl ? us(itl.p99Us) : "",
@@ -103,4 +114,25 @@ export function streamTableCells(l: LevelResult): string[] {
 
 export function isStreamingSweep(sweep: SweepResult): boolean {
   return sweep.streaming !== undefined || sweep.levels.some((l) => l.stream);
+}
+
+/**
+ * A measurement window's progress line. A streamed model's says what it counts: requests (each
+ * complete at its final response) and the data responses they received, per second; any other
+ * model's, inferences per second (requests times the batch size), as perf_analyzer's passes do.
+ */
+export function windowProgressLine(
+  model: string,
+  e: { kind: LevelKind; value: number; trial: number; window: WindowSummary; stable: boolean },
+  streamed: boolean,
+): string {
+  const w = e.window;
+  const perSec = (n: number) => (w.durationMs > 0 ? (n * 1000) / w.durationMs : 0);
+  const rates = streamed
+    ? `${perSec(w.success).toFixed(1)} requests/s, ${perSec(w.responses ?? 0).toFixed(0)} responses/s`
+    : `${w.throughput.toFixed(1)} infer/s`;
+  return (
+    `  ${model} ${e.kind} ${e.value}, window ${e.trial}: ${rates}, avg ${(w.avgLatencyUs / 1000).toFixed(2)} ms` +
+    `${w.errors ? `, ${w.errors} error(s)` : ""}${e.stable ? " (stable)" : ""}`
+  );
 }

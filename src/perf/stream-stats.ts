@@ -9,6 +9,11 @@ export interface StreamFacts {
   responses: number;
   /** From the request written to its first data response; absent when it had none. */
   firstResponseUs?: number;
+  /**
+   * From the request written to its last data response; absent when it had none. perf_analyzer's
+   * latency for a decoupled model: it stops there, before an empty final response.
+   */
+  lastResponseUs?: number;
   /** Between consecutive data responses: one fewer than `responses`. */
   gapsUs: number[];
   /** Output elements over all its data responses (tokens, for a generator of one id per response). */
@@ -21,7 +26,9 @@ export function factsOf(sentMs: number, arrivalsMs: readonly number[], elements:
   for (let i = 1; i < arrivalsMs.length; i++) gapsUs.push((arrivalsMs[i]! - arrivalsMs[i - 1]!) * 1000);
   return {
     responses: arrivalsMs.length,
-    ...(arrivalsMs.length ? { firstResponseUs: (arrivalsMs[0]! - sentMs) * 1000 } : {}),
+    ...(arrivalsMs.length
+      ? { firstResponseUs: (arrivalsMs[0]! - sentMs) * 1000, lastResponseUs: (arrivalsMs.at(-1)! - sentMs) * 1000 }
+      : {}),
     gapsUs,
     elements,
   };
@@ -30,6 +37,7 @@ export function factsOf(sentMs: number, arrivalsMs: readonly number[], elements:
 /** The streaming side of one measurement window: completed requests only, as its latencies are. */
 export class StreamWindow {
   readonly firstResponse = new LatencyHistogram();
+  readonly lastResponse = new LatencyHistogram();
   readonly interResponse = new LatencyHistogram();
   requests = 0;
   responses = 0;
@@ -40,6 +48,7 @@ export class StreamWindow {
     this.responses += f.responses;
     this.elements += f.elements;
     if (f.firstResponseUs !== undefined) this.firstResponse.record(f.firstResponseUs);
+    if (f.lastResponseUs !== undefined) this.lastResponse.record(f.lastResponseUs);
     for (const g of f.gapsUs) this.interResponse.record(g);
   }
 }
@@ -56,6 +65,8 @@ export interface StreamSummary {
   outputElementsPerSec: number;
   /** Time to first response; `count` 0 when no request had a response. */
   firstResponse: LatencySummary;
+  /** Time to the last data response (perf_analyzer's latency); `count` 0 when no request had a response. */
+  lastResponse: LatencySummary;
   /** Inter-response latency; `count` 0 when no request had two responses. */
   interResponse: LatencySummary;
 }
@@ -74,6 +85,7 @@ export function summariseStream(windows: readonly StreamWindow[], durationMs: nu
     outputElements,
     outputElementsPerSec: perSec(outputElements),
     firstResponse: LatencyHistogram.merge(windows.map((w) => w.firstResponse)).summary(),
+    lastResponse: LatencyHistogram.merge(windows.map((w) => w.lastResponse)).summary(),
     interResponse: LatencyHistogram.merge(windows.map((w) => w.interResponse)).summary(),
   };
 }

@@ -21,7 +21,6 @@ import {
   ModelReadyResponseSchema,
   ModelStatisticsRequestSchema,
   ModelStatisticsResponseSchema,
-  ModelStreamInferResponseSchema,
   ServerLiveRequestSchema,
   ServerLiveResponseSchema,
   ServerMetadataRequestSchema,
@@ -31,6 +30,9 @@ import {
   type StatisticDuration,
 } from "./gen/grpc_service_pb.js";
 import type { ModelMetadata } from "./http-client.js";
+import { decodeStreamMessage, type StreamMessage } from "./stream-message.js";
+
+export { decodeStreamMessage, type StreamMessage } from "./stream-message.js";
 
 const SERVICE = "/inference.GRPCInferenceService/";
 
@@ -328,35 +330,9 @@ export class TritonGrpcClient {
   }
 }
 
-/** One message of a ModelStreamInfer stream, decoded only as far as a load generator needs. */
-export interface StreamMessage {
-  /** Triton's error for the request this message ends; "" for a response. */
-  error: string;
-  /** The response carries `triton_final_response: true`: its request is complete. */
-  final: boolean;
-  /** Output tensors the response carries (0 for the empty final response). */
-  outputs: number;
-  /** Elements over all its outputs (tokens, for a generator emitting one id per token). */
-  elements: number;
-  response?: ModelInferResponse;
-}
-
 export interface InferStream {
   write(request: Buffer): void;
   /** Half-close: no more requests; the server ends the call once its responses are sent. */
   end(): void;
   cancel(): void;
-}
-
-export function decodeStreamMessage(bytes: Buffer): StreamMessage {
-  const m = fromBinary(ModelStreamInferResponseSchema, bytes);
-  const r = m.inferResponse;
-  const flag = r?.parameters["triton_final_response"]?.parameterChoice;
-  return {
-    error: m.errorMessage,
-    final: flag?.case === "boolParam" && flag.value,
-    outputs: r?.outputs.length ?? 0,
-    elements: (r?.outputs ?? []).reduce((a, o) => a + o.shape.reduce((p, d) => p * Number(d), 1), 0),
-    ...(r ? { response: r } : {}),
-  };
 }

@@ -73,6 +73,10 @@ describe("triton-dev perf on a streaming (decoupled) model, real Triton", () => 
     expect(s.firstResponse.p50Us).toBeLessThanOrEqual(l.latency.p50Us);
     expect(s.firstResponse.p99Us).toBeLessThanOrEqual(l.latency.p99Us);
     expect(s.firstResponse.minUs).toBeLessThanOrEqual(l.latency.minUs);
+    // The last data response (perf_analyzer's latency) lies between the first and the final one.
+    expect(s.lastResponse.count).toBe(l.requests);
+    expect(s.lastResponse.p50Us).toBeGreaterThanOrEqual(s.firstResponse.p50Us);
+    expect(s.lastResponse.p50Us).toBeLessThanOrEqual(l.latency.p50Us);
     expect(s.interResponse.count).toBe(l.requests * (expected - 1));
     expect(s.interResponse.p50Us).toBeLessThanOrEqual(s.interResponse.p99Us);
     expect(s.responsesPerSec).toBeCloseTo(s.requestsPerSec * expected, 6);
@@ -155,6 +159,9 @@ describe("triton-dev perf on a streaming (decoupled) model, real Triton", () => 
     );
     expect(text.code, text.stderr).toBe(0);
     expect(text.stdout).toMatch(/Concurrency\s+Req\/s\s+Resp\/s\s+Resp\/req\s+TTFT p50/);
+    // The progress line says what a stream counts.
+    expect(text.stderr).toMatch(/window 1: [\d.]+ requests\/s, \d+ responses\/s, avg/);
+    expect(text.stderr).not.toMatch(/infer\/s/);
     expect(text.stdout).toMatch(new RegExp(`\\n1\\s+[\\d.]+\\s+[\\d.]+\\s+${expected}\\.0\\s`));
   }, 120_000);
 

@@ -37,4 +37,19 @@ describe("LatencyHistogram", () => {
     expect(Math.abs(s.avgUs - 5005) / 5005).toBeLessThan(0.002);
     expect(new LatencyHistogram().summary().p99Us).toBe(0);
   });
+
+  it("keeps the exact mean, spread, min and max of what it recorded, merged too", () => {
+    const values = [12.4, 980, 15_000, 15_020, 2_000_000, 7];
+    const parts = [new LatencyHistogram(), new LatencyHistogram()];
+    values.forEach((v, i) => parts[i % 2]!.record(v));
+    const s = LatencyHistogram.merge(parts).summary();
+    // As recorded: whole microseconds.
+    const whole = values.map(Math.round);
+    const mean = whole.reduce((a, b) => a + b, 0) / whole.length;
+    expect(s.avgUs).toBeCloseTo(mean, 9);
+    expect(s.stdDevUs).toBeCloseTo(Math.sqrt(whole.reduce((a, v) => a + (v - mean) ** 2, 0) / whole.length), 6);
+    expect([s.minUs, s.maxUs]).toEqual([7, 2_000_000]);
+    expect(parts[0]!.mean).toBeCloseTo((12 + 15_000 + 2_000_000) / 3, 9);
+    expect(new LatencyHistogram().mean).toBe(0);
+  });
 });

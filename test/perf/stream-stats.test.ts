@@ -9,6 +9,7 @@ describe("streaming statistics", () => {
     const f = factsOf(100, [112, 115, 125], 6);
     expect(f.responses).toBe(3);
     expect(f.firstResponseUs).toBeCloseTo(12_000);
+    expect(f.lastResponseUs).toBeCloseTo(25_000);
     expect(f.gapsUs.map((g) => Math.round(g))).toEqual([3000, 10_000]);
     expect(f.elements).toBe(6);
   });
@@ -22,6 +23,7 @@ describe("streaming statistics", () => {
     expect(s.requests).toBe(1);
     expect(s.responsesPerRequest).toBe(0);
     expect(s.firstResponse.count).toBe(0);
+    expect(s.lastResponse.count).toBe(0);
     expect(s.interResponse.count).toBe(0);
   });
 
@@ -53,6 +55,10 @@ describe("streaming statistics", () => {
     expect(s.firstResponse.count).toBe(4);
     expect(s.firstResponse.minUs).toBeCloseTo(5000, -2);
     expect(s.firstResponse.maxUs).toBeCloseTo(20_000, -2);
+    // The last data response: 5, 20, 35 and 50 ms (5n + 10(n - 1)).
+    expect(s.lastResponse.count).toBe(4);
+    expect(s.lastResponse.minUs).toBeCloseTo(5000, -2);
+    expect(s.lastResponse.maxUs).toBeCloseTo(50_000, -2);
     // 0 + 1 + 2 + 3 gaps, every one 10 ms.
     expect(s.interResponse.count).toBe(6);
     expect(s.interResponse.p50Us).toBeCloseTo(10_000, -2);

@@ -155,6 +155,9 @@ describe("the dashboard", () => {
     expect(f).toMatch(/│2\s+70\.00\s+840\.0\s+12\.0\s+4\.00\s+5\.60\s+0\.50\s+0\.70\s+12\.0\s+1680\s+3\s/);
     expect(f).toMatch(/best 840\.0 responses\/s at concurrency 2, 70\.00 requests\/s, first response p99 5\.60 ms/);
     expect(f).not.toMatch(/queue\s+infer\s+batch/);
+    // The chart's points are requests per second, not inferences.
+    expect(f).toMatch(/throughput \(requests\/s\)/);
+    expect(f).not.toMatch(/infer\/s/);
   });
 
   it("turns keys into view changes and commands", async () => {

@@ -130,6 +130,7 @@ export function streamPerfReport(model = "text_streamer", tokens = 12): PerfRepo
             outputElements: l.requests * tokens * 2,
             outputElementsPerSec: l.throughput * tokens * 2,
             firstResponse: summary(l.requests, 2 * l.value),
+            lastResponse: summary(l.requests, 2 * l.value + 0.5 * (tokens - 1)),
             interResponse: summary(l.requests * (tokens - 1), 0.5),
           },
         })),

@@ -157,7 +157,11 @@ export const PerfPanel = memo(function PerfPanel({ perf, now, width, height }: P
     );
     const room = budget - lines.length - 1;
     if (room >= 7 && inner >= 40 && sweep.levels.some((l) => l.requests > 0)) {
-      const text = chart([seriesOf(sweep, "*")], { width: Math.max(20, inner - 12), height: room - 4 });
+      const text = chart([seriesOf(sweep, "*")], {
+        width: Math.max(20, inner - 12),
+        height: room - 4,
+        ...(streaming ? { xLabel: "throughput (requests/s)" } : {}),
+      });
       push(<Line key="sp"> </Line>);
       for (const [i, l] of text.split("\n").entries()) push(<Line key={`c${i}`}>{fit(l, inner)}</Line>);
     }
