@@ -77,6 +77,8 @@ export interface PerfDeps {
   env: NodeJS.ProcessEnv;
   signal?: AbortSignal;
   progress?: (line: string) => void;
+  /** The built-in engine's `ProfileContext.stopEarly` (tune's early rejection); perf never sets it. */
+  stopLevelEarly?: ProfileContext["stopEarly"];
 }
 
 export interface PerfReport {
@@ -391,6 +393,7 @@ async function sweepBuiltin(
     maxInFlight: o.maxInFlight,
     ...(gpuProbe ? { gpuProbe } : {}),
     ...(deps.signal ? { signal: deps.signal } : {}),
+    ...(deps.stopLevelEarly ? { stopEarly: deps.stopLevelEarly } : {}),
     onWindow: (e) =>
       deps.progress?.(
         `  ${served} ${e.kind} ${e.value}, window ${e.trial}: ${e.window.throughput.toFixed(1)} infer/s, avg ${(e.window.avgLatencyUs / 1000).toFixed(2)} ms` +
