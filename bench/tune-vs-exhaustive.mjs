@@ -63,12 +63,20 @@ const SPACES = {
   },
 };
 
-const { applyConfigEdits } = await import(path.join(ROOT, "dist/repo/config-edit.js"));
-const { editsBetween } = await import(path.join(ROOT, "dist/tune/run.js"));
-const { allCandidates, candidateKey } = await import(path.join(ROOT, "dist/tune/space.js"));
-const { isValid } = await import(path.join(ROOT, "dist/tune/search.js"));
-const { loadStarted, unloadedVersion } = await import(path.join(ROOT, "dist/triton/log-lines.js"));
-const { stripTritonPrefix } = await import(path.join(ROOT, "dist/state/log-file.js"));
+// The pieces of the sources the bench uses: from dist/, or from one bundled module where there is
+// no dist/ (the GPU machine: $TRITON_DEV_BENCH_LIB, bench/gpu/tune-bench-lib.mjs).
+const lib = process.env.TRITON_DEV_BENCH_LIB
+  ? await import(path.resolve(process.env.TRITON_DEV_BENCH_LIB))
+  : Object.assign(
+      {},
+      ...(await Promise.all(
+        ["repo/config-edit.js", "tune/space.js", "tune/search.js", "triton/log-lines.js", "state/log-file.js"].map(
+          (m) => import(path.join(ROOT, "dist", m)),
+        ),
+      )),
+    );
+const { applyConfigEdits, allCandidates, candidateKey, editsBetween, isValid, loadStarted, unloadedVersion } = lib;
+const { stripTritonPrefix } = lib;
 
 // Ctrl-C / `timeout -s INT`: interrupt the child that measures, then wrap up with what is there.
 let stopping = false;

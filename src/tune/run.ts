@@ -53,14 +53,12 @@ import {
   applySpaceFile,
   candidateKey,
   defaultSpace,
+  editsBetween,
   readSpaceFile,
-  sameList,
   spaceSize,
   startingPoint,
   thisMachine,
   withStart,
-  type Candidate,
-  type InstanceKind,
   type Machine,
   type SearchSpace,
 } from "./space.js";
@@ -157,23 +155,6 @@ export interface TuneReport {
   /** `--apply` found the file unable to take the winner (changed meanwhile, unreadable): why. */
   notApplied?: { message: string; hint?: string };
   savedTo?: string;
-}
-
-/** The fields that differ between two candidates, as edits (so an unchanged field is left alone). */
-export function editsBetween(from: Candidate, to: Candidate, kind: InstanceKind): ConfigEdits {
-  const e: ConfigEdits = {};
-  if (to.maxBatchSize !== from.maxBatchSize) e.maxBatchSize = to.maxBatchSize;
-  if (!to.batching && from.batching) e.dynamicBatching = false;
-  else if (to.batching) {
-    const db: { preferredBatchSize?: number[]; maxQueueDelayMicroseconds?: number } = {};
-    if (!from.batching || !sameList(from.preferredBatchSize, to.preferredBatchSize))
-      db.preferredBatchSize = to.preferredBatchSize;
-    if (!from.batching || from.maxQueueDelayMicroseconds !== to.maxQueueDelayMicroseconds)
-      db.maxQueueDelayMicroseconds = to.maxQueueDelayMicroseconds;
-    if (!from.batching || Object.keys(db).length) e.dynamicBatching = db;
-  }
-  if (to.instances !== from.instances) e.instanceCounts = [{ kind, count: to.instances }];
-  return e;
 }
 
 /** Triton's reasons carry the python traceback after "At:"; the table wants the reason. */

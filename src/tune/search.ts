@@ -184,19 +184,30 @@ export async function hillClimb(
 
   let here = await measure(start);
   if (!here) return { trials, ...(best ? { best } : {}), ended: ended ?? "interrupted" };
+  // Directions that lost clearly from the point they were tried at (clearlyLost) are not tried
+  // again after a step along another dimension: one setting moved seldom turns a loss of a fifth
+  // or more into a gain, and each try is a load and a measurement. A step along a dimension
+  // forgets that dimension's losses.
+  const lost = new Set<string>();
   for (;;) {
     let moved = false;
     for (const dim of DIMS) {
       for (const dir of [1, -1] as const) {
         // Keep going while the direction helps: each accepted step is the new point.
         for (;;) {
+          if (lost.has(`${dim}${dir}`)) break;
           const next = step(space, here.candidate, dim, dir);
           if (!next || !isValid(next) || seen.has(candidateKey(next))) break;
           const t = await measure(next, here);
           if (!t) return { trials, ...(best ? { best } : {}), ended: ended ?? "interrupted" };
-          if (!improves(here, t, objective)) break;
+          if (!improves(here, t, objective)) {
+            if (clearlyLost(here, t)) lost.add(`${dim}${dir}`);
+            break;
+          }
           here = t;
           moved = true;
+          lost.delete(`${dim}1`);
+          lost.delete(`${dim}-1`);
         }
       }
     }
@@ -228,6 +239,12 @@ export function clearlyDominated(
   const before = windows[windows.length - 2]!.throughput;
   if (best >= DOMINATED_SHARE * ref || last > before * (1 + thresholdPct / 100)) return undefined;
   return `stopped after ${windows.length} windows: at most ${best.toFixed(1)} infer/s, under ${Math.round(DOMINATED_SHARE * 100)}% of ${reference.key} (${ref.toFixed(1)})`;
+}
+
+/** A measured step that reached under DOMINATED_SHARE of the throughput of a point inside the budget. */
+export function clearlyLost(from: Trial, to: Trial): boolean {
+  if (from.status !== "ok" || !from.measured || to.status === "failed" || !to.measured) return false;
+  return to.measured.throughput < DOMINATED_SHARE * from.measured.throughput;
 }
 
 /** A step is taken only when it helps by more than measurement noise (2%), or reaches the budget. */

@@ -136,6 +136,45 @@ describe("hillClimb", () => {
   });
 });
 
+describe("directions that lost clearly", () => {
+  // The sample's shape: batching on, 5000 us delay, one instance; a shorter delay helps, a second
+  // instance costs `instanceCost` at any delay.
+  const small: SearchSpace = {
+    kind: "KIND_CPU",
+    batching: [true],
+    maxBatchSize: [16],
+    preferredBatchSize: [[]],
+    maxQueueDelayMicroseconds: [1000, 5000],
+    instances: [1, 2],
+  };
+  const from: Candidate = { ...start, batching: true, maxQueueDelayMicroseconds: 5000 };
+  const shaped =
+    (instanceCost: number, calls: Candidate[]) =>
+    async (c: Candidate): Promise<Omit<Trial, "index" | "key" | "candidate">> => {
+      calls.push(c);
+      const t = (c.maxQueueDelayMicroseconds === 1000 ? 120 : 100) * (c.instances === 2 ? 1 - instanceCost : 1);
+      return { status: "ok", measured: { throughput: t, p50Us: 1, p95Us: 1, p99Us: 1, errors: 0 }, elapsedMs: 1 };
+    };
+
+  it("are not tried again after a step along another dimension", async () => {
+    const calls: Candidate[] = [];
+    const r = await hillClimb(small, from, {}, far, shaped(0.35, calls));
+    expect(calls.map((c) => `${c.maxQueueDelayMicroseconds}/${c.instances}`)).toEqual(["5000/1", "5000/2", "1000/1"]);
+    expect(r.best!.candidate).toMatchObject({ maxQueueDelayMicroseconds: 1000, instances: 1 });
+  });
+
+  it("are tried again when they lost by less than a fifth", async () => {
+    const calls: Candidate[] = [];
+    await hillClimb(small, from, {}, far, shaped(0.1, calls));
+    expect(calls.map((c) => `${c.maxQueueDelayMicroseconds}/${c.instances}`)).toEqual([
+      "5000/1",
+      "5000/2",
+      "1000/1",
+      "1000/2",
+    ]);
+  });
+});
+
 describe("early rejection", () => {
   it("judges each step against the climb's current point, and the exhaustive sweep against nothing", async () => {
     const refs: Array<string | undefined> = [];
