@@ -60,9 +60,9 @@ export function run(file, args, env, timeoutMs = 600_000) {
 
 /**
  * Start a private server; returns its environment, ports and a stop function. `only` names the
- * sample models to serve (default: all of models/).
+ * sample models to serve (default: all of models/); `upArgs` are more flags of `up`.
  */
-export async function startServer({ only } = {}) {
+export async function startServer({ only, upArgs = [] } = {}) {
   requireBuild();
   const stateDir = await fsp.mkdtemp(path.join(os.tmpdir(), "triton-dev-bench-"));
   const env = { ...process.env, TRITON_DEV_STATE_DIR: stateDir, CI: "1" };
@@ -88,6 +88,7 @@ export async function startServer({ only } = {}) {
       String(ports.grpc),
       "--metrics-port",
       String(ports.metrics),
+      ...upArgs,
     ],
     env,
   );

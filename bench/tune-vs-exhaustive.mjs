@@ -11,11 +11,13 @@
 //
 // Claims checked: tune's best is within 5% of the exhaustive best throughput inside the budget,
 // in at most 25% of the exhaustive sweep's time. Both sides print where their time went, so a run
-// on another machine can be read phase by phase.
+// on another machine can be read phase by phase. As the two sweeps run minutes apart, tune's
+// winner and the exhaustive best are then measured again side by side (--confirm-rounds, not
+// timed), and the first claim is judged on those figures when there are any.
 //
 //   npm run build && node bench/tune-vs-exhaustive.mjs [--model image_classifier|resnet50_fp16]
 //     [--latency-budget p99=MS] [--concurrency N] [--space FILE] [--window MS] [--trials N]
-//     [--budget 10m] [--max-candidates N] [--exhaustive perf|tune] [--out FILE.json]
+//     [--budget 10m] [--max-candidates N] [--exhaustive perf|tune] [--confirm-rounds 2] [--out FILE.json]
 //
 // SIGINT (e.g. `timeout -s INT`) ends the run early: the candidate being measured is interrupted,
 // the server stopped, and what was measured is printed and written to --out, marked partial.
@@ -39,6 +41,7 @@ const timeBudget = flag("--budget", "10m");
 const maxCandidates = flag("--max-candidates", "30");
 const via = flag("--exhaustive", "perf");
 const outFile = flag("--out", undefined);
+const confirmRounds = Number(flag("--confirm-rounds", "2"));
 let spaceFile = flag("--space", undefined);
 
 // Small spaces by default, so that the exhaustive sweep fits a 2-core machine's patience (and the
@@ -119,13 +122,90 @@ if (!spaceFile) {
 }
 const spaceJson = JSON.parse(await fsp.readFile(spaceFile, "utf8"));
 const measure = ["-p", windowMs, "-r", trials, "--concurrency", concurrency];
-const server = await startServer({ only: [model] });
+// resnet50_fp16's three instances build their CUDA graphs as they load: more than up's default wait.
+const server = await startServer({ only: [model], upArgs: ["--timeout", "600"] });
 let tune;
 let tuneMs;
 let doubleLoads = [];
 const sweep = [];
 const pct = budget?.startsWith("p95") ? "p95Us" : "p99Us";
 const limitUs = budget ? Number(budget.split("=")[1]) * 1000 : Infinity;
+
+/** The server the bench started is still running; when it is not, its log's last lines say why. */
+async function serverAlive(env) {
+  const state = JSON.parse(await fsp.readFile(path.join(env.TRITON_DEV_STATE_DIR, "run.json"), "utf8"));
+  try {
+    process.kill(state.pid, 0);
+    return true;
+  } catch {
+    const lines = (await fsp.readFile(state.logFile, "utf8").catch(() => "")).trimEnd().split("\n");
+    console.error(`bench: Triton (pid ${state.pid}) is gone; its log ends:\n${lines.slice(-15).join("\n")}`);
+    return false;
+  }
+}
+let serverDied = false;
+
+/**
+ * The two sweeps ran one after the other, and on a shared machine the load drifts between them, so
+ * each candidate's figure carries the conditions of its minute. The claim is about configurations:
+ * tune's winner and the exhaustive best are measured again here in alternating order, each round a
+ * `perf --compare config=FILE` against the user's config (the hand-tuned values), with the same
+ * rule. Not timed for either side.
+ */
+const confirmed = { rounds: 0, throughput: {} };
+async function confirm(env, userText, start) {
+  const exBest = sweep.filter((s) => s.ok).sort((a, b) => b.throughput - a.throughput)[0];
+  const winner = tune.trials.find((t) => t.index === tune.winner);
+  if (confirmRounds <= 0 || !exBest || !winner) return;
+  const byKey = new Map(allCandidates(tune.space).map((c) => [candidateKey(c), c]));
+  const handKey = candidateKey(start);
+  const subjects = [...new Set([winner.key, exBest.key])].filter((k) => k !== handKey);
+  const figures = new Map([[handKey, []], ...subjects.map((k) => [k, []])]);
+  for (let round = 0; round < confirmRounds && subjects.length > 0 && !stopping; round++) {
+    for (const key of round % 2 ? [...subjects].reverse() : subjects) {
+      const file = path.join(work, `confirm-${subjects.indexOf(key)}.pbtxt`);
+      await fsp.writeFile(file, applyConfigEdits(userText, editsBetween(start, byKey.get(key), tune.space.kind), file));
+      const r = await runChild(
+        process.execPath,
+        [
+          CLI,
+          "perf",
+          model,
+          "--compare",
+          `config=${file}`,
+          "--concurrency-range",
+          concurrency,
+          "-p",
+          windowMs,
+          "-r",
+          trials,
+          "--json",
+          "--no-history",
+        ],
+        env,
+        1_800_000,
+      );
+      if (stopping) return;
+      try {
+        const rep = JSON.parse(r.stdout);
+        figures.get(handKey).push(rep.sweeps[0].levels[0].throughput);
+        figures.get(key).push(rep.sweeps[1].levels[0].throughput);
+      } catch {
+        console.error(`bench: the re-measurement of ${key} failed: ${r.stderr.split("\n")[0]}`);
+        return;
+      }
+      console.error(
+        `bench: re-measured ${key}: ${fmt(figures.get(key).at(-1))} infer/s (your config ${fmt(figures.get(handKey).at(-1))})`,
+      );
+    }
+    confirmed.rounds = round + 1;
+  }
+  const median = (xs) => {
+    const v = [...xs].sort((a, b) => a - b);
+    return v.length ? (v[(v.length - 1) >> 1] + v[v.length >> 1]) / 2 : NaN;
+  };
+  for (const [k, xs] of figures) confirmed.throughput[k] = median(xs);
+}
 
 /** Loads of a `__perf_` variant that began before the same name's last load had unloaded. */
 async function variantsLoadedTwice(env) {
@@ -170,6 +250,7 @@ try {
   tuneMs = Date.now() - t0;
   if (r.code !== 0 && r.code !== 1 && r.code !== 130) throw new Error(`tune failed (${r.code}):\n${r.stderr}`);
   tune = JSON.parse(r.stdout);
+  if (!(await serverAlive(server.env))) serverDied = true;
   console.error(
     `bench: tune measured ${tune.trials.length} of ${tune.spaceSize} candidates in ${fmt(tuneMs / 1000)} s`,
   );
@@ -221,7 +302,7 @@ try {
       });
   } else {
     for (const [i, c] of allCandidates(tune.space).entries()) {
-      if (stopping) break;
+      if (stopping || serverDied) break;
       const key = candidateKey(c);
       if (!isValid(c)) continue;
       const file = path.join(work, `candidate-${i}.pbtxt`);
@@ -254,6 +335,10 @@ try {
         rep = JSON.parse(r3.stdout);
       } catch {
         sweep.push({ key, ms: t2 - t1, ok: false, why: r3.stderr.split("\n")[0] });
+        if (!(await serverAlive(server.env))) {
+          serverDied = true;
+          break;
+        }
         continue;
       }
       const base = rep.sweeps[0];
@@ -284,7 +369,9 @@ try {
       await writeOut(true);
     }
   }
+  if (via === "tune" && !(await serverAlive(server.env))) serverDied = true;
   doubleLoads = await variantsLoadedTwice(server.env).catch(() => []);
+  if (!stopping && !serverDied) await confirm(server.env, userText, start);
 } finally {
   await server.stop();
   await fsp.rm(work, { recursive: true, force: true });
@@ -296,6 +383,10 @@ const winner = tune.trials.find((t) => t.index === tune.winner);
 const hand = tune.trials[0];
 const handEx = sweep.find((s) => s.key === hand?.key);
 const allMeasured = sweep.length === allCandidates(tune.space).filter(isValid).length;
+if (serverDied) {
+  console.log("Triton died during the run (its log is above): the figures below compare nothing; run it again");
+  process.exitCode = 3;
+}
 console.log(
   `tune vs an exhaustive sweep (${via === "tune" ? "tune --exhaustive" : "perf --compare config=FILE"}) on ${model}, ` +
     `concurrency ${tune.concurrency}, ${windowMs} ms windows, at most ${trials}${budget ? `, budget ${budget} ms` : ""}; ` +
@@ -373,18 +464,50 @@ if (doubleLoads.length)
 else console.log("\nno variant was loaded a second time while it was served (Triton's log)");
 
 const within = winner && exBest ? winner.measured.throughput / exBest.throughput : NaN;
+// The paired figures: the same configuration has the same figure, whichever side found it.
+const paired = (key) => confirmed.throughput[key];
+const pairedWithin =
+  winner && exBest
+    ? winner.key === exBest.key
+      ? 1
+      : confirmed.rounds > 0
+        ? paired(winner.key) / paired(exBest.key)
+        : NaN
+    : NaN;
 const timeShare = tuneMs / exhaustiveMs;
 const vsHand = winner && hand?.measured ? winner.measured.throughput / hand.measured.throughput : NaN;
 console.log(
   `hand-tuned values (the sample's config): ${hand?.key ?? "-"}; tune's winner is ${fmt(vsHand, 2)}x them` +
     (handEx && exBest ? `, the exhaustive best ${fmt(exBest.throughput / handEx.throughput, 2)}x them` : ""),
 );
+if (confirmed.rounds > 0)
+  console.log(
+    `re-measured in ${confirmed.rounds} alternating round(s) (median infer/s, each against your config): ` +
+      Object.entries(confirmed.throughput)
+        .map(
+          ([k, v]) =>
+            `${k === winner?.key ? "tune's winner " : ""}${k === exBest?.key ? "exhaustive best " : ""}${k === hand?.key ? "your config " : ""}${k}: ${fmt(v)}`,
+        )
+        .join("; "),
+  );
+const judged = Number.isNaN(pairedWithin) ? within : pairedWithin;
 console.log(
-  `tune's best is ${fmt(within * 100)}% of the exhaustive best (claim: >= 95%), in ${fmt(timeShare * 100)}% of its time (claim: <= 25%)` +
+  `tune's best is ${fmt(within * 100)}% of the exhaustive best as each sweep measured it` +
+    (Number.isNaN(pairedWithin) ? "" : `, ${fmt(pairedWithin * 100)}% re-measured side by side`) +
+    ` (claim: >= 95%), in ${fmt(timeShare * 100)}% of its time (claim: <= 25%)` +
     (allMeasured ? "" : `; the exhaustive sweep is partial (${sweep.length} candidates)`),
 );
-await writeOut(!allMeasured || stopping, { within, timeShare, vsHand, tunePhases, exhaustivePhases: exPhases });
-process.exitCode = within >= 0.95 && timeShare <= 0.25 && allMeasured ? 0 : 1;
+await writeOut(!allMeasured || stopping || serverDied, {
+  serverDied,
+  within,
+  pairedWithin,
+  confirmed,
+  timeShare,
+  vsHand,
+  tunePhases,
+  exhaustivePhases: exPhases,
+});
+process.exitCode ??= judged >= 0.95 && timeShare <= 0.25 && allMeasured ? 0 : 1;
 
 async function writeOut(partial, summary = {}) {
   if (!outFile) return;

@@ -18,7 +18,8 @@
 # Time: TOTAL (default 540 s) bounds the call; IC_BUDGET (default 200 s) bounds image_classifier and
 # resnet50_fp16 gets what is left. At its budget a bench gets SIGINT: it ends the candidate under
 # way, stops its server and writes what it measured, marked "partial". Also: WINDOW (ms, default
-# 1000), TRIALS (windows at most, default 5), IC_CONCURRENCY (16), RESNET_CONCURRENCY (64),
+# 1000), TRIALS (windows at most, default 5), CONFIRM (rounds re-measuring tune's winner beside the
+# exhaustive best, default 1), IC_CONCURRENCY (16), RESNET_CONCURRENCY (64),
 # EXHAUSTIVE=perf|tune (how the exhaustive side is swept, default perf), SKIP_SETUP=1 (an
 # environment set up already in $TRITON_DEV_HOME).
 set -uo pipefail
@@ -75,7 +76,7 @@ bench() {
   if [ "$budget" -lt 90 ]; then log "$model skipped: ${budget} s left of the call"; return; fi
   log "$model: tune against an exhaustive sweep, ${budget} s at most"
   timeout -s INT -k "$grace" "$budget" node bench/tune-vs-exhaustive.mjs --model "$model" \
-    --window "${WINDOW:-1000}" --trials "${TRIALS:-5}" --exhaustive "${EXHAUSTIVE:-perf}" \
+    --window "${WINDOW:-1000}" --trials "${TRIALS:-5}" --exhaustive "${EXHAUSTIVE:-perf}" --confirm-rounds "${CONFIRM:-1}" \
     --out "$out/tune-vs-exhaustive-$model.json" "$@" 2>&1 | tee "$out/tune-vs-exhaustive-$model.txt"
   log "$model: done (exit ${PIPESTATUS[0]})"
   cleanup
