@@ -61,9 +61,9 @@ export function run(file, args, env, timeoutMs = 600_000) {
 /**
  * Start a private server; returns its environment, ports and a stop function. `only` names the
  * sample models to serve (default: all of models/); `prepare(modelsDir)` adds to the copied
- * repository before Triton starts (a bench's own models).
+ * repository before Triton starts (a bench's own models); `upArgs` are more flags of `up`.
  */
-export async function startServer({ only, prepare } = {}) {
+export async function startServer({ only, prepare, upArgs = [] } = {}) {
   requireBuild();
   const stateDir = await fsp.mkdtemp(path.join(os.tmpdir(), "triton-dev-bench-"));
   const env = { ...process.env, TRITON_DEV_STATE_DIR: stateDir, CI: "1" };
@@ -90,6 +90,7 @@ export async function startServer({ only, prepare } = {}) {
       String(ports.grpc),
       "--metrics-port",
       String(ports.metrics),
+      ...upArgs,
     ],
     env,
   );

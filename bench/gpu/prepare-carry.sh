@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Build what the GPU machine needs (it has no network): the CLI as one file, this node binary
-# (xz), and the nvidia-pytriton wheel slimmed to the target Python. Writes .devcarry/ (git-ignored).
+# Build what the GPU machine needs (it has no network): the CLI as one file, the tune bench's
+# pieces of the sources as one file, this node binary (xz), and the nvidia-pytriton wheel slimmed
+# to the target Python. Writes .devcarry/ (git-ignored).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 py="${1:-3.12}"
@@ -8,6 +9,8 @@ mkdir -p .devcarry
 grep -qx '/.devcarry/' .git/info/exclude 2>/dev/null || echo '/.devcarry/' >> .git/info/exclude
 npm run -s bundle
 cp bundle/triton-dev.mjs .devcarry/
+# What bench/tune-vs-exhaustive.mjs takes from the sources, for tune-on-gpu.sh (there is no dist/ there).
+npx esbuild bench/gpu/tune-bench-lib.mjs --bundle --platform=node --format=esm --target=node20 --log-level=warning --outfile=.devcarry/tune-bench-lib.mjs
 [ -f .devcarry/node.xz ] || xz -T2 -6 -c "$(command -v node)" > .devcarry/node.xz
 if ! ls .devcarry/nvidia_pytriton-*.whl >/dev/null 2>&1; then
   tmp=$(mktemp -d)

@@ -40,6 +40,8 @@ export function printTuneReport(output: Output, r: TuneReport, o: { chart: boole
   else output.out(formatDiff(r));
   if (r.applied)
     output.out(`\napplied to ${r.applied.file} (the original is kept in ${r.applied.backup}); hot reload serves it`);
+  else if (r.notApplied)
+    output.err(`\nnot applied: ${r.notApplied.message}${r.notApplied.hint ? `\n${r.notApplied.hint}` : ""}`);
   else if (r.winner !== undefined && r.diff.length)
     output.out("\n(`--apply` writes these fields into the file; nothing else in it changes)");
   if (r.savedTo) output.out(`saved: ${r.savedTo}`);
@@ -85,8 +87,10 @@ export async function tuneAction(model: string, flags: TuneFlags, ctx: CliContex
     await fsp.writeFile(path.resolve(flags.csv), toCsv(report));
     if (!flags.json) output.err(`wrote ${path.resolve(flags.csv)}`);
   }
-  if (flags.json) output.out(JSON.stringify(report, null, 2));
-  else printTuneReport(output, report, { chart: flags.chart });
+  if (flags.json) {
+    output.out(JSON.stringify(report, null, 2));
+    if (report.notApplied) output.err(`not applied: ${report.notApplied.message}`);
+  } else printTuneReport(output, report, { chart: flags.chart });
   if (report.ended === "interrupted") ctx.exitCode = 130;
-  else if (report.winner === undefined) ctx.exitCode = 1;
+  else if (report.winner === undefined || report.notApplied) ctx.exitCode = 1;
 }

@@ -51,6 +51,8 @@ export interface LevelResult {
   stream?: StreamSummary;
   /** Set when the level ended before its measurement did (interrupted, server gone). */
   partial?: string;
+  /** Why the caller's `stopEarly` ended the level before the stability rule held. */
+  stoppedEarly?: string;
 }
 
 export interface ProfileContext {
@@ -70,6 +72,11 @@ export interface ProfileContext {
   gpuProbe?: GpuProbe;
   signal?: AbortSignal;
   onWindow?: (e: { kind: LevelKind; value: number; trial: number; window: WindowSummary; stable: boolean }) => void;
+  /**
+   * Asked after each window that left the level unstable: a reason ends the level there (tune's
+   * candidate that clearly cannot win). The result keeps its windows, marked unstable.
+   */
+  stopEarly?: (windows: readonly WindowSummary[]) => string | undefined;
 }
 
 /** Triton stopped answering during a run. */
@@ -209,6 +216,7 @@ export async function measureLevel(ctx: ProfileContext, kind: LevelKind, value: 
   const sampler = ctx.gpuProbe ? new GpuSampler(ctx.gpuProbe) : undefined;
   const windows: WindowData[] = [];
   let stable = false;
+  let stoppedEarly: string | undefined;
   let gpu: GpuStats | undefined;
 
   const result = (partial?: string): LevelResult | undefined => {
@@ -221,6 +229,7 @@ export async function measureLevel(ctx: ProfileContext, kind: LevelKind, value: 
       ...mergeWindows(kind, value, windows, k, stable, ctx.batchSize, server),
       ...(gpu ? { gpu } : {}),
       ...(partial ? { partial } : {}),
+      ...(stoppedEarly ? { stoppedEarly } : {}),
     };
   };
 
@@ -245,9 +254,8 @@ export async function measureLevel(ctx: ProfileContext, kind: LevelKind, value: 
       }
       snaps.push(snap);
       const summary = summariseWindow(w, ctx.batchSize);
-      const figures = windows
-        .map((x) => summariseWindow(x, ctx.batchSize))
-        .map((s) => ({ throughput: s.throughput, latencyUs: s.avgLatencyUs }));
+      const summaries = windows.map((x) => summariseWindow(x, ctx.batchSize));
+      const figures = summaries.map((s) => ({ throughput: s.throughput, latencyUs: s.avgLatencyUs }));
       stable = isStable(figures, ctx.rule);
       ctx.onWindow?.({ kind, value, trial, window: summary, stable });
       const gone =
@@ -271,6 +279,8 @@ export async function measureLevel(ctx: ProfileContext, kind: LevelKind, value: 
         break;
       }
       if (stable) break;
+      stoppedEarly = trial < ctx.maxTrials ? ctx.stopEarly?.(summaries) : undefined;
+      if (stoppedEarly) break;
     }
   } finally {
     gpu = sampler?.stop();

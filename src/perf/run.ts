@@ -78,6 +78,8 @@ export interface PerfDeps {
   env: NodeJS.ProcessEnv;
   signal?: AbortSignal;
   progress?: (line: string) => void;
+  /** The built-in engine's `ProfileContext.stopEarly` (tune's early rejection); perf never sets it. */
+  stopLevelEarly?: ProfileContext["stopEarly"];
 }
 
 export interface PerfReport {
@@ -392,6 +394,7 @@ async function sweepBuiltin(
     maxInFlight: o.maxInFlight,
     ...(gpuProbe ? { gpuProbe } : {}),
     ...(deps.signal ? { signal: deps.signal } : {}),
+    ...(deps.stopLevelEarly ? { stopEarly: deps.stopLevelEarly } : {}),
     onWindow: (e) => deps.progress?.(windowProgressLine(served, e, setup.stream !== undefined)),
   };
   for (const value of o.levels) {

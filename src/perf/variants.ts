@@ -195,7 +195,8 @@ async function waitForState(
 /**
  * Publish a variant into the served (staging) repository as a sibling model: built in a scratch
  * folder beside the repository, renamed into place in one step, so Triton never sees it half
- * written; then wait until Triton serves it.
+ * written; then wait until Triton serves it. `onPublished` marks the moment it is in place (the
+ * rest is Triton's load).
  */
 export async function stageVariant(
   t: StagingTarget,
@@ -203,6 +204,7 @@ export async function stageVariant(
   v: Variant,
   timeoutMs = 180_000,
   signal?: AbortSignal,
+  onPublished?: () => void,
 ): Promise<void> {
   if (v.configText === undefined) return;
   const scratch = path.join(path.dirname(t.repository), ".publish");
@@ -218,6 +220,7 @@ export async function stageVariant(
   } finally {
     await fsp.rm(shadow, { recursive: true, force: true });
   }
+  onPublished?.();
   if (t.reload === "explicit") await t.client.loadModel(v.servedModel);
   await waitForState(t.client, v.servedModel, "READY", timeoutMs, signal);
 }

@@ -42,10 +42,11 @@ export function formatRanking(r: TuneReport): string {
     const t = byIndex.get(i)!;
     const s = t.level?.server;
     const compute = s ? s.computeInputUs + s.computeInferUs + s.computeOutputUs : undefined;
+    const early = t.stoppedEarly ? ", stopped early (dominated)" : "";
     const result =
       t.status === "ok"
-        ? `${i === r.winner ? "winner" : "ok"}${front.has(i) ? ", pareto" : ""}${t.servedModel === r.model ? ", your config" : ""}`
-        : `${t.status}: ${t.why ?? ""}${t.servedModel === r.model ? " (your config)" : ""}`;
+        ? `${i === r.winner ? "winner" : "ok"}${front.has(i) ? ", pareto" : ""}${t.servedModel === r.model ? ", your config" : ""}${early}`
+        : `${t.status}: ${t.why ?? ""}${t.servedModel === r.model ? " (your config)" : ""}${early}`;
     rows.push([
       String(n + 1),
       config(t),
@@ -148,7 +149,7 @@ export function toCsv(r: TuneReport): string {
       s ? String(Math.round(s.queueUs)) : "",
       s ? String(Math.round(s.computeInputUs + s.computeInferUs + s.computeOutputUs)) : "",
       gpuPct(t)?.toFixed(0) ?? "",
-      t.why ?? "",
+      [t.why, t.stoppedEarly].filter(Boolean).join("; "),
     ].map(q);
   });
   return [CSV_HEAD, ...rows].map((r) => r.join(",")).join("\n") + "\n";

@@ -4,7 +4,6 @@
  * through the repository API, measured by perf's own run (stability rule, server breakdown, GPU)
  * at one concurrency, and unloaded again. The user's files are read, and written only by --apply.
  */
-import fs from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
@@ -23,20 +22,27 @@ import {
   type StagingTarget,
   type Variant,
 } from "../perf/variants.js";
-import { applyConfigEdits, describeConfigEdits, renameConfig, type ConfigEdits } from "../repo/config-edit.js";
+import {
+  applyConfigEdits,
+  applyConfigEditsToFile,
+  ConfigEditError,
+  describeConfigEdits,
+  renameConfig,
+  type ConfigEdits,
+} from "../repo/config-edit.js";
 import { currentRun } from "../session/current-run.js";
-import { stripTritonPrefix } from "../state/log-file.js";
-import { loadEnded, loadStarted } from "../triton/log-lines.js";
 import { writeFileAtomic } from "../state/atomic-write.js";
 import type { RunState } from "../state/run-state.js";
 import type { ModelConfigSummary } from "../triton/grpc-client.js";
 import { clientForRun } from "../triton/http-client.js";
 import {
   budgetViolation,
+  clearlyDominated,
   exhaustive,
   hillClimb,
   paretoFront,
   rank,
+  type Evaluate,
   type Measured,
   type Objective,
   type SearchResult,
@@ -47,14 +53,12 @@ import {
   applySpaceFile,
   candidateKey,
   defaultSpace,
+  editsBetween,
   readSpaceFile,
-  sameList,
   spaceSize,
   startingPoint,
   thisMachine,
   withStart,
-  type Candidate,
-  type InstanceKind,
   type Machine,
   type SearchSpace,
 } from "./space.js";
@@ -89,10 +93,39 @@ export interface TuneDeps {
   now?: () => number;
 }
 
+/** Where one candidate's time went, in milliseconds. */
+export interface TrialPhases {
+  /** Copying the model into a variant, linting it, renaming it into the served repository. */
+  stageMs: number;
+  /** From the variant in place until Triton served it READY (a poll, then its load). */
+  loadMs: number;
+  /** Waiting, once this one was READY, for the previous candidate's variant to be gone. */
+  previousMs: number;
+  /** perf's run: its set-up, the first request, the windows, the requests in flight drained. */
+  measureMs: number;
+  /** Measurement windows (at most --max-trials). */
+  windows: number;
+  /** Set when the figures were taken from a measurement made already (the concurrency sweep's). */
+  reused?: string;
+}
+
 /** A trial with what perf measured (the full level: breakdown, GPU) and where it was served. */
 export interface TunedTrial extends Trial {
   servedModel?: string;
   level?: LevelResult;
+  phases?: TrialPhases;
+  /** Measured only until it was clear it cannot win (search.ts `clearlyDominated`). */
+  stoppedEarly?: string;
+}
+
+/** The search's time outside its candidates, in milliseconds. */
+export interface TuneTiming {
+  /** Finding the run, reading the configs, building the space. */
+  setupMs: number;
+  /** `--concurrency auto`'s sweep. */
+  concurrencyMs: number;
+  /** The last variant's unload, waited for at the end. */
+  cleanupMs: number;
 }
 
 export interface TuneReport {
@@ -116,25 +149,12 @@ export interface TuneReport {
   edits?: ConfigEdits;
   ended: SearchResult["ended"];
   elapsedMs: number;
+  timing: TuneTiming;
+  /** `--apply`: the file written and the copy of its old bytes beside it. */
   applied?: { file: string; backup: string };
+  /** `--apply` found the file unable to take the winner (changed meanwhile, unreadable): why. */
+  notApplied?: { message: string; hint?: string };
   savedTo?: string;
-}
-
-/** The fields that differ between two candidates, as edits (so an unchanged field is left alone). */
-export function editsBetween(from: Candidate, to: Candidate, kind: InstanceKind): ConfigEdits {
-  const e: ConfigEdits = {};
-  if (to.maxBatchSize !== from.maxBatchSize) e.maxBatchSize = to.maxBatchSize;
-  if (!to.batching && from.batching) e.dynamicBatching = false;
-  else if (to.batching) {
-    const db: { preferredBatchSize?: number[]; maxQueueDelayMicroseconds?: number } = {};
-    if (!from.batching || !sameList(from.preferredBatchSize, to.preferredBatchSize))
-      db.preferredBatchSize = to.preferredBatchSize;
-    if (!from.batching || from.maxQueueDelayMicroseconds !== to.maxQueueDelayMicroseconds)
-      db.maxQueueDelayMicroseconds = to.maxQueueDelayMicroseconds;
-    if (!from.batching || Object.keys(db).length) e.dynamicBatching = db;
-  }
-  if (to.instances !== from.instances) e.instanceCounts = [{ kind, count: to.instances }];
-  return e;
 }
 
 /** Triton's reasons carry the python traceback after "At:"; the table wants the reason. */
@@ -218,6 +238,26 @@ export function chooseConcurrency(
   return inside.find((l) => l.throughput >= 0.95 * best)!.concurrency;
 }
 
+/** The levels `--concurrency auto` may try, in order; the sweep stops at the knee. */
+export const SWEEP_LEVELS = [1, 2, 4, 8, 16, 32, 64];
+
+/**
+ * Whether the sweep has seen enough after its last level: that level broke the latency budget (a
+ * closed loop's latency only grows with its concurrency), or it added less than 5% to the best
+ * throughput before it, which is what chooseConcurrency would choose from anyway.
+ */
+export function sweepDone(
+  levels: ReadonlyArray<{ throughput: number; p99Us: number; p95Us?: number }>,
+  o: Objective,
+): boolean {
+  const last = levels[levels.length - 1];
+  if (!last) return false;
+  const lat = o.latency?.percentile === "p95" ? (last.p95Us ?? last.p99Us) : last.p99Us;
+  if (o.latency && lat > o.latency.ms * 1000) return true;
+  const before = levels.slice(0, -1);
+  return before.length > 0 && last.throughput < 1.05 * Math.max(...before.map((l) => l.throughput));
+}
+
 export async function runTune(o: TuneOptions, deps: TuneDeps): Promise<TuneReport> {
   const started = (deps.now ?? Date.now)();
   const now = deps.now ?? Date.now;
@@ -253,26 +293,30 @@ export async function runTune(o: TuneOptions, deps: TuneDeps): Promise<TuneRepor
     ...(deps.signal ? { signal: deps.signal } : {}),
     progress: (line: string) => tlog.debug(line),
   };
+  const timing: TuneTiming = { setupMs: now() - started, concurrencyMs: 0, cleanupMs: 0 };
 
   let concurrency: number;
   let concurrencySweep: TuneReport["concurrencySweep"];
+  // The user's config measured at the chosen level during the sweep: its trial, not measured again.
+  let startLevel: LevelResult | undefined;
   if (o.concurrency === "auto") {
+    const t0 = now();
     deps.progress?.(`${o.model}: a short concurrency sweep on your config to find the load that matters`);
-    const r = await runPerf({ ...perfBase, model: o.model, levels: [1, 2, 4, 8, 16] }, perfDeps);
-    concurrencySweep = (r.sweeps[0]?.levels ?? []).map((l) => ({
-      concurrency: l.value,
-      throughput: l.throughput,
-      p99Us: l.latency.p99Us,
-    }));
-    concurrency = chooseConcurrency(
-      (r.sweeps[0]?.levels ?? []).map((l) => ({
-        concurrency: l.value,
-        throughput: l.throughput,
-        p99Us: l.latency.p99Us,
-        p95Us: l.latency.p95Us,
-      })),
-      o.objective,
-    );
+    const levels: LevelResult[] = [];
+    for (const value of SWEEP_LEVELS) {
+      const r = await runPerf({ ...perfBase, model: o.model, levels: [value] }, perfDeps);
+      const level = r.sweeps[0]?.levels[0];
+      if (level && !r.stopped) levels.push(level);
+      if (r.stopped || !level) break;
+      deps.progress?.(
+        `  concurrency ${value}: ${level.throughput.toFixed(1)} infer/s, p99 ${(level.latency.p99Us / 1000).toFixed(1)} ms`,
+      );
+      if (sweepDone(levels.map(sweepPoint), o.objective)) break;
+    }
+    concurrencySweep = levels.map((l) => ({ concurrency: l.value, throughput: l.throughput, p99Us: l.latency.p99Us }));
+    concurrency = chooseConcurrency(levels.map(sweepPoint), o.objective);
+    startLevel = levels.find((l) => l.value === concurrency);
+    timing.concurrencyMs = now() - t0;
     deps.progress?.(`${o.model}: measuring every candidate at concurrency ${concurrency}`);
   } else concurrency = o.concurrency;
 
@@ -283,10 +327,18 @@ export async function runTune(o: TuneOptions, deps: TuneDeps): Promise<TuneRepor
     lint: { runtime: state.runtime },
   };
   const startKey = candidateKey(start);
-  const details = new Map<number, { servedModel: string; level?: LevelResult }>();
+  const details = new Map<number, Pick<TunedTrial, "servedModel" | "level" | "phases" | "stoppedEarly">>();
   const interrupted = () => deps.signal?.aborted === true;
+  // The last candidate's variant on its way out: its unload overlaps the next one's staging and
+  // load, and is waited for before anything is measured.
+  let leaving: Promise<void> | undefined;
+  const waitLeaving = async () => {
+    const p = leaving;
+    leaving = undefined;
+    await p;
+  };
 
-  const evaluate = async (c: Candidate, index: number): Promise<Omit<Trial, "index" | "key" | "candidate">> => {
+  const evaluate: Evaluate = async (c, index, ctx) => {
     const t0 = now();
     const isStart = candidateKey(c) === startKey;
     const served = isStart ? o.model : variantName(o.model, `tune${index}`);
@@ -300,29 +352,52 @@ export async function runTune(o: TuneOptions, deps: TuneDeps): Promise<TuneRepor
             served,
           ),
         };
-    details.set(index, { servedModel: served });
+    const phases: TrialPhases = { stageMs: 0, loadMs: 0, previousMs: 0, measureMs: 0, windows: 0 };
+    details.set(index, { servedModel: served, phases });
     const failed = (why: string) => ({ status: "failed" as const, why, elapsedMs: now() - t0 });
-    const logOffset = await fsp
-      .stat(state.logFile)
-      .then((st) => st.size)
-      .catch(() => 0);
     try {
+      let published: number | undefined;
       try {
-        await stageVariant(staging, o.model, variant, 180_000, deps.signal);
+        await stageVariant(staging, o.model, variant, 180_000, deps.signal, () => (published = now()));
       } catch (err) {
         if (!(err instanceof VariantError)) throw err;
         return failed(firstLine(err.message));
+      } finally {
+        phases.stageMs = (published ?? now()) - t0;
+        phases.loadMs = published === undefined ? 0 : now() - published;
       }
+      const t1 = now();
+      await waitLeaving();
+      phases.previousMs = now() - t1;
       if (interrupted()) return failed("interrupted");
-      if (!isStart && state.reload === "poll")
-        await settleAfterPoll(state.logFile, logOffset, served, state.pollSecs, deps.signal);
-      if (interrupted()) return failed("interrupted");
-      const r = await runPerf({ ...perfBase, model: served, levels: [concurrency] }, perfDeps);
-      const level = r.sweeps[0]?.levels[0];
-      if (level) details.set(index, { servedModel: served, level });
-      // A measurement cut short (Ctrl-C) is no figure for the candidate.
-      if (r.stopped) return failed(r.stopped.reason === "interrupted" ? "interrupted" : firstLine(r.stopped.message));
+      let level: LevelResult | undefined;
+      const t2 = now();
+      if (isStart && startLevel) {
+        level = startLevel;
+        phases.reused = "the concurrency sweep";
+      } else {
+        const reference = o.exhaustive ? undefined : ctx.reference;
+        const r = await runPerf(
+          { ...perfBase, model: served, levels: [concurrency] },
+          {
+            ...perfDeps,
+            ...(reference ? { stopLevelEarly: (w) => clearlyDominated(w, reference, o.stabilityPct) } : {}),
+          },
+        );
+        level = r.sweeps[0]?.levels[0];
+        phases.measureMs = now() - t2;
+        if (level) details.set(index, { servedModel: served, level, phases });
+        // A measurement cut short (Ctrl-C) is no figure for the candidate.
+        if (r.stopped) return failed(r.stopped.reason === "interrupted" ? "interrupted" : firstLine(r.stopped.message));
+      }
+      phases.windows = level?.trials ?? 0;
       if (!level || level.requests === 0) return failed("no request completed");
+      details.set(index, {
+        servedModel: served,
+        level,
+        phases,
+        ...(level.stoppedEarly ? { stoppedEarly: level.stoppedEarly } : {}),
+      });
       const measured = measuredOf(level);
       const why = budgetViolation(measured, o.objective);
       return { status: why ? "over-budget" : "ok", ...(why ? { why } : {}), measured, elapsedMs: now() - t0 };
@@ -331,7 +406,7 @@ export async function runTune(o: TuneOptions, deps: TuneDeps): Promise<TuneRepor
       if (!(err instanceof UserError)) throw err;
       return failed(err.message);
     } finally {
-      await removeVariant(staging, variant).catch(() => undefined);
+      if (variant.configText !== undefined) leaving = removeVariant(staging, variant).catch(() => undefined);
     }
   };
 
@@ -342,20 +417,27 @@ export async function runTune(o: TuneOptions, deps: TuneDeps): Promise<TuneRepor
     now,
   };
   let done = 0;
-  const evaluateAndReport = async (c: Candidate, index: number) => {
+  const evaluateAndReport: Evaluate = async (c, index, ctx) => {
     deps.progress?.(
       `[${index + 1}/${o.maxCandidates}] ${candidateKey(c)}${candidateKey(c) === startKey ? " (your config)" : ""}`,
     );
-    const r = await evaluate(c, index);
+    const r = await evaluate(c, index, ctx);
     done++;
     const trial: TunedTrial = { index, key: candidateKey(c), candidate: c, ...r, ...details.get(index) };
     deps.progress?.(`  ${describeTrial(trial)}`);
     deps.onTrial?.(trial, { done, max: o.maxCandidates });
     return r;
   };
-  const result = o.exhaustive
-    ? await exhaustive(allCandidates(space), o.objective, limits, evaluateAndReport)
-    : await hillClimb(space, start, o.objective, limits, evaluateAndReport);
+  let result: SearchResult;
+  try {
+    result = o.exhaustive
+      ? await exhaustive(allCandidates(space), o.objective, limits, evaluateAndReport)
+      : await hillClimb(space, start, o.objective, limits, evaluateAndReport);
+  } finally {
+    const t0 = now();
+    await waitLeaving();
+    timing.cleanupMs = now() - t0;
+  }
 
   const trials: TunedTrial[] = result.trials.map((t) => ({ ...t, ...details.get(t.index) }));
   const winner = result.best && result.best.status === "ok" ? result.best : undefined;
@@ -377,16 +459,25 @@ export async function runTune(o: TuneOptions, deps: TuneDeps): Promise<TuneRepor
     ...(edits ? { edits } : {}),
     ended: result.ended,
     elapsedMs: now() - started,
+    timing,
   };
 
-  const paths = resolvePaths(deps.env);
-  const id = `${new Date().toISOString().replace(/[-:]/g, "").replace(/\..*/, "")}-${randomBytes(3).toString("hex")}`;
-  const dir = path.join(paths.stateDir, "tune", o.model.replace(/[^A-Za-z0-9._-]/g, "_"));
   if (o.apply && edits && report.diff.length > 0 && !interrupted()) {
-    report.applied = await applyWinner(configFile, userText, edits, path.join(dir, `${id}.config.pbtxt`));
+    try {
+      // The editor's one convention: the old bytes beside the file as a `.bak`, which the
+      // watcher and staging skip, so the backup is never served and the edit reloads as any save.
+      const r = await applyConfigEditsToFile(configFile, edits, userText);
+      if (r.backup) report.applied = { file: configFile, backup: r.backup };
+    } catch (err) {
+      // The search's result stays worth having when the file cannot take it.
+      if (!(err instanceof ConfigEditError)) throw err;
+      report.notApplied = { message: err.message, ...(err.hint ? { hint: err.hint } : {}) };
+    }
   }
   if (o.keepHistory && trials.length > 0) {
-    const file = path.join(dir, `${id}.json`);
+    const paths = resolvePaths(deps.env);
+    const id = `${new Date().toISOString().replace(/[-:]/g, "").replace(/\..*/, "")}-${randomBytes(3).toString("hex")}`;
+    const file = path.join(paths.stateDir, "tune", o.model.replace(/[^A-Za-z0-9._-]/g, "_"), `${id}.json`);
     await writeFileAtomic(
       file,
       JSON.stringify({ version: 1, id, savedAt: new Date().toISOString(), ...report }, null, 2) + "\n",
@@ -397,60 +488,8 @@ export async function runTune(o: TuneOptions, deps: TuneDeps): Promise<TuneRepor
   return report;
 }
 
-/**
- * In poll mode Triton loads a fresh variant once more at its next poll: the python backend writes
- * the model's `__pycache__` into the new folder as it loads, which the poll reads as an edit. A
- * measurement across that reload would lose the server's counters (they restart with the new
- * version), so wait, following Triton's log from where it stood before the variant was staged,
- * until a poll and a second has passed with no load of it begun and the last one finished.
- */
-export async function settleAfterPoll(
-  logFile: string,
-  offset: number,
-  name: string,
-  pollSecs: number,
-  signal?: AbortSignal,
-  maxMs = 60_000,
-): Promise<void> {
-  const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-  const quietMs = pollSecs * 1000 + 1000;
-  let events = -1;
-  let changedAt = Date.now();
-  let loading = false;
-  for (const deadline = Date.now() + maxMs; Date.now() < deadline && !signal?.aborted;) {
-    let text: string;
-    try {
-      const fh = await fsp.open(logFile, "r");
-      try {
-        const { size } = await fh.stat();
-        const buf = Buffer.alloc(Math.max(0, size - offset));
-        await fh.read(buf, 0, buf.length, offset);
-        text = buf.toString("utf8");
-      } finally {
-        await fh.close();
-      }
-    } catch {
-      // No log to follow (another runtime's): a poll and a reload's worth of time instead.
-      await sleep(quietMs + 2000);
-      return;
-    }
-    let n = 0;
-    for (const raw of text.split("\n")) {
-      const line = stripTritonPrefix(raw.trimEnd());
-      if (loadStarted(line) === name) {
-        n++;
-        loading = true;
-      } else if (loadEnded(line) === name) {
-        n++;
-        loading = false;
-      }
-    }
-    if (n !== events) {
-      events = n;
-      changedAt = Date.now();
-    } else if (!loading && Date.now() - changedAt >= quietMs) return;
-    await sleep(250);
-  }
+function sweepPoint(l: LevelResult) {
+  return { concurrency: l.value, throughput: l.throughput, p99Us: l.latency.p99Us, p95Us: l.latency.p95Us };
 }
 
 export function describeTrial(t: TunedTrial): string {
@@ -458,31 +497,7 @@ export function describeTrial(t: TunedTrial): string {
   const m = t.measured;
   return (
     `${m.throughput.toFixed(1)} infer/s, p50 ${(m.p50Us / 1000).toFixed(1)} ms, p99 ${(m.p99Us / 1000).toFixed(1)} ms` +
-    (t.status === "ok" ? "" : ` (${t.why ?? t.status})`)
+    (t.status === "ok" ? "" : ` (${t.why ?? t.status})`) +
+    (t.stoppedEarly ? ` [${t.stoppedEarly}]` : "")
   );
-}
-
-/**
- * Write the winner's fields into the user's config.pbtxt, and nothing else: the editor keeps every
- * other byte. The original goes to the state folder first (a copy beside the model would be
- * staged and served with it), and a file edited meanwhile is left alone.
- */
-export async function applyWinner(
-  file: string,
-  readText: string,
-  edits: ConfigEdits,
-  backup: string,
-): Promise<{ file: string; backup: string }> {
-  const nowText = await fsp.readFile(file, "utf8");
-  if (nowText !== readText) {
-    throw new UserError(`${file} changed while tune ran, so the winner was not applied`, {
-      hint: "Run tune again (or make the changes the report shows by hand).",
-    });
-  }
-  const next = applyConfigEdits(nowText, edits, file);
-  const mode = fs.statSync(file).mode & 0o777;
-  await fsp.mkdir(path.dirname(backup), { recursive: true });
-  await fsp.writeFile(backup, nowText, { mode: 0o644 });
-  await writeFileAtomic(file, next, mode);
-  return { file, backup };
 }

@@ -39,6 +39,20 @@ export interface Trial {
   elapsedMs: number;
 }
 
+/**
+ * What a measurement may know of the search: the trial a step is judged against (the climb's
+ * current point), so a candidate that clearly cannot beat it need not be measured to the end.
+ */
+export interface EvaluateContext {
+  reference?: Trial;
+}
+
+export type Evaluate = (
+  c: Candidate,
+  index: number,
+  ctx: EvaluateContext,
+) => Promise<Omit<Trial, "index" | "key" | "candidate">>;
+
 export interface SearchLimits {
   maxCandidates: number;
   deadline: number;
@@ -131,7 +145,7 @@ export async function hillClimb(
   start: Candidate,
   objective: Objective,
   limits: SearchLimits,
-  evaluate: (c: Candidate, index: number) => Promise<Omit<Trial, "index" | "key" | "candidate">>,
+  evaluate: Evaluate,
 ): Promise<SearchResult> {
   const now = limits.now ?? Date.now;
   const trials: Trial[] = [];
@@ -146,7 +160,7 @@ export async function hillClimb(
     return undefined;
   };
 
-  const measure = async (c: Candidate): Promise<Trial | undefined> => {
+  const measure = async (c: Candidate, reference?: Trial): Promise<Trial | undefined> => {
     const key = candidateKey(c);
     const known = seen.get(key);
     if (known) return known;
@@ -155,7 +169,7 @@ export async function hillClimb(
       ended = stop;
       return undefined;
     }
-    const r = await evaluate(c, trials.length);
+    const r = await evaluate(c, trials.length, reference ? { reference } : {});
     // A measurement cut short by Ctrl-C says nothing about the candidate.
     if (limits.signal?.aborted && r.status !== "ok") {
       ended = "interrupted";
@@ -170,25 +184,67 @@ export async function hillClimb(
 
   let here = await measure(start);
   if (!here) return { trials, ...(best ? { best } : {}), ended: ended ?? "interrupted" };
+  // Directions that lost clearly from the point they were tried at (clearlyLost) are not tried
+  // again after a step along another dimension: one setting moved seldom turns a loss of a fifth
+  // or more into a gain, and each try is a load and a measurement. A step along a dimension
+  // forgets that dimension's losses.
+  const lost = new Set<string>();
   for (;;) {
     let moved = false;
     for (const dim of DIMS) {
       for (const dir of [1, -1] as const) {
         // Keep going while the direction helps: each accepted step is the new point.
         for (;;) {
+          if (lost.has(`${dim}${dir}`)) break;
           const next = step(space, here.candidate, dim, dir);
           if (!next || !isValid(next) || seen.has(candidateKey(next))) break;
-          const t = await measure(next);
+          const t = await measure(next, here);
           if (!t) return { trials, ...(best ? { best } : {}), ended: ended ?? "interrupted" };
-          if (!improves(here, t, objective)) break;
+          if (!improves(here, t, objective)) {
+            if (clearlyLost(here, t)) lost.add(`${dim}${dir}`);
+            break;
+          }
           here = t;
           moved = true;
+          lost.delete(`${dim}1`);
+          lost.delete(`${dim}-1`);
         }
       }
     }
     if (!moved) break;
   }
   return { trials, ...(best ? { best } : {}), ended: "converged" };
+}
+
+/** Every window of a candidate below this share of the reference's throughput: it cannot win. */
+export const DOMINATED_SHARE = 0.8;
+
+/**
+ * Why a candidate whose measurement is under way can be rejected before the stability rule holds,
+ * or undefined. Only against a reference inside the budget (the climb's current point), whose
+ * throughput a step must beat by 2% to be taken: once two windows are in (the first after a load
+ * is warm-up), no window reached DOMINATED_SHARE of it and the last is not still rising (within
+ * the stability threshold of the one before), the candidate would need a rise of more than a
+ * quarter to matter.
+ */
+export function clearlyDominated(
+  windows: readonly { throughput: number }[],
+  reference: Trial | undefined,
+  thresholdPct: number,
+): string | undefined {
+  if (!reference || reference.status !== "ok" || !reference.measured || windows.length < 2) return undefined;
+  const ref = reference.measured.throughput;
+  const best = Math.max(...windows.map((w) => w.throughput));
+  const last = windows[windows.length - 1]!.throughput;
+  const before = windows[windows.length - 2]!.throughput;
+  if (best >= DOMINATED_SHARE * ref || last > before * (1 + thresholdPct / 100)) return undefined;
+  return `stopped after ${windows.length} windows: at most ${best.toFixed(1)} infer/s, under ${Math.round(DOMINATED_SHARE * 100)}% of ${reference.key} (${ref.toFixed(1)})`;
+}
+
+/** A measured step that reached under DOMINATED_SHARE of the throughput of a point inside the budget. */
+export function clearlyLost(from: Trial, to: Trial): boolean {
+  if (from.status !== "ok" || !from.measured || to.status === "failed" || !to.measured) return false;
+  return to.measured.throughput < DOMINATED_SHARE * from.measured.throughput;
 }
 
 /** A step is taken only when it helps by more than measurement noise (2%), or reaches the budget. */
@@ -206,7 +262,7 @@ export async function exhaustive(
   candidates: readonly Candidate[],
   objective: Objective,
   limits: SearchLimits,
-  evaluate: (c: Candidate, index: number) => Promise<Omit<Trial, "index" | "key" | "candidate">>,
+  evaluate: Evaluate,
 ): Promise<SearchResult> {
   const now = limits.now ?? Date.now;
   const trials: Trial[] = [];
@@ -220,7 +276,7 @@ export async function exhaustive(
       index: trials.length,
       key: candidateKey(c),
       candidate: c,
-      ...(await evaluate(c, trials.length)),
+      ...(await evaluate(c, trials.length, {})),
     };
     trials.push(t);
     if (better(best, t, objective)) best = t;

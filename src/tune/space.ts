@@ -47,6 +47,23 @@ export function candidateEdits(c: Candidate, kind: InstanceKind): ConfigEdits {
   };
 }
 
+/** The fields that differ between two candidates, as edits (so an unchanged field is left alone). */
+export function editsBetween(from: Candidate, to: Candidate, kind: InstanceKind): ConfigEdits {
+  const e: ConfigEdits = {};
+  if (to.maxBatchSize !== from.maxBatchSize) e.maxBatchSize = to.maxBatchSize;
+  if (!to.batching && from.batching) e.dynamicBatching = false;
+  else if (to.batching) {
+    const db: { preferredBatchSize?: number[]; maxQueueDelayMicroseconds?: number } = {};
+    if (!from.batching || !sameList(from.preferredBatchSize, to.preferredBatchSize))
+      db.preferredBatchSize = to.preferredBatchSize;
+    if (!from.batching || from.maxQueueDelayMicroseconds !== to.maxQueueDelayMicroseconds)
+      db.maxQueueDelayMicroseconds = to.maxQueueDelayMicroseconds;
+    if (!from.batching || Object.keys(db).length) e.dynamicBatching = db;
+  }
+  if (to.instances !== from.instances) e.instanceCounts = [{ kind, count: to.instances }];
+  return e;
+}
+
 export interface Machine {
   cores: number;
   gpus: number;

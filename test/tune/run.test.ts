@@ -1,33 +1,5 @@
-import fs from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { chooseConcurrency, editsBetween, settleAfterPoll } from "../../src/tune/run.js";
-import type { Candidate } from "../../src/tune/space.js";
-
-const base: Candidate = {
-  batching: true,
-  maxBatchSize: 16,
-  preferredBatchSize: [8],
-  maxQueueDelayMicroseconds: 100,
-  instances: 1,
-};
-
-describe("editsBetween", () => {
-  it("names only the fields that differ from the user's config", () => {
-    expect(editsBetween(base, { ...base, instances: 2 }, "KIND_CPU")).toEqual({
-      instanceCounts: [{ kind: "KIND_CPU", count: 2 }],
-    });
-    expect(editsBetween(base, { ...base, maxQueueDelayMicroseconds: 5000 }, "KIND_CPU")).toEqual({
-      dynamicBatching: { maxQueueDelayMicroseconds: 5000 },
-    });
-    expect(editsBetween(base, { ...base, batching: false }, "KIND_CPU")).toEqual({ dynamicBatching: false });
-    expect(editsBetween({ ...base, batching: false }, base, "KIND_GPU")).toEqual({
-      dynamicBatching: { preferredBatchSize: [8], maxQueueDelayMicroseconds: 100 },
-    });
-    expect(editsBetween(base, base, "KIND_CPU")).toEqual({});
-  });
-});
+import { chooseConcurrency, sweepDone } from "../../src/tune/run.js";
 
 describe("chooseConcurrency", () => {
   const levels = [
@@ -43,22 +15,32 @@ describe("chooseConcurrency", () => {
   });
 });
 
-describe("settleAfterPoll", () => {
-  it("waits past Triton's second load of a fresh variant, read from its log", async () => {
-    const dir = await fs.mkdtemp(path.join(os.tmpdir(), "tune-settle-"));
-    const log = path.join(dir, "tritonserver.log");
-    const line = (msg: string) => `I1202 01:50:02.091724 19634 model_lifecycle.cc:472] "${msg}"\n`;
-    await fs.writeFile(log, line("loading: other:1"));
-    const offset = (await fs.stat(log)).size;
-    await fs.appendFile(log, line("loading: v:1") + line("successfully loaded 'v'"));
-    const started = Date.now();
-    // The poll's reload of v begins 600 ms in and ends 1.2 s in.
-    setTimeout(() => void fs.appendFile(log, line("loading: v:1")), 600);
-    setTimeout(() => void fs.appendFile(log, line("successfully loaded 'v'")), 1200);
-    await settleAfterPoll(log, offset, "v", 0);
-    // Done only a quiet second (poll 0 s + 1 s) after the reload finished.
-    expect(Date.now() - started).toBeGreaterThanOrEqual(2100);
-    expect(Date.now() - started).toBeLessThan(4000);
-    await fs.rm(dir, { recursive: true, force: true });
+describe("sweepDone", () => {
+  const l = (throughput: number, p99Us = 1000) => ({ throughput, p99Us });
+  it("goes on while each level adds 5% or more, and stops at the knee", () => {
+    expect(sweepDone([l(100)], {})).toBe(false);
+    expect(sweepDone([l(100), l(190)], {})).toBe(false);
+    expect(sweepDone([l(100), l(190), l(196)], {})).toBe(true);
+    // Against the best before it, not the level just before (a dip ends it too).
+    expect(sweepDone([l(100), l(190), l(150)], {})).toBe(true);
+  });
+  it("stops at the first level over the latency budget", () => {
+    expect(sweepDone([l(100, 5_000), l(300, 25_000)], { latency: { percentile: "p99", ms: 20 } })).toBe(true);
+    expect(sweepDone([l(100, 5_000), l(300, 15_000)], { latency: { percentile: "p99", ms: 20 } })).toBe(false);
+    expect(
+      sweepDone([{ throughput: 300, p99Us: 30_000, p95Us: 10_000 }], { latency: { percentile: "p95", ms: 20 } }),
+    ).toBe(false);
+  });
+  it("measures up to the knee of the curve, and all of it while each level still pays", () => {
+    const levels = (ts: number[]) => ts.map((t, i) => ({ concurrency: 2 ** i, throughput: t, p99Us: 1000 }));
+    const measured = (curve: ReturnType<typeof levels>) => {
+      let n = 1;
+      while (n < curve.length && !sweepDone(curve.slice(0, n), {})) n++;
+      return curve.slice(0, n);
+    };
+    const knee = measured(levels([100, 190, 290, 300, 305, 306, 306]));
+    expect(knee.map((l) => l.concurrency)).toEqual([1, 2, 4, 8]);
+    expect(chooseConcurrency(knee, {})).toBe(4);
+    expect(measured(levels([100, 190, 290, 400, 600, 800, 1000]))).toHaveLength(7);
   });
 });

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import {
   budgetViolation,
+  clearlyDominated,
+  DOMINATED_SHARE,
   exhaustive,
   hillClimb,
   paretoFront,
@@ -131,6 +133,102 @@ describe("hillClimb", () => {
       if (!c.batching) expect(c).toMatchObject({ preferredBatchSize: [], maxQueueDelayMicroseconds: 0 });
       expect(c.preferredBatchSize.every((p) => p <= c.maxBatchSize)).toBe(true);
     }
+  });
+});
+
+describe("directions that lost clearly", () => {
+  // The sample's shape: batching on, 5000 us delay, one instance; a shorter delay helps, a second
+  // instance costs `instanceCost` at any delay.
+  const small: SearchSpace = {
+    kind: "KIND_CPU",
+    batching: [true],
+    maxBatchSize: [16],
+    preferredBatchSize: [[]],
+    maxQueueDelayMicroseconds: [1000, 5000],
+    instances: [1, 2],
+  };
+  const from: Candidate = { ...start, batching: true, maxQueueDelayMicroseconds: 5000 };
+  const shaped =
+    (instanceCost: number, calls: Candidate[]) =>
+    async (c: Candidate): Promise<Omit<Trial, "index" | "key" | "candidate">> => {
+      calls.push(c);
+      const t = (c.maxQueueDelayMicroseconds === 1000 ? 120 : 100) * (c.instances === 2 ? 1 - instanceCost : 1);
+      return { status: "ok", measured: { throughput: t, p50Us: 1, p95Us: 1, p99Us: 1, errors: 0 }, elapsedMs: 1 };
+    };
+
+  it("are not tried again after a step along another dimension", async () => {
+    const calls: Candidate[] = [];
+    const r = await hillClimb(small, from, {}, far, shaped(0.35, calls));
+    expect(calls.map((c) => `${c.maxQueueDelayMicroseconds}/${c.instances}`)).toEqual(["5000/1", "5000/2", "1000/1"]);
+    expect(r.best!.candidate).toMatchObject({ maxQueueDelayMicroseconds: 1000, instances: 1 });
+  });
+
+  it("are tried again when they lost by less than a fifth", async () => {
+    const calls: Candidate[] = [];
+    await hillClimb(small, from, {}, far, shaped(0.1, calls));
+    expect(calls.map((c) => `${c.maxQueueDelayMicroseconds}/${c.instances}`)).toEqual([
+      "5000/1",
+      "5000/2",
+      "1000/1",
+      "1000/2",
+    ]);
+  });
+});
+
+describe("early rejection", () => {
+  it("judges each step against the climb's current point, and the exhaustive sweep against nothing", async () => {
+    const refs: Array<string | undefined> = [];
+    const climb = await hillClimb(space, start, {}, far, async (c, _i, ctx) => {
+      refs.push(ctx.reference?.key);
+      return evaluateWith({}, [])(c);
+    });
+    expect(refs[0]).toBeUndefined();
+    // Every later candidate is one step from the point it is judged against.
+    const byKey = new Map(climb.trials.map((t) => [t.key, t]));
+    for (const [i, ref] of refs.entries()) {
+      if (i === 0) continue;
+      expect(ref).toBeDefined();
+      const from = byKey.get(ref!)!.candidate;
+      const to = climb.trials[i]!.candidate;
+      const differs = (Object.keys(to) as Array<keyof Candidate>).filter(
+        (k) => JSON.stringify(to[k]) !== JSON.stringify(from[k]),
+      );
+      expect(differs.length).toBeGreaterThan(0);
+      expect(byKey.get(ref!)!.index).toBeLessThan(i);
+    }
+    const seen: Array<string | undefined> = [];
+    await exhaustive(allCandidates(space).slice(0, 3), {}, far, async (c, _i, ctx) => {
+      seen.push(ctx.reference?.key);
+      return evaluateWith({}, [])(c);
+    });
+    expect(seen).toEqual([undefined, undefined, undefined]);
+  });
+
+  const ref = (status: Trial["status"], throughput: number): Trial => ({
+    index: 0,
+    key: "ref",
+    candidate: start,
+    status,
+    measured: { throughput, p50Us: 1, p95Us: 1, p99Us: 1, errors: 0 },
+    elapsedMs: 1,
+  });
+  const w = (...xs: number[]) => xs.map((throughput) => ({ throughput }));
+
+  it("rejects after two windows below the share of the reference that are not still rising", () => {
+    expect(clearlyDominated(w(30, 31), ref("ok", 100), 10)).toMatch(/stopped after 2 windows: at most 31.0 infer\/s/);
+    // One window is warm-up only.
+    expect(clearlyDominated(w(30), ref("ok", 100), 10)).toBeUndefined();
+    // A window at the share is not clearly dominated.
+    expect(clearlyDominated(w(30, DOMINATED_SHARE * 100), ref("ok", 100), 10)).toBeUndefined();
+    // Still rising by more than the stability threshold: it may be warming up.
+    expect(clearlyDominated(w(30, 60), ref("ok", 100), 10)).toBeUndefined();
+    expect(clearlyDominated(w(30, 60, 62), ref("ok", 100), 10)).toMatch(/after 3 windows/);
+  });
+
+  it("never rejects against a reference outside the budget, failed, or absent", () => {
+    expect(clearlyDominated(w(1, 1), ref("over-budget", 100), 10)).toBeUndefined();
+    expect(clearlyDominated(w(1, 1), { ...ref("failed", 100), measured: undefined }, 10)).toBeUndefined();
+    expect(clearlyDominated(w(1, 1), undefined, 10)).toBeUndefined();
   });
 });
 

@@ -3,10 +3,12 @@ import { UsageError, UserError } from "../../src/errors.js";
 import {
   applySpaceFile,
   defaultSpace,
+  editsBetween,
   spaceSize,
   allCandidates,
   startingPoint,
   withStart,
+  type Candidate,
 } from "../../src/tune/space.js";
 import type { ModelConfigSummary } from "../../src/triton/grpc-client.js";
 
@@ -85,5 +87,29 @@ describe("the search space", () => {
       expect(err).toBeInstanceOf(UserError);
       expect((err as UserError).message).toMatch(/^space\.json: /);
     }
+  });
+});
+
+const base: Candidate = {
+  batching: true,
+  maxBatchSize: 16,
+  preferredBatchSize: [8],
+  maxQueueDelayMicroseconds: 100,
+  instances: 1,
+};
+
+describe("editsBetween", () => {
+  it("names only the fields that differ from the user's config", () => {
+    expect(editsBetween(base, { ...base, instances: 2 }, "KIND_CPU")).toEqual({
+      instanceCounts: [{ kind: "KIND_CPU", count: 2 }],
+    });
+    expect(editsBetween(base, { ...base, maxQueueDelayMicroseconds: 5000 }, "KIND_CPU")).toEqual({
+      dynamicBatching: { maxQueueDelayMicroseconds: 5000 },
+    });
+    expect(editsBetween(base, { ...base, batching: false }, "KIND_CPU")).toEqual({ dynamicBatching: false });
+    expect(editsBetween({ ...base, batching: false }, base, "KIND_GPU")).toEqual({
+      dynamicBatching: { preferredBatchSize: [8], maxQueueDelayMicroseconds: 100 },
+    });
+    expect(editsBetween(base, base, "KIND_CPU")).toEqual({});
   });
 });

@@ -3,6 +3,8 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CLI, freePorts, portArgs, runCli, ROOT, tempDir, testEnv } from "../helpers/cli.js";
 import type { TuneReport } from "../../src/tune/run.js";
+import { stripTritonPrefix } from "../../src/state/log-file.js";
+import { loadStarted } from "../../src/triton/log-lines.js";
 import { spawn } from "node:child_process";
 
 /**
@@ -52,6 +54,19 @@ describe("triton-dev tune (real Triton)", () => {
     ).json()) as Array<{ name: string; state?: string }>;
     return { index, folders: await fs.readdir(state.repository) };
   };
+  const logFile = async () =>
+    (JSON.parse(await fs.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8")) as { logFile: string })
+      .logFile;
+  /** How often Triton began loading each of tune's variants in its log, from `offset` on. */
+  const variantLoads = async (offset: number) => {
+    const text = (await fs.readFile(await logFile())).subarray(offset).toString("utf8");
+    const loads = new Map<string, number>();
+    for (const raw of text.split("\n")) {
+      const name = loadStarted(stripTritonPrefix(raw.trimEnd()));
+      if (name?.includes("__perf_tune")) loads.set(name, (loads.get(name) ?? 0) + 1);
+    }
+    return loads;
+  };
   const expectNoVariantsLeft = async () => {
     const { index, folders } = await served();
     expect(index.filter((e) => e.name.includes("__perf_") && e.state === "READY")).toEqual([]);
@@ -99,6 +114,7 @@ ensemble_scheduling { step [ { model_name: "sleepy" model_version: -1 input_map 
 
   it("finds what meets a budget only some candidates meet, and records the one that fails to load with why", async () => {
     const before = await fs.readFile(path.join(models, "sleepy", "config.pbtxt"), "utf8");
+    const logOffset = (await fs.stat(await logFile())).size;
     const s = await space("budget", {
       batching: [false, true],
       maxBatchSize: [16],
@@ -151,6 +167,13 @@ ensemble_scheduling { step [ { model_name: "sleepy" model_version: -1 input_map 
     // Nothing the user wrote changes without --apply; no variant is left behind.
     expect(await fs.readFile(path.join(models, "sleepy", "config.pbtxt"), "utf8")).toBe(before);
     await expectNoVariantsLeft();
+    // Poll mode loads each variant once: its files keep their modification times, so the stub
+    // finds model.py's compiled copy valid and writes nothing the next poll would take for an edit.
+    // (A second load mid-measurement would restart the server's counters checked above.)
+    const loads = await variantLoads(logOffset);
+    const staged = rep.trials.filter((t) => t.servedModel !== "sleepy").map((t) => t.servedModel!);
+    expect([...loads.keys()].sort()).toEqual([...staged].sort());
+    expect([...loads.values()].every((n) => n === 1)).toBe(true);
   }, 300_000);
 
   it("ends on Ctrl-C with the best found so far and cleans up the candidate being measured", async () => {
@@ -198,6 +221,10 @@ ensemble_scheduling { step [ { model_name: "sleepy" model_version: -1 input_map 
     expect(after.startsWith(pre)).toBe(true);
     expect(after.endsWith(post)).toBe(true);
     expect(after.slice(pre.length, after.length - post.length)).toMatch(/^count:\s*2$/);
+    // The editor's one backup convention: the old bytes beside the file, as a `.bak` the watcher
+    // and staging skip, so it is never served.
+    expect(path.dirname(rep.applied!.backup)).toBe(path.dirname(file));
+    expect(path.basename(rep.applied!.backup)).toMatch(/^config\.pbtxt\.triton-dev-backup-\d{8}T\d{6}Z\.bak$/);
     expect(await fs.readFile(rep.applied!.backup, "utf8")).toBe(ODD);
     // Hot reload serves the edit, as it would any save.
     let count = 0;
@@ -209,6 +236,10 @@ ensemble_scheduling { step [ { model_name: "sleepy" model_version: -1 input_map 
       count = cfg.instance_group?.[0]?.count ?? 0;
     }
     expect(count).toBe(2);
+    const { repository } = JSON.parse(await fs.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8")) as {
+      repository: string;
+    };
+    expect((await fs.readdir(path.join(repository, "odd"))).filter((f) => f.includes("backup"))).toEqual([]);
   }, 200_000);
 
   it("tunes only instances for a model with max_batch_size 0, and refuses to batch it", async () => {
