@@ -180,7 +180,10 @@ async function waitForState(
           hint: "The variant's config is shown by `triton-dev perf --json`; check it with `triton-dev lint`.",
         });
       }
-    } else if (!entry || entry.state === "UNAVAILABLE") return;
+    } else if (entry?.state === "UNAVAILABLE") return;
+    // In poll mode the index stops listing a model as soon as its folder is gone, while Triton
+    // serves it until its next poll: only the model's own readiness says it is unloaded.
+    else if (!entry && !(await client.isModelReady(name).catch(() => false))) return;
     if (Date.now() > deadline) {
       if (want === "READY")
         throw new VariantError(
