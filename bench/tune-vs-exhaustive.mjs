@@ -17,7 +17,8 @@
 //
 //   npm run build && node bench/tune-vs-exhaustive.mjs [--model image_classifier|resnet50_fp16]
 //     [--latency-budget p99=MS] [--concurrency N] [--space FILE] [--window MS] [--trials N]
-//     [--budget 10m] [--max-candidates N] [--exhaustive perf|tune] [--confirm-rounds 2] [--out FILE.json]
+//     [--space-preset small|medium] [--budget 10m] [--max-candidates N] [--exhaustive perf|tune]
+//     [--confirm-rounds 2] [--out FILE.json]
 //
 // SIGINT (e.g. `timeout -s INT`) ends the run early: the candidate being measured is interrupted,
 // the server stopped, and what was measured is printed and written to --out, marked partial.
@@ -45,26 +46,42 @@ const confirmRounds = Number(flag("--confirm-rounds", "2"));
 let spaceFile = flag("--space", undefined);
 
 // Small spaces by default, so that the exhaustive sweep fits a 2-core machine's patience (and the
-// GPU machine's 10-minute calls); pass --space for a larger one on a larger host. Each holds the
-// sample's own config, so the hand-tuned values are one of the exhaustive sweep's candidates.
+// GPU machine's 10-minute calls); `--space-preset medium` for a larger one, --space for any. Each
+// holds the sample's own config, so the hand-tuned values are one of the exhaustive sweep's
+// candidates. How many candidates tune measures at least is fixed by its starting point (itself
+// and one step along each dimension), so its share of the sweep's time falls as the space grows.
 const SPACES = {
   image_classifier: {
-    batching: [false, true],
-    preferredBatchSize: [[], [8, 16, 32, 64]],
-    maxQueueDelayMicroseconds: [0, 1000, 5000],
-    instances: [1, 2],
-    maxBatchSize: [256],
+    // 14 candidates.
+    small: {
+      batching: [false, true],
+      preferredBatchSize: [[], [8, 16, 32, 64]],
+      maxQueueDelayMicroseconds: [0, 1000, 5000],
+      instances: [1, 2],
+      maxBatchSize: [256],
+    },
+    // 32 candidates.
+    medium: {
+      batching: [false, true],
+      preferredBatchSize: [[], [8], [8, 16, 32, 64]],
+      maxQueueDelayMicroseconds: [0, 1000, 2000, 5000, 10000],
+      instances: [1, 2],
+      maxBatchSize: [256],
+    },
   },
-  // Every candidate loads three-instance ResNet-50s onto the GPU: 8 candidates, batching always on
-  // (the article's 3-4x is measured by run-on-gpu.sh's --compare batching already).
   resnet50_fp16: {
-    batching: [true],
-    preferredBatchSize: [[], [8, 16, 32, 64]],
-    maxQueueDelayMicroseconds: [1000, 5000],
-    instances: [2, 3],
-    maxBatchSize: [256],
+    // Every candidate loads two or three ResNet-50 instances onto the GPU: 8 candidates, batching
+    // always on (the article's 3-4x is measured by run-on-gpu.sh's --compare batching already).
+    small: {
+      batching: [true],
+      preferredBatchSize: [[], [8, 16, 32, 64]],
+      maxQueueDelayMicroseconds: [1000, 5000],
+      instances: [2, 3],
+      maxBatchSize: [256],
+    },
   },
 };
+const preset = flag("--space-preset", "small");
 
 // The pieces of the sources the bench uses: from dist/, or from one bundled module where there is
 // no dist/ (the GPU machine: $TRITON_DEV_BENCH_LIB, bench/gpu/tune-bench-lib.mjs).
@@ -118,7 +135,14 @@ console.error(`bench: ${machine.cores} cores, load average ${machine.loadavgBefo
 const work = await fsp.mkdtemp(path.join(os.tmpdir(), "triton-dev-tune-bench-"));
 if (!spaceFile) {
   spaceFile = path.join(work, "space.json");
-  await fsp.writeFile(spaceFile, JSON.stringify(SPACES[model] ?? SPACES.image_classifier));
+  const presets = SPACES[model] ?? SPACES.image_classifier;
+  if (!presets[preset]) {
+    console.error(
+      `bench: no --space-preset ${preset} for ${model} (${Object.keys(presets).join(", ")}); pass --space FILE`,
+    );
+    process.exit(2);
+  }
+  await fsp.writeFile(spaceFile, JSON.stringify(presets[preset]));
 }
 const spaceJson = JSON.parse(await fsp.readFile(spaceFile, "utf8"));
 const measure = ["-p", windowMs, "-r", trials, "--concurrency", concurrency];
@@ -516,7 +540,15 @@ async function writeOut(partial, summary = {}) {
     model,
     partial,
     machine: { ...machine, loadavgAfter: loadavg() },
-    settings: { concurrency, windowMs, trials, budget, via, space: spaceJson },
+    settings: {
+      concurrency,
+      windowMs,
+      trials,
+      budget,
+      via,
+      preset: flag("--space") ? undefined : preset,
+      space: spaceJson,
+    },
     tuneMs,
     tune,
     exhaustive: { ms: sweep.reduce((a, s) => a + s.ms, 0), candidates: sweep },
