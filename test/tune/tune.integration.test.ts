@@ -194,7 +194,9 @@ ensemble_scheduling { step [ { model_name: "sleepy" model_version: -1 input_map 
     for (const deadline = Date.now() + 120_000; !/\[2\//.test(err) && Date.now() < deadline;)
       await new Promise((res) => setTimeout(res, 100));
     expect(err).toMatch(/\[2\//);
-    await new Promise((res) => setTimeout(res, 2500));
+    // Soon after the second candidate starts: with its early stop a search of this space can be
+    // over a few seconds later, and a Ctrl-C then finds nothing left to interrupt.
+    await new Promise((res) => setTimeout(res, 300));
     child.kill("SIGINT");
     expect(await exit).toBe(130);
     const rep = json(out);
