@@ -12,12 +12,19 @@ const log = rootLog.child("local");
  */
 function groupAlive(pgid: number, procRoot = "/proc"): boolean {
   if (!signalReaches(-pgid)) return false;
+  const members = groupMembers(pgid, procRoot);
+  return members === undefined || members.some((m) => m.state !== "Z" && m.state !== "X");
+}
+
+/** The processes of group `pgid` with their state letter; undefined when /proc cannot be read. */
+function groupMembers(pgid: number, procRoot = "/proc"): Array<{ pid: string; state: string }> | undefined {
   let entries: string[];
   try {
     entries = fs.readdirSync(procRoot);
   } catch {
-    return true;
+    return undefined;
   }
+  const members: Array<{ pid: string; state: string }> = [];
   for (const e of entries) {
     if (!/^\d+$/.test(e)) continue;
     let stat: string;
@@ -28,9 +35,9 @@ function groupAlive(pgid: number, procRoot = "/proc"): boolean {
     }
     // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
     const [state, , pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    if (Number(pgrp) === pgid && state !== "Z" && state !== "X") return true;
+    if (Number(pgrp) === pgid) members.push({ pid: e, state: state ?? "" });
   }
-  return false;
+  return members;
 }
 
 function signalGroup(pgid: number, signal: NodeJS.Signals): void {
@@ -151,24 +158,17 @@ export const PYTHON_SHM_PREFIX = "triton_python_backend_shm_region_";
 function mappedShmRegions(pgid: number, shmDir = "/dev/shm", procRoot = "/proc"): Set<string> {
   const found = new Set<string>();
   const want = `${shmDir.replace(/\/$/, "")}/${PYTHON_SHM_PREFIX}`;
-  let entries: string[];
-  try {
-    entries = fs.readdirSync(procRoot);
-  } catch {
-    return found;
-  }
-  for (const e of entries) {
-    if (!/^\d+$/.test(e)) continue;
+  for (const { pid } of groupMembers(pgid, procRoot) ?? []) {
+    let maps: string;
     try {
-      const stat = fs.readFileSync(`${procRoot}/${e}/stat`, "utf8");
-      if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[2]) !== pgid) continue;
-      for (const line of fs.readFileSync(`${procRoot}/${e}/maps`, "utf8").split("\n")) {
-        const at = line.indexOf(want);
-        // A mapping of a file removed meanwhile reads "... (deleted)".
-        if (at >= 0) found.add(line.slice(at).replace(/ \(deleted\)$/, ""));
-      }
+      maps = fs.readFileSync(`${procRoot}/${pid}/maps`, "utf8");
     } catch {
-      // Gone meanwhile, or not ours to read.
+      continue; // gone meanwhile, or not ours to read
+    }
+    for (const line of maps.split("\n")) {
+      const at = line.indexOf(want);
+      // A mapping of a file removed meanwhile reads "... (deleted)".
+      if (at >= 0) found.add(line.slice(at).replace(/ \(deleted\)$/, ""));
     }
   }
   return found;
