@@ -1,6 +1,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MODEL_STREAM_INFER_SERVICE } from "../helpers/stream-infer-service.js";
 import { GrpcStreamTransport } from "../../src/perf/stream-load.js";
 import {
   ModelInferRequestSchema,
@@ -9,7 +10,6 @@ import {
 } from "../../src/triton/gen/grpc_service_pb.js";
 import { encodeTensorData } from "../../src/triton/binary.js";
 
-const id = (b: Buffer) => b;
 const flag = (v: boolean) => ({ parameterChoice: { case: "boolParam" as const, value: v } });
 
 /**
@@ -32,51 +32,38 @@ function streamServer(seen: { requests: ModelInferRequest[]; streams: number }):
       parameters: { triton_final_response: flag(final) },
     },
   });
-  server.addService(
-    {
-      ModelStreamInfer: {
-        path: "/inference.GRPCInferenceService/ModelStreamInfer",
-        requestStream: true,
-        responseStream: true,
-        requestSerialize: id,
-        requestDeserialize: id,
-        responseSerialize: id,
-        responseDeserialize: id,
-      },
-    },
-    {
-      ModelStreamInfer: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
-        seen.streams++;
-        call.on("data", (b: Buffer) => {
-          const req = fromBinary(ModelInferRequestSchema, b);
-          seen.requests.push(req);
-          const raw = req.rawInputContents[0]!;
-          const n = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).readInt32LE(0);
-          if (n === -3) return;
-          if (n === -1) {
-            reply(call, { errorMessage: "N must be 0 or more" });
-            setTimeout(() => reply(call, data(true)), 5);
-            return;
-          }
-          if (n === -2) {
+  server.addService(MODEL_STREAM_INFER_SERVICE, {
+    ModelStreamInfer: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
+      seen.streams++;
+      call.on("data", (b: Buffer) => {
+        const req = fromBinary(ModelInferRequestSchema, b);
+        seen.requests.push(req);
+        const raw = req.rawInputContents[0]!;
+        const n = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).readInt32LE(0);
+        if (n === -3) return;
+        if (n === -1) {
+          reply(call, { errorMessage: "N must be 0 or more" });
+          setTimeout(() => reply(call, data(true)), 5);
+          return;
+        }
+        if (n === -2) {
+          reply(call, data(false));
+          setTimeout(() => reply(call, data(true)), 5);
+          return;
+        }
+        let i = 0;
+        const next = () => {
+          if (i++ < n) {
             reply(call, data(false));
-            setTimeout(() => reply(call, data(true)), 5);
-            return;
-          }
-          let i = 0;
-          const next = () => {
-            if (i++ < n) {
-              reply(call, data(false));
-              setTimeout(next, 3);
-            } else
-              reply(call, { inferResponse: { modelName: "gen", parameters: { triton_final_response: flag(true) } } });
-          };
-          next();
-        });
-        call.on("end", () => call.end());
-      },
+            setTimeout(next, 3);
+          } else
+            reply(call, { inferResponse: { modelName: "gen", parameters: { triton_final_response: flag(true) } } });
+        };
+        next();
+      });
+      call.on("end", () => call.end());
     },
-  );
+  });
   return server;
 }
 

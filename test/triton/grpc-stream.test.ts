@@ -1,12 +1,12 @@
 import * as grpc from "@grpc/grpc-js";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MODEL_STREAM_INFER_SERVICE } from "../helpers/stream-infer-service.js";
 import { ModelStreamInferResponseSchema } from "../../src/triton/gen/grpc_service_pb.js";
 import type { TritonGrpcError } from "../../src/triton/grpc-client.js";
 import { GrpcStreamChannel } from "../../src/triton/grpc-stream.js";
 import type { StreamMessage } from "../../src/triton/stream-message.js";
 
-const id = (b: Buffer) => b;
 const response = (bytes: number, final: boolean) =>
   Buffer.from(
     toBinary(
@@ -28,35 +28,22 @@ const response = (bytes: number, final: boolean) =>
  */
 function server(): grpc.Server {
   const s = new grpc.Server();
-  s.addService(
-    {
-      ModelStreamInfer: {
-        path: "/inference.GRPCInferenceService/ModelStreamInfer",
-        requestStream: true,
-        responseStream: true,
-        requestSerialize: id,
-        requestDeserialize: id,
-        responseSerialize: id,
-        responseDeserialize: id,
-      },
+  s.addService(MODEL_STREAM_INFER_SERVICE, {
+    ModelStreamInfer: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
+      call.on("data", (b: Buffer) => {
+        if (b[0] === 1) for (let i = 0; i < 3; i++) call.write(response(200_000, i === 2));
+        if (b[0] === 2)
+          call.emit(
+            "error",
+            Object.assign(new Error("invalid"), {
+              code: grpc.status.INVALID_ARGUMENT,
+              details: "TEXT: 100% wrong, ✗ not a word",
+            }),
+          );
+      });
+      call.on("end", () => call.end());
     },
-    {
-      ModelStreamInfer: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
-        call.on("data", (b: Buffer) => {
-          if (b[0] === 1) for (let i = 0; i < 3; i++) call.write(response(200_000, i === 2));
-          if (b[0] === 2)
-            call.emit(
-              "error",
-              Object.assign(new Error("invalid"), {
-                code: grpc.status.INVALID_ARGUMENT,
-                details: "TEXT: 100% wrong, ✗ not a word",
-              }),
-            );
-        });
-        call.on("end", () => call.end());
-      },
-    },
-  );
+  });
   return s;
 }
 
