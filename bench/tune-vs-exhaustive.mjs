@@ -156,6 +156,13 @@ const pct = budget?.startsWith("p95") ? "p95Us" : "p99Us";
 const limitUs = budget ? Number(budget.split("=")[1]) * 1000 : Infinity;
 
 /** The server the bench started is still running; when it is not, its log's last lines say why. */
+/** `perf --compare config=FILE` of the model: the user's config and FILE's, measured alike. */
+function perfAgainstUser(file, env) {
+  const argv = ["perf", model, "--compare", `config=${file}`, "--concurrency-range", concurrency];
+  argv.push("-p", windowMs, "-r", trials, "--json", "--no-history");
+  return runChild(process.execPath, [CLI, ...argv], env, 1_800_000);
+}
+
 async function serverAlive(env) {
   const state = JSON.parse(await fsp.readFile(path.join(env.TRITON_DEV_STATE_DIR, "run.json"), "utf8"));
   try {
@@ -189,26 +196,7 @@ async function confirm(env, userText, start) {
     for (const key of round % 2 ? [...subjects].reverse() : subjects) {
       const file = path.join(work, `confirm-${subjects.indexOf(key)}.pbtxt`);
       await fsp.writeFile(file, applyConfigEdits(userText, editsBetween(start, byKey.get(key), tune.space.kind), file));
-      const r = await runChild(
-        process.execPath,
-        [
-          CLI,
-          "perf",
-          model,
-          "--compare",
-          `config=${file}`,
-          "--concurrency-range",
-          concurrency,
-          "-p",
-          windowMs,
-          "-r",
-          trials,
-          "--json",
-          "--no-history",
-        ],
-        env,
-        1_800_000,
-      );
+      const r = await perfAgainstUser(file, env);
       if (stopping) return;
       try {
         const rep = JSON.parse(r.stdout);
@@ -332,26 +320,7 @@ try {
       const file = path.join(work, `candidate-${i}.pbtxt`);
       await fsp.writeFile(file, applyConfigEdits(userText, editsBetween(start, c, tune.space.kind), file));
       const t1 = Date.now();
-      const r3 = await runChild(
-        process.execPath,
-        [
-          CLI,
-          "perf",
-          model,
-          "--compare",
-          `config=${file}`,
-          "--concurrency-range",
-          concurrency,
-          "-p",
-          windowMs,
-          "-r",
-          trials,
-          "--json",
-          "--no-history",
-        ],
-        server.env,
-        1_800_000,
-      );
+      const r3 = await perfAgainstUser(file, server.env);
       const t2 = Date.now();
       if (stopping) break;
       let rep;
