@@ -4,7 +4,7 @@ import { UserError } from "../../errors.js";
 import { detectNvidiaGpus } from "../../gpu/detect.js";
 import { log as rootLog } from "../../log/logger.js";
 import { endpointsFor, urlHost } from "../../net/url.js";
-import { clientForRun, closingFetch } from "../../triton/http-client.js";
+import { clientForRun } from "../../triton/http-client.js";
 import { KEY_FROM_FILE, readRunKey } from "../../triton/key-shim.js";
 import type { Endpoints, Ports, ServerHandle, StartOptions } from "../driver.js";
 import {
@@ -324,7 +324,7 @@ export class DockerRuntime {
       network: plan.settings.network,
       // A server too busy to answer within a second is stopped the plain way; the connection is
       // not kept open, which would hold Triton's exit.
-      loaded: () => clientForRun(o, { timeoutMs: 1000, fetch: closingFetch }).repositoryIndex(),
+      loaded: () => clientForRun(o, { timeoutMs: 1000 }).repositoryIndex(),
     });
   }
 }

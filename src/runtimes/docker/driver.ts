@@ -6,7 +6,7 @@ import { requireFreePorts } from "../../net/ports.js";
 import type { RunState } from "../../state/run-state.js";
 import type { AttachedRun, Leftovers, PlannedRun, RuntimeDriver } from "../driver.js";
 import { refuseForeignFlags } from "../flags.js";
-import { clientForRun, closingFetch } from "../../triton/http-client.js";
+import { clientForRun } from "../../triton/http-client.js";
 import { connectDocker, requireDaemon } from "./client.js";
 import { stopTritonContainer } from "./container-stop.js";
 import { DockerRuntime, findOurs, removeRun } from "./docker-runtime.js";
@@ -170,7 +170,7 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
           if (info && extra.length && info.State.Running)
             await stopTritonContainer(docker.getContainer(info.Id), {
               graceMs,
-              loaded: () => clientForRun(state, { timeoutMs: 1000, fetch: closingFetch }).repositoryIndex(),
+              loaded: () => clientForRun(state, { timeoutMs: 1000 }).repositoryIndex(),
               ...(onProgress ? { onProgress } : {}),
             }).catch((err: unknown) => log.warn("could not stop the container", { error: String(err) }));
           // Removing is the daemon's work, and with the vfs storage driver (a full copy of the image

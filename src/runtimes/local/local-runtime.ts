@@ -7,7 +7,7 @@ import { serverArgs } from "../../triton/server-args.js";
 import type { ServerHandle, StartOptions } from "../driver.js";
 import type { LocalEnvironment } from "./environment.js";
 import { stopProcessGroup, type UnloadWatch } from "./process-group.js";
-import { clientForRun, closingFetch } from "../../triton/http-client.js";
+import { clientForRun } from "../../triton/http-client.js";
 
 const log = rootLog.child("local");
 
@@ -56,9 +56,9 @@ export function unloadWatch(
 ): UnloadWatch {
   return {
     logFile: run.logFile,
-    // A server too busy to answer within a second is stopped the plain way; the connection is
-    // not kept open, which would hold Triton's exit.
-    loaded: () => clientForRun(run, { timeoutMs: 1000, fetch: closingFetch }).repositoryIndex(),
+    // A server too busy to answer within a second is stopped the plain way; clientForRun's
+    // connection is not kept open, which would hold Triton's exit.
+    loaded: () => clientForRun(run, { timeoutMs: 1000 }).repositoryIndex(),
     ...(onProgress ? { onProgress } : {}),
   };
 }
