@@ -219,6 +219,16 @@ describe("the python_backend examples corpus on the real tritonserver", () => {
     output(g, "PROBS").data.forEach((p, i) => expect(p).toBeCloseTo(expected[0]![i]!, 5));
   });
 
+  it("poll mode loads each model once: no model (auto-completed ones included) reloads while it only serves", async () => {
+    // Three poll intervals after every request above: a stub's __pycache__ or a completed
+    // config read as a change would show as a second "loading:" line by now.
+    await new Promise((res) => setTimeout(res, 3_500));
+    const log = (await runCli(["logs"], env)).stdout;
+    const loads = new Map<string, number>();
+    for (const m of log.matchAll(/"loading: ([^:"]+):\d+"/g)) loads.set(m[1]!, (loads.get(m[1]!) ?? 0) + 1);
+    expect(Object.fromEntries(loads)).toEqual(Object.fromEntries(MODELS.map((m) => [m, 1])));
+  }, 30_000);
+
   it("an edit to the BLS callee's constant is served through both callers", async () => {
     const file = path.join(repo, "bls_callee/1/model.py");
     const before = await fs.readFile(file, "utf8");
