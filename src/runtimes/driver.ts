@@ -165,6 +165,11 @@ export interface AttachedRun {
   /** Whether a new `up` of `kind` for `modelsDir` takes this (detached) run over instead of refusing. */
   handsOverTo(kind: RuntimeKind, modelsDir: string): boolean;
   /**
+   * Read what the stop needs while the run's watcher still holds its connection to Triton (kind:
+   * the loaded models, through the watcher's port-forward); `down` calls it before it stops the watcher.
+   */
+  beforeStop?(): Promise<void>;
+  /**
    * `down`: stop the server and remove what the run created (safe when it is already gone);
    * `onProgress` as ServerHandle.stop's.
    */

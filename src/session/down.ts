@@ -31,6 +31,7 @@ export async function stopRun(
 ): Promise<DownResult> {
   const run = await currentRun(paths, env);
   const result: DownResult = { leftovers: {}, leftoverLines: [] };
+  await run?.run.beforeStop?.().catch(() => undefined);
   terminateOurs(run?.state.supervisorPid, process.execPath);
   const stopping = run?.run.stop(graceMs, onProgress);
   // The drivers the leftover search needs (dockerode among them) load while Triton unloads its

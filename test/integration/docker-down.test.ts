@@ -6,6 +6,7 @@ import { ROOT, freePorts, portArgs, runCli, tempDir, testEnv } from "../helpers/
 import {
   buildTestImage,
   dockerAvailability,
+  dieTime,
   LocalRegistry,
   ourContainers,
   removeImage,
@@ -20,23 +21,6 @@ import {
 const availability = await dockerAvailability();
 const skipReason = availability.ok ? "" : ` (skipped: ${availability.reason})`;
 const PLAIN = path.join(ROOT, "test/fixtures/examples/misplaced/served");
-
-/** When the daemon recorded the container's "die" event (ms since the epoch). */
-async function dieTime(docker: Docker, id: string, sinceMs: number): Promise<number> {
-  const stream = (await docker.getEvents({
-    since: Math.floor(sinceMs / 1000),
-    until: Math.ceil(Date.now() / 1000) + 1,
-    filters: JSON.stringify({ container: [id], event: ["die"] }),
-  })) as NodeJS.ReadableStream;
-  let text = "";
-  for await (const chunk of stream) text += String(chunk);
-  const die = text
-    .split("\n")
-    .filter((l) => l.trim())
-    .map((l) => JSON.parse(l) as { timeNano: number })[0];
-  if (!die) throw new Error(`no die event for container ${id}`);
-  return die.timeNano / 1e6;
-}
 
 interface Edit {
   id: number;

@@ -11,7 +11,9 @@ import { copySampleModels, freePorts, portArgs, runCli, tempDir, testEnv, type C
 import { writeOffsetModel } from "../helpers/offset-model.js";
 import {
   buildTestImage,
+  dieTime,
   dockerAvailability,
+  eventTime,
   LocalRegistry,
   removeImage,
   removeTestImages,
@@ -338,7 +340,38 @@ describe.skipIf(!availability.ok)(
         const file = path.join(models, "offset", "1", "model.py");
         await fsp.writeFile(file, (await fsp.readFile(file, "utf8")).replace("x + 5.0", "x + 7.0"));
         await untilOffsetServes(ports.http, 7, "explicit mode, after an edit");
+        // A broken edit: its reload fails while the last good version serves. Triton then counts
+        // the failed load as live until its 10 s exit timeout; down follows the unloads instead.
+        const good = await fsp.readFile(file, "utf8");
+        await fsp.writeFile(file, `${good}\nraise RuntimeError("a broken edit")\n`);
+        const deadline = Date.now() + 60_000;
+        let outcome = "";
+        while (Date.now() < deadline && outcome !== "failed") {
+          const edits = JSON.parse((await runCli(["status", "--json"], env)).stdout).edits as Array<{
+            model: string;
+            outcome: string;
+          }>;
+          outcome = edits.filter((e) => e.model === "offset").pop()?.outcome ?? "";
+          if (outcome !== "failed") await sleep(300);
+        }
+        expect(outcome).toBe("failed");
+        await untilOffsetServes(ports.http, 7, "explicit mode, after a broken edit");
+        const [pod] = (await clusterContainers(docker, kept)).filter((c) => c.Labels["kind-emulator.pod"]);
+        expect(pod).toBeDefined();
+        const stopped = Date.now();
         const stop = await runCli(["down"], env);
+        const downMs = Date.now() - stopped;
+        const died = await dieTime(docker, pod!.Id, stopped);
+        const termed = await eventTime(docker, pod!.Id, stopped, "kill", 15);
+        console.info(
+          `down (kind, kept cluster) after a failed reload: Triton's container got SIGTERM ${((termed - stopped) / 1000).toFixed(1)} s after down began ` +
+            `and died ${((died - termed) / 1000).toFixed(1)} s later, ` +
+            `down took ${(downMs / 1000).toFixed(1)} s; it said: ${stop.stderr.trim().split("\n").join(" | ")}`,
+        );
+        // Without the unload watch the pod's grace period (the emulator's 10 s) waited out Triton's
+        // exit timeout after the SIGTERM.
+        expect(died - termed).toBeLessThan(9_000);
+        expect(stop.stderr).toMatch(/everything is unloaded; waiting for Triton to exit/);
         expect(stop.stdout).toContain(`stopped Triton (kind cluster ${kept}, kept; the run's objects removed`);
         expect((await clusterContainers(docker, kept)).filter((c) => c.Labels["kind-emulator.pod"])).toEqual([]);
         expect(kubectls(kept)).toEqual([]);

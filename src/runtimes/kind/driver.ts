@@ -4,6 +4,7 @@ import { log as rootLog } from "../../log/logger.js";
 import { isOurProcess } from "../../state/process.js";
 import { requireFreePorts } from "../../net/ports.js";
 import type { RunState } from "../../state/run-state.js";
+import { clientForRun, type RepositoryIndexEntry } from "../../triton/http-client.js";
 import { connectDocker, requireDaemon } from "../docker/client.js";
 import { shmHinter, shmStartHint } from "../docker/hints.js";
 import { DEFAULT_IMAGE, DEFAULT_SHM_BYTES, parseGpus, parseSize, type GpuRequest } from "../docker/settings.js";
@@ -90,6 +91,8 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
     attach(state: RunState, ctx): AttachedRun {
       const rec = parseKindRecord(state.runtimeRecord, ctx.paths.runFile);
       const tools = () => toolsFor(ctx.env);
+      // Read by beforeStop, while the watcher's port-forward still reaches Triton.
+      let loadedAtStop: RepositoryIndexEntry[] = [];
       return {
         state,
         alive: () => kindRunAlive({ runId: state.runId, kind: rec }, tools()),
@@ -121,7 +124,12 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
          * Its kubectl children (the watcher's, or a crashed `up`'s), then the cluster if it is not kept, else the run's
          * objects.
          */
-        async stop(graceMs) {
+        async beforeStop() {
+          loadedAtStop = await clientForRun(state, { timeoutMs: 1000 })
+            .repositoryIndex()
+            .catch(() => []);
+        },
+        async stop(graceMs, onProgress) {
           // The watcher stops its port-forward and log follower on SIGTERM; it is given a moment,
           // so that nothing of the run is left when `down` returns.
           const deadline = Date.now() + 5_000;
@@ -139,6 +147,7 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
             state.runId,
             ctx.paths.stateDir,
             graceMs,
+            { loaded: loadedAtStop, onProgress },
           ).then(
             (r) => r.clusterDeleted,
             (err: unknown) => {

@@ -41,6 +41,7 @@ import {
   SERVICE_MONITOR_CRD,
 } from "./settings.js";
 import { deleteRunObjects, runsIn, teardownRun } from "./teardown.js";
+import { clientForRun } from "../../triton/http-client.js";
 import { KindTools, lastLines, ToolCommandError } from "./tools.js";
 
 const log = rootLog.child("kind");
@@ -475,10 +476,17 @@ function kindHandle(
     endpoints: endpointsFor(o.host, o.ports),
     exited: connection.exited,
     release: () => connection.release(),
-    stop: (graceMs = 15_000) => {
+    stop: (graceMs = 15_000, onProgress) => {
       stopping ??= (async () => {
+        // Read while the port-forward still reaches Triton: the teardown follows their unloads.
+        const loaded = await clientForRun(o, { timeoutMs: 1000 })
+          .repositoryIndex()
+          .catch(() => []);
         await connection.stop();
-        await teardownRun(rt.tools, rt.docker, record, o.runId, stateDir, graceMs).catch((err: unknown) =>
+        await teardownRun(rt.tools, rt.docker, record, o.runId, stateDir, graceMs, {
+          loaded,
+          onProgress,
+        }).catch((err: unknown) =>
           log.warn("could not clean up the kind run", { error: err instanceof Error ? err.message : String(err) }),
         );
       })();

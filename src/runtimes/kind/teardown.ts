@@ -1,7 +1,11 @@
 import path from "node:path";
 import type Docker from "dockerode";
 import { log as rootLog } from "../../log/logger.js";
+import { stripTritonPrefix } from "../../state/log-file.js";
 import { findProcesses } from "../../state/process.js";
+import { ExitTracker } from "../../triton/log-lines.js";
+import { splitLogLine } from "../docker/logs.js";
+import { logArgs } from "./connection.js";
 import type { KindRecord } from "./record.js";
 import { deleteCluster, inspectOurCluster, listClusters, workerContainer, sameDir } from "./cluster.js";
 import { contextOf, NAMESPACE, OBJECT_KINDS, RUN_LABEL, runSelector } from "./settings.js";
@@ -11,11 +15,151 @@ const log = rootLog.child("kind:teardown");
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
+/** The model versions Triton had loaded when the stop began (its repository index), and who hears of the wait. */
+export interface UnloadWatch {
+  loaded: ReadonlyArray<{ name: string; version?: string; state?: string }>;
+  /** What the stop waits for, once it takes longer than `progressAfterMs`, and each time it changes. */
+  onProgress?: (message: string) => void;
+  progressAfterMs?: number;
+  /** How long Triton may take to exit by itself once everything has unloaded. */
+  settleMs?: number;
+}
+
 /**
  * Delete what one run applied (by its label, never by name), then wait until its pod is gone:
- * Triton gets its SIGTERM and unloads its models within the pod's grace period.
+ * Triton gets its SIGTERM and unloads its models within the pod's grace period. With `watch`,
+ * the unloads are followed in the pod's log and the pod is force-deleted once every model loaded
+ * at the start has unloaded: Triton 2.51 counts a reload that failed beside a serving version as
+ * live until its exit timeout (10 s), and the pod's grace period would wait that out with nothing
+ * of ours left to wait for (as the docker runtime's container-stop.ts).
  */
 export async function deleteRunObjects(
+  tools: KindTools,
+  o: { context: string; namespace: string; selector: string; kinds: readonly string[]; graceMs: number },
+  watch?: UnloadWatch,
+): Promise<void> {
+  const loaded = (watch?.loaded ?? []).filter(
+    (m) => m.state === "READY" || m.state === "LOADING" || m.state === "UNLOADING",
+  );
+  const pods = loaded.length ? await podNames(tools, o) : [];
+  const follow = watch && pods.length ? followUnloads(tools, o, pods, loaded, watch) : undefined;
+  try {
+    await deleteAndWait(tools, o, follow);
+  } finally {
+    follow?.stop();
+  }
+}
+
+async function podNames(tools: KindTools, o: { context: string; namespace: string; selector: string }) {
+  const out = await tools
+    .kubectl(o.context, [`--namespace=${o.namespace}`, "get", "pods", `--selector=${o.selector}`, "--output=name"], {
+      timeoutMs: 15_000,
+    })
+    .catch(() => "");
+  return out
+    .split("\n")
+    .map((l) => l.trim().replace(/^pods?\//, ""))
+    .filter(Boolean);
+}
+
+interface Follow {
+  /** Resolves once every watched model has unloaded and Triton has had `settleMs` to exit by itself. */
+  settled: Promise<void>;
+  tell(): void;
+  stop(): void;
+}
+
+function followUnloads(
+  tools: KindTools,
+  o: { context: string; namespace: string },
+  pods: string[],
+  loaded: ReadonlyArray<{ name: string; version?: string }>,
+  watch: UnloadWatch,
+): Follow {
+  const tracker = new ExitTracker(loaded);
+  const started = Date.now();
+  // Lines from before the stop (an earlier reload's unloads) are dropped by their timestamps;
+  // --since-time lets the follower start after the SIGTERM without missing a line.
+  const since = new Date(started - 1000).toISOString();
+  let resolveSettled!: () => void;
+  const settled = new Promise<void>((r) => (resolveSettled = r));
+  let timer: NodeJS.Timeout | undefined;
+  const children = pods.map((pod) =>
+    tools.spawn(
+      "kubectl",
+      [`--context=${o.context}`, ...logArgs({ namespace: o.namespace, pod, follow: true, since })],
+      (line, stream) => {
+        if (stream !== "stdout") return;
+        const { ts, text } = splitLogLine(line.replace(/\r$/, ""));
+        if (ts && ts[0] * 1000 + ts[1] / 1e6 < started) return;
+        if (tracker.feed(stripTritonPrefix(text)) && tracker.done() && !timer)
+          timer = setTimeout(resolveSettled, watch.settleMs ?? 250);
+      },
+    ),
+  );
+  let told = "";
+  return {
+    settled,
+    tell: () => {
+      if (!watch.onProgress || Date.now() - started < (watch.progressAfterMs ?? 1000)) return;
+      const left = tracker.unloading();
+      const line = left.length
+        ? `waiting for Triton to unload ${left.join(", ")}`
+        : "everything is unloaded; waiting for Triton to exit";
+      if (line !== told) watch.onProgress((told = line));
+    },
+    stop: () => {
+      clearTimeout(timer);
+      for (const c of children) c.kill();
+    },
+  };
+}
+
+async function deleteAndWait(
+  tools: KindTools,
+  o: { context: string; namespace: string; selector: string; kinds: readonly string[]; graceMs: number },
+  follow: Follow | undefined,
+): Promise<void> {
+  void follow?.settled.then(async () => {
+    log.info("every model unloaded; Triton still waits, so its pod is deleted now", { selector: o.selector });
+    await tools
+      .kubectl(
+        o.context,
+        [
+          `--namespace=${o.namespace}`,
+          "delete",
+          "pods",
+          `--selector=${o.selector}`,
+          "--grace-period=0",
+          "--force",
+          "--ignore-not-found",
+          "--wait=false",
+        ],
+        { timeoutMs: 30_000 },
+      )
+      .catch((err: unknown) => log.debug("the forced pod deletion failed", { error: String(err) }));
+  });
+  const ticker = follow ? setInterval(() => follow.tell(), 200) : undefined;
+  try {
+    await deleteObjects(tools, o);
+  } finally {
+    clearInterval(ticker);
+  }
+  const deadline = Date.now() + o.graceMs + 30_000;
+  while (Date.now() < deadline) {
+    follow?.tell();
+    const pods = await tools
+      .kubectl(o.context, [`--namespace=${o.namespace}`, "get", "pods", `--selector=${o.selector}`, "--output=name"], {
+        timeoutMs: 15_000,
+      })
+      .catch(() => "");
+    if (!pods.trim()) return;
+    await sleep(200);
+  }
+  log.warn("the Triton pod is still terminating; Kubernetes removes it", { selector: o.selector });
+}
+
+async function deleteObjects(
   tools: KindTools,
   o: { context: string; namespace: string; selector: string; kinds: readonly string[]; graceMs: number },
 ): Promise<void> {
@@ -31,17 +175,6 @@ export async function deleteRunObjects(
     ],
     { timeoutMs: o.graceMs + 60_000 },
   );
-  const deadline = Date.now() + o.graceMs + 30_000;
-  while (Date.now() < deadline) {
-    const pods = await tools
-      .kubectl(o.context, [`--namespace=${o.namespace}`, "get", "pods", `--selector=${o.selector}`, "--output=name"], {
-        timeoutMs: 15_000,
-      })
-      .catch(() => "");
-    if (!pods.trim()) return;
-    await sleep(500);
-  }
-  log.warn("the Triton pod is still terminating; Kubernetes removes it", { selector: o.selector });
 }
 
 /**
@@ -55,6 +188,7 @@ export async function teardownRun(
   runId: string,
   stateDir: string,
   graceMs = 15_000,
+  watch?: UnloadWatch,
 ): Promise<{ clusterDeleted: boolean }> {
   const clusters = await listClusters(tools);
   if (!clusters.includes(rec.cluster)) return { clusterDeleted: false };
@@ -64,13 +198,17 @@ export async function teardownRun(
     await deleteCluster(tools, rec.cluster);
     return { clusterDeleted: true };
   }
-  await deleteRunObjects(tools, {
-    context: rec.context,
-    namespace: rec.namespace,
-    selector: runSelector(runId),
-    kinds: rec.kinds,
-    graceMs,
-  });
+  await deleteRunObjects(
+    tools,
+    {
+      context: rec.context,
+      namespace: rec.namespace,
+      selector: runSelector(runId),
+      kinds: rec.kinds,
+      graceMs,
+    },
+    watch,
+  );
   return { clusterDeleted: false };
 }
 
