@@ -233,6 +233,7 @@ export async function checkModel(ctx: ModelContext, r: Reporter): Promise<void> 
   checkDuplicateKeys(ctx, r);
   checkRuntimeField(ctx, r);
   checkStubCommandLine(ctx, r);
+  checkExecutionEnv(ctx, r);
   await checkVersions(ctx, r);
 }
 
@@ -275,6 +276,42 @@ function checkRuntimeField(ctx: ModelContext, r: Reporter): void {
     "runtime#value",
     `runtime '${lib}' is in none of the folders Triton looks in: the version folder, the model folder, or the ${backend} backend's folder of the ${runtime} runtime, which holds ${quoteList(known, "and")}`,
     `Delete the runtime line (the ${backend} backend uses ${known[0]}), or put the library in the model folder.`,
+  );
+}
+
+const MODEL_DIRECTORY_VAR = "$$TRITON_MODEL_DIRECTORY";
+
+/**
+ * The python backend's EXECUTION_ENV_PATH (a conda-pack tar.gz or an unpacked environment) with
+ * `$$TRITON_MODEL_DIRECTORY` replaced by the model's folder: a path that does not exist fails the
+ * load (measured on 2.51: "Failed to get the canonical path for <path>"). Inside the model folder
+ * it is known on every runtime; an absolute path elsewhere only where Triton runs on this machine.
+ */
+function checkExecutionEnv(ctx: ModelContext, r: Reporter): void {
+  if (ctx.autofill.backend !== "python") return;
+  const value = ctx.parsed.config.parameters["EXECUTION_ENV_PATH"]?.stringValue;
+  if (!value) return;
+  const at = "parameters{EXECUTION_ENV_PATH}.string_value#value";
+  const inModel = value.startsWith(MODEL_DIRECTORY_VAR);
+  const resolved = inModel ? path.join(ctx.layout.dir, value.slice(MODEL_DIRECTORY_VAR.length)) : value;
+  if (!inModel && !path.isAbsolute(value)) {
+    r.warning(
+      "execution-env-relative",
+      at,
+      `EXECUTION_ENV_PATH '${value}' is relative, so it depends on the folder tritonserver was started in`,
+      `Write it as "${MODEL_DIRECTORY_VAR}/${value.replace(/^\.\//, "")}" (the model's folder) or as an absolute path.`,
+    );
+    return;
+  }
+  if (!inModel && ctx.options.runtime !== "local") return;
+  if (fs.existsSync(resolved)) return;
+  r.error(
+    "execution-env-missing",
+    at,
+    `EXECUTION_ENV_PATH '${value}' names ${resolved}, which does not exist: the python backend fails the load ("Failed to get the canonical path")`,
+    inModel
+      ? `Put the environment there (a conda-pack .tar.gz or an unpacked environment folder), or delete the parameter and list the model's packages in ${path.join(ctx.layout.dir, "requirements.txt")}, from which triton-dev builds its environment.`
+      : "Point it at an existing conda-pack .tar.gz or environment folder, or delete the parameter and list the model's packages in requirements.txt beside config.pbtxt.",
   );
 }
 
@@ -1165,7 +1202,13 @@ async function checkVersions(ctx: ModelContext, r: Reporter): Promise<void> {
   const { layout, parsed } = ctx;
   const c = parsed.config;
   const rel = (p: string) => path.relative(path.dirname(layout.dir), p);
+  const envPath = c.parameters["EXECUTION_ENV_PATH"]?.stringValue ?? "";
   for (const d of layout.ignoredDirs) {
+    // The folder EXECUTION_ENV_PATH names is the model's environment, not a misnamed version.
+    if (ctx.autofill.backend === "python" && envPath.startsWith(MODEL_DIRECTORY_VAR)) {
+      const named = path.join(layout.dir, envPath.slice(MODEL_DIRECTORY_VAR.length));
+      if (named === path.join(layout.dir, d) || named.startsWith(path.join(layout.dir, d) + path.sep)) continue;
+    }
     const why = /^0\d+$/.test(d) ? "has a leading zero" : "is not a number";
     const fix = /^0\d+$/.test(d)
       ? `Rename it to '${String(Number(d))}'.`

@@ -682,6 +682,17 @@ export const CASES: Case[] = [
     triton: "unable to find backend library 'libtriton_nope.so' for model 'runtime_missing'",
   },
   {
+    // The python backend's own environment setting, naming a file the model folder does not hold.
+    model: "execution_env_missing",
+    files: py(
+      "execution_env_missing",
+      pythonConfig("execution_env_missing") +
+        'parameters: { key: "EXECUTION_ENV_PATH" value: { string_value: "$$TRITON_MODEL_DIRECTORY/python-3-11.tar.gz" } }\n',
+    ),
+    lint: "execution-env-missing",
+    triton: "Failed to get the canonical path for",
+  },
+  {
     model: "runtime_escapes",
     files: py("runtime_escapes", pythonConfig("runtime_escapes") + 'runtime: "../python/libtriton_python.so"\n'),
     // Measured: Triton 2.51 takes the '..' as it comes and finds the library in the backend's folder (lint warns).

@@ -940,3 +940,39 @@ describe("GPU ids", () => {
     expectOne(diagnostics, "gpu-id-invalid", posOf(config, "0, -1", 3), "names GPU -1");
   });
 });
+
+describe("EXECUTION_ENV_PATH", () => {
+  const withEnv = (value: string) =>
+    `${pythonConfig("m")}parameters: { key: "EXECUTION_ENV_PATH" value: { string_value: "${value}" } }\n`;
+
+  it("is an error when the path under $$TRITON_MODEL_DIRECTORY does not exist, at the value", async () => {
+    const config = withEnv("$$TRITON_MODEL_DIRECTORY/python-3-11.tar.gz");
+    const { diagnostics } = await lint(config);
+    expectOne(
+      diagnostics,
+      "execution-env-missing",
+      posOf(config, '"$$TRITON_MODEL_DIRECTORY/python-3-11.tar.gz"'),
+      "EXECUTION_ENV_PATH '$$TRITON_MODEL_DIRECTORY/python-3-11.tar.gz' names",
+    );
+  });
+
+  it("accepts an environment the model folder holds, a packed one or a folder", async () => {
+    const packed = withEnv("$$TRITON_MODEL_DIRECTORY/env.tar.gz");
+    expect(summary((await lint(packed, { "m/1/model.py": ECHO_MODEL_PY, "m/env.tar.gz": "" })).diagnostics)).toEqual(
+      [],
+    );
+    const folder = withEnv("$$TRITON_MODEL_DIRECTORY/env");
+    expect(
+      summary((await lint(folder, { "m/1/model.py": ECHO_MODEL_PY, "m/env/bin/activate": "" })).diagnostics),
+    ).toEqual([]);
+  });
+
+  it("checks an absolute path only where Triton runs on this machine, and warns of a relative one", async () => {
+    const absolute = withEnv("/nonexistent/triton-dev-env.tar.gz");
+    const local = await lint(absolute, undefined, { runtime: "local" });
+    expect(local.diagnostics.map((d) => d.code)).toEqual(["execution-env-missing"]);
+    expect(summary((await lint(absolute, undefined, { runtime: "docker" })).diagnostics)).toEqual([]);
+    const relative = await lint(withEnv("env.tar.gz"));
+    expect(relative.diagnostics.map((d) => [d.code, d.severity])).toEqual([["execution-env-relative", "warning"]]);
+  });
+});
