@@ -18,7 +18,7 @@ export async function logsAction(flags: { follow: boolean; lines: number }, ctx:
   }
   const file = run.state.logFile;
   // Triton names the staging copy of each model (a traceback's model.py); the user's files are shown.
-  const userPaths = userPathsOf(run.state);
+  const userPaths = userPathsOf(run.state, { raw: true });
   for (const l of await tailLines(file, flags.lines, 4 * 1024 * 1024)) output.out(userPaths(l));
   if (!flags.follow) return;
   const size = fs.existsSync(file) ? fs.statSync(file).size : 0;

@@ -303,7 +303,9 @@ function checkExecutionEnv(ctx: ModelContext, r: Reporter): void {
     );
     return;
   }
-  if (!inModel && ctx.options.runtime !== "local") return;
+  // An absolute path is this machine's only where Triton sees this machine's files (no container's mounts between).
+  const runtime = ctx.options.runtime;
+  if (!inModel && (!runtime || RUNTIME_FACTS[runtime].stagingSeenAs)) return;
   if (fs.existsSync(resolved)) return;
   r.error(
     "execution-env-missing",

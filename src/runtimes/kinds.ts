@@ -67,6 +67,8 @@ export interface RuntimeFacts {
   stagingSeenAs?: { repository: string; store: string };
   /** Its Triton opens this machine's /dev/shm (no container between), so perf's shared memory regions reach it. */
   sharesHostShm?: true;
+  /** A python model's requirements.txt gets an environment built for it (envs/); elsewhere the image's Python. */
+  buildsEnvironments?: true;
 }
 
 export const RUNTIME_FACTS: Record<RuntimeKind, RuntimeFacts> = {
@@ -81,6 +83,7 @@ export const RUNTIME_FACTS: Record<RuntimeKind, RuntimeFacts> = {
     backendLibraries: { python: ["libtriton_python.so"] },
     flags: [],
     sharesHostShm: true,
+    buildsEnvironments: true,
   },
   docker: {
     backends: NGC_BACKENDS,

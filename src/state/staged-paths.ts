@@ -1,5 +1,6 @@
 import path from "node:path";
 import { RUNTIME_FACTS, type RuntimeKind } from "../runtimes/kinds.js";
+import { readablePythonError } from "../triton/python-errors.js";
 
 /** A staging repository (`<run>/repository/<model>/...`) and its snapshots (`<run>/store/<model>@<generation>/...`). */
 export interface StagingLayout {
@@ -48,13 +49,21 @@ export function toUserPaths(
 /**
  * The staged-path-to-user-path mapping of one run: its staging folder as this machine sees it and
  * as its runtime's Triton does. `status`, the dashboard, the timeline, `perf` and `logs` use it.
+ * Messages (not `logs`, which shows Triton's lines as written: `{ raw: true }`) are also made
+ * readable: a python traceback without the importer's frames, a missing module with where to list it.
  */
-export function userPathsOf(run: {
-  runtime: RuntimeKind;
-  runDir: string;
-  modelsDir: string;
-}): (text: string) => string {
+export function userPathsOf(
+  run: {
+    runtime: RuntimeKind;
+    runDir: string;
+    modelsDir: string;
+  },
+  o: { raw?: boolean } = {},
+): (text: string) => string {
   const seenAs = RUNTIME_FACTS[run.runtime].stagingSeenAs;
   const layouts = [stagingLayout(run.runDir), ...(seenAs ? [seenAs] : [])];
-  return (text) => toUserPaths(text, layouts, run.modelsDir);
+  if (o.raw) return (text) => toUserPaths(text, layouts, run.modelsDir);
+  const buildsEnvironments = RUNTIME_FACTS[run.runtime].buildsEnvironments === true;
+  return (text) =>
+    readablePythonError(toUserPaths(text, layouts, run.modelsDir), run.modelsDir, { buildsEnvironments });
 }
