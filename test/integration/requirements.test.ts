@@ -222,6 +222,25 @@ describe("python models with a requirements.txt (real pip, real Triton)", () => 
     expect(r.outputs[0]!.data).toEqual([2.5]);
   }, 180_000);
 
+  it("a requirements.txt deleted: the load fails on the missing module, which the reason says where to list", async () => {
+    let next = nextOutcome("add_sub");
+    await fsp.rm(requirementsOf("add_sub"));
+    let e = await next.done();
+    expect(e.phase).toBe("failed");
+    expect(e.reason).toMatch(/ModuleNotFoundError: No module named 'tdgreet'/);
+    expect(e.reason).toContain(`list the package that provides 'tdgreet' in ${requirementsOf("add_sub")}`);
+    // The user's model.py, not the staged copy, and none of the importer's frames.
+    expect(e.reason).toContain(path.join(repo, "add_sub", "1", "model.py"));
+    expect(e.reason).not.toMatch(/<frozen importlib/);
+    expect((await addSub()).greeting).toBe("hello triton (tdgreet 1.0)");
+
+    next = nextOutcome("add_sub");
+    await editorSave(requirementsOf("add_sub"), "tdgreet==1.0\n");
+    e = await next.done();
+    expect(e.phase).toBe("ready");
+    expect((await addSub()).greeting).toBe("hello triton (tdgreet 1.0)");
+  }, 180_000);
+
   it("down stops everything; the environments stay cached for the next run", async () => {
     const code = await up.stop();
     expect(code).toBe(0);
