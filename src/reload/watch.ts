@@ -104,6 +104,9 @@ export class RepositoryWatcher implements ModelWatcher {
   private readonly now: () => number;
   private readonly limits: ModelFileLimits;
   private closed = false;
+  private markClosed: () => void = () => {};
+  /** Resolves when close() is called. */
+  private readonly closedNow = new Promise<void>((resolve) => (this.markClosed = resolve));
 
   constructor(
     readonly root: string,
@@ -162,10 +165,14 @@ export class RepositoryWatcher implements ModelWatcher {
       if (!this.isWatched(target)) roots.push(target);
       this.linked.set(m, target);
     }
+    // Closed while the links were read: chokidar's add() on a closed watcher opens it again, and
+    // its handles would keep the process alive after the stop.
+    if (this.closed) return;
     // One add, so that "ready" waits for every root's first scan.
     w.add(roots);
     await Promise.all(models.map((m) => this.recordInodes(m)));
-    await ready;
+    // A watcher closed during its first scan never says "ready".
+    await Promise.race([ready, this.closedNow]);
   }
 
   /**
@@ -289,6 +296,7 @@ export class RepositoryWatcher implements ModelWatcher {
   /** Stop watching; pending changes are dropped. Safe to call twice. */
   async close(): Promise<void> {
     this.closed = true;
+    this.markClosed();
     for (const p of this.pending.values()) clearTimeout(p.timer);
     this.pending.clear();
     const w = this.watcher;

@@ -507,6 +507,12 @@ async function startLocked(
     bus.emit({ type: "ready", endpoints: handle.endpoints, models, elapsedMs: Date.now() - startedAt });
     const watch = async () => {
       controller = createController(state, staged.staging, bus, staged.lintOptions);
+      // A Ctrl-C between "ready" and this call found no controller to close: none is started
+      // (its watcher would keep the process alive after the stop).
+      if (stopped) {
+        await controller.close();
+        return controller;
+      }
       await controller.adopt(models);
       await controller.start();
       for (const name of staged.refused) {

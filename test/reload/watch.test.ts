@@ -193,4 +193,27 @@ describe("RepositoryWatcher closed while it starts", () => {
     // And a second close, as shutdown paths do, is harmless.
     await w.close();
   });
+
+  it("ends its start whenever the close comes, during the first scan included", async () => {
+    const repo = await tempRepo();
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 20; i++) Object.assign(files, { [`m${i}/config.pbtxt`]: "a", [`m${i}/1/model.py`]: "x" });
+    await writeFiles(repo, files);
+    for (const delayMs of [0, 1, 3, 6, 10, 20, 40]) {
+      const changes: ModelChange[] = [];
+      const w = new RepositoryWatcher(repo, { settleMs: 200, completeSettleMs: 20 });
+      w.onChange((c) => changes.push(c));
+      const starting = w.start();
+      await new Promise((r) => setTimeout(r, delayMs));
+      await w.close();
+      const ended = await Promise.race([
+        starting.then(() => "ended"),
+        new Promise((r) => setTimeout(() => r("still starting"), 3_000)),
+      ]);
+      expect(ended, `closed ${delayMs} ms into start`).toBe("ended");
+      await fsp.writeFile(path.join(repo, "m0", "1", "model.py"), `edit ${delayMs}`);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(changes, `closed ${delayMs} ms into start`).toEqual([]);
+    }
+  }, 60_000);
 });
