@@ -115,4 +115,35 @@ export class ExitTracker {
   done(): boolean {
     return this.pending.size === 0;
   }
+
+  /** What the stop waits for, as the user reads it. */
+  progressLine(): string {
+    const left = this.unloading();
+    return left.length
+      ? `waiting for Triton to unload ${left.join(", ")}`
+      : "everything is unloaded; waiting for Triton to exit";
+  }
+}
+
+/** The repository index entries a stop waits to see unloaded: loaded, or on their way in or out. */
+export function versionsToUnload<T extends { state?: string }>(index: readonly T[]): T[] {
+  return index.filter((m) => m.state === "READY" || m.state === "LOADING" || m.state === "UNLOADING");
+}
+
+/**
+ * Says what a stop waits for: nothing in its first `afterMs` (a quick stop stays quiet), then the
+ * tracker's line each time it changes. Call it as often as the stop looks.
+ */
+export function exitProgress(
+  tracker: ExitTracker,
+  onProgress: ((message: string) => void) | undefined,
+  afterMs = 1000,
+): () => void {
+  const started = Date.now();
+  let told = "";
+  return () => {
+    if (!onProgress || Date.now() - started < afterMs) return;
+    const line = tracker.progressLine();
+    if (line !== told) onProgress((told = line));
+  };
 }

@@ -2,7 +2,7 @@ import { PassThrough, type Readable } from "node:stream";
 import type Docker from "dockerode";
 import { log as rootLog } from "../../log/logger.js";
 import { stripTritonPrefix } from "../../state/log-file.js";
-import { ExitTracker } from "../../triton/log-lines.js";
+import { ExitTracker, exitProgress, versionsToUnload } from "../../triton/log-lines.js";
 import { splitLogLine } from "./logs.js";
 
 const log = rootLog.child("docker");
@@ -46,11 +46,7 @@ async function running(container: Docker.Container): Promise<boolean> {
  * left to wait for. Without a list of loaded models it is a plain `docker stop`.
  */
 export async function stopTritonContainer(container: Docker.Container, o: ContainerStopOptions): Promise<void> {
-  const loaded = o.loaded
-    ? (await o.loaded().catch(() => [])).filter(
-        (m) => m.state === "READY" || m.state === "LOADING" || m.state === "UNLOADING",
-      )
-    : [];
+  const loaded = o.loaded ? versionsToUnload(await o.loaded().catch(() => [])) : [];
   if (loaded.length === 0) {
     await container.stop({ t: Math.max(1, Math.round(o.graceMs / 1000)) }).catch((err: unknown) => {
       if (!gone(err)) throw err;
@@ -59,15 +55,7 @@ export async function stopTritonContainer(container: Docker.Container, o: Contai
   }
   const tracker = new ExitTracker(loaded);
   const started = Date.now();
-  let told = "";
-  const tell = () => {
-    if (!o.onProgress || Date.now() - started < (o.progressAfterMs ?? 1000)) return;
-    const left = tracker.unloading();
-    const line = left.length
-      ? `waiting for Triton to unload ${left.join(", ")}`
-      : "everything is unloaded; waiting for Triton to exit";
-    if (line !== told) o.onProgress((told = line));
-  };
+  const tell = exitProgress(tracker, o.onProgress, o.progressAfterMs);
   // The since filter has whole-second precision: older lines (an unload of an earlier reload) are
   // dropped by their timestamps.
   const raw = (await container.logs({

@@ -3,7 +3,7 @@ import type Docker from "dockerode";
 import { log as rootLog } from "../../log/logger.js";
 import { stripTritonPrefix } from "../../state/log-file.js";
 import { findProcesses } from "../../state/process.js";
-import { ExitTracker } from "../../triton/log-lines.js";
+import { ExitTracker, exitProgress, versionsToUnload } from "../../triton/log-lines.js";
 import { splitLogLine } from "../docker/logs.js";
 import { logArgs } from "./connection.js";
 import type { KindRecord } from "./record.js";
@@ -38,9 +38,7 @@ export async function deleteRunObjects(
   o: { context: string; namespace: string; selector: string; kinds: readonly string[]; graceMs: number },
   watch?: UnloadWatch,
 ): Promise<void> {
-  const loaded = (watch?.loaded ?? []).filter(
-    (m) => m.state === "READY" || m.state === "LOADING" || m.state === "UNLOADING",
-  );
+  const loaded = versionsToUnload(watch?.loaded ?? []);
   const pods = loaded.length ? await podNames(tools, o) : [];
   const follow = watch && pods.length ? followUnloads(tools, o, pods, loaded, watch) : undefined;
   try {
@@ -97,17 +95,9 @@ function followUnloads(
       },
     ),
   );
-  let told = "";
   return {
     settled,
-    tell: () => {
-      if (!watch.onProgress || Date.now() - started < (watch.progressAfterMs ?? 1000)) return;
-      const left = tracker.unloading();
-      const line = left.length
-        ? `waiting for Triton to unload ${left.join(", ")}`
-        : "everything is unloaded; waiting for Triton to exit";
-      if (line !== told) watch.onProgress((told = line));
-    },
+    tell: exitProgress(tracker, watch.onProgress, watch.progressAfterMs),
     stop: () => {
       clearTimeout(timer);
       for (const c of children) c.kill();
@@ -148,12 +138,7 @@ async function deleteAndWait(
   const deadline = Date.now() + o.graceMs + 30_000;
   while (Date.now() < deadline) {
     follow?.tell();
-    const pods = await tools
-      .kubectl(o.context, [`--namespace=${o.namespace}`, "get", "pods", `--selector=${o.selector}`, "--output=name"], {
-        timeoutMs: 15_000,
-      })
-      .catch(() => "");
-    if (!pods.trim()) return;
+    if ((await podNames(tools, o)).length === 0) return;
     await sleep(200);
   }
   log.warn("the Triton pod is still terminating; Kubernetes removes it", { selector: o.selector });

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import { log as rootLog } from "../../log/logger.js";
 import { followFile, stripTritonPrefix } from "../../state/log-file.js";
 import { signalReaches } from "../../state/process.js";
-import { ExitTracker } from "../../triton/log-lines.js";
+import { ExitTracker, exitProgress, versionsToUnload } from "../../triton/log-lines.js";
 
 const log = rootLog.child("local");
 
@@ -88,22 +88,10 @@ export async function stopProcessGroup(pgid: number, options: StopOptions = {}):
   const graceMs = options.graceMs ?? 15_000;
   if (!groupAlive(pgid)) return;
   const watch = options.unloads;
-  const loaded = watch
-    ? (await watch.loaded().catch(() => [])).filter(
-        (m) => m.state === "READY" || m.state === "LOADING" || m.state === "UNLOADING",
-      )
-    : [];
+  const loaded = watch ? versionsToUnload(await watch.loaded().catch(() => [])) : [];
   const tracker = watch && loaded.length ? new ExitTracker(loaded) : undefined;
   const started = Date.now();
-  let told = "";
-  const tell = () => {
-    if (!watch?.onProgress || !tracker || Date.now() - started < (watch.progressAfterMs ?? 1000)) return;
-    const left = tracker.unloading();
-    const line = left.length
-      ? `waiting for Triton to unload ${left.join(", ")}`
-      : "everything is unloaded; waiting for Triton to exit";
-    if (line !== told) watch.onProgress((told = line));
-  };
+  const tell = tracker ? exitProgress(tracker, watch?.onProgress, watch?.progressAfterMs) : () => {};
   let allUnloadedAt: number | undefined;
   const stopFollowing =
     watch && tracker
