@@ -281,6 +281,19 @@ function checkRuntimeField(ctx: ModelContext, r: Reporter): void {
 
 const MODEL_DIRECTORY_VAR = "$$TRITON_MODEL_DIRECTORY";
 
+/** A python model's EXECUTION_ENV_PATH as the backend reads it: `$$TRITON_MODEL_DIRECTORY` is the model's folder. */
+function executionEnv(ctx: ModelContext): { value: string; inModel: boolean; resolved: string } | undefined {
+  if (ctx.autofill.backend !== "python") return undefined;
+  const value = ctx.parsed.config.parameters["EXECUTION_ENV_PATH"]?.stringValue;
+  if (!value) return undefined;
+  const inModel = value.startsWith(MODEL_DIRECTORY_VAR);
+  return {
+    value,
+    inModel,
+    resolved: inModel ? path.join(ctx.layout.dir, value.slice(MODEL_DIRECTORY_VAR.length)) : value,
+  };
+}
+
 /**
  * The python backend's EXECUTION_ENV_PATH (a conda-pack tar.gz or an unpacked environment) with
  * `$$TRITON_MODEL_DIRECTORY` replaced by the model's folder: a path that does not exist fails the
@@ -288,12 +301,10 @@ const MODEL_DIRECTORY_VAR = "$$TRITON_MODEL_DIRECTORY";
  * it is known on every runtime; an absolute path elsewhere only where Triton runs on this machine.
  */
 function checkExecutionEnv(ctx: ModelContext, r: Reporter): void {
-  if (ctx.autofill.backend !== "python") return;
-  const value = ctx.parsed.config.parameters["EXECUTION_ENV_PATH"]?.stringValue;
-  if (!value) return;
+  const env = executionEnv(ctx);
+  if (!env) return;
+  const { value, inModel, resolved } = env;
   const at = "parameters{EXECUTION_ENV_PATH}.string_value#value";
-  const inModel = value.startsWith(MODEL_DIRECTORY_VAR);
-  const resolved = inModel ? path.join(ctx.layout.dir, value.slice(MODEL_DIRECTORY_VAR.length)) : value;
   if (!inModel && !path.isAbsolute(value)) {
     r.warning(
       "execution-env-relative",
@@ -1204,13 +1215,11 @@ async function checkVersions(ctx: ModelContext, r: Reporter): Promise<void> {
   const { layout, parsed } = ctx;
   const c = parsed.config;
   const rel = (p: string) => path.relative(path.dirname(layout.dir), p);
-  const envPath = c.parameters["EXECUTION_ENV_PATH"]?.stringValue ?? "";
+  const env = executionEnv(ctx);
   for (const d of layout.ignoredDirs) {
     // The folder EXECUTION_ENV_PATH names is the model's environment, not a misnamed version.
-    if (ctx.autofill.backend === "python" && envPath.startsWith(MODEL_DIRECTORY_VAR)) {
-      const named = path.join(layout.dir, envPath.slice(MODEL_DIRECTORY_VAR.length));
-      if (named === path.join(layout.dir, d) || named.startsWith(path.join(layout.dir, d) + path.sep)) continue;
-    }
+    const dir = path.join(layout.dir, d);
+    if (env?.inModel && (env.resolved === dir || env.resolved.startsWith(dir + path.sep))) continue;
     const why = /^0\d+$/.test(d) ? "has a leading zero" : "is not a number";
     const fix = /^0\d+$/.test(d)
       ? `Rename it to '${String(Number(d))}'.`
