@@ -15,6 +15,7 @@ import {
   type SweepResult,
 } from "../perf/report.js";
 import { runPerf, type PerfOptions, type PerfReport } from "../perf/run.js";
+import { describeSequences, parseSequenceIdRange } from "../perf/sequences.js";
 import { isStreamingSweep } from "../perf/stream-report.js";
 import { parseCompareFlag } from "../perf/variants.js";
 import type { CliContext, Output } from "./output.js";
@@ -40,6 +41,10 @@ export interface PerfFlags {
   metricsUrl?: string;
   maxInFlight: number;
   sharedMemory: "none" | "system";
+  sequenceLength?: number;
+  sequenceLengthVariation?: number;
+  sequenceIdRange?: string;
+  numOfSequences?: number;
   f?: string;
   json: boolean;
   chart: boolean;
@@ -63,7 +68,8 @@ export function printReport(output: Output, r: PerfReport, o: { chart: boolean }
   output.out(
     `${r.model} over ${first.protocol.toUpperCase()} at ${first.endpoint}, ${first.engine === "perf_analyzer" ? "perf_analyzer" : "built-in generator"}, ` +
       `${first.measurementIntervalMs} ms windows, batch ${first.batchSize}${first.distribution ? `, ${first.distribution} arrivals` : ""}` +
-      `${first.sharedMemory ? `, inputs in ${first.sharedMemory} shared memory (outputs in the response body)` : ""}; times in ms` +
+      `${first.sharedMemory ? `, inputs in ${first.sharedMemory} shared memory (outputs in the response body)` : ""}` +
+      `${first.sequence ? `, sequences of ${describeSequences(first.sequence, first.kind)}` : ""}; times in ms` +
       (isStreamingSweep(first)
         ? ""
         : "\n(Send to Avg as the client measured them; Server is Triton's own time per request, Queue to Out its parts)"),
@@ -117,6 +123,12 @@ export async function perfAction(
   const shapes: Record<string, number[]> = {};
   for (const [name, dims] of flags.shape) shapes[name] = dims;
   const kind = flags.requestRateRange ? "rate" : "concurrency";
+  const sequence = {
+    ...(flags.sequenceLength !== undefined ? { length: flags.sequenceLength } : {}),
+    ...(flags.sequenceLengthVariation !== undefined ? { variationPct: flags.sequenceLengthVariation } : {}),
+    ...(flags.sequenceIdRange !== undefined ? parseSequenceIdRange(flags.sequenceIdRange) : {}),
+    ...(flags.numOfSequences !== undefined ? { rateSequences: flags.numOfSequences } : {}),
+  };
   const o: PerfOptions = {
     model,
     ...(flags.url ? { url: flags.url } : {}),
@@ -140,6 +152,7 @@ export async function perfAction(
     maxInFlight: flags.maxInFlight,
     keepHistory: flags.history,
     ...(flags.sharedMemory === "system" ? { sharedMemory: "system" as const } : {}),
+    ...(Object.keys(sequence).length ? { sequence } : {}),
   };
 
   const ac = new AbortController();

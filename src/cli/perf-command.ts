@@ -137,6 +137,25 @@ export function registerPerfCommand(program: Command, ctx: CliContext): Command 
         .choices(["none", "system"])
         .default("none"),
     )
+    .option(
+      "--sequence-length <n>",
+      "a stateful model (sequence batching): requests per sequence (default 20, or the steps of --input-data)",
+      parsePositiveInt("--sequence-length"),
+    )
+    .option(
+      "--sequence-length-variation <pct>",
+      "a stateful model: each sequence's length within +/- this percentage (default 20)",
+      parsePositiveInt("--sequence-length-variation", 0, 100),
+    )
+    .option(
+      "--sequence-id-range <start[:end]>",
+      "a stateful model: correlation ids from START up to END (excluded); default 1, unbounded",
+    )
+    .option(
+      "--num-of-sequences <n>",
+      "a stateful model, open loop: sequences open at once (default 4; closed loop: one per request in flight)",
+      parsePositiveInt("--num-of-sequences"),
+    )
     .option("-f, --file <OUT.csv>", "also write perf_analyzer's CSV (one file per variant with --compare)")
     .option("--json", "print the full result as JSON", false)
     .option("--no-chart", "leave out the throughput/latency chart")

@@ -65,6 +65,7 @@ export class HttpControl implements ControlClient {
   async modelConfig(model: string): Promise<ModelConfigSummary> {
     const c = (await this.client.modelConfig(model)) as Partial<ModelConfigSummary> & {
       model_transaction_policy?: { decoupled?: boolean };
+      sequence_batching?: { max_sequence_idle_microseconds?: number | string };
     };
     return {
       name: c.name ?? model,
@@ -92,6 +93,13 @@ export class HttpControl implements ControlClient {
           }
         : {}),
       ...(c.model_transaction_policy?.decoupled ? { decoupled: true } : {}),
+      ...(c.sequence_batching
+        ? {
+            sequence_batching: {
+              max_sequence_idle_microseconds: Number(c.sequence_batching.max_sequence_idle_microseconds ?? 0),
+            },
+          }
+        : {}),
     };
   }
 

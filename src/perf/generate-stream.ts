@@ -4,6 +4,8 @@ import { decodeTensorData, type DecodedInferResponse, type RawTensor } from "../
 import type { ModelConfigSummary } from "../triton/grpc-client.js";
 import type { ModelMetadata } from "../triton/http-client.js";
 import { urlHost } from "../net/url.js";
+import { BugError } from "../errors.js";
+import type { SequenceStep } from "./sequences.js";
 import { factsOf } from "./stream-stats.js";
 import { InferFailedError, type InferTransport, type Outcome, type TransportOptions } from "./transport.js";
 
@@ -180,11 +182,15 @@ export class HttpGenerateStreamTransport implements InferTransport {
     });
   }
 
-  send(index: number): Promise<Outcome> {
+  send(index: number, sequence?: SequenceStep): Promise<Outcome> {
+    if (sequence)
+      throw new BugError("a stateful model's requests were sent to generate_stream, which carries no sequence");
     return this.run(index, this.timeoutMs);
   }
 
-  async probe(index: number): Promise<DecodedInferResponse> {
+  async probe(index: number, sequence?: SequenceStep): Promise<DecodedInferResponse> {
+    if (sequence)
+      throw new BugError("a stateful model's requests were sent to generate_stream, which carries no sequence");
     const keep: Array<Record<string, unknown>> = [];
     // Bounded even when the user set no request timeout.
     const o = await this.run(index, this.timeoutMs ?? 60_000, keep);

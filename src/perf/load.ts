@@ -1,6 +1,7 @@
 import { performance } from "node:perf_hooks";
 import { LatencyHistogram } from "./histogram.js";
 import { StreamWindow } from "./stream-stats.js";
+import type { SequencePool, SequenceStep } from "./sequences.js";
 import type { InferTransport, Outcome } from "./transport.js";
 
 export type Distribution = "constant" | "poisson";
@@ -47,6 +48,11 @@ export interface LoadGeneratorOptions {
   /** Open loop: requests in flight at most before new ones count as delayed. */
   maxInFlight?: number;
   random?: () => number;
+  /**
+   * A stateful model: every request comes from one of these sequences, which hold at most one
+   * request in flight each (a send that finds none free waits, and counts as delayed).
+   */
+  sequences?: SequencePool;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -102,10 +108,26 @@ export class LoadGenerator {
   }
 
   private async fire(): Promise<Outcome> {
+    const pool = this.options.sequences;
+    if (!pool) return this.send(this.next++);
+    const step = await pool.acquire();
+    if (!step) return { ok: false, latencyUs: 0, sendUs: 0, recvUs: 0, error: { kind: "cancelled", connection: true } };
+    return this.send(step.index, step, (ok) => {
+      const end = pool.release(step, ok);
+      if (end) void this.send(end.index, end);
+    });
+  }
+
+  /** `settle` runs before the request stops counting as in flight, so a stop sees its sequence free. */
+  private async send(index: number, step?: SequenceStep, settle?: (ok: boolean) => void): Promise<Outcome> {
     this.inFlight++;
+    let ok = false;
     try {
-      return await this.transport.send(this.next++);
+      const o = await this.transport.send(index, step);
+      ok = o.ok;
+      return o;
     } finally {
+      settle?.(ok);
       this.inFlight--;
       if (this.inFlight === 0 && this.drained) this.drained();
     }
@@ -130,7 +152,7 @@ export class LoadGenerator {
       const now = performance.now();
       // Catch up on every send that fell due since the last tick (timers fire late under load).
       while (due <= now) {
-        if (this.inFlight >= cap) this.window.delayed++;
+        if (this.inFlight >= cap || this.options.sequences?.exhausted) this.window.delayed++;
         void this.fire().then((o) => {
           if (!this.stopping) this.record(o);
         });
@@ -150,10 +172,15 @@ export class LoadGenerator {
     return w;
   }
 
-  /** Stop sending; wait up to `graceMs` for requests in flight, which are not recorded. */
+  /**
+   * Stop sending; wait up to `graceMs` for requests in flight, which are not recorded. A stateful
+   * model's open sequences are ended, one request each (not recorded either), as perf_analyzer
+   * does: left open, each would hold its slot on the server until it idled out.
+   */
   async stop(graceMs = 10_000): Promise<void> {
     this.stopping = true;
     if (this.timer) clearTimeout(this.timer);
+    for (const step of this.options.sequences?.close() ?? []) void this.send(step.index, step);
     if (this.inFlight > 0) {
       let timer: NodeJS.Timeout | undefined;
       await new Promise<void>((resolve) => {

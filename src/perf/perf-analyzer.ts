@@ -8,6 +8,7 @@ import type { InputDataSource } from "./inputs.js";
 import type { Distribution } from "./load.js";
 import type { LevelKind, LevelResult } from "./profile.js";
 import { parseCsv } from "./report.js";
+import type { SequenceSettings } from "./sequences.js";
 
 /** Where perf_analyzer is: --perf-analyzer, then $PERF_ANALYZER, then PATH. */
 export function findPerfAnalyzer(env: NodeJS.ProcessEnv, explicit?: string): string {
@@ -42,6 +43,24 @@ export interface PerfAnalyzerLevelOptions {
   signal?: AbortSignal;
   /** perf_analyzer's own --shared-memory (it makes and removes its regions itself). */
   sharedMemory?: "none" | "system";
+  /** A stateful model: the sequences the built-in generator would make, asked of perf_analyzer. */
+  sequence?: SequenceSettings;
+}
+
+/**
+ * perf_analyzer's sequence flags for the same sequences as ours. --serial-sequences: ours never
+ * have two requests of one sequence in flight, which perf_analyzer's open loop otherwise allows.
+ */
+function sequenceArgs(s: SequenceSettings, kind: LevelKind): string[] {
+  return [
+    "--sequence-length",
+    String(s.length),
+    "--sequence-length-variation",
+    String(s.variationPct),
+    "--sequence-id-range",
+    s.idEnd !== undefined ? `${s.idStart}:${s.idEnd}` : String(s.idStart),
+    ...(kind === "rate" ? ["--num-of-sequences", String(s.rateSequences), "--serial-sequences"] : []),
+  ];
 }
 
 export function perfAnalyzerArgs(
@@ -73,6 +92,7 @@ export function perfAnalyzerArgs(
     "--string-length",
     String(o.stringLength),
     ...(o.sharedMemory === "system" ? ["--shared-memory", "system"] : []),
+    ...(o.sequence ? sequenceArgs(o.sequence, o.kind) : []),
     "--verbose-csv",
     "-f",
     csvFile,

@@ -5,6 +5,7 @@ import { GpuSampler, type GpuProbe, type GpuStats } from "./gpu.js";
 import { LatencyHistogram, type LatencySummary } from "./histogram.js";
 import { LoadGenerator, type Distribution, type LoadMode, type WindowData } from "./load.js";
 import { breakdown, diffSnapshots, snapshotOf, type ServerBreakdown, type StatsSnapshot } from "./server-stats.js";
+import { SequencePool, type SequenceIds, type SequenceSettings } from "./sequences.js";
 import { isStable, type StabilityRule } from "./stability.js";
 import { summariseStream, type StreamSummary, type StreamWindow } from "./stream-stats.js";
 import type { InferTransport } from "./transport.js";
@@ -77,6 +78,8 @@ export interface ProfileContext {
    * candidate that clearly cannot win). The result keeps its windows, marked unstable.
    */
   stopEarly?: (windows: readonly WindowSummary[]) => string | undefined;
+  /** A stateful model: requests go as sequences, with ids from `ids` (shared by the sweep's levels). */
+  sequences?: { settings: SequenceSettings; ids: SequenceIds };
 }
 
 /** Triton stopped answering during a run. */
@@ -211,8 +214,19 @@ export async function measureLevel(ctx: ProfileContext, kind: LevelKind, value: 
       );
     snaps.push(undefined);
   }
+  // Closed loop: one sequence per request in flight, as perf_analyzer keeps them.
+  const pool = ctx.sequences
+    ? new SequencePool(
+        kind === "concurrency" ? value : ctx.sequences.settings.rateSequences,
+        ctx.sequences.settings,
+        ctx.sequences.ids,
+      )
+    : undefined;
   const transport = ctx.makeTransport(kind === "concurrency" ? value : ctx.maxInFlight);
-  const gen = new LoadGenerator(transport, mode, { maxInFlight: ctx.maxInFlight });
+  const gen = new LoadGenerator(transport, mode, {
+    maxInFlight: ctx.maxInFlight,
+    ...(pool ? { sequences: pool } : {}),
+  });
   const sampler = ctx.gpuProbe ? new GpuSampler(ctx.gpuProbe) : undefined;
   const windows: WindowData[] = [];
   let stable = false;

@@ -26,6 +26,7 @@ import {
 } from "./profile.js";
 import { compareSweeps, diffSweeps, type ComparisonRow, type LevelDiff, type SweepResult } from "./report.js";
 import { breakdown, diffSnapshots, snapshotOf } from "./server-stats.js";
+import { describeSequences, SEQUENCE_DEFAULTS, SequenceIds, type SequenceSettings } from "./sequences.js";
 import { checkSharedMemoryTarget, removeLeftovers, SystemShmSession, type SharedMemoryMode } from "./shared-memory.js";
 import { GrpcSystemShm, HttpSystemShm, type ShmTensorRef } from "../triton/system-shm.js";
 import { GrpcTransport, HttpTransport, InferFailedError, type InferTransport, type Protocol } from "./transport.js";
@@ -72,6 +73,8 @@ export interface PerfOptions {
   keepHistory: boolean;
   /** system: inputs written once into registered POSIX shm regions, requests only name them. */
   sharedMemory?: SharedMemoryMode;
+  /** A stateful model's sequences, as given on the command line (the rest defaulted). */
+  sequence?: Partial<SequenceSettings>;
 }
 
 export interface PerfDeps {
@@ -229,6 +232,23 @@ interface ModelSetup {
   payloads: RawTensor[][];
   /** A decoupled model: how its requests stream. */
   stream?: StreamPlan;
+  /** A stateful model (sequence batching): how its sequences are made. */
+  sequence?: SequenceSettings;
+}
+
+/**
+ * A stateful model's sequences: the flags given, else perf_analyzer's defaults, except that with
+ * --input-data of several steps and no --sequence-length, each sequence sends those steps in order
+ * (perf_analyzer's rule too).
+ */
+function sequenceSettings(o: PerfOptions, dataSteps: number): SequenceSettings {
+  const given = o.sequence ?? {};
+  const fromData = given.length === undefined && dataSteps > 1;
+  return {
+    ...SEQUENCE_DEFAULTS,
+    ...given,
+    ...(fromData ? { length: dataSteps, variationPct: given.variationPct ?? 0 } : {}),
+  };
 }
 
 type StreamPlan =
@@ -247,7 +267,8 @@ function planStream(
   payloads: RawTensor[][],
 ): StreamPlan {
   if (t.protocol === "grpc") return { via: "ModelStreamInfer", endpoint: t.endpoint };
-  const bodies = generateBodies(metadata, config, payloads);
+  // generate_stream carries no sequence fields: a stateful decoupled model streams over gRPC.
+  const bodies = config.sequence_batching ? undefined : generateBodies(metadata, config, payloads);
   if (bodies) return { via: "generate_stream", endpoint: t.endpoint, bodies };
   if (t.grpcEndpoint) return { via: "ModelStreamInfer", endpoint: t.grpcEndpoint };
   throw new UsageError(
@@ -280,12 +301,17 @@ async function prepareModel(
     data,
     stringLength: o.stringLength,
   });
+  if (o.sequence && !config.sequence_batching)
+    progress?.(`${served} is not a stateful model (no sequence_batching): the sequence flags are not used`);
   return {
     metadata,
     config,
     composing,
     payloads,
     ...(config.decoupled ? { stream: planStream(t, served, metadata, config, payloads) } : {}),
+    ...(config.sequence_batching
+      ? { sequence: sequenceSettings(o, typeof data === "object" ? data.steps.length : 0) }
+      : {}),
   };
 }
 
@@ -322,10 +348,11 @@ function transportFactory(
   };
 }
 
-async function probe(make: (n: number) => InferTransport, served: string): Promise<void> {
+async function probe(make: (n: number) => InferTransport, served: string, ids?: SequenceIds): Promise<void> {
   const tr = make(1);
   try {
-    await tr.probe(0);
+    // A stateful model takes no request outside a sequence: the probe is one of a single request.
+    await tr.probe(0, ids ? { id: ids.take(), start: true, end: true, index: 0 } : undefined);
   } catch (err) {
     if (err instanceof InferFailedError) {
       throw new UserError(`the first request to ${served} failed: ${err.message}`, {
@@ -350,6 +377,7 @@ async function sweepBuiltin(
   sweep: SweepResult,
   shm?: ShmTensorRef[][],
 ): Promise<void> {
+  const ids = setup.sequence ? new SequenceIds(setup.sequence) : undefined;
   // The probe checks the data, so it goes without priority and timeout: a request the queue
   // policy rejects is a result to count, not a reason to refuse the run.
   try {
@@ -359,6 +387,7 @@ async function sweepBuiltin(
         ...(setup.stream ? { stream: setup.stream } : {}),
       }),
       served,
+      ids,
     );
   } catch (err) {
     // generate_stream was chosen from the model's metadata; the server has the last word, and
@@ -375,6 +404,7 @@ async function sweepBuiltin(
         ...(setup.stream ? { stream: setup.stream } : {}),
       }),
       served,
+      ids,
     );
   }
   const make = transportFactory(t, served, setup.payloads, o, true, {
@@ -395,6 +425,7 @@ async function sweepBuiltin(
     ...(gpuProbe ? { gpuProbe } : {}),
     ...(deps.signal ? { signal: deps.signal } : {}),
     ...(deps.stopLevelEarly ? { stopEarly: deps.stopLevelEarly } : {}),
+    ...(setup.sequence && ids ? { sequences: { settings: setup.sequence, ids } } : {}),
     onWindow: (e) => deps.progress?.(windowProgressLine(served, e, setup.stream !== undefined)),
   };
   for (const value of o.levels) {
@@ -463,6 +494,7 @@ async function sweepPerfAnalyzer(
       inputData: o.inputData,
       stringLength: o.stringLength,
       ...(o.sharedMemory ? { sharedMemory: o.sharedMemory } : {}),
+      ...(setup.sequence ? { sequence: setup.sequence } : {}),
       env: deps.env,
       ...(deps.signal ? { signal: deps.signal } : {}),
     });
@@ -508,6 +540,7 @@ function newSweep(
   served: string,
   label: string | undefined,
   stream: StreamPlan | undefined,
+  sequence: SequenceSettings | undefined,
 ): SweepResult {
   const now = new Date().toISOString();
   return {
@@ -520,6 +553,15 @@ function newSweep(
     ...(o.kind === "rate" ? { distribution: o.distribution } : {}),
     batchSize: o.batchSize,
     ...(o.sharedMemory === "system" ? { sharedMemory: "system" as const } : {}),
+    ...(sequence
+      ? {
+          sequence: {
+            length: sequence.length,
+            variationPct: sequence.variationPct,
+            ...(o.kind === "rate" ? { rateSequences: sequence.rateSequences } : {}),
+          },
+        }
+      : {}),
     measurementIntervalMs: o.windowMs,
     startedAt: now,
     finishedAt: now,
@@ -536,7 +578,11 @@ async function runOne(
   deps: PerfDeps,
 ): Promise<SweepResult> {
   const setup = await prepareModel(t, o, served, deps.progress);
-  const sweep = newSweep(o, t, served, label, setup.stream);
+  const sweep = newSweep(o, t, served, label, setup.stream, setup.sequence);
+  if (setup.sequence)
+    deps.progress?.(
+      `${served} is stateful: its requests go as sequences of ${describeSequences(setup.sequence, o.kind)}`,
+    );
   if (setup.stream)
     deps.progress?.(`${served} is decoupled: streaming its requests over ${setup.stream.via} at ${sweep.endpoint}`);
   if (setup.stream && o.sharedMemory === "system" && o.engine !== "perf_analyzer")

@@ -3,7 +3,14 @@ import type { DecodedInferResponse } from "../triton/binary.js";
 import { TritonGrpcClient, type InferStream, type StreamMessage, type TritonGrpcError } from "../triton/grpc-client.js";
 import { GrpcStreamChannel } from "../triton/grpc-stream.js";
 import { factsOf } from "./stream-stats.js";
-import { InferFailedError, type InferTransport, type Outcome, type TransportOptions } from "./transport.js";
+import type { SequenceStep } from "./sequences.js";
+import {
+  InferFailedError,
+  withSequence,
+  type InferTransport,
+  type Outcome,
+  type TransportOptions,
+} from "./transport.js";
 
 function clip(s: string, n = 160): string {
   const one = s.replace(/\s+/g, " ").trim();
@@ -139,7 +146,12 @@ export class GrpcStreamTransport implements InferTransport {
     }
   }
 
-  private async run(index: number, timeoutMs = this.timeoutMs, keep?: StreamMessage[]): Promise<Outcome> {
+  private async run(
+    index: number,
+    sequence: SequenceStep | undefined,
+    timeoutMs = this.timeoutMs,
+    keep?: StreamMessage[],
+  ): Promise<Outcome> {
     const slot = await this.acquire();
     // Closed (or the stream died) while this request waited for it.
     if (!slot || slot.dead || this.closed)
@@ -149,19 +161,19 @@ export class GrpcStreamTransport implements InferTransport {
       slot.pending = p;
       if (timeoutMs)
         p.timer = setTimeout(() => this.finish(slot, p, { kind: "timed out", connection: true }), timeoutMs);
-      slot.stream.write(this.requests[index % this.requests.length]!);
+      slot.stream.write(withSequence(this.requests[index % this.requests.length]!, sequence));
     });
   }
 
-  send(index: number): Promise<Outcome> {
-    return this.run(index);
+  send(index: number, sequence?: SequenceStep): Promise<Outcome> {
+    return this.run(index, sequence);
   }
 
   /** One request; answers its first data response (the empty final one when it had none). */
-  async probe(index: number): Promise<DecodedInferResponse> {
+  async probe(index: number, sequence?: SequenceStep): Promise<DecodedInferResponse> {
     const keep: StreamMessage[] = [];
     // Bounded even when the user set no request timeout.
-    const o = await this.run(index, this.timeoutMs ?? 60_000, keep);
+    const o = await this.run(index, sequence, this.timeoutMs ?? 60_000, keep);
     if (!o.ok) {
       const said = keep.find((m) => m.error)?.error;
       throw new InferFailedError(

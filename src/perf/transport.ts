@@ -17,6 +17,7 @@ import {
   responseHeader,
   type PooledResponse,
 } from "../triton/http-pool.js";
+import { sequenceParameters, type SequenceStep } from "./sequences.js";
 import type { StreamFacts } from "./stream-stats.js";
 
 export type Protocol = "http" | "grpc";
@@ -55,10 +56,10 @@ export class InferFailedError extends TritonDevError {
 export interface InferTransport {
   readonly protocol: Protocol;
   readonly endpoint: string;
-  /** Send payload `index` (modulo the number of payloads). */
-  send(index: number): Promise<Outcome>;
+  /** Send payload `index` (modulo the number of payloads), as a step of a sequence when given. */
+  send(index: number, sequence?: SequenceStep): Promise<Outcome>;
   /** Send one request and decode the answer; throws InferFailedError. */
-  probe(index: number): Promise<DecodedInferResponse>;
+  probe(index: number, sequence?: SequenceStep): Promise<DecodedInferResponse>;
   close(): void;
 }
 
@@ -105,6 +106,8 @@ export class HttpTransport implements InferTransport {
   readonly endpoint: string;
   private readonly pool: KeepAliveHttpPool;
   private readonly requests: Buffer[];
+  /** Per payload: its request with more parameters (a sequence's fields change every request). */
+  private readonly build: Array<(extra: Record<string, ParameterValue>) => Buffer>;
   private readonly said: (text: string) => string;
 
   constructor(host: string, port: number, o: TransportOptions) {
@@ -116,8 +119,8 @@ export class HttpTransport implements InferTransport {
       ...(o.requestTimeoutMs ? { requestTimeoutMs: o.requestTimeoutMs } : {}),
     });
     const path = `/v2/models/${encodeURIComponent(o.model)}/infer`;
-    this.requests = o.payloads.map((inputs, i) => {
-      const opts = o.parameters ? { parameters: o.parameters } : {};
+    this.build = o.payloads.map((inputs, i) => (extra) => {
+      const opts = { parameters: { ...o.parameters, ...extra } };
       const refs = o.sharedMemory?.[i];
       const { body, headerLength } = refs ? buildShmInferBody(inputs, refs, opts) : buildBinaryInferBody(inputs, opts);
       return buildPostRequest(hostHeader, path, body, {
@@ -125,10 +128,16 @@ export class HttpTransport implements InferTransport {
         "Inference-Header-Content-Length": headerLength,
       });
     });
+    this.requests = this.build.map((b) => b({}));
   }
 
-  async send(index: number): Promise<Outcome> {
-    const raw = this.requests[index % this.requests.length]!;
+  private request(index: number, sequence?: SequenceStep): Buffer {
+    const i = index % this.requests.length;
+    return sequence ? this.build[i]!(sequenceParameters(sequence)) : this.requests[i]!;
+  }
+
+  async send(index: number, sequence?: SequenceStep): Promise<Outcome> {
+    const raw = this.request(index, sequence);
     const t0 = performance.now();
     let r: PooledResponse;
     try {
@@ -156,10 +165,10 @@ export class HttpTransport implements InferTransport {
     };
   }
 
-  async probe(index: number): Promise<DecodedInferResponse> {
+  async probe(index: number, sequence?: SequenceStep): Promise<DecodedInferResponse> {
     let r: PooledResponse;
     try {
-      r = await this.pool.request(this.requests[index % this.requests.length]!);
+      r = await this.pool.request(this.request(index, sequence));
     } catch (err) {
       throw new InferFailedError(`cannot reach Triton at ${this.endpoint}: ${(err as Error).message}`, true);
     }
@@ -172,6 +181,17 @@ export class HttpTransport implements InferTransport {
   close(): void {
     this.pool.close();
   }
+}
+
+/**
+ * ModelInfer request bytes as a step of a sequence: the sequence's parameters encoded on their own
+ * and appended, which a protobuf parser merges into the request's parameter map, so the inputs
+ * are not encoded again for every request.
+ */
+export function withSequence(request: Buffer, sequence: SequenceStep | undefined): Buffer {
+  return sequence
+    ? Buffer.concat([request, TritonGrpcClient.encodeInferParameters(sequenceParameters(sequence))])
+    : request;
 }
 
 export class GrpcTransport implements InferTransport {
@@ -196,10 +216,10 @@ export class GrpcTransport implements InferTransport {
     });
   }
 
-  async send(index: number): Promise<Outcome> {
+  async send(index: number, sequence?: SequenceStep): Promise<Outcome> {
     const t0 = performance.now();
     try {
-      await this.client.inferRaw(this.requests[index % this.requests.length]!, this.timeoutMs);
+      await this.client.inferRaw(withSequence(this.requests[index % this.requests.length]!, sequence), this.timeoutMs);
       return { ok: true, latencyUs: (performance.now() - t0) * 1000, sendUs: 0, recvUs: 0 };
     } catch (err) {
       const latencyUs = (performance.now() - t0) * 1000;
@@ -224,9 +244,12 @@ export class GrpcTransport implements InferTransport {
     }
   }
 
-  async probe(index: number): Promise<DecodedInferResponse> {
+  async probe(index: number, sequence?: SequenceStep): Promise<DecodedInferResponse> {
     try {
-      const bytes = await this.client.inferRaw(this.requests[index % this.requests.length]!, 60_000);
+      const bytes = await this.client.inferRaw(
+        withSequence(this.requests[index % this.requests.length]!, sequence),
+        60_000,
+      );
       return TritonGrpcClient.decodeInferResponse(bytes);
     } catch (err) {
       if (err instanceof TritonGrpcError)

@@ -64,6 +64,13 @@ export async function planVariants(spec: CompareSpec, m: OriginalModel): Promise
       throw new UsageError(`${m.name} is an ensemble: Triton does not batch ensembles themselves`, {
         hint: "Compare batching on the models its steps call.",
       });
+    if (m.config.sequence_batching)
+      throw new UsageError(
+        `${m.name} is a stateful model: its sequence_batching batches its sequences, and Triton takes no dynamic_batching beside it`,
+        {
+          hint: "Compare what its batches are made of with --compare config=FILE (max_batch_size, the direct or oldest strategy), or its instances with --compare instances=N,M.",
+        },
+      );
     if (m.config.max_batch_size <= 0) {
       throw new UsageError(`${m.name} has max_batch_size 0, so Triton cannot batch its requests`, {
         hint: "Set max_batch_size in its config.pbtxt first.",

@@ -63,6 +63,8 @@ export interface ModelConfigSummary {
   ensemble_scheduling?: { step: Array<{ model_name: string }> };
   /** model_transaction_policy.decoupled: responses come only over a stream, any number per request. */
   decoupled?: boolean;
+  /** A stateful model: every request names its sequence (id, start and end flags). */
+  sequence_batching?: { max_sequence_idle_microseconds: number };
   /** The config's inputs, for what metadata does not say: which ones a request may leave out. */
   input?: Array<{ name: string; optional: boolean }>;
 }
@@ -213,6 +215,13 @@ export class TritonGrpcClient {
         ? { ensemble_scheduling: { step: c.ensembleScheduling.step.map((s) => ({ model_name: s.modelName })) } }
         : {}),
       ...(c?.modelTransactionPolicy?.decoupled ? { decoupled: true } : {}),
+      ...(c?.sequenceBatching
+        ? {
+            sequence_batching: {
+              max_sequence_idle_microseconds: Number(c.sequenceBatching.maxSequenceIdleMicroseconds),
+            },
+          }
+        : {}),
     };
   }
 
@@ -257,6 +266,14 @@ export class TritonGrpcClient {
       parameters: Object.fromEntries(Object.entries(options.parameters ?? {}).map(([k, v]) => [k, param(v)])),
       inputs: inputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape.map((d) => BigInt(d)) })),
       rawInputContents: inputs.map((t) => new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.length)),
+    });
+    return Buffer.from(toBinary(ModelInferRequestSchema, msg));
+  }
+
+  /** A ModelInferRequest holding only these parameters: appended to encoded request bytes, they merge in. */
+  static encodeInferParameters(parameters: Record<string, ParameterValue>): Buffer {
+    const msg = create(ModelInferRequestSchema, {
+      parameters: Object.fromEntries(Object.entries(parameters).map(([k, v]) => [k, param(v)])),
     });
     return Buffer.from(toBinary(ModelInferRequestSchema, msg));
   }

@@ -93,7 +93,10 @@ export function startingPoint(config: ModelConfigSummary, kind: InstanceKind): C
   };
 }
 
-/** The default space: dynamic batching only where max_batch_size allows it, instances up to the hardware. */
+/**
+ * The default space: dynamic batching only where max_batch_size allows it (and the model is not
+ * stateful: sequence_batching excludes dynamic_batching), instances up to the hardware.
+ */
 export function defaultSpace(config: ModelConfigSummary, machine: Machine): SearchSpace {
   const first = config.instance_group[0]?.kind;
   const kind: InstanceKind = first === "KIND_GPU" && machine.gpus > 0 ? "KIND_GPU" : "KIND_CPU";
@@ -101,7 +104,7 @@ export function defaultSpace(config: ModelConfigSummary, machine: Machine): Sear
   const mbs = config.max_batch_size;
   const maxInstances = kind === "KIND_GPU" ? Math.max(1, 4 * machine.gpus) : Math.max(1, Math.min(machine.cores, 8));
   const instances = uniqSorted([...Array.from({ length: maxInstances }, (_, i) => i + 1), start.instances]);
-  if (mbs <= 0) {
+  if (mbs <= 0 || config.sequence_batching) {
     return {
       kind,
       batching: [false],
