@@ -62,6 +62,19 @@ function py(
 const io = (model: string, body: string, mbs = 8) => py(model, pythonConfig(model, body, mbs));
 const extra = (model: string, more: string) => py(model, pythonConfig(model) + more);
 
+/** A sequence_batching block with START, END and CORRID controls, one part changed where asked. */
+function sequenceBatching(o: { start?: string; endKind?: string; corrid?: string } = {}): string {
+  const start = o.start ?? " int32_false_true: [ 0, 1 ]";
+  return `sequence_batching {
+  control_input [
+    { name: "START" control [ { kind: CONTROL_SEQUENCE_START${start} } ] },
+    { name: "END" control [ { kind: ${o.endKind ?? "CONTROL_SEQUENCE_END"} int32_false_true: [ 0, 1 ] } ] },
+    { name: "CORRID" control [ { kind: CONTROL_SEQUENCE_CORRID data_type: ${o.corrid ?? "TYPE_UINT64"} } ] }
+  ]
+}
+`;
+}
+
 function step(
   model: string,
   ins: Record<string, string>,
@@ -984,6 +997,26 @@ export const CASES: Case[] = [
       "1": "class TritonPythonModel:\n    def initialize(self, args):\n        pass\n",
     }),
     lint: "accepted",
+  },
+  // Stateful models: the control inputs of a sequence_batching block, as the stateful examples write them.
+  { model: "sequence_ok", files: extra("sequence_ok", sequenceBatching()), lint: "accepted" },
+  {
+    model: "sequence_corrid_fp32",
+    files: extra("sequence_corrid_fp32", sequenceBatching({ corrid: "TYPE_FP32" })),
+    lint: "sequence-corrid-type",
+    triton: "unexpected data type for control CONTROL_SEQUENCE_CORRID",
+  },
+  {
+    model: "sequence_start_no_values",
+    files: extra("sequence_start_no_values", sequenceBatching({ start: "" })),
+    lint: "sequence-control-values",
+    triton: "must specify either 'int32_false_true', 'fp32_false_true' or 'bool_false_true' for CONTROL_SEQUENCE_START",
+  },
+  {
+    model: "sequence_start_twice",
+    files: extra("sequence_start_twice", sequenceBatching({ endKind: "CONTROL_SEQUENCE_START" })),
+    lint: "sequence-control-kind-twice",
+    triton: "specifies multiple CONTROL_SEQUENCE_START tensors",
   },
 ];
 
