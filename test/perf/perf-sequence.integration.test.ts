@@ -15,7 +15,8 @@ const FIXTURE = path.join(path.dirname(fileURLToPath(import.meta.url)), "../fixt
  * slots, one instance) and the oldest one. The model answers an error to a request that continues
  * a sequence it never saw start or restarts an open one, so any request sent out of its sequence's
  * order counts as an error; and it answers LIVE, the other sequences still open in it, which says
- * whether perf ended every sequence it opened.
+ * whether perf ended every sequence it opened. A third, decoupled, keeps a running mean per
+ * sequence and answers each request with two responses.
  */
 describe("triton-dev perf on stateful models (sequence batching, real Triton)", () => {
   let env: NodeJS.ProcessEnv;
@@ -50,7 +51,7 @@ describe("triton-dev perf on stateful models (sequence batching, real Triton)", 
     const ports = await freePorts();
     http = ports.http;
     const up = await runCli(["up", "--detach", "--models", models, ...portArgs(ports)], env);
-    expect(up.stdout, up.stderr).toMatch(/2\/2 model\(s\) READY/);
+    expect(up.stdout, up.stderr).toMatch(/3\/3 model\(s\) READY/);
   }, 300_000);
 
   afterAll(async () => {
@@ -137,6 +138,20 @@ describe("triton-dev perf on stateful models (sequence batching, real Triton)", 
     expect(sweep.sequence).toEqual({ length: 3, variationPct: 0 });
     expect(sweep.levels[0]!.errorCount).toBe(0);
     expect(await openSequences("rnn_direct")).toBe(0);
+  }, 120_000);
+
+  it("streams a decoupled stateful model's sequences over gRPC's stream, whatever -i says", async () => {
+    const r = await runPerfCli(
+      ["running_mean_stream", "--concurrency-range", "2", "-p", "700", "-r", "4", "--json", "--no-history"],
+      env,
+    );
+    expect(r.code, r.stderr).toBe(0);
+    const sweep = json(r.stdout).sweeps[0]!;
+    expect(sweep.streaming).toBe("ModelStreamInfer");
+    const l = sweep.levels[0]!;
+    expect(l.errorCount, JSON.stringify(l.errors)).toBe(0);
+    expect(l.requests).toBeGreaterThan(100);
+    expect(l.stream!.responsesPerRequest).toBe(2);
   }, 120_000);
 
   it("refuses --compare batching for a stateful model, saying what to compare instead", async () => {
