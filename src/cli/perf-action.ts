@@ -41,6 +41,7 @@ export interface PerfFlags {
   metricsUrl?: string;
   maxInFlight: number;
   sharedMemory: "none" | "system";
+  modelVersion?: string;
   sequenceLength?: number;
   sequenceLengthVariation?: number;
   sequenceIdRange?: string;
@@ -66,7 +67,7 @@ export function printReport(output: Output, r: PerfReport, o: { chart: boolean }
   const first = r.sweeps[0];
   if (!first) return;
   output.out(
-    `${r.model} over ${first.protocol.toUpperCase()} at ${first.endpoint}, ${first.engine === "perf_analyzer" ? "perf_analyzer" : "built-in generator"}, ` +
+    `${r.model}${first.version ? ` version ${first.version}` : ""} over ${first.protocol.toUpperCase()} at ${first.endpoint}, ${first.engine === "perf_analyzer" ? "perf_analyzer" : "built-in generator"}, ` +
       `${first.measurementIntervalMs} ms windows, batch ${first.batchSize}${first.distribution ? `, ${first.distribution} arrivals` : ""}` +
       `${first.sharedMemory ? `, inputs in ${first.sharedMemory} shared memory (outputs in the response body)` : ""}` +
       `${first.sequence ? `, sequences of ${describeSequences(first.sequence, first.kind)}` : ""}; times in ms` +
@@ -131,6 +132,7 @@ export async function perfAction(
   };
   const o: PerfOptions = {
     model,
+    ...(flags.modelVersion ? { version: flags.modelVersion } : {}),
     ...(flags.url ? { url: flags.url } : {}),
     protocol: flags.protocol,
     kind,

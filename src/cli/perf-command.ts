@@ -61,6 +61,11 @@ export function registerPerfCommand(program: Command, ctx: CliContext): Command 
     .argument("[model]", "the model to measure (or -m NAME, as perf_analyzer takes it)")
     .option("-m, --model-name <name>", "the model to measure")
     .option(
+      "-x, --model-version <n>",
+      "one version of the model (default: the one Triton picks, its highest served)",
+      (v: string) => String(parsePositiveInt("--model-version")(v)),
+    )
+    .option(
       "-u, --url <host:port>",
       "the server's endpoint for the protocol (default: the server `triton-dev up` started)",
     )

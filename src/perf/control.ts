@@ -20,10 +20,11 @@ export interface ControlClient {
   readonly protocol: Protocol;
   readonly endpoint: string;
   isLive(): Promise<boolean>;
-  isModelReady(model: string): Promise<boolean>;
-  modelMetadata(model: string): Promise<ModelMetadata>;
-  modelConfig(model: string): Promise<ModelConfigSummary>;
-  modelStatistics(model?: string): Promise<StatisticsJson>;
+  /** `version`: that version of the model; absent, the one the server picks (its latest served). */
+  isModelReady(model: string, version?: string): Promise<boolean>;
+  modelMetadata(model: string, version?: string): Promise<ModelMetadata>;
+  modelConfig(model: string, version?: string): Promise<ModelConfigSummary>;
+  modelStatistics(model?: string, version?: string): Promise<StatisticsJson>;
   close(): void;
 }
 
@@ -54,16 +55,16 @@ export class HttpControl implements ControlClient {
     return this.client.isLive();
   }
 
-  isModelReady(model: string): Promise<boolean> {
-    return this.client.isModelReady(model);
+  isModelReady(model: string, version?: string): Promise<boolean> {
+    return this.client.isModelReady(model, version);
   }
 
-  modelMetadata(model: string): Promise<ModelMetadata> {
-    return this.client.modelMetadata(model);
+  modelMetadata(model: string, version?: string): Promise<ModelMetadata> {
+    return this.client.modelMetadata(model, version);
   }
 
-  async modelConfig(model: string): Promise<ModelConfigSummary> {
-    const c = (await this.client.modelConfig(model)) as Partial<ModelConfigSummary> & {
+  async modelConfig(model: string, version?: string): Promise<ModelConfigSummary> {
+    const c = (await this.client.modelConfig(model, version)) as Partial<ModelConfigSummary> & {
       model_transaction_policy?: { decoupled?: boolean };
       sequence_batching?: { max_sequence_idle_microseconds?: number | string };
     };
@@ -103,8 +104,8 @@ export class HttpControl implements ControlClient {
     };
   }
 
-  async modelStatistics(model?: string): Promise<StatisticsJson> {
-    return (await this.client.modelStatistics(model)) as unknown as StatisticsJson;
+  async modelStatistics(model?: string, version?: string): Promise<StatisticsJson> {
+    return (await this.client.modelStatistics(model, version)) as unknown as StatisticsJson;
   }
 
   close(): void {}
@@ -122,20 +123,20 @@ export class GrpcControl implements ControlClient {
     return this.client.isLive();
   }
 
-  isModelReady(model: string): Promise<boolean> {
-    return this.client.isModelReady(model);
+  isModelReady(model: string, version?: string): Promise<boolean> {
+    return this.client.isModelReady(model, version);
   }
 
-  modelMetadata(model: string): Promise<ModelMetadata> {
-    return this.client.modelMetadata(model);
+  modelMetadata(model: string, version?: string): Promise<ModelMetadata> {
+    return this.client.modelMetadata(model, version);
   }
 
-  modelConfig(model: string): Promise<ModelConfigSummary> {
-    return this.client.modelConfig(model);
+  modelConfig(model: string, version?: string): Promise<ModelConfigSummary> {
+    return this.client.modelConfig(model, version);
   }
 
-  modelStatistics(model?: string): Promise<StatisticsJson> {
-    return this.client.modelStatistics(model);
+  modelStatistics(model?: string, version?: string): Promise<StatisticsJson> {
+    return this.client.modelStatistics(model, version);
   }
 
   close(): void {

@@ -2,7 +2,7 @@ import http from "node:http";
 import { performance } from "node:perf_hooks";
 import { decodeTensorData, type DecodedInferResponse, type RawTensor } from "../triton/binary.js";
 import type { ModelConfigSummary } from "../triton/grpc-client.js";
-import type { ModelMetadata } from "../triton/http-client.js";
+import { modelPath, type ModelMetadata } from "../triton/http-client.js";
 import { urlHost } from "../net/url.js";
 import { BugError } from "../errors.js";
 import type { SequenceStep } from "./sequences.js";
@@ -93,11 +93,11 @@ export class HttpGenerateStreamTransport implements InferTransport {
     private readonly host: string,
     private readonly port: number,
     private readonly bodies: readonly string[],
-    o: Pick<TransportOptions, "model" | "maxConnections" | "requestTimeoutMs" | "userPaths">,
+    o: Pick<TransportOptions, "model" | "version" | "maxConnections" | "requestTimeoutMs" | "userPaths">,
   ) {
     this.endpoint = `http://${urlHost(host)}:${port}`;
     this.agent = new http.Agent({ keepAlive: true, maxSockets: Math.max(1, o.maxConnections) });
-    this.path = `/v2/models/${encodeURIComponent(o.model)}/generate_stream`;
+    this.path = `${modelPath(o.model, o.version)}/generate_stream`;
     this.said = o.userPaths ?? ((t) => t);
     this.timeoutMs = o.requestTimeoutMs;
   }

@@ -76,6 +76,8 @@ export async function previousComparable(root: string, sweep: SweepResult): Prom
       s.sharedMemory === sweep.sharedMemory &&
       // A streamed sweep is compared with one streamed the same way.
       s.streaming === sweep.streaming &&
+      // One version is compared with the same version (or both with the server's pick).
+      s.version === sweep.version &&
       s.levels.some((l) => l.requests > 0)
     )
       return r;

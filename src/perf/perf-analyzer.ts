@@ -43,6 +43,8 @@ export interface PerfAnalyzerLevelOptions {
   signal?: AbortSignal;
   /** perf_analyzer's own --shared-memory (it makes and removes its regions itself). */
   sharedMemory?: "none" | "system";
+  /** `-x`: one version of the model. */
+  version?: string;
   /** A stateful model: the sequences the built-in generator would make, asked of perf_analyzer. */
   sequence?: SequenceSettings;
 }
@@ -70,6 +72,7 @@ export function perfAnalyzerArgs(
   return [
     "-m",
     o.model,
+    ...(o.version ? ["-x", o.version] : []),
     "-u",
     o.url,
     "-i",

@@ -58,6 +58,8 @@ export interface LevelResult {
 
 export interface ProfileContext {
   model: string;
+  /** One version of the model (`-x`): its statistics alone. */
+  version?: string;
   /** Models an ensemble's steps call, for the breakdown. */
   composing: readonly string[];
   batchSize: number;
@@ -202,7 +204,7 @@ export async function measureLevel(ctx: ProfileContext, kind: LevelKind, value: 
       ? { kind: "concurrency", concurrency: value }
       : { kind: "rate", rate: value, distribution: ctx.distribution };
   const fetchSnapshot = async (): Promise<StatsSnapshot> =>
-    snapshotOf(await ctx.control.modelStatistics(ctx.composing.length ? undefined : ctx.model));
+    snapshotOf(await ctx.control.modelStatistics(ctx.composing.length ? undefined : ctx.model, ctx.version));
   const snaps: Array<StatsSnapshot | undefined> = [];
   try {
     snaps.push(await fetchSnapshot());

@@ -13,6 +13,8 @@ export interface SweepResult {
   model: string;
   /** The model the load went to: the model itself or a staged variant. */
   servedModel: string;
+  /** `-x`: the one version measured (absent: the version Triton picked). */
+  version?: string;
   /** What this sweep stands for in a comparison ("dynamic batching", "instances=3"). */
   label?: string;
   engine: "builtin" | "perf_analyzer";

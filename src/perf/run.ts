@@ -47,6 +47,8 @@ import {
 
 export interface PerfOptions {
   model: string;
+  /** `-x`: one version of the model; absent, the version Triton picks (the highest it serves). */
+  version?: string;
   /** HOST:PORT of the endpoint for `protocol`; the `up` server when absent. */
   url?: string;
   protocol: Protocol;
@@ -165,7 +167,7 @@ async function resolveTarget(o: PerfOptions, env: NodeJS.ProcessEnv): Promise<Ta
   };
 }
 
-async function checkModel(t: Target, model: string, env: NodeJS.ProcessEnv): Promise<void> {
+async function checkModel(t: Target, model: string, env: NodeJS.ProcessEnv, version?: string): Promise<void> {
   if (!(await t.control.isLive())) {
     throw new UserError(`Triton at ${t.endpoint} (${t.protocol}) is not answering`, {
       hint: t.state
@@ -173,10 +175,19 @@ async function checkModel(t: Target, model: string, env: NodeJS.ProcessEnv): Pro
         : "Check the address and protocol: -u HOST:PORT names the HTTP port with -i http, the gRPC port with -i grpc.",
     });
   }
-  if (await t.control.isModelReady(model)) return;
+  if (await t.control.isModelReady(model, version)) return;
   if (t.repoClient) {
     let index = await t.repoClient.repositoryIndex();
-    let entry = index.find((e) => e.name === model);
+    const find = () => index.find((e) => e.name === model && (!version || e.version === version));
+    let entry = find();
+    if (version && !entry && index.some((e) => e.name === model)) {
+      const served = index
+        .filter((e) => e.name === model && e.version)
+        .map((e) => `${e.version} (${e.state ?? "UNKNOWN"})`);
+      throw new UserError(`version ${version} of ${model} is not served`, {
+        hint: `Its versions: ${served.join(", ") || "none"}. Which versions Triton serves is the config's version_policy (default: the latest).`,
+      });
+    }
     // A model that is (re)loading right now gets a moment to settle: it may be about to serve.
     for (
       const deadline = Date.now() + 30_000;
@@ -184,9 +195,9 @@ async function checkModel(t: Target, model: string, env: NodeJS.ProcessEnv): Pro
     ) {
       await new Promise((r) => setTimeout(r, 250));
       index = await t.repoClient.repositoryIndex();
-      entry = index.find((e) => e.name === model);
+      entry = find();
     }
-    if (entry?.state === "READY" && (await t.control.isModelReady(model))) return;
+    if (entry?.state === "READY" && (await t.control.isModelReady(model, version))) return;
     if (!entry) {
       // Models `up` left out (refused, skipped, or withdrawn after a failed first load) are not
       // in Triton's index, but the run knows why.
@@ -283,7 +294,10 @@ async function prepareModel(
   served: string,
   progress?: (line: string) => void,
 ): Promise<ModelSetup> {
-  const [metadata, config] = await Promise.all([t.control.modelMetadata(served), t.control.modelConfig(served)]);
+  const [metadata, config] = await Promise.all([
+    t.control.modelMetadata(served, o.version),
+    t.control.modelConfig(served, o.version),
+  ]);
   const composing = [...new Set((config.ensemble_scheduling?.step ?? []).map((s) => s.model_name))];
   const data = typeof o.inputData === "object" ? await readInputData(o.inputData.file) : o.inputData;
   const inputs = resolveInputs(metadata, config, {
@@ -334,6 +348,7 @@ function transportFactory(
   return (maxConnections) => {
     const opts = {
       model: served,
+      ...(o.version ? { version: o.version } : {}),
       payloads,
       maxConnections,
       ...(parameters ? { parameters } : {}),
@@ -413,6 +428,7 @@ async function sweepBuiltin(
   });
   const ctx: ProfileContext = {
     model: served,
+    ...(o.version ? { version: o.version } : {}),
     composing: setup.composing,
     batchSize: o.batchSize,
     control: t.control,
@@ -475,7 +491,8 @@ async function sweepPerfAnalyzer(
       return;
     }
     deps.progress?.(`${served}: ${o.kind} ${value} (perf_analyzer)`);
-    const stats = async () => snapshotOf(await t.control.modelStatistics(setup.composing.length ? undefined : served));
+    const stats = async () =>
+      snapshotOf(await t.control.modelStatistics(setup.composing.length ? undefined : served, o.version));
     const before = await stats().catch(() => undefined);
     const level = await runPerfAnalyzerLevel({
       bin,
@@ -495,6 +512,7 @@ async function sweepPerfAnalyzer(
       stringLength: o.stringLength,
       ...(o.sharedMemory ? { sharedMemory: o.sharedMemory } : {}),
       ...(setup.sequence ? { sequence: setup.sequence } : {}),
+      ...(o.version ? { version: o.version } : {}),
       env: deps.env,
       ...(deps.signal ? { signal: deps.signal } : {}),
     });
@@ -546,6 +564,7 @@ function newSweep(
   return {
     model: o.model,
     servedModel: served,
+    ...(o.version ? { version: o.version } : {}),
     ...(label ? { label } : {}),
     engine: o.engine,
     ...streamFields(t, stream),
@@ -618,7 +637,7 @@ async function runOne(
 export async function runPerf(o: PerfOptions, deps: PerfDeps): Promise<PerfReport> {
   const t = await resolveTarget(o, deps.env);
   try {
-    await checkModel(t, o.model, deps.env);
+    await checkModel(t, o.model, deps.env, o.version);
     const gpuProbe =
       o.engine === "builtin"
         ? await detectGpuProbe({ env: deps.env, host: t.host, ...(t.metricsUrl ? { metricsUrl: t.metricsUrl } : {}) })
@@ -632,7 +651,7 @@ export async function runPerf(o: PerfOptions, deps: PerfDeps): Promise<PerfRepor
           { hint: "Leave out -u, and start Triton with `triton-dev up`." },
         );
       }
-      const config = await t.control.modelConfig(o.model);
+      const config = await t.control.modelConfig(o.model, o.version);
       const configFile = path.join(t.state.repository, o.model, "config.pbtxt");
       let configText: string;
       try {

@@ -67,7 +67,12 @@ export class GrpcStreamTransport implements InferTransport {
     // Without this flag Triton sends nothing for a final flag the model sends alone (the python
     // backend's `send(flags=FINAL)`), and the request would never be seen to complete.
     const parameters = { ...o.parameters, triton_enable_empty_final_response: true };
-    this.requests = o.payloads.map((inputs) => TritonGrpcClient.encodeInferRequest(o.model, inputs, { parameters }));
+    this.requests = o.payloads.map((inputs) =>
+      TritonGrpcClient.encodeInferRequest(o.model, inputs, {
+        parameters,
+        ...(o.version ? { version: o.version } : {}),
+      }),
+    );
   }
 
   private openSlot(): Slot {

@@ -9,6 +9,7 @@ import {
   type RawTensor,
 } from "../triton/binary.js";
 import { TritonGrpcClient, TritonGrpcError } from "../triton/grpc-client.js";
+import { modelPath } from "../triton/http-client.js";
 import { buildShmInferBody, encodeShmInferRequest, type ShmTensorRef } from "../triton/system-shm.js";
 import {
   HttpConnectionError,
@@ -65,6 +66,8 @@ export interface InferTransport {
 
 export interface TransportOptions {
   model: string;
+  /** One version of the model (`-x`); absent, the version the server picks. */
+  version?: string;
   payloads: readonly RawTensor[][];
   /** Request parameters such as priority and timeout (µs). */
   parameters?: Record<string, ParameterValue>;
@@ -118,7 +121,7 @@ export class HttpTransport implements InferTransport {
       maxConnections: o.maxConnections,
       ...(o.requestTimeoutMs ? { requestTimeoutMs: o.requestTimeoutMs } : {}),
     });
-    const path = `/v2/models/${encodeURIComponent(o.model)}/infer`;
+    const path = `${modelPath(o.model, o.version)}/infer`;
     this.build = o.payloads.map((inputs, i) => (extra) => {
       const opts = { parameters: { ...o.parameters, ...extra } };
       const refs = o.sharedMemory?.[i];
@@ -208,7 +211,10 @@ export class GrpcTransport implements InferTransport {
     this.client = new TritonGrpcClient(address);
     this.timeoutMs = o.requestTimeoutMs;
     this.requests = o.payloads.map((inputs, i) => {
-      const opts = o.parameters ? { parameters: o.parameters } : {};
+      const opts = {
+        ...(o.parameters ? { parameters: o.parameters } : {}),
+        ...(o.version ? { version: o.version } : {}),
+      };
       const refs = o.sharedMemory?.[i];
       return refs
         ? encodeShmInferRequest(o.model, inputs, refs, opts)

@@ -174,9 +174,10 @@ export class TritonGrpcClient {
     return { name: r.name, version: r.version, extensions: [...r.extensions] };
   }
 
-  async modelMetadata(model: string): Promise<ModelMetadata> {
+  async modelMetadata(model: string, version = ""): Promise<ModelMetadata> {
     const r = await this.call("ModelMetadata", ModelMetadataRequestSchema, ModelMetadataResponseSchema, {
       name: model,
+      version,
     });
     const tensor = (t: { name: string; datatype: string; shape: bigint[] }) => ({
       name: t.name,
@@ -192,8 +193,11 @@ export class TritonGrpcClient {
     };
   }
 
-  async modelConfig(model: string): Promise<ModelConfigSummary> {
-    const r = await this.call("ModelConfig", ModelConfigRequestSchema, ModelConfigResponseSchema, { name: model });
+  async modelConfig(model: string, version = ""): Promise<ModelConfigSummary> {
+    const r = await this.call("ModelConfig", ModelConfigRequestSchema, ModelConfigResponseSchema, {
+      name: model,
+      version,
+    });
     const c = r.config;
     const kinds = ["KIND_AUTO", "KIND_GPU", "KIND_CPU", "KIND_MODEL"];
     return {
@@ -225,9 +229,10 @@ export class TritonGrpcClient {
     };
   }
 
-  async modelStatistics(model = ""): Promise<StatisticsJson> {
+  async modelStatistics(model = "", version = ""): Promise<StatisticsJson> {
     const r = await this.call("ModelStatistics", ModelStatisticsRequestSchema, ModelStatisticsResponseSchema, {
       name: model,
+      version,
     });
     return {
       model_stats: r.modelStats.map((m) => {
@@ -258,10 +263,11 @@ export class TritonGrpcClient {
   static encodeInferRequest(
     model: string,
     inputs: readonly RawTensor[],
-    options: { id?: string; parameters?: Record<string, ParameterValue> } = {},
+    options: { id?: string; version?: string; parameters?: Record<string, ParameterValue> } = {},
   ): Buffer {
     const msg = create(ModelInferRequestSchema, {
       modelName: model,
+      modelVersion: options.version ?? "",
       id: options.id ?? "",
       parameters: Object.fromEntries(Object.entries(options.parameters ?? {}).map(([k, v]) => [k, param(v)])),
       inputs: inputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape.map((d) => BigInt(d)) })),

@@ -112,6 +112,11 @@ export function clientForRun(
 }
 
 /** The KServe v2 HTTP API of one Triton server, plus Triton's repository and statistics extensions. */
+/** `/v2/models/NAME`, or `/v2/models/NAME/versions/V` for one version (else the server's choice). */
+export function modelPath(model: string, version?: string): string {
+  return `/v2/models/${encodeURIComponent(model)}${version ? `/versions/${encodeURIComponent(version)}` : ""}`;
+}
+
 export class TritonHttpClient {
   readonly baseUrl: string;
   private readonly fetchImpl: typeof fetch;
@@ -187,7 +192,7 @@ export class TritonHttpClient {
   }
 
   async isModelReady(model: string, version?: string): Promise<boolean> {
-    const p = `/v2/models/${encodeURIComponent(model)}${version ? `/versions/${encodeURIComponent(version)}` : ""}/ready`;
+    const p = `${modelPath(model, version)}/ready`;
     try {
       return (await this.request("GET", p)).ok;
     } catch {
@@ -221,16 +226,16 @@ export class TritonHttpClient {
     );
   }
 
-  modelMetadata(model: string): Promise<ModelMetadata> {
-    return this.json("GET", `/v2/models/${encodeURIComponent(model)}`);
+  modelMetadata(model: string, version?: string): Promise<ModelMetadata> {
+    return this.json("GET", modelPath(model, version));
   }
 
-  modelConfig(model: string): Promise<Record<string, unknown>> {
-    return this.json("GET", `/v2/models/${encodeURIComponent(model)}/config`);
+  modelConfig(model: string, version?: string): Promise<Record<string, unknown>> {
+    return this.json("GET", `${modelPath(model, version)}/config`);
   }
 
-  modelStatistics(model?: string): Promise<{ model_stats: Array<Record<string, unknown>> }> {
-    return this.json("GET", model ? `/v2/models/${encodeURIComponent(model)}/stats` : "/v2/models/stats");
+  modelStatistics(model?: string, version?: string): Promise<{ model_stats: Array<Record<string, unknown>> }> {
+    return this.json("GET", model ? `${modelPath(model, version)}/stats` : "/v2/models/stats");
   }
 
   infer(

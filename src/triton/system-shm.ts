@@ -87,10 +87,11 @@ export function encodeShmInferRequest(
   model: string,
   inputs: readonly Pick<RawTensor, "name" | "datatype" | "shape">[],
   refs: readonly ShmTensorRef[],
-  options: { id?: string; parameters?: Record<string, ParameterValue> } = {},
+  options: { id?: string; version?: string; parameters?: Record<string, ParameterValue> } = {},
 ): Buffer {
   const msg = create(ModelInferRequestSchema, {
     modelName: model,
+    modelVersion: options.version ?? "",
     id: options.id ?? "",
     parameters: params(options.parameters ?? {}),
     inputs: inputs.map((t, i) => ({
