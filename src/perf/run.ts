@@ -26,7 +26,13 @@ import {
 } from "./profile.js";
 import { compareSweeps, diffSweeps, type ComparisonRow, type LevelDiff, type SweepResult } from "./report.js";
 import { breakdown, diffSnapshots, snapshotOf } from "./server-stats.js";
-import { describeSequences, SEQUENCE_DEFAULTS, SequenceIds, type SequenceSettings } from "./sequences.js";
+import {
+  checkSequenceIds,
+  describeSequences,
+  SEQUENCE_DEFAULTS,
+  SequenceIds,
+  type SequenceSettings,
+} from "./sequences.js";
 import { checkSharedMemoryTarget, removeLeftovers, SystemShmSession, type SharedMemoryMode } from "./shared-memory.js";
 import { GrpcSystemShm, HttpSystemShm, type ShmTensorRef } from "../triton/system-shm.js";
 import { GrpcTransport, HttpTransport, InferFailedError, type InferTransport, type Protocol } from "./transport.js";
@@ -249,12 +255,12 @@ interface ModelSetup {
 
 /**
  * A stateful model's sequences: the flags given, else perf_analyzer's defaults, except that with
- * --input-data of several steps and no --sequence-length, each sequence sends those steps in order
+ * --input-data and no --sequence-length, each sequence sends those steps in order
  * (perf_analyzer's rule too).
  */
 function sequenceSettings(o: PerfOptions, dataSteps: number): SequenceSettings {
   const given = o.sequence ?? {};
-  const fromData = given.length === undefined && dataSteps > 1;
+  const fromData = given.length === undefined && dataSteps > 0;
   return {
     ...SEQUENCE_DEFAULTS,
     ...given,
@@ -282,6 +288,11 @@ function planStream(
   const bodies = config.sequence_batching ? undefined : generateBodies(metadata, config, payloads);
   if (bodies) return { via: "generate_stream", endpoint: t.endpoint, bodies };
   if (t.grpcEndpoint) return { via: "ModelStreamInfer", endpoint: t.grpcEndpoint };
+  if (config.sequence_batching)
+    throw new UsageError(
+      `${model} is a decoupled stateful model: its requests carry sequence fields, which only gRPC's stream carries for it`,
+      { hint: `Give the server's gRPC port: -i grpc -u ${urlHost(t.host)}:8001 (or its --grpc-port).` },
+    );
   throw new UsageError(
     `${model} is a decoupled (streaming) model whose tensors HTTP's generate_stream cannot carry, so it is measured over gRPC's stream`,
     { hint: `Give the server's gRPC port: -i grpc -u ${urlHost(t.host)}:8001 (or its --grpc-port).` },
@@ -317,15 +328,27 @@ async function prepareModel(
   });
   if (o.sequence && !config.sequence_batching)
     progress?.(`${served} is not a stateful model (no sequence_batching): the sequence flags are not used`);
+  let sequence: SequenceSettings | undefined;
+  if (config.sequence_batching) {
+    if (o.batchSize > 1)
+      throw new UsageError(
+        `${served} is a stateful model, whose sequence batcher takes one request per sequence step`,
+        {
+          hint: "Leave out -b (batch size 1): the batches Triton forms of several sequences are what its batch column shows.",
+        },
+      );
+    sequence = sequenceSettings(o, typeof data === "object" ? data.steps.length : 0);
+    // Before anything is measured: a level needing more ids than the range holds would fail midway.
+    const open = o.kind === "concurrency" ? Math.max(...o.levels) : sequence.rateSequences;
+    checkSequenceIds(open, new SequenceIds(sequence).capacity);
+  }
   return {
     metadata,
     config,
     composing,
     payloads,
     ...(config.decoupled ? { stream: planStream(t, served, metadata, config, payloads) } : {}),
-    ...(config.sequence_batching
-      ? { sequence: sequenceSettings(o, typeof data === "object" ? data.steps.length : 0) }
-      : {}),
+    ...(sequence ? { sequence } : {}),
   };
 }
 

@@ -56,6 +56,15 @@ export function parseSequenceIdRange(text: string): { idStart: number; idEnd?: n
   return end === undefined ? { idStart: start } : { idStart: start, idEnd: end };
 }
 
+/** Refuse, before anything is measured, more sequences open at once than the id range holds. */
+export function checkSequenceIds(open: number, capacity: number): void {
+  if (open > capacity)
+    throw new UsageError(
+      `${open} sequences open at once need ${open} correlation ids, but --sequence-id-range holds ${capacity}`,
+      { hint: "Widen --sequence-id-range, or lower the concurrency (--num-of-sequences with --request-rate-range)." },
+    );
+}
+
 /**
  * Correlation ids for a whole run, shared by its levels, so a level never reuses an id the one
  * before it may still hold on the server. Within a bounded range they wrap around.
@@ -95,7 +104,8 @@ interface Sequence {
 export class SequencePool {
   private readonly idle: Sequence[] = [];
   private readonly waiters: Array<(s: Sequence | undefined) => void> = [];
-  private readonly all = new Set<Sequence>();
+  /** The pool's sequences by correlation id: no two share one, even in a range that wraps. */
+  private readonly all = new Map<number, Sequence>();
   private closed = false;
 
   constructor(
@@ -104,11 +114,7 @@ export class SequencePool {
     private readonly ids: SequenceIds,
     private readonly random: () => number = Math.random,
   ) {
-    if (size > ids.capacity)
-      throw new UsageError(
-        `${size} sequences open at once need ${size} correlation ids, but --sequence-id-range holds ${ids.capacity}`,
-        { hint: "Widen --sequence-id-range, or lower the concurrency (--num-of-sequences with --request-rate-range)." },
-      );
+    checkSequenceIds(size, ids.capacity);
     for (let i = 0; i < size; i++) this.idle.push(this.fresh());
   }
 
@@ -116,8 +122,12 @@ export class SequencePool {
     const { length, variationPct } = this.settings;
     const spread = (length * variationPct) / 100;
     const drawn = Math.round(length + spread * (2 * this.random() - 1));
-    const s: Sequence = { id: this.ids.take(), length: Math.max(1, drawn), sent: 0, busy: false };
-    this.all.add(s);
+    // A wrapped range comes back to ids still open here: those are passed over (there is always
+    // a free one, as the pool holds no more sequences than the range has ids).
+    let id = this.ids.take();
+    while (this.all.has(id)) id = this.ids.take();
+    const s: Sequence = { id, length: Math.max(1, drawn), sent: 0, busy: false };
+    this.all.set(id, s);
     return s;
   }
 
@@ -131,6 +141,15 @@ export class SequencePool {
     if (this.closed) return undefined;
     const s = this.idle.shift() ?? (await new Promise<Sequence | undefined>((r) => this.waiters.push(r)));
     if (!s) return undefined;
+    if (this.closed) {
+      // Handed over by a release just before the close: its last request ends it.
+      if (s.sent === 0) {
+        this.all.delete(s.id);
+        return undefined;
+      }
+      s.busy = true;
+      return { id: s.id, start: false, end: true, index: s.sent };
+    }
     s.busy = true;
     const step = { id: s.id, start: s.sent === 0, end: s.sent === s.length - 1, index: s.sent };
     s.sent++;
@@ -142,22 +161,25 @@ export class SequencePool {
    * `close()`, the request that ends its sequence, to be sent now, if it is still open.
    */
   release(step: SequenceStep, ok: boolean): SequenceStep | undefined {
-    const s = [...this.all].find((x) => x.id === step.id && x.busy);
-    if (!s) return undefined;
+    const s = this.all.get(step.id);
+    if (!s?.busy) return undefined;
     s.busy = false;
     if (this.closed) {
-      this.all.delete(s);
+      this.all.delete(s.id);
       return ok && !step.end ? { id: s.id, start: false, end: true, index: s.sent } : undefined;
     }
     let next = s;
     if (step.end || !ok) {
       // A failed request leaves the server's view of its sequence unknown: it is not continued.
-      this.all.delete(s);
+      this.all.delete(s.id);
       next = this.fresh();
     }
     const w = this.waiters.shift();
-    if (w) w(next);
-    else this.idle.push(next);
+    if (w) {
+      // Busy from here, so a close() before the waiter runs does not end it under its request.
+      next.busy = true;
+      w(next);
+    } else this.idle.push(next);
     return undefined;
   }
 
@@ -170,8 +192,8 @@ export class SequencePool {
   close(): SequenceStep[] {
     this.closed = true;
     for (const w of this.waiters.splice(0)) w(undefined);
-    const idle = [...this.all].filter((s) => !s.busy);
-    for (const s of idle) this.all.delete(s);
+    const idle = [...this.all.values()].filter((s) => !s.busy);
+    for (const s of idle) this.all.delete(s.id);
     return idle.filter((s) => s.sent > 0).map((s) => ({ id: s.id, start: false, end: true, index: s.sent }));
   }
 }

@@ -154,7 +154,7 @@ describe("triton-dev perf on stateful models (sequence batching, real Triton)", 
     expect(l.stream!.responsesPerRequest).toBe(2);
   }, 120_000);
 
-  it("refuses --compare batching for a stateful model, saying what to compare instead", async () => {
+  it("refuses --compare batching, -b above 1 and an id range too narrow for a level, saying what to do", async () => {
     const r = await runPerfCli(
       ["rnn_direct", "--compare", "batching", "--concurrency-range", "2", "--no-history"],
       env,
@@ -162,7 +162,45 @@ describe("triton-dev perf on stateful models (sequence batching, real Triton)", 
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/rnn_direct is a stateful model: its sequence_batching batches its sequences/);
     expect(r.stderr).toMatch(/--compare config=FILE/);
+
+    const batched = await runPerfCli(["rnn_direct", "-b", "2", "--concurrency-range", "2", "--no-history"], env);
+    expect(batched.code).toBe(2);
+    expect(batched.stderr).toMatch(/rnn_direct is a stateful model, whose sequence batcher takes one request per/);
+    // Refused before the first level, rather than after measuring 2 and failing at 8.
+    const narrow = await runPerfCli(
+      ["rnn_direct", "--sequence-id-range", "1:5", "--concurrency-range", "2,8", "--no-history"],
+      env,
+    );
+    expect(narrow.code).toBe(2);
+    expect(narrow.stderr).toMatch(/8 sequences open at once need 8 correlation ids, but --sequence-id-range holds 4/);
+    expect(narrow.stderr).not.toMatch(/concurrency 2/);
   }, 60_000);
+
+  it("keeps ids apart in a narrow --sequence-id-range that wraps around", async () => {
+    const r = await runPerfCli(
+      [
+        "rnn_direct",
+        "--sequence-id-range",
+        "1:4",
+        "--concurrency-range",
+        "3",
+        "--sequence-length",
+        "3",
+        "-p",
+        "700",
+        "-r",
+        "3",
+        "--json",
+        "--no-history",
+      ],
+      env,
+    );
+    expect(r.code, r.stderr).toBe(0);
+    const l = json(r.stdout).sweeps[0]!.levels[0]!;
+    expect(l.errorCount, JSON.stringify(l.errors)).toBe(0);
+    expect(l.requests).toBeGreaterThan(100);
+    expect(await openSequences("rnn_direct")).toBe(0);
+  }, 90_000);
 
   const paVenv = "/tmp/triton-dev-bench/pa-venv";
   const paBin =

@@ -109,6 +109,31 @@ describe("SequencePool", () => {
     expect(pool.release(b, true)).toEqual({ id: b.id, start: false, end: true, index: b.index + 1 });
   });
 
+  it("in a range that wraps, never gives an id to a second sequence while the first is open", async () => {
+    const pool = new SequencePool(
+      3,
+      { ...SEQUENCE_DEFAULTS, length: 4, variationPct: 50 },
+      new SequenceIds({ idStart: 1, idEnd: 4 }),
+      lcg(7),
+    );
+    const open = new Map<number, number>(); // id -> requests sent in its current sequence
+    let out: SequenceStep[] = [];
+    for (let round = 0; round < 200; round++) {
+      while (!pool.exhausted) out.push((await pool.acquire())!);
+      // Answer them in a shuffled order, as responses come back.
+      out = out.sort((a, b) => ((a.id * 7 + round) % 5) - ((b.id * 7 + round) % 5));
+      const s = out.shift()!;
+      if (s.start) {
+        expect(open.has(s.id), `id ${s.id} started again while open`).toBe(false);
+        open.set(s.id, 0);
+      }
+      expect(open.get(s.id)).toBe(s.index);
+      open.set(s.id, s.index + 1);
+      if (s.end) open.delete(s.id);
+      pool.release(s, true);
+    }
+  });
+
   it("refuses more sequences at once than the id range holds, and the range wraps", () => {
     expect(() => new SequencePool(5, SEQUENCE_DEFAULTS, new SequenceIds({ idStart: 1, idEnd: 4 }))).toThrow(UsageError);
     const ids = new SequenceIds({ idStart: 3, idEnd: 5 });
