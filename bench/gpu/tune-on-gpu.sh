@@ -4,7 +4,7 @@
 # `triton-dev tune` against an exhaustive sweep (`perf --compare config=FILE` per candidate) of the
 # bench's small space for that model, under the same measurement rule. Text and JSON go to $OUT.
 #
-#   carry [.devcarry, .devnumpy]:  bash bench/gpu/tune-on-gpu.sh [all|image_classifier|resnet50_fp16]
+#   carry [.devcarry, .devnumpy]:  bash bench/gpu/tune-on-gpu.sh [all|image_classifier|resnet50_fp16] [BENCH ARGS...]
 #
 # .devcarry and .devnumpy come from bench/gpu/prepare-carry.sh (.devcarry holds node, the CLI
 # bundle, the tune bench's bundle and the nvidia-pytriton wheel). Should the two not fit one call's
@@ -33,7 +33,10 @@ if [ "${1:-}" = stage ]; then
   mkdir -p $keep && cp -r .devnumpy $keep/ && ls -la $keep/.devnumpy; exit 0
 fi
 part="${1:-all}"
-case "$part" in all|image_classifier|resnet50_fp16) ;; *) echo "usage: $0 [stage|all|image_classifier|resnet50_fp16]" >&2; exit 2 ;; esac
+case "$part" in all|image_classifier|resnet50_fp16) ;; *) echo "usage: $0 [stage|all|image_classifier|resnet50_fp16] [BENCH ARGS...]" >&2; exit 2 ;; esac
+# Anything after the part goes to each bench (e.g. --space FILE, --confirm-rounds 3).
+shift $(( $# > 0 ? 1 : 0 ))
+extra=("$@")
 
 # node, the CLI bundle and the bench's bundle: carried now, or kept by an earlier call.
 mkdir -p $keep /tmp/tdnode/bin
@@ -77,7 +80,7 @@ bench() {
   log "$model: tune against an exhaustive sweep, ${budget} s at most"
   timeout -s INT -k "$grace" "$budget" node bench/tune-vs-exhaustive.mjs --model "$model" \
     --window "${WINDOW:-1000}" --trials "${TRIALS:-5}" --exhaustive "${EXHAUSTIVE:-perf}" --confirm-rounds "${CONFIRM:-1}" \
-    --out "$out/tune-vs-exhaustive-$model.json" "$@" 2>&1 | tee "$out/tune-vs-exhaustive-$model.txt"
+    --out "$out/tune-vs-exhaustive-$model.json" "$@" "${extra[@]}" 2>&1 | tee "$out/tune-vs-exhaustive-$model.txt"
   log "$model: done (exit ${PIPESTATUS[0]})"
   cleanup
 }
