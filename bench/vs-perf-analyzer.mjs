@@ -167,7 +167,12 @@ const DATA = {
   image_classifier: "zero",
   text_streamer: streamData,
   text_streamer_genai: genaiData,
+  // Stateful (sequence batching): zeros, in sequences of both tools' default 20 +/- 20% requests.
+  rnn_direct: "zero",
+  rnn_oldest: "zero",
 };
+// The stateful models live in test/fixtures/sequence (an RNN cell whose state is kept per sequence).
+const SEQUENCE_MODELS = new Set(["rnn_direct", "rnn_oldest"]);
 // Models measured against genai-perf rather than perf_analyzer.
 const GENAI_MODELS = new Set(["text_streamer_genai"]);
 const cases = flag("--cases", "bert_tokenizer:1,4/image_classifier:16/text_streamer:4")
@@ -605,6 +610,9 @@ const results = {
 // text_streamer_genai is text_streamer's code in genai-perf's shape: its folder from bench/models,
 // the streamer's model.py (which it subclasses) and vocabulary beside its own.
 const prepare = async (models) => {
+  for (const c of cases)
+    if (SEQUENCE_MODELS.has(c.model))
+      await fsp.cp(path.join(ROOT, "test/fixtures/sequence", c.model), path.join(models, c.model), { recursive: true });
   if (!cases.some((c) => c.model === "text_streamer_genai")) return;
   const dst = path.join(models, "text_streamer_genai");
   await fsp.cp(path.join(ROOT, "bench/models/text_streamer_genai"), dst, { recursive: true });
