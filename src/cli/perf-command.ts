@@ -122,7 +122,10 @@ export function registerPerfCommand(program: Command, ctx: CliContext): Command 
       "request timeout parameter, in microseconds (the queue policy must allow overrides)",
       intOption("--request-timeout-us", 1),
     )
-    .option("--compare <variant>", "A/B on staged copies of the model's config: batching | instances=N,M | config=FILE")
+    .option(
+      "--compare <variant>",
+      "A/B on staged copies of the model's config: batching | instances=N,M | config=FILE; or versions=N,M the server serves",
+    )
     .addOption(
       new Option("--engine <engine>", "who sends the load").choices(["builtin", "perf_analyzer"]).default("builtin"),
     )

@@ -667,7 +667,29 @@ export async function runPerf(o: PerfOptions, deps: PerfDeps): Promise<PerfRepor
         : undefined;
     const sweeps: SweepResult[] = [];
     let stoppedByVariant: PerfReport["stopped"];
-    if (o.compare) {
+    if (o.compare?.kind === "versions") {
+      if (o.version)
+        throw new UsageError("give -x or --compare versions=, not both", {
+          hint: "--compare versions=1,2 measures each version it names.",
+        });
+      // Every version is checked before the first is measured: a typo would end the run midway.
+      for (const v of o.compare.versions) await checkModel(t, o.model, deps.env, v);
+      const variants = await planVariants(o.compare, {
+        name: o.model,
+        configText: "",
+        config: await t.control.modelConfig(o.model),
+      });
+      for (const v of variants) {
+        if (deps.signal?.aborted) break;
+        const sweep = await runOne(t, { ...o, version: v.version! }, v.servedModel, v.label, gpuProbe, deps);
+        sweeps.push(sweep);
+        if (sweep.stopped) break;
+      }
+      if (deps.signal?.aborted && !sweeps.some((s) => s.stopped)) {
+        const last = sweeps[sweeps.length - 1];
+        if (last) last.stopped = { reason: "interrupted", message: "interrupted (Ctrl-C)" };
+      }
+    } else if (o.compare) {
       if (!t.state || !t.repoClient) {
         throw new UsageError(
           "--compare needs the server started by `triton-dev up`: variants are staged into the repository it serves",

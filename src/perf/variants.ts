@@ -10,7 +10,10 @@ import type { TritonHttpClient } from "../triton/http-client.js";
 
 /** What `--compare` was asked to compare. */
 export type CompareSpec =
-  { kind: "batching" } | { kind: "instances"; counts: number[] } | { kind: "config"; file: string };
+  | { kind: "batching" }
+  | { kind: "instances"; counts: number[] }
+  | { kind: "config"; file: string }
+  | { kind: "versions"; versions: string[] };
 
 export function parseCompareFlag(value: string): CompareSpec {
   if (value === "batching") return { kind: "batching" };
@@ -26,7 +29,20 @@ export function parseCompareFlag(value: string): CompareSpec {
   }
   const cfg = /^config=(.+)$/.exec(value);
   if (cfg) return { kind: "config", file: cfg[1]! };
-  throw new UsageError(`--compare must be batching, instances=N,M or config=FILE; got '${value}'`);
+  const ver = /^versions=(.+)$/.exec(value);
+  if (ver) {
+    const versions = ver[1]!.split(",").map((s) => s.trim());
+    if (
+      versions.length < 2 ||
+      versions.some((v) => !/^\d+$/.test(v) || Number(v) < 1) ||
+      new Set(versions).size < versions.length
+    )
+      throw new UsageError(
+        `--compare versions= needs two or more different version numbers, e.g. versions=1,2; got '${value}'`,
+      );
+    return { kind: "versions", versions: versions.map((v) => String(Number(v))) };
+  }
+  throw new UsageError(`--compare must be batching, instances=N,M, versions=N,M or config=FILE; got '${value}'`);
 }
 
 /** One side of a comparison: the original model (no configText) or a staged sibling. */
@@ -36,6 +52,8 @@ export interface Variant {
   configText?: string;
   /** The user's file the config came from (`--compare config=FILE`), named in diagnostics. */
   sourceFile?: string;
+  /** `--compare versions=`: the version of the model itself this side measures (nothing staged). */
+  version?: string;
 }
 
 /** A variant that cannot be served: lint found errors in it, or Triton refused it. */
@@ -59,6 +77,9 @@ export interface OriginalModel {
 /** The variants a --compare runs, first the baseline. Variants equal to the original use it directly. */
 export async function planVariants(spec: CompareSpec, m: OriginalModel): Promise<Variant[]> {
   const ensemble = m.config.platform === "ensemble";
+  // Versions the server already serves side by side: measured in place, one after the other.
+  if (spec.kind === "versions")
+    return spec.versions.map((v) => ({ label: `version ${v}`, servedModel: m.name, version: v }));
   if (spec.kind === "batching") {
     if (ensemble)
       throw new UsageError(`${m.name} is an ensemble: Triton does not batch ensembles themselves`, {

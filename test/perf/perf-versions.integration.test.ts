@@ -63,6 +63,30 @@ describe("triton-dev perf -x: one version of a model served in several (real Tri
     }, 90_000);
   }
 
+  it("--compare versions=1,2 measures each version in place, one after the other, with the ratio", async () => {
+    const before = await counts();
+    const r = await runPerfCli(["scorer", "--compare", "versions=1,2", ...short, "--json"], env);
+    expect(r.code, r.stderr).toBe(0);
+    const after = await counts();
+    const report = JSON.parse(r.stdout) as PerfReport;
+    expect(report.sweeps.map((s) => [s.label, s.servedModel, s.version])).toEqual([
+      ["version 1", "scorer", "1"],
+      ["version 2", "scorer", "2"],
+    ]);
+    expect(report.comparison![0]!.ratio[1]).toBeGreaterThan(0);
+    for (const [i, v] of ["1", "2"].entries()) {
+      const l = report.sweeps[i]!.levels[0]!;
+      expect(l.errorCount).toBe(0);
+      expect(after[v]! - before[v]!).toBeGreaterThanOrEqual(l.requests);
+    }
+    // Nothing was staged: the versions are the model's own.
+    expect(r.stderr).not.toMatch(/staging/);
+    const bad = await runPerfCli(["scorer", "--compare", "versions=1,3", ...short], env);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/version 3 of scorer is not served/);
+    expect(bad.stderr).not.toMatch(/scorer: concurrency/);
+  }, 120_000);
+
   it("names the version in the table's header, and refuses one that is not served with the ones that are", async () => {
     const ok = await runPerfCli(["scorer", "-x", "1", ...short, "--no-chart"], env);
     expect(ok.code, ok.stderr).toBe(0);

@@ -98,7 +98,10 @@ describe("config.pbtxt edits for variants", () => {
     expect(parseCompareFlag("batching")).toEqual({ kind: "batching" });
     expect(parseCompareFlag("instances=1,3")).toEqual({ kind: "instances", counts: [1, 3] });
     expect(parseCompareFlag("config=a.pbtxt")).toEqual({ kind: "config", file: "a.pbtxt" });
+    expect(parseCompareFlag("versions=1,02")).toEqual({ kind: "versions", versions: ["1", "2"] });
     expect(() => parseCompareFlag("instances=2")).toThrow(UsageError);
+    for (const bad of ["versions=1", "versions=1,1", "versions=0,1", "versions=a,b"])
+      expect(() => parseCompareFlag(bad), bad).toThrow(UsageError);
     expect(() => parseCompareFlag("speed")).toThrow(UsageError);
   });
 });
