@@ -1,7 +1,7 @@
 import fsp from "node:fs/promises";
 import path from "node:path";
 import { resolvePaths } from "../config/paths.js";
-import { UsageError, UserError } from "../errors.js";
+import { BugError, UsageError, UserError } from "../errors.js";
 import { urlHost } from "../net/url.js";
 import { currentRun } from "../session/current-run.js";
 import type { RunState } from "../state/run-state.js";
@@ -656,6 +656,53 @@ async function runOne(
   return sweep;
 }
 
+/**
+ * The sides of a --compare, and where staged ones go. Versions the server serves are measured in
+ * place (each checked before the first is measured); the other kinds stage siblings of the model
+ * into the repository `up` serves, so they need that server.
+ */
+async function planComparison(
+  t: Target,
+  o: PerfOptions,
+  compare: CompareSpec,
+  env: NodeJS.ProcessEnv,
+): Promise<{ variants: Variant[]; staging?: StagingTarget }> {
+  if (compare.kind === "versions") {
+    if (o.version)
+      throw new UsageError("give -x or --compare versions=, not both", {
+        hint: "--compare versions=1,2 measures each version it names.",
+      });
+    // A typo would otherwise end the run after the first versions were measured.
+    for (const v of compare.versions) await checkModel(t, o.model, env, v);
+    return { variants: compare.versions.map((v) => ({ label: `version ${v}`, servedModel: o.model, version: v })) };
+  }
+  if (!t.state || !t.repoClient) {
+    throw new UsageError(
+      "--compare needs the server started by `triton-dev up`: variants are staged into the repository it serves",
+      { hint: "Leave out -u, and start Triton with `triton-dev up`." },
+    );
+  }
+  const config = await t.control.modelConfig(o.model, o.version);
+  const configFile = path.join(t.state.repository, o.model, "config.pbtxt");
+  let configText: string;
+  try {
+    configText = await fsp.readFile(configFile, "utf8");
+  } catch {
+    throw new UserError(`cannot read ${configFile}, the served copy of ${o.model}'s config`, {
+      hint: "Is the model part of the repository `triton-dev up` serves?",
+    });
+  }
+  return {
+    variants: await planVariants(compare, { name: o.model, configText, config }),
+    staging: {
+      repository: t.state.repository,
+      reload: t.state.reload,
+      client: t.repoClient,
+      lint: { runtime: t.state.runtime },
+    },
+  };
+}
+
 /** `triton-dev perf`: check the target, run the sweep (or one per variant), keep the result. */
 export async function runPerf(o: PerfOptions, deps: PerfDeps): Promise<PerfReport> {
   const t = await resolveTarget(o, deps.env);
@@ -667,57 +714,14 @@ export async function runPerf(o: PerfOptions, deps: PerfDeps): Promise<PerfRepor
         : undefined;
     const sweeps: SweepResult[] = [];
     let stoppedByVariant: PerfReport["stopped"];
-    if (o.compare?.kind === "versions") {
-      if (o.version)
-        throw new UsageError("give -x or --compare versions=, not both", {
-          hint: "--compare versions=1,2 measures each version it names.",
-        });
-      // Every version is checked before the first is measured: a typo would end the run midway.
-      for (const v of o.compare.versions) await checkModel(t, o.model, deps.env, v);
-      const variants = await planVariants(o.compare, {
-        name: o.model,
-        configText: "",
-        config: await t.control.modelConfig(o.model),
-      });
-      for (const v of variants) {
-        if (deps.signal?.aborted) break;
-        const sweep = await runOne(t, { ...o, version: v.version! }, v.servedModel, v.label, gpuProbe, deps);
-        sweeps.push(sweep);
-        if (sweep.stopped) break;
-      }
-      if (deps.signal?.aborted && !sweeps.some((s) => s.stopped)) {
-        const last = sweeps[sweeps.length - 1];
-        if (last) last.stopped = { reason: "interrupted", message: "interrupted (Ctrl-C)" };
-      }
-    } else if (o.compare) {
-      if (!t.state || !t.repoClient) {
-        throw new UsageError(
-          "--compare needs the server started by `triton-dev up`: variants are staged into the repository it serves",
-          { hint: "Leave out -u, and start Triton with `triton-dev up`." },
-        );
-      }
-      const config = await t.control.modelConfig(o.model, o.version);
-      const configFile = path.join(t.state.repository, o.model, "config.pbtxt");
-      let configText: string;
-      try {
-        configText = await fsp.readFile(configFile, "utf8");
-      } catch {
-        throw new UserError(`cannot read ${configFile}, the served copy of ${o.model}'s config`, {
-          hint: "Is the model part of the repository `triton-dev up` serves?",
-        });
-      }
-      const variants = await planVariants(o.compare, { name: o.model, configText, config });
-      const staging: StagingTarget = {
-        repository: t.state.repository,
-        reload: t.state.reload,
-        client: t.repoClient,
-        lint: { runtime: t.state.runtime },
-      };
+    if (o.compare) {
+      const { variants, staging } = await planComparison(t, o, o.compare, deps.env);
       const staged: Variant[] = [];
       try {
         for (const v of variants) {
           if (deps.signal?.aborted) break;
           if (v.configText !== undefined) {
+            if (!staging) throw new BugError(`variant ${v.servedModel} planned without a repository to stage it into`);
             deps.progress?.(`staging ${v.servedModel} (${v.label}) beside ${o.model}`);
             staged.push(v);
             try {
@@ -730,16 +734,23 @@ export async function runPerf(o: PerfOptions, deps: PerfDeps): Promise<PerfRepor
             }
             if (deps.signal?.aborted) break;
           }
-          const sweep = await runOne(t, o, v.servedModel, v.label, gpuProbe, deps);
+          const sweep = await runOne(
+            t,
+            v.version ? { ...o, version: v.version } : o,
+            v.servedModel,
+            v.label,
+            gpuProbe,
+            deps,
+          );
           sweeps.push(sweep);
           if (v.configText !== undefined) {
-            await removeVariant(staging, v);
+            await removeVariant(staging!, v);
             staged.splice(staged.indexOf(v), 1);
           }
           if (sweep.stopped) break;
         }
       } finally {
-        for (const v of staged) await removeVariant(staging, v).catch(() => undefined);
+        for (const v of staged) await removeVariant(staging!, v).catch(() => undefined);
       }
       if (deps.signal?.aborted && !sweeps.some((s) => s.stopped)) {
         const last = sweeps[sweeps.length - 1];

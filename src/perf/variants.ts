@@ -75,11 +75,11 @@ export interface OriginalModel {
 }
 
 /** The variants a --compare runs, first the baseline. Variants equal to the original use it directly. */
-export async function planVariants(spec: CompareSpec, m: OriginalModel): Promise<Variant[]> {
+export async function planVariants(
+  spec: Exclude<CompareSpec, { kind: "versions" }>,
+  m: OriginalModel,
+): Promise<Variant[]> {
   const ensemble = m.config.platform === "ensemble";
-  // Versions the server already serves side by side: measured in place, one after the other.
-  if (spec.kind === "versions")
-    return spec.versions.map((v) => ({ label: `version ${v}`, servedModel: m.name, version: v }));
   if (spec.kind === "batching") {
     if (ensemble)
       throw new UsageError(`${m.name} is an ensemble: Triton does not batch ensembles themselves`, {
