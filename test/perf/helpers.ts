@@ -1,8 +1,26 @@
 import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
+import fs from "node:fs/promises";
 import { CLI, type CliResult } from "../helpers/cli.js";
 
 export const PERF_ANALYZER_HEADER =
   "Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,Server Compute Infer,Server Compute Output,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency";
+
+// perf_analyzer is no npm or apt package: bench/vs-perf-analyzer.mjs installs it under /tmp.
+const PA_VENV = "/tmp/triton-dev-bench/pa-venv";
+
+/** An installed perf_analyzer ($PERF_ANALYZER, or the bench's venv), for the tests that need one. */
+export const PERF_ANALYZER_BIN: string | undefined =
+  process.env.PERF_ANALYZER ??
+  (existsSync(`${PA_VENV}/bin/perf_analyzer`) ? `${PA_VENV}/bin/perf_analyzer` : undefined);
+
+/** `env` with the venv's libcudart on LD_LIBRARY_PATH, which perf_analyzer links even without a GPU. */
+export async function perfAnalyzerEnv(env: NodeJS.ProcessEnv): Promise<NodeJS.ProcessEnv> {
+  const libs = (await fs.readdir(`${PA_VENV}/lib`).catch(() => [] as string[])).map(
+    (py) => `${PA_VENV}/lib/${py}/site-packages/nvidia/cuda_runtime/lib`,
+  );
+  return { ...env, LD_LIBRARY_PATH: [...libs, env.LD_LIBRARY_PATH].filter(Boolean).join(":") };
+}
 
 export function runPerfCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 170_000): Promise<CliResult> {
   return new Promise((resolve) => {

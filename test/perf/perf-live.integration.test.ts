@@ -1,11 +1,17 @@
-import { existsSync } from "node:fs";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { copySampleModels, SAMPLE_MODELS, freePorts, portArgs, runCli, tempDir, testEnv } from "../helpers/cli.js";
 import type { PerfReport } from "../../src/perf/run.js";
 import type { LevelResult } from "../../src/perf/profile.js";
-import { PERF_ANALYZER_HEADER, runPerfCli, spawnPerfCli, tableRows } from "./helpers.js";
+import {
+  PERF_ANALYZER_HEADER,
+  runPerfCli,
+  spawnPerfCli,
+  tableRows,
+  PERF_ANALYZER_BIN,
+  perfAnalyzerEnv,
+} from "./helpers.js";
 
 /**
  * Triton counts an execution and its requests' inferences in two steps, so a statistics snapshot
@@ -330,25 +336,17 @@ describe("triton-dev perf (real Triton, sample models)", () => {
     expect(nothing.stderr).toMatch(/nothing is running/);
   }, 60_000);
 
-  // perf_analyzer is no npm or apt package: bench/vs-perf-analyzer.mjs installs it under /tmp.
-  const paVenv = "/tmp/triton-dev-bench/pa-venv";
-  const paBin =
-    process.env.PERF_ANALYZER ??
-    (existsSync(`${paVenv}/bin/perf_analyzer`) ? `${paVenv}/bin/perf_analyzer` : undefined);
-  it.skipIf(!paBin)(
+  it.skipIf(!PERF_ANALYZER_BIN)(
     "uses an installed perf_analyzer as the engine and reads its CSV into the same report",
     async () => {
-      const libs = (await fs.readdir(`${paVenv}/lib`).catch(() => [] as string[])).map(
-        (py) => `${paVenv}/lib/${py}/site-packages/nvidia/cuda_runtime/lib`,
-      );
-      const paEnv = { ...env, LD_LIBRARY_PATH: [...libs, env.LD_LIBRARY_PATH].filter(Boolean).join(":") };
+      const paEnv = await perfAnalyzerEnv(env);
       const r = await runPerfCli(
         [
           "bert_tokenizer",
           "--engine",
           "perf_analyzer",
           "--perf-analyzer",
-          paBin!,
+          PERF_ANALYZER_BIN!,
           "--concurrency-range",
           "2",
           "-p",

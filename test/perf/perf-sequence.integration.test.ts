@@ -1,11 +1,10 @@
-import { existsSync } from "node:fs";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePorts, portArgs, runCli, tempDir, testEnv } from "../helpers/cli.js";
 import type { PerfReport } from "../../src/perf/run.js";
-import { runPerfCli, tableRows } from "./helpers.js";
+import { runPerfCli, tableRows, PERF_ANALYZER_BIN, perfAnalyzerEnv } from "./helpers.js";
 
 const FIXTURE = path.join(path.dirname(fileURLToPath(import.meta.url)), "../fixtures/sequence");
 
@@ -202,24 +201,17 @@ describe("triton-dev perf on stateful models (sequence batching, real Triton)", 
     expect(await openSequences("rnn_direct")).toBe(0);
   }, 90_000);
 
-  const paVenv = "/tmp/triton-dev-bench/pa-venv";
-  const paBin =
-    process.env.PERF_ANALYZER ??
-    (existsSync(`${paVenv}/bin/perf_analyzer`) ? `${paVenv}/bin/perf_analyzer` : undefined);
-  it.skipIf(!paBin)(
+  it.skipIf(!PERF_ANALYZER_BIN)(
     "hands perf_analyzer the same sequences, and it measures the model without errors",
     async () => {
-      const libs = (await fs.readdir(`${paVenv}/lib`).catch(() => [] as string[])).map(
-        (py) => `${paVenv}/lib/${py}/site-packages/nvidia/cuda_runtime/lib`,
-      );
-      const paEnv = { ...env, LD_LIBRARY_PATH: [...libs, env.LD_LIBRARY_PATH].filter(Boolean).join(":") };
+      const paEnv = await perfAnalyzerEnv(env);
       const r = await runPerfCli(
         [
           "rnn_direct",
           "--engine",
           "perf_analyzer",
           "--perf-analyzer",
-          paBin!,
+          PERF_ANALYZER_BIN!,
           "--concurrency-range",
           "4",
           "--sequence-length",
