@@ -289,11 +289,43 @@ async function removeDir(dir: string, scratch: string): Promise<void> {
   await fsp.rm(old, { recursive: true, force: true });
 }
 
-/** Take a staged variant away again and wait (briefly) until Triton no longer serves it. */
-export async function removeVariant(t: StagingTarget, v: Variant, timeoutMs = 20_000): Promise<void> {
+/**
+ * Poll mode: wait until Triton has settled a published variant's load (READY, or failed), or the
+ * time is up. Triton 2.51 must not see a python model's folder vanish while it starts the model's
+ * stubs: with two instances, one stub fails to find model.py, the other is waited for for ever,
+ * and the poll that would load every later model waits with it, so the server never loads
+ * anything again (seen when a Ctrl-C came just after a candidate was published). A variant the
+ * poll has not taken up yet is waited for too: the next poll may be reading it at this moment.
+ */
+async function waitSettled(client: TritonHttpClient, name: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const entry = (await client.repositoryIndex()).find((e) => e.name === name);
+    // "unloaded" is an earlier variant's of the same name (a previous tune on this server): this
+    // one has not been polled yet.
+    if (entry?.state === "READY" || (entry?.state === "UNAVAILABLE" && entry.reason && entry.reason !== "unloaded"))
+      return;
+    if (Date.now() > deadline) return;
+    await sleep(100);
+  }
+}
+
+/**
+ * Take a staged variant away again and wait (briefly) until Triton no longer serves it. In poll
+ * mode its folder goes only once Triton has settled its load (`waitSettled`), so a variant
+ * removed right after it was published (Ctrl-C) costs at most its load.
+ */
+export async function removeVariant(
+  t: StagingTarget,
+  v: Variant,
+  timeoutMs = 20_000,
+  settleMs = 60_000,
+): Promise<void> {
   if (v.configText === undefined) return;
   const scratch = path.join(path.dirname(t.repository), ".publish");
   const target = path.join(t.repository, v.servedModel);
+  if (t.reload === "poll" && fs.existsSync(target))
+    await waitSettled(t.client, v.servedModel, settleMs).catch(() => undefined);
   if (t.reload === "explicit") {
     // Unload first and let it finish: with the folder already gone the index would drop the
     // model while Triton is still unloading it.
