@@ -1,6 +1,6 @@
 import fsp from "node:fs/promises";
 import path from "node:path";
-import { formatChart, formatDiff, formatRanking, formatSummary, toCsv } from "../tune/report.js";
+import { formatChart, formatConfirmation, formatDiff, formatRanking, formatSummary, toCsv } from "../tune/report.js";
 import { runTune, type TuneOptions, type TuneReport } from "../tune/run.js";
 import type { CliContext, Output } from "./output.js";
 
@@ -30,6 +30,8 @@ export function printTuneReport(output: Output, r: TuneReport, o: { chart: boole
     const c = formatChart(r);
     if (c) output.out("\n" + c);
   }
+  const confirmation = formatConfirmation(r);
+  if (confirmation) output.out("\n" + confirmation);
   output.out("");
   if (r.winner === undefined)
     output.out(

@@ -3,6 +3,7 @@
  * Pareto front, the winner as a diff of the user's config.pbtxt, and CSV.
  */
 import type { TuneReport, TunedTrial } from "./run.js";
+import type { Confirmation } from "./search.js";
 
 const gpuPct = (t: TunedTrial): number | undefined => {
   const g = t.level?.gpu?.gpus ?? [];
@@ -153,6 +154,26 @@ export function toCsv(r: TuneReport): string {
     ].map(q);
   });
   return [CSV_HEAD, ...rows].map((r) => r.join(",")).join("\n") + "\n";
+}
+
+/** One line on what the side-by-side check found. */
+export function describeConfirmation(c: Confirmation, winnerKey: string, runnerUpKey: string): string {
+  const pct = (x: number) => `${x >= 0 ? "+" : ""}${(x * 100).toFixed(1)}%`;
+  const what = `${runnerUpKey} at ${pct(c.ratio - 1)} of ${winnerKey} (noise ±${(c.band * 100).toFixed(1)}%)`;
+  if (c.verdict === "confirmed") return `confirmed: ${what}`;
+  if (c.verdict === "overturned") return `overturned: ${what}; ${runnerUpKey} wins`;
+  return `tied: ${what}; ${c.pick === "runnerUp" ? `${runnerUpKey}, with fewer instances,` : winnerKey} is kept`;
+}
+
+/** What the side-by-side check of the winner against the runner-up found, or why there was none. */
+export function formatConfirmation(r: TuneReport): string {
+  const key = (i: number) => r.trials.find((t) => t.index === i)?.key ?? `#${i}`;
+  if (r.confirmation) {
+    const c = r.confirmation;
+    const rounds = c.rounds.map((x) => `${x.winner.toFixed(1)}/${x.runnerUp.toFixed(1)}`).join(", ");
+    return `side by side (${rounds} infer/s): ${describeConfirmation(c, key(c.winner), key(c.runnerUp))}`;
+  }
+  return r.notConfirmed ? `not checked side by side against the runner-up: ${r.notConfirmed}` : "";
 }
 
 export function formatSummary(r: TuneReport): string {

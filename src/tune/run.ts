@@ -38,6 +38,7 @@ import { clientForRun } from "../triton/http-client.js";
 import {
   budgetViolation,
   clearlyDominated,
+  confirmVerdict,
   exhaustive,
   hillClimb,
   paretoFront,
@@ -46,8 +47,12 @@ import {
   type Measured,
   type Objective,
   type SearchResult,
+  type Confirmation,
+  type ConfirmRound,
   type Trial,
+  windowsNoise,
 } from "./search.js";
+import { describeConfirmation } from "./report.js";
 import {
   allCandidates,
   applySpaceFile,
@@ -126,6 +131,19 @@ export interface TuneTiming {
   concurrencyMs: number;
   /** The last variant's unload, waited for at the end. */
   cleanupMs: number;
+  /** The winner and the runner-up measured side by side (`TuneReport.confirmation`). */
+  confirmMs: number;
+}
+
+/** ROUNDS rounds of the winner and the runner-up one after the other, the order alternating. */
+export const CONFIRM_ROUNDS = 3;
+
+/** The search's winner checked against its runner-up side by side, before the report. */
+export interface TuneConfirmation extends Confirmation {
+  /** Trial indices of the search's winner and its runner-up. */
+  winner: number;
+  runnerUp: number;
+  rounds: ConfirmRound[];
 }
 
 export interface TuneReport {
@@ -144,6 +162,10 @@ export interface TuneReport {
   pareto: number[];
   /** The best trial inside the budget; absent when none met it. */
   winner?: number;
+  /** The search's winner and its runner-up measured side by side; absent with fewer than two inside the budget. */
+  confirmation?: TuneConfirmation;
+  /** Why they were not, when two were inside the budget (interrupted, one would not load again). */
+  notConfirmed?: string;
   /** The user's config.pbtxt fields the winner changes. */
   diff: Array<{ field: string; before: string | undefined; after: string | undefined }>;
   edits?: ConfigEdits;
@@ -172,6 +194,7 @@ function measuredOf(l: LevelResult): Measured {
     p95Us: l.latency.p95Us,
     p99Us: l.latency.p99Us,
     errors: l.errorCount,
+    noise: windowsNoise(l.windows),
   };
 }
 
@@ -293,7 +316,7 @@ export async function runTune(o: TuneOptions, deps: TuneDeps): Promise<TuneRepor
     ...(deps.signal ? { signal: deps.signal } : {}),
     progress: (line: string) => tlog.debug(line),
   };
-  const timing: TuneTiming = { setupMs: now() - started, concurrencyMs: 0, cleanupMs: 0 };
+  const timing: TuneTiming = { setupMs: now() - started, concurrencyMs: 0, cleanupMs: 0, confirmMs: 0 };
 
   let concurrency: number;
   let concurrencySweep: TuneReport["concurrencySweep"];
@@ -428,6 +451,70 @@ export async function runTune(o: TuneOptions, deps: TuneDeps): Promise<TuneRepor
     deps.onTrial?.(trial, { done, max: o.maxCandidates });
     return r;
   };
+  /**
+   * Measure the search's winner and runner-up in CONFIRM_ROUNDS alternating rounds (A B, B A,
+   * A B), each a short measurement of two windows of which the second counts (the first takes
+   * the connections up to speed). Both are served at once: a staged candidate is staged again
+   * under a name of its own. Undefined when interrupted.
+   */
+  const confirmSideBySide = async (a: Trial, b: Trial): Promise<TuneConfirmation | undefined> => {
+    deps.progress?.(
+      `${o.model}: checking ${a.key} against the runner-up ${b.key} side by side (${CONFIRM_ROUNDS} rounds)`,
+    );
+    const staged: Variant[] = [];
+    const serve = async (t: Trial): Promise<string> => {
+      if (candidateKey(t.candidate) === startKey) return o.model;
+      const served = variantName(o.model, `confirm${t.index}`);
+      const v: Variant = {
+        label: t.key,
+        servedModel: served,
+        configText: renameConfig(
+          applyConfigEdits(servedText, editsBetween(start, t.candidate, space.kind), servedFile),
+          served,
+        ),
+      };
+      staged.push(v);
+      try {
+        await stageVariant(staging, o.model, v, 180_000, deps.signal);
+      } catch (err) {
+        if (err instanceof VariantError) throw new UserError(`${t.key} did not load again: ${firstLine(err.message)}`);
+        throw err;
+      }
+      return served;
+    };
+    try {
+      await waitLeaving();
+      const servedA = await serve(a);
+      const servedB = await serve(b);
+      const once = async (served: string): Promise<number | undefined> => {
+        if (interrupted()) return undefined;
+        const r = await runPerf({ ...perfBase, model: served, levels: [concurrency], maxTrials: 2 }, perfDeps);
+        const level = r.sweeps[0]?.levels[0];
+        if (r.stopped || !level || level.windows.length < 2) return undefined;
+        const last = level.windows[level.windows.length - 1]!;
+        return last.errors > 0 ? 0 : last.throughput;
+      };
+      const rounds: ConfirmRound[] = [];
+      for (let i = 0; i < CONFIRM_ROUNDS; i++) {
+        const first = i % 2 === 0 ? servedA : servedB;
+        const second = first === servedA ? servedB : servedA;
+        const x = await once(first);
+        const y = x === undefined ? undefined : await once(second);
+        if (x === undefined || y === undefined) return undefined;
+        const round = first === servedA ? { winner: x, runnerUp: y } : { winner: y, runnerUp: x };
+        rounds.push(round);
+        deps.progress?.(
+          `  round ${i + 1}: ${a.key} ${round.winner.toFixed(1)} infer/s, ${b.key} ${round.runnerUp.toFixed(1)} infer/s`,
+        );
+      }
+      const c = confirmVerdict(rounds, a.candidate, b.candidate);
+      deps.progress?.(`  ${describeConfirmation(c, a.key, b.key)}`);
+      return { ...c, winner: a.index, runnerUp: b.index, rounds };
+    } finally {
+      for (const v of staged) await removeVariant(staging, v).catch(() => undefined);
+    }
+  };
+
   let result: SearchResult;
   try {
     result = o.exhaustive
@@ -440,7 +527,30 @@ export async function runTune(o: TuneOptions, deps: TuneDeps): Promise<TuneRepor
   }
 
   const trials: TunedTrial[] = result.trials.map((t) => ({ ...t, ...details.get(t.index) }));
-  const winner = result.best && result.best.status === "ok" ? result.best : undefined;
+  let ranking = rank(trials, o.objective);
+  const best = result.best && result.best.status === "ok" ? result.best : undefined;
+  let winner: TunedTrial | undefined = best && trials.find((t) => t.index === best.index);
+  // The search compared each candidate with the one before it, each measured at its own time; a
+  // busy minute during either can decide that. The two best are measured again side by side.
+  let confirmation: TuneConfirmation | undefined;
+  let notConfirmed: string | undefined;
+  const runnerUp = ranking.find((t) => t !== winner && t.status === "ok" && t.measured);
+  if (winner && runnerUp && !interrupted()) {
+    const t0 = now();
+    try {
+      confirmation = await confirmSideBySide(winner, runnerUp);
+    } catch (err) {
+      if (!(err instanceof UserError)) throw err;
+      notConfirmed = firstLine(err.message);
+    } finally {
+      timing.confirmMs = now() - t0;
+    }
+    if (!confirmation && !notConfirmed) notConfirmed = "interrupted";
+    if (confirmation?.pick === "runnerUp") {
+      winner = runnerUp;
+      ranking = [runnerUp, ...ranking.filter((t) => t !== runnerUp)];
+    }
+  }
   const edits = winner ? editsBetween(start, winner.candidate, space.kind) : undefined;
   const report: TuneReport = {
     model: o.model,
@@ -452,9 +562,11 @@ export async function runTune(o: TuneOptions, deps: TuneDeps): Promise<TuneRepor
     spaceSize: spaceSize(space),
     mode: o.exhaustive ? "exhaustive" : "hill-climb",
     trials,
-    ranking: rank(trials, o.objective).map((t) => t.index),
+    ranking: ranking.map((t) => t.index),
     pareto: [...paretoFront(trials, o.objective.latency?.percentile ?? "p99")],
     ...(winner ? { winner: winner.index } : {}),
+    ...(confirmation ? { confirmation } : {}),
+    ...(notConfirmed ? { notConfirmed } : {}),
     diff: edits ? describeConfigEdits(userText, edits) : [],
     ...(edits ? { edits } : {}),
     ended: result.ended,

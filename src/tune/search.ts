@@ -24,6 +24,11 @@ export interface Measured {
   p95Us: number;
   p99Us: number;
   errors: number;
+  /**
+   * The relative spread ((max - min) / mean) of the throughput of the windows the figure was
+   * merged from: the noise the machine put into this measurement.
+   */
+  noise?: number;
 }
 
 export type TrialStatus = "ok" | "over-budget" | "failed";
@@ -219,42 +224,118 @@ export async function hillClimb(
 /** Every window of a candidate below this share of the reference's throughput: it cannot win. */
 export const DOMINATED_SHARE = 0.8;
 
+/** The smallest relative change taken as real, however quiet the windows were. */
+export const MIN_STEP = 0.02;
+
+/** (max - min) / mean of some figures; 0 for fewer than two. */
+export function spread(values: readonly number[]): number {
+  if (values.length < 2) return 0;
+  const mean = values.reduce((a, b) => a + b, 0) / values.length;
+  return mean > 0 ? (Math.max(...values) - Math.min(...values)) / mean : 0;
+}
+
+/**
+ * The noise of a level's windows: the spread of the throughput of those its figure was merged
+ * from (the last three), leaving out the first, which is warm-up, when there are others.
+ */
+export function windowsNoise(windows: readonly { throughput: number }[]): number {
+  const settled = windows.length > 1 ? windows.slice(1) : windows;
+  return spread(settled.slice(-3).map((w) => w.throughput));
+}
+
+/** Two measured trials closer than this (relative) are a tie: the noise either was measured in. */
+export function noiseBand(a: Trial, b: Trial): number {
+  return Math.max(MIN_STEP, a.measured?.noise ?? 0, b.measured?.noise ?? 0);
+}
+
+/**
+ * How far below a reference a candidate must be before it counts as lost without further
+ * measurement: a fifth (DOMINATED_SHARE), or three times the noise of either measurement where
+ * that is more. On a busy machine windows spread, and a candidate is then given more room.
+ */
+export function dominatedMargin(reference: Trial, candidateNoise = 0): number {
+  return Math.max(1 - DOMINATED_SHARE, 3 * (reference.measured?.noise ?? 0), 3 * candidateNoise);
+}
+
 /**
  * Why a candidate whose measurement is under way can be rejected before the stability rule holds,
- * or undefined. Only against a reference inside the budget (the climb's current point), whose
- * throughput a step must beat by 2% to be taken: once two windows are in (the first after a load
- * is warm-up), no window reached DOMINATED_SHARE of it and the last is not still rising (within
- * the stability threshold of the one before), the candidate would need a rise of more than a
- * quarter to matter.
+ * or undefined. Only against a reference inside the budget (the climb's current point). The first
+ * window after a load is warm-up; once two more are in, they agree with each other within the
+ * stability threshold (neither still rising nor one window hit by a busy moment), and the best of
+ * them is below the reference by more than `dominatedMargin` (a fifth, or three times the noise
+ * of the reference's own windows or of these), the candidate cannot win on this machine.
  */
 export function clearlyDominated(
   windows: readonly { throughput: number }[],
   reference: Trial | undefined,
   thresholdPct: number,
 ): string | undefined {
-  if (!reference || reference.status !== "ok" || !reference.measured || windows.length < 2) return undefined;
+  if (!reference || reference.status !== "ok" || !reference.measured || windows.length < 3) return undefined;
   const ref = reference.measured.throughput;
-  const best = Math.max(...windows.map((w) => w.throughput));
-  const last = windows[windows.length - 1]!.throughput;
-  const before = windows[windows.length - 2]!.throughput;
-  if (best >= DOMINATED_SHARE * ref || last > before * (1 + thresholdPct / 100)) return undefined;
-  return `stopped after ${windows.length} windows: at most ${best.toFixed(1)} infer/s, under ${Math.round(DOMINATED_SHARE * 100)}% of ${reference.key} (${ref.toFixed(1)})`;
+  const settled = windows.slice(1);
+  const lastTwo = settled.slice(-2).map((w) => w.throughput);
+  if (spread(lastTwo) > thresholdPct / 100) return undefined;
+  const best = Math.max(...settled.map((w) => w.throughput));
+  const margin = dominatedMargin(reference, spread(lastTwo));
+  if (best >= (1 - margin) * ref) return undefined;
+  return `stopped after ${windows.length} windows: at most ${best.toFixed(1)} infer/s, more than ${Math.round(margin * 100)}% under ${reference.key} (${ref.toFixed(1)})`;
 }
 
-/** A measured step that reached under DOMINATED_SHARE of the throughput of a point inside the budget. */
+/** A measured step below a point inside the budget by more than `dominatedMargin` of either's noise. */
 export function clearlyLost(from: Trial, to: Trial): boolean {
   if (from.status !== "ok" || !from.measured || to.status === "failed" || !to.measured) return false;
-  return to.measured.throughput < DOMINATED_SHARE * from.measured.throughput;
+  return to.measured.throughput < (1 - dominatedMargin(from, to.measured.noise ?? 0)) * from.measured.throughput;
 }
 
-/** A step is taken only when it helps by more than measurement noise (2%), or reaches the budget. */
-function improves(from: Trial, to: Trial, o: Objective): boolean {
+/**
+ * A step is taken only when it helps by more than the noise either measurement was taken in
+ * (`noiseBand`, 2% at least), or reaches the budget.
+ */
+export function improves(from: Trial, to: Trial, o: Objective): boolean {
   const a = score(from, o);
   const b = score(to, o);
   if (b === -Infinity) return false;
   if (from.status !== "ok" && to.status === "ok") return true;
-  if (from.status === "ok" && to.status === "ok") return b > a * 1.02;
+  if (from.status === "ok" && to.status === "ok") return b > a * (1 + noiseBand(from, to));
   return b > a;
+}
+
+/** One round of the side-by-side check: both candidates measured one after the other. */
+export interface ConfirmRound {
+  /** Throughput of the search's winner, and of the runner-up, in this round. */
+  winner: number;
+  runnerUp: number;
+}
+
+export type ConfirmVerdict = "confirmed" | "overturned" | "tied";
+
+export interface Confirmation {
+  verdict: ConfirmVerdict;
+  /** Which of the two the report names the winner. */
+  pick: "winner" | "runnerUp";
+  /** The median of the rounds' runner-up / winner throughput ratios. */
+  ratio: number;
+  /** The spread of those ratios (2% at least): the noise of the comparison. */
+  band: number;
+}
+
+/**
+ * The side-by-side check of the search's winner against its runner-up: measured in alternating
+ * rounds, so whatever else the machine does weighs on both alike. Each round gives a ratio
+ * (runner-up / winner); their spread is the noise of the comparison. The runner-up takes the
+ * win when it was ahead in every round and by more than that noise; the winner stands when it
+ * was ahead the same way; anything else is a tie, which goes to the cheaper of the two (fewer
+ * instances), and to the search's winner when they cost the same.
+ */
+export function confirmVerdict(rounds: readonly ConfirmRound[], winner: Candidate, runnerUp: Candidate): Confirmation {
+  const ratios = rounds.filter((r) => r.winner > 0 && r.runnerUp > 0).map((r) => r.runnerUp / r.winner);
+  if (ratios.length === 0) return { verdict: "tied", pick: "winner", ratio: 0, band: MIN_STEP };
+  const sorted = [...ratios].sort((a, b) => a - b);
+  const ratio = sorted[Math.floor(sorted.length / 2)]!;
+  const band = Math.max(MIN_STEP, sorted[sorted.length - 1]! - sorted[0]!);
+  if (sorted[0]! > 1 && ratio > 1 + band) return { verdict: "overturned", pick: "runnerUp", ratio, band };
+  if (sorted[sorted.length - 1]! < 1 && ratio < 1 - band) return { verdict: "confirmed", pick: "winner", ratio, band };
+  return { verdict: "tied", pick: runnerUp.instances < winner.instances ? "runnerUp" : "winner", ratio, band };
 }
 
 /** Measure every candidate (the exhaustive sweep the bench compares against). */

@@ -2,7 +2,12 @@ import { describe, expect, it } from "vitest";
 import {
   budgetViolation,
   clearlyDominated,
+  clearlyLost,
+  confirmVerdict,
   DOMINATED_SHARE,
+  dominatedMargin,
+  improves,
+  windowsNoise,
   exhaustive,
   hillClimb,
   paretoFront,
@@ -214,15 +219,48 @@ describe("early rejection", () => {
   });
   const w = (...xs: number[]) => xs.map((throughput) => ({ throughput }));
 
-  it("rejects after two windows below the share of the reference that are not still rising", () => {
-    expect(clearlyDominated(w(30, 31), ref("ok", 100), 10)).toMatch(/stopped after 2 windows: at most 31.0 infer\/s/);
-    // One window is warm-up only.
-    expect(clearlyDominated(w(30), ref("ok", 100), 10)).toBeUndefined();
+  it("rejects after warm-up and two windows that agree, below the reference by more than the margin", () => {
+    expect(clearlyDominated(w(20, 30, 31), ref("ok", 100), 10)).toMatch(
+      /stopped after 3 windows: at most 31.0 infer\/s, more than 20% under ref/,
+    );
+    // Warm-up and one window: one window can be a busy moment of the machine.
+    expect(clearlyDominated(w(30, 31), ref("ok", 100), 10)).toBeUndefined();
     // A window at the share is not clearly dominated.
-    expect(clearlyDominated(w(30, DOMINATED_SHARE * 100), ref("ok", 100), 10)).toBeUndefined();
+    expect(clearlyDominated(w(30, 50, DOMINATED_SHARE * 100), ref("ok", 100), 10)).toBeUndefined();
     // Still rising by more than the stability threshold: it may be warming up.
-    expect(clearlyDominated(w(30, 60), ref("ok", 100), 10)).toBeUndefined();
-    expect(clearlyDominated(w(30, 60, 62), ref("ok", 100), 10)).toMatch(/after 3 windows/);
+    expect(clearlyDominated(w(20, 30, 60), ref("ok", 100), 10)).toBeUndefined();
+    expect(clearlyDominated(w(20, 30, 60, 62), ref("ok", 100), 10)).toMatch(/after 4 windows/);
+    // Falling as much: the machine got busy under it, which says nothing about the candidate.
+    expect(clearlyDominated(w(20, 60, 30), ref("ok", 100), 10)).toBeUndefined();
+  });
+
+  const noisy = (throughput: number, noise: number): Trial => ({
+    ...ref("ok", throughput),
+    measured: { throughput, p50Us: 1, p95Us: 1, p99Us: 1, errors: 0, noise },
+  });
+
+  it("gives a candidate three times the noise of the reference's own windows before rejecting it", () => {
+    // The reference's windows spread 15%: 70 is within what that noise can explain.
+    expect(dominatedMargin(noisy(100, 0.15), 0)).toBeCloseTo(0.45);
+    expect(clearlyDominated(w(20, 70, 70), noisy(100, 0.15), 10)).toBeUndefined();
+    expect(clearlyDominated(w(20, 50, 52), noisy(100, 0.15), 10)).toMatch(/more than 45% under/);
+    // A quiet reference keeps the fifth.
+    expect(clearlyDominated(w(20, 70, 70), noisy(100, 0.01), 10)).toMatch(/more than 20% under/);
+    // The candidate's own noise counts too.
+    expect(dominatedMargin(noisy(100, 0.01), 0.2)).toBeCloseTo(0.6);
+  });
+
+  it("takes a step only when it helps by more than either measurement's noise, and loses a direction the same way", () => {
+    expect(improves(noisy(100, 0.01), noisy(103, 0.01), {})).toBe(true);
+    expect(improves(noisy(100, 0.01), noisy(101.5, 0.01), {})).toBe(false);
+    expect(improves(noisy(100, 0.1), noisy(108, 0.01), {})).toBe(false);
+    expect(improves(noisy(100, 0.01), noisy(108, 0.1), {})).toBe(false);
+    expect(improves(noisy(100, 0.05), noisy(108, 0.05), {})).toBe(true);
+    expect(clearlyLost(noisy(100, 0.01), noisy(75, 0.01))).toBe(true);
+    expect(clearlyLost(noisy(100, 0.15), noisy(75, 0.01))).toBe(false);
+    expect(clearlyLost(noisy(100, 0.01), noisy(75, 0.15))).toBe(false);
+    expect(windowsNoise(w(10, 100, 110, 90))).toBeCloseTo(0.2);
+    expect(windowsNoise(w(10))).toBe(0);
   });
 
   it("never rejects against a reference outside the budget, failed, or absent", () => {
@@ -261,5 +299,35 @@ describe("exhaustive, rank and the Pareto front", () => {
       elapsedMs: 1,
     });
     expect([...paretoFront([t(0, 100, 10), t(1, 200, 20), t(2, 150, 30), t(3, 50, 5)])].sort()).toEqual([0, 1, 3]);
+  });
+});
+
+describe("the side-by-side check of the winner against the runner-up", () => {
+  const one = { ...start, instances: 1 };
+  const two = { ...start, instances: 2 };
+  const rounds = (...pairs: Array<[number, number]>) => pairs.map(([winner, runnerUp]) => ({ winner, runnerUp }));
+
+  it("overturns the search when the runner-up was ahead in every round by more than the rounds' spread", () => {
+    // The search saw one instance win (a busy minute under the second's measurement).
+    const c = confirmVerdict(rounds([110, 230], [100, 205], [115, 226]), one, two);
+    expect(c).toMatchObject({ verdict: "overturned", pick: "runnerUp" });
+    expect(c.ratio).toBeCloseTo(2.05, 1);
+  });
+
+  it("confirms the winner when it was ahead the same way", () => {
+    expect(confirmVerdict(rounds([230, 110], [205, 100], [226, 115]), two, one)).toMatchObject({
+      verdict: "confirmed",
+      pick: "winner",
+    });
+  });
+
+  it("calls a difference inside the noise a tie, and gives it to the cheaper candidate", () => {
+    // Ahead in two rounds of three: not a difference this machine can show.
+    const mixed = rounds([100, 104], [100, 97], [100, 103]);
+    expect(confirmVerdict(mixed, two, one)).toMatchObject({ verdict: "tied", pick: "runnerUp" });
+    expect(confirmVerdict(mixed, one, two)).toMatchObject({ verdict: "tied", pick: "winner" });
+    // Ahead in every round, but by less than the rounds disagree among themselves.
+    expect(confirmVerdict(rounds([100, 101], [100, 130], [100, 103]), one, two)).toMatchObject({ verdict: "tied" });
+    expect(confirmVerdict([], one, two)).toMatchObject({ verdict: "tied", pick: "winner" });
   });
 });

@@ -1,3 +1,4 @@
+import fsSync from "node:fs";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -33,6 +34,7 @@ describe("triton-dev tune (real Triton)", () => {
   let ports: { http: number; grpc: number; metrics: number };
   let models: string;
   let work: string;
+  let busyFile: string;
 
   const json = (stdout: string) => JSON.parse(stdout) as TuneReport;
   const space = async (name: string, s: object) => {
@@ -87,6 +89,12 @@ describe("triton-dev tune (real Triton)", () => {
       await fs.writeFile(path.join(models, name, "config.pbtxt"), config);
     };
     await add("odd", ODD);
+    busyFile = path.join(work, "busy");
+    await add(
+      "busy",
+      sleepyConfig.replace('name: "sleepy"', 'name: "busy"') +
+        `parameters { key: "SLOWDOWN_FILE" value: { string_value: "${busyFile}" } }\n`,
+    );
     await add(
       "sleepy_nobatch",
       sleepyConfig
@@ -105,7 +113,7 @@ ensemble_scheduling { step [ { model_name: "sleepy" model_version: -1 input_map 
 `,
     );
     const up = await runCli(["up", "--detach", "--models", models, ...portArgs(ports)], env);
-    expect(up.stdout, up.stderr).toMatch(/4\/4 model\(s\) READY/);
+    expect(up.stdout, up.stderr).toMatch(/5\/5 model\(s\) READY/);
   }, 300_000);
 
   afterAll(async () => {
@@ -215,6 +223,8 @@ ensemble_scheduling { step [ { model_name: "sleepy" model_version: -1 input_map 
     expect(r.code, r.stderr).toBe(0);
     const rep = json(r.stdout);
     expect(rep.trials.find((t) => t.index === rep.winner)!.candidate.instances).toBe(2);
+    // Checked side by side against the runner-up, one instance, at about half its throughput.
+    expect(rep.confirmation).toMatchObject({ verdict: "confirmed", winner: 1, runnerUp: 0 });
     expect(rep.diff).toEqual([{ field: "instance_group[KIND_CPU].count", before: "1", after: "2" }]);
     const after = await fs.readFile(file, "utf8");
     const at = ODD.indexOf("count:1");
@@ -242,6 +252,47 @@ ensemble_scheduling { step [ { model_name: "sleepy" model_version: -1 input_map 
       repository: string;
     };
     expect((await fs.readdir(path.join(repository, "odd"))).filter((f) => f.includes("backup"))).toEqual([]);
+  }, 200_000);
+
+  it("checks the winner against the runner-up side by side, so a busy minute under one candidate does not decide", async () => {
+    const s = await space("busy", { batching: [false], instances: [1, 2] });
+    const child = spawn(process.execPath, [CLI, "tune", "busy", "--concurrency", "4", "--space", s, ...fast], {
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (d) => (out += d));
+    // The machine is busy (the model four times slower) exactly while the second candidate, two
+    // instances, is staged and measured, and quiet again from its result on.
+    let phase: "before" | "busy" | "after" = "before";
+    child.stderr.on("data", (d) => {
+      err += d;
+      if (phase === "before" && /\[2\/\d+\]/.test(err)) {
+        phase = "busy";
+        fsSync.writeFileSync(busyFile, "4");
+      }
+      if (phase === "busy" && /\[2\/\d+\][^\n]*\n\s+(\d|failed)[^\n]*\n/.test(err)) {
+        phase = "after";
+        fsSync.writeFileSync(busyFile, "1");
+      }
+    });
+    const code = await new Promise<number | null>((res) => child.on("exit", (c) => res(c)));
+    expect(code, err).toBe(0);
+    expect(phase).toBe("after");
+    const rep = json(out);
+    expect(rep.trials.map((t) => t.candidate.instances)).toEqual([1, 2]);
+    // The search alone would keep one instance: two measured slower in their busy minute.
+    expect(rep.trials[1]!.measured!.throughput).toBeLessThan(rep.trials[0]!.measured!.throughput);
+    expect(rep.confirmation).toMatchObject({ verdict: "overturned", pick: "runnerUp", winner: 0, runnerUp: 1 });
+    expect(rep.confirmation!.rounds).toHaveLength(3);
+    for (const r of rep.confirmation!.rounds) expect(r.runnerUp).toBeGreaterThan(1.5 * r.winner);
+    expect(rep.trials.find((t) => t.index === rep.winner)!.candidate.instances).toBe(2);
+    expect(rep.ranking[0]).toBe(1);
+    expect(rep.diff).toEqual([{ field: "instance_group[KIND_CPU].count", before: "1", after: "2" }]);
+    expect(err).toMatch(/overturned: /);
+    expect(rep.timing.confirmMs).toBeGreaterThan(0);
+    await expectNoVariantsLeft();
   }, 200_000);
 
   it("tunes only instances for a model with max_batch_size 0, and refuses to batch it", async () => {
