@@ -71,6 +71,19 @@ const report: TuneReport = {
   ranking: [1, 0],
   pareto: [1],
   winner: 1,
+  confirmation: {
+    verdict: "confirmed",
+    pick: "winner",
+    ratio: 0.52,
+    band: 0.04,
+    winner: 1,
+    runnerUp: 0,
+    rounds: [
+      { winner: 190, runnerUp: 99 },
+      { winner: 185, runnerUp: 97 },
+      { winner: 192, runnerUp: 100 },
+    ],
+  },
   diff: [{ field: "instance_group[KIND_CPU].count", before: "1", after: "2" }],
   ended: "converged",
   elapsedMs: 10_000,
@@ -112,5 +125,6 @@ describe("the dashboard's tune (t)", () => {
     expect(f).toContain("+  instance_group[KIND_CPU].count: 2");
     expect(f).toMatch(/1\s+2 inst, batch<=8 pref\[\] delay 0us\s+190/);
     expect(f).toMatch(/winner, pareto/);
+    expect(f).toContain("side by side (190.0/99.0, 185.0/97.0, 192.0/100.0 infer/s): confirmed: a at -48.0% of b");
   });
 });

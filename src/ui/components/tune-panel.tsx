@@ -1,5 +1,5 @@
 import { memo, type ReactElement } from "react";
-import { formatDiff, formatRanking, formatSummary } from "../../tune/report.js";
+import { formatConfirmation, formatDiff, formatRanking, formatSummary } from "../../tune/report.js";
 import { duration, fit } from "../format.js";
 import type { TuneState } from "../state.js";
 import { toneColor, useTheme } from "../theme.js";
@@ -49,6 +49,13 @@ export const TunePanel = memo(function TunePanel({ tune, now, width, height }: T
   const r = tune.report;
   if (r) {
     push(<Line key="sum">{fit(formatSummary(r), inner)}</Line>);
+    const confirmation = formatConfirmation(r);
+    if (confirmation)
+      push(
+        <Line key="confirm" color={toneColor(theme, "dim")}>
+          {fit(confirmation, inner)}
+        </Line>,
+      );
     const diff = formatDiff(r);
     for (const [i, l] of (diff ? diff.split("\n") : ["no candidate met the budget"]).entries())
       push(
