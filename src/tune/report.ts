@@ -162,7 +162,7 @@ export function describeConfirmation(c: Confirmation, winnerKey: string, runnerU
   const what = `${runnerUpKey} at ${pct(c.ratio - 1)} of ${winnerKey} (noise ±${(c.band * 100).toFixed(1)}%)`;
   if (c.verdict === "confirmed") return `confirmed: ${what}`;
   if (c.verdict === "overturned") return `overturned: ${what}; ${runnerUpKey} wins`;
-  return `tied: ${what}; ${c.pick === "runnerUp" ? `${runnerUpKey}, with fewer instances,` : winnerKey} is kept`;
+  return `tied: ${what}; ${winnerKey} is kept`;
 }
 
 /** What the side-by-side check of the winner against the runner-up found, or why there was none. */

@@ -507,7 +507,7 @@ export async function runTune(o: TuneOptions, deps: TuneDeps): Promise<TuneRepor
           `  round ${i + 1}: ${a.key} ${round.winner.toFixed(1)} infer/s, ${b.key} ${round.runnerUp.toFixed(1)} infer/s`,
         );
       }
-      const c = confirmVerdict(rounds, a.candidate, b.candidate);
+      const c = confirmVerdict(rounds, a, b);
       deps.progress?.(`  ${describeConfirmation(c, a.key, b.key)}`);
       return { ...c, winner: a.index, runnerUp: b.index, rounds };
     } finally {

@@ -315,27 +315,31 @@ export interface Confirmation {
   pick: "winner" | "runnerUp";
   /** The median of the rounds' runner-up / winner throughput ratios. */
   ratio: number;
-  /** The spread of those ratios (2% at least): the noise of the comparison. */
+  /** The noise of the search's measurements of the two (2% at least), which the median must exceed. */
   band: number;
 }
 
 /**
  * The side-by-side check of the search's winner against its runner-up: measured in alternating
  * rounds, so whatever else the machine does weighs on both alike. Each round gives a ratio
- * (runner-up / winner); their spread is the noise of the comparison. The runner-up takes the
- * win when it was ahead in every round and by more than that noise; the winner stands when it
- * was ahead the same way; anything else is a tie, which goes to the cheaper of the two (fewer
- * instances), and to the search's winner when they cost the same.
+ * (runner-up / winner). The runner-up takes the win only when it was ahead in every round and
+ * their median is ahead by more than the noise of the search's own measurements of the two (2% at
+ * least); the winner is confirmed when it was ahead the same way. Anything else is a tie, and a
+ * tie keeps the search's winner: rounds that disagree are no evidence against it.
  */
-export function confirmVerdict(rounds: readonly ConfirmRound[], winner: Candidate, runnerUp: Candidate): Confirmation {
+export function confirmVerdict(
+  rounds: readonly ConfirmRound[],
+  winner: Pick<Trial, "measured">,
+  runnerUp: Pick<Trial, "measured">,
+): Confirmation {
   const ratios = rounds.filter((r) => r.winner > 0 && r.runnerUp > 0).map((r) => r.runnerUp / r.winner);
-  if (ratios.length === 0) return { verdict: "tied", pick: "winner", ratio: 0, band: MIN_STEP };
+  const band = Math.max(MIN_STEP, winner.measured?.noise ?? 0, runnerUp.measured?.noise ?? 0);
+  if (ratios.length === 0) return { verdict: "tied", pick: "winner", ratio: 0, band };
   const sorted = [...ratios].sort((a, b) => a - b);
   const ratio = sorted[Math.floor(sorted.length / 2)]!;
-  const band = Math.max(MIN_STEP, sorted[sorted.length - 1]! - sorted[0]!);
   if (sorted[0]! > 1 && ratio > 1 + band) return { verdict: "overturned", pick: "runnerUp", ratio, band };
   if (sorted[sorted.length - 1]! < 1 && ratio < 1 - band) return { verdict: "confirmed", pick: "winner", ratio, band };
-  return { verdict: "tied", pick: runnerUp.instances < winner.instances ? "runnerUp" : "winner", ratio, band };
+  return { verdict: "tied", pick: "winner", ratio, band };
 }
 
 /** Measure every candidate (the exhaustive sweep the bench compares against). */
