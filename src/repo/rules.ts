@@ -48,7 +48,12 @@ export interface LintOptions {
    * is not an error; off, a model without config.pbtxt cannot load.
    */
   autoComplete?: boolean;
-  /** Runs auto_complete_config (default: in the managed environment, see auto-complete-run.ts). */
+  /**
+   * Runs a python model's auto_complete_config, that is its code (see auto-complete-run.ts).
+   * Absent, no model code runs: a model whose config depends on it gets `auto-complete-not-run`
+   * (a warning) and its config is checked as written. `up`, the reload controller and perf/tune's
+   * variants pass one (Triton runs that code anyway); `lint` only with --run-model-code.
+   */
   completer?: ConfigCompleter;
   /**
    * Severity of KIND_GPU on a machine without a GPU: a warning while linting (the config may be
@@ -82,6 +87,12 @@ export class Reporter {
      * auto_complete_config completed holds what model.py added, so those point at model.py.
      */
     private readonly elsewhere?: { file: string; pos: Pos; note: string },
+    /**
+     * Fields of the config that code lint did not run may still set (a python model's
+     * auto_complete_config): an error found on one of them is reported as a warning with `note`,
+     * because Triton may load the field as that code sets it, not as the file has it.
+     */
+    private readonly completable?: { fields: ReadonlySet<string>; note: string },
   ) {}
 
   private push(
@@ -93,6 +104,13 @@ export class Reporter {
     file?: string,
   ): void {
     const base = typeof where === "string" ? where.replace(/#value$/, "") : undefined;
+    if (severity === "error" && this.completable && base !== undefined) {
+      const field = /^[a-z_]+/.exec(base)?.[0];
+      if (field && this.completable.fields.has(field)) {
+        severity = "warning";
+        message = `${message} ${this.completable.note}`;
+      }
+    }
     if (this.elsewhere && this.parsed && base !== undefined && !this.parsed.source.has(base)) {
       this.diagnostics.push({
         severity,
