@@ -256,45 +256,83 @@ export async function checkModel(ctx: ModelContext, r: Reporter): Promise<void> 
 }
 
 /**
- * `runtime` names the library Triton loads instead of libtriton_<backend>.so. Triton 2.51 looks
- * for it in the version folder, then the model folder, then the backend's folder (measured: its
- * "unable to find backend library" lists those three), and takes a name with `..` as it comes, so
- * one that leads out of them loads when it happens to meet a library: a warning, as it depends on
- * where the folders are. What the backend's folder holds is known only where the runtime fixes
- * it (RUNTIME_FACTS.backendLibraries); there a library found nowhere is an error.
+ * `runtime` names the library Triton loads instead of libtriton_<backend>.so. Triton 2.51 (core's
+ * TritonModel::GetBackendLibraryProperties) joins it to each of the version folder, the model
+ * folder and the backend's folder (`<backend-directory>/<backend>`) in turn, a leading `/` or
+ * not (JoinPath appends the name as it is), and takes the first path that exists (a folder
+ * counts); it then refuses the model when that path, made canonical, does not begin with the
+ * folder it was found in ("backend library name '...' escapes backend directory '...'"), a string
+ * prefix, not a path one. Found nowhere, it is refused too ("unable to find backend library").
+ * `runtime: "model.py"` (a backend written in Python) has it look for libtriton_python.so instead.
+ *
+ * Triton reads the staged copy of the model folder, which holds what the user's folder holds and
+ * nothing around it, so a path that leaves the model folder on the way is not found there. In the
+ * backend's folder, a path that leads out of it is refused whether or not it meets a file; what
+ * the folder holds is known only where the runtime fixes it (RUNTIME_FACTS.backendLibraries),
+ * and there a library found nowhere is an error as well.
  */
 function checkRuntimeField(ctx: ModelContext, r: Reporter): void {
   const c = ctx.parsed.config;
   const lib = c.runtime;
   if (!lib || c.platform === ENSEMBLE_PLATFORM) return;
   const backend = ctx.autofill.backend;
-  if (!backend) return;
-  const escapes = path.posix.isAbsolute(lib) || path.posix.normalize(lib).split("/").includes("..");
+  if (!backend || lib === "model.py") return;
+  const { load } = versionsToLoad(c, ctx.layout);
+  const model = ctx.layout.dir;
+  const rel = (p: string) => path.relative(path.dirname(model), p) || ".";
+  const fix = `Name the library by its file name alone (for the ${backend} backend, libtriton_${backend}.so, or one the model folder holds), or delete the runtime line.`;
+  // Each version Triton loads searches its own folder first; the first one that settles it is reported.
+  for (const dir of [...load.map((v) => path.join(model, String(v))), model]) {
+    const found = resolveInModel(dir, lib, model);
+    if (found === undefined) continue;
+    if (!found.startsWith(dir)) {
+      r.error(
+        "runtime-escapes",
+        "runtime#value",
+        `runtime '${lib}' leads from ${rel(dir)} to ${rel(found)}, out of the folder Triton found it in, so Triton refuses the model ("backend library name '${lib}' escapes backend directory '${rel(dir)}'")`,
+        fix,
+      );
+    }
+    return;
+  }
   const folder = `<backend-directory>/${backend}`;
-  const inBackend = path.posix.normalize(path.posix.join(folder, lib));
-  if (escapes) {
-    r.warning(
+  const inBackend = path.posix.normalize(path.posix.join(folder, lib.replace(/^\/+/, "")));
+  if (!inBackend.startsWith(folder)) {
+    r.error(
       "runtime-escapes",
       "runtime#value",
-      `runtime '${lib}' leads out of the folders Triton looks in for it (the version folder, the model folder, ${folder})`,
-      `Name the library by its file name alone (for the ${backend} backend, libtriton_${backend}.so), or delete the runtime line.`,
+      `runtime '${lib}' is in neither the version folder nor the model folder, and from the ${backend} backend's folder it leads out of it (to ${inBackend}), so Triton refuses the model ("escapes backend directory" where something is there, "unable to find backend library" where nothing is)`,
+      fix,
     );
+    return;
   }
   const runtime = ctx.options.runtime;
   const known = runtime ? RUNTIME_FACTS[runtime].backendLibraries?.[backend] : undefined;
-  if (!known || path.posix.isAbsolute(lib)) return;
-  if (known.some((k) => inBackend === `${folder}/${k}`)) return;
-  const { load } = versionsToLoad(c, ctx.layout);
-  const inModel = [...load.map((v) => path.join(ctx.layout.dir, String(v))), ctx.layout.dir].some((d) =>
-    fs.existsSync(path.join(d, lib)),
-  );
-  if (inModel) return;
+  if (!known || known.some((k) => inBackend === `${folder}/${k}`)) return;
   r.error(
     "runtime-missing",
     "runtime#value",
     `runtime '${lib}' is in none of the folders Triton looks in: the version folder, the model folder, or the ${backend} backend's folder of the ${runtime} runtime, which holds ${quoteList(known, "and")}`,
     `Delete the runtime line (the ${backend} backend uses ${known[0]}), or put the library in the model folder.`,
   );
+}
+
+/**
+ * Where `name` joined to `dir` leads as the system resolves it (each folder on the way must exist
+ * before a `..` steps back out of it), or undefined when nothing is there or the way leaves the
+ * model folder, which the staged copy Triton reads has nothing around.
+ */
+function resolveInModel(dir: string, name: string, model: string): string | undefined {
+  const inside = (p: string) => p === model || p.startsWith(model + path.sep);
+  let cur = dir;
+  const parts = name.split("/").filter((p) => p !== "" && p !== ".");
+  for (const [i, part] of parts.entries()) {
+    cur = part === ".." ? path.dirname(cur) : path.join(cur, part);
+    if (!inside(cur)) return undefined;
+    const st = fs.statSync(cur, { throwIfNoEntry: false });
+    if (!st || (i < parts.length - 1 && !st.isDirectory())) return undefined;
+  }
+  return cur;
 }
 
 const MODEL_DIRECTORY_VAR = "$$TRITON_MODEL_DIRECTORY";

@@ -708,8 +708,25 @@ export const CASES: Case[] = [
   {
     model: "runtime_escapes",
     files: py("runtime_escapes", pythonConfig("runtime_escapes") + 'runtime: "../python/libtriton_python.so"\n'),
-    // Measured: Triton 2.51 takes the '..' as it comes and finds the library in the backend's folder (lint warns).
+    // Measured: Triton 2.51 takes the '..' as it comes and finds the library in the backend's folder, inside it.
     lint: "accepted",
+  },
+  {
+    // Found from the version folder (1/../libtriton_python.so is the model folder's), which it leads out of.
+    model: "runtime_escapes_version",
+    files: {
+      ...py("runtime_escapes_version", pythonConfig("runtime_escapes_version") + 'runtime: "../libtriton_python.so"\n'),
+      "runtime_escapes_version/libtriton_python.so": "not a library: Triton refuses before it opens it",
+    },
+    lint: "runtime-escapes",
+    triton: "escapes backend directory",
+  },
+  {
+    // In neither model folder (1/../python does not exist); from the backend's folder it leads to its parent.
+    model: "runtime_escapes_backend",
+    files: py("runtime_escapes_backend", pythonConfig("runtime_escapes_backend") + 'runtime: "../python/.."\n'),
+    lint: "runtime-escapes",
+    triton: "escapes backend directory",
   },
   {
     model: "runtime_ok",
