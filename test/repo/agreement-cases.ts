@@ -777,6 +777,47 @@ export const CASES: Case[] = [
     triton: "receives inputs originated from different decoupled models",
   },
   {
+    // Two steps of one decoupled model are two origins: each step's responses arrive on their own.
+    model: "ens_decoupled_same_twice",
+    files: ens(
+      "ens_decoupled_same_twice",
+      step("dec_a", { INPUT0: "IN" }, { OUTPUT0: "t_a" }) +
+        step("dec_a", { INPUT0: "IN" }, { OUTPUT0: "t_b" }) +
+        step("two_in", { INPUT0: "t_a", INPUT1: "t_b" }, { OUTPUT0: "OUT" }),
+    ),
+    lint: "ensemble-decoupled-origins",
+    triton: "step of model 'two_in' receives inputs originated from different decoupled models",
+  },
+  {
+    // The ensemble's outputs are held to the same rule, under the ensemble's own name.
+    model: "ens_decoupled_outputs",
+    files: ens(
+      "ens_decoupled_outputs",
+      step("dec_a", { INPUT0: "IN" }, { OUTPUT0: "OUT" }) + step("dec_b", { INPUT0: "IN" }, { OUTPUT0: "OUT2" }),
+      {
+        ios: `${ENS_IO}output [ { name: "OUT2" data_type: TYPE_FP32 dims: [ -1 ] } ]\n`,
+      },
+    ),
+    lint: "ensemble-decoupled-origins",
+    triton: "step of model 'ens_decoupled_outputs' receives inputs originated from different decoupled models",
+  },
+  {
+    // An ensemble with a decoupled step is decoupled itself to the ensembles that run it.
+    model: "ens_inner_decoupled",
+    files: ens("ens_inner_decoupled", step("dec_a", { INPUT0: "IN" }, { OUTPUT0: "OUT" })),
+    lint: "accepted",
+  },
+  {
+    model: "ens_outer_of_decoupled",
+    files: ens(
+      "ens_outer_of_decoupled",
+      step("ens_inner_decoupled", { IN: "IN" }, { OUT: "t_a" }) +
+        step("two_in", { INPUT0: "t_a", INPUT1: "IN" }, { OUTPUT0: "OUT" }),
+    ),
+    lint: "ensemble-decoupled-origins",
+    triton: "step of model 'two_in' receives inputs originated from different decoupled models",
+  },
+  {
     model: "ens_decoupled_one",
     files: ens(
       "ens_decoupled_one",
