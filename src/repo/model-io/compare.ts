@@ -9,7 +9,8 @@ import { checkTorchScriptNames } from "./torchscript.js";
 /**
  * Compares a model's config with its model file the way Triton's backends do when they load it
  * (onnxruntime_backend's ValidateInputs/ValidateOutputs and AutoCompleteConfig; the openvino
- * backend follows the same rules): every config tensor must be one of the model's, with its data
+ * backend follows the same rules): the config gives the model as many inputs as it has (each
+ * backend's count, checkInputCount), every config tensor must be one of the model's, with its data
  * type, and dims that the model's shape accepts once the batch dimension is taken off. With
  * auto-complete on (Triton's default) the backend first fills in what the config leaves out: all
  * inputs (outputs) when the config lists none, a listed tensor's missing data_type and dims, and
@@ -40,6 +41,8 @@ export interface ModelIOReport {
 interface Tensors {
   inputs: ModelTensor[];
   outputs: ModelTensor[];
+  /** ONNX initializers a request may override (OnnxModelInfo.overridable); none for OpenVINO. */
+  overridable?: ModelTensor[];
 }
 
 type Kind = "input" | "output";
@@ -114,8 +117,8 @@ export async function checkModelIO(ctx: ModelContext, r: Reporter): Promise<Mode
       );
       continue;
     }
-    const completion = complete(ctx, tensors, autoComplete);
-    compare(ctx, r, tensors, completion, rel(file), autoComplete, assumed);
+    const completion = complete(ctx, tensors, autoComplete, backend);
+    compare(ctx, r, tensors, completion, rel(file), autoComplete, assumed, backend);
     report ??= { file, autoComplete, assumed, completed: completion.json, filled: completion.filled };
   }
   return report;
@@ -167,7 +170,7 @@ interface Completion {
 }
 
 /** The config as the backend's auto-complete leaves it (nothing filled when it is off). */
-function complete(ctx: ModelContext, t: Tensors, autoComplete: boolean): Completion {
+function complete(ctx: ModelContext, t: Tensors, autoComplete: boolean, backend: string): Completion {
   const { json, source } = ctx.parsed;
   const filled: string[] = [];
   const filledAt = new Set<string>();
@@ -185,13 +188,15 @@ function complete(ctx: ModelContext, t: Tensors, autoComplete: boolean): Complet
     model: ModelTensor[],
   ) => {
     if (!autoComplete) return listed ?? [];
-    if (!listed || listed.length === 0) {
+    // onnxruntime counts batch_input with the inputs: a config with one lists its inputs already.
+    const batchInputs = kind === "input" && backend === "onnxruntime" ? (json.batch_input?.length ?? 0) : 0;
+    if ((!listed || listed.length === 0) && batchInputs === 0) {
       return model.map((m) => {
         filled.push(`${kind} '${m.name}' (${m.dataType ?? m.fileType} ${shape(strip(m.dims))})`);
         return { name: m.name, ...(m.dataType ? { data_type: m.dataType } : {}), dims: strip(m.dims) ?? [] } as T;
       });
     }
-    return listed.map((io, i) => {
+    return (listed ?? []).map((io, i) => {
       const m = model.find((x) => x.name === io.name);
       if (!m) return io;
       const out = { ...io };
@@ -223,8 +228,10 @@ function compare(
   file: string,
   autoComplete: boolean,
   assumed: boolean,
+  backend: string,
 ): void {
   const c = ctx.parsed.config;
+  const overridable = backend === "onnxruntime" ? (t.overridable ?? []) : [];
   const mode = `auto-complete ${autoComplete ? "on" : "off"}${assumed ? ", assumed: Triton's default" : ""}`;
   // What auto-complete filled is Triton's now: the rules' "has no data_type"/"has no dims" are not errors.
   if (completion.filledAt.size > 0) {
@@ -243,7 +250,10 @@ function compare(
     const configured = kind === "input" ? c.input : c.output;
     listed.forEach((io, i) => {
       const p = `${kind}[${i}]`;
-      const m = model.find((x) => x.name === io.name);
+      // onnxruntime takes an overridable initializer as an input of the request too.
+      const m =
+        model.find((x) => x.name === io.name) ??
+        (kind === "input" ? overridable.find((x) => x.name === io.name) : undefined);
       if (!io.name) return; // io-name-missing
       if (!m) {
         const near = r.suggest(
@@ -310,7 +320,7 @@ function compare(
         );
       }
     });
-    if (kind === "input") {
+    if (kind === "input" && !checkInputCount(ctx, r, listed, model, file, backend)) {
       const missing = model.filter((m) => !listed.some((io) => io.name === m.name));
       const batchTargets = new Set(c.batchInput.flatMap((b) => b.targetName));
       for (const m of missing.filter((x) => !batchTargets.has(x.name))) {
@@ -333,6 +343,68 @@ function compare(
       "Check the export: a model without inputs or outputs cannot be served usefully.",
     );
   }
+}
+
+/**
+ * The backend's first check of the inputs, before any name: the number of inputs the config
+ * gives the model must be the number the model has, else the load fails ("configuration expects
+ * 1 inputs, model provides 2"). onnxruntime_backend (ModelInstanceState's constructor and
+ * ValidateInputs) counts the config's inputs less the optional ones (those are overridable
+ * initializers to it), plus each batch_input, plus one for each of the START, END, READY and
+ * CORRID sequence controls the config has, plus each sequence state; the model's are the graph
+ * inputs that are not initializers. openvino_backend (ValidateConfigureModel) counts the config's
+ * inputs, all of them, against the IR's. With auto-complete the config's inputs are the completed
+ * ones (all of the model's when it lists none). Returns whether it reported.
+ */
+function checkInputCount(
+  ctx: ModelContext,
+  r: Reporter,
+  listed: readonly ModelInputJson[],
+  model: readonly ModelTensor[],
+  file: string,
+  backend: string,
+): boolean {
+  const c = ctx.parsed.config;
+  const parts: string[] = [];
+  let expected = 0;
+  const add = (n: number, what: string) => {
+    if (n === 0) return;
+    expected += n;
+    parts.push(`${n} ${what}`);
+  };
+  const fed = new Set<string>();
+  if (backend === "onnxruntime") {
+    const required = listed.filter((io) => !io.optional);
+    add(required.length, required.length === listed.length ? "listed" : "listed and not optional");
+    add(c.batchInput.length, "batch_input");
+    for (const b of c.batchInput) for (const t of b.targetName) fed.add(t);
+    const seq = c.schedulingChoice.case === "sequenceBatching" ? c.schedulingChoice.value : undefined;
+    if (seq) {
+      const kinds = new Set(seq.controlInput.flatMap((ci) => ci.control.map((k) => k.kind)));
+      add(kinds.size, "sequence control");
+      add(seq.state.length, "sequence state");
+      for (const ci of seq.controlInput) fed.add(ci.name);
+      for (const st of seq.state) fed.add(st.inputName);
+    }
+  } else {
+    add(listed.length, "listed");
+  }
+  if (expected === model.length) return false;
+  const unfed = model.filter((m) => !fed.has(m.name) && !listed.some((io) => io.name === m.name));
+  const counted = parts.length > 0 ? ` (${parts.join(", ")})` : "";
+  r.error(
+    "model-io-count",
+    ctx.parsed.source.has("input") ? "input" : undefined,
+    `config.pbtxt gives ${file} ${expected} input${expected === 1 ? "" : "s"}${counted}, but it has ${model.length}${unfed.length > 0 ? `, ${unfed.map((m) => `'${m.name}'`).join(", ")} among them unlisted` : ""} (Triton: "unable to load model '${ctx.name}', configuration expects ${expected} inputs, model provides ${model.length}")`,
+    unfed.length > 0
+      ? `List every input of the model: add ${unfed
+          .map(
+            (m) => `input { name: "${m.name}"${m.dataType ? ` data_type: ${m.dataType}` : ""} dims: ${shape(m.dims)} }`,
+          )
+          .join(", ")} (dims without the batch dimension when max_batch_size > 0).`
+      : `List exactly the model's inputs (${model.map((m) => `'${m.name}'`).join(", ") || "none"}).`,
+  );
+  return true;
 }
 
 /** `max_batch_size`'s value when the config sets it, else the tensor. */

@@ -59,6 +59,41 @@ export const OPENVINO_XML = `<?xml version="1.0"?>
 </net>
 `;
 
+/** An OpenVINO IR v11: INPUT0 and INPUT1 f32 [?,4] -> Add -> OUTPUT0. */
+export const OPENVINO_ADD2_XML = `<?xml version="1.0"?>
+<net name="add2" version="11">
+  <layers>
+    <layer id="0" name="INPUT0" type="Parameter" version="opset1">
+      <data shape="?,4" element_type="f32" />
+      <output>
+        <port id="0" precision="FP32" names="INPUT0"><dim>-1</dim><dim>4</dim></port>
+      </output>
+    </layer>
+    <layer id="1" name="INPUT1" type="Parameter" version="opset1">
+      <data shape="?,4" element_type="f32" />
+      <output>
+        <port id="0" precision="FP32" names="INPUT1"><dim>-1</dim><dim>4</dim></port>
+      </output>
+    </layer>
+    <layer id="2" name="add" type="Add" version="opset1">
+      <input>
+        <port id="0" precision="FP32"><dim>-1</dim><dim>4</dim></port>
+        <port id="1" precision="FP32"><dim>-1</dim><dim>4</dim></port>
+      </input>
+      <output><port id="2" precision="FP32" names="OUTPUT0"><dim>-1</dim><dim>4</dim></port></output>
+    </layer>
+    <layer id="3" name="OUTPUT0/sink_port_0" type="Result" version="opset1">
+      <input><port id="0" precision="FP32"><dim>-1</dim><dim>4</dim></port></input>
+    </layer>
+  </layers>
+  <edges>
+    <edge from-layer="0" from-port="0" to-layer="2" to-port="0" />
+    <edge from-layer="1" from-port="0" to-layer="2" to-port="1" />
+    <edge from-layer="2" from-port="2" to-layer="3" to-port="0" />
+  </edges>
+</net>
+`;
+
 export const MODEL_FILE_CASES: ModelFileCase[] = [
   {
     model: "onnx_matches",
@@ -79,9 +114,46 @@ export const MODEL_FILE_CASES: ModelFileCase[] = [
     model: "onnx_initializer_is_not_an_input",
     config: `platform: "onnxruntime_onnx"\nmax_batch_size: 8\ninput [ ${io("INPUT0", "TYPE_FP32", "[ 4 ]")}, ${io("W", "TYPE_FP32", "[ 4 ]")} ]\noutput [ ${io("OUTPUT0", "TYPE_FP32", "[ 4 ]")} ]\n`,
     files: onnx(),
-    lint: "model-io-unknown",
-    triton: "unexpected inference input 'W', allowed inputs are: INPUT0",
-    derived: `${ORT} ValidateInputs over the session's inputs (onnxruntime's Graph::GetInputs leaves initializers out)`,
+    lint: "model-io-count",
+    triton: "configuration expects 2 inputs, model provides 1",
+    derived: `${ORT} ValidateInputs counts the session's inputs first (onnxruntime's Graph::GetInputs leaves initializers out)`,
+  },
+  {
+    model: "onnx_optional_initializer",
+    config: `platform: "onnxruntime_onnx"\nmax_batch_size: 0\ninput [ ${io("INPUT0", "TYPE_FP32", "[ -1, 4 ]")}, { name: "W" data_type: TYPE_FP32 dims: [ 4 ] optional: true } ]\noutput [ ${io("OUTPUT0", "TYPE_FP32", "[ -1, 4 ]")} ]\n`,
+    files: onnx(),
+    lint: "accepted",
+    derived: `${ORT}: an optional input is not counted, and an overridable initializer is an allowed input name`,
+  },
+  {
+    model: "onnx_fewer_inputs",
+    config: `platform: "onnxruntime_onnx"\nmax_batch_size: 8\n${ADD_IO}`,
+    files: onnx("add2.onnx"),
+    lint: "model-io-count",
+    triton: "unable to load model 'onnx_fewer_inputs', configuration expects 1 inputs, model provides 2",
+    derived: `${ORT} ModelInstanceState (expected_input_cnt) and ValidateInputs`,
+  },
+  {
+    model: "onnx_fewer_inputs_optional",
+    config: `platform: "onnxruntime_onnx"\nmax_batch_size: 0\ninput [ ${io("INPUT0", "TYPE_FP32", "[ -1, 4 ]")}, { name: "INPUT1" data_type: TYPE_FP32 dims: [ -1, 4 ] optional: true } ]\noutput [ ${io("OUTPUT0", "TYPE_FP32", "[ -1, 4 ]")} ]\n`,
+    files: onnx("add2.onnx"),
+    lint: "model-io-count",
+    triton: "configuration expects 1 inputs, model provides 2",
+    derived: `${ORT}: optional inputs are left out of the count (taken for overridable initializers), so a real input marked optional is one short`,
+  },
+  {
+    model: "onnx_batch_input_counted",
+    config: `platform: "onnxruntime_onnx"\nmax_batch_size: 8\n${ADD_IO}batch_input [ { kind: BATCH_ELEMENT_COUNT target_name: "INPUT1" data_type: TYPE_FP32 source_input: "INPUT0" } ]\n`,
+    files: onnx("add2.onnx"),
+    lint: "accepted",
+    derived: `${ORT}: each batch_input counts as an input`,
+  },
+  {
+    model: "onnx_all_inputs_completed",
+    config: `platform: "onnxruntime_onnx"\nmax_batch_size: 8\noutput [ ${io("OUTPUT0", "TYPE_FP32", "[ 4 ]")} ]\n`,
+    files: onnx("add2.onnx"),
+    lint: "accepted",
+    derived: `${ORT} AutoCompleteConfig: no inputs listed, so all of the model's are`,
   },
   {
     model: "onnx_wrong_output_name",
@@ -194,6 +266,21 @@ export const MODEL_FILE_CASES: ModelFileCase[] = [
     files: { "model.xml": OPENVINO_XML, "model.bin": "" },
     lint: "accepted",
     derived: "openvino_backend ValidateInputs/ValidateOutputs",
+  },
+  {
+    model: "openvino_fewer_inputs",
+    config: `backend: "openvino"\nmax_batch_size: 8\n${ADD_IO}`,
+    files: { "model.xml": OPENVINO_ADD2_XML, "model.bin": "" },
+    lint: "model-io-count",
+    triton: "unable to load model 'openvino_fewer_inputs', configuration expects 1 inputs, model provides 2",
+    derived: "openvino_backend ValidateConfigureModel/ValidateInputs: every listed input counted",
+  },
+  {
+    model: "openvino_inputs_completed",
+    config: `backend: "openvino"\nmax_batch_size: 8\noutput [ ${io("OUTPUT0", "TYPE_FP32", "[ 4 ]")} ]\n`,
+    files: { "model.xml": OPENVINO_ADD2_XML, "model.bin": "" },
+    lint: "accepted",
+    derived: "openvino_backend AutoCompleteInputOrOutput: no inputs listed, so all of the model's are",
   },
   {
     model: "openvino_wrong_name",
