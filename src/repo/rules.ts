@@ -625,17 +625,37 @@ export function versionConfigs(layout: ModelLayout): VersionDir[] {
   return layout.versions.filter((v) => v.entries.has(CONFIG_FILE) && !v.entries.get(CONFIG_FILE)!.isDir);
 }
 
+/**
+ * Whether the TensorRT backend completes this config from its plan before core checks it:
+ * tensorrt_backend's ModelState::Create runs AutoCompleteConfig when auto-complete is on and the
+ * model has a KIND_GPU instance group (core makes an absent group or KIND_AUTO one on a GPU
+ * machine, and the backend loads on nothing else), and its FixIO fills a listed tensor's missing
+ * data_type and dims from the engine. Lint cannot read plans, so it leaves those to Triton.
+ */
+export function tensorRtCompletes(ctx: ModelContext): boolean {
+  const c = ctx.parsed.config;
+  return (
+    ctx.autofill.backend === "tensorrt" &&
+    ctx.options.autoComplete !== false &&
+    (c.instanceGroup.length === 0 ||
+      c.instanceGroup.some((g) => g.kind === ModelInstanceGroup_Kind.GPU || g.kind === ModelInstanceGroup_Kind.AUTO))
+  );
+}
+
 function checkIOs(ctx: ModelContext, r: Reporter): void {
   const c = ctx.parsed.config;
   // Triton checks the platform autofill leaves: backend "tensorrt", or 1/model.plan, make it tensorrt_plan.
   const platform = ctx.autofill.platform;
+  const fromPlan = tensorRtCompletes(ctx);
   const check = (io: ModelInput | ModelOutput, i: number, kind: "input" | "output"): void => {
     const p = `${kind}[${i}]`;
     const label = io.name ? `${kind} '${io.name}'` : `${kind} ${i + 1}`;
     if (!io.name) {
       r.error("io-name-missing", p, `${kind} ${i + 1} has no name`, `Add name: "..." inside this ${kind}.`);
     }
-    if (io.dataType === DataType.TYPE_INVALID) {
+    // What the plan gives a named tensor is Triton's to fill in (see model-io/compare.ts's warning).
+    const filled = fromPlan && io.name !== "";
+    if (io.dataType === DataType.TYPE_INVALID && !filled) {
       r.error(
         "io-data-type-missing",
         p,
@@ -643,7 +663,7 @@ function checkIOs(ctx: ModelContext, r: Reporter): void {
         "Add data_type, e.g. data_type: TYPE_FP32 (TYPE_STRING for text).",
       );
     }
-    if (io.dims.length === 0) {
+    if (io.dims.length === 0 && !filled) {
       r.error(
         "io-dims-missing",
         p,

@@ -1,7 +1,8 @@
 import path from "node:path";
 import fsp from "node:fs/promises";
 import type { ModelConfigJson, ModelInputJson, ModelOutputJson } from "../model-config.js";
-import { type ModelContext, type Reporter, versionsToLoad } from "../rules.js";
+import { type ModelContext, type Reporter, tensorRtCompletes, versionsToLoad } from "../rules.js";
+import { DataType } from "../gen/model_config_pb.js";
 import { type ModelTensor, OnnxReadError, readOnnxModel } from "./onnx.js";
 import { OpenVinoReadError, readOpenVinoModel } from "./openvino.js";
 import { checkTorchScriptNames } from "./torchscript.js";
@@ -75,11 +76,20 @@ export async function checkModelIO(ctx: ModelContext, r: Reporter): Promise<Mode
   if (backend === "tensorrt" || backend === "tensorflow") {
     if (versions.length === 0) return undefined;
     const what = backend === "tensorrt" ? "a TensorRT plan" : "a TensorFlow model";
+    // The TensorRT backend completes a listed tensor's data_type and dims from the plan (rules.ts tensorRtCompletes).
+    const left =
+      backend === "tensorrt" && tensorRtCompletes(ctx)
+        ? [...c.input.map((io) => ({ io, kind: "input" })), ...c.output.map((io) => ({ io, kind: "output" }))]
+            .filter(({ io }) => io.name && (io.dims.length === 0 || io.dataType === DataType.TYPE_INVALID))
+            .map(({ io, kind }) => `${kind} '${io.name}'`)
+        : [];
     r.warning(
       "model-file-not-checked",
       where,
-      `the inputs and outputs of config.pbtxt are not checked against the model file: lint cannot read ${what} without ${backend === "tensorrt" ? "TensorRT" : "TensorFlow"}`,
-      "Triton checks them when it loads the model; `triton-dev up` shows its verdict.",
+      `the inputs and outputs of config.pbtxt are not checked against the model file: lint cannot read ${what} without ${backend === "tensorrt" ? "TensorRT" : "TensorFlow"}${left.length > 0 ? `; the data_type and dims missing from ${left.join(", ")} are left to Triton's auto-complete, which fills them in from the plan` : ""}`,
+      left.length > 0
+        ? "Triton completes and checks them when it loads the model (`triton-dev up` shows its verdict); write them in config.pbtxt to have them checked with auto-complete off too."
+        : "Triton checks them when it loads the model; `triton-dev up` shows its verdict.",
     );
     return undefined;
   }

@@ -365,6 +365,33 @@ export const MODEL_FILE_CASES: ModelFileCase[] = [
     derived: "core fills in platform tensorrt_plan for backend 'tensorrt', where shape tensors are allowed",
   },
   {
+    model: "tensorrt_incomplete_completed",
+    config: `platform: "tensorrt_plan"\nmax_batch_size: 8\ninput [ { name: "INPUT0" } ]\noutput [ { name: "OUTPUT0" data_type: TYPE_FP32 } ]\n`,
+    files: { "model.plan": "plan" },
+    lint: "accepted",
+    warning: "model-file-not-checked",
+    derived:
+      "tensorrt_backend model_state.cc: with auto-complete on and a GPU instance, AutoCompleteConfig's FixIO fills a listed tensor's data_type and dims from the engine before core checks them",
+  },
+  {
+    model: "tensorrt_incomplete_auto_complete_off",
+    config: `platform: "tensorrt_plan"\nmax_batch_size: 8\ninput [ { name: "INPUT0" } ]\noutput [ ${io("OUTPUT0", "TYPE_FP32", "[ 4 ]")} ]\n`,
+    files: { "model.plan": "plan" },
+    autoComplete: false,
+    lint: "io-data-type-missing",
+    triton: "model input 'INPUT0' must specify 'data_type'",
+    derived: "core model_config_utils.cc ValidateIOShape, with --disable-auto-complete-config (nothing is filled in)",
+  },
+  {
+    model: "tensorrt_incomplete_cpu",
+    config: `platform: "tensorrt_plan"\nmax_batch_size: 8\ninput [ { name: "INPUT0" } ]\noutput [ ${io("OUTPUT0", "TYPE_FP32", "[ 4 ]")} ]\ninstance_group [ { kind: KIND_CPU } ]\n`,
+    files: { "model.plan": "plan" },
+    lint: "io-data-type-missing",
+    triton: "model input 'INPUT0' must specify 'data_type'",
+    derived:
+      "tensorrt_backend ModelState::Create skips AutoCompleteConfig without a KIND_GPU instance group, so nothing is filled in",
+  },
+  {
     model: "tensorrt_not_checked",
     config: `platform: "tensorrt_plan"\nmax_batch_size: 8\n${ADD_IO}`,
     files: { "model.plan": "plan" },

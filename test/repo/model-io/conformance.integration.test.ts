@@ -76,6 +76,14 @@ describe("lint agrees with the backends on model files (verdicts derived from th
     expect(m.diagnostics.map((x) => x.code)).not.toContain("model-io-missing");
   });
 
+  it("a TensorRT plan's missing data_type and dims are said to be left to Triton's auto-complete", async () => {
+    const m = await lintCase(MODEL_FILE_CASES.find((x) => x.model === "tensorrt_incomplete_completed")!);
+    const d = m.diagnostics.find((x) => x.code === "model-file-not-checked")!;
+    expect(d.message).toContain(
+      "the data_type and dims missing from input 'INPUT0', output 'OUTPUT0' are left to Triton's auto-complete, which fills them in from the plan",
+    );
+  });
+
   it("a dims mismatch says where, what the model has, and which auto-complete it assumed", async () => {
     const c = MODEL_FILE_CASES.find((x) => x.model === "onnx_wrong_dims")!;
     const m = await lintCase(c);
