@@ -645,12 +645,13 @@ const REQUEST = -1;
  * inputs: each tensor gets a decouple label, the request's for the inputs, a new one for the
  * outputs of each step running a decoupled model (the outputs of one step share it), and its
  * inputs' label for the outputs of any other step. A tensor whose producers' inputs carry
- * different labels is refused ("step of model 'x' receives inputs originated from different
- * decoupled models"): the responses of a decoupled model arrive on their own, so Triton could not
- * tell which inputs belong together. So a step is refused when its inputs come from two decoupled
- * steps (two steps of the same model included), or from one and the ensemble's request
- * (measured); the ensemble's outputs are held to the same rule, with the ensemble's name. A step
- * running an ensemble that has a decoupled step is a decoupled step (heldDecoupled).
+ * different labels is refused ("in ensemble e, step of model 'x' receives inputs originated from
+ * different decoupled models", x being whichever model's config first named the tensor, the
+ * ensemble's for its outputs; measured on 2.51): the responses of a decoupled model arrive on
+ * their own, so Triton could not tell which inputs belong together. So a step is refused when its
+ * inputs come from two decoupled steps (two steps of the same model included), or from one and
+ * the ensemble's request (measured); the ensemble's outputs are held to the same rule. A step
+ * running an ensemble that has a decoupled step is a decoupled step (heldDecoupled; measured).
  */
 function checkDecoupledOrigins(
   self: string,
@@ -696,7 +697,7 @@ function checkDecoupledOrigins(
     r.error(
       "ensemble-decoupled-origins",
       `${stepPath(s)}.model_name#value`,
-      `step ${s} runs '${step.modelName}' on inputs that come from ${named(from)}, and Triton refuses a step whose inputs come from different origins once one is a decoupled model ("step of model '${step.modelName}' receives inputs originated from different decoupled models"): their responses arrive independently`,
+      `step ${s} runs '${step.modelName}' on inputs that come from ${named(from)}, and Triton refuses a step whose inputs come from different origins once one is a decoupled model ("in ensemble ${self}, step of model '...' receives inputs originated from different decoupled models"): their responses arrive independently`,
       fix,
     );
   });
@@ -705,7 +706,7 @@ function checkDecoupledOrigins(
     r.error(
       "ensemble-decoupled-origins",
       "output",
-      `the ensemble's outputs come from ${named(out)}, and Triton refuses outputs from different origins once one is a decoupled model ("step of model '${self}' receives inputs originated from different decoupled models"): their responses arrive independently`,
+      `the ensemble's outputs come from ${named(out)}, and Triton refuses outputs from different origins once one is a decoupled model ("in ensemble ${self}, step of model '${self}' receives inputs originated from different decoupled models"): their responses arrive independently`,
       fix,
     );
   }

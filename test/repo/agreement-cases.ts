@@ -719,14 +719,14 @@ export const CASES: Case[] = [
       "runtime_escapes_version/libtriton_python.so": "not a library: Triton refuses before it opens it",
     },
     lint: "runtime-escapes",
-    triton: "escapes backend directory",
+    triton: "backend library name '../libtriton_python.so' escapes backend directory",
   },
   {
     // In neither model folder (1/../python does not exist); from the backend's folder it leads to its parent.
     model: "runtime_escapes_backend",
     files: py("runtime_escapes_backend", pythonConfig("runtime_escapes_backend") + 'runtime: "../python/.."\n'),
     lint: "runtime-escapes",
-    triton: "escapes backend directory",
+    triton: "backend library name '../python/..' escapes backend directory",
   },
   {
     model: "runtime_ok",
@@ -786,7 +786,8 @@ export const CASES: Case[] = [
         step("two_in", { INPUT0: "t_a", INPUT1: "t_b" }, { OUTPUT0: "OUT" }),
     ),
     lint: "ensemble-decoupled-origins",
-    triton: "step of model 'two_in' receives inputs originated from different decoupled models",
+    triton:
+      "in ensemble ens_decoupled_same_twice, step of model 'ens_decoupled_same_twice' receives inputs originated from different decoupled models",
   },
   {
     // The ensemble's outputs are held to the same rule, under the ensemble's own name.
@@ -799,7 +800,8 @@ export const CASES: Case[] = [
       },
     ),
     lint: "ensemble-decoupled-origins",
-    triton: "step of model 'ens_decoupled_outputs' receives inputs originated from different decoupled models",
+    triton:
+      "in ensemble ens_decoupled_outputs, step of model 'ens_decoupled_outputs' receives inputs originated from different decoupled models",
   },
   {
     // An ensemble with a decoupled step is decoupled itself to the ensembles that run it.
@@ -815,7 +817,8 @@ export const CASES: Case[] = [
         step("two_in", { INPUT0: "t_a", INPUT1: "IN" }, { OUTPUT0: "OUT" }),
     ),
     lint: "ensemble-decoupled-origins",
-    triton: "step of model 'two_in' receives inputs originated from different decoupled models",
+    triton:
+      "in ensemble ens_outer_of_decoupled, step of model 'ens_outer_of_decoupled' receives inputs originated from different decoupled models",
   },
   {
     model: "ens_decoupled_one",

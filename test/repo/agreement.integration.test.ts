@@ -121,6 +121,7 @@ async function start(
   { autoComplete, ports }: { autoComplete: boolean; ports: Ports },
 ): Promise<Served> {
   const sp = sitePackages(venv!)!;
+  const ts = path.join(sp, "pytriton/tritonserver");
   const logFile = path.join(scratch, `server-${ports.http}.log`);
   const logFd = fs.openSync(logFile, "w");
   const server = spawn(
