@@ -13,11 +13,11 @@ import { checkTorchScriptNames } from "./torchscript.js";
  * backend follows the same rules): the config gives the model as many inputs as it has (each
  * backend's count, checkInputCount), every config tensor must be one of the model's, with its data
  * type, and dims that the model's shape accepts once the batch dimension is taken off. With
- * auto-complete on (Triton's default) the backend first fills in what the config leaves out: all
- * inputs (outputs) when the config lists none, a listed tensor's missing data_type and dims, and
- * max_batch_size when the config sets none and every tensor's first dimension is variable; what
- * it fills is not an error. The local runtime has neither backend, so these verdicts are derived
- * from the backends' rules, not measured (test/repo/model-io/conformance-cases.ts says which).
+ * auto-complete on (Triton's default) the backend first fills in what the config leaves out (see
+ * complete: all inputs or outputs when the config lists none, max_batch_size when every tensor's
+ * first dimension is variable, never a listed tensor's fields); what it fills is not an error.
+ * The local runtime has neither backend, so these verdicts are derived from the backends' rules,
+ * not measured (test/repo/model-io/conformance-cases.ts says which).
  *
  * TensorRT plans and TensorFlow SavedModels/GraphDefs cannot be read without the vendor runtime:
  * they are reported as not checked (a warning), never passed as clean.
@@ -175,19 +175,30 @@ interface Completion {
   outputs: ModelOutputJson[];
   json: ModelConfigJson;
   filled: string[];
-  /** Indices of config tensors whose data_type or dims auto-complete filled. */
-  filledAt: Set<string>;
 }
 
-/** The config as the backend's auto-complete leaves it (nothing filled when it is off). */
+/**
+ * The config as the backend's auto-complete leaves it (nothing filled when it is off). Both
+ * backends fill in a whole list, inputs or outputs, only when the config lists none of it, and
+ * never a listed tensor's data_type or dims (onnxruntime's AutoCompleteIO and openvino's
+ * AutoCompleteInputOrOutput replace an empty list); onnxruntime's AutoCompleteConfig does nothing
+ * at all once the config lists inputs (or batch_input) and outputs ("inputs and outputs already
+ * specified"), max_batch_size included, and otherwise fills max_batch_size when it is 0 (written
+ * or not) and every tensor's first dimension is variable.
+ */
 function complete(ctx: ModelContext, t: Tensors, autoComplete: boolean, backend: string): Completion {
   const { json, source } = ctx.parsed;
   const filled: string[] = [];
-  const filledAt = new Set<string>();
   let maxBatchSize = json.max_batch_size ?? 0;
+  const ort = backend === "onnxruntime";
+  // onnxruntime counts batch_input with the inputs: a config with one lists its inputs already.
+  const listedInputs = (json.input?.length ?? 0) + (ort ? (json.batch_input?.length ?? 0) : 0);
+  const listedOutputs = json.output?.length ?? 0;
+  const runs = autoComplete && !(ort && listedInputs > 0 && listedOutputs > 0);
   const all = [...t.inputs, ...t.outputs];
   const canBatch = all.length > 0 && all.every((x) => x.dims !== undefined && x.dims.length > 0 && x.dims[0] === -1);
-  if (autoComplete && !source.has("max_batch_size") && canBatch) {
+  const unset = ort ? maxBatchSize === 0 : !source.has("max_batch_size");
+  if (runs && unset && canBatch) {
     maxBatchSize = DEFAULT_MAX_BATCH_SIZE;
     filled.push(`max_batch_size ${DEFAULT_MAX_BATCH_SIZE} (every tensor's first dimension is variable)`);
   }
@@ -195,39 +206,19 @@ function complete(ctx: ModelContext, t: Tensors, autoComplete: boolean, backend:
   const fill = <T extends ModelInputJson | ModelOutputJson>(
     kind: Kind,
     listed: T[] | undefined,
+    count: number,
     model: ModelTensor[],
-  ) => {
-    if (!autoComplete) return listed ?? [];
-    // onnxruntime counts batch_input with the inputs: a config with one lists its inputs already.
-    const batchInputs = kind === "input" && backend === "onnxruntime" ? (json.batch_input?.length ?? 0) : 0;
-    if ((!listed || listed.length === 0) && batchInputs === 0) {
-      return model.map((m) => {
-        filled.push(`${kind} '${m.name}' (${m.dataType ?? m.fileType} ${shape(strip(m.dims))})`);
-        return { name: m.name, ...(m.dataType ? { data_type: m.dataType } : {}), dims: strip(m.dims) ?? [] } as T;
-      });
-    }
-    return (listed ?? []).map((io, i) => {
-      const m = model.find((x) => x.name === io.name);
-      if (!m) return io;
-      const out = { ...io };
-      if (!io.data_type && m.dataType) {
-        out.data_type = m.dataType;
-        filled.push(`${kind} '${m.name}' data_type ${m.dataType}`);
-        filledAt.add(`${kind}[${i}]`);
-      }
-      const dims = strip(m.dims);
-      if ((!io.dims || io.dims.length === 0) && dims && dims.length > 0) {
-        out.dims = dims;
-        filled.push(`${kind} '${m.name}' dims ${shape(dims)}`);
-        filledAt.add(`${kind}[${i}]`);
-      }
-      return out;
+  ): T[] => {
+    if (!runs || count > 0) return listed ?? [];
+    return model.map((m) => {
+      filled.push(`${kind} '${m.name}' (${m.dataType ?? m.fileType} ${shape(strip(m.dims))})`);
+      return { name: m.name, ...(m.dataType ? { data_type: m.dataType } : {}), dims: strip(m.dims) ?? [] } as T;
     });
   };
-  const inputs = fill("input", json.input, t.inputs);
-  const outputs = fill("output", json.output, t.outputs);
+  const inputs = fill("input", json.input, listedInputs, t.inputs);
+  const outputs = fill("output", json.output, listedOutputs, t.outputs);
   const completed: ModelConfigJson = { ...json, max_batch_size: maxBatchSize, input: inputs, output: outputs };
-  return { maxBatchSize, inputs, outputs, json: completed, filled, filledAt };
+  return { maxBatchSize, inputs, outputs, json: completed, filled };
 }
 
 function compare(
@@ -243,17 +234,6 @@ function compare(
   const c = ctx.parsed.config;
   const overridable = backend === "onnxruntime" ? (t.overridable ?? []) : [];
   const mode = `auto-complete ${autoComplete ? "on" : "off"}${assumed ? ", assumed: Triton's default" : ""}`;
-  // What auto-complete filled is Triton's now: the rules' "has no data_type"/"has no dims" are not errors.
-  if (completion.filledAt.size > 0) {
-    const at = new Set(
-      [...completion.filledAt].map((p) => ctx.parsed.source.at(p)).map((p) => `${p.line}:${p.column}`),
-    );
-    for (let i = r.diagnostics.length - 1; i >= 0; i--) {
-      const d = r.diagnostics[i]!;
-      if ((d.code === "io-data-type-missing" || d.code === "io-dims-missing") && at.has(`${d.line}:${d.column}`))
-        r.diagnostics.splice(i, 1);
-    }
-  }
   const mbs = completion.maxBatchSize;
   const check = (kind: Kind, listed: Array<ModelInputJson | ModelOutputJson>, model: ModelTensor[]) => {
     const names = model.map((m) => `'${m.name}'`).join(", ") || "none";

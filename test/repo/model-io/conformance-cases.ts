@@ -224,8 +224,25 @@ export const MODEL_FILE_CASES: ModelFileCase[] = [
     model: "onnx_partial_completed",
     config: `platform: "onnxruntime_onnx"\nmax_batch_size: 8\ninput [ { name: "INPUT0" } ]\noutput [ { name: "OUTPUT0" data_type: TYPE_FP32 } ]\n`,
     files: onnx(),
+    lint: "io-data-type-missing",
+    triton: "model input 'INPUT0' must specify 'data_type'",
+    derived: `${ORT} AutoCompleteConfig does nothing once inputs and outputs are listed ("inputs and outputs already specified"), so core's ValidateIOShape meets the missing fields`,
+  },
+  {
+    model: "onnx_outputs_listed_inputs_completed",
+    config: `platform: "onnxruntime_onnx"\noutput [ ${io("OUTPUT0", "TYPE_FP32", "[ 4 ]")} ]\n`,
+    files: onnx(),
     lint: "accepted",
-    derived: `${ORT} AutoCompleteConfig: a listed tensor's missing data_type and dims from the model`,
+    derived: `${ORT} AutoCompleteConfig with no inputs listed: max_batch_size 4 and the inputs from the model`,
+  },
+  {
+    model: "onnx_listed_without_max_batch_size",
+    config: `platform: "onnxruntime_onnx"\n${ADD_IO}`,
+    files: onnx(),
+    lint: "model-io-dims",
+    triton:
+      "the model expects 2 dimensions (shape [-1,4]) but the model configuration specifies 1 dimensions (shape [4])",
+    derived: `${ORT} AutoCompleteConfig does nothing once inputs and outputs are listed, max_batch_size included: it stays 0, so dims are the full shape`,
   },
   {
     model: "onnx_partial_auto_complete_off",
