@@ -11,6 +11,7 @@ import path from "node:path";
 import { runLint } from "../../src/cli/lint-action.js";
 import { lintRepository } from "../../src/repo/lint.js";
 import { lintOptionsFor } from "../../src/session/session.js";
+import { freePorts, portArgs, runCli, testEnv } from "../helpers/cli.js";
 import type { Output } from "../../src/cli/output.js";
 import { resolvePaths } from "../../src/config/paths.js";
 import { removeTempRepos, tempRepo, writeFiles } from "../repo/helpers.js";
@@ -113,4 +114,30 @@ describe.skipIf(!managed)("lint with auto_complete_config and requirements.txt",
     expect(fs.existsSync(marker)).toBe(true);
     expect(r.models[0]!.diagnostics.map((d) => `${d.severity} ${d.code}`)).toEqual(["error auto-complete-raised"]);
   });
+
+  it("lint runs nothing where `up` on the same repository runs it and refuses the model whose auto_complete_config raises", async () => {
+    const repo = await tempRepo();
+    const marker = path.join(repo, "imported.txt");
+    const raising = COMPLETING.replace("        return config", '        raise ValueError("no such input")');
+    await writeFiles(repo, { "good/1/model.py": COMPLETING, "bad/1/model.py": sideEffect(marker, raising) });
+    const env = await testEnv();
+    try {
+      const lint = await runCli(["lint", repo], env);
+      expect(lint.code, lint.stdout + lint.stderr).toBe(0);
+      expect(fs.existsSync(marker)).toBe(false);
+      const up = await runCli(
+        ["up", "--detach", "--runtime", "local", "--models", repo, ...portArgs(await freePorts())],
+        env,
+      );
+      expect(fs.existsSync(marker)).toBe(true);
+      expect(up.stdout + up.stderr).toContain("auto_complete_config in 1/model.py raised ValueError: no such input");
+      const status = JSON.parse((await runCli(["status", "--json"], env)).stdout) as {
+        models: Array<{ name: string; state: string }>;
+      };
+      expect(status.models.find((m) => m.name === "good")?.state).toBe("READY");
+      expect(status.models.find((m) => m.name === "bad")?.state).not.toBe("READY");
+    } finally {
+      await runCli(["down"], env);
+    }
+  }, 240_000);
 });
