@@ -19,6 +19,8 @@ export interface LintFlags {
   disableAutoCompleteConfig?: boolean;
   /** A model whose config, as Triton completes it from the model file, is printed after its diagnostics. */
   explain?: string;
+  /** --run-model-code: run python models' auto_complete_config (their code) to check the config it completes. */
+  runModelCode?: boolean;
 }
 
 /**
@@ -216,7 +218,9 @@ export async function runLint(dir: string, flags: LintFlags, deps: LintDeps = {}
       if (count > 0) options.gpuCount = count;
     }
   }
-  if (autoComplete.on) options.completer = createConfigCompleter({ interpreterFor: await builtEnvironments() });
+  // Linting is what people do to a repository they have not read yet: its code runs only when asked.
+  if (autoComplete.on && flags.runModelCode)
+    options.completer = createConfigCompleter({ interpreterFor: await builtEnvironments() });
   const result = await lintRepository(repo, options);
   const explained = flags.explain === undefined ? undefined : result.models.find((m) => m.name === flags.explain);
   if (flags.explain !== undefined && !explained) {
@@ -236,6 +240,7 @@ export async function runLint(dir: string, flags: LintFlags, deps: LintDeps = {}
           errorCount: result.errorCount,
           warningCount: result.warningCount,
           autoComplete,
+          runModelCode: flags.runModelCode === true,
           repositoryDiagnostics: result.repositoryDiagnostics,
           models: result.models.map((m) => ({
             name: m.name,

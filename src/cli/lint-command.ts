@@ -22,6 +22,10 @@ export function registerLintCommand(program: Command, ctx: CliContext, deps: Omi
       "check as Triton runs with this flag: configs are not completed (a model needs its config.pbtxt)",
     )
     .option(
+      "--run-model-code",
+      "run python models' auto_complete_config (their model.py) to check the config it completes, as Triton will; without it lint runs no code from the repository and says which configs it could not check",
+    )
+    .option(
       "--explain <model>",
       "print MODEL's config as Triton holds it once auto-complete has filled it in from the model file",
     )

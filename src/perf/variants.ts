@@ -5,6 +5,7 @@ import { UsageError, UserError } from "../errors.js";
 import { removeField, renameConfig, setField } from "../repo/config-edit.js";
 import { formatDiagnostic } from "../repo/diagnostics.js";
 import { lintModel, type LintOptions } from "../repo/lint.js";
+import { sharedConfigCompleter } from "../repo/auto-complete-run.js";
 import type { ModelConfigSummary } from "../triton/grpc-client.js";
 import type { TritonHttpClient } from "../triton/http-client.js";
 
@@ -265,7 +266,8 @@ async function lintVariant(t: StagingTarget, shadow: string, v: Variant): Promis
   for (const m of await fsp.readdir(t.repository)) {
     if (m !== v.servedModel && !m.startsWith(".")) await fsp.symlink(path.join(t.repository, m), path.join(shadow, m));
   }
-  const result = await lintModel(shadow, v.servedModel, t.lint);
+  // The variant is served next, its code run by Triton: its auto_complete_config is checked first.
+  const result = await lintModel(shadow, v.servedModel, { completer: sharedConfigCompleter(), ...t.lint });
   const errors =
     result.models.find((m) => m.name === v.servedModel)?.diagnostics.filter((d) => d.severity === "error") ?? [];
   if (errors.length === 0) return;

@@ -209,6 +209,17 @@ export function createConfigCompleter(o: CompleterOptions = {}): ConfigCompleter
   };
 }
 
+let shared: ConfigCompleter | undefined;
+
+/**
+ * One completer for the process, for the callers that serve the model and so run its code in
+ * Triton anyway (`up`, the reload controller, perf and tune's variants): lint runs none unless asked.
+ */
+export function sharedConfigCompleter(): ConfigCompleter {
+  shared ??= createConfigCompleter();
+  return shared;
+}
+
 /** The outcome with its file (relative to the model folder, as run and cached) made absolute. */
 function inModel(o: CompletionOutcome, dir: string): CompletionOutcome {
   return (o.outcome === "import" || o.outcome === "raised") && o.file ? { ...o, file: path.join(dir, o.file) } : o;

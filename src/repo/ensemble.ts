@@ -609,63 +609,107 @@ export function checkEnsembleSteps(
     }
   });
   checkDecoupledOrigins(
+    self,
     c.input.map((i) => i.name),
+    c.output.map((o) => o.name),
     steps,
     models,
     r,
   );
 }
 
-/** The origin of what the ensemble's request carries, beside the decoupled models' names. */
-const REQUEST = "";
+/**
+ * Whether Triton holds this model as decoupled: its config says so, or it is an ensemble one of
+ * whose steps runs a decoupled model (core's ValidateEnsembleConfig sets the ensemble's
+ * model_transaction_policy.decoupled when any of its steps gave a decoupled label, so an
+ * ensemble running it sees it decoupled).
+ */
+export function heldDecoupled(
+  name: string,
+  models: ReadonlyMap<string, RepoModel>,
+  seen: Set<string> = new Set(),
+): boolean {
+  const c = models.get(name)?.parsed?.config;
+  if (!c || seen.has(name)) return false;
+  if (c.modelTransactionPolicy?.decoupled === true) return true;
+  if (!isEnsemble(c)) return false;
+  seen.add(name);
+  return ensembleSteps(c).some((s) => heldDecoupled(s.modelName, models, seen));
+}
+
+/** The origin of what the ensemble's request carries; a decoupled step's outputs have the step as theirs. */
+const REQUEST = -1;
 
 /**
- * Triton refuses a step whose inputs come, directly or through other steps, from more than one
- * origin, once a decoupled model is among them ("receives inputs originated from different
- * decoupled models"): its responses arrive on their own, so Triton could not tell which inputs
- * belong together. An origin is the decoupled model that wrote a tensor, else the ensemble's
- * request (measured: a step fed by one decoupled model and by an ensemble input is refused too);
- * a step that is not decoupled passes its inputs' origins on.
+ * core's ValidateEnsembleConfig (ensemble_utils.cc), which walks the tensors from the ensemble's
+ * inputs: each tensor gets a decouple label, the request's for the inputs, a new one for the
+ * outputs of each step running a decoupled model (the outputs of one step share it), and its
+ * inputs' label for the outputs of any other step. A tensor whose producers' inputs carry
+ * different labels is refused ("in ensemble e, step of model 'x' receives inputs originated from
+ * different decoupled models", x being whichever model's config first named the tensor, the
+ * ensemble's for its outputs; measured on 2.51): the responses of a decoupled model arrive on
+ * their own, so Triton could not tell which inputs belong together. So a step is refused when its
+ * inputs come from two decoupled steps (two steps of the same model included), or from one and
+ * the ensemble's request (measured); the ensemble's outputs are held to the same rule. A step
+ * running an ensemble that has a decoupled step is a decoupled step (heldDecoupled; measured).
  */
 function checkDecoupledOrigins(
+  self: string,
   ensembleInputs: readonly string[],
+  ensembleOutputs: readonly string[],
   steps: readonly ModelEnsembling_Step[],
   models: Map<string, RepoModel>,
   r: Reporter,
 ): void {
-  const decoupled = (name: string) => models.get(name)?.parsed?.config.modelTransactionPolicy?.decoupled === true;
-  if (!steps.some((s) => decoupled(s.modelName))) return;
-  const origins = new Map<string, Set<string>>(ensembleInputs.map((t) => [t, new Set([REQUEST])]));
-  const stepOrigins = (step: ModelEnsembling_Step): Set<string> =>
-    new Set(Object.values(step.inputMap).flatMap((t) => [...(origins.get(t) ?? [])]));
+  const decoupled = steps.map((s) => heldDecoupled(s.modelName, models, new Set([self])));
+  if (!decoupled.includes(true)) return;
+  const origins = new Map<string, Set<number>>(ensembleInputs.map((t) => [t, new Set([REQUEST])]));
+  const originsOf = (tensors: readonly string[]): Set<number> =>
+    new Set(tensors.flatMap((t) => [...(origins.get(t) ?? [])]));
+  const stepOrigins = (step: ModelEnsembling_Step) => originsOf(Object.values(step.inputMap));
   // Each pass carries origins one step further along the graph, so as many passes as steps reach
   // every tensor (a cycle is reported elsewhere and only ends the loop early here).
   for (let pass = 0; pass < steps.length; pass++) {
     let changed = false;
-    for (const step of steps) {
-      const from = decoupled(step.modelName) ? new Set([step.modelName]) : stepOrigins(step);
+    steps.forEach((step, s) => {
+      const from = decoupled[s] ? new Set([s]) : stepOrigins(step);
       for (const t of Object.values(step.outputMap)) {
-        const had = origins.get(t) ?? new Set<string>();
+        const had = origins.get(t) ?? new Set<number>();
         const merged = new Set([...had, ...from]);
         if (merged.size !== had.size) {
           origins.set(t, merged);
           changed = true;
         }
       }
-    }
+    });
     if (!changed) break;
   }
+  const named = (from: Set<number>) =>
+    [...from]
+      .sort((a, b) => a - b)
+      .map((o) => (o === REQUEST ? "the ensemble's request" : `step ${o} ('${steps[o]!.modelName}', decoupled)`))
+      .join(" and ");
+  const fix =
+    "Feed it from one decoupled step only (or make the others not decoupled), or merge their outputs in one model first.";
   steps.forEach((step, s) => {
-    const from = [...stepOrigins(step)].sort();
-    if (from.length < 2) return;
-    const named = from.map((o) => (o === REQUEST ? "the ensemble's request" : `'${o}'`)).join(" and ");
+    const from = stepOrigins(step);
+    if (from.size < 2) return;
     r.error(
       "ensemble-decoupled-origins",
       `${stepPath(s)}.model_name#value`,
-      `step ${s} runs '${step.modelName}' on inputs that come from ${named}, and Triton refuses a step fed from different origins once one is a decoupled model ("receives inputs originated from different decoupled models"): their responses arrive independently`,
-      "Feed the step from one decoupled model only (or make the others not decoupled), or merge their outputs in one model first.",
+      `step ${s} runs '${step.modelName}' on inputs that come from ${named(from)}, and Triton refuses a step whose inputs come from different origins once one is a decoupled model ("in ensemble ${self}, step of model '...' receives inputs originated from different decoupled models"): their responses arrive independently`,
+      fix,
     );
   });
+  const out = originsOf(ensembleOutputs);
+  if (out.size >= 2) {
+    r.error(
+      "ensemble-decoupled-origins",
+      "output",
+      `the ensemble's outputs come from ${named(out)}, and Triton refuses outputs from different origins once one is a decoupled model ("in ensemble ${self}, step of model '${self}' receives inputs originated from different decoupled models"): their responses arrive independently`,
+      fix,
+    );
+  }
 }
 
 function hintFor(r: Reporter, name: string, candidates: Iterable<string>, what: string): string {

@@ -18,7 +18,7 @@ import { fromJson } from "@bufbuild/protobuf";
 import { create } from "@bufbuild/protobuf";
 import { ModelConfigSchema, type ModelConfig } from "./gen/model_config_pb.js";
 import { toModelConfigJson } from "./model-config.js";
-import { type CompletionOutcome, type ConfigCompleter, createConfigCompleter } from "./auto-complete-run.js";
+import type { CompletionOutcome } from "./auto-complete-run.js";
 import { autofillBackendFields } from "./autofill.js";
 import { ENSEMBLE_PLATFORM } from "./backends.js";
 import { readUserText } from "./layout.js";
@@ -228,8 +228,6 @@ function checkWithoutConfig(layout: ModelLayout, options: LintOptions, reporter:
   return undefined;
 }
 
-let defaultCompleter: ConfigCompleter | undefined;
-
 /** The result of running a model's auto_complete_config for lint. */
 interface Completion {
   /** The completed config, to lint instead of the file's; absent when completion failed or did not run. */
@@ -238,6 +236,8 @@ interface Completion {
   elsewhere?: { file: string; pos: Pos; note: string };
   diagnostics: Diagnostic[];
   notes: string[];
+  /** The model file whose auto_complete_config was not run because no model code may run (`notRun`). */
+  notRun?: string;
 }
 
 /**
@@ -271,12 +271,53 @@ async function completeConfig(
   const pos = { line: at + 1, column: Math.max(1, (lines[at] ?? "").search(/\S/) + 1), offset: 0 };
   const rel = path.relative(layout.dir, file);
 
+  // Completing the config means importing the model's code: only a caller that runs it anyway
+  // (`up`, the reload controller) or a user who asked (`lint --run-model-code`) gives a completer.
+  if (!options.completer) return notRun(layout, file, rel, pos);
   const input = { ...toModelConfigJson(base, { withDefaults: true }) } as Record<string, unknown>;
   input.name = layout.name;
   if (!base.platform && !base.backend) input.backend = "python";
-  const completer = options.completer ?? (defaultCompleter ??= createConfigCompleter());
-  const outcome = await completer.complete({ model: layout.name, dir: layout.dir, file, config: input });
+  const outcome = await options.completer.complete({ model: layout.name, dir: layout.dir, file, config: input });
   return completionResult(outcome, layout, parsed, file, rel, pos);
+}
+
+/**
+ * The fields a python model's auto_complete_config can set through the backend's ModelConfig
+ * (set_max_batch_size, add_input, add_output, set_dynamic_batching,
+ * set_model_transaction_policy): without running it, what the file says of them may not be
+ * what Triton loads.
+ */
+export const COMPLETABLE_FIELDS: ReadonlySet<string> = new Set([
+  "max_batch_size",
+  "input",
+  "output",
+  "dynamic_batching",
+  "model_transaction_policy",
+]);
+
+/**
+ * auto_complete_config not run because nobody asked for model code to run: a warning, so that a
+ * repository that is fine still lints clean (exit 0) while the output says what was not checked.
+ * The config is checked as written, with findings on the fields the function can set made
+ * warnings (see Reporter's `completable`), since the function may set them right.
+ */
+function notRun(layout: ModelLayout, file: string, rel: string, pos: Pos): Completion {
+  return {
+    diagnostics: [
+      {
+        severity: "warning",
+        file,
+        line: pos.line,
+        column: pos.column,
+        model: layout.name,
+        code: "auto-complete-not-run",
+        message: `not checked: completing this config runs ${rel} (its auto_complete_config), and lint runs no model code unless asked, so the config is checked as written`,
+        hint: "Pass --run-model-code to have lint run it as Triton does (a subprocess of the managed environment with a time limit, and no network where the system allows), or trust the code first: `triton-dev up` runs it in Triton anyway.",
+      },
+    ],
+    notes: [],
+    notRun: rel,
+  };
 }
 
 function completionResult(
@@ -404,7 +445,7 @@ async function analyseLayout(
   const configFile = layout.configFile;
   if (layout.configText === undefined) {
     const completion = layout.configReadError ? undefined : await completeConfig(layout, undefined, options);
-    if (completion?.parsed || completion?.diagnostics.length) {
+    if (!completion?.notRun && (completion?.parsed || completion?.diagnostics.length)) {
       // Triton completes the config from model.py: that is what it loads, and what is checked.
       const file = completion.elsewhere?.file ?? layout.dir;
       return lintParsed(layout, completion.parsed, completion, options, taken, file);
@@ -419,6 +460,7 @@ async function analyseLayout(
         layout.configReadError.hint,
       );
     } else {
+      if (completion?.notRun) reporter.diagnostics.push(...completion.diagnostics);
       const unavailable = checkWithoutConfig(layout, options, reporter);
       const inferred = autofillBackendFields(name, { platform: "", backend: "", defaultModelFilename: "" }, layout);
       const backend = inferred.undetermined ? undefined : inferred.backend;
@@ -460,7 +502,15 @@ async function lintParsed(
   defaultFile: string,
 ): Promise<Analysed> {
   const { name } = layout;
-  const reporter = new Reporter(name, parsed, defaultFile, completion?.parsed ? completion.elsewhere : undefined);
+  const reporter = new Reporter(
+    name,
+    parsed,
+    defaultFile,
+    completion?.parsed ? completion.elsewhere : undefined,
+    completion?.notRun
+      ? { fields: COMPLETABLE_FIELDS, note: `(unless auto_complete_config in ${completion.notRun} sets it: not run)` }
+      : undefined,
+  );
   checkFolderName(name, layout.dir, taken, reporter);
   reporter.diagnostics.push(...(completion?.diagnostics ?? []));
   const extra = {

@@ -48,7 +48,12 @@ export interface LintOptions {
    * is not an error; off, a model without config.pbtxt cannot load.
    */
   autoComplete?: boolean;
-  /** Runs auto_complete_config (default: in the managed environment, see auto-complete-run.ts). */
+  /**
+   * Runs a python model's auto_complete_config, that is its code (see auto-complete-run.ts).
+   * Absent, no model code runs: a model whose config depends on it gets `auto-complete-not-run`
+   * (a warning) and its config is checked as written. `up`, the reload controller and perf/tune's
+   * variants pass one (Triton runs that code anyway); `lint` only with --run-model-code.
+   */
   completer?: ConfigCompleter;
   /**
    * Severity of KIND_GPU on a machine without a GPU: a warning while linting (the config may be
@@ -82,6 +87,12 @@ export class Reporter {
      * auto_complete_config completed holds what model.py added, so those point at model.py.
      */
     private readonly elsewhere?: { file: string; pos: Pos; note: string },
+    /**
+     * Fields of the config that code lint did not run may still set (a python model's
+     * auto_complete_config): an error found on one of them is reported as a warning with `note`,
+     * because Triton may load the field as that code sets it, not as the file has it.
+     */
+    private readonly completable?: { fields: ReadonlySet<string>; note: string },
   ) {}
 
   private push(
@@ -93,6 +104,13 @@ export class Reporter {
     file?: string,
   ): void {
     const base = typeof where === "string" ? where.replace(/#value$/, "") : undefined;
+    if (severity === "error" && this.completable && base !== undefined) {
+      const field = /^[a-z_]+/.exec(base)?.[0];
+      if (field && this.completable.fields.has(field)) {
+        severity = "warning";
+        message = `${message} ${this.completable.note}`;
+      }
+    }
     if (this.elsewhere && this.parsed && base !== undefined && !this.parsed.source.has(base)) {
       this.diagnostics.push({
         severity,
@@ -238,45 +256,83 @@ export async function checkModel(ctx: ModelContext, r: Reporter): Promise<void> 
 }
 
 /**
- * `runtime` names the library Triton loads instead of libtriton_<backend>.so. Triton 2.51 looks
- * for it in the version folder, then the model folder, then the backend's folder (measured: its
- * "unable to find backend library" lists those three), and takes a name with `..` as it comes, so
- * one that leads out of them loads when it happens to meet a library: a warning, as it depends on
- * where the folders are. What the backend's folder holds is known only where the runtime fixes
- * it (RUNTIME_FACTS.backendLibraries); there a library found nowhere is an error.
+ * `runtime` names the library Triton loads instead of libtriton_<backend>.so. Triton 2.51 (core's
+ * TritonModel::GetBackendLibraryProperties) joins it to each of the version folder, the model
+ * folder and the backend's folder (`<backend-directory>/<backend>`) in turn, a leading `/` or
+ * not (JoinPath appends the name as it is), and takes the first path that exists (a folder
+ * counts); it then refuses the model when that path, made canonical, does not begin with the
+ * folder it was found in ("backend library name '...' escapes backend directory '...'"), a string
+ * prefix, not a path one. Found nowhere, it is refused too ("unable to find backend library").
+ * `runtime: "model.py"` (a backend written in Python) has it look for libtriton_python.so instead.
+ *
+ * Triton reads the staged copy of the model folder, which holds what the user's folder holds and
+ * nothing around it, so a path that leaves the model folder on the way is not found there. In the
+ * backend's folder, a path that leads out of it is refused whether or not it meets a file; what
+ * the folder holds is known only where the runtime fixes it (RUNTIME_FACTS.backendLibraries),
+ * and there a library found nowhere is an error as well.
  */
 function checkRuntimeField(ctx: ModelContext, r: Reporter): void {
   const c = ctx.parsed.config;
   const lib = c.runtime;
   if (!lib || c.platform === ENSEMBLE_PLATFORM) return;
   const backend = ctx.autofill.backend;
-  if (!backend) return;
-  const escapes = path.posix.isAbsolute(lib) || path.posix.normalize(lib).split("/").includes("..");
+  if (!backend || lib === "model.py") return;
+  const { load } = versionsToLoad(c, ctx.layout);
+  const model = ctx.layout.dir;
+  const rel = (p: string) => path.relative(path.dirname(model), p) || ".";
+  const fix = `Name the library by its file name alone (for the ${backend} backend, libtriton_${backend}.so, or one the model folder holds), or delete the runtime line.`;
+  // Each version Triton loads searches its own folder first; the first one that settles it is reported.
+  for (const dir of [...load.map((v) => path.join(model, String(v))), model]) {
+    const found = resolveInModel(dir, lib, model);
+    if (found === undefined) continue;
+    if (!found.startsWith(dir)) {
+      r.error(
+        "runtime-escapes",
+        "runtime#value",
+        `runtime '${lib}' leads from ${rel(dir)} to ${rel(found)}, out of the folder Triton found it in, so Triton refuses the model ("backend library name '${lib}' escapes backend directory '${rel(dir)}'")`,
+        fix,
+      );
+    }
+    return;
+  }
   const folder = `<backend-directory>/${backend}`;
-  const inBackend = path.posix.normalize(path.posix.join(folder, lib));
-  if (escapes) {
-    r.warning(
+  const inBackend = path.posix.normalize(path.posix.join(folder, lib.replace(/^\/+/, "")));
+  if (!inBackend.startsWith(folder)) {
+    r.error(
       "runtime-escapes",
       "runtime#value",
-      `runtime '${lib}' leads out of the folders Triton looks in for it (the version folder, the model folder, ${folder})`,
-      `Name the library by its file name alone (for the ${backend} backend, libtriton_${backend}.so), or delete the runtime line.`,
+      `runtime '${lib}' is in neither the version folder nor the model folder, and from the ${backend} backend's folder it leads out of it (to ${inBackend}), so Triton refuses the model ("escapes backend directory" where something is there, "unable to find backend library" where nothing is)`,
+      fix,
     );
+    return;
   }
   const runtime = ctx.options.runtime;
   const known = runtime ? RUNTIME_FACTS[runtime].backendLibraries?.[backend] : undefined;
-  if (!known || path.posix.isAbsolute(lib)) return;
-  if (known.some((k) => inBackend === `${folder}/${k}`)) return;
-  const { load } = versionsToLoad(c, ctx.layout);
-  const inModel = [...load.map((v) => path.join(ctx.layout.dir, String(v))), ctx.layout.dir].some((d) =>
-    fs.existsSync(path.join(d, lib)),
-  );
-  if (inModel) return;
+  if (!known || known.some((k) => inBackend === `${folder}/${k}`)) return;
   r.error(
     "runtime-missing",
     "runtime#value",
     `runtime '${lib}' is in none of the folders Triton looks in: the version folder, the model folder, or the ${backend} backend's folder of the ${runtime} runtime, which holds ${quoteList(known, "and")}`,
     `Delete the runtime line (the ${backend} backend uses ${known[0]}), or put the library in the model folder.`,
   );
+}
+
+/**
+ * Where `name` joined to `dir` leads as the system resolves it (each folder on the way must exist
+ * before a `..` steps back out of it), or undefined when nothing is there or the way leaves the
+ * model folder, which the staged copy Triton reads has nothing around.
+ */
+function resolveInModel(dir: string, name: string, model: string): string | undefined {
+  const inside = (p: string) => p === model || p.startsWith(model + path.sep);
+  let cur = dir;
+  const parts = name.split("/").filter((p) => p !== "" && p !== ".");
+  for (const [i, part] of parts.entries()) {
+    cur = part === ".." ? path.dirname(cur) : path.join(cur, part);
+    if (!inside(cur)) return undefined;
+    const st = fs.statSync(cur, { throwIfNoEntry: false });
+    if (!st || (i < parts.length - 1 && !st.isDirectory())) return undefined;
+  }
+  return cur;
 }
 
 const MODEL_DIRECTORY_VAR = "$$TRITON_MODEL_DIRECTORY";
@@ -569,17 +625,37 @@ export function versionConfigs(layout: ModelLayout): VersionDir[] {
   return layout.versions.filter((v) => v.entries.has(CONFIG_FILE) && !v.entries.get(CONFIG_FILE)!.isDir);
 }
 
+/**
+ * Whether the TensorRT backend completes this config from its plan before core checks it:
+ * tensorrt_backend's ModelState::Create runs AutoCompleteConfig when auto-complete is on and the
+ * model has a KIND_GPU instance group (core makes an absent group or KIND_AUTO one on a GPU
+ * machine, and the backend loads on nothing else), and its FixIO fills a listed tensor's missing
+ * data_type and dims from the engine. Lint cannot read plans, so it leaves those to Triton.
+ */
+export function tensorRtCompletes(ctx: ModelContext): boolean {
+  const c = ctx.parsed.config;
+  return (
+    ctx.autofill.backend === "tensorrt" &&
+    ctx.options.autoComplete !== false &&
+    (c.instanceGroup.length === 0 ||
+      c.instanceGroup.some((g) => g.kind === ModelInstanceGroup_Kind.GPU || g.kind === ModelInstanceGroup_Kind.AUTO))
+  );
+}
+
 function checkIOs(ctx: ModelContext, r: Reporter): void {
   const c = ctx.parsed.config;
   // Triton checks the platform autofill leaves: backend "tensorrt", or 1/model.plan, make it tensorrt_plan.
   const platform = ctx.autofill.platform;
+  const fromPlan = tensorRtCompletes(ctx);
   const check = (io: ModelInput | ModelOutput, i: number, kind: "input" | "output"): void => {
     const p = `${kind}[${i}]`;
     const label = io.name ? `${kind} '${io.name}'` : `${kind} ${i + 1}`;
     if (!io.name) {
       r.error("io-name-missing", p, `${kind} ${i + 1} has no name`, `Add name: "..." inside this ${kind}.`);
     }
-    if (io.dataType === DataType.TYPE_INVALID) {
+    // What the plan gives a named tensor is Triton's to fill in (see model-io/compare.ts's warning).
+    const filled = fromPlan && io.name !== "";
+    if (io.dataType === DataType.TYPE_INVALID && !filled) {
       r.error(
         "io-data-type-missing",
         p,
@@ -587,7 +663,7 @@ function checkIOs(ctx: ModelContext, r: Reporter): void {
         "Add data_type, e.g. data_type: TYPE_FP32 (TYPE_STRING for text).",
       );
     }
-    if (io.dims.length === 0) {
+    if (io.dims.length === 0 && !filled) {
       r.error(
         "io-dims-missing",
         p,

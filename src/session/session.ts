@@ -9,6 +9,7 @@ import { EventBus } from "../events/bus.js";
 import { log as rootLog } from "../log/logger.js";
 import { refusalSummary, type Diagnostic } from "../repo/diagnostics.js";
 import { lintRepository, type LintOptions, type LintResult } from "../repo/lint.js";
+import { sharedConfigCompleter } from "../repo/auto-complete-run.js";
 import { autoCompleteNeeds } from "../repo/auto-complete.js";
 import { listModelDirs, requireModelRepository } from "../repo/layout.js";
 import { ReloadController } from "../reload/controller.js";
@@ -114,6 +115,8 @@ export function lintOptionsFor(runtime: RuntimeKind, gpus: number | undefined, a
     gpuAvailable: gpus === undefined ? true : gpus > 0,
     gpuMissingSeverity: "error",
     ...(autoComplete !== undefined ? { autoComplete } : {}),
+    // Triton runs the models' code as it loads them, auto_complete_config included: checking it first adds nothing.
+    completer: sharedConfigCompleter(),
   };
 }
 

@@ -708,8 +708,25 @@ export const CASES: Case[] = [
   {
     model: "runtime_escapes",
     files: py("runtime_escapes", pythonConfig("runtime_escapes") + 'runtime: "../python/libtriton_python.so"\n'),
-    // Measured: Triton 2.51 takes the '..' as it comes and finds the library in the backend's folder (lint warns).
+    // Measured: Triton 2.51 takes the '..' as it comes and finds the library in the backend's folder, inside it.
     lint: "accepted",
+  },
+  {
+    // Found from the version folder (1/../libtriton_python.so is the model folder's), which it leads out of.
+    model: "runtime_escapes_version",
+    files: {
+      ...py("runtime_escapes_version", pythonConfig("runtime_escapes_version") + 'runtime: "../libtriton_python.so"\n'),
+      "runtime_escapes_version/libtriton_python.so": "not a library: Triton refuses before it opens it",
+    },
+    lint: "runtime-escapes",
+    triton: "backend library name '../libtriton_python.so' escapes backend directory",
+  },
+  {
+    // In neither model folder (1/../python does not exist); from the backend's folder it leads to its parent.
+    model: "runtime_escapes_backend",
+    files: py("runtime_escapes_backend", pythonConfig("runtime_escapes_backend") + 'runtime: "../python/.."\n'),
+    lint: "runtime-escapes",
+    triton: "backend library name '../python/..' escapes backend directory",
   },
   {
     model: "runtime_ok",
@@ -758,6 +775,50 @@ export const CASES: Case[] = [
     ),
     lint: "ensemble-decoupled-origins",
     triton: "receives inputs originated from different decoupled models",
+  },
+  {
+    // Two steps of one decoupled model are two origins: each step's responses arrive on their own.
+    model: "ens_decoupled_same_twice",
+    files: ens(
+      "ens_decoupled_same_twice",
+      step("dec_a", { INPUT0: "IN" }, { OUTPUT0: "t_a" }) +
+        step("dec_a", { INPUT0: "IN" }, { OUTPUT0: "t_b" }) +
+        step("two_in", { INPUT0: "t_a", INPUT1: "t_b" }, { OUTPUT0: "OUT" }),
+    ),
+    lint: "ensemble-decoupled-origins",
+    triton:
+      "in ensemble ens_decoupled_same_twice, step of model 'ens_decoupled_same_twice' receives inputs originated from different decoupled models",
+  },
+  {
+    // The ensemble's outputs are held to the same rule, under the ensemble's own name.
+    model: "ens_decoupled_outputs",
+    files: ens(
+      "ens_decoupled_outputs",
+      step("dec_a", { INPUT0: "IN" }, { OUTPUT0: "OUT" }) + step("dec_b", { INPUT0: "IN" }, { OUTPUT0: "OUT2" }),
+      {
+        ios: `${ENS_IO}output [ { name: "OUT2" data_type: TYPE_FP32 dims: [ -1 ] } ]\n`,
+      },
+    ),
+    lint: "ensemble-decoupled-origins",
+    triton:
+      "in ensemble ens_decoupled_outputs, step of model 'ens_decoupled_outputs' receives inputs originated from different decoupled models",
+  },
+  {
+    // An ensemble with a decoupled step is decoupled itself to the ensembles that run it.
+    model: "ens_inner_decoupled",
+    files: ens("ens_inner_decoupled", step("dec_a", { INPUT0: "IN" }, { OUTPUT0: "OUT" })),
+    lint: "accepted",
+  },
+  {
+    model: "ens_outer_of_decoupled",
+    files: ens(
+      "ens_outer_of_decoupled",
+      step("ens_inner_decoupled", { IN: "IN" }, { OUT: "t_a" }) +
+        step("two_in", { INPUT0: "t_a", INPUT1: "IN" }, { OUTPUT0: "OUT" }),
+    ),
+    lint: "ensemble-decoupled-origins",
+    triton:
+      "in ensemble ens_outer_of_decoupled, step of model 'ens_outer_of_decoupled' receives inputs originated from different decoupled models",
   },
   {
     model: "ens_decoupled_one",

@@ -23,6 +23,7 @@ import {
   caseRepository,
 } from "./agreement-cases.js";
 import { removeTempRepos, summary, tempRepo } from "./helpers.js";
+import { freePorts } from "../helpers/cli.js";
 
 afterAll(removeTempRepos);
 
@@ -42,8 +43,9 @@ function sitePackages(venv: string): string | undefined {
 }
 
 const venv = findVenv();
-const PORTS = { http: 19000, grpc: 19001, metrics: 19002 };
-const AC_PORTS = { http: 19003, grpc: 19004, metrics: 19005 };
+type Ports = Awaited<ReturnType<typeof freePorts>>;
+/** Servers started, each on ports picked free just before (another file's server may take one meanwhile). */
+const START_ATTEMPTS = 3;
 
 /** Loads at once: the server loads concurrent requests in parallel, and python models take CPU time to start. */
 const LOAD_CONCURRENCY = 4;
@@ -76,7 +78,7 @@ async function serve(
   lint: LintResult,
   cases: readonly Case[],
   models: readonly string[],
-  { autoComplete, ports }: { autoComplete: boolean; ports: typeof PORTS },
+  { autoComplete }: { autoComplete: boolean },
 ): Promise<Served> {
   const sp = sitePackages(venv!)!;
   const ts = path.join(sp, "pytriton/tritonserver");
@@ -96,7 +98,31 @@ async function serve(
     path.join(backends, "python", "triton_python_backend_stub"),
   );
   await fsp.chmod(path.join(backends, "python", "triton_python_backend_stub"), 0o755);
-  const logFile = path.join(scratch, "server.log");
+  for (let attempt = 1; ; attempt++) {
+    const ports = await freePorts();
+    try {
+      return await start(served, backends, scratch, lint, repo, models, { autoComplete, ports });
+    } catch (err) {
+      // A port taken between the pick and the server's bind: picked again, a bounded number of times.
+      if (!(err instanceof PortTaken) || attempt >= START_ATTEMPTS) throw err;
+    }
+  }
+}
+
+class PortTaken extends Error {}
+
+async function start(
+  served: string,
+  backends: string,
+  scratch: string,
+  lint: LintResult,
+  repo: string,
+  models: readonly string[],
+  { autoComplete, ports }: { autoComplete: boolean; ports: Ports },
+): Promise<Served> {
+  const sp = sitePackages(venv!)!;
+  const ts = path.join(sp, "pytriton/tritonserver");
+  const logFile = path.join(scratch, `server-${ports.http}.log`);
   const logFd = fs.openSync(logFile, "w");
   const server = spawn(
     path.join(ts, "bin/tritonserver"),
@@ -139,6 +165,9 @@ async function serve(
     return await loadAll(lint, repo, models, ports, logFile, stop, () => server.exitCode);
   } catch (err) {
     await stop(); // a server left behind would hold the ports of the next run
+    const log = fs.readFileSync(logFile, "utf8");
+    if (server.exitCode !== null && /Address already in use|failed to start .* service/i.test(log))
+      throw new PortTaken(log.slice(-2000), { cause: err });
     throw err;
   }
 }
@@ -147,7 +176,7 @@ async function loadAll(
   lint: LintResult,
   repo: string,
   models: readonly string[],
-  ports: typeof PORTS,
+  ports: Ports,
   logFile: string,
   stop: () => Promise<void>,
   exitCode: () => number | null,
@@ -252,7 +281,7 @@ describe("lint agrees with Triton", () => {
   describe.skipIf(!venv)("against a real tritonserver in explicit mode", () => {
     beforeAll(async () => {
       const toLoad = [...CASES.filter((c) => !c.notServed).map((c) => c.model), SCAFFOLD];
-      served = await serve(repo, lint, CASES, toLoad, { autoComplete: false, ports: PORTS });
+      served = await serve(repo, lint, CASES, toLoad, { autoComplete: false });
     }, 240_000);
     afterAll(() => served?.stop(), 30_000);
     agreementTests(() => served!, CASES, [SCAFFOLD]);
@@ -273,7 +302,7 @@ describe.skipIf(!venv)("lint agrees with Triton on models that complete their ow
     ({ repo, lint } = await autoCompleteRepository(createConfigCompleter({ timeoutMs: COMPLETION_TIMEOUT_MS })));
     lintMs = Date.now() - started;
     const toLoad = AUTO_COMPLETE_CASES.filter((c) => !c.notServed).map((c) => c.model);
-    served = await serve(repo, lint, AUTO_COMPLETE_CASES, toLoad, { autoComplete: true, ports: AC_PORTS });
+    served = await serve(repo, lint, AUTO_COMPLETE_CASES, toLoad, { autoComplete: true });
   }, 300_000);
   afterAll(() => served?.stop(), 30_000);
 

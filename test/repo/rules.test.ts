@@ -925,11 +925,36 @@ describe("the runtime field", () => {
     expect(summary((await lint(config, files, { runtime: "local" })).diagnostics)).toEqual([]);
   });
 
-  it("warns about a name that leads out of the folders, which Triton 2.51 still loads when it meets a library", async () => {
-    const config = withRuntime("../python/libtriton_python.so");
-    const { diagnostics } = await lint(config, undefined, { runtime: "local" });
-    expectOne(diagnostics, "runtime-escapes", posOf(config, '"../'), "leads out of the folders", "warning");
-    expect(diagnostics.filter((d) => d.severity === "error")).toEqual([]);
+  it("takes a name that comes back into the backend's folder, and a leading '/', as Triton 2.51 does", async () => {
+    for (const lib of ["../python/libtriton_python.so", "/libtriton_python.so"]) {
+      const { diagnostics } = await lint(withRuntime(lib), undefined, { runtime: "local" });
+      expect(summary(diagnostics)).toEqual([]);
+    }
+  });
+
+  it("refuses a name that leads out of the version folder it is found from", async () => {
+    const config = withRuntime("../libtriton_python.so");
+    const files = { "m/1/model.py": ECHO_MODEL_PY, "m/libtriton_python.so": "" };
+    const { diagnostics } = await lint(config, files, { runtime: "local" });
+    expectOne(
+      diagnostics,
+      "runtime-escapes",
+      posOf(config, '"../'),
+      "runtime '../libtriton_python.so' leads from m/1 to m/libtriton_python.so",
+    );
+  });
+
+  it("refuses a name that leads out of the backend's folder, whatever the runtime holds", async () => {
+    const config = withRuntime("../python/..");
+    for (const runtime of ["local", "docker"] as const) {
+      const { diagnostics } = await lint(config, undefined, { runtime });
+      expectOne(
+        diagnostics,
+        "runtime-escapes",
+        posOf(config, '"../'),
+        "from the python backend's folder it leads out of it",
+      );
+    }
   });
 });
 

@@ -1,7 +1,8 @@
 import path from "node:path";
 import fsp from "node:fs/promises";
 import type { ModelConfigJson, ModelInputJson, ModelOutputJson } from "../model-config.js";
-import { type ModelContext, type Reporter, versionsToLoad } from "../rules.js";
+import { type ModelContext, type Reporter, tensorRtCompletes, versionsToLoad } from "../rules.js";
+import { DataType } from "../gen/model_config_pb.js";
 import { type ModelTensor, OnnxReadError, readOnnxModel } from "./onnx.js";
 import { OpenVinoReadError, readOpenVinoModel } from "./openvino.js";
 import { checkTorchScriptNames } from "./torchscript.js";
@@ -9,13 +10,14 @@ import { checkTorchScriptNames } from "./torchscript.js";
 /**
  * Compares a model's config with its model file the way Triton's backends do when they load it
  * (onnxruntime_backend's ValidateInputs/ValidateOutputs and AutoCompleteConfig; the openvino
- * backend follows the same rules): every config tensor must be one of the model's, with its data
+ * backend follows the same rules): the config gives the model as many inputs as it has (each
+ * backend's count, checkInputCount), every config tensor must be one of the model's, with its data
  * type, and dims that the model's shape accepts once the batch dimension is taken off. With
- * auto-complete on (Triton's default) the backend first fills in what the config leaves out: all
- * inputs (outputs) when the config lists none, a listed tensor's missing data_type and dims, and
- * max_batch_size when the config sets none and every tensor's first dimension is variable; what
- * it fills is not an error. The local runtime has neither backend, so these verdicts are derived
- * from the backends' rules, not measured (test/repo/model-io/conformance-cases.ts says which).
+ * auto-complete on (Triton's default) the backend first fills in what the config leaves out (see
+ * complete: all inputs or outputs when the config lists none, max_batch_size when every tensor's
+ * first dimension is variable, never a listed tensor's fields); what it fills is not an error.
+ * The local runtime has neither backend, so these verdicts are derived from the backends' rules,
+ * not measured (test/repo/model-io/conformance-cases.ts says which).
  *
  * TensorRT plans and TensorFlow SavedModels/GraphDefs cannot be read without the vendor runtime:
  * they are reported as not checked (a warning), never passed as clean.
@@ -40,6 +42,8 @@ export interface ModelIOReport {
 interface Tensors {
   inputs: ModelTensor[];
   outputs: ModelTensor[];
+  /** ONNX initializers a request may override (OnnxModelInfo.overridable); none for OpenVINO. */
+  overridable?: ModelTensor[];
 }
 
 type Kind = "input" | "output";
@@ -72,11 +76,20 @@ export async function checkModelIO(ctx: ModelContext, r: Reporter): Promise<Mode
   if (backend === "tensorrt" || backend === "tensorflow") {
     if (versions.length === 0) return undefined;
     const what = backend === "tensorrt" ? "a TensorRT plan" : "a TensorFlow model";
+    // The TensorRT backend completes a listed tensor's data_type and dims from the plan (rules.ts tensorRtCompletes).
+    const left =
+      backend === "tensorrt" && tensorRtCompletes(ctx)
+        ? [...c.input.map((io) => ({ io, kind: "input" })), ...c.output.map((io) => ({ io, kind: "output" }))]
+            .filter(({ io }) => io.name && (io.dims.length === 0 || io.dataType === DataType.TYPE_INVALID))
+            .map(({ io, kind }) => `${kind} '${io.name}'`)
+        : [];
     r.warning(
       "model-file-not-checked",
       where,
-      `the inputs and outputs of config.pbtxt are not checked against the model file: lint cannot read ${what} without ${backend === "tensorrt" ? "TensorRT" : "TensorFlow"}`,
-      "Triton checks them when it loads the model; `triton-dev up` shows its verdict.",
+      `the inputs and outputs of config.pbtxt are not checked against the model file: lint cannot read ${what} without ${backend === "tensorrt" ? "TensorRT" : "TensorFlow"}${left.length > 0 ? `; the data_type and dims missing from ${left.join(", ")} are left to Triton's auto-complete, which fills them in from the plan` : ""}`,
+      left.length > 0
+        ? "Triton completes and checks them when it loads the model (`triton-dev up` shows its verdict); write them in config.pbtxt to have them checked with auto-complete off too."
+        : "Triton checks them when it loads the model; `triton-dev up` shows its verdict.",
     );
     return undefined;
   }
@@ -114,8 +127,8 @@ export async function checkModelIO(ctx: ModelContext, r: Reporter): Promise<Mode
       );
       continue;
     }
-    const completion = complete(ctx, tensors, autoComplete);
-    compare(ctx, r, tensors, completion, rel(file), autoComplete, assumed);
+    const completion = complete(ctx, tensors, autoComplete, backend);
+    compare(ctx, r, tensors, completion, rel(file), autoComplete, assumed, backend);
     report ??= { file, autoComplete, assumed, completed: completion.json, filled: completion.filled };
   }
   return report;
@@ -162,19 +175,30 @@ interface Completion {
   outputs: ModelOutputJson[];
   json: ModelConfigJson;
   filled: string[];
-  /** Indices of config tensors whose data_type or dims auto-complete filled. */
-  filledAt: Set<string>;
 }
 
-/** The config as the backend's auto-complete leaves it (nothing filled when it is off). */
-function complete(ctx: ModelContext, t: Tensors, autoComplete: boolean): Completion {
+/**
+ * The config as the backend's auto-complete leaves it (nothing filled when it is off). Both
+ * backends fill in a whole list, inputs or outputs, only when the config lists none of it, and
+ * never a listed tensor's data_type or dims (onnxruntime's AutoCompleteIO and openvino's
+ * AutoCompleteInputOrOutput replace an empty list); onnxruntime's AutoCompleteConfig does nothing
+ * at all once the config lists inputs (or batch_input) and outputs ("inputs and outputs already
+ * specified"), max_batch_size included, and otherwise fills max_batch_size when it is 0 (written
+ * or not) and every tensor's first dimension is variable.
+ */
+function complete(ctx: ModelContext, t: Tensors, autoComplete: boolean, backend: string): Completion {
   const { json, source } = ctx.parsed;
   const filled: string[] = [];
-  const filledAt = new Set<string>();
   let maxBatchSize = json.max_batch_size ?? 0;
+  const ort = backend === "onnxruntime";
+  // onnxruntime counts batch_input with the inputs: a config with one lists its inputs already.
+  const listedInputs = (json.input?.length ?? 0) + (ort ? (json.batch_input?.length ?? 0) : 0);
+  const listedOutputs = json.output?.length ?? 0;
+  const runs = autoComplete && !(ort && listedInputs > 0 && listedOutputs > 0);
   const all = [...t.inputs, ...t.outputs];
   const canBatch = all.length > 0 && all.every((x) => x.dims !== undefined && x.dims.length > 0 && x.dims[0] === -1);
-  if (autoComplete && !source.has("max_batch_size") && canBatch) {
+  const unset = ort ? maxBatchSize === 0 : !source.has("max_batch_size");
+  if (runs && unset && canBatch) {
     maxBatchSize = DEFAULT_MAX_BATCH_SIZE;
     filled.push(`max_batch_size ${DEFAULT_MAX_BATCH_SIZE} (every tensor's first dimension is variable)`);
   }
@@ -182,37 +206,19 @@ function complete(ctx: ModelContext, t: Tensors, autoComplete: boolean): Complet
   const fill = <T extends ModelInputJson | ModelOutputJson>(
     kind: Kind,
     listed: T[] | undefined,
+    count: number,
     model: ModelTensor[],
-  ) => {
-    if (!autoComplete) return listed ?? [];
-    if (!listed || listed.length === 0) {
-      return model.map((m) => {
-        filled.push(`${kind} '${m.name}' (${m.dataType ?? m.fileType} ${shape(strip(m.dims))})`);
-        return { name: m.name, ...(m.dataType ? { data_type: m.dataType } : {}), dims: strip(m.dims) ?? [] } as T;
-      });
-    }
-    return listed.map((io, i) => {
-      const m = model.find((x) => x.name === io.name);
-      if (!m) return io;
-      const out = { ...io };
-      if (!io.data_type && m.dataType) {
-        out.data_type = m.dataType;
-        filled.push(`${kind} '${m.name}' data_type ${m.dataType}`);
-        filledAt.add(`${kind}[${i}]`);
-      }
-      const dims = strip(m.dims);
-      if ((!io.dims || io.dims.length === 0) && dims && dims.length > 0) {
-        out.dims = dims;
-        filled.push(`${kind} '${m.name}' dims ${shape(dims)}`);
-        filledAt.add(`${kind}[${i}]`);
-      }
-      return out;
+  ): T[] => {
+    if (!runs || count > 0) return listed ?? [];
+    return model.map((m) => {
+      filled.push(`${kind} '${m.name}' (${m.dataType ?? m.fileType} ${shape(strip(m.dims))})`);
+      return { name: m.name, ...(m.dataType ? { data_type: m.dataType } : {}), dims: strip(m.dims) ?? [] } as T;
     });
   };
-  const inputs = fill("input", json.input, t.inputs);
-  const outputs = fill("output", json.output, t.outputs);
+  const inputs = fill("input", json.input, listedInputs, t.inputs);
+  const outputs = fill("output", json.output, listedOutputs, t.outputs);
   const completed: ModelConfigJson = { ...json, max_batch_size: maxBatchSize, input: inputs, output: outputs };
-  return { maxBatchSize, inputs, outputs, json: completed, filled, filledAt };
+  return { maxBatchSize, inputs, outputs, json: completed, filled };
 }
 
 function compare(
@@ -223,27 +229,21 @@ function compare(
   file: string,
   autoComplete: boolean,
   assumed: boolean,
+  backend: string,
 ): void {
   const c = ctx.parsed.config;
+  const overridable = backend === "onnxruntime" ? (t.overridable ?? []) : [];
   const mode = `auto-complete ${autoComplete ? "on" : "off"}${assumed ? ", assumed: Triton's default" : ""}`;
-  // What auto-complete filled is Triton's now: the rules' "has no data_type"/"has no dims" are not errors.
-  if (completion.filledAt.size > 0) {
-    const at = new Set(
-      [...completion.filledAt].map((p) => ctx.parsed.source.at(p)).map((p) => `${p.line}:${p.column}`),
-    );
-    for (let i = r.diagnostics.length - 1; i >= 0; i--) {
-      const d = r.diagnostics[i]!;
-      if ((d.code === "io-data-type-missing" || d.code === "io-dims-missing") && at.has(`${d.line}:${d.column}`))
-        r.diagnostics.splice(i, 1);
-    }
-  }
   const mbs = completion.maxBatchSize;
   const check = (kind: Kind, listed: Array<ModelInputJson | ModelOutputJson>, model: ModelTensor[]) => {
     const names = model.map((m) => `'${m.name}'`).join(", ") || "none";
     const configured = kind === "input" ? c.input : c.output;
     listed.forEach((io, i) => {
       const p = `${kind}[${i}]`;
-      const m = model.find((x) => x.name === io.name);
+      // onnxruntime takes an overridable initializer as an input of the request too.
+      const m =
+        model.find((x) => x.name === io.name) ??
+        (kind === "input" ? overridable.find((x) => x.name === io.name) : undefined);
       if (!io.name) return; // io-name-missing
       if (!m) {
         const near = r.suggest(
@@ -310,7 +310,7 @@ function compare(
         );
       }
     });
-    if (kind === "input") {
+    if (kind === "input" && !checkInputCount(ctx, r, listed, model, file, backend)) {
       const missing = model.filter((m) => !listed.some((io) => io.name === m.name));
       const batchTargets = new Set(c.batchInput.flatMap((b) => b.targetName));
       for (const m of missing.filter((x) => !batchTargets.has(x.name))) {
@@ -333,6 +333,68 @@ function compare(
       "Check the export: a model without inputs or outputs cannot be served usefully.",
     );
   }
+}
+
+/**
+ * The backend's first check of the inputs, before any name: the number of inputs the config
+ * gives the model must be the number the model has, else the load fails ("configuration expects
+ * 1 inputs, model provides 2"). onnxruntime_backend (ModelInstanceState's constructor and
+ * ValidateInputs) counts the config's inputs less the optional ones (those are overridable
+ * initializers to it), plus each batch_input, plus one for each of the START, END, READY and
+ * CORRID sequence controls the config has, plus each sequence state; the model's are the graph
+ * inputs that are not initializers. openvino_backend (ValidateConfigureModel) counts the config's
+ * inputs, all of them, against the IR's. With auto-complete the config's inputs are the completed
+ * ones (all of the model's when it lists none). Returns whether it reported.
+ */
+function checkInputCount(
+  ctx: ModelContext,
+  r: Reporter,
+  listed: readonly ModelInputJson[],
+  model: readonly ModelTensor[],
+  file: string,
+  backend: string,
+): boolean {
+  const c = ctx.parsed.config;
+  const parts: string[] = [];
+  let expected = 0;
+  const add = (n: number, what: string) => {
+    if (n === 0) return;
+    expected += n;
+    parts.push(`${n} ${what}`);
+  };
+  const fed = new Set<string>();
+  if (backend === "onnxruntime") {
+    const required = listed.filter((io) => !io.optional);
+    add(required.length, required.length === listed.length ? "listed" : "listed and not optional");
+    add(c.batchInput.length, "batch_input");
+    for (const b of c.batchInput) for (const t of b.targetName) fed.add(t);
+    const seq = c.schedulingChoice.case === "sequenceBatching" ? c.schedulingChoice.value : undefined;
+    if (seq) {
+      const kinds = new Set(seq.controlInput.flatMap((ci) => ci.control.map((k) => k.kind)));
+      add(kinds.size, "sequence control");
+      add(seq.state.length, "sequence state");
+      for (const ci of seq.controlInput) fed.add(ci.name);
+      for (const st of seq.state) fed.add(st.inputName);
+    }
+  } else {
+    add(listed.length, "listed");
+  }
+  if (expected === model.length) return false;
+  const unfed = model.filter((m) => !fed.has(m.name) && !listed.some((io) => io.name === m.name));
+  const counted = parts.length > 0 ? ` (${parts.join(", ")})` : "";
+  r.error(
+    "model-io-count",
+    ctx.parsed.source.has("input") ? "input" : undefined,
+    `config.pbtxt gives ${file} ${expected} input${expected === 1 ? "" : "s"}${counted}, but it has ${model.length}${unfed.length > 0 ? `, ${unfed.map((m) => `'${m.name}'`).join(", ")} among them unlisted` : ""} (Triton: "unable to load model '${ctx.name}', configuration expects ${expected} inputs, model provides ${model.length}")`,
+    unfed.length > 0
+      ? `List every input of the model: add ${unfed
+          .map(
+            (m) => `input { name: "${m.name}"${m.dataType ? ` data_type: ${m.dataType}` : ""} dims: ${shape(m.dims)} }`,
+          )
+          .join(", ")} (dims without the batch dimension when max_batch_size > 0).`
+      : `List exactly the model's inputs (${model.map((m) => `'${m.name}'`).join(", ") || "none"}).`,
+  );
+  return true;
 }
 
 /** `max_batch_size`'s value when the config sets it, else the tensor. */

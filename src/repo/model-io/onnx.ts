@@ -45,6 +45,11 @@ export interface OnnxModelInfo {
   irVersion: number;
   inputs: ModelTensor[];
   outputs: ModelTensor[];
+  /**
+   * Graph inputs that are initializers too: not inputs, but a request may override them
+   * (onnxruntime's overridable initializers), so a config may list them, as optional inputs.
+   */
+  overridable: ModelTensor[];
   externalData: ExternalData[];
   /** Bytes read from the file (a bounded few, whatever its size). */
   bytesRead: number;
@@ -233,7 +238,13 @@ async function walkModel(wire: WireFile, file: string): Promise<Omit<OnnxModelIn
   }
   if (!sawGraph)
     throw new OnnxReadError("no-graph", file, `${path.basename(file)} is not an ONNX model: it holds no graph`);
-  return { irVersion, inputs: inputs.filter((t) => !initializers.has(t.name)), outputs, externalData };
+  return {
+    irVersion,
+    inputs: inputs.filter((t) => !initializers.has(t.name)),
+    outputs,
+    overridable: inputs.filter((t) => initializers.has(t.name)),
+    externalData,
+  };
 }
 
 /** An initializer's name and, when its data is in another file, where: its data is skipped. */

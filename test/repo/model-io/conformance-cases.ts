@@ -59,6 +59,41 @@ export const OPENVINO_XML = `<?xml version="1.0"?>
 </net>
 `;
 
+/** An OpenVINO IR v11: INPUT0 and INPUT1 f32 [?,4] -> Add -> OUTPUT0. */
+export const OPENVINO_ADD2_XML = `<?xml version="1.0"?>
+<net name="add2" version="11">
+  <layers>
+    <layer id="0" name="INPUT0" type="Parameter" version="opset1">
+      <data shape="?,4" element_type="f32" />
+      <output>
+        <port id="0" precision="FP32" names="INPUT0"><dim>-1</dim><dim>4</dim></port>
+      </output>
+    </layer>
+    <layer id="1" name="INPUT1" type="Parameter" version="opset1">
+      <data shape="?,4" element_type="f32" />
+      <output>
+        <port id="0" precision="FP32" names="INPUT1"><dim>-1</dim><dim>4</dim></port>
+      </output>
+    </layer>
+    <layer id="2" name="add" type="Add" version="opset1">
+      <input>
+        <port id="0" precision="FP32"><dim>-1</dim><dim>4</dim></port>
+        <port id="1" precision="FP32"><dim>-1</dim><dim>4</dim></port>
+      </input>
+      <output><port id="2" precision="FP32" names="OUTPUT0"><dim>-1</dim><dim>4</dim></port></output>
+    </layer>
+    <layer id="3" name="OUTPUT0/sink_port_0" type="Result" version="opset1">
+      <input><port id="0" precision="FP32"><dim>-1</dim><dim>4</dim></port></input>
+    </layer>
+  </layers>
+  <edges>
+    <edge from-layer="0" from-port="0" to-layer="2" to-port="0" />
+    <edge from-layer="1" from-port="0" to-layer="2" to-port="1" />
+    <edge from-layer="2" from-port="2" to-layer="3" to-port="0" />
+  </edges>
+</net>
+`;
+
 export const MODEL_FILE_CASES: ModelFileCase[] = [
   {
     model: "onnx_matches",
@@ -79,9 +114,46 @@ export const MODEL_FILE_CASES: ModelFileCase[] = [
     model: "onnx_initializer_is_not_an_input",
     config: `platform: "onnxruntime_onnx"\nmax_batch_size: 8\ninput [ ${io("INPUT0", "TYPE_FP32", "[ 4 ]")}, ${io("W", "TYPE_FP32", "[ 4 ]")} ]\noutput [ ${io("OUTPUT0", "TYPE_FP32", "[ 4 ]")} ]\n`,
     files: onnx(),
-    lint: "model-io-unknown",
-    triton: "unexpected inference input 'W', allowed inputs are: INPUT0",
-    derived: `${ORT} ValidateInputs over the session's inputs (onnxruntime's Graph::GetInputs leaves initializers out)`,
+    lint: "model-io-count",
+    triton: "configuration expects 2 inputs, model provides 1",
+    derived: `${ORT} ValidateInputs counts the session's inputs first (onnxruntime's Graph::GetInputs leaves initializers out)`,
+  },
+  {
+    model: "onnx_optional_initializer",
+    config: `platform: "onnxruntime_onnx"\nmax_batch_size: 0\ninput [ ${io("INPUT0", "TYPE_FP32", "[ -1, 4 ]")}, { name: "W" data_type: TYPE_FP32 dims: [ 4 ] optional: true } ]\noutput [ ${io("OUTPUT0", "TYPE_FP32", "[ -1, 4 ]")} ]\n`,
+    files: onnx(),
+    lint: "accepted",
+    derived: `${ORT}: an optional input is not counted, and an overridable initializer is an allowed input name`,
+  },
+  {
+    model: "onnx_fewer_inputs",
+    config: `platform: "onnxruntime_onnx"\nmax_batch_size: 8\n${ADD_IO}`,
+    files: onnx("add2.onnx"),
+    lint: "model-io-count",
+    triton: "unable to load model 'onnx_fewer_inputs', configuration expects 1 inputs, model provides 2",
+    derived: `${ORT} ModelInstanceState (expected_input_cnt) and ValidateInputs`,
+  },
+  {
+    model: "onnx_fewer_inputs_optional",
+    config: `platform: "onnxruntime_onnx"\nmax_batch_size: 0\ninput [ ${io("INPUT0", "TYPE_FP32", "[ -1, 4 ]")}, { name: "INPUT1" data_type: TYPE_FP32 dims: [ -1, 4 ] optional: true } ]\noutput [ ${io("OUTPUT0", "TYPE_FP32", "[ -1, 4 ]")} ]\n`,
+    files: onnx("add2.onnx"),
+    lint: "model-io-count",
+    triton: "configuration expects 1 inputs, model provides 2",
+    derived: `${ORT}: optional inputs are left out of the count (taken for overridable initializers), so a real input marked optional is one short`,
+  },
+  {
+    model: "onnx_batch_input_counted",
+    config: `platform: "onnxruntime_onnx"\nmax_batch_size: 8\n${ADD_IO}batch_input [ { kind: BATCH_ELEMENT_COUNT target_name: "INPUT1" data_type: TYPE_FP32 source_input: "INPUT0" } ]\n`,
+    files: onnx("add2.onnx"),
+    lint: "accepted",
+    derived: `${ORT}: each batch_input counts as an input`,
+  },
+  {
+    model: "onnx_all_inputs_completed",
+    config: `platform: "onnxruntime_onnx"\nmax_batch_size: 8\noutput [ ${io("OUTPUT0", "TYPE_FP32", "[ 4 ]")} ]\n`,
+    files: onnx("add2.onnx"),
+    lint: "accepted",
+    derived: `${ORT} AutoCompleteConfig: no inputs listed, so all of the model's are`,
   },
   {
     model: "onnx_wrong_output_name",
@@ -152,8 +224,25 @@ export const MODEL_FILE_CASES: ModelFileCase[] = [
     model: "onnx_partial_completed",
     config: `platform: "onnxruntime_onnx"\nmax_batch_size: 8\ninput [ { name: "INPUT0" } ]\noutput [ { name: "OUTPUT0" data_type: TYPE_FP32 } ]\n`,
     files: onnx(),
+    lint: "io-data-type-missing",
+    triton: "model input 'INPUT0' must specify 'data_type'",
+    derived: `${ORT} AutoCompleteConfig does nothing once inputs and outputs are listed ("inputs and outputs already specified"), so core's ValidateIOShape meets the missing fields`,
+  },
+  {
+    model: "onnx_outputs_listed_inputs_completed",
+    config: `platform: "onnxruntime_onnx"\noutput [ ${io("OUTPUT0", "TYPE_FP32", "[ 4 ]")} ]\n`,
+    files: onnx(),
     lint: "accepted",
-    derived: `${ORT} AutoCompleteConfig: a listed tensor's missing data_type and dims from the model`,
+    derived: `${ORT} AutoCompleteConfig with no inputs listed: max_batch_size 4 and the inputs from the model`,
+  },
+  {
+    model: "onnx_listed_without_max_batch_size",
+    config: `platform: "onnxruntime_onnx"\n${ADD_IO}`,
+    files: onnx(),
+    lint: "model-io-dims",
+    triton:
+      "the model expects 2 dimensions (shape [-1,4]) but the model configuration specifies 1 dimensions (shape [4])",
+    derived: `${ORT} AutoCompleteConfig does nothing once inputs and outputs are listed, max_batch_size included: it stays 0, so dims are the full shape`,
   },
   {
     model: "onnx_partial_auto_complete_off",
@@ -194,6 +283,21 @@ export const MODEL_FILE_CASES: ModelFileCase[] = [
     files: { "model.xml": OPENVINO_XML, "model.bin": "" },
     lint: "accepted",
     derived: "openvino_backend ValidateInputs/ValidateOutputs",
+  },
+  {
+    model: "openvino_fewer_inputs",
+    config: `backend: "openvino"\nmax_batch_size: 8\n${ADD_IO}`,
+    files: { "model.xml": OPENVINO_ADD2_XML, "model.bin": "" },
+    lint: "model-io-count",
+    triton: "unable to load model 'openvino_fewer_inputs', configuration expects 1 inputs, model provides 2",
+    derived: "openvino_backend ValidateConfigureModel/ValidateInputs: every listed input counted",
+  },
+  {
+    model: "openvino_inputs_completed",
+    config: `backend: "openvino"\nmax_batch_size: 8\noutput [ ${io("OUTPUT0", "TYPE_FP32", "[ 4 ]")} ]\n`,
+    files: { "model.xml": OPENVINO_ADD2_XML, "model.bin": "" },
+    lint: "accepted",
+    derived: "openvino_backend AutoCompleteInputOrOutput: no inputs listed, so all of the model's are",
   },
   {
     model: "openvino_wrong_name",
@@ -276,6 +380,33 @@ export const MODEL_FILE_CASES: ModelFileCase[] = [
     lint: "accepted",
     warning: "model-file-not-checked",
     derived: "core fills in platform tensorrt_plan for backend 'tensorrt', where shape tensors are allowed",
+  },
+  {
+    model: "tensorrt_incomplete_completed",
+    config: `platform: "tensorrt_plan"\nmax_batch_size: 8\ninput [ { name: "INPUT0" } ]\noutput [ { name: "OUTPUT0" data_type: TYPE_FP32 } ]\n`,
+    files: { "model.plan": "plan" },
+    lint: "accepted",
+    warning: "model-file-not-checked",
+    derived:
+      "tensorrt_backend model_state.cc: with auto-complete on and a GPU instance, AutoCompleteConfig's FixIO fills a listed tensor's data_type and dims from the engine before core checks them",
+  },
+  {
+    model: "tensorrt_incomplete_auto_complete_off",
+    config: `platform: "tensorrt_plan"\nmax_batch_size: 8\ninput [ { name: "INPUT0" } ]\noutput [ ${io("OUTPUT0", "TYPE_FP32", "[ 4 ]")} ]\n`,
+    files: { "model.plan": "plan" },
+    autoComplete: false,
+    lint: "io-data-type-missing",
+    triton: "model input 'INPUT0' must specify 'data_type'",
+    derived: "core model_config_utils.cc ValidateIOShape, with --disable-auto-complete-config (nothing is filled in)",
+  },
+  {
+    model: "tensorrt_incomplete_cpu",
+    config: `platform: "tensorrt_plan"\nmax_batch_size: 8\ninput [ { name: "INPUT0" } ]\noutput [ ${io("OUTPUT0", "TYPE_FP32", "[ 4 ]")} ]\ninstance_group [ { kind: KIND_CPU } ]\n`,
+    files: { "model.plan": "plan" },
+    lint: "io-data-type-missing",
+    triton: "model input 'INPUT0' must specify 'data_type'",
+    derived:
+      "tensorrt_backend ModelState::Create skips AutoCompleteConfig without a KIND_GPU instance group, so nothing is filled in",
   },
   {
     model: "tensorrt_not_checked",

@@ -62,6 +62,28 @@ describe("lint agrees with the backends on model files (verdicts derived from th
     expect(off.modelIO?.completed.input).toEqual([]);
   });
 
+  it("fewer inputs than the model has: the count Triton checks first, what it counted, and what to add", async () => {
+    const c = MODEL_FILE_CASES.find((x) => x.model === "onnx_fewer_inputs")!;
+    const m = await lintCase(c);
+    const d = m.diagnostics.find((x) => x.code === "model-io-count")!;
+    expect(d.file).toBe(path.join(m.dir, "config.pbtxt"));
+    expect({ line: d.line, column: d.column }).toEqual(posOf(`name: "${c.model}"\n${c.config}`, "input ["));
+    expect(d.message).toBe(
+      `config.pbtxt gives onnx_fewer_inputs/1/model.onnx 1 input (1 listed), but it has 2, 'INPUT1' among them unlisted (Triton: "unable to load model 'onnx_fewer_inputs', configuration expects 1 inputs, model provides 2")`,
+    );
+    expect(d.hint).toContain('add input { name: "INPUT1" data_type: TYPE_FP32 dims: [-1,4] }');
+    // The same finding is not given again as the warning about an unlisted input.
+    expect(m.diagnostics.map((x) => x.code)).not.toContain("model-io-missing");
+  });
+
+  it("a TensorRT plan's missing data_type and dims are said to be left to Triton's auto-complete", async () => {
+    const m = await lintCase(MODEL_FILE_CASES.find((x) => x.model === "tensorrt_incomplete_completed")!);
+    const d = m.diagnostics.find((x) => x.code === "model-file-not-checked")!;
+    expect(d.message).toContain(
+      "the data_type and dims missing from input 'INPUT0', output 'OUTPUT0' are left to Triton's auto-complete, which fills them in from the plan",
+    );
+  });
+
   it("a dims mismatch says where, what the model has, and which auto-complete it assumed", async () => {
     const c = MODEL_FILE_CASES.find((x) => x.model === "onnx_wrong_dims")!;
     const m = await lintCase(c);

@@ -4,6 +4,7 @@ package (as real exporters write them), each checked by onnx.checker (shapes.onn
   add.onnx       INPUT0 FLOAT [batch,4] + W, OUTPUT0 FLOAT [batch,4]; W is an initializer also
                  listed as a graph input (old exporters do that), so it is not an input
   fixed.onnx     INPUT0 FLOAT [2,4] -> OUTPUT0 FLOAT [2,4]: no batch dimension
+  add2.onnx      INPUT0 + INPUT1, both FLOAT [batch,4], -> OUTPUT0 FLOAT [batch,4]: two inputs
   types.onnx     one Identity per element type, inputs in_<type> -> outputs out_<type>
   shapes.onnx    a scalar input (shape []) and one with no shape at all
   sequence.onnx  a sequence input, which Triton cannot serve
@@ -45,6 +46,12 @@ x = helper.make_tensor_value_info("INPUT0", TensorProto.FLOAT, [2, 4])
 y = helper.make_tensor_value_info("OUTPUT0", TensorProto.FLOAT, [2, 4])
 save(helper.make_model(helper.make_graph([helper.make_node("Identity", ["INPUT0"], ["OUTPUT0"])], "fixed", [x], [y]),
                        opset_imports=[helper.make_opsetid("", 13)]), "fixed.onnx")
+
+a = helper.make_tensor_value_info("INPUT0", TensorProto.FLOAT, ["batch", 4])
+b = helper.make_tensor_value_info("INPUT1", TensorProto.FLOAT, ["batch", 4])
+y = helper.make_tensor_value_info("OUTPUT0", TensorProto.FLOAT, ["batch", 4])
+save(helper.make_model(helper.make_graph([helper.make_node("Add", ["INPUT0", "INPUT1"], ["OUTPUT0"])], "add2", [a, b], [y]),
+                       opset_imports=[helper.make_opsetid("", 13)]), "add2.onnx")
 
 types = {"f32": TensorProto.FLOAT, "i64": TensorProto.INT64, "str": TensorProto.STRING, "bool": TensorProto.BOOL,
          "f16": TensorProto.FLOAT16, "f64": TensorProto.DOUBLE, "bf16": TensorProto.BFLOAT16,
