@@ -171,14 +171,9 @@ export function startLspServer(o: LspServerOptions): LspServer {
     const next = new Map<string, Diagnostic[]>();
     const v = lastVerdicts;
     if (v) {
-      let served: string;
-      try {
-        served = fs.realpathSync(v.modelsDir);
-      } catch {
-        served = v.modelsDir;
-      }
       for (const verdict of v.verdicts.values()) {
-        const modelDir = path.join(served, verdict.model);
+        // Triton's reasons name the user's files as the run recorded the repository.
+        const modelDir = path.join(v.modelsDir, verdict.model);
         const configFile = path.join(modelDir, CONFIG_FILE);
         for (const d of verdictDiagnostics(verdict, modelDir, v.server, textOf(configFile))) {
           const list = next.get(d.file) ?? [];
@@ -187,19 +182,24 @@ export function startLspServer(o: LspServerOptions): LspServer {
         }
       }
       // The editor may name the repository by another path (a link): the same files, its names.
+      const real = (f: string): string | undefined => {
+        try {
+          return fs.realpathSync(f);
+        } catch {
+          // A file deleted while open has no real path.
+          return undefined;
+        }
+      };
       for (const [file, ds] of [...next]) {
+        const target = real(file);
         for (const doc of documents.all()) {
           const p = toPath(doc.uri);
-          if (!p || p === file) continue;
-          try {
-            if (fs.realpathSync(p) === file)
-              next.set(
-                p,
-                ds.map((d) => ({ ...d, file: p })),
-              );
-          } catch {
-            // A file deleted while open has no real path.
-          }
+          if (!p || p === file || target === undefined) continue;
+          if (real(p) === target)
+            next.set(
+              p,
+              ds.map((d) => ({ ...d, file: p })),
+            );
         }
       }
     }
