@@ -113,33 +113,66 @@ export async function complete(
   const scope = scopeOfPath(ctx);
   if (!scope) return [];
   const start = ctx.prefixStart;
+  const end = offset;
+  if (ctx.position === "name") return rankByPrefix(nameCompletions(ctx, scope, start, end, o), ctx.prefix);
+  return rankByPrefix(await valueCompletions(text, offset, tree, ctx, scope, src), ctx.prefix);
+}
+
+/** Names that begin with what is typed first (editors filter; this orders what they keep). */
+function rankByPrefix(items: Completion[], prefix: string): Completion[] {
+  if (!prefix) return items;
+  const p = prefix.toLowerCase();
+  const starts = (c: Completion) => (c.label.toLowerCase().startsWith(p) ? 0 : 1);
+  return items
+    .map((c, i) => ({ c, i }))
+    .sort((a, b) => starts(a.c) - starts(b.c) || a.i - b.i)
+    .map((x) => x.c);
+}
+
+function nameCompletions(
+  ctx: CursorContext,
+  scope: Scope,
+  start: number,
+  end: number,
+  o: { snippets: boolean },
+): Completion[] {
+  const offset = end;
+  const present = new Set(
+    ctx.message.fields.filter((f) => f.nameEnd < start || f.nameStart > offset).map((f) => f.name),
+  );
+  return fieldsOf(scope)
+    .filter((f) => f.repeated || !present.has(f.name))
+    .map((f): Completion => {
+      const doc = fieldDoc(f);
+      let insert: string;
+      if (!f.isMessage) insert = f.repeated ? (o.snippets ? `${f.name}: [ $0 ]` : `${f.name}: [ ]`) : `${f.name}: `;
+      else if (f.repeated && f.field?.fieldKind === "list")
+        insert = o.snippets ? `${f.name} [\n  {\n    $0\n  }\n]` : `${f.name} [\n  {\n  }\n]`;
+      else insert = o.snippets ? `${f.name} {\n  $0\n}` : `${f.name} {\n}`;
+      return {
+        label: f.name,
+        kind: f.isMessage ? "message" : "field",
+        detail: f.type,
+        ...(doc ? { documentation: doc } : {}),
+        insert,
+        snippet: o.snippets,
+        start,
+        end,
+        ...(f.enum && !f.repeated ? { retrigger: true } : {}),
+      };
+    });
+}
+
+async function valueCompletions(
+  text: string,
+  offset: number,
+  tree: LooseMessage,
+  ctx: CursorContext,
+  scope: Scope,
+  src: ModelSource,
+): Promise<Completion[]> {
+  const start = ctx.prefixStart;
   let end = offset;
-  if (ctx.position === "name") {
-    const present = new Set(
-      ctx.message.fields.filter((f) => f.nameEnd < start || f.nameStart > offset).map((f) => f.name),
-    );
-    return fieldsOf(scope)
-      .filter((f) => f.repeated || !present.has(f.name))
-      .map((f): Completion => {
-        const doc = fieldDoc(f);
-        let insert: string;
-        if (!f.isMessage) insert = f.repeated ? (o.snippets ? `${f.name}: [ $0 ]` : `${f.name}: [ ]`) : `${f.name}: `;
-        else if (f.repeated && f.field?.fieldKind === "list")
-          insert = o.snippets ? `${f.name} [\n  {\n    $0\n  }\n]` : `${f.name} [\n  {\n  }\n]`;
-        else insert = o.snippets ? `${f.name} {\n  $0\n}` : `${f.name} {\n}`;
-        return {
-          label: f.name,
-          kind: f.isMessage ? "message" : "field",
-          detail: f.type,
-          ...(doc ? { documentation: doc } : {}),
-          insert,
-          snippet: o.snippets,
-          start,
-          end,
-          ...(f.enum && !f.repeated ? { retrigger: true } : {}),
-        };
-      });
-  }
   const field = ctx.field ? fieldIn(scope, ctx.field.name) : undefined;
   if (!field) return [];
   if (ctx.quoted && text[offset] === text[ctx.prefixStart]) end = offset + 1;

@@ -323,7 +323,8 @@ export function startLspServer(o: LspServerOptions): LspServer {
     for (const diag of params.context.diagnostics) {
       const data = diag.data as FixData | undefined;
       if (!data || typeof data.code !== "string") continue;
-      for (const fix of fixesFor(data, text, d.doc.offsetAt(diag.range.start))) {
+      const at = diag.range?.start ?? params.range.start;
+      for (const fix of fixesFor(data, text, d.doc.offsetAt(at))) {
         let edit: WorkspaceEdit;
         if (fix.kind === "replace") {
           edit = {
