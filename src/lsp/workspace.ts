@@ -166,20 +166,22 @@ export class Workspace {
     this.published.set(repo, new Set(byFile.keys()));
   }
 
-  /** A finding on a folder (a model's name, a missing version folder) is shown on its config.pbtxt. */
+  /**
+   * Where an editor can show a finding: on the file it names when that is a file; a finding on a
+   * folder, a link or something that is not there (a model's name, a version folder, a link that
+   * loops) is shown on the model's config.pbtxt, whose message names the path.
+   */
   private fileOf(d: Diagnostic, repo: string): string | undefined {
-    if (path.basename(d.file) === CONFIG_FILE || /\.[A-Za-z0-9]+$/.test(d.file)) {
-      if (d.file !== repo) return d.file;
-    }
-    const config = path.join(d.file, CONFIG_FILE);
-    if (path.dirname(d.file) === repo && (this.buffers.has(config) || fs.existsSync(config))) return config;
-    // A file without an extension (a model file named oddly) is still a file.
     try {
-      if (fs.statSync(d.file).isFile()) return d.file;
+      if (fs.statSync(d.file).isFile() && fs.lstatSync(d.file).isFile()) return d.file;
     } catch {
-      return undefined;
+      // Not there, or a link that leads nowhere: shown on the model's config.
     }
-    return undefined;
+    if (this.buffers.has(d.file)) return d.file;
+    const rel = path.relative(repo, d.file);
+    if (!rel || rel.startsWith("..") || path.isAbsolute(rel)) return undefined;
+    const config = path.join(repo, rel.split(path.sep)[0]!, CONFIG_FILE);
+    return this.buffers.has(config) || fs.existsSync(config) ? config : undefined;
   }
 
   async close(): Promise<void> {
