@@ -26,6 +26,8 @@ export interface ModelSource {
   /** A model's config as the editor has it (open) or the file does, with the file's path. */
   config(name: string): { file: string; text: string } | undefined;
   layout(name: string): ModelLayout | undefined;
+  /** What runs a model (its backend or platform, as its config names them), when its config parsed. */
+  runs(name: string): string | undefined;
   /** The inputs and outputs of a model's file (ONNX, OpenVINO), when it has one that reads. */
   tensors(name: string): Promise<FileTensors | undefined>;
 }
@@ -209,10 +211,7 @@ async function valueCompletions(
       .names()
       .filter((n) => n !== src.self)
       .map((n) => {
-        const c = src.config(n);
-        const backend = c
-          ? (scalarOf(looseParse(c.text), "backend") ?? scalarOf(looseParse(c.text), "platform"))
-          : undefined;
+        const backend = src.runs(n);
         return str(n, "model", backend ? `model (${backend})` : "model");
       });
   }

@@ -156,6 +156,10 @@ export function startLspServer(o: LspServerOptions): LspServer {
         return text === undefined ? undefined : { file: f, text };
       },
       layout: (name) => workspace.model(repo, name)?.layout,
+      runs: (name) => {
+        const c = workspace.model(repo, name)?.parsed?.config;
+        return c ? c.backend || c.platform || undefined : undefined;
+      },
       tensors: async (name) => {
         const m = workspace.model(repo, name);
         return m ? tensors.read(m.layout, m.parsed?.config) : undefined;

@@ -97,7 +97,7 @@ export class Workspace {
     if (text === undefined) this.buffers.delete(file);
     else this.buffers.set(file, text);
     if (!at) return;
-    await this.changed(at.repo, at.model);
+    await this.changed(at.repo, at.model, false);
   }
 
   /**
@@ -106,25 +106,25 @@ export class Workspace {
    * the same lint (it reads the newest text when it starts), so typing faster than lint runs
    * costs no backlog.
    */
-  changed(repo: string, model: string): Promise<void> {
-    const key = `${repo}\0${model}`;
+  changed(repo: string, model: string, relist = true): Promise<void> {
+    const key = `${repo}\0${model}\0${relist}`;
     const waiting = this.waiting.get(key);
     if (waiting) return waiting;
     const run = this.chain.then(() => {
       this.waiting.delete(key);
-      return this.relint(repo, model);
+      return this.relint(repo, model, relist);
     });
     this.waiting.set(key, run);
     this.chain = run.catch(() => undefined);
     return run;
   }
 
-  private async relint(repo: string, model: string): Promise<void> {
+  private async relint(repo: string, model: string, relist: boolean): Promise<void> {
     if (this.closed) return;
     const r = this.repository(repo);
     await r.ready;
     try {
-      await r.lint.refresh([model]);
+      await r.lint.refresh([model], { relist });
     } catch (err) {
       log.warn("cannot read repository", { repo, error: String(err) });
       return;

@@ -707,16 +707,26 @@ export class RepositoryLint {
    * Reads the list of models again, and the models named in `changed` (every model on the first
    * call, and any model not seen before). Throws UserError when the repository cannot be read.
    */
-  refresh(changed: Iterable<string> = []): Promise<void> {
+  refresh(changed: Iterable<string> = [], o: { relist?: boolean } = {}): Promise<void> {
     const wanted = new Set(changed);
-    const run = this.queue.then(() => this.doRefresh(wanted));
+    const run = this.queue.then(() => this.doRefresh(wanted, o.relist ?? true));
     this.queue = run.catch(() => undefined);
     return run;
   }
 
-  private async doRefresh(changed: Set<string>): Promise<void> {
-    const { models: names, notModels } = await readRepositoryEntries(this.repo);
-    this.notModels = notModels;
+  /**
+   * `relist` false: the changed models' text changed, not the repository's folders (an editor's
+   * unsaved change), so the list of models is not read again, unless a changed model is not in it.
+   */
+  private async doRefresh(changed: Set<string>, relist: boolean): Promise<void> {
+    let names: string[];
+    if (relist || !this.loaded || [...changed].some((n) => !this.models.has(n))) {
+      const entries = await readRepositoryEntries(this.repo);
+      names = entries.models;
+      this.notModels = entries.notModels;
+    } else {
+      names = [...this.models.keys()].sort();
+    }
     const taken = new Set(names);
     for (const n of [...this.models.keys()]) {
       if (!taken.has(n)) {
