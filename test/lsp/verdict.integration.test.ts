@@ -66,7 +66,12 @@ describe("triton-dev lsp: the verdict of a running `up`", () => {
     // Closed in the editor: what the editor shows for it comes from lint of the file and from the run.
     await client.close(config);
     await fsp.writeFile(config, good.replace("max_batch_size: 8", "max_batch_size: -3"));
-    const ds = await client.waitForDiagnostics(config, (x) => x.some((d) => d.code === "triton-refused"), 90_000);
+    // The watcher's lint of the saved file, and the run's refusal of it.
+    const ds = await client.waitForDiagnostics(
+      config,
+      (x) => x.some((d) => d.code === "triton-refused") && x.some((d) => d.code === "max-batch-size-negative"),
+      90_000,
+    );
     const refusal = ds.find((d) => d.code === "triton-refused")!;
     expect(refusal.message).toMatch(/refused the last save of 'offset'.*keeps serving the last good version/);
     expect(refusal.range.start.line).toBe(2);
