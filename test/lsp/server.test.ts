@@ -223,3 +223,57 @@ describe("formatting", () => {
     expect(await client.format(f)).toEqual([]);
   });
 });
+
+describe("quick fixes that move files", () => {
+  it("a config in a version folder: move it where Triton reads it (a rename the editor applies)", async () => {
+    const renamer = LspClient.inProcess({ watch: false });
+    await renamer.initialize(repo, { renames: true });
+    try {
+      const misplaced = path.join(repo, "stray", "1", "config.pbtxt");
+      await writeFiles(repo, { "stray/1/config.pbtxt": pythonConfig("stray"), "stray/1/model.py": "" });
+      await renamer.open(misplaced, pythonConfig("stray"));
+      const ds = await renamer.waitForDiagnostics(misplaced, (d) => codes(d).includes("config-in-version-folder"));
+      const fix = (await renamer.codeActions(misplaced, ds)).find((a) => a.title.startsWith("Move"));
+      expect(fix!.title).toBe("Move 1/config.pbtxt to stray/config.pbtxt");
+      expect(fix!.edit!.documentChanges).toEqual([
+        { kind: "rename", oldUri: renamer.uri(misplaced), newUri: renamer.uri(file("stray")) },
+      ]);
+    } finally {
+      await renamer.stop();
+    }
+  });
+
+  it("a model folder Triton cannot serve: rename it, and the config's name with it", async () => {
+    const renamer = LspClient.inProcess({ watch: false });
+    await renamer.initialize(repo, { renames: true });
+    try {
+      await writeFiles(repo, pythonModel("my model"));
+      const f = path.join(repo, "my model", "config.pbtxt");
+      const text = pythonConfig("my model");
+      await renamer.open(f, text);
+      const ds = await renamer.waitForDiagnostics(f, (d) => codes(d).includes("model-name-unsafe"));
+      const unsafe = ds.filter((d) => d.code === "model-name-unsafe");
+      const [fix] = await renamer.codeActions(f, unsafe);
+      expect(fix!.title).toBe("Rename the folder to 'my_model' and the config's name with it");
+      expect(fix!.edit!.documentChanges).toEqual([
+        {
+          textDocument: { uri: renamer.uri(f), version: 1 },
+          edits: [
+            { range: { start: { line: 0, character: 6 }, end: { line: 0, character: 16 } }, newText: '"my_model"' },
+          ],
+        },
+        {
+          kind: "rename",
+          oldUri: renamer.uri(path.join(repo, "my model")),
+          newUri: renamer.uri(path.join(repo, "my_model")),
+        },
+      ]);
+      // An editor that cannot rename files is offered no fix it could not apply.
+      await client.open(f, text);
+      const plain = await client.waitForDiagnostics(f, (d) => codes(d).includes("model-name-unsafe"));
+      expect(await client.codeActions(f, plain.filter((d) => d.code === "model-name-unsafe"))).toEqual([]);
+    } finally {
+      await renamer.stop();
+    }
+  });
+});
