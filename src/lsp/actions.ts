@@ -78,6 +78,28 @@ export function fixesFor(data: FixData, text: string, offset: number): Fix[] {
       });
     }
   }
+  // The shape the model file gives (the batch dimension left out when the model batches).
+  const dims = /^Set dims: \[([-0-9, ]*)\]/.exec(hint);
+  if (dims && data.code === "model-io-dims") {
+    const w = wordAt(text, offset);
+    const rest = text.slice(w.end);
+    const list = /^\s*:?\s*\[[^\]]*\]/.exec(rest);
+    if (text.slice(w.start, w.end) === "dims" && list) {
+      const start = w.end + list[0].indexOf("[");
+      const shape = dims[1]!
+        .split(",")
+        .map((x) => x.trim())
+        .filter(Boolean);
+      fixes.push({
+        title: `Set dims: [ ${shape.join(", ")} ]`,
+        kind: "replace",
+        start,
+        end: w.end + list[0].length,
+        text: `[ ${shape.join(", ")} ]`,
+        preferred: true,
+      });
+    }
+  }
   if (data.code === "config-in-version-folder") {
     const modelDir = path.dirname(path.dirname(data.file));
     fixes.push({

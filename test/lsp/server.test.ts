@@ -271,9 +271,39 @@ describe("quick fixes that move files", () => {
       // An editor that cannot rename files is offered no fix it could not apply.
       await client.open(f, text);
       const plain = await client.waitForDiagnostics(f, (d) => codes(d).includes("model-name-unsafe"));
-      expect(await client.codeActions(f, plain.filter((d) => d.code === "model-name-unsafe"))).toEqual([]);
+      expect(
+        await client.codeActions(
+          f,
+          plain.filter((d) => d.code === "model-name-unsafe"),
+        ),
+      ).toEqual([]);
     } finally {
       await renamer.stop();
     }
+  });
+});
+
+describe("the batch dimension", () => {
+  it("dims written with the batch dimension of a batching model: the fix writes the model file's shape without it", async () => {
+    const f = file("onnx_echo");
+    const text = ONNX_CONFIG.replace(
+      'name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ]',
+      'name: "INPUT0" data_type: TYPE_FP32 dims: [ -1, -1 ]',
+    );
+    await client.open(f, text);
+    const ds = await client.waitForDiagnostics(f, (d) => codes(d).includes("model-io-dims"));
+    const [fix] = await client.codeActions(
+      f,
+      ds.filter((d) => d.code === "model-io-dims"),
+    );
+    expect(fix!.title).toBe("Set dims: [ -1 ]");
+    const edit = fix!.edit!.changes![client.uri(f)]![0]!;
+    expect(edit.newText).toBe("[ -1 ]");
+    const lines = text.split("\n");
+    const l = lines[edit.range.start.line]!;
+    lines[edit.range.start.line] =
+      l.slice(0, edit.range.start.character) + edit.newText + l.slice(edit.range.end.character);
+    await client.change(f, lines.join("\n"));
+    await client.waitForDiagnostics(f, (d) => d.length === 0);
   });
 });
