@@ -174,7 +174,17 @@ export function startLspServer(o: LspServerOptions): LspServer {
   const applyVerdicts = () => {
     const next = new Map<string, Diagnostic[]>();
     const v = lastVerdicts;
-    if (v) {
+    const real = (f: string): string | undefined => {
+      try {
+        return fs.realpathSync(f);
+      } catch {
+        // A file deleted while open has no real path.
+        return undefined;
+      }
+    };
+    // Only the run that serves a repository being edited here.
+    const served = v ? real(v.modelsDir) : undefined;
+    if (v && served !== undefined && workspace.repositories().some((r) => real(r) === served)) {
       for (const verdict of v.verdicts.values()) {
         // Triton's reasons name the user's files as the run recorded the repository.
         const modelDir = path.join(v.modelsDir, verdict.model);
@@ -186,14 +196,6 @@ export function startLspServer(o: LspServerOptions): LspServer {
         }
       }
       // The editor may name the repository by another path (a link): the same files, its names.
-      const real = (f: string): string | undefined => {
-        try {
-          return fs.realpathSync(f);
-        } catch {
-          // A file deleted while open has no real path.
-          return undefined;
-        }
-      };
       for (const [file, ds] of [...next]) {
         const target = real(file);
         for (const doc of documents.all()) {
@@ -252,7 +254,7 @@ export function startLspServer(o: LspServerOptions): LspServer {
     void workspace.setBuffer(p, e.document.getText()).then(() => {
       // Each change of an open config is answered, clean or not: the editor then knows it was checked.
       if (documents.get(e.document.uri)) send(p);
-      if (verdictFiles.size) applyVerdicts();
+      if (lastVerdicts) applyVerdicts();
     });
   });
   documents.onDidClose((e) => {

@@ -201,7 +201,21 @@ export function verdictDiagnostics(
   const frames = [...v.reason.matchAll(/(\/[^\s()"']+\.py)\((\d+)\)/g)];
   const own = frames.find((f) => f[1]!.startsWith(modelDir + path.sep));
   if (own) {
-    return [{ ...base, file: own[1]!, line: Number(own[2]), column: 1, message, hint, code: "triton-load-failed" }];
+    // On the line that raised, and on the config too: an editor of config.pbtxt alone (Neovim
+    // shows an open buffer's findings only) still learns that the model did not load, and where.
+    const at = `${path.relative(modelDir, own[1]!)}:${own[2]}`;
+    return [
+      { ...base, file: own[1]!, line: Number(own[2]), column: 1, message, hint, code: "triton-load-failed" },
+      {
+        ...base,
+        file: configFile,
+        line: 1,
+        column: 1,
+        message: `${message.split(" At: ")[0]} (raised at ${at})`,
+        hint,
+        code: "triton-load-failed",
+      },
+    ];
   }
   // Otherwise on the config, at the first name the reason quotes that the config holds.
   let line = 1;

@@ -140,6 +140,11 @@ export class Workspace {
     return this.repos.get(repo)?.lint.model(name);
   }
 
+  /** The repositories of the configs opened so far. */
+  repositories(): string[] {
+    return [...this.repos.keys()];
+  }
+
   modelNames(repo: string): string[] {
     return this.repos.get(repo)?.lint.modelNames() ?? [];
   }

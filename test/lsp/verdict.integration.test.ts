@@ -54,10 +54,16 @@ describe("triton-dev lsp: the verdict of a running `up`", () => {
     );
     // The reason names the user's file, not the run's staged copy.
     expect(d!.message).toContain(modelPy);
+    // The open config says so too, pointing at the line.
+    const [onConfig] = await client.waitForDiagnostics(config, (ds) => ds.length > 0);
+    expect(onConfig!.message).toMatch(
+      new RegExp(`could not load 'offset': .*\\(raised at 1/model.py:${RAISE_LINE}\\)`, "s"),
+    );
 
     // The fix saved: Triton loads it and the finding goes.
     await fsp.writeFile(modelPy, OFFSET_MODEL);
     await client.waitForDiagnostics(modelPy, (ds) => ds.length === 0, 90_000);
+    await client.waitForDiagnostics(config, (ds) => ds.length === 0);
   }, 200_000);
 
   it("a refused save shows `up`'s refusal on the config, and clears when a good save loads", async () => {
