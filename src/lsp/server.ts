@@ -251,15 +251,21 @@ export function startLspServer(o: LspServerOptions): LspServer {
   documents.onDidChangeContent((e) => {
     const p = isConfigDoc(e.document.uri);
     if (!p) return;
-    void workspace.setBuffer(p, e.document.getText()).then(() => {
-      // Each change of an open config is answered, clean or not: the editor then knows it was checked.
-      if (documents.get(e.document.uri)) send(p);
-      if (lastVerdicts) applyVerdicts();
-    });
+    void workspace
+      .setBuffer(p, e.document.getText())
+      .then(() => {
+        // Each change of an open config is answered, clean or not: the editor then knows it was checked.
+        if (documents.get(e.document.uri)) send(p);
+        if (lastVerdicts) applyVerdicts();
+      })
+      .catch((err) => log.error("answering a change failed", { file: p, error: String(err) }));
   });
   documents.onDidClose((e) => {
     const p = isConfigDoc(e.document.uri);
-    if (p) void workspace.setBuffer(p, undefined);
+    if (p)
+      void workspace
+        .setBuffer(p, undefined)
+        .catch((err) => log.error("answering a close failed", { file: p, error: String(err) }));
   });
 
   /** The open document, unless it is too large to be a config (then no feature reads it). */

@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
+import { UserError } from "../errors.js";
 import { log as rootLog } from "../log/logger.js";
 import { type Diagnostic, compareDiagnostics } from "../repo/diagnostics.js";
 import { CONFIG_FILE, isVersionDirName } from "../repo/layout.js";
@@ -125,14 +126,21 @@ export class Workspace {
     await r.ready;
     try {
       await r.lint.refresh([model], { relist });
+      const result = r.lint.lintModel(model);
+      if (!result.models.some((m) => m.name === model)) r.byModel.delete(model);
+      for (const m of result.models) r.byModel.set(m.name, m.diagnostics);
+      this.publishRepo(repo, r);
     } catch (err) {
-      log.warn("cannot read repository", { repo, error: String(err) });
-      return;
+      // A repository that cannot be read (gone, no permission) is no reason to stop serving the
+      // editor; a bug in a rule is logged with its stack for a report, and the last findings stay.
+      if (err instanceof UserError) log.warn("cannot read repository", { repo, error: err.message });
+      else
+        log.error("linting failed", {
+          repo,
+          model,
+          error: err instanceof Error ? (err.stack ?? err.message) : String(err),
+        });
     }
-    const result = r.lint.lintModel(model);
-    if (!result.models.some((m) => m.name === model)) r.byModel.delete(model);
-    for (const m of result.models) r.byModel.set(m.name, m.diagnostics);
-    this.publishRepo(repo, r);
   }
 
   /** What is known of a model: its layout and parsed config (the open buffer's when it parses). */
