@@ -193,7 +193,8 @@ export class LspClient {
   async stop(): Promise<number | null> {
     try {
       await Promise.race([this.connection.sendRequest("shutdown"), new Promise((r) => setTimeout(r, 5_000))]);
-      await this.connection.sendNotification("exit");
+      // The library ends the server's process on `exit`: an in-process server is only shut down.
+      if (this.child) await this.connection.sendNotification("exit");
     } catch {
       // The server is already gone.
     }
