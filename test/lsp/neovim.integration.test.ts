@@ -5,7 +5,8 @@ import { afterAll, describe, expect, it } from "vitest";
 import { CLI, copySampleModels, testEnv } from "../helpers/cli.js";
 
 // Neovim as a real editor (headless): the README's setup, then open a config with a typo, see the
-// diagnostic, apply its quick fix, complete a field and hover (test/lsp/nvim/session.lua).
+// diagnostic, apply its quick fix, complete a field, hover, and jump from an ensemble step to the
+// step model's config (test/lsp/nvim/session.lua).
 
 const hasNvim = spawnSync("nvim", ["--version"]).status === 0;
 const SESSION = path.join(import.meta.dirname, "nvim", "session.lua");
@@ -20,7 +21,7 @@ interface Step {
 }
 
 describe.skipIf(!hasNvim)("triton-dev lsp in Neovim", () => {
-  it("a diagnostic on a typo, its quick fix, a completed field and a hover", async () => {
+  it("a diagnostic on a typo, its quick fix, a completed field, a hover and a jump from an ensemble step", async () => {
     const models = await copySampleModels();
     dirs.push(models);
     const config = path.join(models, "image_classifier", "config.pbtxt");
@@ -56,6 +57,7 @@ describe.skipIf(!hasNvim)("triton-dev lsp in Neovim", () => {
     expect(at("completion")).not.toContain("max_batch_size");
     expect(at("completed").line).toBe("  max_queue_delay_microseconds: ");
     expect(at("hover").first_line).toMatch(/^\*\*max_batch_size\*\* `int32`/);
+    expect(at("definition")).toEqual({ file: path.join(models, "bert_tokenizer", "config.pbtxt"), line: 4 });
     expect(at("stopped").clients).toBe(0);
   });
 });

@@ -78,6 +78,25 @@ res = client.request_sync("textDocument/hover", {
 local value = res and res.result and res.result.contents and res.result.contents.value or ""
 say("hover", { first_line = vim.split(value, "\n")[1], text = value })
 
+-- From an ensemble step to the step model's config, as `gd` (vim.lsp.buf.definition) jumps.
+local pipeline = vim.fn.fnamemodify(file, ":h:h") .. "/sentiment_pipeline/config.pbtxt"
+vim.cmd("edit " .. vim.fn.fnameescape(pipeline))
+local pbuf = vim.api.nvim_get_current_buf()
+vim.wait(5000, function() return #vim.lsp.buf_get_clients(pbuf) > 0 end, 50)
+local row
+for i, l in ipairs(vim.api.nvim_buf_get_lines(pbuf, 0, -1, false)) do
+  if l:find('model_name: "bert_tokenizer"', 1, true) then row = i - 1 break end
+end
+res = client.request_sync("textDocument/definition", {
+  textDocument = { uri = vim.uri_from_bufnr(pbuf) },
+  position = { line = row, character = 22 },
+}, 10000, pbuf)
+local loc = res and res.result
+if loc and loc[1] then loc = loc[1] end
+if not loc then return finish(7) end
+vim.lsp.util.jump_to_location(loc, client.offset_encoding)
+say("definition", { file = vim.api.nvim_buf_get_name(0), line = vim.api.nvim_win_get_cursor(0)[1] })
+
 vim.lsp.stop_client(client.id)
 vim.wait(5000, function() return vim.tbl_isempty(vim.lsp.get_active_clients()) end, 50)
 say("stopped", { clients = #vim.lsp.get_active_clients() })
