@@ -162,19 +162,3 @@ export function fieldsOf(scope: Scope): FieldInfo[] {
 export function fieldIn(scope: Scope, name: string): FieldInfo | undefined {
   return fieldsOf(scope).find((f) => f.name === name);
 }
-
-/** The field names anywhere in the schema (for a typo's suggestion). */
-export function allFieldNames(): Set<string> {
-  const names = new Set<string>();
-  const seen = new Set<string>();
-  const walk = (d: DescMessage) => {
-    if (seen.has(d.typeName)) return;
-    seen.add(d.typeName);
-    for (const f of d.fields) {
-      names.add(f.name);
-      if (f.message) walk(f.message);
-    }
-  };
-  walk(ModelConfigSchema);
-  return names;
-}

@@ -138,6 +138,26 @@ describe("completion", () => {
     expect(top).not.toContain("max_queue_delay_microseconds");
   });
 
+  it("in a half-typed file: an unclosed message, a string not yet closed", async () => {
+    const f = file("echo");
+    const text = `${pythonConfig("echo")}instance_group [ { count: 2 kind: KIND_CPU } ]\ndynamic_batching {\n  max_q`;
+    await client.open(f, text);
+    const end = positionOf(text, "  max_q", 7);
+    const items = labels(await client.completion(f, end.line, end.character));
+    expect(items[0]).toBe("max_queue_delay_microseconds");
+    expect(items).not.toContain("instance_group");
+    const ensemble = `${PIPE.slice(0, PIPE.indexOf('model_name: "echo"'))}model_name: "ec`;
+    await client.open(file("pipe"), ensemble);
+    const at = positionOf(ensemble, 'model_name: "ec', 'model_name: "ec'.length);
+    const models = await client.completion(file("pipe"), at.line, at.character);
+    expect(labels(models)[0]).toBe("echo");
+    // The opening quote is replaced with the whole quoted name.
+    expect(models[0]!.textEdit).toEqual({
+      range: { start: positionOf(ensemble, '"ec'), end: at },
+      newText: '"echo"',
+    });
+  });
+
   it("enum values after a field's colon, with Triton's documentation", async () => {
     const f = file("echo");
     const text = `${pythonConfig("echo")}instance_group [ { kind:  } ]\n`;
