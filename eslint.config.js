@@ -94,6 +94,12 @@ export default defineConfig(
     rules: { "no-restricted-syntax": "off" },
   },
   {
+    // The VS Code extension (editors/vscode) is CommonJS, as VS Code loads extensions.
+    files: ["editors/vscode/**/*.js"],
+    languageOptions: { sourceType: "commonjs", globals: { require: "readonly", module: "writable" } },
+    rules: { "@typescript-eslint/no-require-imports": "off" },
+  },
+  {
     files: ["test/**"],
     rules: {
       // Tests walk parsed YAML and JSON (manifests, API answers) as loosely typed objects on purpose.

@@ -177,6 +177,29 @@ describe("the rooms of src/", () => {
     ).toEqual([]);
   });
 
+  it("keeps lsp/ an editor's view of the repository and the run's state: no runtime, server, CLI or dashboard", () => {
+    const allowed = (t: string) =>
+      !t.includes("/") ||
+      !t.endsWith(".ts") ||
+      ["lsp", "repo", "state", "config", "log"].includes(room(t)) ||
+      // The one watcher of model folders, and a detached run's events as the dashboard follows them.
+      t === "reload/watch.ts" ||
+      t === "session/run-events.ts";
+    expect(
+      violations(
+        (f) => room(f) === "lsp",
+        (t) => !allowed(t),
+      ),
+    ).toEqual([]);
+    // The language server library and the server itself load only for `triton-dev lsp`.
+    expect(
+      violations(
+        (f) => room(f) !== "lsp" && f !== "cli/lsp-action.ts",
+        (t) => room(t) === "lsp" || t.startsWith("vscode-languageserver"),
+      ),
+    ).toEqual([]);
+  });
+
   it("keeps k8s/ (manifests for any cluster) independent of the runtimes", () => {
     expect(
       violations(

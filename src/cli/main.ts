@@ -5,6 +5,7 @@ import { registerSuperviseCommand, registerUpCommand } from "./up-command.js";
 import { registerDashboardCommand } from "./dashboard-command.js";
 import { registerInitCommand } from "./init-command.js";
 import { registerLintCommand } from "./lint-command.js";
+import { registerLspCommand } from "./lsp-command.js";
 import { registerManifestsCommand } from "./manifests-command.js";
 import { registerPerfCommand } from "./perf-command.js";
 import { registerTuneCommand } from "./tune-command.js";
@@ -36,6 +37,7 @@ export function buildProgram(ctx: CliContext): Command {
   registerDashboardCommand(program, ctx);
   registerSetupCommands(program, ctx);
   registerLintCommand(program, ctx);
+  registerLspCommand(program, ctx);
   registerManifestsCommand(program, ctx);
   registerInitCommand(program, ctx);
   registerPerfCommand(program, ctx);

@@ -196,6 +196,13 @@ export async function requireModelRepository(dir: string): Promise<string[]> {
   return models;
 }
 
+function tooLarge(size: number, maxBytes: number): UnreadableFile {
+  return {
+    message: `it is ${(size / 1024 ** 2).toFixed(1)} MB, far larger than any config (at most ${maxBytes / 1024 ** 2} MB is read)`,
+    hint: "Check that this is the file you meant; a config.pbtxt is a few kilobytes.",
+  };
+}
+
 /** A config is a few kilobytes; anything past this is not one (and is not read into memory). */
 export const MAX_CONFIG_BYTES = 8 * 1024 * 1024;
 
@@ -230,14 +237,7 @@ export async function readUserText(
     const what = st.isDirectory() ? "a folder" : st.isFIFO() ? "a FIFO" : st.isSocket() ? "a socket" : "a device";
     return { unreadable: { message: `it is ${what}, not a file`, hint: "Replace it with a regular text file." } };
   }
-  if (st.size > maxBytes) {
-    return {
-      unreadable: {
-        message: `it is ${(st.size / 1024 ** 2).toFixed(1)} MB, far larger than any config (at most ${maxBytes / 1024 ** 2} MB is read)`,
-        hint: "Check that this is the file you meant; a config.pbtxt is a few kilobytes.",
-      },
-    };
-  }
+  if (st.size > maxBytes) return { unreadable: tooLarge(st.size, maxBytes) };
   try {
     return { text: await fsp.readFile(file, "utf8") };
   } catch (err) {
@@ -257,11 +257,20 @@ async function folderEntries(dir: string): Promise<Map<string, { isDir: boolean 
   return entries;
 }
 
-export async function scanModel(repo: string, name: string): Promise<ModelLayout> {
+/**
+ * `configText`: the config's text when it is not the file's (an editor's unsaved buffer); the
+ * file is then not read.
+ */
+export async function scanModel(repo: string, name: string, configText?: string): Promise<ModelLayout> {
   const dir = path.join(repo, name);
   const configFile = path.join(dir, CONFIG_FILE);
   const layout: ModelLayout = { name, dir, configFile, versions: [], ignoredDirs: [], subdirs: [], topFiles: [] };
-  const config = await readUserText(configFile);
+  const config =
+    configText === undefined
+      ? await readUserText(configFile)
+      : configText.length > MAX_CONFIG_BYTES
+        ? { unreadable: tooLarge(configText.length, MAX_CONFIG_BYTES) }
+        : { text: configText };
   if ("text" in config) layout.configText = config.text;
   else if ("unreadable" in config) layout.configReadError = config.unreadable;
   for (const e of await readDirSafe(dir)) {

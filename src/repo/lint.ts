@@ -428,8 +428,9 @@ async function analyseModel(
   name: string,
   options: LintOptions,
   taken: ReadonlySet<string> = new Set(),
+  configText?: string,
 ): Promise<Analysed> {
-  const layout = await scanModel(repo, name);
+  const layout = await scanModel(repo, name, configText);
   const analysed = await analyseLayout(layout, options, taken);
   await checkModelFiles(layout, analysed.reporter);
   analysed.errorCount = countBySeverity(analysed.reporter.diagnostics).errors;
@@ -577,7 +578,12 @@ async function analyseRepository(
   const models = new Map<string, Analysed>();
   const taken = new Set(names);
   for (const m of await Promise.all(names.map((n) => analyseModel(repo, n, options, taken)))) models.set(m.name, m);
+  checkAcrossModels(models);
+  return { models, notModels };
+}
 
+/** The rules across models (ensembles against the models they run); adds to the ensembles' findings. */
+function checkAcrossModels(models: Map<string, Analysed>): void {
   const cyclic = checkEnsembleCycles(models, (n) => models.get(n)!.reporter);
   for (const name of ensembleOrder(models)) {
     const m = models.get(name)!;
@@ -598,7 +604,6 @@ async function analyseRepository(
     }
     m.errorCount = countBySeverity(m.reporter.diagnostics).errors;
   }
-  return { models, notModels };
 }
 
 function toResult(models: Analysed[], repositoryDiagnostics: Diagnostic[] = []): LintResult {
@@ -692,6 +697,11 @@ export async function lintRepository(dir: string, opts: LintOptions = {}): Promi
 export async function lintModel(repoDir: string, name: string, opts: LintOptions = {}): Promise<LintResult> {
   const repo = path.resolve(repoDir);
   const { models } = await analyseRepository(repo, opts);
+  return toResult([...modelAndUsers(models, name)].sort().map((n) => models.get(n)!));
+}
+
+/** `name` (when it exists) and every ensemble that runs it, directly or through other ensembles. */
+function modelAndUsers(models: Map<string, Analysed>, name: string): Set<string> {
   const wanted = new Set<string>();
   if (models.has(name)) wanted.add(name);
   const users = (target: string): string[] =>
@@ -708,5 +718,116 @@ export async function lintModel(repoDir: string, name: string, opts: LintOptions
       queue.push(u);
     }
   }
-  return toResult([...wanted].sort().map((n) => models.get(n)!));
+  return wanted;
+}
+
+/** The unsaved text of a config.pbtxt open in an editor, by the file's absolute path; undefined: read the file. */
+export type ConfigOverlay = (configFile: string) => string | undefined;
+
+interface Baseline {
+  diagnostics: number;
+  unavailable?: string;
+}
+
+/**
+ * A repository's lint kept between calls, for an editor: each model is read again only when told
+ * it changed (saved, or its unsaved text changed), with the unsaved text of open configs in place
+ * of the files' (`overlay`), and the rules across models run again on what is known. The same
+ * rules and findings as lintRepository and lintModel.
+ */
+export class RepositoryLint {
+  readonly repo: string;
+  private readonly models = new Map<string, Analysed>();
+  /** Each model's findings before the rules across models added theirs. */
+  private readonly baselines = new Map<string, Baseline>();
+  private notModels: NotAModelFolder[] = [];
+  private loaded = false;
+  /** One refresh at a time: a later one sees what the earlier one read. */
+  private queue: Promise<void> = Promise.resolve();
+
+  constructor(
+    repo: string,
+    private readonly options: LintOptions = {},
+    private readonly overlay: ConfigOverlay = () => undefined,
+  ) {
+    this.repo = path.resolve(repo);
+  }
+
+  /**
+   * Reads the list of models again, and the models named in `changed` (every model on the first
+   * call, and any model not seen before). Throws UserError when the repository cannot be read.
+   */
+  refresh(changed: Iterable<string> = [], o: { relist?: boolean } = {}): Promise<void> {
+    const wanted = new Set(changed);
+    const run = this.queue.then(() => this.doRefresh(wanted, o.relist ?? true));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * `relist` false: the changed models' text changed, not the repository's folders (an editor's
+   * unsaved change), so the list of models is not read again, unless a changed model is not in it.
+   */
+  private async doRefresh(changed: Set<string>, relist: boolean): Promise<void> {
+    let names: string[];
+    if (relist || !this.loaded || [...changed].some((n) => !this.models.has(n))) {
+      const entries = await readRepositoryEntries(this.repo);
+      names = entries.models;
+      this.notModels = entries.notModels;
+    } else {
+      names = [...this.models.keys()].sort();
+    }
+    const taken = new Set(names);
+    for (const n of [...this.models.keys()]) {
+      if (!taken.has(n)) {
+        this.models.delete(n);
+        this.baselines.delete(n);
+      }
+    }
+    const todo = names.filter((n) => !this.loaded || changed.has(n) || !this.models.has(n));
+    this.loaded = true;
+    const analysed = await Promise.all(
+      todo.map((n) =>
+        analyseModel(this.repo, n, this.options, taken, this.overlay(path.join(this.repo, n, CONFIG_FILE))),
+      ),
+    );
+    for (const m of analysed) {
+      this.models.set(m.name, m);
+      this.baselines.set(m.name, {
+        diagnostics: m.reporter.diagnostics.length,
+        ...(m.unavailable ? { unavailable: m.unavailable } : {}),
+      });
+    }
+    for (const [n, m] of this.models) {
+      const b = this.baselines.get(n)!;
+      m.reporter.diagnostics.length = b.diagnostics;
+      m.unavailable = b.unavailable;
+      m.errorCount = countBySeverity(m.reporter.diagnostics).errors;
+    }
+    checkAcrossModels(this.models);
+  }
+
+  /** The model names known at the last refresh, sorted. */
+  modelNames(): string[] {
+    return [...this.models.keys()].sort();
+  }
+
+  /** What the last refresh knows of a model: its folder's layout, and its parsed config when it parsed. */
+  model(name: string): { layout: ModelLayout; parsed?: ParsedConfig } | undefined {
+    const m = this.models.get(name);
+    return m ? { layout: m.layout, ...(m.parsed ? { parsed: m.parsed } : {}) } : undefined;
+  }
+
+  /** `lintModel`'s answer from what is known: the model and every ensemble that runs it. */
+  lintModel(name: string): LintResult {
+    return toResult([...modelAndUsers(this.models, name)].sort().map((n) => this.models.get(n)!));
+  }
+
+  /** `lintRepository`'s answer from what is known. */
+  lintRepository(): LintResult {
+    return toResult(
+      [...this.models.values()],
+      [...(this.models.size === 0 ? [emptyRepository(this.repo)] : []), ...this.notModels.map(notAModelFolder)],
+    );
+  }
 }

@@ -56,7 +56,7 @@ const HEAVY = [...RUNTIME_AND_UI, "@bufbuild/protobuf", "zod", "yaml"];
 const GENERATED = ["repo/gen/model_config_pb.js", "repo/model-config.js", "triton/gen/grpc_service_pb.js"];
 
 describe("what starting the CLI loads", () => {
-  it.each(["--help", "--version", "up --help", "perf --help", "tune --help"])(
+  it.each(["--help", "--version", "up --help", "perf --help", "tune --help", "lsp --help"])(
     "`triton-dev %s` loads the command definitions only",
     (cmd) => {
       const r = traced(cmd.split(" "));

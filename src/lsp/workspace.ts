@@ -1,0 +1,204 @@
+import fs from "node:fs";
+import path from "node:path";
+import { UserError } from "../errors.js";
+import { log as rootLog } from "../log/logger.js";
+import { type Diagnostic, compareDiagnostics } from "../repo/diagnostics.js";
+import { CONFIG_FILE, isVersionDirName } from "../repo/layout.js";
+import { type LintOptions, RepositoryLint } from "../repo/lint.js";
+import type { ParsedConfig } from "../repo/parse.js";
+import type { ModelLayout } from "../repo/layout.js";
+import { RepositoryWatcher } from "../reload/watch.js";
+
+const log = rootLog.child("lsp");
+
+/** Where a config.pbtxt sits: its repository and model (a config in a version folder belongs to the model above). */
+export interface ConfigLocation {
+  repo: string;
+  model: string;
+  /** The model's config.pbtxt, the one Triton reads. */
+  configFile: string;
+}
+
+export function locateConfig(file: string): ConfigLocation | undefined {
+  if (path.basename(file) !== CONFIG_FILE) return undefined;
+  let modelDir = path.dirname(file);
+  if (isVersionDirName(path.basename(modelDir)) && path.dirname(modelDir) !== modelDir)
+    modelDir = path.dirname(modelDir);
+  const repo = path.dirname(modelDir);
+  if (repo === modelDir) return undefined;
+  return { repo, model: path.basename(modelDir), configFile: path.join(modelDir, CONFIG_FILE) };
+}
+
+interface Repo {
+  lint: RepositoryLint;
+  watcher?: RepositoryWatcher;
+  /** Each model's findings as last published. */
+  byModel: Map<string, Diagnostic[]>;
+  ready: Promise<void>;
+}
+
+export interface WorkspaceOptions {
+  lint?: LintOptions;
+  /** Watch each repository for saves made elsewhere (off in tests that drive changes themselves). */
+  watch?: boolean;
+  /** Called with a file and every finding on it now (none: clear it), whenever that changes. */
+  publish: (file: string, diagnostics: Diagnostic[]) => void;
+}
+
+/**
+ * The repositories the open configs belong to, each linted as `lint` would with the unsaved text
+ * of open configs in place of their files; findings are published per file, and a file whose
+ * findings are gone is published empty once.
+ */
+export class Workspace {
+  private readonly repos = new Map<string, Repo>();
+  /** Unsaved text of open configs, by absolute path. */
+  private readonly buffers = new Map<string, string>();
+  /** Files that hold findings, as last published, by repository. */
+  private readonly published = new Map<string, Set<string>>();
+  private closed = false;
+  private chain: Promise<void> = Promise.resolve();
+  private readonly waiting = new Map<string, Promise<void>>();
+
+  constructor(private readonly options: WorkspaceOptions) {}
+
+  /** The text lint reads for a config: the editor's when open. */
+  bufferOf(file: string): string | undefined {
+    return this.buffers.get(file);
+  }
+
+  /** The repository's lint, read once on first use. */
+  repository(repo: string): Repo {
+    let r = this.repos.get(repo);
+    if (r) return r;
+    const lint = new RepositoryLint(repo, this.options.lint ?? {}, (f) => this.buffers.get(f));
+    const created: Repo = { lint, byModel: new Map(), ready: Promise.resolve() };
+    r = created;
+    this.repos.set(repo, r);
+    created.ready = lint.refresh().then(
+      () => {
+        const result = lint.lintRepository();
+        for (const m of result.models) created.byModel.set(m.name, m.diagnostics);
+        this.publishRepo(repo, created);
+      },
+      (err) => log.warn("cannot read repository", { repo, error: String(err) }),
+    );
+    if (this.options.watch !== false) {
+      const w = new RepositoryWatcher(repo);
+      created.watcher = w;
+      w.onChange((c) => void this.changed(repo, c.model));
+      w.start().catch((err) => log.warn("cannot watch repository", { repo, error: String(err) }));
+    }
+    return r;
+  }
+
+  /** An open config's text changed (or it was opened); undefined: closed, read the file again. */
+  async setBuffer(file: string, text: string | undefined): Promise<void> {
+    const at = locateConfig(file);
+    if (text === undefined) this.buffers.delete(file);
+    else this.buffers.set(file, text);
+    if (!at) return;
+    await this.changed(at.repo, at.model, false);
+  }
+
+  /**
+   * Something of a model changed (its config's text, a file, the folder itself): lint it and what
+   * runs it again. Changes wait for the lint before them; a change of a model already waiting is
+   * the same lint (it reads the newest text when it starts), so typing faster than lint runs
+   * costs no backlog.
+   */
+  changed(repo: string, model: string, relist = true): Promise<void> {
+    const key = `${repo}\0${model}\0${relist}`;
+    const waiting = this.waiting.get(key);
+    if (waiting) return waiting;
+    const run = this.chain.then(() => {
+      this.waiting.delete(key);
+      return this.relint(repo, model, relist);
+    });
+    this.waiting.set(key, run);
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  private async relint(repo: string, model: string, relist: boolean): Promise<void> {
+    if (this.closed) return;
+    const r = this.repository(repo);
+    await r.ready;
+    try {
+      await r.lint.refresh([model], { relist });
+      const result = r.lint.lintModel(model);
+      if (!result.models.some((m) => m.name === model)) r.byModel.delete(model);
+      for (const m of result.models) r.byModel.set(m.name, m.diagnostics);
+      this.publishRepo(repo, r);
+    } catch (err) {
+      // A repository that cannot be read (gone, no permission) is no reason to stop serving the
+      // editor; a bug in a rule is logged with its stack for a report, and the last findings stay.
+      if (err instanceof UserError) log.warn("cannot read repository", { repo, error: err.message });
+      else
+        log.error("linting failed", {
+          repo,
+          model,
+          error: err instanceof Error ? (err.stack ?? err.message) : String(err),
+        });
+    }
+  }
+
+  /** What is known of a model: its layout and parsed config (the open buffer's when it parses). */
+  model(repo: string, name: string): { layout: ModelLayout; parsed?: ParsedConfig } | undefined {
+    return this.repos.get(repo)?.lint.model(name);
+  }
+
+  /** The repositories of the configs opened so far. */
+  repositories(): string[] {
+    return [...this.repos.keys()];
+  }
+
+  modelNames(repo: string): string[] {
+    return this.repos.get(repo)?.lint.modelNames() ?? [];
+  }
+
+  /** Resolves once the repository has been read. */
+  async ready(repo: string): Promise<void> {
+    await this.repository(repo).ready;
+  }
+
+  private publishRepo(repo: string, r: Repo): void {
+    const byFile = new Map<string, Diagnostic[]>();
+    for (const ds of r.byModel.values()) {
+      for (const d of ds) {
+        const file = this.fileOf(d, repo);
+        if (!file) continue;
+        let list = byFile.get(file);
+        if (!list) byFile.set(file, (list = []));
+        list.push(d.file === file ? d : { ...d, file });
+      }
+    }
+    const before = this.published.get(repo) ?? new Set<string>();
+    for (const [file, ds] of byFile) this.options.publish(file, ds.sort(compareDiagnostics));
+    for (const file of before) if (!byFile.has(file)) this.options.publish(file, []);
+    this.published.set(repo, new Set(byFile.keys()));
+  }
+
+  /**
+   * Where an editor can show a finding: on the file it names when that is a file; a finding on a
+   * folder, a link or something that is not there (a model's name, a version folder, a link that
+   * loops) is shown on the model's config.pbtxt, whose message names the path.
+   */
+  private fileOf(d: Diagnostic, repo: string): string | undefined {
+    try {
+      if (fs.statSync(d.file).isFile() && fs.lstatSync(d.file).isFile()) return d.file;
+    } catch {
+      // Not there, or a link that leads nowhere: shown on the model's config.
+    }
+    if (this.buffers.has(d.file)) return d.file;
+    const rel = path.relative(repo, d.file);
+    if (!rel || rel.startsWith("..") || path.isAbsolute(rel)) return undefined;
+    const config = path.join(repo, rel.split(path.sep)[0]!, CONFIG_FILE);
+    return this.buffers.has(config) || fs.existsSync(config) ? config : undefined;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all([...this.repos.values()].map((r) => r.watcher?.close()));
+  }
+}
