@@ -13,7 +13,7 @@ afterAll(removeTempRepos);
  */
 async function watchRepo(repo: string) {
   const changes: Array<ModelChange & { at: number }> = [];
-  const w = new RepositoryWatcher(repo, { settleMs: 3_000, completeSettleMs: 400 });
+  const w = new RepositoryWatcher(repo, { settleMs: 3_000, completeSettleMs: 400, maxWaitMs: 10_000 });
   w.onChange((c) => changes.push({ ...c, at: Date.now() }));
   await w.start();
   watchers.push(w);
