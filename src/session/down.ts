@@ -1,7 +1,8 @@
 import fsp from "node:fs/promises";
 import path from "node:path";
 import type { Paths } from "../config/paths.js";
-import type { StopReport } from "../runtimes/driver.js";
+import type { StopReport, UnloadsToWaitFor } from "../runtimes/driver.js";
+import { unloadsRunningCode } from "../repo/unload-code.js";
 import { RUNTIME_KINDS } from "../runtimes/kinds.js";
 import { loadDriver } from "../runtimes/registry.js";
 import { terminateOurs } from "../state/process.js";
@@ -33,7 +34,7 @@ export async function stopRun(
   const result: DownResult = { leftovers: {}, leftoverLines: [] };
   await run?.run.beforeStop?.().catch(() => undefined);
   terminateOurs(run?.state.supervisorPid, process.execPath);
-  const stopping = run?.run.stop(graceMs, onProgress);
+  const stopping = run?.run.stop(graceMs, onProgress, stopWaitsFor(run.state.repository, env));
   // The drivers the leftover search needs (dockerode among them) load while Triton unloads its
   // models, begun once the stop has had a moment to signal the server.
   const drivers = (stopping ? sleep(300) : Promise.resolve()).then(() => RUNTIME_KINDS.map((k) => loadDriver(k)));
@@ -50,6 +51,16 @@ export async function stopRun(
   }
   await pruneRuns(paths, 3);
   return result;
+}
+
+/**
+ * Which unloads a stop of the run serving `repository` waits for: those that run the models' code
+ * (a python model's `finalize`, repo/unload-code.ts); every one, as Triton's own exit does, with
+ * TRITON_DEV_STOP=wait-all (undefined: the driver then waits for all).
+ */
+export function stopWaitsFor(repository: string, env: NodeJS.ProcessEnv = process.env): UnloadsToWaitFor | undefined {
+  if (env.TRITON_DEV_STOP === "wait-all") return undefined;
+  return (loaded) => unloadsRunningCode(repository, loaded);
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

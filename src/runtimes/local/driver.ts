@@ -155,9 +155,11 @@ export function createLocalDriver(deps: LocalDeps = {}): RuntimeDriver<LocalOpti
           json: {},
         }),
         handsOverTo: () => false,
-        async stop(graceMs, onProgress) {
-          if (await alive()) await stopProcessGroup(state.pid, { graceMs, unloads: unloadWatch(state, onProgress) });
-          return { what: `pid ${state.pid}`, staleWhat: `pid ${state.pid}`, json: {} };
+        async stop(graceMs, onProgress, waitFor) {
+          const outcome = (await alive())
+            ? await stopProcessGroup(state.pid, { graceMs, unloads: unloadWatch(state, onProgress, waitFor) })
+            : undefined;
+          return { what: `pid ${state.pid}`, staleWhat: `pid ${state.pid}`, json: {}, ...(outcome ? { outcome } : {}) };
         },
         async supervise() {
           const environment = await loadEnvironment(ctx.paths);

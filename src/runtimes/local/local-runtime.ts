@@ -4,7 +4,7 @@ import { log as rootLog } from "../../log/logger.js";
 import { endpointsFor } from "../../net/url.js";
 import { keyArg, localKeyShimEnv } from "../../triton/key-shim.js";
 import { serverArgs } from "../../triton/server-args.js";
-import type { ServerHandle, StartOptions } from "../driver.js";
+import type { ServerHandle, StartOptions, StopOutcome, UnloadsToWaitFor } from "../driver.js";
 import type { LocalEnvironment } from "./environment.js";
 import { stopProcessGroup, type UnloadWatch } from "./process-group.js";
 import { clientForRun } from "../../triton/http-client.js";
@@ -53,9 +53,11 @@ export function serverEnv(
 export function unloadWatch(
   run: Pick<StartOptions, "host" | "ports" | "logFile"> & { repositoryKey: { header: string; value: string } },
   onProgress?: (message: string) => void,
+  waitFor?: UnloadsToWaitFor,
 ): UnloadWatch {
   return {
     logFile: run.logFile,
+    ...(waitFor ? { waitFor } : {}),
     // A server too busy to answer within a second is stopped the plain way; clientForRun's
     // connection is not kept open, which would hold Triton's exit.
     loaded: () => clientForRun(run, { timeoutMs: 1000 }).repositoryIndex(),
@@ -106,17 +108,17 @@ export class LocalRuntime {
       });
     });
     const pid = child.pid;
-    let stopping: Promise<void> | undefined;
+    let stopping: Promise<StopOutcome | undefined> | undefined;
     return {
       pid,
       endpoints: endpointsFor(o.host, o.ports),
       exited,
       release: () => child.unref(),
-      stop: (graceMs = 15_000, onProgress) => {
+      stop: (graceMs = 15_000, onProgress, waitFor) => {
         stopping ??=
           pid === undefined
-            ? Promise.resolve()
-            : stopProcessGroup(pid, { graceMs, exited, unloads: unloadWatch(o, onProgress) });
+            ? Promise.resolve(undefined)
+            : stopProcessGroup(pid, { graceMs, exited, unloads: unloadWatch(o, onProgress, waitFor) });
         return stopping;
       },
     };
