@@ -138,7 +138,9 @@ async function modelFile(dir: string, version: string): Promise<{ backend: strin
     (s) => s.isFile(),
     () => false,
   );
-  return exists && name.endsWith(".py") ? { backend: "python", file } : "its backend is not named in its config";
+  return exists && name.endsWith(".py")
+    ? { backend: "python", file }
+    : "neither its config nor a model.py says its backend";
 }
 
 /**
