@@ -86,6 +86,16 @@ export function inflightWaitLine(line: string): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
+/**
+ * "Timeout 10: Found 1 HTTP service connections": before anything else, Triton's exit waits, once a
+ * second, for every open HTTP connection to close (a request in flight, or a client's idle
+ * keep-alive connection); the count.
+ */
+export function httpConnectionsLine(line: string): number | undefined {
+  const m = /^Timeout \d+: Found (\d+) HTTP service connections/.exec(line);
+  return m ? Number(m[1]) : undefined;
+}
+
 /** "Model 'm' (version 1) has 3 in-flight inferences", logged after each count above. */
 export function inflightModelLine(line: string): { model: string; count: number } | undefined {
   const m = /^Model '(.+)' \(version \d+\) has (\d+) in-flight inferences/.exec(line);
@@ -119,6 +129,8 @@ export class ExitTracker {
   drained = false;
   /** The models with inferences in flight at Triton's last check, and how many. */
   private inflight = new Map<string, number>();
+  /** The HTTP connections Triton's exit waited for at its last check. */
+  private httpConnections = 0;
 
   constructor(
     loaded: ReadonlyArray<{ name: string; version?: string }>,
@@ -141,10 +153,16 @@ export class ExitTracker {
       this.inflight.clear();
       return true;
     }
+    const connections = httpConnectionsLine(line);
+    if (connections !== undefined) {
+      this.httpConnections = connections;
+      return true;
+    }
     const count = inflightWaitLine(line);
     if (count !== undefined) {
-      // The per-model lines follow this one.
+      // The per-model lines follow this one; the HTTP connections are closed by now.
       this.inflight = new Map();
+      this.httpConnections = 0;
       return true;
     }
     const busy = inflightModelLine(line);
@@ -184,6 +202,8 @@ export class ExitTracker {
 
   /** What the stop waits for, as the user reads it. */
   progressLine(): string {
+    if (!this.drained && this.httpConnections > 0 && this.inflight.size === 0)
+      return `waiting for ${this.httpConnections} HTTP connection(s) to Triton to close (a request in flight, or a client that keeps its connection open)`;
     if (!this.drained && this.inflight.size) {
       const busy = [...this.inflight].sort(([a], [b]) => a.localeCompare(b)).map(([m, n]) => `${m} (${n})`);
       return `waiting for the requests in flight to finish: ${busy.join(", ")}`;

@@ -86,6 +86,10 @@ describe("ExitTracker with the unloads that run the models' code", () => {
   it("can end once Triton has nothing in flight and the awaited unloads are over, the others aside", () => {
     const t = new ExitTracker(loaded, [{ model: "fin", why: "1/model.py:9 defines finalize" }]);
     expect(t.awaited()).toEqual([{ model: "fin", why: "1/model.py:9 defines finalize" }]);
+    expect(t.feed("Timeout 10: Found 1 HTTP service connections")).toBe(true);
+    expect(t.progressLine()).toBe(
+      "waiting for 1 HTTP connection(s) to Triton to close (a request in flight, or a client that keeps its connection open)",
+    );
     expect(t.feed("Waiting for in-flight requests to complete.")).toBe(false);
     expect(t.feed("Timeout 10: Found 1 model versions that have in-flight inferences")).toBe(true);
     expect(t.feed("Model 'plain' (version 1) has 2 in-flight inferences")).toBe(true);
