@@ -16,7 +16,7 @@
 import fsp from "node:fs/promises";
 import path from "node:path";
 import { effectiveBackend, ENSEMBLE_PLATFORM } from "./backends.js";
-import { parseModelConfig } from "./parse.js";
+import { parseTree } from "./textproto.js";
 
 /** A model whose unload the stop waits for, and why, as the user reads it. */
 export interface UnloadWait {
@@ -116,6 +116,24 @@ export function finalizeIn(text: string, file = "model.py"): string | undefined 
   return undefined;
 }
 
+/**
+ * The config's top-level string fields (backend, platform, default_model_filename), read with the
+ * schema-free text-format parser: a stop cannot spend the half second the full parser's protobuf
+ * code takes to load. Undefined when the text is not text format (Triton would not have loaded it).
+ */
+function topLevelStrings(text: string): Record<string, string> | undefined {
+  let root;
+  try {
+    root = parseTree(text).root;
+  } catch {
+    return undefined;
+  }
+  const out: Record<string, string> = {};
+  for (const f of root.fields)
+    if (f.value.kind === "scalar" && f.value.token.type === "string") out[f.name] = f.value.token.value;
+  return out;
+}
+
 /** What Triton sees of a staged model: its config's backend and model file. */
 async function modelFile(dir: string, version: string): Promise<{ backend: string; file?: string } | string> {
   const configFile = path.join(dir, "config.pbtxt");
@@ -125,9 +143,9 @@ async function modelFile(dir: string, version: string): Promise<{ backend: strin
   } catch {
     text = "";
   }
-  const parsed = parseModelConfig(text, configFile).parsed;
-  if (!parsed) return "its config.pbtxt could not be read";
-  const { platform, backend, defaultModelFilename } = parsed.config;
+  const fields = topLevelStrings(text);
+  if (!fields) return "its config.pbtxt could not be read";
+  const { platform = "", backend = "", default_model_filename: defaultModelFilename = "" } = fields;
   if (platform === ENSEMBLE_PLATFORM) return { backend: "ensemble" };
   const chosen = effectiveBackend(platform, backend);
   const name = defaultModelFilename || "model.py";
