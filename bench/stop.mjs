@@ -172,7 +172,7 @@ async function measureQ(way) {
     return { gone };
   } finally {
     try {
-      tmux("kill-server");
+      execFileSync("tmux", ["-L", SOCKET, "kill-server"], { stdio: "ignore" });
     } catch {
       // the session ended with `up`
     }
