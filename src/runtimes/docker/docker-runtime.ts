@@ -322,9 +322,9 @@ export class DockerRuntime {
       follower,
       siblings,
       network: plan.settings.network,
-      // A server too busy to answer within a second is stopped the plain way; the connection is
+      // A server too busy to answer within 3 s is stopped the plain way; the connection is
       // not kept open, which would hold Triton's exit.
-      loaded: () => clientForRun(o, { timeoutMs: 1000 }).repositoryIndex(),
+      loaded: () => clientForRun(o, { timeoutMs: 3000 }).repositoryIndex(),
     });
   }
 }

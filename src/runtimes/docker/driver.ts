@@ -171,7 +171,7 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
             info && extra.length && info.State.Running
               ? await stopTritonContainer(docker.getContainer(info.Id), {
                   graceMs,
-                  loaded: () => clientForRun(state, { timeoutMs: 1000 }).repositoryIndex(),
+                  loaded: () => clientForRun(state, { timeoutMs: 3000 }).repositoryIndex(),
                   ...(onProgress ? { onProgress } : {}),
                   ...(waitFor ? { waitFor } : {}),
                 }).catch((err: unknown) => {

@@ -125,7 +125,7 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
          * objects.
          */
         async beforeStop() {
-          loadedAtStop = await clientForRun(state, { timeoutMs: 1000 })
+          loadedAtStop = await clientForRun(state, { timeoutMs: 3000 })
             .repositoryIndex()
             .catch(() => []);
         },

@@ -479,7 +479,7 @@ function kindHandle(
     stop: (graceMs = 15_000, onProgress, waitFor) => {
       stopping ??= (async () => {
         // Read while the port-forward still reaches Triton: the teardown follows their unloads.
-        const loaded = await clientForRun(o, { timeoutMs: 1000 })
+        const loaded = await clientForRun(o, { timeoutMs: 3000 })
           .repositoryIndex()
           .catch(() => []);
         await connection.stop();

@@ -46,6 +46,9 @@ export function serverEnv(
   };
 }
 
+/** How long a stop asks Triton for its loaded models before it stops it the plain way. */
+export const STOP_INDEX_TIMEOUT_MS = 3000;
+
 /**
  * What a stop of this run's server waits for: the model versions Triton has loaded, each reported
  * unloaded in its log (local-runtime and the driver's `down` share it).
@@ -58,9 +61,9 @@ export function unloadWatch(
   return {
     logFile: run.logFile,
     ...(waitFor ? { waitFor } : {}),
-    // A server too busy to answer within a second is stopped the plain way; clientForRun's
-    // connection is not kept open, which would hold Triton's exit.
-    loaded: () => clientForRun(run, { timeoutMs: 1000 }).repositoryIndex(),
+    // A server too busy to answer within 3 s (a loaded machine) is stopped the plain way;
+    // clientForRun's connection is not kept open, which would hold Triton's exit.
+    loaded: () => clientForRun(run, { timeoutMs: STOP_INDEX_TIMEOUT_MS }).repositoryIndex(),
     ...(onProgress ? { onProgress } : {}),
   };
 }

@@ -99,7 +99,14 @@ export async function stopProcessGroup(pgid: number, options: StopOptions = {}):
   const started = Date.now();
   if (!groupAlive(pgid)) return { ms: 0, ended: "gone" };
   const watch = options.unloads;
-  const loaded = watch ? versionsToUnload(await watch.loaded().catch(() => [])) : [];
+  const loaded = watch
+    ? versionsToUnload(
+        await watch.loaded().catch((err: unknown) => {
+          log.info("Triton did not say what it has loaded; the stop waits for its exit", { error: String(err) });
+          return [];
+        }),
+      )
+    : [];
   // Unknown (the models' files could not be read): every unload is waited for.
   const waits =
     watch?.waitFor && loaded.length
