@@ -4,10 +4,9 @@ import { log as rootLog } from "../../log/logger.js";
 import { endpointsFor } from "../../net/url.js";
 import { keyArg, localKeyShimEnv } from "../../triton/key-shim.js";
 import { serverArgs } from "../../triton/server-args.js";
-import type { ServerHandle, StartOptions, StopOutcome, UnloadsToWaitFor } from "../driver.js";
+import type { ServerHandle, StartOptions, StopOutcome } from "../driver.js";
 import type { LocalEnvironment } from "./environment.js";
-import { stopProcessGroup, type UnloadWatch } from "./process-group.js";
-import { clientForRun } from "../../triton/http-client.js";
+import { stopProcessGroup, unloadWatch } from "./process-group.js";
 
 const log = rootLog.child("local");
 
@@ -43,28 +42,6 @@ export function serverEnv(
     // A __pycache__ written into the served repository bumps its mtime and makes poll mode
     // reload the model a second time right after it loaded.
     PYTHONDONTWRITEBYTECODE: "1",
-  };
-}
-
-/** How long a stop asks Triton for its loaded models before it stops it the plain way. */
-export const STOP_INDEX_TIMEOUT_MS = 3000;
-
-/**
- * What a stop of this run's server waits for: the model versions Triton has loaded, each reported
- * unloaded in its log (local-runtime and the driver's `down` share it).
- */
-export function unloadWatch(
-  run: Pick<StartOptions, "host" | "ports" | "logFile"> & { repositoryKey: { header: string; value: string } },
-  onProgress?: (message: string) => void,
-  waitFor?: UnloadsToWaitFor,
-): UnloadWatch {
-  return {
-    logFile: run.logFile,
-    ...(waitFor ? { waitFor } : {}),
-    // A server too busy to answer within 3 s (a loaded machine) is stopped the plain way;
-    // clientForRun's connection is not kept open, which would hold Triton's exit.
-    loaded: () => clientForRun(run, { timeoutMs: STOP_INDEX_TIMEOUT_MS }).repositoryIndex(),
-    ...(onProgress ? { onProgress } : {}),
   };
 }
 

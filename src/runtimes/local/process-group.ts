@@ -3,7 +3,8 @@ import { log as rootLog } from "../../log/logger.js";
 import { followFile, stripTritonPrefix } from "../../state/log-file.js";
 import { signalReaches } from "../../state/process.js";
 import { ExitTracker, exitProgress, versionsToUnload } from "../../triton/log-lines.js";
-import type { StopOutcome, UnloadsToWaitFor } from "../driver.js";
+import type { StartOptions, StopOutcome, UnloadsToWaitFor } from "../driver.js";
+import { clientForRun } from "../../triton/http-client.js";
 
 const log = rootLog.child("local");
 
@@ -76,6 +77,28 @@ export interface UnloadWatch {
    * python stubs one at a time, about a second each, and nothing else of an unload needs waiting for.
    */
   waitFor?: UnloadsToWaitFor;
+}
+
+/** How long a stop asks Triton for its loaded models before it stops it the plain way. */
+export const STOP_INDEX_TIMEOUT_MS = 3000;
+
+/**
+ * What a stop of this run's server waits for: the model versions Triton has loaded, each reported
+ * unloaded in its log (local-runtime and the driver's `down` share it).
+ */
+export function unloadWatch(
+  run: Pick<StartOptions, "host" | "ports" | "logFile"> & { repositoryKey: { header: string; value: string } },
+  onProgress?: (message: string) => void,
+  waitFor?: UnloadsToWaitFor,
+): UnloadWatch {
+  return {
+    logFile: run.logFile,
+    ...(waitFor ? { waitFor } : {}),
+    // A server too busy to answer within 3 s (a loaded machine) is stopped the plain way;
+    // clientForRun's connection is not kept open, which would hold Triton's exit.
+    loaded: () => clientForRun(run, { timeoutMs: STOP_INDEX_TIMEOUT_MS }).repositoryIndex(),
+    ...(onProgress ? { onProgress } : {}),
+  };
 }
 
 export interface StopOptions {
