@@ -35,16 +35,16 @@ export async function stopRun(
   await run?.run.beforeStop?.().catch(() => undefined);
   terminateOurs(run?.state.supervisorPid, process.execPath);
   const stopping = run?.run.stop(graceMs, onProgress, stopWaitsFor(run.state.repository, env));
-  // The drivers the leftover search needs (dockerode among them) load while Triton unloads its
-  // models, begun once the stop has had a moment to signal the server.
-  const drivers = (stopping ? sleep(300) : Promise.resolve()).then(() => RUNTIME_KINDS.map((k) => loadDriver(k)));
   if (run && stopping) {
     const report = await stopping;
     if (run.alive) result.stopped = { state: run.state, report };
     else result.stale = { state: run.state, report };
     await removeRunState(paths);
   }
-  const found = await Promise.all((await drivers).map(async (d) => (await d).cleanup(graceMs, { paths, env })));
+  // The drivers the leftover search needs (dockerode among them) load once the stop is over:
+  // loading them takes the event loop for a while, which the stop needs to see Triton's log.
+  const drivers = RUNTIME_KINDS.map((k) => loadDriver(k));
+  const found = await Promise.all(drivers.map(async (d) => (await d).cleanup(graceMs, { paths, env })));
   for (const left of found) {
     Object.assign(result.leftovers, left.json);
     result.leftoverLines.push(...left.lines);
@@ -62,8 +62,6 @@ export function stopWaitsFor(repository: string, env: NodeJS.ProcessEnv = proces
   if (env.TRITON_DEV_STOP === "wait-all") return undefined;
   return (loaded) => unloadsRunningCode(repository, loaded);
 }
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Keep the newest `keep` run folders (their logs help after a crash); remove the rest. */
 export async function pruneRuns(paths: Paths, keep: number): Promise<void> {
