@@ -117,6 +117,10 @@ async function measureDown(way) {
   const { pid } = await record(s);
   await sleep(1000);
   const regions = mappedRegions(pid);
+  // For scale: the same machine starting the CLI for a command that does nothing.
+  const v0 = Date.now();
+  await run(process.execPath, [CLI, "--version"], s.env);
+  const version = Date.now() - v0;
   const t0 = Date.now();
   const child = spawn(process.execPath, [CLI, "down"], { env: s.env, stdio: "ignore" });
   const exited = new Promise((r) => child.once("exit", () => r(Date.now() - t0)));
@@ -124,7 +128,7 @@ async function measureDown(way) {
   const cli = await exited;
   countLeft(`down (${way})`, regions);
   await fsp.rm(s.dir, { recursive: true, force: true });
-  return { gone, cli };
+  return { gone, cli, version };
 }
 
 /** `q` in the dashboard of a foreground `up`: ms until the group is gone. */
@@ -192,13 +196,14 @@ async function main() {
     console.error("bench: tmux is needed for the dashboard's q");
     process.exit(2);
   }
-  const results = { q: { new: [], old: [] }, down: { new: [], old: [], newCli: [], oldCli: [] } };
+  const results = { q: { new: [], old: [] }, down: { new: [], old: [], newCli: [], oldCli: [] }, version: [] };
   for (let i = 0; i < RUNS; i++) {
     const order = i % 2 === 0 ? ["new", "old"] : ["old", "new"];
     for (const way of order) {
       const d = await measureDown(way);
       results.down[way].push(d.gone);
       results.down[`${way}Cli`].push(d.cli);
+      results.version.push(d.version);
       const q = await measureQ(way);
       results.q[way].push(q.gone);
       console.error(`run ${i + 1} ${way}: down ${d.gone} ms (command ${d.cli} ms), q ${q.gone} ms`);
@@ -217,6 +222,9 @@ async function main() {
   }
   console.log(
     `| down, the command's exit | ${fmt(median(results.down.oldCli), 0)} | ${fmt(median(results.down.newCli), 0)} | ${fmt(median(results.down.oldCli) / median(results.down.newCli), 1)}x |`,
+  );
+  console.log(
+    `| \`triton-dev --version\` (starting the CLI, for scale) | ${fmt(median(results.version), 0)} | ${fmt(median(results.version), 0)} | - |`,
   );
   console.log("");
   console.log(`raw (ms): ${JSON.stringify(results)}`);
