@@ -12,7 +12,14 @@ export async function downAction(flags: { json: boolean }, ctx: CliContext): Pro
     const { stopped, stale } = r;
     output.out(
       JSON.stringify({
-        stopped: stopped ? { pid: stopped.state.pid, runId: stopped.state.runId, ...stopped.report.json } : null,
+        stopped: stopped
+          ? {
+              pid: stopped.state.pid,
+              runId: stopped.state.runId,
+              ...stopped.report.json,
+              ...(stopped.report.outcome ? { stop: stopped.report.outcome } : {}),
+            }
+          : null,
         stale: stale ? { pid: stale.state.pid } : null,
         clusterDeleted: null,
         ...(stopped ?? stale)?.report.summary,

@@ -71,8 +71,9 @@ export async function main(
   argv: string[],
   output: Output = processOutput,
   env: NodeJS.ProcessEnv = process.env,
+  entry?: string,
 ): Promise<number> {
-  const ctx: CliContext = { output, env, exitCode: 0 };
+  const ctx: CliContext = { output, env, exitCode: 0, ...(entry ? { entry } : {}) };
   const program = buildProgram(ctx);
   try {
     await program.parseAsync(argv, { from: "user" });
@@ -82,10 +83,10 @@ export async function main(
   }
 }
 
-const invokedDirectly =
-  process.argv[1] &&
-  import.meta.url === new URL(`file://${(await import("node:fs")).realpathSync(process.argv[1])}`).href;
-if (invokedDirectly) {
-  const code = await main(process.argv.slice(2));
+// Run as the program (dist/cli/main.js, or the bundle, whose every module is this one file): the
+// running file is what a detached run's watcher is started from.
+const running = process.argv[1] ? (await import("node:fs")).realpathSync(process.argv[1]) : undefined;
+if (running && import.meta.url === new URL(`file://${running}`).href) {
+  const code = await main(process.argv.slice(2), processOutput, process.env, running);
   process.exitCode = code;
 }

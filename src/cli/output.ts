@@ -12,6 +12,12 @@ export interface CliContext {
   output: Output;
   env: NodeJS.ProcessEnv;
   exitCode: number;
+  /**
+   * The file this CLI runs from (dist/cli/main.js, or the single-file bundle under whatever name it
+   * has), which `up --detach` starts again as the run's watcher; absent when the CLI was imported
+   * rather than run (then dist's main.js).
+   */
+  entry?: string;
 }
 
 // A reader that goes away (`triton-dev status | head`) must not crash a command halfway, which

@@ -1,4 +1,3 @@
-import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { resolvePaths, type Paths } from "../config/paths.js";
@@ -21,12 +20,14 @@ import type { Dashboard } from "../ui/dashboard.js";
 import { loadDashboard } from "../ui/load-dashboard.js";
 import { urlHost } from "../net/url.js";
 
-// The running CLI's own entry (dist/cli/main.js, or a single-file bundle), so the supervisor
-// of a detached run is the same program.
-const CLI_PATH =
-  process.argv[1] && /triton-dev|main\.js$/.test(process.argv[1])
-    ? fs.realpathSync(process.argv[1])
-    : fileURLToPath(new URL("./main.js", import.meta.url));
+/**
+ * The running CLI's own file, so that the watcher of a detached run is the same program: main.ts
+ * says which (dist/cli/main.js, or the single-file bundle under any name, which has no main.js
+ * beside it); a CLI imported rather than run (a test) is dist's main.js.
+ */
+function cliPath(ctx: Pick<CliContext, "entry">): string {
+  return ctx.entry ?? fileURLToPath(new URL("./main.js", import.meta.url));
+}
 
 export interface UpFlags {
   runtime: UpOptions["runtime"];
@@ -59,7 +60,7 @@ async function restartedWatcher(flags: UpFlags, paths: Paths, ctx: CliContext): 
   const s = run?.state;
   if (!run?.alive || !s?.detached || s.modelsDir !== path.resolve(flags.models)) return false;
   if (watcherOf(s)?.alive) return false;
-  const pid = spawnSupervisor(s, CLI_PATH, ctx.env);
+  const pid = spawnSupervisor(s, cliPath(ctx), ctx.env);
   await recordSupervisor(paths, s, pid);
   if (!(await waitForSupervisor(s, pid))) {
     ctx.output.err(`the run's watcher did not start again; see ${path.join(s.runDir, "supervisor.log")}.`);
@@ -219,7 +220,7 @@ export async function upAction(flags: UpFlags, ctx: CliContext): Promise<void> {
   if (flags.detach) {
     unlisten();
     session.handle.release();
-    const pid = spawnSupervisor(session.state, CLI_PATH, env);
+    const pid = spawnSupervisor(session.state, cliPath(ctx), env);
     await recordSupervisor(paths, session.state, pid);
     if (!(await waitForSupervisor(session.state, pid))) {
       output.err(

@@ -77,14 +77,48 @@ export interface StartOptions {
   autoCompleteConfig?: boolean;
 }
 
+/** A model whose unload a stop waits for, and why (its python model defines `finalize`). */
+export interface UnloadWait {
+  model: string;
+  why: string;
+}
+
+/**
+ * Of the model versions loaded when a stop begins, those whose unload runs the user's code
+ * (repo/unload-code.ts). A stop given this ends the server once Triton has no inference in flight
+ * and these have unloaded, instead of waiting for every unload; without it, it waits for them all.
+ */
+export type UnloadsToWaitFor = (loaded: ReadonlyArray<{ name: string; version?: string }>) => Promise<UnloadWait[]>;
+
+/** What a stop did: `down --json`'s `stop`, the `stopped` event. */
+export interface StopOutcome {
+  /** From the stop's start until nothing of the server was left. */
+  ms: number;
+  /** The models whose unload it waited for (absent: it waited for every unload, knowing nothing of the models). */
+  waitedFor?: UnloadWait[];
+  /**
+   * "exited": Triton exited by itself; "ended": ended once nothing of the user's was left to run (no
+   * inference in flight, the unloads in `waitedFor` done); "unloaded": ended once every model had
+   * unloaded; "killed": killed past the grace time; "gone": nothing was running.
+   */
+  ended: "exited" | "ended" | "unloaded" | "killed" | "gone";
+}
+
 /** A started server. `stop()` is safe to call twice. */
 export interface ServerHandle {
   readonly pid: number | undefined;
   readonly endpoints: Endpoints;
   /** Resolves when the server process exits, with its exit code or signal. */
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  /** `onProgress`: what the stop waits for, when it takes longer than a second (the models still unloading). */
-  stop(graceMs?: number, onProgress?: (message: string) => void): Promise<void>;
+  /**
+   * `onProgress`: what the stop waits for, when it takes longer than a second (the models still
+   * unloading); `waitFor`: which unloads it needs to wait for (absent: all).
+   */
+  stop(
+    graceMs?: number,
+    onProgress?: (message: string) => void,
+    waitFor?: UnloadsToWaitFor,
+  ): Promise<StopOutcome | undefined>;
   /** Let this CLI exit while the server keeps running (a detached run). */
   release(): void;
 }
@@ -145,6 +179,8 @@ export interface StopReport {
   json: Record<string, unknown>;
   /** Extra top-level fields of `down --json` (`clusterDeleted`). */
   summary?: Record<string, unknown>;
+  /** What the server's stop did (absent where the runtime cannot say: a cluster deleted outright). */
+  outcome?: StopOutcome;
 }
 
 /** What a detached run's watcher needs from the runtime while the run lasts. */
@@ -171,9 +207,9 @@ export interface AttachedRun {
   beforeStop?(): Promise<void>;
   /**
    * `down`: stop the server and remove what the run created (safe when it is already gone);
-   * `onProgress` as ServerHandle.stop's.
+   * `onProgress` and `waitFor` as ServerHandle.stop's.
    */
-  stop(graceMs: number, onProgress?: (message: string) => void): Promise<StopReport>;
+  stop(graceMs: number, onProgress?: (message: string) => void, waitFor?: UnloadsToWaitFor): Promise<StopReport>;
   /** Resume the runtime's part of a detached run in the watcher process. */
   supervise(): Promise<Supervision>;
 }

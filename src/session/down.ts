@@ -1,7 +1,8 @@
 import fsp from "node:fs/promises";
 import path from "node:path";
 import type { Paths } from "../config/paths.js";
-import type { StopReport } from "../runtimes/driver.js";
+import type { StopReport, UnloadsToWaitFor } from "../runtimes/driver.js";
+import { unloadsRunningCode } from "../repo/unload-code.js";
 import { RUNTIME_KINDS } from "../runtimes/kinds.js";
 import { loadDriver } from "../runtimes/registry.js";
 import { terminateOurs } from "../state/process.js";
@@ -33,17 +34,17 @@ export async function stopRun(
   const result: DownResult = { leftovers: {}, leftoverLines: [] };
   await run?.run.beforeStop?.().catch(() => undefined);
   terminateOurs(run?.state.supervisorPid, process.execPath);
-  const stopping = run?.run.stop(graceMs, onProgress);
-  // The drivers the leftover search needs (dockerode among them) load while Triton unloads its
-  // models, begun once the stop has had a moment to signal the server.
-  const drivers = (stopping ? sleep(300) : Promise.resolve()).then(() => RUNTIME_KINDS.map((k) => loadDriver(k)));
+  const stopping = run?.run.stop(graceMs, onProgress, stopWaitsFor(run.state.repository, env));
   if (run && stopping) {
     const report = await stopping;
     if (run.alive) result.stopped = { state: run.state, report };
     else result.stale = { state: run.state, report };
     await removeRunState(paths);
   }
-  const found = await Promise.all((await drivers).map(async (d) => (await d).cleanup(graceMs, { paths, env })));
+  // The drivers the leftover search needs (dockerode among them) load once the stop is over:
+  // loading them takes the event loop for a while, which the stop needs to see Triton's log.
+  const drivers = RUNTIME_KINDS.map((k) => loadDriver(k));
+  const found = await Promise.all(drivers.map(async (d) => (await d).cleanup(graceMs, { paths, env })));
   for (const left of found) {
     Object.assign(result.leftovers, left.json);
     result.leftoverLines.push(...left.lines);
@@ -52,7 +53,15 @@ export async function stopRun(
   return result;
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+/**
+ * Which unloads a stop of the run serving `repository` waits for: those that run the models' code
+ * (a python model's `finalize`, repo/unload-code.ts); every one, as Triton's own exit does, with
+ * TRITON_DEV_STOP=wait-all (undefined: the driver then waits for all).
+ */
+export function stopWaitsFor(repository: string, env: NodeJS.ProcessEnv = process.env): UnloadsToWaitFor | undefined {
+  if (env.TRITON_DEV_STOP === "wait-all") return undefined;
+  return (loaded) => unloadsRunningCode(repository, loaded);
+}
 
 /** Keep the newest `keep` run folders (their logs help after a crash); remove the rest. */
 export async function pruneRuns(paths: Paths, keep: number): Promise<void> {

@@ -1,5 +1,5 @@
 import type { RepositoryIndexEntry } from "../triton/http-client.js";
-import type { Endpoints, RuntimeEvent, RuntimeKind } from "../runtimes/driver.js";
+import type { Endpoints, RuntimeEvent, RuntimeKind, StopOutcome } from "../runtimes/driver.js";
 import type { Diagnostic } from "../repo/diagnostics.js";
 import type { EditEvent } from "../reload/events.js";
 
@@ -18,4 +18,5 @@ export type SessionEvent =
   /** Setup, image pulls, containers, a runtime's start steps, hints: what the runtime's driver reports. */
   | RuntimeEvent
   | { type: "stopping"; reason: string }
-  | { type: "stopped" };
+  /** `stop`: what the server's stop did (how long, which unloads it waited for). */
+  | { type: "stopped"; stop?: StopOutcome };

@@ -34,6 +34,7 @@ import {
 import { ensureKeyShim, prepareRunKey } from "../triton/key-shim.js";
 import { ReadinessAbortedError, ReadinessTimeoutError, waitFor } from "../triton/readiness.js";
 import { currentRun, watcherOf } from "./current-run.js";
+import { stopWaitsFor } from "./down.js";
 import { followModelLoads } from "./load-progress.js";
 import type { SessionEvent } from "./events.js";
 
@@ -474,10 +475,15 @@ async function startLocked(
     stopped ??= (async () => {
       bus.emit({ type: "stopping", reason });
       await controller?.close();
-      // Past a second, what the stop waits for (the models still unloading) is said.
-      await handle.stop(undefined, (message) => bus.emit({ type: "progress", runtime, step: "stop", message }));
+      // Past a second, what the stop waits for (the models still unloading) is said; only the
+      // unloads that run the models' code (finalize) are waited for.
+      const outcome = await handle.stop(
+        undefined,
+        (message) => bus.emit({ type: "progress", runtime, step: "stop", message }),
+        stopWaitsFor(state.repository, env),
+      );
       await removeRunState(paths);
-      bus.emit({ type: "stopped" });
+      bus.emit({ type: "stopped", ...(outcome ? { stop: outcome } : {}) });
     })();
     return stopped;
   };

@@ -103,7 +103,8 @@ describe.skipIf(!availability.ok)(`down of a docker run after failed reloads${sk
     );
     expect(triton).toBeDefined();
     const started = Date.now();
-    const down = await runCli(["down"], env, 120_000);
+    // Waiting for every unload (the path a model with finalize takes; the default is the test below).
+    const down = await runCli(["down"], { ...env, TRITON_DEV_STOP: "wait-all" }, 120_000);
     const ms = Date.now() - started;
     expect(down.code, down.stderr).toBe(0);
     // When Triton's process ended, from the daemon's own record ("die"): removing the container
@@ -119,5 +120,28 @@ describe.skipIf(!availability.ok)(`down of a docker run after failed reloads${sk
     expect(down.stderr).toMatch(/waiting for Triton to unload/);
     expect(await ourContainers(docker, path.join(env.TRITON_DEV_STATE_DIR!, "runs"))).toEqual([]);
     await expect(fetch(`http://127.0.0.1:${ports.http}/v2/health/live`)).rejects.toThrow();
+  }, 400_000);
+
+  it("down kills the container once nothing is in flight when no model defines finalize, without waiting for the unloads", async () => {
+    const ports = await freePorts();
+    const up = await runCli(
+      ["up", "--detach", "--runtime", "docker", "--image", image, "--models", repo, ...portArgs(ports)],
+      env,
+    );
+    expect(up.code, up.stdout + up.stderr).toBe(0);
+    const [triton] = (await ourContainers(docker, path.join(env.TRITON_DEV_STATE_DIR!, "runs"))).filter(
+      (c) => c.Labels["dev.triton-dev.role"] === "triton",
+    );
+    expect(triton).toBeDefined();
+    const started = Date.now();
+    const down = await runCli(["down", "--json"], env, 120_000);
+    expect(down.code, down.stderr).toBe(0);
+    const died = await dieTime(docker, triton!.Id, started);
+    const stop = (JSON.parse(down.stdout) as { stopped: { stop?: unknown } }).stopped.stop;
+    console.info(
+      `docker down, no finalize: Triton's container died ${((died - started) / 1000).toFixed(1)} s after down began`,
+    );
+    expect(stop).toMatchObject({ waitedFor: [], ended: "ended" });
+    expect(await ourContainers(docker, path.join(env.TRITON_DEV_STATE_DIR!, "runs"))).toEqual([]);
   }, 400_000);
 });

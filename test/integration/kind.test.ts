@@ -359,7 +359,9 @@ describe.skipIf(!availability.ok)(
         const [pod] = (await clusterContainers(docker, kept)).filter((c) => c.Labels["kind-emulator.pod"]);
         expect(pod).toBeDefined();
         const stopped = Date.now();
-        const stop = await runCli(["down"], env);
+        // Waiting for every unload (the path a model with finalize takes), which the failed
+        // reload's load Triton keeps counting would otherwise hold until its exit timeout.
+        const stop = await runCli(["down"], { ...env, TRITON_DEV_STOP: "wait-all" });
         const downMs = Date.now() - stopped;
         const died = await dieTime(docker, pod!.Id, stopped);
         const termed = await eventTime(docker, pod!.Id, stopped, "kill", 15);

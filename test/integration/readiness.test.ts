@@ -262,12 +262,15 @@ async function editSequence(repo: string, settled: (model: string, outcome: stri
 const ourServers = (env: NodeJS.ProcessEnv) =>
   findProcesses((argv) => argv[0]!.endsWith("tritonserver") && argv.join(" ").includes(env.TRITON_DEV_STATE_DIR!));
 
+// These stops wait for every unload (TRITON_DEV_STOP=wait-all): the path a model with `finalize`
+// takes, on which a failed reload's load that Triton keeps counting would hold the stop until its
+// exit timeout. The default stop, which waits only for finalize, is test/integration/stop.test.ts.
 describe("stopping after failed reloads (real Triton)", () => {
   it("down, in poll mode, stops within Triton's exit timeout, saying what it waits for", async () => {
     const repo = await tempDir("down");
     await writeModel(repo, "good", MODEL(1));
     await writeModel(repo, "other", MODEL(7));
-    const env = await testEnv();
+    const env = await testEnv({ TRITON_DEV_STOP: "wait-all" });
     const ports = await freePorts();
     try {
       const up = await runCli(["up", "--detach", "--models", repo, ...portArgs(ports)], env);
@@ -297,7 +300,7 @@ describe("stopping after failed reloads (real Triton)", () => {
     const repo = await tempDir("quit");
     await writeModel(repo, "good", MODEL(1));
     await writeModel(repo, "other", MODEL(7));
-    const env = await testEnv();
+    const env = await testEnv({ TRITON_DEV_STOP: "wait-all" });
     const ports = await freePorts();
     const up = new UpProcess(["--models", repo, "--reload", "explicit", ...portArgs(ports)], env);
     try {

@@ -75,3 +75,53 @@ describe("ExitTracker", () => {
     expect(t.liveModels).toBe(1);
   });
 });
+
+describe("ExitTracker with the unloads that run the models' code", () => {
+  // Triton 2.51's exit (server.cc): the inferences in flight first, then every model unloads.
+  const loaded = [
+    { name: "fin", version: "1" },
+    { name: "plain", version: "1" },
+  ];
+
+  it("can end once Triton has nothing in flight and the awaited unloads are over, the others aside", () => {
+    const t = new ExitTracker(loaded, [{ model: "fin", why: "1/model.py:9 defines finalize" }]);
+    expect(t.awaited()).toEqual([{ model: "fin", why: "1/model.py:9 defines finalize" }]);
+    expect(t.feed("Timeout 10: Found 1 HTTP service connections")).toBe(true);
+    expect(t.progressLine()).toBe(
+      "waiting for 1 HTTP connection(s) to Triton to close (a request in flight, or a client that keeps its connection open)",
+    );
+    expect(t.feed("Waiting for in-flight requests to complete.")).toBe(false);
+    expect(t.feed("Timeout 10: Found 1 model versions that have in-flight inferences")).toBe(true);
+    expect(t.feed("Model 'plain' (version 1) has 2 in-flight inferences")).toBe(true);
+    expect(t.progressLine()).toBe("waiting for the requests in flight to finish: plain (2)");
+    expect(t.canEnd()).toBe(false);
+    t.feed("Timeout 9: Found 0 model versions that have in-flight inferences");
+    expect(t.feed("All models are stopped, unloading models")).toBe(true);
+    expect(t.drained).toBe(true);
+    expect(t.canEnd()).toBe(false);
+    expect(t.progressLine()).toBe("waiting for Triton to unload fin (1/model.py:9 defines finalize)");
+    t.feed("successfully unloaded 'fin' version 1");
+    // plain is still unloading (its stubs end one at a time): nothing of the user's is left to run.
+    expect(t.unloading()).toEqual(["plain"]);
+    expect(t.canEnd()).toBe(true);
+  });
+
+  it("with nothing to await, can end as soon as Triton has nothing in flight", () => {
+    const t = new ExitTracker(loaded, []);
+    expect(t.canEnd()).toBe(false);
+    t.feed("Timeout 10: Found 0 model versions that have in-flight inferences");
+    expect(t.canEnd()).toBe(false);
+    t.feed("All models are stopped, unloading models");
+    expect(t.canEnd()).toBe(true);
+  });
+
+  it("never ends early without the list (a stop that knows nothing of the models waits for every unload)", () => {
+    const t = new ExitTracker(loaded);
+    t.feed("All models are stopped, unloading models");
+    t.feed("successfully unloaded 'fin' version 1");
+    expect(t.canEnd()).toBe(false);
+    t.feed("successfully unloaded 'plain' version 1");
+    expect(t.canEnd()).toBe(false);
+    expect(t.done()).toBe(true);
+  });
+});

@@ -3,6 +3,7 @@ import type Docker from "dockerode";
 import { log as rootLog } from "../../log/logger.js";
 import { stripTritonPrefix } from "../../state/log-file.js";
 import { ExitTracker, exitProgress, versionsToUnload } from "../../triton/log-lines.js";
+import type { StopOutcome, UnloadsToWaitFor } from "../driver.js";
 import { splitLogLine } from "./logs.js";
 
 const log = rootLog.child("docker");
@@ -17,6 +18,8 @@ export interface ContainerStopOptions {
   progressAfterMs?: number;
   /** How long Triton may take to exit by itself once everything has unloaded (see process-group.ts). */
   settleMs?: number;
+  /** The unloads that run the user's code; with it, the container is killed once those are over (process-group.ts). */
+  waitFor?: UnloadsToWaitFor;
   pollMs?: number;
 }
 
@@ -41,20 +44,28 @@ async function running(container: Docker.Container): Promise<boolean> {
 /**
  * Stops Triton's container as the local runtime stops its process group: SIGTERM, the unloads
  * followed in the container's log, and the container killed 250 ms after everything loaded at the
- * start has unloaded. Triton 2.51 keeps counting a reload that failed beside a serving version as
+ * start has unloaded, or with `waitFor`, as soon as no inference is in flight and the unloads that
+ * run the user's code are over (the python stubs' shared memory is the container's own /dev/shm,
+ * gone with it). Triton 2.51 keeps counting a reload that failed beside a serving version as
  * live until its exit timeout (10 s), and `docker stop` would wait that out with nothing of ours
  * left to wait for. Without a list of loaded models it is a plain `docker stop`.
  */
-export async function stopTritonContainer(container: Docker.Container, o: ContainerStopOptions): Promise<void> {
+export async function stopTritonContainer(container: Docker.Container, o: ContainerStopOptions): Promise<StopOutcome> {
+  const started = Date.now();
   const loaded = o.loaded ? versionsToUnload(await o.loaded().catch(() => [])) : [];
   if (loaded.length === 0) {
     await container.stop({ t: Math.max(1, Math.round(o.graceMs / 1000)) }).catch((err: unknown) => {
       if (!gone(err)) throw err;
     });
-    return;
+    return { ms: Date.now() - started, ended: "exited" };
   }
-  const tracker = new ExitTracker(loaded);
-  const started = Date.now();
+  const waits = o.waitFor
+    ? await o.waitFor(loaded).catch((err: unknown) => {
+        log.debug("could not tell which unloads run code; waiting for all", { error: String(err) });
+        return undefined;
+      })
+    : undefined;
+  const tracker = new ExitTracker(loaded, waits);
   const tell = exitProgress(tracker, o.onProgress, o.progressAfterMs);
   // The since filter has whole-second precision: older lines (an unload of an earlier reload) are
   // dropped by their timestamps.
@@ -69,45 +80,63 @@ export async function stopTritonContainer(container: Docker.Container, o: Contai
   container.modem.demuxStream(raw, merged, merged);
   let partial = "";
   let allUnloadedAt: number | undefined;
+  let canEnd = false;
   merged.on("data", (chunk: Buffer) => {
     const lines = (partial + chunk.toString("utf8")).split("\n");
     partial = lines.pop() ?? "";
     for (const line of lines) {
       const { ts, text } = splitLogLine(line.replace(/\r$/, ""));
       if (ts && ts[0] * 1000 + ts[1] / 1e6 < started) continue;
-      tracker.feed(stripTritonPrefix(text));
+      if (tracker.feed(stripTritonPrefix(text))) tell();
       if (tracker.done()) allUnloadedAt ??= Date.now();
+      if (tracker.canEnd()) canEnd = true;
     }
   });
   raw.on("error", (err) => log.debug("log stream error while stopping", { error: String(err) }));
+  const outcome = (ended: StopOutcome["ended"]): StopOutcome => ({
+    ms: Date.now() - started,
+    ...(waits ? { waitedFor: waits } : {}),
+    ended,
+  });
+  let ended: StopOutcome["ended"] | undefined;
   try {
     try {
       await container.kill({ signal: "SIGTERM" });
     } catch (err) {
-      if (gone(err)) return;
+      if (gone(err)) return outcome("exited");
       throw err;
     }
     const deadline = started + o.graceMs;
     while (Date.now() < deadline) {
-      if (!(await running(container))) return;
+      if (!(await running(container))) return outcome("exited");
       tell();
+      if (canEnd) {
+        ended = "ended";
+        log.info("no inference in flight and no unload left that runs the model's code; killing the container", {
+          waitedFor: waits?.map((w) => w.model),
+          stillUnloading: tracker.unloading(),
+        });
+        break;
+      }
       if (allUnloadedAt !== undefined && Date.now() - allUnloadedAt >= (o.settleMs ?? 250)) {
+        ended = "unloaded";
         log.info("every model unloaded; Triton still waits, so its container is stopped now", {
           tritonCountsLive: tracker.liveModels,
         });
         break;
       }
-      await sleep(o.pollMs ?? 100);
+      await sleep(o.pollMs ?? (waits ? 25 : 100));
     }
   } finally {
     raw.destroy();
   }
-  if (allUnloadedAt === undefined)
-    log.warn("Triton did not exit in time; killing its container", { graceMs: o.graceMs });
+  if (!ended) log.warn("Triton did not exit in time; killing its container", { graceMs: o.graceMs });
   await container.kill({ signal: "SIGKILL" }).catch((err: unknown) => {
     if (!gone(err)) throw err;
   });
   const killDeadline = Date.now() + 5_000;
-  while ((await running(container)) && Date.now() < killDeadline) await sleep(o.pollMs ?? 100);
-  log.debug("container stopped", { ms: Date.now() - started, loaded: loaded.length });
+  while ((await running(container)) && Date.now() < killDeadline) await sleep(o.pollMs ?? 50);
+  const done = outcome(ended ?? "killed");
+  log.debug("container stopped", { loaded: loaded.length, ...done });
+  return done;
 }

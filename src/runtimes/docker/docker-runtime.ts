@@ -6,7 +6,7 @@ import { log as rootLog } from "../../log/logger.js";
 import { endpointsFor, urlHost } from "../../net/url.js";
 import { clientForRun } from "../../triton/http-client.js";
 import { KEY_FROM_FILE, readRunKey } from "../../triton/key-shim.js";
-import type { Endpoints, Ports, ServerHandle, StartOptions } from "../driver.js";
+import type { Endpoints, Ports, ServerHandle, StartOptions, StopOutcome } from "../driver.js";
 import {
   daemonAddress,
   daemonFacts,
@@ -322,9 +322,9 @@ export class DockerRuntime {
       follower,
       siblings,
       network: plan.settings.network,
-      // A server too busy to answer within a second is stopped the plain way; the connection is
+      // A server too busy to answer within 3 s is stopped the plain way; the connection is
       // not kept open, which would hold Triton's exit.
-      loaded: () => clientForRun(o, { timeoutMs: 1000 }).repositoryIndex(),
+      loaded: () => clientForRun(o, { timeoutMs: 3000 }).repositoryIndex(),
     });
   }
 }
@@ -407,7 +407,7 @@ function dockerHandle(docker: Docker, container: Docker.Container, p: HandlePart
       },
     );
   }, pollMs);
-  let stopping: Promise<void> | undefined;
+  let stopping: Promise<StopOutcome | undefined> | undefined;
   return {
     pid: p.pid,
     endpoints: p.endpoints,
@@ -416,13 +416,17 @@ function dockerHandle(docker: Docker, container: Docker.Container, p: HandlePart
       clearInterval(timer);
       p.follower.release();
     },
-    stop: (graceMs = 15_000, onProgress) => {
+    stop: (graceMs = 15_000, onProgress, waitFor) => {
       stopping ??= (async () => {
-        await stopTritonContainer(container, {
+        const outcome = await stopTritonContainer(container, {
           graceMs,
           ...(p.loaded ? { loaded: p.loaded } : {}),
           ...(onProgress ? { onProgress } : {}),
-        }).catch((err: unknown) => log.warn("could not stop the container", { error: daemonMessage(err) }));
+          ...(waitFor ? { waitFor } : {}),
+        }).catch((err: unknown) => {
+          log.warn("could not stop the container", { error: daemonMessage(err) });
+          return undefined;
+        });
         await p.follower.stop();
         clearInterval(timer);
         await removeContainers(docker, [container.id, ...p.siblings]).catch((err) =>
@@ -434,6 +438,7 @@ function dockerHandle(docker: Docker, container: Docker.Container, p: HandlePart
             .remove()
             .catch(() => {});
         resolveExit({ code: null, signal: "SIGTERM" });
+        return outcome;
       })();
       return stopping;
     },

@@ -151,7 +151,7 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
         // `up` again for the same project's detached container hands it over to the new `up`:
         // the container is reattached (same settings) or recreated (changed ones).
         handsOverTo: (kind, modelsDir) => kind === "docker" && rec.containerName === containerName(modelsDir),
-        async stop(graceMs, onProgress) {
+        async stop(graceMs, onProgress, waitFor) {
           const docker = connect(env);
           try {
             await requireDaemon(docker, env);
@@ -167,12 +167,18 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
             .catch(() => undefined);
           // A container of that id without our labels is not ours to remove, whatever the record says.
           const extra = info && isOurs(info.Config.Labels) ? [info.Id] : [];
-          if (info && extra.length && info.State.Running)
-            await stopTritonContainer(docker.getContainer(info.Id), {
-              graceMs,
-              loaded: () => clientForRun(state, { timeoutMs: 1000 }).repositoryIndex(),
-              ...(onProgress ? { onProgress } : {}),
-            }).catch((err: unknown) => log.warn("could not stop the container", { error: String(err) }));
+          const outcome =
+            info && extra.length && info.State.Running
+              ? await stopTritonContainer(docker.getContainer(info.Id), {
+                  graceMs,
+                  loaded: () => clientForRun(state, { timeoutMs: 3000 }).repositoryIndex(),
+                  ...(onProgress ? { onProgress } : {}),
+                  ...(waitFor ? { waitFor } : {}),
+                }).catch((err: unknown) => {
+                  log.warn("could not stop the container", { error: String(err) });
+                  return undefined;
+                })
+              : undefined;
           // Removing is the daemon's work, and with the vfs storage driver (a full copy of the image
           // per container) it can take longer than the stop itself.
           const saying = onProgress
@@ -190,6 +196,7 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
             what: `container ${rec.containerName}, removed`,
             staleWhat: `pid ${state.pid}`,
             json: { container: rec.containerName },
+            ...(outcome ? { outcome } : {}),
           };
         },
         async supervise() {

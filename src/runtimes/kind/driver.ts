@@ -125,11 +125,11 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
          * objects.
          */
         async beforeStop() {
-          loadedAtStop = await clientForRun(state, { timeoutMs: 1000 })
+          loadedAtStop = await clientForRun(state, { timeoutMs: 3000 })
             .repositoryIndex()
             .catch(() => []);
         },
-        async stop(graceMs, onProgress) {
+        async stop(graceMs, onProgress, waitFor) {
           // The watcher stops its port-forward and log follower on SIGTERM; it is given a moment,
           // so that nothing of the run is left when `down` returns.
           const deadline = Date.now() + 5_000;
@@ -140,30 +140,28 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
           )
             await new Promise((r) => setTimeout(r, 100));
           terminatePids(findOurKubectls(rec.cluster));
-          const deleted = await teardownRun(
+          const { clusterDeleted: deleted, outcome } = await teardownRun(
             tools(),
             connect({ ...ctx.env, DOCKER_HOST: rec.daemon }),
             rec,
             state.runId,
             ctx.paths.stateDir,
             graceMs,
-            { loaded: loadedAtStop, onProgress },
-          ).then(
-            (r) => r.clusterDeleted,
-            (err: unknown) => {
-              if (err instanceof UserError)
-                throw new UserError(`cannot clean up the kind cluster ${rec.cluster}: ${err.message}`, {
-                  hint: err.hint,
-                  cause: err,
-                });
-              throw err;
-            },
-          );
+            { loaded: loadedAtStop, onProgress, ...(waitFor ? { waitFor } : {}) },
+          ).catch((err: unknown) => {
+            if (err instanceof UserError)
+              throw new UserError(`cannot clean up the kind cluster ${rec.cluster}: ${err.message}`, {
+                hint: err.hint,
+                cause: err,
+              });
+            throw err;
+          });
           return {
             what: `kind cluster ${rec.cluster}, ${deleted ? "deleted" : "kept; the run's objects removed"}`,
             staleWhat: `kind cluster ${rec.cluster}${deleted ? ", now deleted" : ""}`,
             json: { cluster: rec.cluster },
             summary: { clusterDeleted: deleted ? rec.cluster : null },
+            ...(outcome ? { outcome } : {}),
           };
         },
         async supervise() {

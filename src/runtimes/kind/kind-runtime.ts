@@ -9,7 +9,7 @@ import { ReadinessAbortedError, ReadinessTimeoutError } from "../../triton/readi
 import { daemonAddress, daemonFacts, NVIDIA_FIX, requireDaemon } from "../docker/client.js";
 import { ensureImage, type PullUpdate } from "../docker/image.js";
 import type { GpuRequest } from "../docker/settings.js";
-import type { Ports, ReloadMode, ServerHandle, StartOptions } from "../driver.js";
+import type { Ports, ReloadMode, ServerHandle, StartOptions, StopOutcome } from "../driver.js";
 import {
   allocatableGpus,
   clusterAccessError,
@@ -467,7 +467,7 @@ function kindHandle(
   o: StartOptions,
   stateDir: string,
 ): ServerHandle {
-  let stopping: Promise<void> | undefined;
+  let stopping: Promise<StopOutcome | undefined> | undefined;
   return {
     // kubectl port-forward: Triton itself runs inside the pod, on the node's container runtime.
     get pid() {
@@ -476,19 +476,22 @@ function kindHandle(
     endpoints: endpointsFor(o.host, o.ports),
     exited: connection.exited,
     release: () => connection.release(),
-    stop: (graceMs = 15_000, onProgress) => {
+    stop: (graceMs = 15_000, onProgress, waitFor) => {
       stopping ??= (async () => {
         // Read while the port-forward still reaches Triton: the teardown follows their unloads.
-        const loaded = await clientForRun(o, { timeoutMs: 1000 })
+        const loaded = await clientForRun(o, { timeoutMs: 3000 })
           .repositoryIndex()
           .catch(() => []);
         await connection.stop();
-        await teardownRun(rt.tools, rt.docker, record, o.runId, stateDir, graceMs, {
+        const torn = await teardownRun(rt.tools, rt.docker, record, o.runId, stateDir, graceMs, {
           loaded,
           onProgress,
-        }).catch((err: unknown) =>
-          log.warn("could not clean up the kind run", { error: err instanceof Error ? err.message : String(err) }),
-        );
+          ...(waitFor ? { waitFor } : {}),
+        }).catch((err: unknown) => {
+          log.warn("could not clean up the kind run", { error: err instanceof Error ? err.message : String(err) });
+          return undefined;
+        });
+        return torn?.outcome;
       })();
       return stopping;
     },

@@ -5,6 +5,7 @@ import { stripTritonPrefix } from "../../state/log-file.js";
 import { findProcesses } from "../../state/process.js";
 import { ExitTracker, exitProgress, versionsToUnload } from "../../triton/log-lines.js";
 import { splitLogLine } from "../docker/logs.js";
+import type { StopOutcome, UnloadsToWaitFor, UnloadWait } from "../driver.js";
 import { logArgs } from "./connection.js";
 import type { KindRecord } from "./record.js";
 import { deleteCluster, inspectOurCluster, listClusters, workerContainer, sameDir } from "./cluster.js";
@@ -23,6 +24,8 @@ export interface UnloadWatch {
   progressAfterMs?: number;
   /** How long Triton may take to exit by itself once everything has unloaded. */
   settleMs?: number;
+  /** The unloads that run the user's code; with it, the pod is force-deleted once those are over (process-group.ts). */
+  waitFor?: UnloadsToWaitFor;
 }
 
 /**
@@ -31,21 +34,36 @@ export interface UnloadWatch {
  * the unloads are followed in the pod's log and the pod is force-deleted once every model loaded
  * at the start has unloaded: Triton 2.51 counts a reload that failed beside a serving version as
  * live until its exit timeout (10 s), and the pod's grace period would wait that out with nothing
- * of ours left to wait for (as the docker runtime's container-stop.ts).
+ * of ours left to wait for (as the docker runtime's container-stop.ts). With `watch.waitFor`, the pod
+ * is force-deleted as soon as no inference is in flight and the unloads that run the user's code
+ * are over (its /dev/shm is the pod's own memory-backed volume, gone with it).
  */
 export async function deleteRunObjects(
   tools: KindTools,
   o: { context: string; namespace: string; selector: string; kinds: readonly string[]; graceMs: number },
   watch?: UnloadWatch,
-): Promise<void> {
+): Promise<StopOutcome> {
+  const started = Date.now();
   const loaded = versionsToUnload(watch?.loaded ?? []);
+  const waits = watch?.waitFor && loaded.length ? await whichToWaitFor(watch.waitFor, loaded) : undefined;
   const pods = loaded.length ? await podNames(tools, o) : [];
-  const follow = watch && pods.length ? followUnloads(tools, o, pods, loaded, watch) : undefined;
+  const follow = watch && pods.length ? followUnloads(tools, o, pods, loaded, watch, waits) : undefined;
   try {
     await deleteAndWait(tools, o, follow);
   } finally {
     follow?.stop();
   }
+  return { ms: Date.now() - started, ...(waits ? { waitedFor: waits } : {}), ended: follow?.ended() ?? "exited" };
+}
+
+async function whichToWaitFor(
+  waitFor: UnloadsToWaitFor,
+  loaded: ReadonlyArray<{ name: string; version?: string }>,
+): Promise<UnloadWait[] | undefined> {
+  return waitFor(loaded).catch((err: unknown) => {
+    log.debug("could not tell which unloads run code; waiting for all", { error: String(err) });
+    return undefined;
+  });
 }
 
 async function podNames(tools: KindTools, o: { context: string; namespace: string; selector: string }) {
@@ -61,8 +79,13 @@ async function podNames(tools: KindTools, o: { context: string; namespace: strin
 }
 
 interface Follow {
-  /** Resolves once every watched model has unloaded and Triton has had `settleMs` to exit by itself. */
+  /**
+   * Resolves once every watched model has unloaded and Triton has had `settleMs` to exit by itself,
+   * or with `waitFor`, once nothing of the user's is left to run.
+   */
   settled: Promise<void>;
+  /** How the pod's end came, once `settled` has resolved; undefined when it had not (Triton exited by itself). */
+  ended(): StopOutcome["ended"] | undefined;
   tell(): void;
   stop(): void;
 }
@@ -73,8 +96,10 @@ function followUnloads(
   pods: string[],
   loaded: ReadonlyArray<{ name: string; version?: string }>,
   watch: UnloadWatch,
+  waits: UnloadWait[] | undefined,
 ): Follow {
-  const tracker = new ExitTracker(loaded);
+  const tracker = new ExitTracker(loaded, waits);
+  let ended: StopOutcome["ended"] | undefined;
   const started = Date.now();
   // Lines from before the stop (an earlier reload's unloads) are dropped by their timestamps;
   // --since-time lets the follower start after the SIGTERM without missing a line.
@@ -90,13 +115,22 @@ function followUnloads(
         if (stream !== "stdout") return;
         const { ts, text } = splitLogLine(line.replace(/\r$/, ""));
         if (ts && ts[0] * 1000 + ts[1] / 1e6 < started) return;
-        if (tracker.feed(stripTritonPrefix(text)) && tracker.done() && !timer)
-          timer = setTimeout(resolveSettled, watch.settleMs ?? 250);
+        if (!tracker.feed(stripTritonPrefix(text)) || ended) return;
+        if (tracker.canEnd()) {
+          ended = "ended";
+          clearTimeout(timer);
+          resolveSettled();
+        } else if (tracker.done() && !timer)
+          timer = setTimeout(() => {
+            ended ??= "unloaded";
+            resolveSettled();
+          }, watch.settleMs ?? 250);
       },
     ),
   );
   return {
     settled,
+    ended: () => ended,
     tell: exitProgress(tracker, watch.onProgress, watch.progressAfterMs),
     stop: () => {
       clearTimeout(timer);
@@ -111,7 +145,12 @@ async function deleteAndWait(
   follow: Follow | undefined,
 ): Promise<void> {
   void follow?.settled.then(async () => {
-    log.info("every model unloaded; Triton still waits, so its pod is deleted now", { selector: o.selector });
+    log.info(
+      follow.ended() === "ended"
+        ? "no inference in flight and no unload left that runs the model's code; the pod is deleted now"
+        : "every model unloaded; Triton still waits, so its pod is deleted now",
+      { selector: o.selector },
+    );
     await tools
       .kubectl(
         o.context,
@@ -174,27 +213,28 @@ export async function teardownRun(
   stateDir: string,
   graceMs = 15_000,
   watch?: UnloadWatch,
-): Promise<{ clusterDeleted: boolean }> {
+): Promise<{ clusterDeleted: boolean; outcome?: StopOutcome }> {
   const clusters = await listClusters(tools);
   if (!clusters.includes(rec.cluster)) return { clusterDeleted: false };
   // Checked again: a cluster of that name may have been replaced by one that is not ours.
   const facts = await inspectOurCluster(tools, docker, rec.cluster, stateDir);
+  const objects = {
+    context: rec.context,
+    namespace: rec.namespace,
+    selector: runSelector(runId),
+    kinds: rec.kinds,
+    graceMs,
+  };
   if (!rec.keepCluster && !facts.keep) {
+    // Deleting the cluster ends Triton without its unloads: a model whose unload runs the user's
+    // code (finalize) has its run's objects deleted first, which waits for that unload.
+    const loaded = versionsToUnload(watch?.loaded ?? []);
+    const waits = watch?.waitFor && loaded.length ? await whichToWaitFor(watch.waitFor, loaded) : [];
+    const outcome = waits?.length !== 0 ? await deleteRunObjects(tools, objects, watch) : undefined;
     await deleteCluster(tools, rec.cluster);
-    return { clusterDeleted: true };
+    return { clusterDeleted: true, ...(outcome ? { outcome } : {}) };
   }
-  await deleteRunObjects(
-    tools,
-    {
-      context: rec.context,
-      namespace: rec.namespace,
-      selector: runSelector(runId),
-      kinds: rec.kinds,
-      graceMs,
-    },
-    watch,
-  );
-  return { clusterDeleted: false };
+  return { clusterDeleted: false, outcome: await deleteRunObjects(tools, objects, watch) };
 }
 
 /** kubectl port-forward / logs processes of ours for a cluster (a crashed `up` or supervisor left them). */

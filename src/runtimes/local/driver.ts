@@ -1,19 +1,27 @@
 import path from "node:path";
 import type { Paths } from "../../config/paths.js";
-import { EnvironmentBuilder, environmentsRootIn } from "../../envs/builder.js";
-import { modelEnvironments, type ModelEnvironments } from "../../envs/model-environments.js";
+import type { ModelEnvironments } from "../../envs/model-environments.js";
 import { ServerStartError, UserError } from "../../errors.js";
 import { log as rootLog } from "../../log/logger.js";
-import { detectNvidiaGpus } from "../../gpu/detect.js";
-import { requireFreePorts } from "../../net/ports.js";
 import { findProcesses, isOurProcess } from "../../state/process.js";
 import type { RunState } from "../../state/run-state.js";
 import type { AttachedRun, Leftovers, PlannedRun, RuntimeDriver } from "../driver.js";
 import { refuseForeignFlags } from "../flags.js";
-import { ensureEnvironment, loadEnvironment, precompilePython, type LocalEnvironment } from "./environment.js";
-import { checkManagedEnvironment, fixCommand, strongestFix } from "./environment-health.js";
-import { LocalRuntime, unloadWatch, type SpawnFn } from "./local-runtime.js";
-import { stopProcessGroup } from "./process-group.js";
+import type { LocalEnvironment } from "./environment.js";
+import type { SpawnFn } from "./local-runtime.js";
+import { stopProcessGroup, unloadWatch } from "./process-group.js";
+
+// What plans and starts a server (the managed environment, its health, pip, the key shim) is
+// loaded when `up` plans: `down` and `q` only stop one, and a stop has a second to do it in.
+const planning = async () => ({
+  ...(await import("./environment.js")),
+  ...(await import("./environment-health.js")),
+  ...(await import("./local-runtime.js")),
+  ...(await import("../../envs/builder.js")),
+  ...(await import("../../envs/model-environments.js")),
+  ...(await import("../../gpu/detect.js")),
+  ...(await import("../../net/ports.js")),
+});
 
 /** The local runtime takes no flags of its own. */
 export type LocalOptions = Record<string, never>;
@@ -41,23 +49,19 @@ export function unsafeStubPath(paths: Record<string, string>): { what: string; p
 
 const log = rootLog.child("local");
 
-/** Where the model environments built from requirements.txt live (lint looks there too). */
-export function environmentsRoot(paths: Pick<Paths, "home">, env: NodeJS.ProcessEnv): string {
-  return environmentsRootIn(paths.home, env);
-}
-
 /**
  * Environments for python models with a requirements.txt, layered on the managed environment
  * (its Python is the stub's, its numpy the one the stub was built for). `say` gets progress.
  */
-export function localModelEnvironments(
+async function localModelEnvironments(
   environment: LocalEnvironment,
   paths: Pick<Paths, "home">,
   env: NodeJS.ProcessEnv,
   say: (message: string) => void,
-): ModelEnvironments {
+): Promise<ModelEnvironments> {
+  const { EnvironmentBuilder, environmentsRootIn, modelEnvironments } = await planning();
   const builder = new EnvironmentBuilder({
-    root: environmentsRoot(paths, env),
+    root: environmentsRootIn(paths.home, env),
     base: { python: environment.venvPython, sitePackages: environment.sitePackages },
     env,
     onProgress: (p) => {
@@ -84,6 +88,17 @@ export function createLocalDriver(deps: LocalDeps = {}): RuntimeDriver<LocalOpti
       return {};
     },
     async plan(input, _options, ctx): Promise<PlannedRun> {
+      const {
+        ensureEnvironment,
+        environmentsRootIn,
+        checkManagedEnvironment,
+        strongestFix,
+        fixCommand,
+        requireFreePorts,
+        detectNvidiaGpus,
+        precompilePython,
+        LocalRuntime,
+      } = await planning();
       const environment = await ensureEnvironment({
         paths: ctx.paths,
         env: ctx.env,
@@ -93,7 +108,7 @@ export function createLocalDriver(deps: LocalDeps = {}): RuntimeDriver<LocalOpti
         "state folder (TRITON_DEV_STATE_DIR)": ctx.paths.runsDir,
         "home (TRITON_DEV_HOME)": environment.backendDir,
         // A model's own environment is `source`d on that command line too.
-        "model environments folder (TRITON_DEV_ENVS_DIR)": environmentsRoot(ctx.paths, ctx.env),
+        "model environments folder (TRITON_DEV_ENVS_DIR)": environmentsRootIn(ctx.paths.home, ctx.env),
       });
       if (unsafe) {
         throw new UserError(
@@ -124,7 +139,7 @@ export function createLocalDriver(deps: LocalDeps = {}): RuntimeDriver<LocalOpti
         // The stub's Python compiles each model.py once, here, so a load does not write a
         // __pycache__ into the served folder (poll mode would take it for a change).
         prepareStaged: (dir) => precompilePython(environment, dir),
-        environments: localModelEnvironments(environment, ctx.paths, ctx.env, (message) =>
+        environments: await localModelEnvironments(environment, ctx.paths, ctx.env, (message) =>
           ctx.emit({ type: "progress", runtime: "local", step: "environment", message }),
         ),
         async start(o) {
@@ -155,18 +170,23 @@ export function createLocalDriver(deps: LocalDeps = {}): RuntimeDriver<LocalOpti
           json: {},
         }),
         handsOverTo: () => false,
-        async stop(graceMs, onProgress) {
-          if (await alive()) await stopProcessGroup(state.pid, { graceMs, unloads: unloadWatch(state, onProgress) });
-          return { what: `pid ${state.pid}`, staleWhat: `pid ${state.pid}`, json: {} };
+        async stop(graceMs, onProgress, waitFor) {
+          const outcome = (await alive())
+            ? await stopProcessGroup(state.pid, { graceMs, unloads: unloadWatch(state, onProgress, waitFor) })
+            : undefined;
+          return { what: `pid ${state.pid}`, staleWhat: `pid ${state.pid}`, json: {}, ...(outcome ? { outcome } : {}) };
         },
         async supervise() {
+          const { loadEnvironment, precompilePython } = await planning();
           const environment = await loadEnvironment(ctx.paths);
           return {
             ...(environment
               ? {
                   prepareStaged: (dir: string) => precompilePython(environment, dir),
                   // The detached watcher has no screen: progress goes to its log (supervisor.log).
-                  environments: localModelEnvironments(environment, ctx.paths, ctx.env, (message) => log.info(message)),
+                  environments: await localModelEnvironments(environment, ctx.paths, ctx.env, (message) =>
+                    log.info(message),
+                  ),
                 }
               : {}),
             stop: async () => {},

@@ -4,10 +4,9 @@ import { log as rootLog } from "../../log/logger.js";
 import { endpointsFor } from "../../net/url.js";
 import { keyArg, localKeyShimEnv } from "../../triton/key-shim.js";
 import { serverArgs } from "../../triton/server-args.js";
-import type { ServerHandle, StartOptions } from "../driver.js";
+import type { ServerHandle, StartOptions, StopOutcome } from "../driver.js";
 import type { LocalEnvironment } from "./environment.js";
-import { stopProcessGroup, type UnloadWatch } from "./process-group.js";
-import { clientForRun } from "../../triton/http-client.js";
+import { stopProcessGroup, unloadWatch } from "./process-group.js";
 
 const log = rootLog.child("local");
 
@@ -43,23 +42,6 @@ export function serverEnv(
     // A __pycache__ written into the served repository bumps its mtime and makes poll mode
     // reload the model a second time right after it loaded.
     PYTHONDONTWRITEBYTECODE: "1",
-  };
-}
-
-/**
- * What a stop of this run's server waits for: the model versions Triton has loaded, each reported
- * unloaded in its log (local-runtime and the driver's `down` share it).
- */
-export function unloadWatch(
-  run: Pick<StartOptions, "host" | "ports" | "logFile"> & { repositoryKey: { header: string; value: string } },
-  onProgress?: (message: string) => void,
-): UnloadWatch {
-  return {
-    logFile: run.logFile,
-    // A server too busy to answer within a second is stopped the plain way; clientForRun's
-    // connection is not kept open, which would hold Triton's exit.
-    loaded: () => clientForRun(run, { timeoutMs: 1000 }).repositoryIndex(),
-    ...(onProgress ? { onProgress } : {}),
   };
 }
 
@@ -106,17 +88,17 @@ export class LocalRuntime {
       });
     });
     const pid = child.pid;
-    let stopping: Promise<void> | undefined;
+    let stopping: Promise<StopOutcome | undefined> | undefined;
     return {
       pid,
       endpoints: endpointsFor(o.host, o.ports),
       exited,
       release: () => child.unref(),
-      stop: (graceMs = 15_000, onProgress) => {
+      stop: (graceMs = 15_000, onProgress, waitFor) => {
         stopping ??=
           pid === undefined
-            ? Promise.resolve()
-            : stopProcessGroup(pid, { graceMs, exited, unloads: unloadWatch(o, onProgress) });
+            ? Promise.resolve(undefined)
+            : stopProcessGroup(pid, { graceMs, exited, unloads: unloadWatch(o, onProgress, waitFor) });
         return stopping;
       },
     };

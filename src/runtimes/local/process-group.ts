@@ -3,6 +3,8 @@ import { log as rootLog } from "../../log/logger.js";
 import { followFile, stripTritonPrefix } from "../../state/log-file.js";
 import { signalReaches } from "../../state/process.js";
 import { ExitTracker, exitProgress, versionsToUnload } from "../../triton/log-lines.js";
+import type { StartOptions, StopOutcome, UnloadsToWaitFor } from "../driver.js";
+import { clientForRun } from "../../triton/http-client.js";
 
 const log = rootLog.child("local");
 
@@ -52,7 +54,8 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /**
  * What tritonserver's exit waits for, followed in its log: `down` and the dashboard's `q` say which
- * models are still unloading, and stop waiting once everything loaded has unloaded.
+ * models are still unloading, and stop waiting once everything loaded has unloaded, or, with
+ * `waitFor`, once nothing of the user's is left to run.
  */
 export interface UnloadWatch {
   /** Triton's log: it reports each model version it unloads while it exits. */
@@ -68,6 +71,34 @@ export interface UnloadWatch {
    * that load as live until its exit timeout (10 s) expires: nothing of ours is left to wait for.
    */
   settleMs?: number;
+  /**
+   * The unloads that run the user's code (a python model's `finalize`). With it, the group is ended
+   * as soon as Triton has no inference in flight and those have unloaded: Triton 2.51 ends a model's
+   * python stubs one at a time, about a second each, and nothing else of an unload needs waiting for.
+   */
+  waitFor?: UnloadsToWaitFor;
+}
+
+/** How long a stop asks Triton for its loaded models before it stops it the plain way. */
+export const STOP_INDEX_TIMEOUT_MS = 3000;
+
+/**
+ * What a stop of this run's server waits for: the model versions Triton has loaded, each reported
+ * unloaded in its log (local-runtime and the driver's `down` share it).
+ */
+export function unloadWatch(
+  run: Pick<StartOptions, "host" | "ports" | "logFile"> & { repositoryKey: { header: string; value: string } },
+  onProgress?: (message: string) => void,
+  waitFor?: UnloadsToWaitFor,
+): UnloadWatch {
+  return {
+    logFile: run.logFile,
+    ...(waitFor ? { waitFor } : {}),
+    // A server too busy to answer within 3 s (a loaded machine) is stopped the plain way;
+    // clientForRun's connection is not kept open, which would hold Triton's exit.
+    loaded: () => clientForRun(run, { timeoutMs: STOP_INDEX_TIMEOUT_MS }).repositoryIndex(),
+    ...(onProgress ? { onProgress } : {}),
+  };
 }
 
 export interface StopOptions {
@@ -81,18 +112,36 @@ export interface StopOptions {
 
 /**
  * SIGTERM the whole process group (server and its python stubs), wait up to graceMs for
- * every member to go, then SIGKILL whatever is left. Returns once the group is empty. With
- * `unloads`, the wait ends early once every model loaded at the start has unloaded.
+ * every member to go, then end whatever is left. Returns once the group is empty. With
+ * `unloads`, the wait ends early once every model loaded at the start has unloaded, or with
+ * `unloads.waitFor`, once no inference is in flight and the unloads that run the user's code are
+ * over. A group ended before Triton removed its stubs' shared memory has it removed here.
  */
-export async function stopProcessGroup(pgid: number, options: StopOptions = {}): Promise<void> {
+export async function stopProcessGroup(pgid: number, options: StopOptions = {}): Promise<StopOutcome> {
   const graceMs = options.graceMs ?? 15_000;
-  if (!groupAlive(pgid)) return;
-  const watch = options.unloads;
-  const loaded = watch ? versionsToUnload(await watch.loaded().catch(() => [])) : [];
-  const tracker = watch && loaded.length ? new ExitTracker(loaded) : undefined;
   const started = Date.now();
+  if (!groupAlive(pgid)) return { ms: 0, ended: "gone" };
+  const watch = options.unloads;
+  const loaded = watch
+    ? versionsToUnload(
+        await watch.loaded().catch((err: unknown) => {
+          log.info("Triton did not say what it has loaded; the stop waits for its exit", { error: String(err) });
+          return [];
+        }),
+      )
+    : [];
+  // Unknown (the models' files could not be read): every unload is waited for.
+  const waits =
+    watch?.waitFor && loaded.length
+      ? await watch.waitFor(loaded).catch((err: unknown) => {
+          log.debug("could not tell which unloads run code; waiting for all", { error: String(err) });
+          return undefined;
+        })
+      : undefined;
+  const tracker = watch && loaded.length ? new ExitTracker(loaded, waits) : undefined;
   const tell = tracker ? exitProgress(tracker, watch?.onProgress, watch?.progressAfterMs) : () => {};
   let allUnloadedAt: number | undefined;
+  let canEnd = false;
   const stopFollowing =
     watch && tracker
       ? followFile(
@@ -101,38 +150,69 @@ export async function stopProcessGroup(pgid: number, options: StopOptions = {}):
           (raw) => {
             if (tracker.feed(stripTritonPrefix(raw))) tell();
             if (tracker.done()) allUnloadedAt ??= Date.now();
+            if (tracker.canEnd()) canEnd = true;
           },
           20,
         )
       : undefined;
+  let ended: StopOutcome["ended"] | undefined;
   try {
     signalGroup(pgid, "SIGTERM");
     const deadline = Date.now() + graceMs;
     while (Date.now() < deadline) {
-      if (!groupAlive(pgid)) break;
+      if (!groupAlive(pgid)) {
+        ended = "exited";
+        break;
+      }
       tell();
+      if (canEnd) {
+        ended = "ended";
+        log.info("no inference in flight and no unload left that runs the model's code; ending the server", {
+          pgid,
+          waitedFor: waits?.map((w) => w.model),
+          stillUnloading: tracker?.unloading(),
+        });
+        break;
+      }
       if (allUnloadedAt !== undefined && Date.now() - allUnloadedAt >= (watch?.settleMs ?? 250)) {
+        ended = "unloaded";
         log.info("every model unloaded; Triton still waits, so it is stopped now", {
           pgid,
           tritonCountsLive: tracker?.liveModels,
         });
         break;
       }
-      await sleep(50);
+      await sleep(waits ? 20 : 50);
     }
   } finally {
     stopFollowing?.();
   }
   if (groupAlive(pgid)) {
-    if (allUnloadedAt === undefined) log.warn("server did not stop in time; killing it", { pgid, graceMs });
-    const regions = mappedShmRegions(pgid, options.shmDir);
-    signalGroup(pgid, "SIGKILL");
-    const killDeadline = Date.now() + 5_000;
-    while (groupAlive(pgid) && Date.now() < killDeadline) await sleep(50);
-    if (!groupAlive(pgid)) removeRegions(regions, pgid);
+    if (!ended) log.warn("server did not stop in time; killing it", { pgid, graceMs });
+    ended ??= "killed";
+    await endGroup(pgid, options.shmDir);
   }
   if (options.exited) await options.exited;
-  log.debug("server stopped", { pgid, ms: Date.now() - started, loaded: loaded.length });
+  const outcome: StopOutcome = {
+    ms: Date.now() - started,
+    ...(waits ? { waitedFor: waits } : {}),
+    ended: ended ?? "exited",
+  };
+  log.debug("server stopped", { pgid, loaded: loaded.length, ...outcome });
+  return outcome;
+}
+
+/**
+ * SIGKILL the group and remove the shared memory its members mapped. The group is stopped first
+ * (SIGSTOP) so that no stub starts or maps a region between reading the maps and the kill.
+ */
+async function endGroup(pgid: number, shmDir?: string): Promise<void> {
+  signalGroup(pgid, "SIGSTOP");
+  const regions = mappedShmRegions(pgid, shmDir);
+  signalGroup(pgid, "SIGKILL");
+  const killDeadline = Date.now() + 5_000;
+  while (groupAlive(pgid) && Date.now() < killDeadline) await sleep(20);
+  if (!groupAlive(pgid)) removeRegions(regions, pgid);
 }
 
 /**
@@ -176,7 +256,7 @@ function removeRegions(regions: Set<string>, pgid: number): void {
     }
   }
   if (removed)
-    log.info("removed the shared memory the killed server left", { pgid, regions: removed, mib: bytes / 2 ** 20 });
+    log.info("removed the shared memory the ended server left", { pgid, regions: removed, mib: bytes / 2 ** 20 });
 }
 
 function fileSize(f: string): number {

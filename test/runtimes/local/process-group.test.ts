@@ -101,6 +101,120 @@ describe("stopProcessGroup with the unloads followed in Triton's log", () => {
   }, 20_000);
 });
 
+/**
+ * A process group that exits as tritonserver 2.51 does with python models: the inferences in flight
+ * first (`inflightS` seconds of them), then "All models are stopped", then each model unloaded after
+ * its own delay (its stubs end one at a time), then its exit. A stub child maps a shared-memory
+ * region of `shm`, as the python backend's do, and outlives the SIGTERM until the server ends it.
+ */
+function fakeExit(
+  logFile: string,
+  o: { inflightS: number; unloads: Array<[string, number]>; shm: string },
+): { pid: number; exited: Promise<void> } {
+  const line = (text: string) => `echo "I1201 23:24:48.622946 1 server.cc:1] \\"${text}\\"" >> ${logFile}`;
+  const unloads = o.unloads
+    .map(([m, s]) => `(sleep ${s}; ${line(`successfully unloaded '${m}' version 1`)}) &`)
+    .join("\n");
+  const script = `
+    python3 -c 'import mmap,signal,sys,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); f=open(sys.argv[1],"w+b"); f.write(b"\\0"*4096); f.flush(); m=mmap.mmap(f.fileno(),4096); time.sleep(60)' ${o.shm} &
+    trap 'stopping=1' TERM
+    stopping=0
+    while [ $stopping = 0 ]; do sleep 0.05; done
+    ${line("Waiting for in-flight requests to complete.")}
+    for i in $(seq ${o.inflightS} -1 1); do
+      ${line("Timeout 10: Found 1 model versions that have in-flight inferences")}
+      ${line("Model 'plain' (version 1) has 1 in-flight inferences")}
+      sleep 1
+    done
+    ${line("Timeout 10: Found 0 model versions that have in-flight inferences")}
+    ${line("All models are stopped, unloading models")}
+    ${unloads}
+    wait %2 %3 2>/dev/null; sleep ${Math.max(...o.unloads.map(([, s]) => s)) + 0.2}
+    rm -f ${o.shm}; kill %1; exit 0`;
+  fs.writeFileSync(logFile, "I1201 23:24:40.000000 1 server.cc:1] started\n");
+  const child = spawn("bash", ["-c", script], { detached: true, stdio: "ignore" });
+  const exited = new Promise<void>((r) => child.once("exit", () => r()));
+  return { pid: child.pid!, exited };
+}
+
+describe("stopProcessGroup told which unloads run the models' code", () => {
+  const loadedTwo = async () => [
+    { name: "fin", version: "1", state: "READY" },
+    { name: "plain", version: "1", state: "READY" },
+  ];
+
+  it("ends the group once nothing is in flight, without waiting for unloads that run no code, and removes its shared memory", async () => {
+    const logFile = path.join(dir, "fast.log");
+    const shm = fs.mkdtempSync(path.join(os.tmpdir(), "triton-dev-shm-"));
+    const region = path.join(shm, `${PYTHON_SHM_PREFIX}stub`);
+    const server = fakeExit(logFile, {
+      inflightS: 0,
+      unloads: [
+        ["fin", 6],
+        ["plain", 6],
+      ],
+      shm: region,
+    });
+    // The stub has mapped its region (python's start, bounded).
+    const until = Date.now() + 10_000;
+    while (!fs.existsSync(region) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(fs.existsSync(region)).toBe(true);
+    const outcome = await stopProcessGroup(server.pid, {
+      graceMs: 15_000,
+      exited: server.exited,
+      shmDir: shm,
+      unloads: { logFile, loaded: loadedTwo, waitFor: async () => [] },
+    });
+    expect(outcome).toMatchObject({ ended: "ended", waitedFor: [] });
+    expect(running(server.pid)).toEqual([]);
+    expect(fs.readFileSync(logFile, "utf8")).not.toMatch(/successfully unloaded/);
+    expect(fs.existsSync(region)).toBe(false);
+    fs.rmSync(shm, { recursive: true, force: true });
+  }, 20_000);
+
+  it("waits for the inferences in flight and for a model with finalize, says so, and not for the others", async () => {
+    const logFile = path.join(dir, "finalize.log");
+    const shm = fs.mkdtempSync(path.join(os.tmpdir(), "triton-dev-shm-"));
+    const region = path.join(shm, `${PYTHON_SHM_PREFIX}stub`);
+    const server = fakeExit(logFile, {
+      inflightS: 1,
+      unloads: [
+        ["fin", 0.5],
+        ["plain", 8],
+      ],
+      shm: region,
+    });
+    const until = Date.now() + 10_000;
+    while (!fs.existsSync(region) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 300));
+    const progress: string[] = [];
+    const outcome = await stopProcessGroup(server.pid, {
+      graceMs: 15_000,
+      exited: server.exited,
+      shmDir: shm,
+      unloads: {
+        logFile,
+        loaded: loadedTwo,
+        onProgress: (m) => progress.push(m),
+        waitFor: async (loaded) => {
+          expect(loaded.map((m) => m.name)).toEqual(["fin", "plain"]);
+          return [{ model: "fin", why: "1/model.py:9 defines finalize" }];
+        },
+      },
+    });
+    expect(outcome).toMatchObject({ ended: "ended", waitedFor: [{ model: "fin" }] });
+    const log = fs.readFileSync(logFile, "utf8");
+    expect(log).toMatch(/successfully unloaded 'fin'/);
+    expect(log).not.toMatch(/successfully unloaded 'plain'/);
+    expect(running(server.pid)).toEqual([]);
+    expect(progress[0]).toBe("waiting for Triton to unload fin (1/model.py:9 defines finalize)");
+    expect(progress).toContain("waiting for the requests in flight to finish: plain (1)");
+    expect(fs.readdirSync(shm)).toEqual([]);
+    fs.rmSync(shm, { recursive: true, force: true });
+  }, 20_000);
+});
+
 describe("stopProcessGroup with a server that has to be killed", () => {
   it("removes the python backend's shared-memory regions the group mapped, and no other", async () => {
     const shm = fs.mkdtempSync(path.join(os.tmpdir(), "triton-dev-shm-"));
