@@ -30,7 +30,7 @@ export interface SweepResult {
   finishedAt: string;
   levels: LevelResult[];
   /** A stateful model: its requests went as sequences of this many (+/- the variation). */
-  sequence?: { length: number; variationPct: number; rateSequences?: number };
+  sequence?: { length: number; variationPct: number; rateSequences?: number; iterative?: boolean };
   /** A decoupled model: the stream its requests went over; its levels carry `stream`. */
   streaming?: "ModelStreamInfer" | "generate_stream";
   /** Why the sweep ended before its last level, when it did. */

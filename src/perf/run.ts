@@ -337,7 +337,22 @@ async function prepareModel(
           hint: "Leave out -b (batch size 1): the batches Triton forms of several sequences are what its batch column shows.",
         },
       );
-    sequence = sequenceSettings(o, typeof data === "object" ? data.steps.length : 0);
+    if (config.sequence_batching.iterative_sequence) {
+      if (o.sequence?.length !== undefined || o.sequence?.variationPct !== undefined)
+        progress?.(
+          `${served} is an iterative-sequence model: each request is a whole sequence, so --sequence-length and --sequence-length-variation are not used`,
+        );
+      if (o.engine === "perf_analyzer")
+        throw new UsageError(
+          `${served} is an iterative-sequence model (sequence_batching { iterative_sequence: true }), which perf_analyzer cannot drive: it sends END on a sequence's last request, and Triton then refuses the request the model reschedules`,
+          {
+            hint: "Measure it with the built-in generator (leave out --engine perf_analyzer): each request starts its own sequence.",
+          },
+        );
+    }
+    sequence = config.sequence_batching.iterative_sequence
+      ? { ...SEQUENCE_DEFAULTS, ...o.sequence, length: 1, variationPct: 0, iterative: true }
+      : sequenceSettings(o, typeof data === "object" ? data.steps.length : 0);
     // Before anything is measured: a level needing more ids than the range holds would fail midway.
     const open = o.kind === "concurrency" ? Math.max(...o.levels) : sequence.rateSequences;
     checkSequenceIds(open, new SequenceIds(sequence).capacity);
@@ -386,11 +401,17 @@ function transportFactory(
   };
 }
 
-async function probe(make: (n: number) => InferTransport, served: string, ids?: SequenceIds): Promise<void> {
+async function probe(
+  make: (n: number) => InferTransport,
+  served: string,
+  ids?: SequenceIds,
+  iterative = false,
+): Promise<void> {
   const tr = make(1);
   try {
     // A stateful model takes no request outside a sequence: the probe is one of a single request.
-    await tr.probe(0, ids ? { id: ids.take(), start: true, end: true, index: 0 } : undefined);
+    // An iterative one's request is its whole sequence, which END would cut off under the model.
+    await tr.probe(0, ids ? { id: ids.take(), start: true, end: !iterative, index: 0 } : undefined);
   } catch (err) {
     if (err instanceof InferFailedError) {
       throw new UserError(`the first request to ${served} failed: ${err.message}`, {
@@ -426,6 +447,7 @@ async function sweepBuiltin(
       }),
       served,
       ids,
+      setup.sequence?.iterative,
     );
   } catch (err) {
     // generate_stream was chosen from the model's metadata; the server has the last word, and
@@ -443,6 +465,7 @@ async function sweepBuiltin(
       }),
       served,
       ids,
+      setup.sequence?.iterative,
     );
   }
   const make = transportFactory(t, served, setup.payloads, o, true, {
@@ -601,6 +624,7 @@ function newSweep(
             length: sequence.length,
             variationPct: sequence.variationPct,
             ...(o.kind === "rate" ? { rateSequences: sequence.rateSequences } : {}),
+            ...(sequence.iterative ? { iterative: true } : {}),
           },
         }
       : {}),
@@ -767,7 +791,8 @@ export async function runPerf(o: PerfOptions, deps: PerfDeps): Promise<PerfRepor
       (deps.signal?.aborted ? { reason: "interrupted" as const, message: "interrupted (Ctrl-C)" } : undefined);
     if (stopped) report.stopped = stopped;
     if (sweeps.length > 1) report.comparison = compareSweeps(sweeps);
-    if (o.keepHistory && sweeps.some((s) => s.levels.length > 0)) {
+    // A run whose requests failed measured no model: it is neither kept nor compared.
+    if (o.keepHistory && stopped?.reason !== "failing" && sweeps.some((s) => s.levels.length > 0)) {
       const root = historyRoot(resolvePaths(deps.env).stateDir);
       if (!o.compare && sweeps[0]) {
         const prev = await previousComparable(root, sweeps[0]);
