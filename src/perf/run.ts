@@ -69,6 +69,8 @@ export interface PerfOptions {
   inputData: InputDataSource;
   stringLength: number;
   priority?: number;
+  /** `--request-parameter`: parameters sent with every request, the probe's included. */
+  requestParameters?: Record<string, ParameterValue>;
   /** Triton's per-request `timeout` parameter, in microseconds. */
   timeoutUs?: number;
   compare?: CompareSpec;
@@ -282,10 +284,11 @@ function planStream(
   metadata: ModelMetadata,
   config: ModelConfigSummary,
   payloads: RawTensor[][],
+  parameters?: Record<string, ParameterValue>,
 ): StreamPlan {
   if (t.protocol === "grpc") return { via: "ModelStreamInfer", endpoint: t.endpoint };
   // generate_stream carries no sequence fields: a stateful decoupled model streams over gRPC.
-  const bodies = config.sequence_batching ? undefined : generateBodies(metadata, config, payloads);
+  const bodies = config.sequence_batching ? undefined : generateBodies(metadata, config, payloads, parameters);
   if (bodies) return { via: "generate_stream", endpoint: t.endpoint, bodies };
   if (t.grpcEndpoint) return { via: "ModelStreamInfer", endpoint: t.grpcEndpoint };
   if (config.sequence_batching)
@@ -362,13 +365,17 @@ async function prepareModel(
     config,
     composing,
     payloads,
-    ...(config.decoupled ? { stream: planStream(t, served, metadata, config, payloads) } : {}),
+    ...(config.decoupled
+      ? { stream: planStream(t, served, metadata, config, payloads, requestParameters(o, true)) }
+      : {}),
     ...(sequence ? { sequence } : {}),
   };
 }
 
-function requestParameters(o: PerfOptions): Record<string, ParameterValue> | undefined {
-  const p: Record<string, ParameterValue> = {};
+/** The parameters of every request; `scheduling`: with priority and timeout (the probe goes without). */
+function requestParameters(o: PerfOptions, scheduling: boolean): Record<string, ParameterValue> | undefined {
+  const p: Record<string, ParameterValue> = { ...o.requestParameters };
+  if (!scheduling) return Object.keys(p).length ? p : undefined;
   if (o.priority !== undefined) p.priority = o.priority;
   if (o.timeoutUs !== undefined) p.timeout = o.timeoutUs;
   return Object.keys(p).length ? p : undefined;
@@ -382,7 +389,7 @@ function transportFactory(
   withParameters = true,
   extras: { sharedMemory?: ShmTensorRef[][]; stream?: StreamPlan } = {},
 ): (maxConnections: number) => InferTransport {
-  const parameters = withParameters ? requestParameters(o) : undefined;
+  const parameters = requestParameters(o, withParameters);
   return (maxConnections) => {
     const opts = {
       model: served,
@@ -401,9 +408,22 @@ function transportFactory(
   };
 }
 
+/**
+ * What to do about a first request that failed, from what the model said. A model that looked up
+ * a key none of its inputs is named (a KeyError in python) reads a request parameter: inputs are
+ * not what it lacks.
+ */
+export function probeHint(message: string, inputs: readonly string[]): string {
+  const key = /KeyError: ['"]([^'"]+)['"]/.exec(message)?.[1];
+  if (key !== undefined && !inputs.includes(key))
+    return `The model looked up '${key}', which is none of its inputs (${inputs.join(", ") || "none"}): if it reads request parameters (request.parameters()), send it with --request-parameter ${key}:VALUE:TYPE (TYPE string, int or bool).`;
+  return "Give inputs the model accepts with --input-data FILE.json (perf_analyzer's format) or --shape NAME:d1,d2.";
+}
+
 async function probe(
   make: (n: number) => InferTransport,
   served: string,
+  inputs: readonly string[],
   ids?: SequenceIds,
   iterative = false,
 ): Promise<void> {
@@ -415,9 +435,7 @@ async function probe(
   } catch (err) {
     if (err instanceof InferFailedError) {
       throw new UserError(`the first request to ${served} failed: ${err.message}`, {
-        hint: err.connection
-          ? "Is the server still running? See `triton-dev status`."
-          : "Give inputs the model accepts with --input-data FILE.json (perf_analyzer's format) or --shape NAME:d1,d2.",
+        hint: err.connection ? "Is the server still running? See `triton-dev status`." : probeHint(err.message, inputs),
       });
     }
     throw err;
@@ -446,6 +464,7 @@ async function sweepBuiltin(
         ...(setup.stream ? { stream: setup.stream } : {}),
       }),
       served,
+      setup.metadata.inputs.map((i) => i.name),
       ids,
       setup.sequence?.iterative,
     );
@@ -464,6 +483,7 @@ async function sweepBuiltin(
         ...(setup.stream ? { stream: setup.stream } : {}),
       }),
       served,
+      setup.metadata.inputs.map((i) => i.name),
       ids,
       setup.sequence?.iterative,
     );
@@ -558,6 +578,7 @@ async function sweepPerfAnalyzer(
       stringLength: o.stringLength,
       ...(o.sharedMemory ? { sharedMemory: o.sharedMemory } : {}),
       ...(setup.sequence ? { sequence: setup.sequence } : {}),
+      ...(o.requestParameters ? { requestParameters: o.requestParameters } : {}),
       ...(o.version ? { version: o.version } : {}),
       env: deps.env,
       ...(deps.signal ? { signal: deps.signal } : {}),
