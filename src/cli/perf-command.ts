@@ -36,7 +36,7 @@ export function parseRange(flag: string, integer: boolean) {
   };
 }
 
-function collectShape(value: string, previous: Array<[string, number[]]> = []): Array<[string, number[]]> {
+export function collectShape(value: string, previous: Array<[string, number[]]> = []): Array<[string, number[]]> {
   try {
     return [...previous, parseShapeFlag(value)];
   } catch (err) {
