@@ -413,29 +413,43 @@ function transportFactory(
  * a key none of its inputs is named (a KeyError in python) reads a request parameter: inputs are
  * not what it lacks.
  */
-export function probeHint(message: string, inputs: readonly string[]): string {
+export function probeHint(message: string, inputs: readonly string[], stateful = false): string {
+  // A stateful model that refuses the sequence's flags says so with the flags' names.
+  if (stateful && /\b(START|END|flags?|sequence)\b/.test(message) && !inputs.some((i) => message.includes(i)))
+    return "The model refused the request's sequence flags, not its inputs: perf starts each sequence with a request carrying START alone, continues it, and ends it with END (--sequence-length N requests per sequence, START and END together only when N is 1); check what the model expects of them.";
   const key = /KeyError: ['"]([^'"]+)['"]/.exec(message)?.[1];
   if (key !== undefined && !inputs.includes(key))
     return `The model looked up '${key}', which is none of its inputs (${inputs.join(", ") || "none"}): if it reads request parameters (request.parameters()), send it with --request-parameter ${key}:VALUE:TYPE (TYPE string, int or bool).`;
   return "Give inputs the model accepts with --input-data FILE.json (perf_analyzer's format) or --shape NAME:d1,d2.";
 }
 
+/**
+ * The first request, which checks the data before anything is measured. A stateful model takes
+ * no request outside a sequence: the probe is a sequence's first step (START alone, as a model
+ * that checks `flags == START` wants it), then its END, unless sequences are one request long
+ * (START and END together). An iterative one's request is its whole sequence, never ended by us.
+ */
 async function probe(
   make: (n: number) => InferTransport,
   served: string,
   inputs: readonly string[],
-  ids?: SequenceIds,
-  iterative = false,
+  sequence?: { ids: SequenceIds; settings: SequenceSettings },
 ): Promise<void> {
   const tr = make(1);
   try {
-    // A stateful model takes no request outside a sequence: the probe is one of a single request.
-    // An iterative one's request is its whole sequence, which END would cut off under the model.
-    await tr.probe(0, ids ? { id: ids.take(), start: true, end: !iterative, index: 0 } : undefined);
+    if (!sequence) await tr.probe(0);
+    else {
+      const id = sequence.ids.take();
+      const one = sequence.settings.length === 1 && !sequence.settings.iterative;
+      await tr.probe(0, { id, start: true, end: one, index: 0 });
+      if (!one && !sequence.settings.iterative) await tr.probe(1, { id, start: false, end: true, index: 1 });
+    }
   } catch (err) {
     if (err instanceof InferFailedError) {
       throw new UserError(`the first request to ${served} failed: ${err.message}`, {
-        hint: err.connection ? "Is the server still running? See `triton-dev status`." : probeHint(err.message, inputs),
+        hint: err.connection
+          ? "Is the server still running? See `triton-dev status`."
+          : probeHint(err.message, inputs, sequence !== undefined),
       });
     }
     throw err;
@@ -465,8 +479,7 @@ async function sweepBuiltin(
       }),
       served,
       setup.metadata.inputs.map((i) => i.name),
-      ids,
-      setup.sequence?.iterative,
+      setup.sequence && ids ? { ids, settings: setup.sequence } : undefined,
     );
   } catch (err) {
     // generate_stream was chosen from the model's metadata; the server has the last word, and
@@ -484,8 +497,7 @@ async function sweepBuiltin(
       }),
       served,
       setup.metadata.inputs.map((i) => i.name),
-      ids,
-      setup.sequence?.iterative,
+      setup.sequence && ids ? { ids, settings: setup.sequence } : undefined,
     );
   }
   const make = transportFactory(t, served, setup.payloads, o, true, {

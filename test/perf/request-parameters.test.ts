@@ -72,3 +72,14 @@ describe("the hint for a first request that failed", () => {
     expect(probeHint("shape mismatch", ["INPUT_IDS"])).toMatch(/--input-data/);
   });
 });
+
+describe("the hint for a stateful model's first request refused", () => {
+  it("names the sequence flags, not the inputs, when the model refuses them", () => {
+    const msg = "Triton answered 500: sequence 1 was not started: its first request needs flags == START";
+    expect(probeHint(msg, ["VALUE"], true)).toMatch(/refused the request's sequence flags, not its inputs/);
+    expect(probeHint(msg, ["VALUE"], true)).not.toMatch(/--input-data/);
+    // A model that is not stateful, or a message about one of its inputs, keeps the inputs' hint.
+    expect(probeHint(msg, ["VALUE"], false)).toMatch(/--input-data/);
+    expect(probeHint("unexpected shape for input 'VALUE' of the sequence", ["VALUE"], true)).toMatch(/--input-data/);
+  });
+});
