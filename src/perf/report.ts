@@ -33,6 +33,16 @@ export interface SweepResult {
   sequence?: { length: number; variationPct: number; rateSequences?: number; iterative?: boolean };
   /** A decoupled model: the stream its requests went over; its levels carry `stream`. */
   streaming?: "ModelStreamInfer" | "generate_stream";
+  /**
+   * Whose model it was: the model repository of the `up` run measured (its folder), or the server
+   * given with -u. History compares a run only with earlier ones of the same repository.
+   */
+  repository?: string;
+  /**
+   * What the requests carried: `random`, `zero` or the --input-data file, with the --shape sizes
+   * and --request-parameter values; history compares only runs that sent the same.
+   */
+  inputs?: string;
   /** Why the sweep ended before its last level, when it did. */
   stopped?: { reason: "interrupted" | "server-gone" | "failing" | "variant"; message: string; hint?: string };
 }

@@ -631,6 +631,18 @@ function streamFields(
   };
 }
 
+/** What a run's requests carried, as history tells runs apart: the data, the sizes, the parameters. */
+export function describeInputs(o: Pick<PerfOptions, "inputData" | "shapes" | "requestParameters">): string {
+  const data = typeof o.inputData === "object" ? `--input-data ${o.inputData.file}` : `${o.inputData} data`;
+  const shapes = Object.entries(o.shapes)
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([n, d]) => `--shape ${n}:${d.join(",")}`);
+  const params = Object.entries(o.requestParameters ?? {})
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([n, v]) => `--request-parameter ${n}:${String(v)}`);
+  return [data, ...shapes, ...params].join(" ");
+}
+
 function newSweep(
   o: PerfOptions,
   t: Target,
@@ -643,6 +655,8 @@ function newSweep(
   return {
     model: o.model,
     servedModel: served,
+    repository: t.state ? t.state.modelsDir : `server ${t.endpoint}`,
+    inputs: describeInputs(o),
     ...(o.version ? { version: o.version } : {}),
     ...(label ? { label } : {}),
     engine: o.engine,
