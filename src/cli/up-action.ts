@@ -1,3 +1,4 @@
+import { UsageError } from "../errors.js";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -38,6 +39,8 @@ export interface UpFlags {
   metricsPort: number;
   host: string;
   detach: boolean;
+  /** With --detach: exit 1 unless every model of the repository is READY (failed, refused and skipped ones count). */
+  requireReady?: boolean;
   ui: boolean;
   json: boolean;
   timeout: number;
@@ -82,6 +85,7 @@ async function reportDetached(
   models: RepositoryIndexEntry[],
   ctx: CliContext,
   json: boolean,
+  requireReady = false,
 ): Promise<void> {
   const { output } = ctx;
   const { readiness } = await readinessOf(state).catch(() => ({
@@ -97,9 +101,25 @@ async function reportDetached(
   // Skipped GPU models are expected on a machine without one: said once, on stdout, as `up` found them.
   for (const n of state.notServed ?? [])
     if (n.why === "refused") output.err(`${n.model}: not served, refused: ${n.reason}; saving a fix loads it`);
+  // Models of the repository that are not served: failed (UNAVAILABLE), refused by lint, or
+  // skipped (a GPU-only model without a GPU). Said in one line, then the exit code for scripts.
+  const notReady = [
+    ...failed.map((n) => `${n} (UNAVAILABLE: failed to load)`),
+    ...(state.notServed ?? []).map((n) => `${n.model} (${n.why === "refused" ? "refused" : `skipped: ${n.reason}`})`),
+  ];
+  if (notReady.length)
+    output.err(
+      `${notReady.length} model(s) of ${state.modelsDir} not READY: ${notReady.join(", ")}` +
+        (requireReady ? "" : "; Triton serves the others (pass --require-ready to make this an error)"),
+    );
   if (!readiness.ready) {
     output.err(
       `not ready: ${readiness.waitingFor.join("; ")}. Triton keeps running; see \`triton-dev status\`, stop it with \`triton-dev down\`.`,
+    );
+    ctx.exitCode = 1;
+  } else if (requireReady && notReady.length) {
+    output.err(
+      "not ready (--require-ready): every model of the repository must be READY. Triton keeps running and serves the others; fix and save (hot reload loads it), or stop it with `triton-dev down`.",
     );
     ctx.exitCode = 1;
   } else if (!json) {
@@ -112,6 +132,10 @@ async function reportDetached(
 export async function upAction(flags: UpFlags, ctx: CliContext): Promise<void> {
   const { output, env } = ctx;
   const paths = resolvePaths(env);
+  if (flags.requireReady && !flags.detach)
+    throw new UsageError("--require-ready goes with --detach", {
+      hint: "A foreground `up` shows each model's state as it goes; `up --detach --require-ready` exits 1 unless every model is READY.",
+    });
   if (await restartedWatcher(flags, paths, ctx)) return;
   const bus = new EventBus<SessionEvent>();
   // The dashboard (and its React/Ink) is loaded only when it opens, so plain runs stay lean.
@@ -226,7 +250,7 @@ export async function upAction(flags: UpFlags, ctx: CliContext): Promise<void> {
         `hot reload did not start for this detached run; see ${path.join(session.state.runDir, "supervisor.log")}. Triton itself is running.`,
       );
     }
-    await reportDetached(session.state, session.models, ctx, flags.json);
+    await reportDetached(session.state, session.models, ctx, flags.json, flags.requireReady);
     return;
   }
   const running = session;

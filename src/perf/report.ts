@@ -227,6 +227,14 @@ export function describeClientServerGap(sweep: SweepResult, rule: GapRule = CLIE
     gaps.length === sweep.levels.length
       ? `at every ${sweep.kind} level`
       : `${sweep.kind} ${gaps.map((g) => g.l.value).join(", ")}`;
+  // A decoupled model's request lasts until its final response, which its own thread may send
+  // long after execute returned (waiting between responses, say); Triton counts only execute.
+  if (sweep.streaming)
+    return (
+      `note: a streamed request lasts until its final response (${levels}; at ${worst.l.value}: ` +
+      `Avg ${ms(worst.l.latency.avgUs)} ms), while Triton's time per request (Server ${ms(worst.server)} ms) counts only the model's execute calls: ` +
+      `the other ${ms(worst.gap)} ms include the time the model takes between its responses (see time to first response and inter-response latency), not only the client and the network`
+    );
   return (
     `note: client latency is well above the server's time per request (${levels}; at ${worst.l.value}: ` +
     `Avg ${ms(worst.l.latency.avgUs)} ms, Server ${ms(worst.server)} ms): the other ${ms(worst.gap)} ms are the client and the network, not the model`

@@ -110,7 +110,7 @@ describe("the users' models corpus on the real tritonserver", () => {
     repo = path.join(await tempDir("repos"), "models");
     await fs.cp(path.join(CORPUS, "models"), repo, { recursive: true });
     lint = await runCli(["lint", repo], env);
-    up = await runCli(["up", "--detach", "--models", repo, ...portArgs(ports)], env);
+    up = await runCli(["up", "--detach", "--require-ready", "--models", repo, ...portArgs(ports)], env);
   }, 180_000);
 
   afterAll(async () => {
@@ -124,6 +124,10 @@ describe("the users' models corpus on the real tritonserver", () => {
     expect(lint.code).toBe(0);
     expect(lint.stdout).toMatch(/5 models checked: 0 errors/);
     expect(up.stdout).toMatch(/4\/5 model\(s\) READY/);
+    // Said plainly, and an error for scripts that asked for every model.
+    expect(up.stderr).toContain(`1 model(s) of ${repo} not READY: quotes_folder (UNAVAILABLE: failed to load)`);
+    expect(up.stderr).toMatch(/not ready \(--require-ready\)/);
+    expect(up.code).toBe(1);
     const s = JSON.parse((await runCli(["status", "--json"], env)).stdout);
     const q = s.models.find((m: { name: string }) => m.name === "quotes_folder");
     expect(q.state).toBe("UNAVAILABLE");
