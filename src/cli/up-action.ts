@@ -101,12 +101,17 @@ async function reportDetached(
   // Skipped GPU models are expected on a machine without one: said once, on stdout, as `up` found them.
   for (const n of state.notServed ?? [])
     if (n.why === "refused") output.err(`${n.model}: not served, refused: ${n.reason}; saving a fix loads it`);
-  // Models of the repository that are not served: failed (UNAVAILABLE), refused by lint, or
-  // skipped (a GPU-only model without a GPU). Said in one line, then the exit code for scripts.
-  const notReady = [
+  // Models of the repository that are not served, said in one line: failed (UNAVAILABLE) and
+  // refused ones always; skipped ones (a GPU-only model without a GPU, said on stdout as `up`
+  // found them, and expected on such a machine) only when --require-ready counts them.
+  const problems = [
     ...failed.map((n) => `${n} (UNAVAILABLE: failed to load)`),
-    ...(state.notServed ?? []).map((n) => `${n.model} (${n.why === "refused" ? "refused" : `skipped: ${n.reason}`})`),
+    ...(state.notServed ?? []).filter((n) => n.why === "refused").map((n) => `${n.model} (refused)`),
   ];
+  const skippedModels = (state.notServed ?? [])
+    .filter((n) => n.why === "skipped")
+    .map((n) => `${n.model} (skipped: ${n.reason})`);
+  const notReady = requireReady ? [...problems, ...skippedModels] : problems;
   if (notReady.length)
     output.err(
       `${notReady.length} model(s) of ${state.modelsDir} not READY: ${notReady.join(", ")}` +
