@@ -4,6 +4,7 @@ import path from "node:path";
 import { UsageError, UserError } from "../errors.js";
 import { countBySeverity, displayPath, formatDiagnostic } from "../repo/diagnostics.js";
 import { lintRepository } from "../repo/lint.js";
+import { listModelFiles } from "../repo/model-files.js";
 import { DEFAULT_IMAGE } from "../runtimes/kinds.js";
 import {
   isContainedPath,
@@ -13,6 +14,7 @@ import {
   isLabelValue,
   isQuantity,
   isServiceName,
+  GPU_RESOURCE,
   renderManifests,
   toYaml,
   type K8sObject,
@@ -22,9 +24,14 @@ import {
 import { REPOSITORY_KEY_HEADER } from "../triton/http-client.js";
 import type { Output } from "./output.js";
 
+/** `--gpus` when neither it nor the repository says otherwise: the article's one GPU. */
+const MANIFEST_DEFAULT_GPUS = "1";
+
 export interface ManifestsFlags {
   image: string;
-  gpus: string;
+  /** Absent: 1, or 0 when --models holds only KIND_CPU models. */
+  gpus?: string;
+  requireModel?: string[];
   pollSecs: string;
   namespace?: string;
   name: string;
@@ -164,7 +171,7 @@ export function parseModelsFrom(value: string, pollSecs: number): ModelSource {
 export function manifestOptionsFromFlags(f: ManifestsFlags): ManifestOptions {
   if (!f.image.trim() || /\s/.test(f.image))
     throw usage("--image", f.image, "an image reference", `For example ${DEFAULT_IMAGE}.`);
-  const gpus = wholeNumber("--gpus", f.gpus, 0);
+  const gpus = wholeNumber("--gpus", f.gpus ?? MANIFEST_DEFAULT_GPUS, 0);
   const pollSecs = wholeNumber("--poll-secs", f.pollSecs, 1);
   if (f.namespace !== undefined && !isDnsLabel(f.namespace))
     throw usage(
@@ -211,6 +218,7 @@ export function manifestOptionsFromFlags(f: ManifestsFlags): ManifestOptions {
     serviceMonitor: f.serviceMonitor,
     ...(f.imagePullPolicy ? { imagePullPolicy: f.imagePullPolicy } : {}),
     ...optional("nodeSelector", labelPairs("--node-selector", f.nodeSelector)),
+    ...(f.requireModel?.length ? { requiredModels: f.requireModel } : {}),
     ...optional("serviceMonitorLabels", labelPairs("--service-monitor-label", f.serviceMonitorLabel)),
   };
 }
@@ -219,8 +227,44 @@ function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]
   return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
 }
 
+/** What the repository the pod serves asks of it, read by `--models`. */
+export interface RepositoryNeeds {
+  /** Every model that runs instances runs them on KIND_CPU (ensembles run none). */
+  cpuOnly: boolean;
+  /** Model instances on CPU: one core each when busy. */
+  cpuInstances: number;
+  /** What Triton and the models hold in memory: the model files, a stub per python instance. */
+  memoryBytes: number;
+  /** Models with a requirements.txt (packages the NGC image does not have). */
+  requirements: string[];
+}
+
+/** Triton's own memory beside its models, and one python backend stub's (its interpreter and numpy). */
+const TRITON_BASE_BYTES = 512 * 1024 ** 2;
+const PYTHON_STUB_BYTES = 256 * 1024 ** 2;
+
+async function repositoryNeeds(result: Awaited<ReturnType<typeof lintRepository>>): Promise<RepositoryNeeds> {
+  let cpuOnly = true;
+  let cpuInstances = 0;
+  let memoryBytes = TRITON_BASE_BYTES;
+  const requirements: string[] = [];
+  for (const m of result.models) {
+    const c = m.config;
+    if (c?.platform === "ensemble") continue;
+    const groups = c?.instance_group ?? [];
+    if (!groups.length || groups.some((g) => g.kind !== "KIND_CPU")) cpuOnly = false;
+    const instances = groups.length ? groups.reduce((a, g) => a + (g.count ?? 1), 0) : 1;
+    cpuInstances += groups.filter((g) => g.kind === "KIND_CPU").reduce((a, g) => a + (g.count ?? 1), 0);
+    if (m.backend === "python") memoryBytes += instances * PYTHON_STUB_BYTES;
+    const files = await listModelFiles(m.dir, m.name, { problems: [] }).catch(() => []);
+    memoryBytes += files.reduce((a, f) => a + f.size, 0);
+    if (fs.existsSync(path.join(m.dir, "requirements.txt"))) requirements.push(m.name);
+  }
+  return { cpuOnly: cpuOnly && result.models.length > 0, cpuInstances, memoryBytes, requirements };
+}
+
 /** Lint the repository the pod will serve, as the NGC image with `gpus` GPUs would load it. */
-async function lintFirst(dir: string, gpus: number, output: Output, cwd: string): Promise<void> {
+async function lintFirst(dir: string, gpus: number, output: Output, cwd: string): Promise<RepositoryNeeds> {
   const repo = path.resolve(cwd, dir);
   const st = await fsp.stat(repo).catch(() => undefined);
   if (!st?.isDirectory()) {
@@ -245,6 +289,7 @@ async function lintFirst(dir: string, gpus: number, output: Output, cwd: string)
       },
     );
   }
+  return repositoryNeeds(result);
 }
 
 /** 01-deployment-triton-inference-server.yaml: the prefix keeps `kubectl apply -f DIR` in order. */
@@ -296,7 +341,28 @@ async function writeFiles(
 export async function runManifests(f: ManifestsFlags, deps: ManifestsDeps): Promise<number> {
   const cwd = deps.cwd ?? process.cwd();
   const options = manifestOptionsFromFlags(f);
-  if (f.models !== undefined) await lintFirst(f.models, options.gpus, deps.output, cwd);
+  if (f.models !== undefined) {
+    const needs = await lintFirst(f.models, options.gpus, deps.output, cwd);
+    // The Deployment follows the repository where the flags leave it open.
+    if (f.gpus === undefined && needs.cpuOnly) {
+      options.gpus = 0;
+      deps.output.err(
+        `note: every model of ${f.models} runs on KIND_CPU: no ${GPU_RESOURCE} asked for (--gpus N asks for GPUs)`,
+      );
+    }
+    if (f.cpu === undefined && f.memory === undefined) {
+      const cpu = String(Math.max(1, needs.cpuInstances));
+      const memory = `${Math.ceil(needs.memoryBytes / 1024 ** 2)}Mi`;
+      options.requests = { cpu, memory };
+      deps.output.err(
+        `note: requests cpu ${cpu} (one core per CPU model instance) and memory ${memory} (Triton, a python stub per instance, the model files), no limits; --cpu and --memory set requests = limits instead`,
+      );
+    }
+    if (needs.requirements.length)
+      deps.output.err(
+        `note: ${needs.requirements.join(", ")} list packages in requirements.txt, which ${options.image} does not install: build an image FROM it that pip-installs them, or pack an environment and name it in the model's EXECUTION_ENV_PATH parameter`,
+      );
+  }
   const objects = renderManifests(options);
   if (f.out !== undefined) await writeFiles(objects, f.out, f, deps.output, cwd);
   else deps.output.out(f.json ? JSON.stringify(objects, null, 2) : toYaml(objects));

@@ -4,7 +4,6 @@ import type { CliContext } from "./output.js";
 import type { ManifestsDeps, ManifestsFlags } from "./manifests-action.js";
 
 export const MANIFEST_DEFAULTS = {
-  gpus: "1",
   pollSecs: "30",
   modelsFrom: "pvc:triton-models",
   shmSize: "1Gi",
@@ -23,7 +22,10 @@ export function registerManifestsCommand(
       "Print the Kubernetes objects that run Triton as in the article: the poll-mode Deployment (probes, GPU limits, /dev/shm), its Service and a ServiceMonitor.",
     )
     .option("--image <ref>", "Triton image", DEFAULT_IMAGE)
-    .option("--gpus <n>", "nvidia.com/gpu per pod (requests = limits); 0 for CPU only", MANIFEST_DEFAULTS.gpus)
+    .option(
+      "--gpus <n>",
+      "nvidia.com/gpu per pod (requests = limits); 0 for CPU only (default 1, or 0 when --models holds only KIND_CPU models)",
+    )
     .option(
       "--poll-secs <n>",
       "--repository-poll-secs: how often Triton looks for changed models (and git-sync for new commits)",
@@ -74,6 +76,11 @@ export function registerManifestsCommand(
     .option(
       "--models <dir>",
       "first check this local copy of the repository the pod will serve, as `triton-dev lint` does; refuse on errors",
+    )
+    .option(
+      "--require-model <name>",
+      "the pod is Ready once this model is (repeatable), whatever the others do: strict readiness off, and the readiness probe asks each named model (default: Ready only when every model loaded)",
+      collect,
     )
     .option("--out <dir>", "write one file per object into DIR (numbered in apply order) instead of printing")
     .option("--force", "with --out: replace files that already exist", false)

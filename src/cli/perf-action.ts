@@ -35,6 +35,7 @@ export interface PerfFlags {
   stringLength: number;
   priority?: number;
   requestTimeoutUs?: number;
+  requestParameter: Array<[string, string | number | boolean]>;
   compare?: string;
   engine: "builtin" | "perf_analyzer";
   perfAnalyzer?: string;
@@ -145,6 +146,7 @@ export async function perfAction(
     shapes,
     inputData,
     stringLength: flags.stringLength,
+    ...(flags.requestParameter.length ? { requestParameters: Object.fromEntries(flags.requestParameter) } : {}),
     ...(flags.priority !== undefined ? { priority: flags.priority } : {}),
     ...(flags.requestTimeoutUs !== undefined ? { timeoutUs: flags.requestTimeoutUs } : {}),
     ...(compare ? { compare, compareText: flags.compare! } : {}),

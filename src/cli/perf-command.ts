@@ -1,5 +1,5 @@
 import { Command, InvalidArgumentError, Option } from "commander";
-import { parseShapeFlag } from "../perf/inputs.js";
+import { parseRequestParameter, parseShapeFlag } from "../perf/inputs.js";
 import { parsePositiveInt } from "./options.js";
 import type { CliContext } from "./output.js";
 import type { PerfFlags } from "./perf-action.js";
@@ -36,9 +36,20 @@ export function parseRange(flag: string, integer: boolean) {
   };
 }
 
-function collectShape(value: string, previous: Array<[string, number[]]> = []): Array<[string, number[]]> {
+export function collectShape(value: string, previous: Array<[string, number[]]> = []): Array<[string, number[]]> {
   try {
     return [...previous, parseShapeFlag(value)];
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+}
+
+export function collectRequestParameter(
+  value: string,
+  previous: Array<[string, string | number | boolean]> = [],
+): Array<[string, string | number | boolean]> {
+  try {
+    return [...previous, parseRequestParameter(value)];
   } catch (err) {
     throw new InvalidArgumentError((err as Error).message);
   }
@@ -116,6 +127,12 @@ export function registerPerfCommand(program: Command, ctx: CliContext): Command 
       "random",
     )
     .option("--string-length <n>", "characters of synthetic BYTES elements", parsePositiveInt("--string-length"), 128)
+    .option(
+      "--request-parameter <NAME:VALUE:TYPE>",
+      "a parameter sent with every request, as perf_analyzer's (TYPE string, int or bool; a model reads them with request.parameters()); repeatable",
+      collectRequestParameter,
+      [],
+    )
     .option("--priority <n>", "request priority parameter (1 is highest)", intOption("--priority", 1))
     .option(
       "--request-timeout-us <us>",

@@ -14,6 +14,9 @@ export interface TuneFlags {
   apply: boolean;
   exhaustive: boolean;
   protocol: "http" | "grpc";
+  shape: Array<[string, number[]]>;
+  inputData: string;
+  requestParameter: Array<[string, string | number | boolean]>;
   measurementInterval: number;
   stabilityPercentage: number;
   maxTrials: number;
@@ -69,6 +72,12 @@ export async function tuneAction(model: string, flags: TuneFlags, ctx: CliContex
     stabilityPct: flags.stabilityPercentage,
     maxTrials: flags.maxTrials,
     keepHistory: flags.history,
+    shapes: Object.fromEntries(flags.shape),
+    inputData:
+      flags.inputData === "random" || flags.inputData === "zero"
+        ? flags.inputData
+        : { file: path.resolve(flags.inputData) },
+    ...(flags.requestParameter.length ? { requestParameters: Object.fromEntries(flags.requestParameter) } : {}),
   };
   const ac = new AbortController();
   const onSignal = () => {

@@ -1,5 +1,6 @@
 import { Command, InvalidArgumentError, Option } from "commander";
 import { parsePositiveInt } from "./options.js";
+import { collectRequestParameter, collectShape } from "./perf-command.js";
 import type { CliContext } from "./output.js";
 import type { TuneFlags } from "./tune-action.js";
 
@@ -61,6 +62,23 @@ export function registerTuneCommand(program: Command, ctx: CliContext): Command 
     .option("--apply", "write the winning fields into the model's config.pbtxt (a backup is kept)", false)
     .option("--exhaustive", "measure every candidate of the space instead of climbing", false)
     .addOption(new Option("-i, --protocol <protocol>", "http or grpc").choices(["http", "grpc"]).default("http"))
+    .option(
+      "--shape <NAME:d1,d2>",
+      "dimensions (without batch) for an input with -1 in its shape, as perf's; repeatable",
+      collectShape,
+      [],
+    )
+    .option(
+      "--input-data <random|zero|FILE>",
+      "synthetic data, zeros, or perf_analyzer's JSON data file, as perf's",
+      "random",
+    )
+    .option(
+      "--request-parameter <NAME:VALUE:TYPE>",
+      "a parameter sent with every request, as perf's (TYPE string, int or bool); repeatable",
+      collectRequestParameter,
+      [],
+    )
     .option(
       "-p, --measurement-interval <ms>",
       "length of one measurement window",

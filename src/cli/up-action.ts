@@ -1,3 +1,4 @@
+import { UsageError } from "../errors.js";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { resolvePaths, type Paths } from "../config/paths.js";
@@ -39,6 +40,8 @@ export interface UpFlags {
   metricsPort: number;
   host: string;
   detach: boolean;
+  /** With --detach: exit 1 unless every model of the repository is READY (failed, refused and skipped ones count). */
+  requireReady?: boolean;
   ui: boolean;
   json: boolean;
   timeout: number;
@@ -83,6 +86,7 @@ async function reportDetached(
   models: RepositoryIndexEntry[],
   ctx: CliContext,
   json: boolean,
+  requireReady = false,
 ): Promise<void> {
   const { output } = ctx;
   const { readiness } = await readinessOf(state).catch(() => ({
@@ -98,9 +102,30 @@ async function reportDetached(
   // Skipped GPU models are expected on a machine without one: said once, on stdout, as `up` found them.
   for (const n of state.notServed ?? [])
     if (n.why === "refused") output.err(`${n.model}: not served, refused: ${n.reason}; saving a fix loads it`);
+  // Models of the repository that are not served, said in one line: failed (UNAVAILABLE) and
+  // refused ones always; skipped ones (a GPU-only model without a GPU, said on stdout as `up`
+  // found them, and expected on such a machine) only when --require-ready counts them.
+  const problems = [
+    ...failed.map((n) => `${n} (UNAVAILABLE: failed to load)`),
+    ...(state.notServed ?? []).filter((n) => n.why === "refused").map((n) => `${n.model} (refused)`),
+  ];
+  const skippedModels = (state.notServed ?? [])
+    .filter((n) => n.why === "skipped")
+    .map((n) => `${n.model} (skipped: ${n.reason})`);
+  const notReady = requireReady ? [...problems, ...skippedModels] : problems;
+  if (notReady.length)
+    output.err(
+      `${notReady.length} model(s) of ${state.modelsDir} not READY: ${notReady.join(", ")}` +
+        (requireReady ? "" : "; Triton serves the others (pass --require-ready to make this an error)"),
+    );
   if (!readiness.ready) {
     output.err(
       `not ready: ${readiness.waitingFor.join("; ")}. Triton keeps running; see \`triton-dev status\`, stop it with \`triton-dev down\`.`,
+    );
+    ctx.exitCode = 1;
+  } else if (requireReady && notReady.length) {
+    output.err(
+      "not ready (--require-ready): every model of the repository must be READY. Triton keeps running and serves the others; fix and save (hot reload loads it), or stop it with `triton-dev down`.",
     );
     ctx.exitCode = 1;
   } else if (!json) {
@@ -113,6 +138,10 @@ async function reportDetached(
 export async function upAction(flags: UpFlags, ctx: CliContext): Promise<void> {
   const { output, env } = ctx;
   const paths = resolvePaths(env);
+  if (flags.requireReady && !flags.detach)
+    throw new UsageError("--require-ready goes with --detach", {
+      hint: "A foreground `up` shows each model's state as it goes; `up --detach --require-ready` exits 1 unless every model is READY.",
+    });
   if (await restartedWatcher(flags, paths, ctx)) return;
   const bus = new EventBus<SessionEvent>();
   // The dashboard (and its React/Ink) is loaded only when it opens, so plain runs stay lean.
@@ -227,7 +256,7 @@ export async function upAction(flags: UpFlags, ctx: CliContext): Promise<void> {
         `hot reload did not start for this detached run; see ${path.join(session.state.runDir, "supervisor.log")}. Triton itself is running.`,
       );
     }
-    await reportDetached(session.state, session.models, ctx, flags.json);
+    await reportDetached(session.state, session.models, ctx, flags.json, flags.requireReady);
     return;
   }
   const running = session;

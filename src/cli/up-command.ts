@@ -26,6 +26,11 @@ export function registerUpCommand(program: Command, ctx: CliContext): void {
     .option("--metrics-port <n>", "Prometheus metrics port", parsePort("--metrics-port"), 8002)
     .option("--host <address>", "address the endpoints listen on (loopback unless you ask otherwise)", "127.0.0.1")
     .option("--detach", "return once every model has loaded; stop it later with `triton-dev down`", false)
+    .option(
+      "--require-ready",
+      "with --detach: exit 1 unless every model of the repository is READY (one that failed to load, was refused or skipped counts)",
+      false,
+    )
     .option("--no-ui", "print plain progress lines instead of the dashboard")
     .option("--json", "print events as JSON lines", false)
     .option(

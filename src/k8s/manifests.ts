@@ -47,6 +47,17 @@ export interface ManifestOptions {
   modelSource: ModelSource;
   /** requests = limits, as in the article; omitted keys are not rendered. */
   resources?: { cpu?: string; memory?: string };
+  /**
+   * Requests only (no limits), where `resources` says nothing: what the repository's models need
+   * to be scheduled (`manifests --models` works them out), without capping a burst.
+   */
+  requests?: { cpu?: string; memory?: string };
+  /**
+   * Models the pod is Ready without only: Triton runs with strict readiness off (its
+   * /v2/health/ready no longer waits for every model, so one broken model does not hold the pod
+   * unready for ever) and the readiness probe asks each of these for /v2/models/NAME/ready.
+   */
+  requiredModels?: string[];
   /** Size of the memory-backed emptyDir mounted at /dev/shm (python backend); e.g. "1Gi". */
   shmSize: string;
   /**
@@ -191,6 +202,8 @@ export function validateManifestOptions(o: ManifestOptions): void {
   if (!Number.isInteger(o.pollSecs) || o.pollSecs < 1)
     throw invalid("pollSecs", o.pollSecs, "a whole number of seconds, 1 or more");
   if (!isQuantity(o.shmSize)) throw invalid("shmSize", o.shmSize, "a Kubernetes quantity like 1Gi or 512Mi");
+  for (const m of o.requiredModels ?? [])
+    if (!/^[A-Za-z0-9_.-]{1,240}$/.test(m)) throw invalid("requiredModels", m, "a model name Triton can serve");
   if (o.resources?.cpu !== undefined && !isQuantity(o.resources.cpu))
     throw invalid("resources.cpu", o.resources.cpu, "a Kubernetes quantity like 8 or 500m");
   if (o.resources?.memory !== undefined && !isQuantity(o.resources.memory))
@@ -283,7 +296,9 @@ export function tritonArgs(o: ManifestOptions): string[] {
         : {}),
       ...(o.logInfo ? { logInfo: true } : {}),
       ...(o.exitTimeoutSecs !== undefined ? { exitTimeoutSecs: o.exitTimeoutSecs } : {}),
-      ...(o.extraArgs ? { extra: o.extraArgs } : {}),
+      ...(o.extraArgs || o.requiredModels?.length
+        ? { extra: [...(o.requiredModels?.length ? ["--strict-readiness=false"] : []), ...(o.extraArgs ?? [])] }
+        : {}),
     }),
   ];
 }
@@ -298,10 +313,17 @@ function resources(o: ManifestOptions): Record<string, unknown> | undefined {
     ...(o.resources?.memory !== undefined ? { memory: o.resources.memory } : {}),
     ...(o.gpus > 0 ? { [GPU_RESOURCE]: o.gpus } : {}),
   };
-  if (Object.keys(amounts).length === 0) return undefined;
+  const requested: Record<string, string | number> = {
+    ...(o.resources?.cpu === undefined && o.requests?.cpu !== undefined ? { cpu: o.requests.cpu } : {}),
+    ...(o.resources?.memory === undefined && o.requests?.memory !== undefined ? { memory: o.requests.memory } : {}),
+  };
+  if (Object.keys(amounts).length === 0 && Object.keys(requested).length === 0) return undefined;
   // requests = limits, as in the article: the pod is Guaranteed and never evicted for using what
   // it asked for (and extended resources like GPUs must have them equal anyway).
-  return { limits: amounts, requests: { ...amounts } };
+  return {
+    ...(Object.keys(amounts).length ? { limits: amounts } : {}),
+    requests: { ...amounts, ...requested },
+  };
 }
 
 function modelsVolume(source: ModelSource): Record<string, unknown> {
@@ -391,7 +413,23 @@ function tritonContainer(o: ManifestOptions): Record<string, unknown> {
     // A server saturated by a perf run can take more than the default 1 s to answer; restarting it
     // mid-benchmark would be worse than a late answer.
     livenessProbe: httpProbe("/v2/health/live", { periodSeconds: 10, timeoutSeconds: 5 }),
-    readinessProbe: httpProbe("/v2/health/ready", { periodSeconds: 5 }),
+    readinessProbe: o.requiredModels?.length
+      ? {
+          // Several models' readiness in one probe: the image's python3 asks Triton for each.
+          exec: {
+            command: [
+              "python3",
+              "-c",
+              "import sys, urllib.request\n" +
+                "for m in sys.argv[1:]:\n" +
+                `    urllib.request.urlopen(f"http://127.0.0.1:${CONTAINER_PORTS.http}/v2/models/{m}/ready", timeout=3)`,
+              ...o.requiredModels,
+            ],
+          },
+          periodSeconds: 5,
+          timeoutSeconds: 5,
+        }
+      : httpProbe("/v2/health/ready", { periodSeconds: 5 }),
     securityContext: { allowPrivilegeEscalation: false },
   };
 }

@@ -66,7 +66,7 @@ export class HttpControl implements ControlClient {
   async modelConfig(model: string, version?: string): Promise<ModelConfigSummary> {
     const c = (await this.client.modelConfig(model, version)) as Partial<ModelConfigSummary> & {
       model_transaction_policy?: { decoupled?: boolean };
-      sequence_batching?: { max_sequence_idle_microseconds?: number | string };
+      sequence_batching?: { max_sequence_idle_microseconds?: number | string; iterative_sequence?: boolean };
     };
     return {
       name: c.name ?? model,
@@ -98,6 +98,7 @@ export class HttpControl implements ControlClient {
         ? {
             sequence_batching: {
               max_sequence_idle_microseconds: Number(c.sequence_batching.max_sequence_idle_microseconds ?? 0),
+              ...(c.sequence_batching.iterative_sequence ? { iterative_sequence: true } : {}),
             },
           }
         : {}),

@@ -23,6 +23,8 @@ export function generateBodies(
   metadata: ModelMetadata,
   config: ModelConfigSummary,
   payloads: readonly RawTensor[][],
+  /** Request parameters (priority, timeout, --request-parameter): the extension's `parameters` object. */
+  parameters?: Record<string, string | number | boolean>,
 ): string[] | undefined {
   if (config.max_batch_size > 0 || config.ensemble_scheduling) return undefined;
   const one = (shape: readonly number[]) => shape.length === 1 && shape[0] === 1;
@@ -41,6 +43,7 @@ export function generateBodies(
         return undefined;
       body[t.name] = v;
     }
+    if (parameters && Object.keys(parameters).length) body.parameters = parameters;
     bodies.push(JSON.stringify(body));
   }
   return bodies;

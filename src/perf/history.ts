@@ -61,15 +61,21 @@ export async function listRuns(root: string, model: string): Promise<SavedRun[]>
 }
 
 /**
- * The newest earlier plain run (not a comparison) measured the same way: same protocol, same
- * kind of load, batch size and shared memory mode, same stream (for a decoupled model), so that
- * its numbers are comparable.
+ * The newest earlier plain run (not a comparison) measured the same way: the same repository's
+ * model (two repositories' `ensemble_model` are different models), the same inputs (an
+ * --input-data file is not random data), same protocol, same kind of load, batch size and shared
+ * memory mode, same stream (for a decoupled model), so that its numbers are comparable. A record
+ * that does not say its repository or inputs (an older one) is compared with nothing.
  */
 export async function previousComparable(root: string, sweep: SweepResult): Promise<SavedRun | undefined> {
   for (const r of await listRuns(root, sweep.model)) {
     const s = r.sweeps[0];
     if (r.compare || r.sweeps.length !== 1 || !s) continue;
     if (
+      s.repository !== undefined &&
+      s.repository === sweep.repository &&
+      s.inputs !== undefined &&
+      s.inputs === sweep.inputs &&
       s.protocol === sweep.protocol &&
       s.kind === sweep.kind &&
       s.batchSize === sweep.batchSize &&

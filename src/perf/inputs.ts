@@ -42,6 +42,47 @@ export function parseShapeFlag(value: string): [string, number[]] {
   return [name, dims.map(Number)];
 }
 
+/** Parameters perf sets itself, from their own flags and from a stateful model's sequences. */
+const OWN_PARAMETERS: Record<string, string> = {
+  priority: "--priority",
+  timeout: "--request-timeout-us",
+  sequence_id: "the sequence flags",
+  sequence_start: "the sequence flags",
+  sequence_end: "the sequence flags",
+};
+
+/**
+ * perf_analyzer's `--request-parameter NAME:VALUE:TYPE` (TYPE `string`, `int` or `bool`): a
+ * parameter sent with every request (a model reads them with `request.parameters()`). The value
+ * may hold colons; the name and type may not.
+ */
+export function parseRequestParameter(value: string): [string, string | number | boolean] {
+  const first = value.indexOf(":");
+  const last = value.lastIndexOf(":");
+  const name = first > 0 ? value.slice(0, first) : "";
+  const raw = last > first ? value.slice(first + 1, last) : "";
+  const type = last > first ? value.slice(last + 1) : "";
+  const usage = (why: string) =>
+    new UsageError(`--request-parameter takes NAME:VALUE:TYPE (TYPE string, int or bool): ${why}, got '${value}'`, {
+      hint: "For example --request-parameter max_tokens:256:int --request-parameter ignore_eos:true:bool.",
+    });
+  if (!name || last <= first) throw usage("a name, a value and a type, separated by ':'");
+  if (OWN_PARAMETERS[name])
+    throw new UsageError(`--request-parameter ${name} is a parameter perf sets itself`, {
+      hint: `Set it with ${OWN_PARAMETERS[name]}.`,
+    });
+  if (type === "string") return [name, raw];
+  if (type === "int") {
+    if (!/^-?\d+$/.test(raw) || !Number.isSafeInteger(Number(raw))) throw usage(`'${raw}' is not a whole number`);
+    return [name, Number(raw)];
+  }
+  if (type === "bool") {
+    if (raw !== "true" && raw !== "false") throw usage(`a bool is true or false, not '${raw}'`);
+    return [name, raw === "true"];
+  }
+  throw usage(`unknown type '${type}'`);
+}
+
 /** Several shapes separated by spaces (`a=2x3 b=4`), as the dashboard's prompt takes them. */
 export function parseShapeList(text: string): Record<string, number[]> {
   const out: Record<string, number[]> = {};

@@ -47,6 +47,8 @@ export interface PerfAnalyzerLevelOptions {
   version?: string;
   /** A stateful model: the sequences the built-in generator would make, asked of perf_analyzer. */
   sequence?: SequenceSettings;
+  /** `--request-parameter`, passed on as perf_analyzer's own flag. */
+  requestParameters?: Record<string, string | number | boolean>;
 }
 
 /**
@@ -96,6 +98,10 @@ export function perfAnalyzerArgs(
     String(o.stringLength),
     ...(o.sharedMemory === "system" ? ["--shared-memory", "system"] : []),
     ...(o.sequence ? sequenceArgs(o.sequence, o.kind) : []),
+    ...Object.entries(o.requestParameters ?? {}).flatMap(([name, v]) => [
+      "--request-parameter",
+      `${name}:${String(v)}:${typeof v === "boolean" ? "bool" : typeof v === "number" ? "int" : "string"}`,
+    ]),
     "--verbose-csv",
     "-f",
     csvFile,

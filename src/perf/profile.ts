@@ -97,7 +97,15 @@ export class ServerGoneError extends UserError {
   }
 }
 
-/** Every request of a whole window failed: measuring further would only count errors. */
+/**
+ * The share of a window's requests that may fail before the level, and the run, fails. A run is
+ * measured to compare figures, and the figures of a model failing one request in ten are not its
+ * figures (perf_analyzer stops at the first failed request). Below it, failures are counted and
+ * shown beside the figures (a queue policy's rejections, say).
+ */
+export const MAX_ERROR_SHARE = 0.1;
+
+/** Too many requests of a window failed (every one, or over MAX_ERROR_SHARE): measuring on would count errors. */
 export class AllFailingError extends UserError {
   override name = "AllFailingError";
   constructor(
@@ -272,7 +280,9 @@ export async function measureLevel(ctx: ProfileContext, kind: LevelKind, value: 
       const summary = summariseWindow(w, ctx.batchSize);
       const summaries = windows.map((x) => summariseWindow(x, ctx.batchSize));
       const figures = summaries.map((s) => ({ throughput: s.throughput, latencyUs: s.avgLatencyUs }));
-      stable = isStable(figures, ctx.rule);
+      const errorShare = summary.errors / Math.max(1, summary.errors + summary.success);
+      // Figures of a window where many requests failed are no measurement of the model.
+      stable = errorShare <= MAX_ERROR_SHARE && isStable(figures, ctx.rule);
       ctx.onWindow?.({ kind, value, trial, window: summary, stable });
       const gone =
         (snapError !== undefined && isUnreachableError(snapError)) ||
@@ -294,6 +304,13 @@ export async function measureLevel(ctx: ProfileContext, kind: LevelKind, value: 
         );
         break;
       }
+      if (errorShare > MAX_ERROR_SHARE) {
+        failure = new AllFailingError(
+          `${Math.round(errorShare * 100)}% of requests failed (${summary.errors} of ${summary.errors + summary.success}) in ${((w.endMs - w.startMs) / 1000).toFixed(1)} s at ${kind} ${value}, more than the ${MAX_ERROR_SHARE * 100}% a measurement allows: ${topError(w)}`,
+          undefined,
+        );
+        break;
+      }
       if (stable) break;
       stoppedEarly = trial < ctx.maxTrials ? ctx.stopEarly?.(summaries) : undefined;
       if (stoppedEarly) break;
@@ -306,6 +323,7 @@ export async function measureLevel(ctx: ProfileContext, kind: LevelKind, value: 
   if (failure instanceof InterruptedError) throw new InterruptedError(result("interrupted"));
   if (failure instanceof ServerGoneError)
     throw new ServerGoneError(failure.message, result("server stopped answering"));
-  if (failure instanceof AllFailingError) throw new AllFailingError(failure.message, result("every request failed"));
+  if (failure instanceof AllFailingError)
+    throw new AllFailingError(failure.message, result("too many requests failed"));
   return result()!;
 }

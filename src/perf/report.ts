@@ -30,9 +30,19 @@ export interface SweepResult {
   finishedAt: string;
   levels: LevelResult[];
   /** A stateful model: its requests went as sequences of this many (+/- the variation). */
-  sequence?: { length: number; variationPct: number; rateSequences?: number };
+  sequence?: { length: number; variationPct: number; rateSequences?: number; iterative?: boolean };
   /** A decoupled model: the stream its requests went over; its levels carry `stream`. */
   streaming?: "ModelStreamInfer" | "generate_stream";
+  /**
+   * Whose model it was: the model repository of the `up` run measured (its folder), or the server
+   * given with -u. History compares a run only with earlier ones of the same repository.
+   */
+  repository?: string;
+  /**
+   * What the requests carried: `random`, `zero` or the --input-data file, with the --shape sizes
+   * and --request-parameter values; history compares only runs that sent the same.
+   */
+  inputs?: string;
   /** Why the sweep ended before its last level, when it did. */
   stopped?: { reason: "interrupted" | "server-gone" | "failing" | "variant"; message: string; hint?: string };
 }
@@ -217,6 +227,14 @@ export function describeClientServerGap(sweep: SweepResult, rule: GapRule = CLIE
     gaps.length === sweep.levels.length
       ? `at every ${sweep.kind} level`
       : `${sweep.kind} ${gaps.map((g) => g.l.value).join(", ")}`;
+  // A decoupled model's request lasts until its final response, which its own thread may send
+  // long after execute returned (waiting between responses, say); Triton counts only execute.
+  if (sweep.streaming)
+    return (
+      `note: a streamed request lasts until its final response (${levels}; at ${worst.l.value}: ` +
+      `Avg ${ms(worst.l.latency.avgUs)} ms), while Triton's time per request (Server ${ms(worst.server)} ms) counts only the model's execute calls: ` +
+      `the other ${ms(worst.gap)} ms include the time the model takes between its responses (see time to first response and inter-response latency), not only the client and the network`
+    );
   return (
     `note: client latency is well above the server's time per request (${levels}; at ${worst.l.value}: ` +
     `Avg ${ms(worst.l.latency.avgUs)} ms, Server ${ms(worst.server)} ms): the other ${ms(worst.gap)} ms are the client and the network, not the model`

@@ -69,6 +69,8 @@ export interface PerfOptions {
   inputData: InputDataSource;
   stringLength: number;
   priority?: number;
+  /** `--request-parameter`: parameters sent with every request, the probe's included. */
+  requestParameters?: Record<string, ParameterValue>;
   /** Triton's per-request `timeout` parameter, in microseconds. */
   timeoutUs?: number;
   compare?: CompareSpec;
@@ -282,10 +284,11 @@ function planStream(
   metadata: ModelMetadata,
   config: ModelConfigSummary,
   payloads: RawTensor[][],
+  parameters?: Record<string, ParameterValue>,
 ): StreamPlan {
   if (t.protocol === "grpc") return { via: "ModelStreamInfer", endpoint: t.endpoint };
   // generate_stream carries no sequence fields: a stateful decoupled model streams over gRPC.
-  const bodies = config.sequence_batching ? undefined : generateBodies(metadata, config, payloads);
+  const bodies = config.sequence_batching ? undefined : generateBodies(metadata, config, payloads, parameters);
   if (bodies) return { via: "generate_stream", endpoint: t.endpoint, bodies };
   if (t.grpcEndpoint) return { via: "ModelStreamInfer", endpoint: t.grpcEndpoint };
   if (config.sequence_batching)
@@ -337,7 +340,22 @@ async function prepareModel(
           hint: "Leave out -b (batch size 1): the batches Triton forms of several sequences are what its batch column shows.",
         },
       );
-    sequence = sequenceSettings(o, typeof data === "object" ? data.steps.length : 0);
+    if (config.sequence_batching.iterative_sequence) {
+      if (o.sequence?.length !== undefined || o.sequence?.variationPct !== undefined)
+        progress?.(
+          `${served} is an iterative-sequence model: each request is a whole sequence, so --sequence-length and --sequence-length-variation are not used`,
+        );
+      if (o.engine === "perf_analyzer")
+        throw new UsageError(
+          `${served} is an iterative-sequence model (sequence_batching { iterative_sequence: true }), which perf_analyzer cannot drive: it sends END on a sequence's last request, and Triton then refuses the request the model reschedules`,
+          {
+            hint: "Measure it with the built-in generator (leave out --engine perf_analyzer): each request starts its own sequence.",
+          },
+        );
+    }
+    sequence = config.sequence_batching.iterative_sequence
+      ? { ...SEQUENCE_DEFAULTS, ...o.sequence, length: 1, variationPct: 0, iterative: true }
+      : sequenceSettings(o, typeof data === "object" ? data.steps.length : 0);
     // Before anything is measured: a level needing more ids than the range holds would fail midway.
     const open = o.kind === "concurrency" ? Math.max(...o.levels) : sequence.rateSequences;
     checkSequenceIds(open, new SequenceIds(sequence).capacity);
@@ -347,13 +365,17 @@ async function prepareModel(
     config,
     composing,
     payloads,
-    ...(config.decoupled ? { stream: planStream(t, served, metadata, config, payloads) } : {}),
+    ...(config.decoupled
+      ? { stream: planStream(t, served, metadata, config, payloads, requestParameters(o, true)) }
+      : {}),
     ...(sequence ? { sequence } : {}),
   };
 }
 
-function requestParameters(o: PerfOptions): Record<string, ParameterValue> | undefined {
-  const p: Record<string, ParameterValue> = {};
+/** The parameters of every request; `scheduling`: with priority and timeout (the probe goes without). */
+function requestParameters(o: PerfOptions, scheduling: boolean): Record<string, ParameterValue> | undefined {
+  const p: Record<string, ParameterValue> = { ...o.requestParameters };
+  if (!scheduling) return Object.keys(p).length ? p : undefined;
   if (o.priority !== undefined) p.priority = o.priority;
   if (o.timeoutUs !== undefined) p.timeout = o.timeoutUs;
   return Object.keys(p).length ? p : undefined;
@@ -367,7 +389,7 @@ function transportFactory(
   withParameters = true,
   extras: { sharedMemory?: ShmTensorRef[][]; stream?: StreamPlan } = {},
 ): (maxConnections: number) => InferTransport {
-  const parameters = withParameters ? requestParameters(o) : undefined;
+  const parameters = requestParameters(o, withParameters);
   return (maxConnections) => {
     const opts = {
       model: served,
@@ -386,17 +408,48 @@ function transportFactory(
   };
 }
 
-async function probe(make: (n: number) => InferTransport, served: string, ids?: SequenceIds): Promise<void> {
+/**
+ * What to do about a first request that failed, from what the model said. A model that looked up
+ * a key none of its inputs is named (a KeyError in python) reads a request parameter: inputs are
+ * not what it lacks.
+ */
+export function probeHint(message: string, inputs: readonly string[], stateful = false): string {
+  // A stateful model that refuses the sequence's flags says so with the flags' names.
+  if (stateful && /\b(START|END|flags?|sequence)\b/.test(message) && !inputs.some((i) => message.includes(i)))
+    return "The model refused the request's sequence flags, not its inputs: perf starts each sequence with a request carrying START alone, continues it, and ends it with END (--sequence-length N requests per sequence, START and END together only when N is 1); check what the model expects of them.";
+  const key = /KeyError: ['"]([^'"]+)['"]/.exec(message)?.[1];
+  if (key !== undefined && !inputs.includes(key))
+    return `The model looked up '${key}', which is none of its inputs (${inputs.join(", ") || "none"}): if it reads request parameters (request.parameters()), send it with --request-parameter ${key}:VALUE:TYPE (TYPE string, int or bool).`;
+  return "Give inputs the model accepts with --input-data FILE.json (perf_analyzer's format) or --shape NAME:d1,d2.";
+}
+
+/**
+ * The first request, which checks the data before anything is measured. A stateful model takes
+ * no request outside a sequence: the probe is a sequence's first step (START alone, as a model
+ * that checks `flags == START` wants it), then its END, unless sequences are one request long
+ * (START and END together). An iterative one's request is its whole sequence, never ended by us.
+ */
+async function probe(
+  make: (n: number) => InferTransport,
+  served: string,
+  inputs: readonly string[],
+  sequence?: { ids: SequenceIds; settings: SequenceSettings },
+): Promise<void> {
   const tr = make(1);
   try {
-    // A stateful model takes no request outside a sequence: the probe is one of a single request.
-    await tr.probe(0, ids ? { id: ids.take(), start: true, end: true, index: 0 } : undefined);
+    if (!sequence) await tr.probe(0);
+    else {
+      const id = sequence.ids.take();
+      const one = sequence.settings.length === 1 && !sequence.settings.iterative;
+      await tr.probe(0, { id, start: true, end: one, index: 0 });
+      if (!one && !sequence.settings.iterative) await tr.probe(1, { id, start: false, end: true, index: 1 });
+    }
   } catch (err) {
     if (err instanceof InferFailedError) {
       throw new UserError(`the first request to ${served} failed: ${err.message}`, {
         hint: err.connection
           ? "Is the server still running? See `triton-dev status`."
-          : "Give inputs the model accepts with --input-data FILE.json (perf_analyzer's format) or --shape NAME:d1,d2.",
+          : probeHint(err.message, inputs, sequence !== undefined),
       });
     }
     throw err;
@@ -425,7 +478,8 @@ async function sweepBuiltin(
         ...(setup.stream ? { stream: setup.stream } : {}),
       }),
       served,
-      ids,
+      setup.metadata.inputs.map((i) => i.name),
+      setup.sequence && ids ? { ids, settings: setup.sequence } : undefined,
     );
   } catch (err) {
     // generate_stream was chosen from the model's metadata; the server has the last word, and
@@ -442,7 +496,8 @@ async function sweepBuiltin(
         ...(setup.stream ? { stream: setup.stream } : {}),
       }),
       served,
-      ids,
+      setup.metadata.inputs.map((i) => i.name),
+      setup.sequence && ids ? { ids, settings: setup.sequence } : undefined,
     );
   }
   const make = transportFactory(t, served, setup.payloads, o, true, {
@@ -535,6 +590,7 @@ async function sweepPerfAnalyzer(
       stringLength: o.stringLength,
       ...(o.sharedMemory ? { sharedMemory: o.sharedMemory } : {}),
       ...(setup.sequence ? { sequence: setup.sequence } : {}),
+      ...(o.requestParameters ? { requestParameters: o.requestParameters } : {}),
       ...(o.version ? { version: o.version } : {}),
       env: deps.env,
       ...(deps.signal ? { signal: deps.signal } : {}),
@@ -575,6 +631,18 @@ function streamFields(
   };
 }
 
+/** What a run's requests carried, as history tells runs apart: the data, the sizes, the parameters. */
+export function describeInputs(o: Pick<PerfOptions, "inputData" | "shapes" | "requestParameters">): string {
+  const data = typeof o.inputData === "object" ? `--input-data ${o.inputData.file}` : `${o.inputData} data`;
+  const shapes = Object.entries(o.shapes)
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([n, d]) => `--shape ${n}:${d.join(",")}`);
+  const params = Object.entries(o.requestParameters ?? {})
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([n, v]) => `--request-parameter ${n}:${String(v)}`);
+  return [data, ...shapes, ...params].join(" ");
+}
+
 function newSweep(
   o: PerfOptions,
   t: Target,
@@ -587,6 +655,8 @@ function newSweep(
   return {
     model: o.model,
     servedModel: served,
+    repository: t.state ? t.state.modelsDir : `server ${t.endpoint}`,
+    inputs: describeInputs(o),
     ...(o.version ? { version: o.version } : {}),
     ...(label ? { label } : {}),
     engine: o.engine,
@@ -601,6 +671,7 @@ function newSweep(
             length: sequence.length,
             variationPct: sequence.variationPct,
             ...(o.kind === "rate" ? { rateSequences: sequence.rateSequences } : {}),
+            ...(sequence.iterative ? { iterative: true } : {}),
           },
         }
       : {}),
@@ -767,7 +838,8 @@ export async function runPerf(o: PerfOptions, deps: PerfDeps): Promise<PerfRepor
       (deps.signal?.aborted ? { reason: "interrupted" as const, message: "interrupted (Ctrl-C)" } : undefined);
     if (stopped) report.stopped = stopped;
     if (sweeps.length > 1) report.comparison = compareSweeps(sweeps);
-    if (o.keepHistory && sweeps.some((s) => s.levels.length > 0)) {
+    // A run whose requests failed measured no model: it is neither kept nor compared.
+    if (o.keepHistory && stopped?.reason !== "failing" && sweeps.some((s) => s.levels.length > 0)) {
       const root = historyRoot(resolvePaths(deps.env).stateDir);
       if (!o.compare && sweeps[0]) {
         const prev = await previousComparable(root, sweeps[0]);

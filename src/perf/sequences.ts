@@ -17,6 +17,14 @@ export interface SequenceSettings {
   idEnd?: number;
   /** Open loop: sequences open at once (closed loop: one per request in flight). */
   rateSequences: number;
+  /**
+   * `sequence_batching { iterative_sequence: true }`: each request is a whole sequence, which the
+   * model iterates by rescheduling it (one response per iteration, for a decoupled model). So every
+   * request starts a sequence with a fresh id and none carries END: Triton ends an iterative
+   * sequence when the model releases its request, and refuses the rescheduled request of one a
+   * client ended ("must specify the START flag"), leaving it unanswered.
+   */
+  iterative?: boolean;
 }
 
 export const SEQUENCE_DEFAULTS: SequenceSettings = { length: 20, variationPct: 20, idStart: 1, rateSequences: 4 };
@@ -126,7 +134,7 @@ export class SequencePool {
     // a free one, as the pool holds no more sequences than the range has ids).
     let id = this.ids.take();
     while (this.all.has(id)) id = this.ids.take();
-    const s: Sequence = { id, length: Math.max(1, drawn), sent: 0, busy: false };
+    const s: Sequence = { id, length: this.settings.iterative ? 1 : Math.max(1, drawn), sent: 0, busy: false };
     this.all.set(id, s);
     return s;
   }
@@ -151,7 +159,12 @@ export class SequencePool {
       return { id: s.id, start: false, end: true, index: s.sent };
     }
     s.busy = true;
-    const step = { id: s.id, start: s.sent === 0, end: s.sent === s.length - 1, index: s.sent };
+    const step = {
+      id: s.id,
+      start: s.sent === 0,
+      end: !this.settings.iterative && s.sent === s.length - 1,
+      index: s.sent,
+    };
     s.sent++;
     return step;
   }
@@ -166,10 +179,12 @@ export class SequencePool {
     s.busy = false;
     if (this.closed) {
       this.all.delete(s.id);
-      return ok && !step.end ? { id: s.id, start: false, end: true, index: s.sent } : undefined;
+      return ok && !step.end && !this.settings.iterative
+        ? { id: s.id, start: false, end: true, index: s.sent }
+        : undefined;
     }
     let next = s;
-    if (step.end || !ok) {
+    if (step.end || !ok || this.settings.iterative) {
       // A failed request leaves the server's view of its sequence unknown: it is not continued.
       this.all.delete(s.id);
       next = this.fresh();
@@ -194,15 +209,17 @@ export class SequencePool {
     for (const w of this.waiters.splice(0)) w(undefined);
     const idle = [...this.all.values()].filter((s) => !s.busy);
     for (const s of idle) this.all.delete(s.id);
+    if (this.settings.iterative) return [];
     return idle.filter((s) => s.sent > 0).map((s) => ({ id: s.id, start: false, end: true, index: s.sent }));
   }
 }
 
 /** "20 +/- 20% requests, one per request in flight" (closed loop) or "..., 4 open at once" (open loop). */
 export function describeSequences(
-  s: Pick<SequenceSettings, "length" | "variationPct"> & { rateSequences?: number },
+  s: Pick<SequenceSettings, "length" | "variationPct" | "iterative"> & { rateSequences?: number },
   kind: "concurrency" | "rate",
 ): string {
+  if (s.iterative) return "one request each (an iterative sequence: START on each request, the model iterates it)";
   const length = s.variationPct > 0 ? `${s.length} +/- ${s.variationPct}%` : `${s.length}`;
   const open =
     kind === "rate"

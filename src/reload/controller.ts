@@ -384,7 +384,9 @@ export class ReloadController {
     }
 
     const lint = await lintModel(this.o.modelsDir, model, this.lintOptions);
-    const errors = lint.diagnostics.filter((d) => d.severity === "error");
+    // A KIND_GPU model on a server without a GPU (a warning, as in `lint`) is not staged either:
+    // Triton would refuse it.
+    const errors = lint.diagnostics.filter((d) => d.severity === "error" || d.code === "gpu-unavailable");
     if (errors.length > 0) {
       phase("refused", {
         diagnostics: errors,

@@ -26,8 +26,9 @@ const log = rootLog.child("stage");
 
 /**
  * A model that cannot be copied into a snapshot: what the model-file rule refuses
- * (repo/model-files.ts: a link to nothing, back into its own folder or to a folder outside it, a
- * FIFO or device, a model over the limits), a name too long, a full disk. It is that model's
+ * (repo/model-files.ts: a link to nothing, back into a folder holding the model or to a folder
+ * outside its repository, a FIFO or device, a model over the limits), a name too long, a full
+ * disk. It is that model's
  * problem (reported in the user's path), never the whole `up`'s.
  */
 export class StagingError extends UserError {

@@ -82,7 +82,10 @@ interface Pending {
  * `followSymlinks: false`), so a link to /usr or /dev/zero in a model costs a stat, never a walk
  * or a read, and a link that comes to point elsewhere is itself a change. A model folder that is
  * a link to a directory is watched where it leads (a second watch root, reported under the
- * model's name), unless that folder is over the rule's limits. Other entries (a README, a link
+ * model's name), unless that folder is over the rule's limits; so is a folder a link inside the
+ * model leads to elsewhere in the repository (a generated workspace's `1/tokenizer ->
+ * ../../tokenizer`), under every model that links it: the walker's rule bounds what is followed,
+ * and the walk is redone after each settled change of the model. Other entries (a README, a link
  * to a file or to nothing) are not models, and changes to them are not reported, unless they
  * were a model folder until then: that is a removal. Depth is bounded by the rule's limit.
  */
@@ -96,8 +99,11 @@ export class RepositoryWatcher implements ModelWatcher {
   private readonly inodes = new Map<string, number>();
   /** The repository as watched: its real path (chokidar follows no link, the root's included). */
   private realRoot: string;
-  /** Model folders that are links, and the real folder each is watched at. */
-  private readonly linked = new Map<string, string>();
+  /**
+   * Folders outside the models folder watched for a model, by their real path: where a model
+   * folder that is a link leads (first), and the folders its links lead to elsewhere.
+   */
+  private readonly linked = new Map<string, string[]>();
   private readonly settleMs: number;
   private readonly completeSettleMs: number;
   private readonly maxWaitMs: number;
@@ -160,17 +166,15 @@ export class RepositoryWatcher implements ModelWatcher {
     );
     const roots = [this.realRoot];
     for (const m of models) {
-      const target = await this.linkTarget(m);
-      if (!target) continue;
-      if (!this.isWatched(target)) roots.push(target);
-      this.linked.set(m, target);
+      const targets = await this.scan(m);
+      for (const t of targets) if (!this.isWatched(t) && !roots.includes(t)) roots.push(t);
+      if (targets.length) this.linked.set(m, targets);
     }
     // Closed while the links were read: chokidar's add() on a closed watcher opens it again, and
     // its handles would keep the process alive after the stop.
     if (this.closed) return;
     // One add, so that "ready" waits for every root's first scan.
     w.add(roots);
-    await Promise.all(models.map((m) => this.recordInodes(m)));
     // A watcher closed during its first scan never says "ready".
     await Promise.race([ready, this.closedNow]);
   }
@@ -184,64 +188,66 @@ export class RepositoryWatcher implements ModelWatcher {
     const out: Array<{ model: string; ignored: boolean }> = [];
     const rel = path.relative(this.realRoot, p);
     if (rel !== "" && isInside(rel)) out.push({ model: rel.split(path.sep)[0]!, ignored: isIgnoredPath(rel) });
-    for (const [model, target] of this.linked) {
-      const r = path.relative(target, p);
-      if (isInside(r)) out.push({ model, ignored: r !== "" && isIgnoredPath(r) });
+    for (const [model, targets] of this.linked) {
+      for (const target of targets) {
+        const r = path.relative(target, p);
+        if (!isInside(r) || out.some((o) => o.model === model)) continue;
+        out.push({ model, ignored: r !== "" && isIgnoredPath(r) });
+        break;
+      }
     }
     return out;
   }
 
   /**
-   * Where the model folder `model` leads when it is a link to a folder that may be watched: a
-   * folder over the model-file rule's limits is not (lint and staging refuse the model and say why).
+   * The folders outside the models folder to watch for `model`, walked by the model-file rule:
+   * where the model folder leads when it is a link, then the folders its links lead to elsewhere
+   * in the repository. A model over the rule's limits gets none (lint and staging refuse it and
+   * say why). Records the inodes of the files found, so that the first save of each is recognised.
    */
-  private async linkTarget(model: string): Promise<string | undefined> {
+  private async scan(model: string): Promise<string[]> {
     const link = path.join(this.realRoot, model);
     const isLink = await fsp.lstat(link).then(
       (s) => s.isSymbolicLink(),
       () => false,
     );
-    if (!isLink || !(await isModelDir(this.realRoot, model))) return undefined;
-    const target = await fsp.realpath(link).catch(() => undefined);
-    if (!target || this.isWatched(target)) return target;
+    if (!(await isModelDir(this.realRoot, model))) return [];
+    const dir = isLink ? await fsp.realpath(link).catch(() => undefined) : link;
+    if (!dir) return [];
+    let files;
     try {
-      await listModelFiles(target, model, { limits: this.limits, problems: [] });
+      files = await listModelFiles(dir, model, { limits: this.limits, problems: [], repository: this.realRoot });
     } catch (err) {
-      log.warn("not watching a linked model folder over the limits", { model, target, error: String(err) });
-      return undefined;
+      if (isLink) log.warn("not watching a linked model folder over the limits", { model, dir, error: String(err) });
+      return [];
     }
-    return target;
+    const targets = isLink ? [dir] : [];
+    const within = (p: string) =>
+      isInside(path.relative(this.realRoot, p)) || targets.some((t) => isInside(path.relative(t, p)));
+    for (const f of files)
+      if (f.kind === "dir" && f.outside && !targets.some((t) => isInside(path.relative(t, f.real))))
+        targets.push(f.real);
+    // The paths chokidar reports: real ones (it follows no link).
+    for (const f of files) if (f.kind === "file" && within(f.real)) this.inodes.set(f.real, f.ino);
+    return targets;
   }
 
-  /** Watch where the model folder `model` leads now, and no longer where it led before. */
+  /** Watch the folders `model` leads to now, and no longer those it led to before. */
   private async follow(model: string): Promise<void> {
-    const before = this.linked.get(model);
+    const before = this.linked.get(model) ?? [];
     this.linked.delete(model);
-    const target = await this.linkTarget(model);
-    if (before === target) {
-      if (target) this.linked.set(model, target);
-      return;
-    }
-    if (before && !this.isWatched(before)) this.watcher?.unwatch(before);
-    if (!target) return;
-    if (!this.isWatched(target)) this.watcher?.add(target);
-    this.linked.set(model, target);
+    const after = await this.scan(model);
+    for (const t of after) if (!before.includes(t) && !this.isWatched(t)) this.watcher?.add(t);
+    if (after.length) this.linked.set(model, after);
+    for (const t of before) if (!after.includes(t) && !this.isWatched(t)) this.watcher?.unwatch(t);
   }
 
-  /** Whether `dir` is watched already: in the models folder, or where another linked model leads. */
+  /** Whether `dir` is watched already: in the models folder, or where a model's links lead. */
   private isWatched(dir: string): boolean {
     return (
       isInside(path.relative(this.realRoot, dir)) ||
-      [...this.linked.values()].some((t) => isInside(path.relative(t, dir)))
+      [...this.linked.values()].some((ts) => ts.some((t) => isInside(path.relative(t, dir))))
     );
-  }
-
-  /** The inodes of the model's files already there, so that the first save of each is recognised too. */
-  private async recordInodes(model: string): Promise<void> {
-    const dir = this.linked.get(model) ?? path.join(this.realRoot, model);
-    const files = await listModelFiles(dir, model, { limits: this.limits, problems: [] }).catch(() => []);
-    // The paths chokidar reports: those reached through no link.
-    for (const f of files) if (f.kind === "file" && !f.outside) this.inodes.set(f.path, f.ino);
   }
 
   /**

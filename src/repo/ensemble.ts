@@ -85,6 +85,24 @@ export function checkEnsembleGraph(parsed: ParsedConfig, r: Reporter): void {
     return;
   }
 
+  // An ensemble that declares neither inputs nor outputs (a config that is little more than
+  // `platform: "ensemble"` and steps): one error saying what to declare, instead of every tensor
+  // of the graph reported as never produced or never used.
+  if (c.input.length === 0 && c.output.length === 0) {
+    const read = new Set(steps.flatMap((st) => Object.values(st.inputMap)));
+    const written = new Set(steps.flatMap((st) => Object.values(st.outputMap)));
+    const ins = [...read].filter((t) => !written.has(t));
+    const outs = [...written].filter((t) => !read.has(t));
+    const list = (names: string[], what: string) => (names.length ? `${what} (${names.join(", ")})` : "");
+    r.error(
+      "ensemble-no-io",
+      "ensemble_scheduling",
+      "the ensemble declares no input and no output: Triton needs both to know what a request carries and what it returns",
+      `Declare input [ ... ] and output [ ... ] with name, data_type and dims as the composing models have them: ${[list(ins, "inputs for the tensors no step writes"), list(outs, "outputs for those no step reads")].filter(Boolean).join(", and ") || "name the tensors the steps read first and write last"}.`,
+    );
+    return;
+  }
+
   const tensors = new Map<string, TensorInfo>();
   const tensor = (name: string): TensorInfo => {
     let t = tensors.get(name);

@@ -2,6 +2,7 @@ import type { Stats } from "node:fs";
 import fs from "node:fs";
 import { createHash } from "node:crypto";
 import fsp from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
 import { UserError, explainFsError } from "../errors.js";
 import { isIgnoredEntry } from "./layout.js";
@@ -12,7 +13,10 @@ import { isIgnoredEntry } from "./layout.js";
  *
  * - files and folders are taken as they are; editor litter, caches and dotfiles are skipped;
  * - a symbolic link is followed. A link to a file may point anywhere (weights kept elsewhere);
- *   a link to a folder only inside the model's own folder, and never to a folder it is inside of;
+ *   a link to a folder only inside the model's repository (`linkRoots`: the repository folder
+ *   holding the model, and the folder the model folder really is in when it is itself a link, as
+ *   in generated workspaces like lmdeploy's `model_repository/m -> ../triton_models/m` with
+ *   `1/tokenizer -> ../../tokenizer`), and never to a folder it is inside of;
  * - FIFOs, sockets and devices are refused, directly or through a link, and never opened;
  * - a model holds at most `maxDepth` folder levels, `maxEntries` files and folders and `maxBytes`
  *   bytes (every save copies all of it).
@@ -81,14 +85,37 @@ export interface ModelEntry {
   /** Bytes, for a file. */
   size: number;
   ino: number;
-  /** A file reached through a link that leads out of the model folder (not watched). */
+  /**
+   * Reached through a link that leads out of the model folder: a file linked from anywhere, or
+   * what is in a linked folder elsewhere in the repository (the watcher watches `real` for those).
+   */
   outside: boolean;
+  /** Where it really is, every link resolved. */
+  real: string;
 }
 
 const FILE_KIND_HINT =
   "A model folder holds files, folders and symbolic links to them; replace it with a regular file, or remove it.";
 const FOLDER_LINK_HINT =
-  "A link in a model folder may point at a file anywhere, but at a folder only inside the same model folder (triton-dev copies and watches nothing else): move the folder into the model folder, link its files one by one, or make the model folder itself the link (models/NAME -> the folder).";
+  "A link in a model folder may point at a file anywhere, but at a folder only inside the model's repository (the folder you pass with --models, or the folder a linked model folder really is in; triton-dev copies and watches nothing else): move the folder into the repository, link its files one by one, or make the model folder itself the link (models/NAME -> the folder).";
+
+/**
+ * The folders a link to a folder in the model `dir` may lead into: the repository holding it
+ * (`repository`, by default the folder `dir` is in) and, when the model folder is itself a link,
+ * the folder it really is in. A generated workspace (lmdeploy's `model_repository/m ->
+ * ../triton_models/m`, whose `1/tokenizer -> ../../tokenizer`) is served as Triton serves it.
+ * The filesystem's root, a top-level folder (`/usr`, `/home`) and the home folder itself are
+ * never a repository here: a link into them would make every folder of the machine fair game.
+ */
+export async function linkRoots(dir: string, repository = path.dirname(path.resolve(dir))): Promise<string[]> {
+  const roots = new Set<string>();
+  const repoReal = await fsp.realpath(repository).catch(() => path.resolve(repository));
+  roots.add(repoReal);
+  const modelReal = await fsp.realpath(dir).catch(() => undefined);
+  if (modelReal) roots.add(path.dirname(modelReal));
+  const home = path.resolve(os.homedir());
+  return [...roots].filter((r) => r.split(path.sep).filter(Boolean).length >= 2 && r !== home);
+}
 
 function specialKind(st: Stats): string {
   if (st.isFIFO()) return "a FIFO";
@@ -107,6 +134,8 @@ const bytesText = (n: number) => (n >= GiB ? `${+(n / GiB).toFixed(1)} GiB` : `$
 
 export interface WalkOptions {
   limits?: ModelFileLimits;
+  /** The model's repository, for `linkRoots` (default: the folder the model folder is in). */
+  repository?: string;
   /**
    * Collect what is wrong with single files here and go on without them (lint reports them all);
    * without it the first one is thrown. A model over a limit is always thrown.
@@ -139,6 +168,7 @@ export async function listModelFiles(dir: string, model: string, options: WalkOp
     fsProblem(dir, err, await isLink(dir));
     return [];
   }
+  const roots = await linkRoots(dir, options.repository);
   const out: ModelEntry[] = [];
   let bytes = 0;
   // Real paths of the folders being walked, to refuse a link back into one of them.
@@ -171,7 +201,6 @@ export async function listModelFiles(dir: string, model: string, options: WalkOp
         continue;
       }
       let realPath = path.join(real, name);
-      let outside = false;
       if (st.isSymbolicLink()) {
         const target = await fsp.readlink(p).catch(() => "?");
         try {
@@ -190,8 +219,7 @@ export async function listModelFiles(dir: string, model: string, options: WalkOp
           } else fsProblem(p, err, true);
           continue;
         }
-        outside = !isInside(realPath, root);
-        if (st.isDirectory() && ancestors.includes(realPath)) {
+        if (st.isDirectory() && (ancestors.includes(realPath) || isInside(root, realPath))) {
           problem(
             p,
             "link-loop",
@@ -200,11 +228,11 @@ export async function listModelFiles(dir: string, model: string, options: WalkOp
           );
           continue;
         }
-        if (st.isDirectory() && outside) {
+        if (st.isDirectory() && !isInside(realPath, root) && !roots.some((r) => isInside(realPath, r))) {
           problem(
             p,
             "link-outside",
-            `is a symbolic link to ${realPath}, a folder outside the model folder ${root}`,
+            `is a symbolic link to ${realPath}, a folder outside the model's repository (${roots.join(" or ") || root})`,
             FOLDER_LINK_HINT,
           );
           continue;
@@ -219,6 +247,7 @@ export async function listModelFiles(dir: string, model: string, options: WalkOp
           continue;
         }
       }
+      const outside = !isInside(realPath, root);
       if (st.isDirectory()) {
         if (depth + 1 > limits.maxDepth) {
           problem(
@@ -228,7 +257,7 @@ export async function listModelFiles(dir: string, model: string, options: WalkOp
             `triton-dev copies at most ${limits.maxDepth} folder levels of a model: flatten the folders, or check that a link does not pull in a deep tree.`,
           );
         }
-        out.push({ rel: r, path: p, kind: "dir", size: 0, ino: st.ino, outside: false });
+        out.push({ rel: r, path: p, kind: "dir", size: 0, ino: st.ino, outside, real: realPath });
         ancestors.push(realPath);
         await walk(p, realPath, r, depth + 1);
         ancestors.pop();
@@ -242,7 +271,7 @@ export async function listModelFiles(dir: string, model: string, options: WalkOp
             `triton-dev copies every file of a model on every save and takes at most ${bytesText(limits.maxBytes)}: keep large data outside the model folder and open it by its absolute path.`,
           );
         }
-        out.push({ rel: r, path: p, kind: "file", size: st.size, ino: st.ino, outside });
+        out.push({ rel: r, path: p, kind: "file", size: st.size, ino: st.ino, outside, real: realPath });
       } else {
         problem(p, "special-file", `is ${specialKind(st)}, not a file Triton can read`, FILE_KIND_HINT);
       }

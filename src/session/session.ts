@@ -114,7 +114,9 @@ export function lintOptionsFor(runtime: RuntimeKind, gpus: number | undefined, a
   return {
     runtime,
     gpuAvailable: gpus === undefined ? true : gpus > 0,
-    gpuMissingSeverity: "error",
+    // One severity with `lint`: a config asking for a GPU is no mistake, it is for another
+    // machine. `up` skips the model with the reason; the watcher does not stage its edits.
+    gpuMissingSeverity: "warning",
     ...(autoComplete !== undefined ? { autoComplete } : {}),
     // Triton runs the models' code as it loads them, auto_complete_config included: checking it first adds nothing.
     completer: sharedConfigCompleter(),
@@ -183,8 +185,8 @@ interface StagedRepository {
 /**
  * Step 3b. Lint, then stage what passes. Only models that pass lint are staged: Triton would refuse
  * the others anyway, with the reason buried in its log; they load as soon as a fixed version is
- * saved. At `up` a KIND_GPU model on a server without a GPU is an error (lint alone only warns):
- * it is skipped with the reason, so a repository stays usable on a laptop.
+ * saved. A KIND_GPU model on a server without a GPU is a warning, as in `lint`: it is skipped with
+ * the reason, so a repository stays usable on a laptop.
  */
 async function lintAndStage(
   runtime: RuntimeKind,
@@ -200,9 +202,10 @@ async function lintAndStage(
   const notServed: StagedRepository["notServed"] = [];
   for (const m of lint.models) {
     const errors = m.diagnostics.filter((d) => d.severity === "error");
-    if (errors.length && errors.every((d) => d.code === "gpu-unavailable")) {
+    const gpu = m.diagnostics.filter((d) => d.code === "gpu-unavailable");
+    if (gpu.length && !errors.length) {
       skipped.add(m.name);
-      bus.emit({ type: "skipped", model: m.name, reason: plan.gpuSkipReason, diagnostics: errors });
+      bus.emit({ type: "skipped", model: m.name, reason: plan.gpuSkipReason, diagnostics: gpu });
       notServed.push({ model: m.name, why: "skipped", reason: plan.gpuSkipReason });
       continue;
     }

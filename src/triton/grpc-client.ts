@@ -64,7 +64,14 @@ export interface ModelConfigSummary {
   /** model_transaction_policy.decoupled: responses come only over a stream, any number per request. */
   decoupled?: boolean;
   /** A stateful model: every request names its sequence (id, start and end flags). */
-  sequence_batching?: { max_sequence_idle_microseconds: number };
+  sequence_batching?: {
+    max_sequence_idle_microseconds: number;
+    /**
+     * An iterative sequence: one request is the whole sequence, which the model reschedules until
+     * it is done (START on it, never END: Triton refuses the rescheduled request of an ended one).
+     */
+    iterative_sequence?: boolean;
+  };
   /** The config's inputs, for what metadata does not say: which ones a request may leave out. */
   input?: Array<{ name: string; optional: boolean }>;
 }
@@ -223,6 +230,7 @@ export class TritonGrpcClient {
         ? {
             sequence_batching: {
               max_sequence_idle_microseconds: Number(c.sequenceBatching.maxSequenceIdleMicroseconds),
+              ...(c.sequenceBatching.iterativeSequence ? { iterative_sequence: true } : {}),
             },
           }
         : {}),

@@ -12,6 +12,8 @@ import { UsageError, UserError } from "../errors.js";
 import { log } from "../log/logger.js";
 import { HttpControl } from "../perf/control.js";
 import type { LevelResult } from "../perf/profile.js";
+import { InputDataError } from "../perf/input-data.js";
+import { MissingShapesError, type InputDataSource } from "../perf/inputs.js";
 import { runPerf, type PerfOptions } from "../perf/run.js";
 import type { Protocol } from "../perf/transport.js";
 import {
@@ -73,6 +75,12 @@ const tlog = log.child("tune");
 export interface TuneOptions {
   model: string;
   protocol: Protocol;
+  /** perf's --shape: the dimensions of inputs with -1 in their shape. */
+  shapes?: Record<string, number[]>;
+  /** perf's --input-data. */
+  inputData?: InputDataSource;
+  /** perf's --request-parameter. */
+  requestParameters?: Record<string, string | number | boolean>;
   objective: Objective;
   concurrency: number | "auto";
   /** Wall-clock budget of the search, in milliseconds. */
@@ -304,8 +312,9 @@ export async function runTune(o: TuneOptions, deps: TuneDeps): Promise<TuneRepor
     stabilityPct: o.stabilityPct,
     maxTrials: o.maxTrials,
     batchSize: 1,
-    shapes: {},
-    inputData: "random",
+    shapes: o.shapes ?? {},
+    inputData: o.inputData ?? "random",
+    ...(o.requestParameters ? { requestParameters: o.requestParameters } : {}),
     stringLength: 128,
     engine: "builtin",
     maxInFlight: 256,
@@ -425,6 +434,9 @@ export async function runTune(o: TuneOptions, deps: TuneDeps): Promise<TuneRepor
       const why = budgetViolation(measured, o.objective);
       return { status: why ? "over-budget" : "ok", ...(why ? { why } : {}), measured, elapsedMs: now() - t0 };
     } catch (err) {
+      // Inputs the flags do not size, or a data file that does not fit, fail every candidate
+      // alike: said once, with what to pass, rather than as "no candidate could be measured".
+      if (err instanceof MissingShapesError || err instanceof InputDataError) throw err;
       // A candidate the server cannot measure is recorded with why; the search goes on.
       if (!(err instanceof UserError)) throw err;
       return failed(err.message);

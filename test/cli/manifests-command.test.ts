@@ -330,3 +330,54 @@ describe("triton-dev manifests --models", () => {
     expect(missing.stderr).toContain("is not a folder");
   });
 });
+
+describe("triton-dev manifests --models: the Deployment follows the repository", () => {
+  const cpuModel = (name: string, count = 1) =>
+    pythonModel(
+      name,
+      pythonConfig(
+        name,
+        `input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]\noutput [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]\ninstance_group [ { count: ${count} kind: KIND_CPU } ]\n`,
+      ),
+    );
+
+  it("asks for no GPU when every model is KIND_CPU, requests CPU and memory, and names models with requirements.txt", async () => {
+    const repo = await tempRepo();
+    await writeFiles(repo, { ...cpuModel("a", 2), ...cpuModel("b"), "b/requirements.txt": "pillow==10.4.0\n" });
+    const r = await run(["--models", repo]);
+    expect(r.code, r.stderr).toBe(0);
+    const res = tritonOf(r).resources;
+    expect(res.limits).toBeUndefined();
+    expect(res.requests["nvidia.com/gpu"]).toBeUndefined();
+    expect(res.requests.cpu).toBe("3");
+    // Triton's 512 Mi, a 256 Mi stub per python instance, and the (small) model files.
+    expect(res.requests.memory).toBe("1281Mi");
+    expect(r.stderr).toMatch(/note: every model of .* runs on KIND_CPU: no nvidia.com\/gpu asked for/);
+    expect(r.stderr).toMatch(/note: b list packages in requirements.txt, which .* does not install/);
+    // Flags the user gives win: --gpus and --cpu/--memory (requests = limits).
+    const given = await run(["--models", repo, "--gpus", "1", "--cpu", "4", "--memory", "8Gi"]);
+    expect(tritonOf(given).resources).toEqual({
+      limits: { cpu: "4", memory: "8Gi", "nvidia.com/gpu": 1 },
+      requests: { cpu: "4", memory: "8Gi", "nvidia.com/gpu": 1 },
+    });
+    // A model without instance_group may take a GPU: the article's one GPU stays.
+    await writeFiles(repo, pythonModel("c"));
+    expect(tritonOf(await run(["--models", repo])).resources.limits).toEqual({ "nvidia.com/gpu": 1 });
+  });
+
+  it("--require-model: Ready once the named models are, one broken model not holding the pod back", async () => {
+    const r = await run(["--require-model", "a", "--require-model", "b"]);
+    expect(r.code, r.stderr).toBe(0);
+    const t = tritonOf(r);
+    expect(t.args).toContain("--strict-readiness=false");
+    expect(t.args).toContain("--exit-on-error=false");
+    expect(t.readinessProbe.exec.command.slice(0, 2)).toEqual(["python3", "-c"]);
+    expect(t.readinessProbe.exec.command.slice(3)).toEqual(["a", "b"]);
+    expect(t.readinessProbe.exec.command[2]).toContain("/v2/models/{m}/ready");
+    // Without it, ready means every model loaded (Triton's strict readiness).
+    const plain = tritonOf(await run([]));
+    expect(plain.args).not.toContain("--strict-readiness=false");
+    expect(plain.readinessProbe.httpGet.path).toBe("/v2/health/ready");
+    expect((await run(["--require-model", "a b"])).code).not.toBe(0);
+  });
+});

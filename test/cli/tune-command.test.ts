@@ -24,3 +24,44 @@ describe("tune's command line", () => {
       expect(() => (f as (v: string) => unknown)(bad), bad).toThrow(InvalidArgumentError);
   });
 });
+
+describe("tune's --shape, --input-data and --request-parameter", () => {
+  it("takes them as perf does, so a model with -1 in an input's shape can be tuned", async () => {
+    const { Command } = await import("commander");
+    const { registerTuneCommand } = await import("../../src/cli/tune-command.js");
+    const program = new Command().exitOverride();
+    const cmd = registerTuneCommand(program, {} as never);
+    // Stop before the action: only the flags are read here.
+    cmd.hook("preAction", () => {
+      throw new Error("parsed");
+    });
+    await expect(
+      program.parseAsync(
+        [
+          "tune",
+          "dynamic",
+          "--shape",
+          "X:16",
+          "--shape",
+          "Y=2x3",
+          "--input-data",
+          "zero",
+          "--request-parameter",
+          "max_tokens:4:int",
+        ],
+        { from: "user" },
+      ),
+    ).rejects.toThrow("parsed");
+    expect(cmd.opts()).toMatchObject({
+      shape: [
+        ["X", [16]],
+        ["Y", [2, 3]],
+      ],
+      inputData: "zero",
+      requestParameter: [["max_tokens", 4]],
+    });
+    await expect(program.parseAsync(["tune", "m", "--shape", "X:0"], { from: "user" })).rejects.toThrow(
+      /whole number >= 1/,
+    );
+  });
+});

@@ -110,6 +110,13 @@ describe("reports", () => {
     expect(describeClientServerGap(sweep([{ ...level(1, 1, 5000), server: undefined }]))).toBeUndefined();
   });
 
+  it("does not blame the client and the network for a streamed model's time between its responses", () => {
+    const streamed = { ...sweep([level(1, 2, 502_000)]), streaming: "ModelStreamInfer" as const };
+    const note = describeClientServerGap(streamed)!;
+    expect(note).not.toContain("are the client and the network");
+    expect(note).toContain("the time the model takes between its responses");
+  });
+
   it("draws throughput against latency with one marker per variant", () => {
     const a = sweep([level(1, 100, 1000), level(2, 180, 1100), level(4, 200, 2000)], "a");
     const b = sweep([level(1, 100, 1000), level(2, 300, 1100), level(4, 500, 1500)], "b");

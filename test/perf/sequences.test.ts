@@ -19,6 +19,25 @@ function lcg(seed: number): () => number {
 }
 
 describe("SequencePool", () => {
+  it("makes each request of an iterative-sequence model a sequence of its own: START with a fresh id, never END", async () => {
+    const pool = new SequencePool(2, { ...SEQUENCE_DEFAULTS, iterative: true }, new SequenceIds({ idStart: 1 }));
+    const got: SequenceStep[] = [];
+    for (let i = 0; i < 4; i++) {
+      const s = (await pool.acquire())!;
+      got.push(s);
+      pool.release(s, true);
+    }
+    expect(got.map((s) => [s.start, s.end, s.index])).toEqual(got.map(() => [true, false, 0]));
+    expect(new Set(got.map((s) => s.id)).size).toBe(4);
+    // Nothing to end when the level stops: the model ended each sequence with its request.
+    const open = (await pool.acquire())!;
+    expect(pool.close()).toEqual([]);
+    expect(pool.release(open, true)).toBeUndefined();
+    expect(describeSequences({ length: 1, variationPct: 0, iterative: true }, "concurrency")).toMatch(
+      /one request each \(an iterative sequence/,
+    );
+  });
+
   it("hands out each sequence's requests in order: START first, END last, one id per sequence", async () => {
     const pool = new SequencePool(
       1,

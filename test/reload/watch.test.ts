@@ -158,6 +158,48 @@ describe("RepositoryWatcher and the model-file rule", () => {
     expect(changes.map((c) => c.model)).toEqual(["linked"]);
   });
 
+  it("watches the folders a generated workspace's links lead to, under every model linking them, and follows a link repointed", async () => {
+    const ws = await tempRepo();
+    await writeFiles(ws, {
+      "triton_models/tokenizer/vocab.txt": "a b",
+      "triton_models/tokenizer2/vocab.txt": "x y",
+      "triton_models/pre/config.pbtxt": "p",
+      "triton_models/pre/1/model.py": "p",
+      "triton_models/post/config.pbtxt": "q",
+      "triton_models/post/1/model.py": "q",
+      "model_repository/plain/config.pbtxt": "r",
+      "model_repository/plain/1/model.py": "r",
+    });
+    for (const m of ["pre", "post"]) {
+      await fsp.symlink(`../triton_models/${m}`, path.join(ws, "model_repository", m));
+      await fsp.symlink("../../tokenizer", path.join(ws, "triton_models", m, "1", "tokenizer"));
+    }
+    // A model of the repository itself linking a folder beside it in the workspace's other folder.
+    await fsp.symlink("../../../triton_models/tokenizer2", path.join(ws, "model_repository", "plain", "1", "tok"));
+    const changes = await watchRepo(path.join(ws, "model_repository"));
+    await fsp.writeFile(path.join(ws, "triton_models", "tokenizer", "vocab.txt"), "a b c");
+    await until(() => changes.length >= 2);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(changes.map((c) => c.model).sort()).toEqual(["post", "pre"]);
+    changes.length = 0;
+    // plain's link leads outside its repository's own folder: refused by the rule, so not watched.
+    await fsp.writeFile(path.join(ws, "triton_models", "tokenizer2", "vocab.txt"), "x y z");
+    await new Promise((r) => setTimeout(r, 1_700));
+    expect(changes).toEqual([]);
+    // pre's link repointed at tokenizer2: a change of pre, and tokenizer2 is pre's from then on.
+    const link = path.join(ws, "triton_models", "pre", "1", "tokenizer");
+    await fsp.symlink("../../tokenizer2", `${link}.new`);
+    await fsp.rename(`${link}.new`, link);
+    await until(() => changes.length >= 1);
+    await new Promise((r) => setTimeout(r, 1_700));
+    expect(changes.map((c) => c.model)).toEqual(["pre"]);
+    changes.length = 0;
+    await fsp.writeFile(path.join(ws, "triton_models", "tokenizer2", "vocab.txt"), "x y z w");
+    await until(() => changes.length >= 1);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(changes.map((c) => c.model)).toEqual(["pre"]);
+  });
+
   it("does not watch into a linked model folder over the limits (lint and staging refuse it)", async () => {
     const repo = await tempRepo();
     const big = await tempRepo();

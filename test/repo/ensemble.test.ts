@@ -133,6 +133,28 @@ describe("the ensemble's own graph", () => {
     expectOne(diagnostics, "ensemble-warmup", posOf(cfg, "model_warmup"), "an ensemble takes no model_warmup");
   });
 
+  it("says once what to declare for an ensemble with steps but no input and no output, instead of every tensor", async () => {
+    const cfg = ensembleConfig(
+      [
+        '    { model_name: "echo" model_version: -1 input_map { key: "INPUT0" value: "RAW" } output_map { key: "OUTPUT0" value: "mid" } }',
+        '    { model_name: "echo" model_version: -1 input_map { key: "INPUT0" value: "mid" } output_map { key: "OUTPUT0" value: "SCORE" } }',
+      ],
+      { io: "" },
+    );
+    const { diagnostics } = await lintEnsemble(cfg);
+    const d = expectOne(
+      diagnostics,
+      "ensemble-no-io",
+      posOf(cfg, "ensemble_scheduling"),
+      "the ensemble declares no input and no output: Triton needs both to know what a request carries and what it returns",
+    );
+    expect(d.hint).toContain("inputs for the tensors no step writes (RAW)");
+    expect(d.hint).toContain("outputs for those no step reads (SCORE)");
+    expect(diagnostics.filter((x) => x.severity === "error").map((x) => `${x.code}: ${x.message}`)).toEqual([
+      d.code + ": " + d.message,
+    ]);
+  });
+
   it("needs steps, each complete", async () => {
     const none = ensembleConfig([]);
     expectOne(

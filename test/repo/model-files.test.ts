@@ -44,8 +44,67 @@ describe("listModelFiles", () => {
     await fsp.symlink(path.join(elsewhere, "m"), path.join(repo, "m"));
     expect(await problemOf(listModelFiles(path.join(repo, "m"), "m"))).toBe("link-loop");
     await fsp.rm(path.join(elsewhere, "m", "1", "up"));
+    // A folder beside the model where its folder really is, is in its repository: followed.
     await fsp.symlink("../../other", path.join(elsewhere, "m", "1", "other"));
+    const entries = await listModelFiles(path.join(repo, "m"), "m");
+    expect(entries.find((e) => e.rel === path.join("1", "other", "x"))).toMatchObject({
+      kind: "file",
+      outside: true,
+      real: path.join(await fsp.realpath(elsewhere), "other", "x"),
+    });
+    // Nothing else outside both repositories is.
+    const third = await tempRepo();
+    await fsp.rm(path.join(elsewhere, "m", "1", "other"));
+    await fsp.symlink(third, path.join(elsewhere, "m", "1", "other"));
     expect(await problemOf(listModelFiles(path.join(repo, "m"), "m"))).toBe("link-outside");
+  });
+
+  it("follows a generated workspace's folder links (lmdeploy's shape) and copies them, but never /usr, the repository itself or a loop", async () => {
+    const ws = await tempRepo();
+    await writeFiles(ws, {
+      "triton_models/tokenizer/vocab.txt": "a b c",
+      "triton_models/tokenizer/sub/merges.txt": "m",
+      "triton_models/preprocessing/config.pbtxt": "c",
+      "triton_models/preprocessing/1/model.py": "p",
+      "model_repository/.keep": "",
+    });
+    await fsp.symlink("../triton_models/preprocessing", path.join(ws, "model_repository", "preprocessing"));
+    await fsp.symlink("../../tokenizer", path.join(ws, "triton_models", "preprocessing", "1", "tokenizer"));
+    const dir = path.join(ws, "model_repository", "preprocessing");
+    const entries = await listModelFiles(dir, "preprocessing");
+    expect(entries.map((e) => [e.rel, e.kind, e.outside])).toEqual([
+      ["1", "dir", false],
+      [path.join("1", "model.py"), "file", false],
+      [path.join("1", "tokenizer"), "dir", true],
+      [path.join("1", "tokenizer", "sub"), "dir", true],
+      [path.join("1", "tokenizer", "sub", "merges.txt"), "file", true],
+      [path.join("1", "tokenizer", "vocab.txt"), "file", true],
+      ["config.pbtxt", "file", false],
+    ]);
+    const run = await tempRepo();
+    const staging = new StagingRepository(run);
+    expect(await staging.init(path.join(ws, "model_repository"))).toEqual(["preprocessing"]);
+    const snap = staging.snapshotDir("preprocessing", 1);
+    expect((await fsp.lstat(path.join(snap, "1", "tokenizer"))).isDirectory()).toBe(true);
+    expect(await fsp.readFile(path.join(snap, "1", "tokenizer", "vocab.txt"), "utf8")).toBe("a b c");
+    expect(await hashModelDir(snap)).toBe(await hashModelDir(dir));
+
+    const link = path.join(ws, "triton_models", "preprocessing", "1", "x");
+    for (const [target, problem] of [
+      ["/usr", "link-outside"],
+      ["/usr/share", "link-outside"],
+      ["/", "link-loop"],
+      ["../..", "link-loop"], // triton_models, which holds the model
+      ["../../../model_repository", "link-loop"], // holds a link to the model
+    ] as const) {
+      await fsp.rm(link, { force: true });
+      await fsp.symlink(target, link);
+      expect([target, await problemOf(listModelFiles(dir, "preprocessing"))]).toEqual([target, problem]);
+    }
+    // Two folders linking each other: the second is a loop.
+    await fsp.rm(link);
+    await fsp.symlink("../preprocessing/1", path.join(ws, "triton_models", "tokenizer", "back"));
+    expect(await problemOf(listModelFiles(dir, "preprocessing"))).toBe("link-loop");
   });
 
   it("collects what is wrong with single files when asked, but always stops at a limit", async () => {

@@ -32,3 +32,28 @@ describe("staged paths as the user's", () => {
     );
   });
 });
+
+describe("a message quoting the staged folder beside another path", () => {
+  const run = stagingLayout("/state/runs/r1");
+  it("keeps the two sides apart when both would read as the same user path", () => {
+    // The model compares where it was loaded from with the folder the user named.
+    const a = toUserPaths("Expected /home/u/models/m/1, got /state/runs/r1/store/m@3/1", run, "/home/u/models");
+    expect(a).toBe("Expected /home/u/models/m/1, got /home/u/models/m/1 (staged copy: /state/runs/r1/store/m@3/1)");
+    // Two staged paths of the same model folder: the served link and its snapshot.
+    const b = toUserPaths("Expected /state/runs/r1/repository/m, got /state/runs/r1/store/m@3.", run, "/home/u/models");
+    expect(b).toBe(
+      "Expected /home/u/models/m (staged copy: /state/runs/r1/repository/m), got /home/u/models/m (staged copy: /state/runs/r1/store/m@3).",
+    );
+    const [left, right] = b.split(", got ");
+    expect(left!.replace("Expected ", "")).not.toBe(right!.replace(/\.$/, ""));
+  });
+
+  it("maps a path as before when nothing else in the message reads the same", () => {
+    expect(
+      toUserPaths('File "/state/runs/r1/store/m@3/1/model.py", line 4, in /home/u/models/m', run, "/home/u/models"),
+    ).toBe('File "/home/u/models/m/1/model.py", line 4, in /home/u/models/m');
+    expect(toUserPaths("loaded /state/runs/r1/repository/m/1 and /state/runs/r1/repository/m/1", run, "/u")).toBe(
+      "loaded /u/m/1 and /u/m/1",
+    );
+  });
+});
