@@ -71,6 +71,10 @@ export function createClusterDriver(deps: ClusterDriverDeps = {}): RuntimeDriver
       };
     },
     async plan(input, options, ctx): Promise<PlannedRun> {
+      if (input.reload === "explicit")
+        throw new UsageError("--runtime cluster serves in poll mode only (--reload poll)", {
+          hint: "The models reach the pod by a copy after each save; explicit mode would ask Triton to load before the copy is there.",
+        });
       const rt = new ClusterRuntime(ctx.env, {
         tools: toolsFor(ctx.env),
         onProgress: (p) => ctx.emit({ type: "progress", runtime: "cluster", step: p.step, message: p.message }),
@@ -82,10 +86,6 @@ export function createClusterDriver(deps: ClusterDriverDeps = {}): RuntimeDriver
         host: input.host,
         readyTimeoutMs: input.readyTimeoutMs,
       });
-      if (input.reload === "explicit")
-        throw new UsageError("--runtime cluster serves in poll mode only (--reload poll)", {
-          hint: "The models reach the pod by a copy after each save; explicit mode would ask Triton to load before the copy is there.",
-        });
       await requireFreePorts(input.ports, input.host);
       return {
         gpus: plan.gpus,
