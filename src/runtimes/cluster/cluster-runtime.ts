@@ -120,9 +120,19 @@ export class ClusterRuntime {
     await Promise.all(
       REQUIRED_RIGHTS.map(async (r) => {
         try {
+          // `can-i create pods/exec` would ask about a pod named exec: a subresource is a flag.
+          const [resource, subresource] = r.resource.split("/");
           await this.tools.kubectl(
             input.context,
-            ["auth", "can-i", r.verb, r.resource, `--namespace=${namespace}`, "--quiet"],
+            [
+              "auth",
+              "can-i",
+              r.verb,
+              resource!,
+              ...(subresource ? [`--subresource=${subresource}`] : []),
+              `--namespace=${namespace}`,
+              "--quiet",
+            ],
             {
               timeoutMs: 30_000,
             },
