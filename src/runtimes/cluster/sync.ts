@@ -11,8 +11,10 @@ import { lastLines, ToolCommandError, type KindTools } from "../kind/tools.js";
 const log = rootLog.child("cluster:sync");
 
 /**
- * Run in the pod's sync container with the tar stream on stdin and the served model names as
- * arguments. The new snapshots land beside the old ones, then each `repository/<model>` link is
+ * Run in the pod's sync container with the tar stream on stdin, its length and the served model
+ * names as arguments. Exactly that many bytes are read and counted first: a stream that ends
+ * early (seen with containerd 1.6's CRI streaming, which cuts `kubectl exec -i` input short) is
+ * refused whole (exit 3), never half unpacked. The new snapshots land beside the old ones, then each `repository/<model>` link is
  * replaced by a rename (atomic: Triton's poll never finds a model missing or half-copied), links
  * of withdrawn models are removed, and the marker tells the Triton container the first copy is
  * complete. TRITON_DEV_SYNC_ROOT (tests) copies elsewhere than the volume.
@@ -22,7 +24,13 @@ m="\${TRITON_DEV_SYNC_ROOT:-${CONTAINER_MODELS}}"
 in="$m/.incoming"
 rm -rf "$in"
 mkdir -p "$in" "$m/store" "$m/repository"
-tar -x -o -f - -C "$in"
+n=$1
+shift
+head -c "$n" >"$in.tar"
+got=$(wc -c <"$in.tar")
+if [ "$got" -ne "$n" ]; then rm -f "$in.tar"; echo "triton-dev-sync: received $got of $n bytes" >&2; exit 3; fi
+tar -x -o -f "$in.tar" -C "$in"
+rm -f "$in.tar"
 if [ -d "$in/key" ]; then rm -rf "$m/key.old"; if [ -d "$m/key" ]; then mv "$m/key" "$m/key.old"; fi; mv "$in/key" "$m/key"; rm -rf "$m/key.old"; fi
 for d in "$in"/store/* "$in"/store/.[!.]*; do [ -e "$d" ] || continue; n=\${d##*/}; rm -rf "$m/store/$n"; mv "$d" "$m/store/$n"; done
 for l in "$in"/repository/* "$in"/repository/.[!.]*; do [ -e "$l" ] || [ -L "$l" ] || continue; mv -T "$l" "$m/repository/\${l##*/}"; done
@@ -34,6 +42,9 @@ done
 rm -rf "$in"
 touch "$m/${SYNC_MARKER}"
 `;
+
+/** How often a copy that arrives incomplete is sent again before the run gives up. */
+const COPY_ATTEMPTS = 3;
 
 export class SyncError extends UserError {
   override name = "SyncError";
@@ -152,24 +163,51 @@ export class RepositorySync {
       });
     }
     try {
-      await this.o.tools.kubectl(
-        this.o.context,
-        [
-          `--namespace=${this.o.namespace}`,
-          "exec",
-          "-i",
-          `pod/${pod}`,
-          `--container=${SYNC_CONTAINER}`,
-          "--",
-          "/bin/sh",
-          "-c",
-          SYNC_SCRIPT,
-          "sh",
-          ...served,
-        ],
-        { inputFile: tarFile, timeoutMs: 600_000 },
-      );
+      const bytes = (await fsp.stat(tarFile)).size;
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await this.o.tools.kubectl(
+            this.o.context,
+            [
+              `--namespace=${this.o.namespace}`,
+              "exec",
+              "-i",
+              `pod/${pod}`,
+              `--container=${SYNC_CONTAINER}`,
+              "--",
+              "/bin/sh",
+              "-c",
+              SYNC_SCRIPT,
+              "sh",
+              String(bytes),
+              ...served,
+            ],
+            { inputFile: tarFile, timeoutMs: 600_000 },
+          );
+          break;
+        } catch (err) {
+          const short =
+            err instanceof ToolCommandError ? /triton-dev-sync: received (\d+) of (\d+) bytes/.exec(err.stderr) : null;
+          if (!short) throw err;
+          if (attempt < COPY_ATTEMPTS) {
+            log.warn("the copy reached the pod incomplete; sending it again", {
+              pod,
+              received: short[1],
+              of: short[2],
+            });
+            continue;
+          }
+          throw new SyncError(
+            `the copy of the staged models reached pod ${pod} incomplete ${COPY_ATTEMPTS} times (last: ${short[1]} of ${short[2]} bytes): the cluster's exec stream cut the input short`,
+            {
+              hint: "The input of `kubectl exec -i` is cut short by some container runtimes' streaming (containerd 1.6 was seen to); a node with a newer containerd, or `triton-dev manifests` with a volume you fill yourself, avoids it.",
+              cause: err,
+            },
+          );
+        }
+      }
     } catch (err) {
+      if (err instanceof SyncError) throw err;
       throw new SyncError(
         `could not copy the staged models into pod ${pod}: ${err instanceof ToolCommandError ? lastLines(err.stderr, 4) : (err as Error).message}`,
         {

@@ -134,6 +134,39 @@ describe("RepositorySync", () => {
     }
   });
 
+  it("input the exec stream cuts short is refused whole, sent again, and after three tries named as such", async () => {
+    await publish("m", 1, "x + 1");
+    let tries = 0;
+    // As containerd 1.6's CRI streaming does: the command's stdin ends after the first 32 KiB at most.
+    const cutting = ((file: string, args: string[], opts: { inputFile?: string }) => {
+      tries++;
+      const cut = path.join(dir, `cut-${tries}`);
+      fs.writeFileSync(cut, fs.readFileSync(opts.inputFile!).subarray(0, 1000));
+      const cmd = args.slice(args.indexOf("--") + 1);
+      return execa(cmd[0]!, cmd.slice(1), {
+        inputFile: cut,
+        reject: false,
+        env: { ...process.env, TRITON_DEV_SYNC_ROOT: pods.a! },
+      });
+    }) as unknown as typeof execa;
+    const sync = new RepositorySync({
+      tools: new KindTools(cutting, process.env),
+      context: "team",
+      namespace: "ml",
+      runDir,
+      pod: () => "a",
+    });
+    const err = await sync.sync().catch((e: unknown) => e);
+    expect(tries).toBe(3);
+    expect((err as Error).name).toBe("SyncError");
+    expect((err as Error).message).toMatch(
+      /reached pod a incomplete 3 times \(last: 1000 of \d+ bytes\): the cluster's exec stream cut the input short/,
+    );
+    // Nothing half-unpacked: no link, no marker.
+    expect(fs.existsSync(path.join(pods.a!, "repository", "m"))).toBe(false);
+    expect(fs.existsSync(path.join(pods.a!, ".triton-dev-synced"))).toBe(false);
+  });
+
   it("a copy the pod refuses is a SyncError naming the right it needs", async () => {
     await publish("m", 1, "x");
     const refusing = ((file: string, args: string[]) => {
