@@ -186,19 +186,20 @@ export class RepositorySync {
           );
           break;
         } catch (err) {
-          const short =
-            err instanceof ToolCommandError ? /triton-dev-sync: received (\d+) of (\d+) bytes/.exec(err.stderr) : null;
-          if (!short) throw err;
+          // kubectl exits with the command's code; the script's own line may not make it back
+          // through a stream that also cut its input short.
+          if (!(err instanceof ToolCommandError) || err.toolExitCode !== 3) throw err;
+          const counted = /triton-dev-sync: received (\d+) of (\d+) bytes/.exec(err.stderr);
+          const short = counted ? `${counted[1]} of ${counted[2]} bytes` : `fewer than ${bytes} bytes`;
           if (attempt < COPY_ATTEMPTS) {
             log.warn("the copy reached the pod incomplete; sending it again", {
               pod,
-              received: short[1],
-              of: short[2],
+              received: short,
             });
             continue;
           }
           throw new SyncError(
-            `the copy of the staged models reached pod ${pod} incomplete ${COPY_ATTEMPTS} times (last: ${short[1]} of ${short[2]} bytes): the cluster's exec stream cut the input short`,
+            `the copy of the staged models reached pod ${pod} incomplete ${COPY_ATTEMPTS} times (last: ${short}): the cluster's exec stream cut the input short`,
             {
               hint: "The input of `kubectl exec -i` is cut short by some container runtimes' streaming (containerd 1.6 was seen to); a node with a newer containerd, or `triton-dev manifests` with a volume you fill yourself, avoids it.",
               cause: err,
