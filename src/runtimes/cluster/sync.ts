@@ -15,9 +15,10 @@ const log = rootLog.child("cluster:sync");
  * names as arguments. Exactly that many bytes are read and counted first: a stream that ends
  * early (seen with containerd 1.6's CRI streaming, which cuts `kubectl exec -i` input short) is
  * refused whole (exit 3), never half unpacked. The new snapshots land beside the old ones, then
- * each `repository/<model>` link is replaced by a rename (atomic: Triton's poll never finds a model missing or half-copied), links
- * of withdrawn models are removed, and the marker tells the Triton container the first copy is
- * complete. TRITON_DEV_SYNC_ROOT (tests) copies elsewhere than the volume.
+ * each `repository/<model>` link is replaced by a rename (atomic: Triton's poll never finds a
+ * model missing or half-copied), links of withdrawn models are removed, and the marker tells the
+ * Triton container the first copy is complete. TRITON_DEV_SYNC_ROOT (tests) copies elsewhere than
+ * the volume.
  */
 export const SYNC_SCRIPT = `set -e
 m="\${TRITON_DEV_SYNC_ROOT:-${CONTAINER_MODELS}}"
