@@ -223,8 +223,11 @@ describe.skipIf(!!skip)(title, () => {
     const o = await startOptions(`r${++n}`);
     let seen: string[] = [];
     const labels: Record<string, Record<string, string>> = {};
+    // The kubelet reports the missing image only once the test has read the objects (the start
+    // then fails and removes them at once).
+    let report = false;
     const kubelet = cp.kubeletFor(node, (pod) => {
-      if (pod.metadata.labels?.[RUN_LABEL] !== o.runId) return undefined;
+      if (!report || pod.metadata.labels?.[RUN_LABEL] !== o.runId) return undefined;
       return waitingFor(
         "ErrImageNeverPull",
         `Container image "${IMAGE}" is not present with pull policy of Never`,
@@ -246,6 +249,7 @@ describe.skipIf(!!skip)(title, () => {
           await cp.ok([`--namespace=${NAMESPACE}`, "get", what, "--output=json"]),
         ).metadata.labels;
       }
+      report = true;
       const err = await started.catch((e: unknown) => e);
       expect(err).toBeInstanceOf(KindPodError);
       expect((err as KindPodError).kind).toBe("image");
