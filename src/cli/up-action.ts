@@ -51,6 +51,8 @@ export interface UpFlags {
   monitoring: boolean;
   cluster?: string;
   keepCluster: boolean;
+  context?: string;
+  namespace?: string;
 }
 
 /**
@@ -234,6 +236,8 @@ export async function upAction(flags: UpFlags, ctx: CliContext): Promise<void> {
         monitoring: flags.monitoring,
         cluster: flags.cluster,
         keepCluster: flags.keepCluster,
+        context: flags.context,
+        namespace: flags.namespace,
       },
     },
     bus,

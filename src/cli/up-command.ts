@@ -39,18 +39,23 @@ export function registerUpCommand(program: Command, ctx: CliContext): void {
       parsePositiveInt("--timeout"),
       180,
     )
-    .option("--image <ref>", `docker and kind runtimes: the Triton image (default ${DEFAULT_IMAGE})`)
+    .option("--image <ref>", `docker, kind and cluster runtimes: the Triton image (default ${DEFAULT_IMAGE})`)
     .option(
       "--gpus <which>",
-      "docker and kind runtimes: all, a count, device=0,1 (docker) or none (default: all when Docker has the NVIDIA runtime)",
+      "docker, kind and cluster runtimes: all, a count, device=0,1 (docker) or none (default: all when Docker has the NVIDIA runtime; cluster: none)",
     )
-    .option("--shm-size <size>", "docker and kind runtimes: /dev/shm for the python backend (default 1g)")
+    .option("--shm-size <size>", "docker, kind and cluster runtimes: /dev/shm for the python backend (default 1g)")
     .option("--monitoring", "docker runtime: Prometheus and Grafana beside Triton, with the article's dashboard", false)
     .option("--cluster <name>", `kind runtime: the kind cluster to create or use (default ${DEFAULT_CLUSTER})`)
     .option(
       "--keep-cluster",
       "kind runtime: keep the cluster when the run ends (the next `up` then starts in seconds)",
       false,
+    )
+    .option("--context <name>", "cluster runtime: the kubeconfig context of the cluster to run Triton in (required)")
+    .option(
+      "--namespace <ns>",
+      "cluster runtime: the namespace to create the run's Deployment and Service in (default: the context's, else default)",
     )
     .action(async (flags: UpFlags) => (await import("./up-action.js")).upAction(flags, ctx));
 }

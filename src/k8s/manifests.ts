@@ -26,7 +26,12 @@ export type ModelSource =
   /** A PersistentVolumeClaim the user provides (a real cluster). */
   | { kind: "pvc"; claimName: string; subPath?: string }
   /** The article's git-sync sidecar. */
-  | { kind: "git"; repo: string; branch: string; subdir?: string; periodSecs: number };
+  | { kind: "git"; repo: string; branch: string; subdir?: string; periodSecs: number }
+  /**
+   * An emptyDir that triton-dev fills from this machine through `kubectl exec` into the `sync`
+   * sidecar (the cluster runtime); Triton starts once the first copy is complete (SYNC_MARKER).
+   */
+  | { kind: "sync"; repositorySubdir: string };
 
 export interface ManifestOptions {
   /** Deployment and Service name; default "triton-inference-server" (the article's). */
@@ -107,6 +112,9 @@ export const GIT_SYNC_IMAGE = "registry.k8s.io/git-sync/git-sync:v4.4.0";
 /** Where git-sync keeps its checkouts, and the symlink it flips to the newest one. */
 export const GIT_ROOT = "/git";
 export const GIT_LINK = "current";
+/** The sync source's sidecar, and the file whose presence says the first copy is complete. */
+export const SYNC_CONTAINER = "sync";
+export const SYNC_MARKER = ".triton-dev-synced";
 /** The container env var holding the repository key, and the Secret's data key it comes from. */
 export const REPOSITORY_KEY_ENV = "TRITON_REPOSITORY_KEY";
 export const REPOSITORY_KEY_SECRET_KEY = "key";
@@ -237,6 +245,10 @@ export function validateManifestOptions(o: ManifestOptions): void {
       if (!Number.isInteger(s.periodSecs) || s.periodSecs < 1)
         throw invalid("modelSource.periodSecs", s.periodSecs, "a whole number of seconds, 1 or more");
       break;
+    case "sync":
+      if (!isContainedPath(s.repositorySubdir))
+        throw invalid("modelSource.repositorySubdir", s.repositorySubdir, "a relative path inside the volume");
+      break;
   }
   const k = o.repositoryKey;
   if (k) {
@@ -275,6 +287,8 @@ export function modelRepositoryPath(source: ModelSource): string {
       return CONTAINER_MODELS;
     case "git":
       return path.posix.join(GIT_ROOT, GIT_LINK, source.subdir ?? "");
+    case "sync":
+      return path.posix.join(CONTAINER_MODELS, source.repositorySubdir);
   }
 }
 
@@ -333,6 +347,7 @@ function modelsVolume(source: ModelSource): Record<string, unknown> {
     case "pvc":
       return { name: MODELS_VOLUME, persistentVolumeClaim: { claimName: source.claimName } };
     case "git":
+    case "sync":
       return { name: MODELS_VOLUME, emptyDir: {} };
   }
 }
@@ -340,6 +355,7 @@ function modelsVolume(source: ModelSource): Record<string, unknown> {
 function tritonModelsMount(source: ModelSource): Record<string, unknown> {
   switch (source.kind) {
     case "hostPath":
+    case "sync":
       return { name: MODELS_VOLUME, mountPath: CONTAINER_MODELS, readOnly: true };
     case "pvc":
       return {
@@ -375,6 +391,18 @@ function gitSyncContainer(
   };
 }
 
+/** Holds the sync source's volume open for `kubectl exec ... tar`; it has the Triton image's shell and tar. */
+function syncContainer(o: ManifestOptions): Record<string, unknown> {
+  return {
+    name: SYNC_CONTAINER,
+    image: o.image,
+    ...(o.imagePullPolicy ? { imagePullPolicy: o.imagePullPolicy } : {}),
+    command: ["/bin/sh", "-c", 'trap "exit 0" TERM; while :; do sleep 3600 & wait $!; done'],
+    volumeMounts: [{ name: MODELS_VOLUME, mountPath: CONTAINER_MODELS }],
+    securityContext: { allowPrivilegeEscalation: false },
+  };
+}
+
 function tritonContainer(o: ManifestOptions): Record<string, unknown> {
   const res = resources(o);
   const env: Array<Record<string, unknown>> = [
@@ -394,8 +422,17 @@ function tritonContainer(o: ManifestOptions): Record<string, unknown> {
     image: o.image,
     ...(o.imagePullPolicy ? { imagePullPolicy: o.imagePullPolicy } : {}),
     // The kubelet expands $(TRITON_REPOSITORY_KEY) in args from env, so the key never appears in
-    // the Deployment itself.
-    args: tritonArgs(o),
+    // the Deployment itself. A synced repository is waited for: Triton refuses to start without one.
+    args:
+      o.modelSource.kind === "sync"
+        ? [
+            "/bin/sh",
+            "-c",
+            `until [ -e ${path.posix.join(CONTAINER_MODELS, SYNC_MARKER)} ]; do sleep 0.5; done; exec "$@"`,
+            "sh",
+            ...tritonArgs(o),
+          ]
+        : tritonArgs(o),
     env,
     ports: [
       { name: "http", containerPort: CONTAINER_PORTS.http },
@@ -445,7 +482,11 @@ function deployment(o: ManifestOptions, meta: (name: string) => K8sObject["metad
     // git-sync clones once before Triton starts: Triton refuses to start on a repository path that
     // does not exist yet, and the sidecar alone gives no ordering.
     ...(source.kind === "git" ? { initContainers: [gitSyncContainer(source, "git-sync-init", true)] } : {}),
-    containers: [tritonContainer(o), ...(source.kind === "git" ? [gitSyncContainer(source, "git-sync", false)] : [])],
+    containers: [
+      tritonContainer(o),
+      ...(source.kind === "git" ? [gitSyncContainer(source, "git-sync", false)] : []),
+      ...(source.kind === "sync" ? [syncContainer(o)] : []),
+    ],
     volumes: [
       modelsVolume(source),
       // The python backend passes tensors through /dev/shm; a container runtime's default 64 MB

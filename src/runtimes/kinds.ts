@@ -4,7 +4,7 @@
  * so that any room may use it; everything else about a runtime lives behind its driver.
  */
 
-export const RUNTIME_KINDS = ["local", "docker", "kind"] as const;
+export const RUNTIME_KINDS = ["local", "docker", "kind", "cluster"] as const;
 
 /** The docker and kind runtimes' image: Triton 2.51, the same release as the local runtime's nvidia-pytriton 0.7.0. */
 export const DEFAULT_IMAGE = "nvcr.io/nvidia/tritonserver:24.10-py3";
@@ -20,6 +20,8 @@ export interface RuntimeFlags {
   monitoring?: boolean | undefined;
   cluster?: string | undefined;
   keepCluster?: boolean | undefined;
+  context?: string | undefined;
+  namespace?: string | undefined;
 }
 
 export const RUNTIME_FLAG_NAMES: Record<keyof RuntimeFlags, string> = {
@@ -29,6 +31,8 @@ export const RUNTIME_FLAG_NAMES: Record<keyof RuntimeFlags, string> = {
   monitoring: "--monitoring",
   cluster: "--cluster",
   keepCluster: "--keep-cluster",
+  context: "--context",
+  namespace: "--namespace",
 };
 
 /** The NGC `-py3` image's backends (docker and kind run it). */
@@ -103,6 +107,16 @@ export const RUNTIME_FACTS: Record<RuntimeKind, RuntimeFacts> = {
     }),
     flags: ["image", "gpus", "shmSize", "cluster", "keepCluster"],
     // The pod mounts the whole run folder at /models (kind/settings.ts manifestOptions).
+    stagingSeenAs: { repository: "/models/repository", store: "/models/store" },
+  },
+  cluster: {
+    backends: NGC_BACKENDS,
+    missingBackend: (backend) => ({
+      message: `backend '${backend}' is not in the cluster runtime's Triton image`,
+      hint: "Use an image that contains this backend.",
+    }),
+    flags: ["image", "gpus", "shmSize", "context", "namespace"],
+    // The run folder's copy in the pod's volume, at /models (cluster/sync.ts).
     stagingSeenAs: { repository: "/models/repository", store: "/models/store" },
   },
 };

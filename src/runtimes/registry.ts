@@ -12,6 +12,7 @@ const LOADERS: Record<RuntimeKind, () => Promise<RuntimeDriver>> = {
   local: async () => (await import("./local/driver.js")).localDriver as RuntimeDriver,
   docker: async () => (await import("./docker/driver.js")).dockerDriver as RuntimeDriver,
   kind: async () => (await import("./kind/driver.js")).kindDriver as RuntimeDriver,
+  cluster: async () => (await import("./cluster/driver.js")).clusterDriver as RuntimeDriver,
 };
 
 export function loadDriver(kind: RuntimeKind): Promise<RuntimeDriver> {

@@ -72,6 +72,8 @@ export interface StatusReport {
     gpus: number;
     nodeContainer?: string;
   };
+  /** The cluster runtime's objects. */
+  kubernetes?: { context: string; namespace: string; name: string; image: string; gpus: number };
   /** Prometheus and Grafana of `up --monitoring`. */
   monitoring?: { prometheus: string; grafana: string };
   /**

@@ -212,6 +212,37 @@ describe("renderManifests: model sources", () => {
     expect(triton(noSub).args).toContain("--model-repository=/git/current");
   });
 
+  it("sync: an emptyDir the sync sidecar writes; Triton reads it and starts once the first copy's marker is there", () => {
+    const objects = renderManifests({
+      ...BASE,
+      imagePullPolicy: "IfNotPresent",
+      modelSource: { kind: "sync", repositorySubdir: "repository" },
+    });
+    const spec = podSpec(objects);
+    expect(spec.volumes).toContainEqual({ name: "models", emptyDir: {} });
+    expect(triton(objects).volumeMounts).toContainEqual({ name: "models", mountPath: "/models", readOnly: true });
+    const args = triton(objects).args as string[];
+    expect(args.slice(0, 4)).toEqual([
+      "/bin/sh",
+      "-c",
+      'until [ -e /models/.triton-dev-synced ]; do sleep 0.5; done; exec "$@"',
+      "sh",
+    ]);
+    expect(args[4]).toBe("tritonserver");
+    expect(args).toContain("--model-repository=/models/repository");
+    const sidecar = spec.containers.find((c: Any) => c.name === "sync");
+    expect(sidecar).toMatchObject({
+      image: BASE.image,
+      imagePullPolicy: "IfNotPresent",
+      volumeMounts: [{ name: "models", mountPath: "/models" }],
+    });
+    expect(sidecar.command[0]).toBe("/bin/sh");
+    expect(spec.initContainers).toBeUndefined();
+    expect(() => renderManifests({ ...BASE, modelSource: { kind: "sync", repositorySubdir: "../etc" } })).toThrow(
+      /modelSource.repositorySubdir/,
+    );
+  });
+
   it("non-git sources have no git-sync", () => {
     expect(JSON.stringify(renderManifests(BASE))).not.toContain("git-sync");
     expect(podSpec(renderManifests(BASE)).initContainers).toBeUndefined();

@@ -19,7 +19,13 @@ describe("runtime drivers", () => {
   it("refuses a flag the runtime does not take, naming the runtimes that do", () => {
     expect(() => refuseForeignFlags("local", { image: "x" })).toThrow(UsageError);
     expect(() => refuseForeignFlags("local", { image: "x", gpus: "all" })).toThrow(
-      /--image, --gpus only apply to the docker and kind runtimes/,
+      /--image, --gpus only apply to the docker, kind and cluster runtimes/,
+    );
+    expect(() => refuseForeignFlags("kind", { context: "team" })).toThrow(
+      /--context only applies to the cluster runtime/,
+    );
+    expect(() => refuseForeignFlags("cluster", { keepCluster: true })).toThrow(
+      /--keep-cluster only applies to the kind runtime/,
     );
     expect(() => refuseForeignFlags("docker", { cluster: "c" })).toThrow(/--cluster only applies to the kind runtime/);
     expect(() => refuseForeignFlags("kind", { monitoring: true })).toThrow(
@@ -39,6 +45,15 @@ describe("runtime drivers", () => {
     const kind = await loadDriver("kind");
     expect(kind.options({ cluster: "mine", keepCluster: true })).toMatchObject({ cluster: "mine", keepCluster: true });
     expect(() => kind.options({ cluster: "Not_A_Name" })).toThrow(UsageError);
+    const cluster = await loadDriver("cluster");
+    expect(cluster.options({ context: "team", namespace: "ml", gpus: "2" })).toMatchObject({
+      context: "team",
+      namespace: "ml",
+      gpus: { kind: "count", count: 2 },
+    });
+    expect(cluster.options({ context: "team" })).toMatchObject({ namespace: undefined, gpus: { kind: "none" } });
+    expect(() => cluster.options({})).toThrow(/--runtime cluster needs --context NAME/);
+    expect(() => cluster.options({ context: "team", namespace: "Not_A_Namespace" })).toThrow(/--namespace must be/);
   });
 });
 

@@ -31,6 +31,8 @@ export interface ConnectionOptions {
   /** Continue the log from where an earlier follower stopped (the detached run's hand-over). */
   resume: boolean;
   onLogLine?: (line: string) => void;
+  /** Whose cluster (pod-status.ts OutcomeContext.runtime); default kind. */
+  runtime?: "kind" | "cluster";
   pollMs?: number;
   /** How long the cluster may not answer before the run counts as gone. */
   unreachableMs?: number;
@@ -256,6 +258,7 @@ export class KindConnection {
           image: this.o.image,
           container: CONTAINER_NAME,
           now: this.now(),
+          ...(this.o.runtime ? { runtime: this.o.runtime } : {}),
         });
         if (outcome.state === "running") return outcome;
         if (outcome.state === "failed")
@@ -269,7 +272,7 @@ export class KindConnection {
       }
       if (this.now() >= deadline) {
         throw new ReadinessTimeoutError(
-          `the Triton pod in kind cluster ${this.o.cluster}`,
+          `the Triton pod in ${this.o.runtime === "cluster" ? "context" : "kind cluster"} ${this.o.cluster}`,
           timeoutMs,
           lastDetail || undefined,
         );
@@ -363,6 +366,7 @@ export class KindConnection {
           image: this.o.image,
           container: CONTAINER_NAME,
           now: this.now(),
+          ...(this.o.runtime ? { runtime: this.o.runtime } : {}),
         });
         if (o.state === "running") return o.pod;
       }

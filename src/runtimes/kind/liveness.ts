@@ -4,7 +4,8 @@ import { KindTools } from "./tools.js";
 
 export interface KindRunRef {
   runId: string;
-  kind?: KindRecord | undefined;
+  /** Where its objects are (the cluster runtime's record has the same two fields). */
+  kind?: Pick<KindRecord, "context" | "namespace"> | undefined;
 }
 
 /**

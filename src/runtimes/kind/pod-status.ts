@@ -92,6 +92,11 @@ export interface OutcomeContext {
   image: string;
   container: string;
   now: number;
+  /**
+   * Whose cluster: kind's own (images are loaded into its node, the pod runs on the node we
+   * labelled), or one the user has (`--runtime cluster`: its nodes pull images themselves).
+   */
+  runtime?: "kind" | "cluster";
   /** How long a pod may stay unschedulable for a reason other than missing resources (a node still joining). */
   unschedulableGraceMs?: number;
 }
@@ -146,9 +151,11 @@ export function podOutcome(pods: Pod[], c: OutcomeContext): PodOutcome {
         message: `Kubernetes cannot place the Triton pod in cluster ${c.cluster}: ${msg}`,
         hint: gpu
           ? `No node offers a free GPU (nvidia.com/gpu): the NVIDIA device plugin is not running there, or another pod holds the GPU. Check \`kubectl --context ${c.context} -n kube-system get pods\` and the node's allocatable GPUs (\`kubectl --context ${c.context} describe nodes\`), or start with --gpus none.`
-          : /Insufficient (cpu|memory)/.test(msg)
-            ? `The node has less CPU or memory free than the pod requests; free some up, or recreate the cluster (\`kind delete cluster --name ${c.cluster}\`) so nothing else runs there.`
-            : `\`${describe}\` shows the scheduler's reasons; the Triton pod runs only on the node labelled triton-dev.io/managed=true.`,
+          : c.runtime === "cluster"
+            ? `\`${describe}\` shows the scheduler's reasons; \`kubectl --context ${c.context} get nodes\` the nodes there are.`
+            : /Insufficient (cpu|memory)/.test(msg)
+              ? `The node has less CPU or memory free than the pod requests; free some up, or recreate the cluster (\`kind delete cluster --name ${c.cluster}\`) so nothing else runs there.`
+              : `\`${describe}\` shows the scheduler's reasons; the Triton pod runs only on the node labelled triton-dev.io/managed=true.`,
       };
     }
     return { state: "waiting", pod: name, detail: `waiting for a node: ${msg}` };
@@ -169,11 +176,13 @@ export function podOutcome(pods: Pod[], c: OutcomeContext): PodOutcome {
       state: "failed",
       kind: "image",
       pod: name,
-      message: `the kind node cannot run the image ${c.image} (${waiting.reason}${waiting.message ? `: ${waiting.message}` : ""})`,
+      message: `the ${c.runtime === "cluster" ? "cluster's" : "kind"} node cannot run the image ${c.image} (${waiting.reason}${waiting.message ? `: ${waiting.message}` : ""})`,
       hint:
         waiting.reason === "InvalidImageName"
           ? "Check the image reference given with --image."
-          : `The image is put into the node with \`kind load docker-image ${c.image} --name ${c.cluster}\`, never pulled there; run that yourself to see why it is missing, then \`triton-dev up --runtime kind\` again.`,
+          : c.runtime === "cluster"
+            ? `The cluster's nodes pull the image themselves: check the reference given with --image, and that they may pull it (a private registry such as nvcr.io needs an imagePullSecret on the namespace's default ServiceAccount).`
+            : `The image is put into the node with \`kind load docker-image ${c.image} --name ${c.cluster}\`, never pulled there; run that yourself to see why it is missing, then \`triton-dev up --runtime kind\` again.`,
     };
   }
   if (waiting?.reason === "CrashLoopBackOff" || (cs.state?.terminated && !cs.state.running)) {

@@ -13,7 +13,7 @@ export const KIND_VERSION = "v0.33.0";
 export const INSTALL_HINT: Record<Tool, string> = {
   kind: `Install kind (only the kind runtime needs it): \`go install sigs.k8s.io/kind@${KIND_VERSION}\` (puts it in $(go env GOPATH)/bin, which must be on PATH), or download the binary for your platform from https://github.com/kubernetes-sigs/kind/releases and put it on PATH. Or use \`--runtime docker\` / \`--runtime local\`.`,
   kubectl:
-    "Install kubectl (only the kind runtime needs it): see https://kubernetes.io/docs/tasks/tools/ (a single binary from https://dl.k8s.io/release/stable.txt's release, or your distribution's package), and put it on PATH.",
+    "Install kubectl (only the kind and cluster runtimes need it): see https://kubernetes.io/docs/tasks/tools/ (a single binary from https://dl.k8s.io/release/stable.txt's release, or your distribution's package), and put it on PATH.",
   docker: "Install the Docker CLI (kind drives Docker through it) and make sure `docker info` works.",
 };
 
@@ -24,7 +24,10 @@ export class ToolMissingError extends UserError {
     readonly tool: Tool,
     cause?: unknown,
   ) {
-    super(`${tool} was not found on PATH; the kind runtime needs it`, { hint: INSTALL_HINT[tool], cause });
+    super(
+      `${tool} was not found on PATH; ${tool === "kubectl" ? "the kind and cluster runtimes need it" : "the kind runtime needs it"}`,
+      { hint: INSTALL_HINT[tool], cause },
+    );
   }
 }
 
