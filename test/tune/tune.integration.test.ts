@@ -158,7 +158,10 @@ ensemble_scheduling { step [ { model_name: "sleepy" model_version: -1 input_map 
     expect(ok.every((t) => t.measured!.throughput >= 200)).toBe(true);
     const winner = rep.trials.find((t) => t.index === rep.winner)!;
     expect(winner.status).toBe("ok");
-    expect(winner.measured!.throughput).toBe(Math.max(...ok.map((t) => t.measured!.throughput)));
+    // The best the search measured, unless the side-by-side check overturned it for the runner-up.
+    const searchBest = ok.reduce((a, b) => (b.measured!.throughput > a.measured!.throughput ? b : a));
+    expect(rep.confirmation).toBeDefined();
+    expect(winner.index).toBe(rep.confirmation!.pick === "runnerUp" ? rep.confirmation!.runnerUp : searchBest.index);
     // Each measured candidate has the server's breakdown of its own requests.
     for (const t of rep.trials.filter((x) => x.level))
       expect(t.level!.server!.requests).toBeGreaterThan(0.9 * t.level!.requests);
@@ -223,8 +226,9 @@ ensemble_scheduling { step [ { model_name: "sleepy" model_version: -1 input_map 
     expect(r.code, r.stderr).toBe(0);
     const rep = json(r.stdout);
     expect(rep.trials.find((t) => t.index === rep.winner)!.candidate.instances).toBe(2);
-    // Checked side by side against the runner-up, one instance, at about half its throughput.
-    expect(rep.confirmation).toMatchObject({ verdict: "confirmed", winner: 1, runnerUp: 0 });
+    // Checked side by side against the runner-up, one instance (at about half its throughput; how
+    // clearly that shows depends on what else the machine does, so no verdict is asserted).
+    expect(rep.confirmation).toMatchObject({ pick: "winner", winner: 1, runnerUp: 0 });
     expect(rep.diff).toEqual([{ field: "instance_group[KIND_CPU].count", before: "1", after: "2" }]);
     const after = await fs.readFile(file, "utf8");
     const at = ODD.indexOf("count:1");
