@@ -101,6 +101,7 @@ describe("triton-dev perf (real Triton, sample models)", () => {
     expect(levels.every((l) => l.errorCount === 0 && l.requests > 100)).toBe(true);
     const thr = levels.map((l) => l.throughput);
     const figures = JSON.stringify(levels.map((l) => [l.value, Math.round(l.throughput), l.latency.p50Us]));
+    console.info(`sleeper's sweep, [concurrency, infer/s, p50 us]: ${figures}`);
     // Rising: two in flight keep both instances sleeping at once, twice one at a time...
     expect(Math.max(...thr), figures).toBeGreaterThan(1.3 * thr[0]!);
     // ...then flattening: two instances serve no more at eight in flight than at two (2x, not 8x),
@@ -187,7 +188,12 @@ describe("triton-dev perf (real Triton, sample models)", () => {
       ["dynamic batching", "batcher"],
     ]);
     const [off, on] = report.sweeps.map((s) => s.levels[0]!);
-    const figures = JSON.stringify(report.comparison);
+    const figures = JSON.stringify({
+      comparison: report.comparison,
+      batch: [off!.server!.avgBatchSize, on!.server!.avgBatchSize],
+      p50Us: [off!.latency.p50Us, on!.latency.p50Us],
+    });
+    console.info(`batcher, no batching vs dynamic batching: ${figures}`);
     // One request per execution, give or take an execution caught between its two counters at a window's edge.
     expect(off!.server!.avgBatchSize, figures).toBeCloseTo(1, 2);
     expect(on!.server!.avgBatchSize, figures).toBeGreaterThan(4);
@@ -245,7 +251,8 @@ describe("triton-dev perf (real Triton, sample models)", () => {
   }, 90_000);
 
   it("prints the table and chart, and the difference from the previous run of the model", async () => {
-    const r = await runPerfCli(["bert_tokenizer", "--concurrency-range", "2", "-p", "1000", "-r", "3"], env);
+    // The sweep above saved sleeper's first run, the previous one this is compared with.
+    const r = await runPerfCli(["sleeper", "--concurrency-range", "2", "-p", "1000", "-r", "3"], env);
     expect(r.code, r.stderr).toBe(0);
     expect(tableRows(r.stdout).get(2)).toBeDefined();
     expect(r.stdout).toMatch(/^avg latency \(ms\)$/m);
@@ -253,7 +260,7 @@ describe("triton-dev perf (real Triton, sample models)", () => {
     expect(r.stdout).toMatch(
       /compared with the previous run \(.*\):\n {2}concurrency 2: throughput [+-]\d+\.\d%, p50 [+-]\d+\.\d%, p99 [+-]\d+\.\d%/,
     );
-    expect(r.stdout).toMatch(/saved: .*perf\/bert_tokenizer\/.*\.json/);
+    expect(r.stdout).toMatch(/saved: .*perf\/sleeper\/.*\.json/);
   }, 60_000);
 
   it("sends an open-loop Poisson rate, data from a file, and request priorities", async () => {
@@ -278,6 +285,7 @@ describe("triton-dev perf (real Triton, sample models)", () => {
     expect(rate.code, rate.stderr).toBe(0);
     const l = json(rate.stdout).sweeps[0]!.levels[0]!;
     expect(l.kind).toBe("rate");
+    console.info(`batcher at a Poisson 150/s: ${l.throughput.toFixed(1)} infer/s`);
     expect(l.throughput, JSON.stringify(l)).toBeGreaterThan(150 * 0.75);
     expect(l.throughput, JSON.stringify(l)).toBeLessThan(150 * 1.25);
 
