@@ -104,10 +104,12 @@ describe("triton-dev perf (real Triton, sample models)", () => {
     console.info(`sleeper's sweep, [concurrency, infer/s, p50 us]: ${figures}`);
     // Rising: two in flight keep both instances sleeping at once, twice one at a time...
     expect(Math.max(...thr), figures).toBeGreaterThan(1.3 * thr[0]!);
-    // ...then flattening: two instances serve no more at eight in flight than at two (2x, not 8x),
-    expect(thr[7]!, figures).toBeLessThan(0.6 * 8 * thr[0]!);
-    // and the other six wait their turn: four calls' time at eight in flight, one call's at one.
-    expect(levels[7]!.latency.p50Us, figures).toBeGreaterThan(2 * levels[0]!.latency.p50Us);
+    // ...then flattening: two instances of a call that sleeps 8 ms serve 250/s at most, however
+    // many are in flight (the bound is the fixture's: a busy machine only lowers throughput)...
+    expect(thr[7]!, figures).toBeLessThanOrEqual(2 * (1000 / 8));
+    // ...so the other six wait their turn: at least three calls' sleep before their own.
+    expect(levels[7]!.latency.p50Us, figures).toBeGreaterThan(levels[0]!.latency.p50Us);
+    expect(levels[7]!.latency.p50Us, figures).toBeGreaterThan(3 * 8_000);
     for (const l of levels) {
       expect(l.latency.p50Us).toBeLessThanOrEqual(l.latency.p90Us);
       expect(l.latency.p90Us).toBeLessThanOrEqual(l.latency.p95Us);
@@ -197,7 +199,8 @@ describe("triton-dev perf (real Triton, sample models)", () => {
     // One request per execution, give or take an execution caught between its two counters at a window's edge.
     expect(off!.server!.avgBatchSize, figures).toBeCloseTo(1, 2);
     expect(on!.server!.avgBatchSize, figures).toBeGreaterThan(4);
-    expect(report.comparison![0]!.ratio[1]!, figures).toBeGreaterThan(2);
+    // About 8x by construction (4x measured with both cores busy); 1.5x is what "pays off" asks.
+    expect(report.comparison![0]!.ratio[1]!, figures).toBeGreaterThan(1.5);
     expect(on!.latency.p50Us, figures).toBeLessThan(off!.latency.p50Us);
     expect(r.stderr).toMatch(/staging batcher__perf_nobatch \(no batching\) beside batcher/);
     // The variant is gone again; the original kept serving throughout.
