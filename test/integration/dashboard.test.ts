@@ -80,18 +80,18 @@ describe("triton-dev dashboard: attach to a detached run (real Triton)", () => {
     const child = spawnCli(["dashboard", "--json"], env);
     const lines = new EventLines(child);
     try {
-      const ready = await lines.waitFor((e) => e.type === "ready", "ready", 20_000);
+      const ready = await lines.waitFor((e) => e.type === "ready", "ready", 30_000);
       expect(ready.models).toEqual([expect.objectContaining({ name: "offset", version: "1", state: "READY" })]);
       // The refused model is in the replayed timeline, with the diagnostic that refused it.
       const refusal = await lines.waitFor(
         (e) => e.type === "edit" && e.model === "broken" && e.phase === "refused",
         "broken refused",
-        10_000,
+        30_000,
       );
       expect(JSON.stringify(refusal.diagnostics)).toMatch(/max_batch_size/);
       // Its elapsed time is the server's uptime, told apart from a start's duration.
       expect(ready.attached).toBe(true);
-      await lines.waitFor((e) => e.type === "watching", "watching (replayed from the run's record)", 10_000);
+      await lines.waitFor((e) => e.type === "watching", "watching (replayed from the run's record)", 30_000);
       await writeOffsetModel(repo, "2");
       const done = await lines.waitFor(
         (e) => e.type === "edit" && e.model === "offset" && e.phase === "ready",
@@ -109,7 +109,7 @@ describe("triton-dev dashboard: attach to a detached run (real Triton)", () => {
     // Leaving the follower stops nothing.
     const status = await runCli(["status", "--json"], env);
     expect(JSON.parse(status.stdout)).toMatchObject({ running: true });
-  }, 90_000);
+  }, 180_000);
 
   it.skipIf(!hasTmux)(
     "opens the dashboard in a terminal, reloads with r through the background watcher, and q leaves Triton running",
@@ -145,14 +145,14 @@ describe("triton-dev dashboard: attach to a detached run (real Triton)", () => {
         );
         await tmux.waitFor(/offset\s+v2\s+READY/, 30_000);
         // The edit made while nobody watched is in the timeline, replayed from the run's record.
-        const shown = await tmux.waitFor(/#(\d+) offset READY v2 in \d+\.\d+ s/, 10_000);
+        const shown = await tmux.waitFor(/#(\d+) offset READY v2 in \d+\.\d+ s/, 30_000);
         const pid = tmux.upPid();
         tmux.keys("?");
-        await tmux.waitFor(/q {2}Ctrl-C\s+quit; the detached Triton keeps running/, 10_000);
+        await tmux.waitFor(/q {2}Ctrl-C\s+quit; the detached Triton keeps running/, 30_000);
         tmux.keys("Escape");
         // broken sorts first and starts selected; j selects offset.
         tmux.keys("j");
-        await tmux.waitFor(/> offset\s+v2/, 10_000);
+        await tmux.waitFor(/> offset\s+v2/, 30_000);
         tmux.keys("r");
         await tmux.waitFor(new RegExp(`#${Number(shown[1]) + 1} offset READY v2 in \\d+\\.\\d+ s`), 60_000);
         tmux.keys("q");
@@ -168,7 +168,7 @@ describe("triton-dev dashboard: attach to a detached run (real Triton)", () => {
         models: expect.arrayContaining([expect.objectContaining({ name: "offset", version: "2", state: "READY" })]),
       });
     },
-    120_000,
+    240_000,
   );
 
   it("a follower ends by itself when the run is stopped from another shell", async () => {

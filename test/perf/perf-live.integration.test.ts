@@ -1,7 +1,16 @@
 import fs from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { copySampleModels, SAMPLE_MODELS, freePorts, portArgs, runCli, tempDir, testEnv } from "../helpers/cli.js";
+import {
+  copySampleModels,
+  SAMPLE_MODELS,
+  freePorts,
+  portArgs,
+  ROOT,
+  runCli,
+  tempDir,
+  testEnv,
+} from "../helpers/cli.js";
 import type { PerfReport } from "../../src/perf/run.js";
 import type { LevelResult } from "../../src/perf/profile.js";
 import {
@@ -25,9 +34,17 @@ function expectBatchedAtLeastOne(l: LevelResult): void {
 }
 
 /**
+ * A model that sleeps a fixed 8 ms per call plus 0.5 ms per request it holds: what concurrency,
+ * instances and batching do to it is known by construction and holds on a busy machine, where the
+ * sample models' real (numpy) work would measure the machine's other load as much as the product.
+ */
+const SLEEPY = path.join(ROOT, "test/fixtures/tune/sleepy");
+
+/**
  * `triton-dev perf` as a user runs it, against a real tritonserver started by `up --detach` on the
- * sample models (plus one model whose initialize() fails, to be an unready model). Windows are
- * short (1-1.5 s) to keep the file within a couple of minutes on two cores.
+ * sample models (plus one model whose initialize() fails, to be an unready model, and two copies
+ * of the sleep-bound fixture for the assertions on measured figures). Windows are short (1-1.5 s)
+ * to keep the file within a couple of minutes on two cores.
  */
 describe("triton-dev perf (real Triton, sample models)", () => {
   let env: NodeJS.ProcessEnv;
@@ -52,8 +69,17 @@ describe("triton-dev perf (real Triton, sample models)", () => {
       path.join(models, "broken_model", "1", "model.py"),
       "class TritonPythonModel:\n    def initialize(self, args):\n        raise RuntimeError('weights file missing')\n\n    def execute(self, requests):\n        return []\n",
     );
+    const sleepyConfig = await fs.readFile(path.join(SLEEPY, "config.pbtxt"), "utf8");
+    const addSleepy = async (name: string, config: string) => {
+      await fs.cp(SLEEPY, path.join(models, name), { recursive: true });
+      await fs.writeFile(path.join(models, name, "config.pbtxt"), config.replace('name: "sleepy"', `name: "${name}"`));
+    };
+    // Two instances, no batching: one request at a time gets half of what two or more in flight get.
+    await addSleepy("sleeper", sleepyConfig.replace("count: 1", "count: 2"));
+    // One instance that batches: 16 requests cost it 16 ms together, 136 ms one by one.
+    await addSleepy("batcher", `${sleepyConfig}dynamic_batching { }\n`);
     const up = await runCli(["up", "--detach", "--models", models, ...portArgs(ports)], env);
-    expect(up.stdout).toMatch(/5\/6 model\(s\) READY/);
+    expect(up.stdout).toMatch(/7\/8 model\(s\) READY/);
   }, 300_000);
 
   afterAll(async () => {
@@ -63,9 +89,9 @@ describe("triton-dev perf (real Triton, sample models)", () => {
   let sweep: PerfReport;
 
   it("sweeps concurrency 1:8: throughput rises and then flattens, latency grows, no errors", async () => {
-    const csv = path.join(work, "tokenizer.csv");
+    const csv = path.join(work, "sleeper.csv");
     const r = await runPerfCli(
-      ["bert_tokenizer", "--concurrency-range", "1:8", "-p", "1000", "-r", "3", "--json", "-f", csv],
+      ["sleeper", "--concurrency-range", "1:8", "-p", "1000", "-r", "3", "--json", "-f", csv],
       env,
     );
     expect(r.code, r.stderr).toBe(0);
@@ -74,11 +100,16 @@ describe("triton-dev perf (real Triton, sample models)", () => {
     expect(levels.map((l) => l.value)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
     expect(levels.every((l) => l.errorCount === 0 && l.requests > 100)).toBe(true);
     const thr = levels.map((l) => l.throughput);
-    // Rising: more in flight gets more done than one at a time...
-    expect(Math.max(...thr)).toBeGreaterThan(1.3 * thr[0]!);
-    // ...then flattening: two CPU cores cannot do eight times the work of one request at a time.
-    expect(thr[7]!).toBeLessThan(0.6 * 8 * thr[0]!);
-    expect(levels[7]!.latency.p50Us).toBeGreaterThan(levels[0]!.latency.p50Us);
+    const figures = JSON.stringify(levels.map((l) => [l.value, Math.round(l.throughput), l.latency.p50Us]));
+    console.info(`sleeper's sweep, [concurrency, infer/s, p50 us]: ${figures}`);
+    // Rising: two in flight keep both instances sleeping at once, twice one at a time...
+    expect(Math.max(...thr), figures).toBeGreaterThan(1.3 * thr[0]!);
+    // ...then flattening: two instances of a call that sleeps 8 ms serve 250/s at most, however
+    // many are in flight (the bound is the fixture's: a busy machine only lowers throughput)...
+    expect(thr[7]!, figures).toBeLessThanOrEqual(2 * (1000 / 8));
+    // ...so the other six wait their turn: at least three calls' sleep before their own.
+    expect(levels[7]!.latency.p50Us, figures).toBeGreaterThan(levels[0]!.latency.p50Us);
+    expect(levels[7]!.latency.p50Us, figures).toBeGreaterThan(3 * 8_000);
     for (const l of levels) {
       expect(l.latency.p50Us).toBeLessThanOrEqual(l.latency.p90Us);
       expect(l.latency.p90Us).toBeLessThanOrEqual(l.latency.p95Us);
@@ -136,42 +167,51 @@ describe("triton-dev perf (real Triton, sample models)", () => {
     }
   }, 60_000);
 
-  it("shows dynamic batching paying off on the image model at concurrency 64, on a staged sibling", async () => {
+  it("shows dynamic batching paying off at concurrency 16, on a staged sibling", async () => {
+    // The sleep-bound fixture: 16 requests one by one take 16 x 8.5 ms, in one batch 16 ms, so
+    // batching is worth about 8x by construction (the image model's numpy work would make the
+    // ratio depend on what else the machine does while each side is measured).
     const loads = async () => {
       const { logFile } = JSON.parse(await fs.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8")) as {
         logFile: string;
       };
-      return ((await fs.readFile(logFile, "utf8")).match(/loading: image_classifier:1/g) ?? []).length;
+      return ((await fs.readFile(logFile, "utf8")).match(/loading: batcher:1/g) ?? []).length;
     };
     const loadsBefore = await loads();
     expect(loadsBefore).toBeGreaterThan(0);
     const r = await runPerfCli(
-      ["image_classifier", "--compare", "batching", "--concurrency-range", "64", "-p", "1500", "-r", "4", "--json"],
+      ["batcher", "--compare", "batching", "--concurrency-range", "16", "-p", "1500", "-r", "4", "--json"],
       env,
     );
     expect(r.code, r.stderr).toBe(0);
     const report = json(r.stdout);
     expect(report.sweeps.map((s) => [s.label, s.servedModel])).toEqual([
-      ["no batching", "image_classifier__perf_nobatch"],
-      ["dynamic batching", "image_classifier"],
+      ["no batching", "batcher__perf_nobatch"],
+      ["dynamic batching", "batcher"],
     ]);
     const [off, on] = report.sweeps.map((s) => s.levels[0]!);
-    const figures = JSON.stringify(report.comparison);
+    const figures = JSON.stringify({
+      comparison: report.comparison,
+      batch: [off!.server!.avgBatchSize, on!.server!.avgBatchSize],
+      p50Us: [off!.latency.p50Us, on!.latency.p50Us],
+    });
+    console.info(`batcher, no batching vs dynamic batching: ${figures}`);
     // One request per execution, give or take an execution caught between its two counters at a window's edge.
     expect(off!.server!.avgBatchSize, figures).toBeCloseTo(1, 2);
     expect(on!.server!.avgBatchSize, figures).toBeGreaterThan(4);
+    // About 8x by construction (4x measured with both cores busy); 1.5x is what "pays off" asks.
     expect(report.comparison![0]!.ratio[1]!, figures).toBeGreaterThan(1.5);
     expect(on!.latency.p50Us, figures).toBeLessThan(off!.latency.p50Us);
-    expect(r.stderr).toMatch(/staging image_classifier__perf_nobatch \(no batching\) beside image_classifier/);
+    expect(r.stderr).toMatch(/staging batcher__perf_nobatch \(no batching\) beside batcher/);
     // The variant is gone again; the original kept serving throughout.
     const state = JSON.parse(await fs.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8"));
-    expect(await fs.readdir(state.repository)).not.toContain("image_classifier__perf_nobatch");
+    expect(await fs.readdir(state.repository)).not.toContain("batcher__perf_nobatch");
     const status = JSON.parse((await runCli(["status", "--json"], env)).stdout);
     const served = status.models.filter(
-      (m: { name: string; state: string }) => m.name === "image_classifier__perf_nobatch" && m.state !== "UNAVAILABLE",
+      (m: { name: string; state: string }) => m.name === "batcher__perf_nobatch" && m.state !== "UNAVAILABLE",
     );
     expect(served, JSON.stringify(status.models)).toEqual([]);
-    expect(status.models.find((m: { name: string }) => m.name === "image_classifier").state).toBe("READY");
+    expect(status.models.find((m: { name: string }) => m.name === "batcher").state).toBe("READY");
     // Staging and removing the sibling never touched the original's files: Triton did not reload it.
     expect(await loads()).toBe(loadsBefore);
     // Nor the sibling's own once it loaded: a second load mid-measurement (poll mode taking the
@@ -181,7 +221,7 @@ describe("triton-dev perf (real Triton, sample models)", () => {
       logFile: string;
     };
     const log = await fs.readFile(logFile, "utf8");
-    expect(log.match(/loading: image_classifier__perf_nobatch:1/g) ?? []).toHaveLength(1);
+    expect(log.match(/loading: batcher__perf_nobatch:1/g) ?? []).toHaveLength(1);
     expect(off!.server!.queueUs + off!.server!.computeInferUs, figures).toBeGreaterThan(0);
   }, 120_000);
 
@@ -190,13 +230,18 @@ describe("triton-dev perf (real Triton, sample models)", () => {
     const config = await fs.readFile(path.join(SAMPLE_MODELS, "image_classifier", "config.pbtxt"), "utf8");
     await fs.writeFile(bad, config.replace(/max_batch_size:\s*\d+/, "max_batch_size: -2"));
     const line = config.split("\n").findIndex((l) => /max_batch_size/.test(l)) + 1;
-    const started = Date.now();
+    const { logFile } = JSON.parse(await fs.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8")) as {
+      logFile: string;
+    };
+    const logOffset = (await fs.stat(logFile)).size;
     const r = await runPerfCli(
       ["image_classifier", "--compare", `config=${bad}`, "--concurrency-range", "1", "-p", "500", "--no-history"],
       env,
     );
-    expect(Date.now() - started).toBeLessThan(60_000);
     expect(r.code, r.stderr).toBe(1);
+    // At once: refused by lint before staging, so Triton never began loading a variant.
+    const logSince = (await fs.readFile(logFile)).subarray(logOffset).toString("utf8");
+    expect(logSince).not.toMatch(/loading: image_classifier__perf_/);
     expect(r.stderr).toMatch(
       new RegExp(
         `error: the variant bad-variant.pbtxt has \\d+ error\\(s\\), so it was not staged; the results above are those measured until then\\n {2}.*bad-variant\\.pbtxt:${line}:\\d+: error: `,
@@ -209,7 +254,8 @@ describe("triton-dev perf (real Triton, sample models)", () => {
   }, 90_000);
 
   it("prints the table and chart, and the difference from the previous run of the model", async () => {
-    const r = await runPerfCli(["bert_tokenizer", "--concurrency-range", "2", "-p", "1000", "-r", "3"], env);
+    // The sweep above saved sleeper's first run, the previous one this is compared with.
+    const r = await runPerfCli(["sleeper", "--concurrency-range", "2", "-p", "1000", "-r", "3"], env);
     expect(r.code, r.stderr).toBe(0);
     expect(tableRows(r.stdout).get(2)).toBeDefined();
     expect(r.stdout).toMatch(/^avg latency \(ms\)$/m);
@@ -217,13 +263,15 @@ describe("triton-dev perf (real Triton, sample models)", () => {
     expect(r.stdout).toMatch(
       /compared with the previous run \(.*\):\n {2}concurrency 2: throughput [+-]\d+\.\d%, p50 [+-]\d+\.\d%, p99 [+-]\d+\.\d%/,
     );
-    expect(r.stdout).toMatch(/saved: .*perf\/bert_tokenizer\/.*\.json/);
+    expect(r.stdout).toMatch(/saved: .*perf\/sleeper\/.*\.json/);
   }, 60_000);
 
   it("sends an open-loop Poisson rate, data from a file, and request priorities", async () => {
+    // The rate is the client's schedule; the sleep-bound batcher serves about 1000/s, so what
+    // completes is what was sent, however busy the machine (a numpy model at 150/s need not keep up).
     const rate = await runPerfCli(
       [
-        "bert_tokenizer",
+        "batcher",
         "--request-rate-range",
         "150",
         "--request-distribution",
@@ -240,8 +288,9 @@ describe("triton-dev perf (real Triton, sample models)", () => {
     expect(rate.code, rate.stderr).toBe(0);
     const l = json(rate.stdout).sweeps[0]!.levels[0]!;
     expect(l.kind).toBe("rate");
-    expect(l.throughput).toBeGreaterThan(150 * 0.75);
-    expect(l.throughput).toBeLessThan(150 * 1.25);
+    console.info(`batcher at a Poisson 150/s: ${l.throughput.toFixed(1)} infer/s`);
+    expect(l.throughput, JSON.stringify(l)).toBeGreaterThan(150 * 0.75);
+    expect(l.throughput, JSON.stringify(l)).toBeLessThan(150 * 1.25);
 
     const data = path.join(work, "texts.json");
     await fs.writeFile(

@@ -102,7 +102,6 @@ describe("triton-dev perf on a streaming (decoupled) model, real Triton", () => 
   it("-i grpc: ModelStreamInfer, each request's real response count, TTFT within latency, ITL, CSV with the streaming columns", async () => {
     const csv = path.join(work, "stream.csv");
     const input = await data("text.json", [TEXT]);
-    const t0 = Date.now();
     const r = await runPerfCli(
       [
         "text_streamer",
@@ -131,8 +130,8 @@ describe("triton-dev perf on a streaming (decoupled) model, real Triton", () => 
       checkLevel(l);
       expect(l.errorCount).toBe(0);
     }
-    // Two levels of at most 4 windows each, plus start-up: the loop is bounded.
-    expect(Date.now() - t0).toBeLessThan(30_000);
+    // Two levels of at most 4 windows each (checkLevel: trials <= 4): the loop is bounded by its
+    // windows, not by how fast this machine is; the test's timeout only keeps a hang from lasting.
     const lines = (await fs.readFile(csv, "utf8")).trim().split("\n");
     const header = lines[0]!.split(",");
     // perf_analyzer's streaming layout: Response Throughput third, then our columns after its own.
