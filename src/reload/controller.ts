@@ -454,11 +454,16 @@ export class ReloadController {
     if (good !== undefined) {
       // Serve the last good snapshot again: in poll mode this also ends Triton's retry of the
       // broken one at every poll; in explicit mode it reloads what was serving.
+      const restoreOffset = fileSize(this.o.logFile);
       await this.o.staging.restore(model, good, { prepare: this.o.mode === "poll" });
       this.lastGood.set(model, this.o.staging.current(model)!);
       if (this.o.mode === "explicit") await this.o.client.loadModel(model).catch(() => {});
       this.servedHash.delete(model);
       phase("failed", { reason: `${reason}; the last good version keeps serving` });
+      // Poll mode loads the restored copy at its next poll. Until that load is over, its "loaded"
+      // line could be read as the outcome of the user's next save (seen on a loaded machine: the
+      // fix reported ready while the restored version was what served), so the next edit waits.
+      if (this.o.mode === "poll") await this.watchLog(model, restoreOffset, RESTORE_WAIT_MS);
     } else {
       const versions = versionsToForget(
         (await this.o.client.repositoryIndex().catch(() => [])).filter((m) => m.name === model).map((m) => m.version),
@@ -484,8 +489,12 @@ export class ReloadController {
   }
 
   /** In poll mode Triton reports the outcome only in its log; read it from where we staged. */
-  private watchLog(model: string, from: number): Promise<{ ok: true } | { ok: false; reason: string }> {
-    const timeout = this.o.loadTimeoutMs ?? 120_000;
+  private watchLog(
+    model: string,
+    from: number,
+    timeoutMs?: number,
+  ): Promise<{ ok: true } | { ok: false; reason: string }> {
+    const timeout = timeoutMs ?? this.o.loadTimeoutMs ?? 120_000;
     const deadline = this.now() + timeout + this.o.pollSecs * 1000;
     return new Promise((resolve) => {
       let done = false;
@@ -545,6 +554,9 @@ export class ReloadController {
     }
   }
 }
+
+/** How long, past a poll, a failed edit waits for Triton to load the restored last good copy. */
+const RESTORE_WAIT_MS = 30_000;
 
 /** The numbered version folders of a staged snapshot. */
 async function versionFolders(dir: string): Promise<string[]> {

@@ -354,6 +354,8 @@ describe("ReloadController", () => {
       // Triton, polling the staged repository, logs its load a moment after the snapshot is swapped in.
       onEvent: (e, logFile) => {
         if (e.phase === "loading") setTimeout(() => fs.appendFileSync(logFile, outcomes.shift() ?? loaded), 30);
+        // And, after a failed load, the restored last good copy at its next poll.
+        if (e.phase === "failed") setTimeout(() => fs.appendFileSync(logFile, loaded), 30);
       },
     });
     const before = await s.servedConfig();
@@ -377,6 +379,16 @@ describe("ReloadController", () => {
     );
     expect(await s.servedConfig()).toBe(good);
     expect(await fsp.readFile(path.join(s.staging.repository, "m", "1", "model.py"), "utf8")).toBe(ECHO_MODEL_PY);
+
+    // The fix saved next is judged by its own load, not by the restored copy's "loaded" line: the
+    // controller was idle only once that one was in.
+    outcomes.push(
+      "E0101 00:00:03.000000 1 model_lifecycle.cc:1] failed to load 'm' version 1: Internal: RuntimeError: again\n",
+    );
+    await fsp.writeFile(path.join(s.repo, "m", "1", "model.py"), ECHO_MODEL_PY + "\n# a second try\n");
+    s.watcher.save("m");
+    await s.controller.idle();
+    expect(s.events.at(-1)!.reason).toMatch(/RuntimeError: again/);
   });
 
   it("can be closed twice, closes its watcher, and acts on no change after", async () => {
