@@ -34,6 +34,8 @@ export class ToolMissingError extends UserError {
 /** kind or kubectl ran and failed; `stderr` is the tool's own account. */
 export class ToolCommandError extends UserError {
   override name = "ToolCommandError";
+  /** The command was killed at its time limit (a busy machine, a cluster slow to answer). */
+  readonly timedOut: boolean;
   constructor(
     readonly tool: Tool,
     readonly args: string[],
@@ -50,6 +52,7 @@ export class ToolCommandError extends UserError {
       hint: options.hint ?? `Run \`${tool} ${args.join(" ")}\` yourself to see the full output.`,
       cause: options.cause,
     });
+    this.timedOut = options.timedOut === true;
   }
 }
 
