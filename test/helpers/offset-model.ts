@@ -1,5 +1,6 @@
 import fsp from "node:fs/promises";
 import path from "node:path";
+import { TritonHttpClient } from "../../src/triton/http-client.js";
 
 /** A small python model with dynamic batching that adds 1 to its input: what the dashboard tests edit and reload. */
 export const OFFSET_CONFIG = `name: "offset"
@@ -28,4 +29,26 @@ export async function writeOffsetModel(repo: string, version: string): Promise<v
   await fsp.mkdir(path.join(repo, "offset", version), { recursive: true });
   await fsp.writeFile(path.join(repo, "offset", "config.pbtxt"), OFFSET_CONFIG);
   await fsp.writeFile(path.join(repo, "offset", version, "model.py"), OFFSET_MODEL);
+}
+
+/** Waits (45 s at most) until model `offset` at 127.0.0.1:`httpPort` adds `want`; `what` names the step in the error. */
+export async function untilOffsetServes(
+  httpPort: number,
+  want: number,
+  what: string,
+  timeoutMs = 45_000,
+): Promise<void> {
+  const client = new TritonHttpClient(`http://127.0.0.1:${httpPort}`, { timeoutMs: 30_000 });
+  const served = async () => {
+    const r = await client.infer("offset", [{ name: "X", shape: [1, 4], datatype: "FP32", data: [0, 0, 0, 0] }]);
+    return (r.outputs[0]!.data as number[])[0]!;
+  };
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    last = await served().catch((e: unknown) => e);
+    if (last === want) return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`${what}: offset never served ${want} (last: ${String(last)})`);
 }

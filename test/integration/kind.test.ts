@@ -6,9 +6,8 @@ import type Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isPortFree } from "../../src/net/ports.js";
 import { findProcesses, isOurProcess } from "../../src/state/process.js";
-import { TritonHttpClient } from "../../src/triton/http-client.js";
 import { copySampleModels, freePorts, portArgs, runCli, tempDir, testEnv, type CliResult } from "../helpers/cli.js";
-import { writeOffsetModel } from "../helpers/offset-model.js";
+import { untilOffsetServes, writeOffsetModel } from "../helpers/offset-model.js";
 import {
   buildTestImage,
   dieTime,
@@ -502,20 +501,3 @@ describe.skipIf(!availability.ok)(
     }, 150_000);
   },
 );
-
-/** Polls model `offset` through the port-forward until it answers `want` (its edit is served). */
-async function untilOffsetServes(httpPort: number, want: number, what: string): Promise<void> {
-  const client = new TritonHttpClient(`http://127.0.0.1:${httpPort}`, { timeoutMs: 30_000 });
-  const served = async () => {
-    const r = await client.infer("offset", [{ name: "X", shape: [1, 4], datatype: "FP32", data: [0, 0, 0, 0] }]);
-    return (r.outputs[0]!.data as number[])[0]!;
-  };
-  const deadline = Date.now() + 45_000;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    last = await served().catch((e: unknown) => e);
-    if (last === want) return;
-    await sleep(250);
-  }
-  throw new Error(`${what}: offset never served ${want} (last: ${String(last)})`);
-}
