@@ -31,7 +31,7 @@ export async function writeOffsetModel(repo: string, version: string): Promise<v
   await fsp.writeFile(path.join(repo, "offset", version, "model.py"), OFFSET_MODEL);
 }
 
-/** Waits (45 s at most) until model `offset` at 127.0.0.1:`httpPort` adds `want`; `what` names the step in the error. */
+/** Waits until model `offset` at 127.0.0.1:`httpPort` adds `want`; `what` names the step in the error. */
 export async function untilOffsetServes(
   httpPort: number,
   want: number,

@@ -257,7 +257,7 @@ describe.skipIf(!availability.ok)(title, () => {
     ).toBe("");
     // The kubelet stops the pod's containers; only the sandbox may linger until its GC.
     const deadline = Date.now() + 60_000;
-    let running: string[] = [];
+    let running: string[];
     do {
       running = (await node.ctr(["tasks", "list"])).stdout
         .split("\n")
