@@ -291,15 +291,18 @@ function runDriver(contained: Contained, req: CompletionRequest, timeoutMs: numb
     let killer: NodeJS.Timeout | undefined;
     const timer = setTimeout(() => {
       timedOut = true;
-      // The launcher kills what the model started when asked; the group goes after a grace.
-      child.kill("SIGTERM");
-      killer = setTimeout(() => {
+      const killGroup = () => {
         try {
           process.kill(-child.pid!, "SIGKILL");
         } catch {
           child.kill("SIGKILL");
         }
-      }, 2000);
+      };
+      // A PID namespace dies with `unshare` (--kill-child) and everything in it; without one the
+      // launcher kills what the model started when asked, and the group goes after a grace.
+      if (contained.mode === "namespaces") return killGroup();
+      child.kill("SIGTERM");
+      killer = setTimeout(killGroup, 2000);
     }, timeoutMs);
     child.stdio[3]!.on("data", (d: Buffer) => {
       if (answer.length < MAX_OUTPUT) answer += d.toString("utf8");
