@@ -239,11 +239,7 @@ async function removeCgroup(dir: string): Promise<void> {
   for (let i = 0; i < 100; i++) {
     let pids: number[] = [];
     try {
-      pids = fs
-        .readFileSync(path.join(dir, "cgroup.procs"), "utf8")
-        .split("\n")
-        .filter(Boolean)
-        .map(Number);
+      pids = fs.readFileSync(path.join(dir, "cgroup.procs"), "utf8").split("\n").filter(Boolean).map(Number);
     } catch {
       return; // gone
     }

@@ -118,7 +118,10 @@ describe.skipIf(!managed)("running auto_complete_config", () => {
     }
   });
 
-  it.each([["namespaces where the machine allows them", undefined], ["plain", "plain"]])(
+  it.each([
+    ["namespaces where the machine allows them", undefined],
+    ["plain", "plain"],
+  ])(
     "kills a hanging model and what it started in a new session once the time limit passes (%s)",
     async (_, containment) => {
       const mark = `td-hang-${randomUUID()}`;
