@@ -167,15 +167,17 @@ function safeUserHome(): string | undefined {
   }
 }
 
-/** The processes this uid runs now: RLIMIT_NPROC counts them all, so the model's allowance comes on top. */
+/** The tasks this uid runs now: RLIMIT_NPROC counts them all, so the model's allowance comes on top. */
 function processesOfUser(uid: number): number {
   if (process.platform === "linux") {
     let n = 0;
     for (const d of fs.readdirSync("/proc")) {
       if (!/^\d+$/.test(d)) continue;
       try {
-        const m = /^Uid:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${d}/status`, "utf8"));
-        if (m && Number(m[1]) === uid) n++;
+        const status = fs.readFileSync(`/proc/${d}/status`, "utf8");
+        // Linux counts threads against RLIMIT_NPROC, not processes (node alone runs about ten).
+        if (Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]) === uid)
+          n += Number(/^Threads:\s+(\d+)/m.exec(status)?.[1] ?? 1);
       } catch {
         // gone meanwhile
       }
