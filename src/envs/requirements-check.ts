@@ -163,7 +163,7 @@ interface Token {
   at: number;
 }
 
-/** A logical line of a requirements file: continuations joined, the comment removed, with where each character came from. */
+/** A logical line of a requirements file: continuations joined, the comment removed, each character's place kept. */
 interface LogicalLine {
   text: string;
   /** For each character of `text`: its 1-based line and column in the file. */

@@ -10,6 +10,7 @@ import {
   CANNOT_WALL_IN,
   CONTAIN_PREFIX,
   contain as containCommand,
+  limitsFrom,
   type Contained,
   type ContainRequest,
 } from "./model-code-sandbox.js";
@@ -181,7 +182,9 @@ export function createConfigCompleter(o: CompleterOptions = {}): ConfigCompleter
       const hash = await hashModelDir(req.dir, req.model);
       const key = hash
         ? createHash("sha1")
+            // The limits too: code that ran out of memory may complete with more.
             .update(`${hash}\n${interpreter}\n${timeoutMs}\n${path.relative(req.dir, req.file)}\n`)
+            .update(`${JSON.stringify(limitsFrom())}\n`)
             .update(JSON.stringify(req.config))
             .digest("hex")
         : undefined;

@@ -239,7 +239,7 @@ function makeCgroups(limits: ContainmentLimits): string[] {
 
 async function removeCgroup(dir: string): Promise<void> {
   for (let i = 0; i < 100; i++) {
-    let pids: number[] = [];
+    let pids: number[];
     try {
       pids = fs.readFileSync(path.join(dir, "cgroup.procs"), "utf8").split("\n").filter(Boolean).map(Number);
     } catch {
