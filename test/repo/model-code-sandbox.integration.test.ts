@@ -12,8 +12,11 @@ import fsp from "node:fs/promises";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { resolvePaths } from "../../src/config/paths.js";
+import { EnvironmentBuilder } from "../../src/envs/builder.js";
+import { createConfigCompleter } from "../../src/repo/auto-complete-run.js";
 import { containmentMode } from "../../src/repo/model-code-sandbox.js";
 import { runCli, testEnv } from "../helpers/cli.js";
+import { managedPython, moduleWheel, offlinePip } from "../helpers/wheels.js";
 import { removeTempRepos, tempRepo, writeFiles } from "./helpers.js";
 
 afterAll(removeTempRepos);
@@ -159,4 +162,52 @@ describe.skipIf(!managed || !linux)("model code run by lint is contained", () =>
     expect(r.alloc).toBe("MemoryError");
     expect(r.forked).toBeLessThan(PROCESSES);
   }, 180_000);
+
+  it("runs a model in its requirements.txt environment (kept visible under a hidden temporary folder), contained", async () => {
+    const { python: base, sitePackages } = managedPython();
+    const work = await tempRepo();
+    const wheels = path.join(work, "wheels");
+    await fsp.mkdir(wheels);
+    await moduleWheel(base, wheels, { name: "tdcontained", version: "1.0", code: 'NAME = "FROM_ENV"\n' });
+    const repo = path.join(work, "repo");
+    await writeFiles(repo, {
+      "m/requirements.txt": "tdcontained==1.0\n",
+      "m/1/model.py": `import os, tdcontained
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    @staticmethod
+    def auto_complete_config(config):
+        config.add_input({"name": tdcontained.NAME, "data_type": "TYPE_FP32", "dims": [4]})
+        config.add_output({"name": "UNDER_TMP_" + str(os.path.exists(${JSON.stringify(wheels)})), "data_type": "TYPE_FP32", "dims": [4]})
+        return config
+`,
+    });
+    const dir = path.join(repo, "m");
+    const builder = new EnvironmentBuilder({
+      root: path.join(work, "envs"),
+      base: { python: base, sitePackages },
+      env: { ...process.env, ...offlinePip(wheels) },
+    });
+    const built = (await builder.build({
+      model: "m",
+      file: path.join(dir, "requirements.txt"),
+      userFile: path.join(dir, "requirements.txt"),
+    }))!;
+    const out = await createConfigCompleter({
+      cacheDir: path.join(work, "cache"),
+      interpreterFor: async () => ({ python: path.join(built.dir, "bin", "python") }),
+    }).complete({
+      model: "m",
+      dir,
+      file: path.join(dir, "1", "model.py"),
+      config: { name: "m", backend: "python", max_batch_size: 0, input: [], output: [] },
+    });
+    expect(out.outcome, JSON.stringify(out)).toBe("completed");
+    const config = (out as { config: { input: Array<{ name: string }>; output: Array<{ name: string }> } }).config;
+    expect(config.input.map((i) => i.name)).toEqual(["FROM_ENV"]);
+    // The temporary folder around the environment and the model is an empty one to the model.
+    const { mode } = await containmentMode(python, {});
+    expect(config.output.map((o) => o.name)).toEqual([mode === "namespaces" ? "UNDER_TMP_False" : "UNDER_TMP_True"]);
+  }, 120_000);
 });
