@@ -131,5 +131,20 @@ describe("requirements.txt that points pip elsewhere", () => {
     expect(res.stdout + res.stderr).not.toContain("never-printed");
     const human = await runCli(["lint", repo], await testEnv({ PIP_CONFIG_FILE: "/dev/null" }));
     expect(human.stdout + human.stderr).toContain(`${file}:2:1`);
+    // The docker runtime runs the image's Python and installs nothing from the file: said, not refused.
+    const docker = await runCli(
+      ["lint", repo, "--json", "--runtime", "docker"],
+      await testEnv({ PIP_CONFIG_FILE: "/dev/null" }),
+    );
+    const d = JSON.parse(docker.stdout).models[0];
+    expect(d.wouldLoad).toBe(true);
+    expect(
+      d.diagnostics
+        .filter((x: { code: string }) => x.code.startsWith("requirements-"))
+        .map(
+          (x: { severity: string; message: string }) =>
+            `${x.severity} ${/docker runtime does not install/.test(x.message)}`,
+        ),
+    ).toEqual(Array(4).fill("warning true"));
   }, 60_000);
 });
