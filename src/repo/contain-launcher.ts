@@ -178,8 +178,8 @@ if child == 0:
         import resource
         for name, value in cfg["limits"].items():
             res = getattr(resource, name, None)
-            if res is None:
-                continue
+            if res is None or (name == "RLIMIT_AS" and not linux):
+                continue  # macOS takes RLIMIT_AS but does not enforce it
             try:
                 resource.setrlimit(res, (value, value))
             except (ValueError, OSError) as e:

@@ -84,6 +84,7 @@ interface Probe {
   why?: string;
 }
 const probes = new Map<string, Promise<Probe>>();
+let warned = false;
 
 function unshareArgs(mode: ContainmentMode, uid: number): string[] {
   const user = uid === 0 ? [] : ["--map-root-user"];
@@ -124,7 +125,7 @@ async function probe(python: string): Promise<Probe> {
       const settings = launcherSettings(mode, { keep: [], scratch, limits: DEFAULT_LIMITS, cgroups: [] });
       const args = [...unshareArgs(mode, currentUid()), python, "-I", "-S", "-c", CONTAIN_LAUNCHER, settings];
       const r = await new Promise<{ ok: boolean; out: string }>((resolve) =>
-        execFile("unshare", [...args, python, "-I", "-S", "-c", "pass"], { timeout: 10_000 }, (err, _o, e) =>
+        execFile("unshare", [...args, python, "-I", "-S", "-c", "pass"], { timeout: 20_000 }, (err, _o, e) =>
           resolve({ ok: !err, out: String(e).trim() }),
         ),
       );
@@ -296,6 +297,12 @@ export async function contain(req: ContainRequest): Promise<Contained> {
   const limits = req.limits ?? limitsFrom(env);
   const { mode, why } = await containmentMode(req.launcherPython, env);
   if (why) logger.debug("model code containment", { mode, why });
+  if (mode !== "namespaces" && why && !warned && !env.TRITON_DEV_MODEL_CODE_CONTAINMENT) {
+    warned = true;
+    logger.warn(
+      `model code runs without ${mode === "network" ? "PID and mount" : "any"} namespaces here (${why}): what it writes is not contained; see the README's "How model code is contained"`,
+    );
+  }
   const id = randomBytes(8).toString("hex");
   const scratch = await fsp.mkdtemp(path.join(os.tmpdir(), "triton-dev-model-code-"));
   const cgroups = makeCgroups(limits);
