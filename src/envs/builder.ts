@@ -178,7 +178,7 @@ export class EnvironmentBuilder {
       env: this.o.env ?? process.env,
       sitePrefix: path.dirname(path.dirname(this.o.base.python)),
     });
-    const check = checkRequirementsFile(req.file, stagedDir, { model: req.model, pip, env: this.env });
+    const check = checkRequirementsFile(req.file, stagedDir, { model: req.model, pip, env: this.env, userDir });
     const asUser = (f: string) => (f.startsWith(stagedDir) ? userDir + f.slice(stagedDir.length) : f);
     for (const a of check.allowed) {
       this.progress(

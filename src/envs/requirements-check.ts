@@ -318,6 +318,12 @@ export interface CheckOptions {
   pip?: PipSources;
   /** For `${VAR}` expansion, as pip does (default: process.env). */
   env?: NodeJS.ProcessEnv;
+  /**
+   * The user's model folder, when `modelDir` is a staged copy of it: staging copies the files
+   * that links point at, so a link in the user's folder that leaves it (`common.txt ->
+   * /etc/shadow`) is judged there, where it is still a link.
+   */
+  userDir?: string;
 }
 
 const MAX_DEPTH = 10;
@@ -331,6 +337,12 @@ export function checkRequirementsFile(file: string, modelDir: string, o: CheckOp
   const env = o.env ?? process.env;
   const result: RequirementsCheck = { diagnostics: [], allowed: [] };
   const seen = new Set<string>();
+  const within = (p: string): boolean => {
+    if (!inside(modelDir, p)) return false;
+    if (!o.userDir) return true;
+    const rel = path.relative(modelDir, p);
+    return inside(o.userDir, path.join(o.userDir, rel));
+  };
   const visit = (f: string, depth: number) => {
     if (seen.has(f) || depth > MAX_DEPTH) return;
     seen.add(f);
@@ -368,7 +380,7 @@ export function checkRequirementsFile(file: string, modelDir: string, o: CheckOp
               x.kind === "find-links" ? pip.findLinks : x.kind === "trusted-host" ? pip.trustedHosts : pip.indexes;
             const originKey = `${x.kind === "extra-index-url" ? "index-url" : x.kind} ${n}`;
             const localLinks = x.kind === "find-links" && !/^[a-z][a-z0-9+.-]*:\/\//i.test(value);
-            if (localLinks && inside(modelDir, path.resolve(base, value))) break; // a wheel folder in the model
+            if (localLinks && within(path.resolve(base, value))) break; // a wheel folder in the model
             if (value && set.has(n)) {
               result.allowed.push({
                 file: f,
@@ -402,7 +414,7 @@ export function checkRequirementsFile(file: string, modelDir: string, o: CheckOp
               break;
             }
             const target = path.resolve(base, /^file:/i.test(value) ? (localPath(value, base) ?? value) : value);
-            if (!inside(modelDir, target)) {
+            if (!within(target)) {
               report(
                 l,
                 x.at,
@@ -437,7 +449,7 @@ export function checkRequirementsFile(file: string, modelDir: string, o: CheckOp
       }
       if (l.text.trimStart().startsWith("-")) continue;
       const local = localPath(expandVars(l.text.trim(), env), base);
-      if (local && !inside(modelDir, local)) {
+      if (local && !within(local)) {
         report(
           l,
           l.text.length - l.text.trimStart().length,

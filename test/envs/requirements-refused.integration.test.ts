@@ -79,6 +79,31 @@ describe("requirements.txt that points pip elsewhere", () => {
     expect(await fsp.readdir(root)).toEqual([]);
   });
 
+  it("judges a link in the user's folder where it is still a link: its staged copy holds the outside file", async () => {
+    const user = path.join(work, "user-repo", "linked");
+    const staged = path.join(work, "staged", "linked");
+    await fsp.mkdir(user, { recursive: true });
+    await fsp.mkdir(staged, { recursive: true });
+    await fsp.writeFile(path.join(user, "requirements.txt"), "tdgreet==1.0\n-r common.txt\n");
+    await fsp.symlink(path.join(work, "secret.txt"), path.join(user, "common.txt"));
+    // Staging copies the file a link points at: the snapshot pip would read holds the secret.
+    await fsp.copyFile(path.join(user, "requirements.txt"), path.join(staged, "requirements.txt"));
+    await fsp.copyFile(path.join(user, "common.txt"), path.join(staged, "common.txt"));
+    const err = await builder({ ...process.env, ...offlinePip(wheels) })
+      .build({
+        model: "linked",
+        file: path.join(staged, "requirements.txt"),
+        userFile: path.join(user, "requirements.txt"),
+      })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(EnvironmentError);
+    const e = err as EnvironmentError;
+    expect(e.diagnostics.map((d) => `${d.file}:${d.line}:${d.column} ${d.code}`)).toEqual([
+      `${path.join(user, "requirements.txt")}:2:1 requirements-outside-model`,
+    ]);
+    expect(JSON.stringify({ message: e.message, diagnostics: e.diagnostics })).not.toContain("never-printed");
+  });
+
   it("refuses an index the user's pip configuration does not name: the index is never asked", async () => {
     const req = await model("index", `--extra-index-url ${index}\ntdgreet==1.0\n`);
     asked = 0;
