@@ -7,6 +7,7 @@ import { log as rootLog } from "../log/logger.js";
 import type { Diagnostic } from "../repo/diagnostics.js";
 import { writeFileAtomic } from "../state/atomic-write.js";
 import { classifyPipFailure, errorExcerpt, type PipFailure } from "./pip-errors.js";
+import { checkRequirementsFile, userPipSources } from "./requirements-check.js";
 import {
   environmentKey,
   normalizeRequirements,
@@ -145,6 +146,7 @@ export class EnvironmentBuilder {
   /** The environment for a requirements file, built when not cached; undefined when it lists nothing. */
   async build(req: EnvironmentRequest): Promise<BuiltEnvironment | undefined> {
     const started = Date.now();
+    this.refuseRedirects(req);
     const text = await fsp.readFile(req.file, "utf8");
     const normalized = normalizeRequirements(text);
     if (normalized.length === 0) return undefined;
@@ -163,6 +165,36 @@ export class EnvironmentBuilder {
     }
     const built = await p;
     return { ...built, ms: Date.now() - started };
+  }
+
+  /**
+   * The file's lines that would point pip elsewhere (requirements-check.ts) refuse the model
+   * before pip reads it; the sources the user's own pip configuration allows are said.
+   */
+  private refuseRedirects(req: EnvironmentRequest): void {
+    const stagedDir = path.dirname(req.file);
+    const userDir = path.dirname(req.userFile);
+    const pip = userPipSources({
+      env: this.o.env ?? process.env,
+      sitePrefix: path.dirname(path.dirname(this.o.base.python)),
+    });
+    const check = checkRequirementsFile(req.file, stagedDir, { model: req.model, pip, env: this.env, userDir });
+    const asUser = (f: string) => (f.startsWith(stagedDir) ? userDir + f.slice(stagedDir.length) : f);
+    for (const a of check.allowed) {
+      this.progress(
+        req.model,
+        "",
+        `${path.relative(userDir, asUser(a.file))}:${a.line} installs from ${a.value} (--${a.option}, allowed: your pip configuration sets it in ${a.origin})`,
+      );
+    }
+    if (check.diagnostics.length === 0) return;
+    const diagnostics = check.diagnostics.map((d) => ({ ...d, file: asUser(d.file) }));
+    const first = diagnostics[0]!;
+    throw new EnvironmentError(
+      req.model,
+      `${req.model}: ${path.basename(req.userFile)} is refused before pip reads it: ${first.file}:${first.line}:${first.column}: ${first.message}${diagnostics.length > 1 ? ` (and ${diagnostics.length - 1} more)` : ""}`,
+      { hint: first.hint ?? "", refused: true, diagnostics },
+    );
   }
 
   private progress(model: string, key: string, message: string, line?: string): void {

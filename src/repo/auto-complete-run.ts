@@ -1,12 +1,19 @@
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import fs from "node:fs";
 import fsp from "node:fs/promises";
-import os from "node:os";
 import path from "node:path";
 import { resolvePaths, type Paths } from "../config/paths.js";
 import { log } from "../log/logger.js";
 import { hashModelDir } from "./model-files.js";
+import {
+  CANNOT_WALL_IN,
+  CONTAIN_PREFIX,
+  contain as containCommand,
+  limitsFrom,
+  type Contained,
+  type ContainRequest,
+} from "./model-code-sandbox.js";
 
 const logger = log.child("repo");
 
@@ -127,20 +134,13 @@ export interface CompleterOptions {
   interpreterFor?: InterpreterFor;
   /** Where finished outcomes are kept by the model's content hash (default: `<home>/cache/auto-complete`). */
   cacheDir?: string;
-  /** Whether `unshare -n` can give the process a network namespace of its own (default: tried once). */
-  canUnshareNet?: () => boolean;
+  /** Wraps the run in its walls (model-code-sandbox.ts); called once for each model.py that runs. */
+  contain?: (req: ContainRequest) => Promise<Contained>;
 }
 
 export const DEFAULT_COMPLETION_TIMEOUT_MS = 10_000;
 /** The driver's answer and model.py's own output are cut here: a model printing forever is not our memory's problem. */
 const MAX_OUTPUT = 1 << 20;
-
-let unshareProbe: boolean | undefined;
-/** Once per process: whether `unshare -n` works here (root, or user namespaces allowed). */
-function probeUnshare(): boolean {
-  unshareProbe ??= spawnSync("unshare", ["-n", "true"], { stdio: "ignore", timeout: 5000 }).status === 0;
-  return unshareProbe;
-}
 
 /** The python backend's utils in the managed wheel (site-packages/pytriton/tritonserver/backends/python). */
 function managedUtilsDir(venv: string): string | undefined {
@@ -152,9 +152,9 @@ function managedUtilsDir(venv: string): string | undefined {
 
 /**
  * The completer lint uses: model code runs in a subprocess of the managed environment's Python,
- * with a time limit and, where `unshare -n` works, no network at all (else the proxy variables
- * point at a closed port, which stops what honours them, pip and requests among them). It writes
- * no bytecode into the user's folder and runs in the temporary folder, not the model's. Outcomes
+ * with a time limit, contained (model-code-sandbox.ts: no network, every process it starts killed
+ * at the end, memory and process counts limited, the filesystem read-only outside a scratch
+ * folder where the platform allows). It writes no bytecode into the user's folder. Outcomes
  * other than a timeout are cached by the model's content hash and the config handed in, in memory
  * and on disk, so a repeated lint or reload of an unchanged model spawns nothing.
  */
@@ -164,7 +164,7 @@ export function createConfigCompleter(o: CompleterOptions = {}): ConfigCompleter
   const timeoutMs = o.timeoutMs ?? DEFAULT_COMPLETION_TIMEOUT_MS;
   const cacheDir = o.cacheDir ?? path.join(paths.home, "cache", "auto-complete");
   const memory = new Map<string, CompletionOutcome>();
-  const canUnshare = o.canUnshareNet ?? probeUnshare;
+  const wrap = o.contain ?? containCommand;
 
   return {
     async complete(req) {
@@ -182,7 +182,9 @@ export function createConfigCompleter(o: CompleterOptions = {}): ConfigCompleter
       const hash = await hashModelDir(req.dir, req.model);
       const key = hash
         ? createHash("sha1")
+            // The limits too: code that ran out of memory may complete with more.
             .update(`${hash}\n${interpreter}\n${timeoutMs}\n${path.relative(req.dir, req.file)}\n`)
+            .update(`${JSON.stringify(limitsFrom())}\n`)
             .update(JSON.stringify(req.config))
             .digest("hex")
         : undefined;
@@ -194,9 +196,22 @@ export function createConfigCompleter(o: CompleterOptions = {}): ConfigCompleter
         }
       }
       const started = Date.now();
-      const outcome = await runDriver(interpreter, utilsDir, req, timeoutMs, canUnshare());
+      const contained = await wrap({
+        launcherPython: python,
+        argv: [interpreter, "-B", "-c", DRIVER, utilsDir, req.file],
+        // What the driver reads: the model, the backend's utils, its interpreter's environment
+        // and the managed one, which a requirements.txt environment loads after its own.
+        keep: [req.dir, utilsDir, path.dirname(path.dirname(interpreter)), paths.venv],
+      });
+      let outcome: CompletionOutcome;
+      try {
+        outcome = await runDriver(contained, req, timeoutMs);
+      } finally {
+        await contained.cleanup();
+      }
       logger.debug("ran auto_complete_config", {
         model: req.model,
+        containment: contained.mode,
         outcome: outcome.outcome,
         ms: Date.now() - started,
       });
@@ -247,19 +262,14 @@ async function writeCached(dir: string, key: string, outcome: CompletionOutcome)
   }
 }
 
-function runDriver(
-  python: string,
-  utilsDir: string,
-  req: CompletionRequest,
-  timeoutMs: number,
-  unshare: boolean,
-): Promise<CompletionOutcome> {
+function runDriver(contained: Contained, req: CompletionRequest, timeoutMs: number): Promise<CompletionOutcome> {
   const closedPort = "http://127.0.0.1:9";
   const env: NodeJS.ProcessEnv = {
-    ...process.env,
+    ...contained.env,
     PYTHONDONTWRITEBYTECODE: "1",
     PYTHONNOUSERSITE: "1",
-    ...(unshare
+    // Without a network namespace, what honours the proxy variables (pip, requests) finds nothing.
+    ...(contained.mode !== "plain"
       ? {}
       : {
           http_proxy: closedPort,
@@ -270,11 +280,10 @@ function runDriver(
           NO_PROXY: "",
         }),
   };
-  const argv = [python, "-B", "-c", DRIVER, utilsDir, req.file];
-  const [cmd, ...args] = unshare ? ["unshare", "-n", ...argv] : argv;
+  const cmd = contained.command;
   return new Promise((resolve) => {
-    const child = spawn(cmd!, args, {
-      cwd: os.tmpdir(),
+    const child = spawn(cmd, contained.args, {
+      cwd: contained.cwd,
       env,
       detached: true,
       stdio: ["pipe", "ignore", "pipe", "pipe"],
@@ -282,13 +291,21 @@ function runDriver(
     let answer = "";
     let stderr = "";
     let timedOut = false;
+    let killer: NodeJS.Timeout | undefined;
     const timer = setTimeout(() => {
       timedOut = true;
-      try {
-        process.kill(-child.pid!, "SIGKILL");
-      } catch {
-        child.kill("SIGKILL");
-      }
+      const killGroup = () => {
+        try {
+          process.kill(-child.pid!, "SIGKILL");
+        } catch {
+          child.kill("SIGKILL");
+        }
+      };
+      // A PID namespace dies with `unshare` (--kill-child) and everything in it; without one the
+      // launcher kills what the model started when asked, and the group goes after a grace.
+      if (contained.mode === "namespaces") return killGroup();
+      child.kill("SIGTERM");
+      killer = setTimeout(killGroup, 2000);
     }, timeoutMs);
     child.stdio[3]!.on("data", (d: Buffer) => {
       if (answer.length < MAX_OUTPUT) answer += d.toString("utf8");
@@ -304,6 +321,7 @@ function runDriver(
     });
     child.on("close", (code, signal) => {
       clearTimeout(timer);
+      clearTimeout(killer);
       if (timedOut) return resolve({ outcome: "timeout", seconds: timeoutMs / 1000 });
       try {
         const a = JSON.parse(answer) as Record<string, unknown>;
@@ -327,7 +345,15 @@ function runDriver(
       } catch {
         // no answer: the process died on its own (os._exit, a crash); said below
       }
-      const tail = stderr.trim().split("\n").slice(-5).join("\n");
+      const all = stderr.trim().split("\n");
+      const walls = all.filter((l) => l.startsWith(CONTAIN_PREFIX));
+      if (walls.length) logger.warn("model code containment", { model: req.model, said: walls.join("; ") });
+      if (code === CANNOT_WALL_IN)
+        return resolve({ outcome: "not-run", why: walls.map((l) => l.slice(CONTAIN_PREFIX.length).trim()).join("; ") });
+      const tail = all
+        .filter((l) => !l.startsWith(CONTAIN_PREFIX))
+        .slice(-5)
+        .join("\n");
       resolve({
         outcome: "raised",
         error: `the process ended (${signal ? `signal ${signal}` : `exit code ${code}`}) before auto_complete_config returned${tail ? `: ${tail}` : ""}`,

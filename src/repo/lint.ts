@@ -1,4 +1,8 @@
+import fs from "node:fs";
 import path from "node:path";
+import { setsExecutionEnv } from "../envs/execution-env.js";
+import { REQUIREMENTS_FILE } from "../envs/requirements.js";
+import { checkRequirementsFile } from "../envs/requirements-check.js";
 import { log } from "../log/logger.js";
 import { type Diagnostic, compareDiagnostics, countBySeverity, dedupeDiagnostics } from "./diagnostics.js";
 import {
@@ -433,6 +437,23 @@ async function analyseModel(
   const layout = await scanModel(repo, name, configText);
   const analysed = await analyseLayout(layout, options, taken);
   await checkModelFiles(layout, analysed.reporter);
+  // A python model's requirements.txt, as `up` checks it before pip reads it.
+  const requirements = path.join(layout.dir, REQUIREMENTS_FILE);
+  if (analysed.backend === "python" && !setsExecutionEnv(layout.configText ?? "") && fs.existsSync(requirements)) {
+    // A runtime that installs nothing from requirements.txt (the image's Python) never hands it to pip.
+    const installs = !options.runtime || RUNTIME_FACTS[options.runtime].buildsEnvironments;
+    analysed.reporter.diagnostics.push(
+      ...checkRequirementsFile(requirements, layout.dir, { model: layout.name }).diagnostics.map((d) =>
+        installs
+          ? d
+          : {
+              ...d,
+              severity: "warning" as const,
+              message: `${d.message} (the ${options.runtime} runtime does not install requirements.txt; --runtime local refuses it)`,
+            },
+      ),
+    );
+  }
   analysed.errorCount = countBySeverity(analysed.reporter.diagnostics).errors;
   return analysed;
 }

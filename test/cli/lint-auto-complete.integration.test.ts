@@ -6,7 +6,7 @@
  */
 import fs from "node:fs";
 import fsp from "node:fs/promises";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import path from "node:path";
 import { runLint } from "../../src/cli/lint-action.js";
 import { lintRepository } from "../../src/repo/lint.js";
@@ -41,6 +41,16 @@ class TritonPythonModel:
 
 describe.skipIf(!managed)("lint with auto_complete_config and requirements.txt", () => {
   const saved = process.env.TRITON_DEV_ENVS_DIR;
+  const savedContainment = process.env.TRITON_DEV_MODEL_CODE_CONTAINMENT;
+  // The models here tell that they ran by writing a file outside their scratch folder, which
+  // only the plain containment lets through (model-code-sandbox.integration.test.ts has the walls).
+  beforeAll(() => {
+    process.env.TRITON_DEV_MODEL_CODE_CONTAINMENT = "plain";
+  });
+  afterAll(() => {
+    if (savedContainment === undefined) delete process.env.TRITON_DEV_MODEL_CODE_CONTAINMENT;
+    else process.env.TRITON_DEV_MODEL_CODE_CONTAINMENT = savedContainment;
+  });
   afterEach(() => {
     if (saved === undefined) delete process.env.TRITON_DEV_ENVS_DIR;
     else process.env.TRITON_DEV_ENVS_DIR = saved;

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resolvePaths } from "../../src/config/paths.js";
 import type { LintResult } from "../../src/repo/lint.js";
 import { createConfigCompleter, DEFAULT_COMPLETION_TIMEOUT_MS } from "../../src/repo/auto-complete-run.js";
+import { contain } from "../../src/repo/model-code-sandbox.js";
 import {
   AUTO_COMPLETE_CASES,
   CASES,
@@ -341,9 +342,9 @@ describe.skipIf(!venv)("lint agrees with Triton on models that complete their ow
     let ran = 0;
     const inner = createConfigCompleter({
       timeoutMs: COMPLETION_TIMEOUT_MS,
-      canUnshareNet: () => {
+      contain: (req) => {
         ran++;
-        return false;
+        return contain(req);
       },
     });
     const again = await autoCompleteRepository({

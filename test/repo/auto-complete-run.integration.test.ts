@@ -4,6 +4,7 @@
  * processes, a real listening socket. What Triton says about the same models is in
  * agreement.integration.test.ts.
  */
+import { randomUUID } from "node:crypto";
 import fs from "node:fs";
 import fsp from "node:fs/promises";
 import net from "node:net";
@@ -12,7 +13,24 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { resolvePaths } from "../../src/config/paths.js";
 import { type CompletionRequest, createConfigCompleter } from "../../src/repo/auto-complete-run.js";
+import { contain, type ContainRequest } from "../../src/repo/model-code-sandbox.js";
 import { removeTempRepos, tempRepo, writeFiles } from "./helpers.js";
+
+/** Processes whose command line carries `mark`, zombies left out. */
+function marked(mark: string): number[] {
+  const found: number[] = [];
+  for (const d of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      if (!fs.readFileSync(`/proc/${d}/cmdline`, "latin1").includes(mark)) continue;
+      if (fs.readFileSync(`/proc/${d}/stat`, "utf8").split(") ")[1]?.startsWith("Z")) continue;
+      found.push(Number(d));
+    } catch {
+      // gone
+    }
+  }
+  return found;
+}
 
 afterAll(removeTempRepos);
 
@@ -100,38 +118,41 @@ describe.skipIf(!managed)("running auto_complete_config", () => {
     }
   });
 
-  it("kills a hanging model and what it started once the time limit passes", async () => {
-    const pidFile = path.join(await tempRepo(), "child.pid");
-    const req = await model({
-      "1/model.py": modelPy(
-        `        import subprocess, time
-        child = subprocess.Popen(["sleep", "600"])
-        open(${JSON.stringify(pidFile)}, "w").write(str(child.pid))
+  it.each([
+    ["namespaces where the machine allows them", undefined],
+    ["plain", "plain"],
+  ])(
+    "kills a hanging model and what it started in a new session once the time limit passes (%s)",
+    async (_, containment) => {
+      const mark = `td-hang-${randomUUID()}`;
+      const req = await model({
+        "1/model.py": modelPy(
+          `        import subprocess, time
+        subprocess.Popen(["setsid", "sh", "-c", "sleep 600; : ${mark}"])
         time.sleep(600)`,
-      ),
-    });
-    const started = Date.now();
-    // Long enough for the model to reach its sleep (python and numpy start first, slowly on a busy
-    // machine), so there is a child to kill and its pid on file.
-    const out = await createConfigCompleter({ timeoutMs: 5000, cacheDir: cacheDir() }).complete(req);
-    expect(out).toEqual({ outcome: "timeout", seconds: 5 });
-    // Ended by the limit, not by the model (which sleeps 600 s); the bound is that and no more, so a
-    // busy machine's slow python start-up and kill do not count against it.
-    expect(Date.now() - started).toBeLessThan(60_000);
-    const pid = Number(fs.readFileSync(pidFile, "utf8"));
-    // The child is in the killed process group: gone (or a zombie reaped by init) within moments.
-    const deadline = Date.now() + 20_000;
-    const alive = () => {
-      try {
-        process.kill(pid, 0);
-        return !fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(" ")[2]?.startsWith("Z");
-      } catch {
-        return false;
-      }
-    };
-    while (alive() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    expect(alive()).toBe(false);
-  }, 90_000);
+        ),
+      });
+      const env = { ...process.env, ...(containment ? { TRITON_DEV_MODEL_CODE_CONTAINMENT: containment } : {}) };
+      const started = Date.now();
+      // Long enough for the model to reach its sleep (python and numpy start first, slowly on a busy
+      // machine), so there is a child to kill: seen running while the model hangs.
+      let seen = false;
+      const watch = setInterval(() => (seen ||= marked(mark).length > 0), 100);
+      const out = await createConfigCompleter({
+        timeoutMs: 5000,
+        cacheDir: cacheDir(),
+        contain: (r) => contain({ ...r, env }),
+      }).complete(req);
+      clearInterval(watch);
+      expect(out).toEqual({ outcome: "timeout", seconds: 5 });
+      // Ended by the limit, not by the model (which sleeps 600 s); the bound is that and no more, so a
+      // busy machine's slow python start-up and kill do not count against it.
+      expect(Date.now() - started).toBeLessThan(60_000);
+      expect(seen, "the model started its child").toBe(true);
+      expect(marked(mark)).toEqual([]);
+    },
+    90_000,
+  );
 
   it("says where the model's code raised, and answers the same content from its cache without running it", async () => {
     const runs = path.join(await tempRepo(), "runs.txt");
@@ -143,11 +164,14 @@ describe.skipIf(!managed)("running auto_complete_config", () => {
     };
     const cache = cacheDir();
     const first = await model(files);
-    const out = await createConfigCompleter({ cacheDir: cache }).complete(first);
+    // The model counts its runs in a file outside its scratch folder: the plain containment lets it.
+    const plain = (r: ContainRequest) =>
+      contain({ ...r, env: { ...process.env, TRITON_DEV_MODEL_CODE_CONTAINMENT: "plain" } });
+    const out = await createConfigCompleter({ cacheDir: cache, contain: plain }).complete(first);
     expect(out).toMatchObject({ outcome: "raised", error: "ValueError: no shapes", file: first.file, line: 8 });
     // Another folder with the same content, another process's completer: the disk cache answers.
     const second = await model(files);
-    const again = await createConfigCompleter({ cacheDir: cache }).complete(second);
+    const again = await createConfigCompleter({ cacheDir: cache, contain: plain }).complete(second);
     expect(again).toMatchObject({ outcome: "raised", file: second.file, line: 8 });
     expect(fs.readFileSync(runs, "utf8")).toBe("ran\n");
   });
