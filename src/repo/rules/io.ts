@@ -39,7 +39,7 @@ export const IO_CODES = codes({
   "batch-output-source": { severity: "error", description: "a batch_output without exactly one source_input" },
   "batch-output-unknown-source": { severity: "error", description: "a batch_output's source_input that is no input" },
   "batch-output-unknown-target": { severity: "error", description: "a batch_output's target_name that is no output" },
-  "batch-output-duplicate-target": { severity: "error", description: "an output named by two batch_outputs" },
+  "batch-output-duplicate-target": { severity: "error", description: "a batch_output that lists one target twice" },
 });
 
 /** Element count of a shape; -1 when any dimension is variable. */
