@@ -1,3 +1,7 @@
+/**
+ * Lint rules, area `fields`: fields Triton takes apart from the rest: fields newer than the
+ * runtime's Triton, model metrics, and keys given twice in a map.
+ */
 import { FIELDS_AFTER_2_51 } from "../backends.js";
 import { RUNTIME_FACTS } from "../../runtimes/kinds.js";
 import type { ModelContext, Reporter } from "./reporter.js";
@@ -17,7 +21,7 @@ export const FIELDS_CODES = codes({
  * A runtime pinned to Triton 2.51 (the local one) rejects these outright, so the config cannot
  * load there: an error. Where the image decides the release, nothing is known to reject them.
  */
-export function checkNewerFields(ctx: ModelContext, r: Reporter): void {
+function checkNewerFields(ctx: ModelContext, r: Reporter): void {
   const runtime = ctx.options.runtime;
   const version = runtime ? RUNTIME_FACTS[runtime].tritonVersion : undefined;
   if (!runtime || version !== "2.51") return;
@@ -33,7 +37,7 @@ export function checkNewerFields(ctx: ModelContext, r: Reporter): void {
   }
 }
 
-export function checkModelMetrics(ctx: ModelContext, r: Reporter): void {
+function checkModelMetrics(ctx: ModelContext, r: Reporter): void {
   const mm = ctx.parsed.config.modelMetrics;
   if (!mm) return;
   mm.metricControl.forEach((m, i) => {
@@ -69,7 +73,7 @@ export function checkModelMetrics(ctx: ModelContext, r: Reporter): void {
   });
 }
 
-export function checkDuplicateKeys(ctx: ModelContext, r: Reporter): void {
+function checkDuplicateKeys(ctx: ModelContext, r: Reporter): void {
   for (const d of ctx.parsed.source.duplicateKeys) {
     if (/^ensemble_scheduling\.step\[\d+\]\.(input|output)_map\{/.test(d.path)) continue; // ensemble.ts explains these
     r.warning(

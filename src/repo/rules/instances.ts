@@ -1,3 +1,7 @@
+/**
+ * Lint rules, area `instances`: where the model runs: instance groups, their kinds, GPUs and
+ * profiles.
+ */
 import { ModelInstanceGroup_KindSchema, ModelInstanceGroup_Kind } from "../gen/model_config_pb.js";
 import { type ModelContext, type Reporter, enumName } from "./reporter.js";
 import { seenAsModel, codes, type ModelRule, type RuleArea } from "./rule.js";
@@ -22,7 +26,7 @@ export const INSTANCES_CODES = codes({
 
 const kindName = (k: ModelInstanceGroup_Kind): string => enumName(ModelInstanceGroup_KindSchema, k);
 
-export function checkInstanceGroups(ctx: ModelContext, r: Reporter): void {
+function checkInstanceGroups(ctx: ModelContext, r: Reporter): void {
   const c = ctx.parsed.config;
   const { gpuAvailable, gpuCount } = ctx.options;
   c.instanceGroup.forEach((g, i) => {

@@ -1,3 +1,7 @@
+/**
+ * Lint rules, area `io`: a model's tensors: max_batch_size, inputs and outputs (names, types,
+ * dims, reshape, formats), batch inputs and outputs.
+ */
 import {
   DataType,
   ModelInput_Format,
@@ -68,7 +72,7 @@ function segmentCounts(dims: readonly bigint[]): bigint[] {
 
 // ---------------------------------------------------------------------------------------------
 
-export function checkIOs(ctx: ModelContext, r: Reporter): void {
+function checkIOs(ctx: ModelContext, r: Reporter): void {
   const c = ctx.parsed.config;
   // Triton checks the platform autofill leaves: backend "tensorrt", or 1/model.plan, make it tensorrt_plan.
   const platform = ctx.autofill.platform;
@@ -225,7 +229,7 @@ export function checkIOs(ctx: ModelContext, r: Reporter): void {
   }
 }
 
-export function checkBatchIO(ctx: ModelContext, r: Reporter): void {
+function checkBatchIO(ctx: ModelContext, r: Reporter): void {
   const c = ctx.parsed.config;
   const inputs = new Set(c.input.map((i) => i.name));
   const outputs = new Set(c.output.map((o) => o.name));

@@ -1,3 +1,8 @@
+/**
+ * Lint rules, area `platform`: what runs the model: the config's name, its platform and backend
+ * (as Triton settles them, autofill.ts), and the `runtime` library Triton loads instead of the
+ * backend's.
+ */
 import { BACKENDS, ENSEMBLE_PLATFORM, PLATFORMS, TYPED_BACKENDS } from "../backends.js";
 import { AUTOFILL_FILE_NAMES, type AutofilledBackend } from "../autofill.js";
 import { ModelInstanceGroup_Kind } from "../gen/model_config_pb.js";
@@ -50,7 +55,7 @@ export const PLATFORM_CODES = codes({
   },
 });
 
-export function checkName(ctx: ModelContext, r: Reporter): void {
+function checkName(ctx: ModelContext, r: Reporter): void {
   const declared = ctx.parsed.config.name;
   if (declared && declared !== ctx.name) {
     r.error(
@@ -64,7 +69,7 @@ export function checkName(ctx: ModelContext, r: Reporter): void {
   }
 }
 
-export function checkPlatformBackend(ctx: ModelContext, r: Reporter): void {
+function checkPlatformBackend(ctx: ModelContext, r: Reporter): void {
   const c = ctx.parsed.config;
   const { platform, backend } = c;
   const isEnsembleScheduling = c.schedulingChoice.case === "ensembleScheduling";
@@ -288,7 +293,7 @@ export function checkRuntimeBackend(ctx: ModelContext, r: Reporter): string | un
  * the folder holds is known only where the runtime fixes it (RUNTIME_FACTS.backendLibraries),
  * and there a library found nowhere is an error as well.
  */
-export function checkRuntimeField(ctx: ModelContext, r: Reporter): void {
+function checkRuntimeField(ctx: ModelContext, r: Reporter): void {
   const c = ctx.parsed.config;
   const lib = c.runtime;
   if (!lib || c.platform === ENSEMBLE_PLATFORM) return;

@@ -1,3 +1,8 @@
+/**
+ * Lint rules, area `python`: the python backend's particulars: what its stub's command line cannot
+ * carry, EXECUTION_ENV_PATH, and model.py read as text (the versions rule hands it over with each
+ * version's model file).
+ */
 import { readUserText } from "../layout.js";
 import { servableName, shownName } from "../model-name.js";
 import { RUNTIME_FACTS } from "../../runtimes/kinds.js";
@@ -45,7 +50,7 @@ export function executionEnv(ctx: ModelContext): { value: string; inModel: boole
  * load (measured on 2.51: "Failed to get the canonical path for <path>"). Inside the model folder
  * it is known on every runtime; an absolute path elsewhere only where Triton runs on this machine.
  */
-export function checkExecutionEnv(ctx: ModelContext, r: Reporter): void {
+function checkExecutionEnv(ctx: ModelContext, r: Reporter): void {
   const env = executionEnv(ctx);
   if (!env) return;
   const { value, inModel, resolved } = env;
@@ -82,7 +87,7 @@ const STUB_WORD = /^[A-Za-z0-9_.-]+$/;
  * file's path) unquoted on the `bash -c` command line that starts each stub: a space splits it
  * and the stub never starts, `$(...)` runs.
  */
-export function checkStubCommandLine(ctx: ModelContext, r: Reporter): void {
+function checkStubCommandLine(ctx: ModelContext, r: Reporter): void {
   const c = ctx.parsed.config;
   if (ctx.autofill.backend !== "python") return;
   const why =

@@ -1,3 +1,7 @@
+/**
+ * What every rule is given: the model (ModelContext), the options lint runs with, and the Reporter
+ * its findings go to, which places them in the config and keeps to the table's codes.
+ */
 import type { AutofilledBackend } from "../autofill.js";
 import { type Diagnostic, type Severity, clipLongRuns } from "../diagnostics.js";
 import type { DescEnum } from "@bufbuild/protobuf";

@@ -1,3 +1,4 @@
+/** The shape of lint's rule table: codes with their severity and meaning, and model rules. */
 import type { RuleCode } from "../rules.js";
 import type { ModelContext, Reporter } from "./reporter.js";
 

@@ -1,3 +1,7 @@
+/**
+ * Lint rules, area `scheduling`: how requests are scheduled: dynamic batching (preferred sizes,
+ * priorities, queue policies), sequence batching (controls, slots) and the response cache.
+ */
 import {
   DataType,
   ModelSequenceBatching_Control_KindSchema,
@@ -76,7 +80,7 @@ function checkPreferredSizes(sizes: readonly number[], mbs: number, pathOf: (i: 
   });
 }
 
-export function checkDynamicBatching(ctx: ModelContext, r: Reporter): void {
+function checkDynamicBatching(ctx: ModelContext, r: Reporter): void {
   const c = ctx.parsed.config;
   if (c.schedulingChoice.case !== "dynamicBatching") return;
   const db = c.schedulingChoice.value;
@@ -165,7 +169,7 @@ export function checkDynamicBatching(ctx: ModelContext, r: Reporter): void {
   }
 }
 
-export function checkSequenceBatching(ctx: ModelContext, r: Reporter): void {
+function checkSequenceBatching(ctx: ModelContext, r: Reporter): void {
   const c = ctx.parsed.config;
   if (c.schedulingChoice.case !== "sequenceBatching") return;
   const sb = c.schedulingChoice.value;

@@ -1,3 +1,8 @@
+/**
+ * Lint rules, area `versions`: version folders and the model file in each: which versions Triton
+ * loads (version_policy), folders it ignores, the file the backend reads, a config left in a
+ * version folder.
+ */
 import { ENSEMBLE_PLATFORM, defaultModelFile } from "../backends.js";
 import { AUTOFILL_FILE_NAMES } from "../autofill.js";
 import type { ModelConfig } from "../gen/model_config_pb.js";
@@ -60,7 +65,7 @@ export function versionsToLoad(
   return { load: existing.slice(0, n), missingSpecific: [] };
 }
 
-export async function checkVersions(ctx: ModelContext, r: Reporter): Promise<void> {
+async function checkVersions(ctx: ModelContext, r: Reporter): Promise<void> {
   const { layout, parsed } = ctx;
   const c = parsed.config;
   const rel = (p: string) => path.relative(path.dirname(layout.dir), p);
