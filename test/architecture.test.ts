@@ -111,6 +111,23 @@ describe("the rooms of src/", () => {
     ).toEqual([]);
   });
 
+  it("keeps lint's rule areas (repo/rules/) below lint and the table that assembles them", () => {
+    const inRules = (f: string) => f.startsWith("repo/rules/");
+    // An area reads configs and folders; lint.ts runs the areas and rules.ts lists them, so an area
+    // importing either (or anything above repo/) would run lint from inside a rule.
+    expect(
+      violations(
+        inRules,
+        (t) =>
+          t === "repo/lint.ts" ||
+          t === "repo/rules.ts" ||
+          (t.includes("/") && !t.startsWith("repo/") && t !== "runtimes/kinds.ts" && t.endsWith(".ts")),
+      ),
+    ).toEqual([]);
+    // Outside repo/, the rules are reached through repo/rules.ts (the table) or repo/lint.ts.
+    expect(violations((f) => room(f) !== "repo", inRules)).toEqual([]);
+  });
+
   it("keeps reload/ out of sessions, runtimes, the CLI and the dashboard", () => {
     expect(
       violations(

@@ -4,6 +4,7 @@ import path from "node:path";
 import { UsageError } from "../errors.js";
 import { type Diagnostic, countBySeverity, displayPath, formatDiagnostic } from "../repo/diagnostics.js";
 import { type LintOptions, type LintResult, type LintedModel, lintRepository } from "../repo/lint.js";
+import { ruleTable } from "../repo/rules.js";
 import { RUNTIME_FACTS, type RuntimeKind } from "../runtimes/kinds.js";
 import { detectNvidiaGpus } from "../gpu/detect.js";
 import { resolvePaths } from "../config/paths.js";
@@ -21,6 +22,24 @@ export interface LintFlags {
   explain?: string;
   /** --run-model-code: run python models' auto_complete_config (their code) to check the config it completes. */
   runModelCode?: boolean;
+  /** --list-rules: print the codes lint reports (repo/rules.ts) instead of checking a repository. */
+  listRules?: boolean;
+}
+
+/** `lint --list-rules`: one line per code (code, severity, area, what it means), or the rows as JSON. */
+export function listRules(output: Output, json = false): number {
+  const rows = ruleTable();
+  if (json) {
+    output.out(JSON.stringify(rows, null, 2));
+    return 0;
+  }
+  const header = { code: "CODE", severity: "SEVERITY", area: "AREA", description: "MEANING" };
+  const width = (k: "code" | "severity" | "area") => Math.max(...[header, ...rows].map((r) => r[k].length));
+  const [code, severity, area] = [width("code"), width("severity"), width("area")];
+  for (const r of [header, ...rows])
+    output.out(`${r.code.padEnd(code)}  ${r.severity.padEnd(severity)}  ${r.area.padEnd(area)}  ${r.description}`);
+  output.out(`${rows.length} codes`);
+  return 0;
 }
 
 /**
@@ -184,6 +203,7 @@ export function formatExplain(m: LintedModel, cwd: string): string {
 /** Runs `triton-dev lint` and returns its exit code: 0 clean (warnings allowed), 1 errors. */
 export async function runLint(dir: string, flags: LintFlags, deps: LintDeps = {}): Promise<number> {
   const output = deps.output ?? processOutput;
+  if (flags.listRules) return listRules(output, flags.json);
   const cwd = deps.cwd ?? process.cwd();
   const repo = path.resolve(cwd, dir);
   let st: fs.Stats;

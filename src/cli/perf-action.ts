@@ -19,10 +19,11 @@ import { describeSequences, parseSequenceIdRange } from "../perf/sequences.js";
 import { isStreamingSweep } from "../perf/stream-report.js";
 import { parseCompareFlag } from "../perf/variants.js";
 import type { CliContext, Output } from "./output.js";
+import type { Protocol } from "../perf/protocol.js";
 
 export interface PerfFlags {
   url?: string;
-  protocol: "http" | "grpc";
+  protocol: Protocol;
   concurrencyRange?: number[];
   requestRateRange?: number[];
   requestDistribution: "constant" | "poisson";

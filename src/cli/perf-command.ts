@@ -3,6 +3,7 @@ import { parseRequestParameter, parseShapeFlag } from "../perf/inputs.js";
 import { parsePositiveInt } from "./options.js";
 import type { CliContext } from "./output.js";
 import type { PerfFlags } from "./perf-action.js";
+import { PROTOCOLS } from "../perf/protocol.js";
 
 /**
  * perf_analyzer's range syntax START[:END[:STEP]] (END defaults to START, STEP to 1), or a list
@@ -80,7 +81,7 @@ export function registerPerfCommand(program: Command, ctx: CliContext): Command 
       "-u, --url <host:port>",
       "the server's endpoint for the protocol (default: the server `triton-dev up` started)",
     )
-    .addOption(new Option("-i, --protocol <protocol>", "http or grpc").choices(["http", "grpc"]).default("http"))
+    .addOption(new Option("-i, --protocol <protocol>", "http or grpc").choices(PROTOCOLS).default("http"))
     .option(
       "--concurrency-range <range>",
       "closed loop: START:END:STEP or a list like 1,2,4,8 (default 1,2,4,8)",

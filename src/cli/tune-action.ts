@@ -3,6 +3,7 @@ import path from "node:path";
 import { formatChart, formatConfirmation, formatDiff, formatRanking, formatSummary, toCsv } from "../tune/report.js";
 import { runTune, type TuneOptions, type TuneReport } from "../tune/run.js";
 import type { CliContext, Output } from "./output.js";
+import type { Protocol } from "../perf/protocol.js";
 
 export interface TuneFlags {
   latencyBudget?: { percentile: "p95" | "p99"; ms: number };
@@ -13,7 +14,7 @@ export interface TuneFlags {
   space?: string;
   apply: boolean;
   exhaustive: boolean;
-  protocol: "http" | "grpc";
+  protocol: Protocol;
   shape: Array<[string, number[]]>;
   inputData: string;
   requestParameter: Array<[string, string | number | boolean]>;

@@ -3,6 +3,7 @@ import { parsePositiveInt } from "./options.js";
 import { collectRequestParameter, collectShape } from "./perf-command.js";
 import type { CliContext } from "./output.js";
 import type { TuneFlags } from "./tune-action.js";
+import { PROTOCOLS } from "../perf/protocol.js";
 
 /** p99=MS or p95=MS. */
 export function parseLatencyBudget(value: string): { percentile: "p95" | "p99"; ms: number } {
@@ -61,7 +62,7 @@ export function registerTuneCommand(program: Command, ctx: CliContext): Command 
     .option("--space <FILE>", "JSON that narrows or widens the search space's dimensions")
     .option("--apply", "write the winning fields into the model's config.pbtxt (a backup is kept)", false)
     .option("--exhaustive", "measure every candidate of the space instead of climbing", false)
-    .addOption(new Option("-i, --protocol <protocol>", "http or grpc").choices(["http", "grpc"]).default("http"))
+    .addOption(new Option("-i, --protocol <protocol>", "http or grpc").choices(PROTOCOLS).default("http"))
     .option(
       "--shape <NAME:d1,d2>",
       "dimensions (without batch) for an input with -1 in its shape, as perf's; repeatable",

@@ -10,7 +10,7 @@ import {
   TritonUnreachableError,
   type ModelMetadata,
 } from "../triton/http-client.js";
-import type { Protocol } from "./transport.js";
+import type { Protocol } from "./protocol.js";
 
 /**
  * What perf asks the server besides inference: health, metadata, configuration, statistics.

@@ -9,6 +9,7 @@ import type { Distribution } from "./load.js";
 import type { LevelKind, LevelResult } from "./profile.js";
 import { parseCsv } from "./report.js";
 import type { SequenceSettings } from "./sequences.js";
+import type { Protocol } from "./protocol.js";
 
 /** Where perf_analyzer is: --perf-analyzer, then $PERF_ANALYZER, then PATH. */
 export function findPerfAnalyzer(env: NodeJS.ProcessEnv, explicit?: string): string {
@@ -26,7 +27,7 @@ export interface PerfAnalyzerLevelOptions {
   model: string;
   /** host:port of the endpoint for `protocol`. */
   url: string;
-  protocol: "http" | "grpc";
+  protocol: Protocol;
   kind: LevelKind;
   value: number;
   distribution: Distribution;

@@ -6,6 +6,7 @@ import {
   streamCsvRow,
   streamTableCells,
 } from "./stream-report.js";
+import type { Protocol } from "./protocol.js";
 
 /** One sweep over one served model (the model itself, or one variant of it). */
 export interface SweepResult {
@@ -18,7 +19,7 @@ export interface SweepResult {
   /** What this sweep stands for in a comparison ("dynamic batching", "instances=3"). */
   label?: string;
   engine: "builtin" | "perf_analyzer";
-  protocol: "http" | "grpc";
+  protocol: Protocol;
   endpoint: string;
   kind: LevelKind;
   distribution?: "constant" | "poisson";

@@ -6,9 +6,9 @@ import { urlHost } from "../net/url.js";
 import { currentRun } from "../session/current-run.js";
 import type { RunState } from "../state/run-state.js";
 import type { ParameterValue, RawTensor } from "../triton/binary.js";
-import { TritonGrpcClient, type ModelConfigSummary } from "../triton/grpc-client.js";
-import { clientForRun, TritonHttpClient, type ModelMetadata } from "../triton/http-client.js";
-import { GrpcControl, HttpControl, isUnknownModelError, isUnreachableError, type ControlClient } from "./control.js";
+import type { ModelConfigSummary } from "../triton/grpc-client.js";
+import { clientForRun, type ModelMetadata, type TritonHttpClient } from "../triton/http-client.js";
+import { isUnknownModelError, isUnreachableError, type ControlClient } from "./control.js";
 import { detectGpuProbe, type GpuProbe } from "./gpu.js";
 import { historyRoot, previousComparable, saveRun } from "./history.js";
 import { readInputData } from "./input-data.js";
@@ -34,11 +34,13 @@ import {
   type SequenceSettings,
 } from "./sequences.js";
 import { checkSharedMemoryTarget, removeLeftovers, SystemShmSession, type SharedMemoryMode } from "./shared-memory.js";
-import { GrpcSystemShm, HttpSystemShm, type ShmTensorRef } from "../triton/system-shm.js";
-import { GrpcTransport, HttpTransport, InferFailedError, type InferTransport, type Protocol } from "./transport.js";
+import type { ShmTensorRef } from "../triton/system-shm.js";
+import { InferFailedError, type InferTransport } from "./transport.js";
+import type { Protocol } from "./protocol.js";
+import { protocolDescriptor, type ProtocolDescriptor, type StreamPlan } from "./protocol-descriptor.js";
 import { GrpcStreamTransport } from "./stream-load.js";
 import { windowProgressLine } from "./stream-report.js";
-import { generateBodies, HttpGenerateStreamTransport } from "./generate-stream.js";
+import { HttpGenerateStreamTransport } from "./generate-stream.js";
 import { userPathsOf } from "../state/staged-paths.js";
 import { collectStatus } from "../session/status.js";
 import {
@@ -109,7 +111,8 @@ export interface PerfReport {
 interface Target {
   host: string;
   port: number;
-  protocol: Protocol;
+  /** What `-i` means: chosen once, in resolveTarget; nothing below asks for the protocol's name. */
+  wire: ProtocolDescriptor;
   endpoint: string;
   control: ControlClient;
   metricsUrl?: string;
@@ -136,6 +139,7 @@ async function resolveTarget(o: PerfOptions, env: NodeJS.ProcessEnv): Promise<Ta
   let port: number;
   let state: RunState | undefined;
   let metricsUrl = o.metricsUrl;
+  const wire = protocolDescriptor(o.protocol);
   if (o.url) {
     ({ host, port } = parseUrlFlag(o.url));
     metricsUrl ??= `http://${urlHost(host)}:8002/metrics`;
@@ -153,31 +157,30 @@ async function resolveTarget(o: PerfOptions, env: NodeJS.ProcessEnv): Promise<Ta
     }
     state = run.state;
     host = state.host;
-    port = o.protocol === "grpc" ? state.ports.grpc : state.ports.http;
+    port = wire.port(state.ports);
     metricsUrl ??= `http://${urlHost(host)}:${state.ports.metrics}/metrics`;
   }
   // Before anything is sent: a region the server cannot open would only fail later, less clearly.
   if (o.sharedMemory === "system")
     checkSharedMemoryTarget({ host, ...(o.url ? { url: o.url } : {}), ...(state ? { state } : {}) });
-  const endpoint = `${urlHost(host)}:${port}`;
-  const control: ControlClient =
-    o.protocol === "grpc"
-      ? new GrpcControl(new TritonGrpcClient(endpoint))
-      : new HttpControl(state ? clientForRun(state) : new TritonHttpClient(`http://${endpoint}`));
-  return {
+  const located = {
     host,
     port,
-    protocol: o.protocol,
-    endpoint,
-    control,
+    endpoint: `${urlHost(host)}:${port}`,
+    ...(state ? { state, grpcEndpoint: `${urlHost(host)}:${state.ports.grpc}` } : {}),
+  };
+  return {
+    ...located,
+    wire,
+    control: wire.control(located),
     ...(metricsUrl ? { metricsUrl } : {}),
-    ...(state ? { state, repoClient: clientForRun(state), grpcEndpoint: `${urlHost(host)}:${state.ports.grpc}` } : {}),
+    ...(state ? { repoClient: clientForRun(state) } : {}),
   };
 }
 
 async function checkModel(t: Target, model: string, env: NodeJS.ProcessEnv, version?: string): Promise<void> {
   if (!(await t.control.isLive())) {
-    throw new UserError(`Triton at ${t.endpoint} (${t.protocol}) is not answering`, {
+    throw new UserError(`Triton at ${t.endpoint} (${t.wire.name}) is not answering`, {
       hint: t.state
         ? "See `triton-dev status` and `triton-dev logs`."
         : "Check the address and protocol: -u HOST:PORT names the HTTP port with -i http, the gRPC port with -i grpc.",
@@ -270,38 +273,6 @@ function sequenceSettings(o: PerfOptions, dataSteps: number): SequenceSettings {
   };
 }
 
-type StreamPlan =
-  { via: "ModelStreamInfer"; endpoint: string } | { via: "generate_stream"; endpoint: string; bodies: string[] };
-
-/**
- * How a decoupled model's requests stream. HTTP's /infer refuses them (Triton 2.51 answers 501):
- * with `-i http` they go to generate_stream when the model fits the generate extension, else over
- * gRPC's ModelStreamInfer on the run's gRPC port; with `-i grpc` always over ModelStreamInfer.
- */
-function planStream(
-  t: Target,
-  model: string,
-  metadata: ModelMetadata,
-  config: ModelConfigSummary,
-  payloads: RawTensor[][],
-  parameters?: Record<string, ParameterValue>,
-): StreamPlan {
-  if (t.protocol === "grpc") return { via: "ModelStreamInfer", endpoint: t.endpoint };
-  // generate_stream carries no sequence fields: a stateful decoupled model streams over gRPC.
-  const bodies = config.sequence_batching ? undefined : generateBodies(metadata, config, payloads, parameters);
-  if (bodies) return { via: "generate_stream", endpoint: t.endpoint, bodies };
-  if (t.grpcEndpoint) return { via: "ModelStreamInfer", endpoint: t.grpcEndpoint };
-  if (config.sequence_batching)
-    throw new UsageError(
-      `${model} is a decoupled stateful model: its requests carry sequence fields, which only gRPC's stream carries for it`,
-      { hint: `Give the server's gRPC port: -i grpc -u ${urlHost(t.host)}:8001 (or its --grpc-port).` },
-    );
-  throw new UsageError(
-    `${model} is a decoupled (streaming) model whose tensors HTTP's generate_stream cannot carry, so it is measured over gRPC's stream`,
-    { hint: `Give the server's gRPC port: -i grpc -u ${urlHost(t.host)}:8001 (or its --grpc-port).` },
-  );
-}
-
 async function prepareModel(
   t: Target,
   o: PerfOptions,
@@ -360,13 +331,23 @@ async function prepareModel(
     const open = o.kind === "concurrency" ? Math.max(...o.levels) : sequence.rateSequences;
     checkSequenceIds(open, new SequenceIds(sequence).capacity);
   }
+  // A decoupled model streams; the protocol's descriptor says over which route.
+  const parameters = requestParameters(o, true);
   return {
     metadata,
     config,
     composing,
     payloads,
     ...(config.decoupled
-      ? { stream: planStream(t, served, metadata, config, payloads, requestParameters(o, true)) }
+      ? {
+          stream: t.wire.streamRoute(t, {
+            name: served,
+            metadata,
+            config,
+            payloads,
+            ...(parameters ? { parameters } : {}),
+          }),
+        }
       : {}),
     ...(sequence ? { sequence } : {}),
   };
@@ -404,7 +385,7 @@ function transportFactory(
     const stream = extras.stream;
     if (stream?.via === "ModelStreamInfer") return new GrpcStreamTransport(stream.endpoint, opts);
     if (stream?.via === "generate_stream") return new HttpGenerateStreamTransport(t.host, t.port, stream.bodies, opts);
-    return t.protocol === "grpc" ? new GrpcTransport(t.endpoint, opts) : new HttpTransport(t.host, t.port, opts);
+    return t.wire.transport(t, opts);
   };
 }
 
@@ -576,7 +557,7 @@ async function sweepPerfAnalyzer(
       bin,
       model: served,
       url: grpcStream ?? t.endpoint,
-      protocol: grpcStream ? "grpc" : t.protocol,
+      protocol: grpcStream ? "grpc" : t.wire.name,
       ...(grpcStream ? { streaming: true } : {}),
       kind: o.kind,
       value,
@@ -623,7 +604,7 @@ function streamFields(
   t: Target,
   plan: StreamPlan | undefined,
 ): Pick<SweepResult, "protocol" | "endpoint" | "streaming"> {
-  if (!plan) return { protocol: t.protocol, endpoint: t.endpoint };
+  if (!plan) return { protocol: t.wire.name, endpoint: t.endpoint };
   return {
     protocol: plan.via === "ModelStreamInfer" ? "grpc" : "http",
     endpoint: plan.endpoint,
@@ -705,8 +686,7 @@ async function runOne(
   if (o.engine === "perf_analyzer") await sweepPerfAnalyzer(t, o, served, setup, deps, sweep);
   else if (o.sharedMemory === "system") {
     // Registered over the protocol measured: with -u only its port is known.
-    const grpc = t.protocol === "grpc" ? new TritonGrpcClient(t.endpoint) : undefined;
-    const api = grpc ? new GrpcSystemShm(grpc) : new HttpSystemShm(`http://${t.endpoint}`);
+    const { api, close } = t.wire.sharedMemory(t);
     try {
       const left = await removeLeftovers(api);
       if (left.length) deps.progress?.(`removed ${left.length} shared memory region(s) left by perf runs that died`);
@@ -720,7 +700,7 @@ async function runOne(
         await session.close();
       }
     } finally {
-      grpc?.close();
+      close();
     }
   } else await sweepBuiltin(t, o, served, setup, gpuProbe, deps, sweep);
   sweep.finishedAt = new Date().toISOString();

@@ -21,7 +21,7 @@ import {
 import { sequenceParameters, type SequenceStep } from "./sequences.js";
 import type { StreamFacts } from "./stream-stats.js";
 
-export type Protocol = "http" | "grpc";
+import type { Protocol } from "./protocol.js";
 
 export interface ErrorInfo {
   /** What the error counts under: protocol status and Triton's message, e.g. "HTTP 400: ...". */

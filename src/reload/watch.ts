@@ -39,12 +39,31 @@ export interface WatcherOptions {
   completeSettleMs?: number;
   /** Upper bound on how long a continuous stream of events can postpone a reload. */
   maxWaitMs?: number;
-  now?: () => number;
+  /** The clock the settle windows run on; tests pass a fake one and move it themselves. */
+  timers?: WatchTimers;
   /** chokidar polling, for filesystems without inotify (network mounts, some containers). */
   usePolling?: boolean;
   /** The model-file rule's limits (repo/model-files.ts): depth watched, linked folders watched. */
   limits?: ModelFileLimits;
 }
+
+/**
+ * The time the watcher settles bursts by: the current time and one-shot timers. The real one is
+ * Node's; a test gives one whose time moves only when it says, so it can tell a 60 ms settle from
+ * a 3 s one without waiting either out.
+ */
+export interface WatchTimers {
+  now(): number;
+  /** Returns a handle that only this clock's clearTimeout takes. */
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(timer: unknown): void;
+}
+
+export const REAL_TIMERS: WatchTimers = {
+  now: () => Date.now(),
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (timer) => clearTimeout(timer as NodeJS.Timeout),
+};
 
 /**
  * chokidar drops a file's change event that comes within 50 ms of the previous one it emitted
@@ -66,7 +85,7 @@ export function isIgnoredPath(rel: string): boolean {
 }
 
 interface Pending {
-  timer: NodeJS.Timeout;
+  timer: unknown;
   first: number;
   events: number;
   /** Every event so far replaced a file whole. */
@@ -107,7 +126,7 @@ export class RepositoryWatcher implements ModelWatcher {
   private readonly settleMs: number;
   private readonly completeSettleMs: number;
   private readonly maxWaitMs: number;
-  private readonly now: () => number;
+  private readonly timers: WatchTimers;
   private readonly limits: ModelFileLimits;
   private closed = false;
   private markClosed: () => void = () => {};
@@ -121,7 +140,7 @@ export class RepositoryWatcher implements ModelWatcher {
     this.settleMs = Math.max(options.settleMs ?? 150, MIN_SETTLE_MS);
     this.completeSettleMs = Math.min(Math.max(options.completeSettleMs ?? MIN_SETTLE_MS, MIN_SETTLE_MS), this.settleMs);
     this.maxWaitMs = options.maxWaitMs ?? 2_000;
-    this.now = options.now ?? Date.now;
+    this.timers = options.timers ?? REAL_TIMERS;
     this.limits = options.limits ?? MODEL_FILE_LIMITS;
     this.realRoot = path.resolve(root);
   }
@@ -271,15 +290,15 @@ export class RepositoryWatcher implements ModelWatcher {
   }
 
   private recordModel(model: string, complete: boolean): void {
-    const now = this.now();
+    const now = this.timers.now();
     const entry = this.pending.get(model);
-    if (entry) clearTimeout(entry.timer);
+    if (entry) this.timers.clearTimeout(entry.timer);
     const first = entry?.first ?? now;
     const events = (entry?.events ?? 0) + 1;
     const allComplete = (entry?.complete ?? true) && complete;
     const settle = allComplete ? this.completeSettleMs : this.settleMs;
     const wait = Math.max(0, Math.min(settle, first + this.maxWaitMs - now));
-    const timer = setTimeout(() => {
+    const timer = this.timers.setTimeout(() => {
       this.pending.delete(model);
       void this.settled({ model, firstEventAt: first, events });
     }, wait);
@@ -303,7 +322,7 @@ export class RepositoryWatcher implements ModelWatcher {
   async close(): Promise<void> {
     this.closed = true;
     this.markClosed();
-    for (const p of this.pending.values()) clearTimeout(p.timer);
+    for (const p of this.pending.values()) this.timers.clearTimeout(p.timer);
     this.pending.clear();
     const w = this.watcher;
     this.watcher = undefined;

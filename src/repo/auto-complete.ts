@@ -3,6 +3,7 @@ import type { Diagnostic } from "./diagnostics.js";
 import { readUserText } from "./layout.js";
 import { listModelFiles } from "./model-files.js";
 import type { ModelConfigJson } from "./model-config.js";
+import type { WarningCode } from "./rules.js";
 
 /**
  * Triton's config auto-complete (on unless `--disable-auto-complete-config`) costs every python
@@ -56,7 +57,7 @@ export function autoCompleteOffDiagnostic(m: AutoCompleteSubject, reason: string
     line: 1,
     column: 1,
     model: m.name,
-    code: "auto-complete-off",
+    code: "auto-complete-off" satisfies WarningCode,
     message: `${reason}, but this run started Triton with config auto-complete off (no model needed it then), so Triton loads the config as written`,
     hint: "Restart `triton-dev up` to have Triton complete the config (reloads of python models then take about a second longer).",
   };

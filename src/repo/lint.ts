@@ -12,7 +12,7 @@ import {
   checkEnsembleSteps,
   ensembleSteps,
   isEnsemble,
-} from "./ensemble.js";
+} from "./rules/ensemble.js";
 import { CONFIG_FILE, type ModelLayout, type NotAModelFolder, readRepositoryEntries, scanModel } from "./layout.js";
 import { ModelFileError, listModelFiles } from "./model-files.js";
 import type { ModelConfigJson } from "./model-config.js";
@@ -42,6 +42,7 @@ import {
   versionConfigs,
   versionsToLoad,
 } from "./rules.js";
+import type { ErrorCode, WarningCode } from "./rules.js";
 
 export type { LintOptions } from "./rules.js";
 export type { ModelConfigJson } from "./model-config.js";
@@ -130,7 +131,7 @@ async function checkModelFiles(layout: ModelLayout, reporter: Reporter): Promise
   for (const p of problems.slice(0, MAX_FILE_PROBLEMS)) {
     if (reported.has(p.file)) continue;
     const where = p.file === layout.dir ? `model folder '${layout.name}'` : path.relative(layout.dir, p.file);
-    reporter.error(`model-files-${p.problem}`, undefined, `${where} ${p.is}`, p.hint, p.file);
+    reporter.error(`model-files-${p.problem}` as const, undefined, `${where} ${p.is}`, p.hint, p.file);
   }
 }
 
@@ -314,7 +315,7 @@ function notRun(layout: ModelLayout, file: string, rel: string, pos: Pos): Compl
         line: pos.line,
         column: pos.column,
         model: layout.name,
-        code: "auto-complete-not-run",
+        code: "auto-complete-not-run" satisfies WarningCode,
         message: `not checked: completing this config runs ${rel} (its auto_complete_config), and lint runs no model code unless asked, so the config is checked as written`,
         hint: "Pass --run-model-code to have lint run it as Triton does (a subprocess of the managed environment with a time limit, and no network where the system allows), or trust the code first: `triton-dev up` runs it in Triton anyway.",
       },
@@ -332,7 +333,7 @@ function completionResult(
   rel: string,
   pos: Pos,
 ): Completion | undefined {
-  const err = (code: string, message: string, hint: string, where = pos, inFile = file): Diagnostic => ({
+  const err = (code: ErrorCode, message: string, hint: string, where = pos, inFile = file): Diagnostic => ({
     severity: "error",
     file: inFile,
     line: where.line,
@@ -658,7 +659,7 @@ function emptyRepository(repo: string): Diagnostic {
     column: 1,
     message: `model repository '${path.basename(repo) || repo}' holds no model directories`,
     hint: `A model directory holds config.pbtxt and a numbered version folder (my_model/config.pbtxt, my_model/1/model.py): pass the folder that holds such directories, or scaffold one with \`triton-dev init ${repo}\`.`,
-    code: "repository-empty",
+    code: "repository-empty" satisfies ErrorCode,
   };
 }
 
@@ -682,7 +683,7 @@ function notAModelFolder(e: NotAModelFolder): Diagnostic {
     column: 1,
     message: `'${e.name}' is a symbolic link to ${e.target}, ${where}: it is not a model folder, so it is not served`,
     hint: "Point the link at a model folder (one holding config.pbtxt and a numbered version folder), or remove it.",
-    code: e.why === "links to a file" ? "model-link-not-directory" : "model-link-dangling",
+    code: (e.why === "links to a file" ? "model-link-not-directory" : "model-link-dangling") satisfies WarningCode,
   };
 }
 

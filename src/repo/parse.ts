@@ -15,6 +15,7 @@ import {
   TextSyntaxError,
   parseTree,
 } from "./textproto.js";
+import type { ErrorCode } from "./rules.js";
 
 /**
  * Where each part of a parsed config.pbtxt sits in the file, by path: `max_batch_size`,
@@ -94,7 +95,7 @@ export interface ParseOptions {
  * does Triton's parser).
  */
 export function parseModelConfig(text: string, file: string, options: ParseOptions = {}): ParseResult {
-  const diag = (pos: Pos, message: string, hint: string | undefined, code: string): Diagnostic => ({
+  const diag = (pos: Pos, message: string, hint: string | undefined, code: ErrorCode): Diagnostic => ({
     severity: "error",
     file,
     line: pos.line,
@@ -325,7 +326,7 @@ interface Explained {
   pos: Pos;
   message: string;
   hint?: string;
-  code: string;
+  code: ErrorCode;
 }
 
 /**

@@ -15,7 +15,7 @@ import type { LevelResult } from "../perf/profile.js";
 import { InputDataError } from "../perf/input-data.js";
 import { MissingShapesError, type InputDataSource } from "../perf/inputs.js";
 import { runPerf, type PerfOptions } from "../perf/run.js";
-import type { Protocol } from "../perf/transport.js";
+import type { Protocol } from "../perf/protocol.js";
 import {
   removeVariant,
   stageVariant,

@@ -6,6 +6,7 @@ import { detectNvidiaGpus, runLint } from "../../src/cli/lint-action.js";
 import { registerLintCommand } from "../../src/cli/lint-command.js";
 import type { CliContext, Output } from "../../src/cli/output.js";
 import { UsageError } from "../../src/errors.js";
+import { ruleTable } from "../../src/repo/rules.js";
 import {
   ECHO_ONNX,
   ECHO_IO,
@@ -311,5 +312,45 @@ describe("lint --explain", () => {
     );
     expect(err).toBeInstanceOf(UsageError);
     expect((err as UsageError).hint).toContain("Pass one of its models: a.");
+  });
+});
+
+describe("lint --list-rules", () => {
+  it("lists every code of the rule table with its severity, area and meaning, one line each, and checks nothing", async () => {
+    const out = capture();
+    // The repository argument is not looked at: this one does not exist.
+    expect(await runLint("no-such-folder", { listRules: true }, { output: out })).toBe(0);
+    const lines = out.text().split("\n");
+    const rows = ruleTable();
+    expect(lines[0]).toMatch(/^CODE +SEVERITY +AREA +MEANING$/);
+    expect(lines.at(-1)).toBe(`${rows.length} codes`);
+    expect(lines.slice(1, -1)).toHaveLength(rows.length);
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^io-duplicate +warning +io +two inputs or two outputs of one name$/),
+    );
+    expect(lines).toContainEqual(expect.stringMatching(/^gpu-unavailable +error or warning +instances +a KIND_GPU/));
+  });
+
+  it("gives the rows as JSON with --json", async () => {
+    const out = capture();
+    expect(await runLint("models", { listRules: true, json: true }, { output: out })).toBe(0);
+    const rows = JSON.parse(out.text()) as Array<{ code: string; severity: string; area: string; description: string }>;
+    expect(rows).toEqual(ruleTable());
+    expect(rows.find((r) => r.code === "config-syntax")).toEqual({
+      code: "config-syntax",
+      severity: "error",
+      area: "config",
+      description: "config.pbtxt is not valid protobuf text",
+    });
+  });
+
+  it("is an option of the lint command", async () => {
+    const out = capture();
+    const program = new Command().exitOverride();
+    const ctx: CliContext = { output: out, env: {}, exitCode: 0 };
+    registerLintCommand(program, ctx);
+    await program.parseAsync(["node", "triton-dev", "lint", "--list-rules"]);
+    expect(ctx.exitCode).toBe(0);
+    expect(out.text()).toContain("config-unknown-field");
   });
 });

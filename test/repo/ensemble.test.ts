@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from "vitest";
 import type { Diagnostic } from "../../src/repo/diagnostics.js";
-import { findCycles } from "../../src/repo/ensemble.js";
+import { findCycles } from "../../src/repo/rules/ensemble.js";
 import { type LintOptions, lintModel, lintRepository } from "../../src/repo/lint.js";
 import {
   ECHO_ONNX,

@@ -264,6 +264,39 @@ describe("the model-file rule (repo/model-files.ts) in lint", () => {
     expect(r.models.find((m) => m.name === "fine")!.diagnostics).toEqual([]);
   });
 
+  it("refuses a model over the rule's limits (depth, entries, bytes) and a link it cannot read, each with its code", async () => {
+    const repo = await tempRepo();
+    await writeFiles(repo, {
+      ...pythonModel("deep"),
+      ...pythonModel("many"),
+      ...pythonModel("large"),
+      ...pythonModel("unreadable"),
+    });
+    // 34 folders inside the version folder: beyond the 32 levels a model may hold.
+    await fsp.mkdir(path.join(repo, "deep", "1", ...Array.from({ length: 34 }, (_, i) => `d${i}`)), {
+      recursive: true,
+    });
+    // 120 links to one folder of 200 files: the links are followed, so over 20,000 entries, from 320 made here.
+    const files = path.join(repo, "many", "1", "files");
+    await writeFiles(files, Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`f${i}`, ""])));
+    for (let i = 0; i < 120; i++) await fsp.symlink("files", path.join(repo, "many", "1", `l${i}`));
+    // A sparse file: 65 GiB to stat, nothing on the disk.
+    await fsp.writeFile(path.join(repo, "large", "1", "weights.bin"), "");
+    await fsp.truncate(path.join(repo, "large", "1", "weights.bin"), 65 * 1024 ** 3);
+    // A link whose target has a name longer than any file system allows: stat fails with ENAMETOOLONG.
+    await fsp.symlink("x".repeat(300), path.join(repo, "unreadable", "1", "long"));
+    const r = await lintRepository(repo);
+    const codes = (name: string) =>
+      r.models
+        .find((m) => m.name === name)!
+        .diagnostics.filter((d) => d.severity === "error")
+        .map((d) => d.code);
+    expect(codes("deep")).toEqual(["model-files-too-deep"]);
+    expect(codes("many")).toEqual(["model-files-too-many-entries"]);
+    expect(codes("large")).toEqual(["model-files-too-large"]);
+    expect(codes("unreadable")).toEqual(["model-files-unreadable"]);
+  });
+
   it("says what is wrong with a config that is a looping link or a device, not to check its permissions", async () => {
     const repo = await tempRepo();
     await writeFiles(repo, { ...pythonModel("loop"), ...pythonModel("zero") });

@@ -413,6 +413,17 @@ batch_output [ { target_name: [ "OUTPUT0", "OUTPUT0", "OUT9" ] source_input: "IN
       "batch_output 2 needs exactly 1 source_input, has 0",
     );
   });
+
+  it("a batch output's source is one of the model's inputs", async () => {
+    const cfg = pythonConfig("m", `${ECHO_IO}batch_output [ { target_name: "OUTPUT0" source_input: "INPUT7" } ]\n`);
+    const found = expectOne(
+      (await lint(cfg)).diagnostics,
+      "batch-output-unknown-source",
+      posOf(cfg, '"INPUT7"'),
+      "batch_output source 'INPUT7' is not an input of this model",
+    );
+    expect(found.hint).toBe("Did you mean 'INPUT0'?");
+  });
 });
 
 describe("dynamic batching", () => {

@@ -83,4 +83,17 @@ describe("TorchScript archives", () => {
     expect(bad.severity).toBe("error");
     expect(bad.message).toContain("(its arguments: input_ids, attention_mask)");
   });
+
+  it("refuses a config that lists no inputs or no outputs: the pytorch backend completes neither", async () => {
+    const repo = await tempRepo();
+    await writeFiles(repo, {
+      "m/config.pbtxt": `name: "m"\nplatform: "pytorch_libtorch"\nmax_batch_size: 8\ninput [ { name: "input_ids" data_type: TYPE_INT64 dims: [ -1 ] } ]\n`,
+      "m/1/model.pt": archive(true),
+    });
+    const m = (await lintRepository(repo)).models[0]!;
+    const missing = m.diagnostics.filter((d) => d.code === "torchscript-io-missing");
+    expect(missing.map((d) => d.severity)).toEqual(["error"]);
+    expect(missing[0]!.message).toContain("no outputs");
+    expect(m.wouldLoad).toBe(false);
+  });
 });
