@@ -77,6 +77,25 @@ export interface StartOptions {
   autoCompleteConfig?: boolean;
 }
 
+/** The run's folder on this machine, as the session built it: the staging repository and, beside it, the key. */
+export interface RunFolderPaths {
+  runDir: string;
+  /** The staging repository (`<runDir>/repository`), with its snapshot store beside it. */
+  repository: string;
+}
+
+/** What the delivery step settled: how the repository and its key reach the run's Triton. */
+export interface Delivery {
+  /** The key and, in `dir`, its file and the library that hands it to tritonserver (triton/key-shim.ts). */
+  repositoryKey: StartOptions["repositoryKey"];
+  /**
+   * Where Triton sees the staging repository and its snapshots when not at their paths here (a
+   * container's mounts, a pod's volume): Triton's messages name these paths, which the record
+   * keeps so that every reader maps them back to the user's files.
+   */
+  tritonSees?: { repository: string; store: string };
+}
+
 /** A model whose unload a stop waits for, and why (its python model defines `finalize`). */
 export interface UnloadWait {
   model: string;
@@ -140,6 +159,13 @@ export interface PlannedRun {
    * runtime's Python is not ours to install into, and `up` says so for each model that has one.
    */
   readonly environments?: ModelEnvironments;
+  /**
+   * Step "deliver": make the staged repository and the run's key reachable by the Triton `start`
+   * runs (a folder it reads directly, a container's mount, a kind node's hostPath, a copy into a
+   * remote pod's volume, made by `start` itself or its sidecar). A reused server keeps the key its
+   * folder holds. Nothing outside the run folder is created here.
+   */
+  deliver(folder: RunFolderPaths): Promise<Delivery>;
   /** Starts the server (or reattaches); cleans up what it created if that fails. */
   start(o: StartOptions): Promise<StartedRun>;
   /** Advice for a server that exited during start, from its log. */

@@ -5,7 +5,7 @@
 import { UserError } from "../errors.js";
 import type { AttachedRun, DriverContext, RuntimeDriver } from "./driver.js";
 import { givenFlags, refuseForeignFlags } from "./flags.js";
-import { RUNTIME_FACTS, RUNTIME_FLAG_NAMES, type RuntimeFlags, type RuntimeKind } from "./kinds.js";
+import { RUNTIME_FACTS, RUNTIME_FLAG_NAMES, RUNTIME_KINDS, type RuntimeFlags, type RuntimeKind } from "./kinds.js";
 import type { RunState } from "../state/run-state.js";
 
 const LOADERS: Record<RuntimeKind, () => Promise<RuntimeDriver>> = {
@@ -20,9 +20,31 @@ export function loadDriver(kind: RuntimeKind): Promise<RuntimeDriver> {
 }
 
 /** A recorded run through its runtime's driver. */
-export async function attachRun(state: RunState, ctx: Omit<DriverContext, "emit">): Promise<AttachedRun> {
-  return (await loadDriver(state.runtime)).attach(state, ctx);
+export async function attachRun(
+  state: RunState,
+  ctx: Omit<DriverContext, "emit">,
+  runtimes: Runtimes = RUNTIMES,
+): Promise<AttachedRun> {
+  return (await runtimes.load(state.runtime)).attach(state, ctx);
 }
+
+/**
+ * The runtimes as the session sees them: which there are, how `auto` chooses, and each one's
+ * driver. The session, `status` and `down` take this as a defaulted parameter, so a test hands
+ * them a fake driver without replacing any module.
+ */
+export interface Runtimes {
+  readonly kinds: readonly RuntimeKind[];
+  load(kind: RuntimeKind): Promise<RuntimeDriver>;
+  choose(requested: "auto" | RuntimeKind, flags: RuntimeFlags, env: NodeJS.ProcessEnv): Promise<RuntimeChoice>;
+}
+
+/** The runtimes this build has. */
+export const RUNTIMES: Runtimes = {
+  kinds: RUNTIME_KINDS,
+  load: loadDriver,
+  choose: (requested, flags, env) => chooseRuntime(requested, flags, env),
+};
 
 export interface RuntimeChoice {
   runtime: RuntimeKind;

@@ -11,6 +11,7 @@ import { userPathsOf } from "../state/staged-paths.js";
 import { clientForRun } from "../triton/http-client.js";
 import { READY_MEANS, runReadiness, type RunReadiness } from "../triton/run-readiness.js";
 import { currentRun, watcherOf, type Watcher } from "./current-run.js";
+import { RUNTIMES, type Runtimes } from "../runtimes/registry.js";
 
 export interface StatusModel {
   name: string;
@@ -98,8 +99,9 @@ export async function collectStatus(
   paths: Paths,
   now: () => number = Date.now,
   env: NodeJS.ProcessEnv = process.env,
+  runtimes: Runtimes = RUNTIMES,
 ): Promise<StatusReport> {
-  const run = await currentRun(paths, env);
+  const run = await currentRun(paths, env, runtimes);
   if (!run) return { running: false };
   const s = run.state;
   const described = run.run.describe();

@@ -8,6 +8,8 @@ import { clientForRun, type RepositoryIndexEntry } from "../../triton/http-clien
 import { shmHinter, shmStartHint } from "../docker/hints.js";
 import { DEFAULT_IMAGE, DEFAULT_SHM_BYTES, parseGpus, parseSize, type GpuRequest } from "../docker/settings.js";
 import type { AttachedRun, Leftovers, PlannedRun, RuntimeDriver } from "../driver.js";
+import { deliverRunFolder } from "../delivery.js";
+import { RUNTIME_FACTS } from "../kinds.js";
 import { refuseForeignFlags } from "../flags.js";
 import { KindConnection } from "../kind/connection.js";
 import { kindRunAlive } from "../kind/liveness.js";
@@ -91,6 +93,8 @@ export function createClusterDriver(deps: ClusterDriverDeps = {}): RuntimeDriver
         gpus: plan.gpus,
         gpuSkipReason: "it needs a GPU (KIND_GPU) and the pod asks for none (--gpus N asks for N)",
         canDisableAutoComplete: false,
+        // Start copies the run folder into the pod's volume (sync.ts), and the sidecar keeps copying it.
+        deliver: (folder) => deliverRunFolder(folder, ctx, RUNTIME_FACTS.cluster.stagingSeenAs),
         async start(o) {
           const started = await rt.start(plan, o);
           return { handle: started.handle, executable: "kubectl", record: started.record };

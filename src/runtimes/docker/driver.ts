@@ -5,6 +5,8 @@ import { log as rootLog } from "../../log/logger.js";
 import { requireFreePorts } from "../../net/ports.js";
 import type { RunState } from "../../state/run-state.js";
 import type { AttachedRun, Leftovers, PlannedRun, RuntimeDriver } from "../driver.js";
+import { deliverRunFolder } from "../delivery.js";
+import { RUNTIME_FACTS } from "../kinds.js";
 import { refuseForeignFlags } from "../flags.js";
 import { clientForRun } from "../../triton/http-client.js";
 import { connectDocker, requireDaemon } from "./client.js";
@@ -84,6 +86,8 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
         gpuSkipReason: "it needs a GPU (KIND_GPU) and this container has none (--gpus none)",
         // The image's own Triton starts with auto-complete on; its settings are part of the container's.
         canDisableAutoComplete: false,
+        // The container mounts the run folder.
+        deliver: (folder) => deliverRunFolder(folder, ctx, RUNTIME_FACTS.docker.stagingSeenAs),
         async start(o) {
           const started = await rt.start(plan, o, {
             onLogLine: shmHinter(options.shmBytes, (message) => ctx.emit({ type: "hint", message })),

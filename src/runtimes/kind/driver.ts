@@ -9,6 +9,8 @@ import { connectDocker, requireDaemon } from "../docker/client.js";
 import { shmHinter, shmStartHint } from "../docker/hints.js";
 import { DEFAULT_IMAGE, DEFAULT_SHM_BYTES, parseGpus, parseSize, type GpuRequest } from "../docker/settings.js";
 import type { AttachedRun, Leftovers, PlannedRun, RuntimeDriver } from "../driver.js";
+import { deliverRunFolder } from "../delivery.js";
+import { RUNTIME_FACTS } from "../kinds.js";
 import { refuseForeignFlags } from "../flags.js";
 import { listClusters } from "./cluster.js";
 import { KindConnection } from "./connection.js";
@@ -81,6 +83,8 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
         gpuSkipReason:
           "it needs a GPU (KIND_GPU) and the kind pod gets none (--gpus none, or Docker has no NVIDIA runtime)",
         canDisableAutoComplete: false,
+        // The kind node mounts the run folder (hostPath) into the pod.
+        deliver: (folder) => deliverRunFolder(folder, ctx, RUNTIME_FACTS.kind.stagingSeenAs),
         async start(o) {
           const started = await rt.start(plan, o);
           return { handle: started.handle, executable: "kubectl", record: started.record };

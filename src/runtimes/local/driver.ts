@@ -6,6 +6,7 @@ import { log as rootLog } from "../../log/logger.js";
 import { findProcesses, isOurProcess } from "../../state/process.js";
 import type { RunState } from "../../state/run-state.js";
 import type { AttachedRun, Leftovers, PlannedRun, RuntimeDriver } from "../driver.js";
+import { deliverRunFolder } from "../delivery.js";
 import { refuseForeignFlags } from "../flags.js";
 import type { LocalEnvironment } from "./environment.js";
 import type { SpawnFn } from "./local-runtime.js";
@@ -136,6 +137,8 @@ export function createLocalDriver(deps: LocalDeps = {}): RuntimeDriver<LocalOpti
         gpus,
         gpuSkipReason: "it needs a GPU (KIND_GPU) and this machine has none",
         canDisableAutoComplete: true,
+        // Triton reads the run folder where it is.
+        deliver: (folder) => deliverRunFolder(folder, ctx),
         // The stub's Python compiles each model.py once, here, so a load does not write a
         // __pycache__ into the served folder (poll mode would take it for a change).
         prepareStaged: (dir) => precompilePython(environment, dir),
