@@ -165,10 +165,7 @@ export async function upAction(flags: UpFlags, ctx: CliContext): Promise<void> {
   if (dashboard)
     bus.on(
       (e) =>
-        (run.phase === "starting" ||
-          e.type === "server-exited" ||
-          e.type === "stopping" ||
-          e.type === "stopped") &&
+        (run.phase === "starting" || e.type === "server-exited" || e.type === "stopping" || e.type === "stopped") &&
         replay.push(e),
     );
   else bus.on(printEvents(output, flags.json));

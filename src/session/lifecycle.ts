@@ -28,7 +28,7 @@ export type RunPhase = "starting" | "ready" | "watching" | "stopping" | "stopped
  */
 export type StopRequest = "nothing-started" | "start-aborted" | "stopping" | "already-stopping";
 
-/** What the lifecycle stops once it is ready: the runtime's part of the run (the server, or a watcher's port-forward). */
+/** What the lifecycle stops once ready: the runtime's part of the run (the server, or a watcher's port-forward). */
 export type ReleaseRun = (reason: string) => Promise<void>;
 
 export interface WatchInput {

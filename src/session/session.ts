@@ -393,7 +393,14 @@ async function startLocked(
   await requireModelRepository(modelsDir);
   const ctx = { paths, env, emit: (e: SessionEvent) => bus.emit(e) };
   const plan = await driver.plan(
-    { modelsDir, ports: o.ports, host: o.host, reload: o.reload, pollSecs: o.pollSecs, readyTimeoutMs: o.readyTimeoutMs },
+    {
+      modelsDir,
+      ports: o.ports,
+      host: o.host,
+      reload: o.reload,
+      pollSecs: o.pollSecs,
+      readyTimeoutMs: o.readyTimeoutMs,
+    },
     options,
     ctx,
   );

@@ -81,7 +81,10 @@ class FakeServer {
         res.writeHead(status, { "content-type": "application/json" });
         res.end(body === undefined ? "" : JSON.stringify(body));
       };
-      if (req.headers[o.repositoryKey.header] !== undefined && req.headers[o.repositoryKey.header] !== o.repositoryKey.value)
+      if (
+        req.headers[o.repositoryKey.header] !== undefined &&
+        req.headers[o.repositoryKey.header] !== o.repositoryKey.value
+      )
         return send(403, { error: "wrong key" });
       if (req.url === "/v2/health/live") return send(this.live ? 200 : 400);
       if (req.url === "/v2/health/ready") return send(this.live ? 200 : 400);
@@ -224,12 +227,18 @@ export class FakeDriver implements RuntimeDriver {
         lines: [["fake", `port ${state.ports.http}`]],
         json: { fake: { port: state.ports.http } },
       }),
-      handsOverTo: (kind, modelsDir) => !!this.behaviour.handsOver && kind === state.runtime && modelsDir === state.modelsDir,
+      handsOverTo: (kind, modelsDir) =>
+        !!this.behaviour.handsOver && kind === state.runtime && modelsDir === state.modelsDir,
       stop: async (): Promise<StopReport> => {
         this.calls.push("attached-stop");
         const was = !!server?.listening;
         await server?.exit({ code: 0, signal: null });
-        return { what: "the fake server stopped", staleWhat: "nothing was left", json: { fake: true }, ...(was ? { outcome: { ms: 1, ended: "unloaded" } } : {}) };
+        return {
+          what: "the fake server stopped",
+          staleWhat: "nothing was left",
+          json: { fake: true },
+          ...(was ? { outcome: { ms: 1, ended: "unloaded" } } : {}),
+        };
       },
       supervise: async () => {
         this.calls.push("supervise");

@@ -14,6 +14,7 @@ import { resolvePaths, type Paths } from "../../src/config/paths.js";
 import { ServerStartError, StartInterruptedError, UserError } from "../../src/errors.js";
 import { EventBus } from "../../src/events/bus.js";
 import { freePort } from "../../src/net/ports.js";
+import type { ReloadController } from "../../src/reload/controller.js";
 import { stopRun } from "../../src/session/down.js";
 import type { SessionEvent } from "../../src/session/events.js";
 import { RunLifecycle } from "../../src/session/lifecycle.js";
@@ -125,7 +126,13 @@ describe("a start that fails", () => {
     expect(await readRunState(w.paths)).toBeUndefined();
     expect(w.lifecycle.phase).toBe("stopped");
     w.driver.behaviour = {};
-    const again = await startSession(w.paths, { ...w.options, lifecycle: new RunLifecycle(w.bus) }, w.bus, {}, fakeRuntimes(w.driver));
+    const again = await startSession(
+      w.paths,
+      { ...w.options, lifecycle: new RunLifecycle(w.bus) },
+      w.bus,
+      {},
+      fakeRuntimes(w.driver),
+    );
     await again.stop();
   });
 
@@ -152,7 +159,9 @@ describe("a start that fails", () => {
 
   it("removes the run folder when every model is refused (nothing to serve)", async () => {
     const w = await world();
-    await writeFiles(w.models, { "echo/config.pbtxt": pythonConfig("echo").replace("max_batch_size", "max_batch_sise") });
+    await writeFiles(w.models, {
+      "echo/config.pbtxt": pythonConfig("echo").replace("max_batch_size", "max_batch_sise"),
+    });
     await expect(w.start()).rejects.toThrow(/nothing to serve/);
     expect(w.driver.calls).not.toContain("start");
     expect(await runFolders(w.paths)).toEqual([]);
@@ -213,15 +222,18 @@ describe("a stop asked for during the start (Ctrl-C)", () => {
     expect(w.driver.running).toEqual([]);
     const controller = await session.watch();
     expect(types(w.events)).not.toContain("watching");
-    await controller.close();
+    // Its file watcher would keep the process alive after the stop.
+    expect(closed(controller)).toBe(true);
   });
 
   it("while watching: the watcher closes and the server stops", async () => {
     const w = await world();
     const session = await w.start();
-    await session.watch();
+    const controller = await session.watch();
+    expect(closed(controller)).toBe(false);
     expect(w.lifecycle.requestStop("received SIGINT")).toBe("stopping");
     await w.lifecycle.stopped;
+    expect(closed(controller)).toBe(true);
     expect(w.driver.running).toEqual([]);
     expect(await readRunState(w.paths)).toBeUndefined();
   });
@@ -231,7 +243,13 @@ describe("a run recorded before this `up`", () => {
   it("is refused while it runs, naming it", async () => {
     const w = await world();
     const first = await w.start();
-    const second = startSession(w.paths, { ...w.options, lifecycle: new RunLifecycle(w.bus) }, w.bus, {}, fakeRuntimes(w.driver));
+    const second = startSession(
+      w.paths,
+      { ...w.options, lifecycle: new RunLifecycle(w.bus) },
+      w.bus,
+      {},
+      fakeRuntimes(w.driver),
+    );
     await expect(second).rejects.toThrow(/already running \(pid \d+, local runtime/);
     expect(w.driver.running).toHaveLength(1);
     await first.stop();
@@ -257,7 +275,12 @@ describe("a run recorded before this `up`", () => {
     const watcher = spawn(process.execPath, ["-e", "setTimeout(() => {}, 60000)"], { stdio: "ignore" });
     cleanups.push(async () => void watcher.kill("SIGKILL"));
     await until(() => isOurProcess(watcher.pid!, process.execPath));
-    await writeRunState(w.paths, { ...staleRecord(w), detached: true, ownerPid: undefined, supervisorPid: watcher.pid });
+    await writeRunState(w.paths, {
+      ...staleRecord(w),
+      detached: true,
+      ownerPid: undefined,
+      supervisorPid: watcher.pid,
+    });
     const exited = new Promise((resolve) => watcher.once("exit", resolve));
     const session = await w.start();
     await exited;
@@ -276,7 +299,13 @@ describe("a run recorded before this `up`", () => {
     await first.stop();
     await writeFiles(w.models, pythonModel("added"));
     w.driver.behaviour = { reuse: { runId, runDir } };
-    const second = await startSession(w.paths, { ...w.options, lifecycle: new RunLifecycle(w.bus) }, w.bus, {}, fakeRuntimes(w.driver));
+    const second = await startSession(
+      w.paths,
+      { ...w.options, lifecycle: new RunLifecycle(w.bus) },
+      w.bus,
+      {},
+      fakeRuntimes(w.driver),
+    );
     expect(second.state.runDir).toBe(runDir);
     expect(second.state.repositoryKey.value).toBe(key);
     expect(second.models.map((m) => m.name).sort()).toEqual(["added", "echo"]);
@@ -330,7 +359,13 @@ describe("handing the run to a detached watcher", () => {
     const session = await w.start();
     session.handle.release();
     session.lifecycle.handOver();
-    const supervising = runSupervisor(w.paths, () => {}, {}, fakeRuntimes(w.driver), new EventEmitter() as unknown as NodeJS.Process);
+    const supervising = runSupervisor(
+      w.paths,
+      () => {},
+      {},
+      fakeRuntimes(w.driver),
+      new EventEmitter() as unknown as NodeJS.Process,
+    );
     await until(() => fs.existsSync(path.join(session.state.runDir, "supervisor.ready")));
     await w.driver.close();
     await supervising;
@@ -369,6 +404,11 @@ describe("status and down", () => {
     expect(await readRunState(w.paths)).toBeUndefined();
   });
 });
+
+/** Whether a reload controller was closed (its file watcher released): its own flag, read from outside. */
+function closed(controller: ReloadController): boolean {
+  return (controller as unknown as { closed: boolean }).closed;
+}
 
 function staleRecord(w: World): RunState {
   const runDir = path.join(w.paths.runsDir, "stale-run");
