@@ -248,10 +248,20 @@ export interface Leftovers {
   lines: string[];
 }
 
+export interface AutoVerdict {
+  chosen: boolean;
+  why: string;
+}
+
 export interface RuntimeDriver<Options = unknown> {
   readonly kind: RuntimeKind;
   /** The runtime's flags of `up`, defaults filled in; a flag it does not take is refused. */
   options(flags: RuntimeFlags): Options;
+  /**
+   * `--runtime auto`, for a runtime whose facts say `auto: "probe"`: whether it is the one, and
+   * why (said to the user either way); throws a UserError when the flags need it and it cannot run.
+   */
+  autoChoice?(flags: RuntimeFlags, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<AutoVerdict>;
   /** Everything that can fail before anything exists: prerequisites, image, cluster, GPUs, ports, reuse. */
   plan(input: PlanInput, options: Options, ctx: DriverContext): Promise<PlannedRun>;
   /** A recorded run of this runtime; its part of the record is validated here. */

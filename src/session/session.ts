@@ -24,6 +24,7 @@ import type {
   StartedRun,
 } from "../runtimes/driver.js";
 import type { RuntimeFlags, RuntimeKind } from "../runtimes/kinds.js";
+import { refuseForeignFlags } from "../runtimes/flags.js";
 import { RUNTIMES, type Runtimes } from "../runtimes/registry.js";
 import { stripTritonPrefix, tailLines, tailLinesSync } from "../state/log-file.js";
 import { terminateOurs } from "../state/process.js";
@@ -368,6 +369,8 @@ async function chooseDriver(o: UpOptions, bus: EventBus<SessionEvent>, env: Node
   const flags = o.runtimeFlags ?? {};
   const choice = await runtimes.choose(o.runtime, flags, env);
   const driver: RuntimeDriver = await runtimes.load(choice.runtime);
+  // Another runtime's flags are refused by the runtimes' facts, naming those that take them.
+  refuseForeignFlags(choice.runtime, flags);
   const options = driver.options(flags);
   if (o.runtime === "auto") bus.emit({ type: "runtime", runtime: choice.runtime, why: choice.why });
   return { runtime: choice.runtime, driver, options };

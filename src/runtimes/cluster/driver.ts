@@ -9,8 +9,7 @@ import { shmHinter, shmStartHint } from "../docker/hints.js";
 import { DEFAULT_IMAGE, DEFAULT_SHM_BYTES, parseGpus, parseSize, type GpuRequest } from "../docker/settings.js";
 import type { AttachedRun, Leftovers, PlannedRun, RuntimeDriver } from "../driver.js";
 import { deliverRunFolder } from "../delivery.js";
-import { RUNTIME_FACTS } from "../kinds.js";
-import { refuseForeignFlags } from "../flags.js";
+import { clusterFacts } from "./facts.js";
 import { KindConnection } from "../kind/connection.js";
 import { kindRunAlive } from "../kind/liveness.js";
 import { deleteRunObjects, terminatePids } from "../kind/teardown.js";
@@ -57,7 +56,6 @@ export function createClusterDriver(deps: ClusterDriverDeps = {}): RuntimeDriver
   return {
     kind: "cluster",
     options(flags) {
-      refuseForeignFlags("cluster", flags);
       if (!flags.context?.trim())
         throw new UsageError("--runtime cluster needs --context NAME: the kubeconfig context of the cluster to use", {
           hint: "`kubectl config get-contexts` lists yours; triton-dev never uses the current context by default.",
@@ -94,7 +92,7 @@ export function createClusterDriver(deps: ClusterDriverDeps = {}): RuntimeDriver
         gpuSkipReason: "it needs a GPU (KIND_GPU) and the pod asks for none (--gpus N asks for N)",
         canDisableAutoComplete: false,
         // Start copies the run folder into the pod's volume (sync.ts), and the sidecar keeps copying it.
-        deliver: (folder) => deliverRunFolder(folder, ctx, RUNTIME_FACTS.cluster.stagingSeenAs),
+        deliver: (folder) => deliverRunFolder(folder, ctx, clusterFacts.stagingSeenAs),
         async start(o) {
           const started = await rt.start(plan, o);
           return { handle: started.handle, executable: "kubectl", record: started.record };
@@ -210,3 +208,6 @@ export function createClusterDriver(deps: ClusterDriverDeps = {}): RuntimeDriver
 }
 
 export const clusterDriver = createClusterDriver();
+
+/** The entry registry.ts loads for this runtime (`./cluster/driver.js`'s `driver`). */
+export { clusterDriver as driver };

@@ -4,10 +4,9 @@ import { UserError } from "../../errors.js";
 import { log as rootLog } from "../../log/logger.js";
 import { requireFreePorts } from "../../net/ports.js";
 import type { RunState } from "../../state/run-state.js";
-import type { AttachedRun, Leftovers, PlannedRun, RuntimeDriver } from "../driver.js";
+import type { AttachedRun, Leftovers, PlannedRun, RuntimeDriver, RuntimeKind } from "../driver.js";
 import { deliverRunFolder } from "../delivery.js";
-import { RUNTIME_FACTS } from "../kinds.js";
-import { refuseForeignFlags } from "../flags.js";
+import { dockerFacts } from "./facts.js";
 import { clientForRun } from "../../triton/http-client.js";
 import { connectDocker, requireDaemon } from "./client.js";
 import { stopTritonContainer } from "./container-stop.js";
@@ -42,15 +41,30 @@ export interface DockerOptions {
 export interface DockerDriverDeps {
   connect?: (env: NodeJS.ProcessEnv) => Docker;
   detectGpus?: () => Promise<number | undefined>;
+  /**
+   * The runtime this driver is (default docker): another engine speaking the Docker Engine API
+   * (podman's service) reuses the driver under its own name, with its own facts.ts and line in
+   * kinds.ts.
+   */
+  kind?: RuntimeKind;
+  /** The engine's API endpoint (unix://, tcp://, ssh://) for this environment; default: DOCKER_HOST or Docker's socket. */
+  engineHost?: (env: NodeJS.ProcessEnv) => string | undefined;
 }
 
 /** Triton in a container of the NGC image (or a compatible one), through the Docker Engine API. */
 export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<DockerOptions> {
-  const connect = deps.connect ?? connectDocker;
+  const kind = deps.kind ?? "docker";
+  // The engine's endpoint as DOCKER_HOST, so the connection, the daemon the record names (and
+  // liveness reads) and the hints all speak of the same one.
+  const engineEnv = (env: NodeJS.ProcessEnv): NodeJS.ProcessEnv => {
+    const host = deps.engineHost?.(env);
+    return host ? { ...env, DOCKER_HOST: host } : env;
+  };
+  const connect = (env: NodeJS.ProcessEnv) => (deps.connect ?? connectDocker)(engineEnv(env));
   return {
-    kind: "docker",
+    kind,
+    autoChoice: async (flags, env, timeoutMs) => (await import("./auto.js")).dockerAutoChoice(flags, env, timeoutMs),
     options(flags) {
-      refuseForeignFlags("docker", flags);
       return {
         image: flags.image ?? DEFAULT_IMAGE,
         gpus: flags.gpus ? parseGpus(flags.gpus) : "auto",
@@ -59,7 +73,11 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
       };
     },
     async plan(input, options, ctx): Promise<PlannedRun> {
-      const rt = new DockerRuntime(connect(ctx.env), ctx.env, deps.detectGpus ? { detectGpus: deps.detectGpus } : {});
+      const rt = new DockerRuntime(
+        connect(ctx.env),
+        engineEnv(ctx.env),
+        deps.detectGpus ? { detectGpus: deps.detectGpus } : {},
+      );
       const gpus = options.gpus === "auto" ? await rt.autoGpus() : options.gpus;
       const plan = await rt.plan(
         {
@@ -87,7 +105,7 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
         // The image's own Triton starts with auto-complete on; its settings are part of the container's.
         canDisableAutoComplete: false,
         // The container mounts the run folder.
-        deliver: (folder) => deliverRunFolder(folder, ctx, RUNTIME_FACTS.docker.stagingSeenAs),
+        deliver: (folder) => deliverRunFolder(folder, ctx, dockerFacts.stagingSeenAs),
         async start(o) {
           const started = await rt.start(plan, o, {
             onLogLine: shmHinter(options.shmBytes, (message) => ctx.emit({ type: "hint", message })),
@@ -154,7 +172,7 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
         }),
         // `up` again for the same project's detached container hands it over to the new `up`:
         // the container is reattached (same settings) or recreated (changed ones).
-        handsOverTo: (kind, modelsDir) => kind === "docker" && rec.containerName === containerName(modelsDir),
+        handsOverTo: (other, modelsDir) => other === kind && rec.containerName === containerName(modelsDir),
         async stop(graceMs, onProgress, waitFor) {
           const docker = connect(env);
           try {
@@ -224,7 +242,7 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
       const none: Leftovers = { json: { orphanContainers: [] }, lines: [] };
       const docker = connect(ctx.env);
       try {
-        await requireDaemon(docker, ctx.env, 1_500);
+        await requireDaemon(docker, engineEnv(ctx.env), 1_500);
       } catch {
         return none;
       }
@@ -246,3 +264,6 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
 }
 
 export const dockerDriver = createDockerDriver();
+
+/** The entry registry.ts loads for this runtime (`./docker/driver.js`'s `driver`). */
+export { dockerDriver as driver };

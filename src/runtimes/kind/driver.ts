@@ -10,8 +10,7 @@ import { shmHinter, shmStartHint } from "../docker/hints.js";
 import { DEFAULT_IMAGE, DEFAULT_SHM_BYTES, parseGpus, parseSize, type GpuRequest } from "../docker/settings.js";
 import type { AttachedRun, Leftovers, PlannedRun, RuntimeDriver } from "../driver.js";
 import { deliverRunFolder } from "../delivery.js";
-import { RUNTIME_FACTS } from "../kinds.js";
-import { refuseForeignFlags } from "../flags.js";
+import { kindFacts } from "./facts.js";
 import { listClusters } from "./cluster.js";
 import { KindConnection } from "./connection.js";
 import { KindRuntime } from "./kind-runtime.js";
@@ -49,7 +48,6 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
   return {
     kind: "kind",
     options(flags) {
-      refuseForeignFlags("kind", flags);
       return {
         cluster: flags.cluster ? parseClusterName(flags.cluster) : DEFAULT_CLUSTER,
         keepCluster: flags.keepCluster ?? false,
@@ -84,7 +82,7 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
           "it needs a GPU (KIND_GPU) and the kind pod gets none (--gpus none, or Docker has no NVIDIA runtime)",
         canDisableAutoComplete: false,
         // The kind node mounts the run folder (hostPath) into the pod.
-        deliver: (folder) => deliverRunFolder(folder, ctx, RUNTIME_FACTS.kind.stagingSeenAs),
+        deliver: (folder) => deliverRunFolder(folder, ctx, kindFacts.stagingSeenAs),
         async start(o) {
           const started = await rt.start(plan, o);
           return { handle: started.handle, executable: "kubectl", record: started.record };
@@ -220,3 +218,6 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
 }
 
 export const kindDriver = createKindDriver();
+
+/** The entry registry.ts loads for this runtime (`./kind/driver.js`'s `driver`). */
+export { kindDriver as driver };

@@ -7,7 +7,6 @@ import { findProcesses, isOurProcess } from "../../state/process.js";
 import type { RunState } from "../../state/run-state.js";
 import type { AttachedRun, Leftovers, PlannedRun, RuntimeDriver } from "../driver.js";
 import { deliverRunFolder } from "../delivery.js";
-import { refuseForeignFlags } from "../flags.js";
 import type { LocalEnvironment } from "./environment.js";
 import type { SpawnFn } from "./local-runtime.js";
 import { stopProcessGroup, unloadWatch } from "./process-group.js";
@@ -85,7 +84,6 @@ export function createLocalDriver(deps: LocalDeps = {}): RuntimeDriver<LocalOpti
   return {
     kind: "local",
     options(flags) {
-      refuseForeignFlags("local", flags);
       return {};
     },
     async plan(input, _options, ctx): Promise<PlannedRun> {
@@ -214,3 +212,6 @@ export function createLocalDriver(deps: LocalDeps = {}): RuntimeDriver<LocalOpti
 }
 
 export const localDriver = createLocalDriver();
+
+/** The entry registry.ts loads for this runtime (`./local/driver.js`'s `driver`). */
+export { localDriver as driver };
