@@ -182,16 +182,19 @@ export interface StartedRun {
   readonly notices?: string[];
 }
 
-/** How `status` and `down` describe a run. */
-export interface RunDescription {
+/**
+ * How `status` and `down` describe a run. `Fields` are the runtime's own `status --json` fields,
+ * typed by its driver (docker's `container`, kind's `cluster`, the cluster runtime's `kubernetes`).
+ */
+export interface RunDescription<Fields extends Record<string, unknown> = Record<string, unknown>> {
   /** Short: `pid 123`, `container NAME`, `kind cluster NAME`. */
   where: string;
   /** What is gone when the run's server is no longer there. */
   goneWhat: string;
   /** Extra `status` lines, label and text. */
   lines: Array<[string, string]>;
-  /** Extra `status --json` fields (`container`, `cluster`). */
-  json: Record<string, unknown>;
+  /** Extra `status --json` fields, beside the session's own. */
+  json: Fields;
   /** Prometheus and Grafana started beside the server (`status` and the dashboard show them). */
   monitoring?: { prometheus: string; grafana: string };
 }

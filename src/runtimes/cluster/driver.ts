@@ -7,7 +7,7 @@ import type { RunState } from "../../state/run-state.js";
 import { clientForRun, type RepositoryIndexEntry } from "../../triton/http-client.js";
 import { shmHinter, shmStartHint } from "../docker/hints.js";
 import { DEFAULT_IMAGE, DEFAULT_SHM_BYTES, parseGpus, parseSize, type GpuRequest } from "../docker/settings.js";
-import type { AttachedRun, Leftovers, PlannedRun, RuntimeDriver } from "../driver.js";
+import type { AttachedRun, Leftovers, PlannedRun, RunDescription, RuntimeDriver } from "../driver.js";
 import { deliverRunFolder } from "../delivery.js";
 import { clusterFacts } from "./facts.js";
 import { KindConnection } from "../kind/connection.js";
@@ -44,6 +44,11 @@ export function ourKubectls(context: string, namespace: string, procRoot = "/pro
       (args.includes("port-forward") || args.includes("logs") || args.includes("exec"))
     );
   }, procRoot).filter((pid) => pid !== process.pid);
+}
+
+/** The cluster runtime's `status --json` fields. */
+export interface ClusterStatusFields extends Record<string, unknown> {
+  kubernetes: { context: string; namespace: string; name: string; image: string; gpus: number };
 }
 
 /**
@@ -107,7 +112,7 @@ export function createClusterDriver(deps: ClusterDriverDeps = {}): RuntimeDriver
       return {
         state,
         alive: () => kindRunAlive({ runId: state.runId, kind: rec }, tools()),
-        describe: () => ({
+        describe: (): RunDescription<ClusterStatusFields> => ({
           where: `context ${rec.context}`,
           goneWhat: `the Triton Deployment ${rec.name} in namespace ${rec.namespace} (context ${rec.context})`,
           lines: [

@@ -4,7 +4,7 @@ import { UserError } from "../../errors.js";
 import { log as rootLog } from "../../log/logger.js";
 import { requireFreePorts } from "../../net/ports.js";
 import type { RunState } from "../../state/run-state.js";
-import type { AttachedRun, Leftovers, PlannedRun, RuntimeDriver, RuntimeKind } from "../driver.js";
+import type { AttachedRun, Leftovers, PlannedRun, RunDescription, RuntimeDriver, RuntimeKind } from "../driver.js";
 import { deliverRunFolder } from "../delivery.js";
 import { dockerFacts } from "./facts.js";
 import { clientForRun } from "../../triton/http-client.js";
@@ -49,6 +49,11 @@ export interface DockerDriverDeps {
   kind?: RuntimeKind;
   /** The engine's API endpoint (unix://, tcp://, ssh://) for this environment; default: DOCKER_HOST or Docker's socket. */
   engineHost?: (env: NodeJS.ProcessEnv) => string | undefined;
+}
+
+/** The docker runtime's `status --json` fields. */
+export interface DockerStatusFields extends Record<string, unknown> {
+  container: { name: string; id: string; image: string; gpus: string; shmBytes: number };
 }
 
 /** Triton in a container of the NGC image (or a compatible one), through the Docker Engine API. */
@@ -155,7 +160,7 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
       return {
         state,
         alive: () => dockerRunAlive({ runId: state.runId, docker: rec }),
-        describe: () => ({
+        describe: (): RunDescription<DockerStatusFields> => ({
           where: `container ${rec.containerName}`,
           goneWhat: `the container ${rec.containerName}`,
           lines: [["image", `${rec.image} (gpus ${rec.gpus}, /dev/shm ${Math.round(rec.shmBytes / 1024 ** 2)} MiB)`]],

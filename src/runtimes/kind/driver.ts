@@ -8,7 +8,7 @@ import { clientForRun, type RepositoryIndexEntry } from "../../triton/http-clien
 import { connectDocker, requireDaemon } from "../docker/client.js";
 import { shmHinter, shmStartHint } from "../docker/hints.js";
 import { DEFAULT_IMAGE, DEFAULT_SHM_BYTES, parseGpus, parseSize, type GpuRequest } from "../docker/settings.js";
-import type { AttachedRun, Leftovers, PlannedRun, RuntimeDriver } from "../driver.js";
+import type { AttachedRun, Leftovers, PlannedRun, RunDescription, RuntimeDriver } from "../driver.js";
 import { deliverRunFolder } from "../delivery.js";
 import { kindFacts } from "./facts.js";
 import { listClusters } from "./cluster.js";
@@ -36,6 +36,20 @@ export interface KindDriverDeps {
   tools?: (env: NodeJS.ProcessEnv) => KindTools;
   /** kind-config/ to read (tests); default: the installation's. */
   configDir?: string;
+}
+
+/** The kind runtime's `status --json` fields. */
+export interface KindStatusFields extends Record<string, unknown> {
+  cluster: {
+    name: string;
+    context: string;
+    namespace: string;
+    created: boolean;
+    keepCluster: boolean;
+    image: string;
+    gpus: number;
+    nodeContainer?: string;
+  };
 }
 
 /**
@@ -98,7 +112,7 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
       return {
         state,
         alive: () => kindRunAlive({ runId: state.runId, kind: rec }, tools()),
-        describe: () => ({
+        describe: (): RunDescription<KindStatusFields> => ({
           where: `kind cluster ${rec.cluster}`,
           goneWhat: `the Triton Deployment in kind cluster ${rec.cluster}`,
           lines: [
