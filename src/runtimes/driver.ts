@@ -11,6 +11,7 @@
 import type { Paths } from "../config/paths.js";
 import type { ModelEnvironments } from "../envs/model-environments.js";
 import type { RunState } from "../state/run-state.js";
+import type { DoctorCheck } from "./doctor-check.js";
 import type { RuntimeFlags, RuntimeKind } from "./kinds.js";
 import type { LayerProgress, PullSnapshot } from "./docker/image.js";
 import type { SetupProgress } from "./local/environment.js";
@@ -269,6 +270,11 @@ export interface RuntimeDriver<Options = unknown> {
   plan(input: PlanInput, options: Options, ctx: DriverContext): Promise<PlannedRun>;
   /** A recorded run of this runtime; its part of the record is validated here. */
   attach(state: RunState, ctx: Omit<DriverContext, "emit">): AttachedRun;
+  /**
+   * `triton-dev doctor`: this runtime's prerequisites. The checks of the runtime `auto` falls back
+   * to fail `doctor`; the others' are warnings (only a run of that runtime needs them).
+   */
+  doctor?(ctx: Omit<DriverContext, "emit">): Promise<DoctorCheck[]>;
   /**
    * Remove what crashed runs of this state folder left; `down` asks after stopping the recorded
    * run, so everything of ours still there is left over. Quiet when the runtime is absent.

@@ -243,6 +243,7 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
         },
       };
     },
+    doctor: async (ctx) => (await import("./doctor.js")).dockerChecks(engineEnv(ctx.env)),
     async cleanup(graceMs, ctx): Promise<Leftovers> {
       const none: Leftovers = { json: { orphanContainers: [] }, lines: [] };
       const docker = connect(ctx.env);

@@ -205,6 +205,7 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
         },
       };
     },
+    doctor: async (ctx) => (await import("./doctor.js")).kindChecks(ctx.env),
     async cleanup(graceMs, ctx): Promise<Leftovers> {
       const none: Leftovers = { json: { orphanClusters: [], orphanKindRuns: [], orphanKubectls: [] }, lines: [] };
       const tools = toolsFor(ctx.env);

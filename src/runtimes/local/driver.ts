@@ -83,7 +83,8 @@ export function findOrphanServers(runsDir: string, procRoot = "/proc"): number[]
 export function createLocalDriver(deps: LocalDeps = {}): RuntimeDriver<LocalOptions> {
   return {
     kind: "local",
-    options(flags) {
+    // No flags of its own: another runtime's are refused before this is asked (session.ts).
+    options() {
       return {};
     },
     async plan(input, _options, ctx): Promise<PlannedRun> {
@@ -195,6 +196,7 @@ export function createLocalDriver(deps: LocalDeps = {}): RuntimeDriver<LocalOpti
         },
       };
     },
+    doctor: async (ctx) => (await import("./doctor.js")).localChecks(ctx.paths, ctx.env),
     async cleanup(graceMs, ctx): Promise<Leftovers> {
       const orphans: number[] = [];
       for (const pid of findOrphanServers(ctx.paths.runsDir, deps.procRoot)) {
