@@ -1,4 +1,5 @@
 import { UsageError } from "../errors.js";
+import { RUNTIME_FLAG_NAMES, type RuntimeFlags } from "../runtimes/facts.js";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { resolvePaths, type Paths } from "../config/paths.js";
@@ -31,7 +32,8 @@ function cliPath(ctx: Pick<CliContext, "entry">): string {
   return ctx.entry ?? fileURLToPath(new URL("./main.js", import.meta.url));
 }
 
-export interface UpFlags {
+/** `up`'s flags: its own, and the runtimes' (runtimes/kinds.ts runtimeFlagOptions), which the chosen driver parses. */
+export interface UpFlags extends RuntimeFlags {
   runtime: UpOptions["runtime"];
   models: string;
   reload: UpOptions["reload"];
@@ -46,14 +48,6 @@ export interface UpFlags {
   ui: boolean;
   json: boolean;
   timeout: number;
-  image?: string;
-  gpus?: string;
-  shmSize?: string;
-  monitoring: boolean;
-  cluster?: string;
-  keepCluster: boolean;
-  context?: string;
-  namespace?: string;
 }
 
 /**
@@ -220,16 +214,9 @@ export async function upAction(flags: UpFlags, ctx: CliContext): Promise<void> {
       detached: flags.detach,
       readyTimeoutMs: flags.timeout * 1000,
       // Each runtime's driver takes its own and refuses the others'.
-      runtimeFlags: {
-        image: flags.image,
-        gpus: flags.gpus,
-        shmSize: flags.shmSize,
-        monitoring: flags.monitoring,
-        cluster: flags.cluster,
-        keepCluster: flags.keepCluster,
-        context: flags.context,
-        namespace: flags.namespace,
-      },
+      runtimeFlags: Object.fromEntries(
+        (Object.keys(RUNTIME_FLAG_NAMES) as Array<keyof RuntimeFlags>).map((k) => [k, flags[k]]),
+      ) as RuntimeFlags,
     },
     bus,
     env,

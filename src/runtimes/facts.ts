@@ -26,6 +26,14 @@ export const RUNTIME_FLAG_NAMES: Record<keyof RuntimeFlags, string> = {
   namespace: "--namespace",
 };
 
+/** How one of `up`'s runtime flags reads on the command line (cli/up-command.ts builds it from this). */
+export interface FlagSpec {
+  /** commander's form: `--image <ref>`, or `--monitoring` for a switch (off unless given). */
+  usage: string;
+  /** --help's text after the runtimes that take it ("docker, kind and cluster runtimes: ..."). */
+  help: string;
+}
+
 export interface RuntimeFacts {
   /** Backends it can load besides ensembles. */
   backends: readonly string[];
@@ -40,6 +48,11 @@ export interface RuntimeFacts {
   backendLibraries?: Readonly<Record<string, readonly string[]>>;
   /** `up`'s flags it takes. */
   flags: readonly (keyof RuntimeFlags)[];
+  /**
+   * The command line's form of flags it takes, each declared once, by the first runtime in
+   * kinds.ts that takes it (the others that take it are named in its help).
+   */
+  flagSpecs?: Partial<Record<keyof RuntimeFlags, FlagSpec>>;
   /**
    * Where its Triton sees the run's staging repository and snapshot store, when not at their
    * paths on this machine (a container's mounts): Triton's messages name these paths.

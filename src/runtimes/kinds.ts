@@ -8,7 +8,7 @@ import { clusterFacts } from "./cluster/facts.js";
 import { dockerFacts } from "./docker/facts.js";
 import { kindFacts } from "./kind/facts.js";
 import { localFacts } from "./local/facts.js";
-import type { RuntimeFacts, RuntimeFlags } from "./facts.js";
+import type { FlagSpec, RuntimeFacts, RuntimeFlags } from "./facts.js";
 
 export type { RuntimeFacts, RuntimeFlags } from "./facts.js";
 export { RUNTIME_FLAG_NAMES } from "./facts.js";
@@ -43,4 +43,26 @@ export const RUNTIME_FACTS = Object.fromEntries(RUNTIME_KINDS.map((k) => [k, RUN
 /** Which runtimes take a flag, for messages like "--cluster only applies to the kind runtime". */
 export function runtimesTaking(flag: keyof RuntimeFlags): RuntimeKind[] {
   return RUNTIME_KINDS.filter((k) => RUNTIME_FACTS[k].flags.includes(flag));
+}
+
+/**
+ * `up`'s runtime flags as the command line shows them, each with the runtimes that take it: "docker,
+ * kind and cluster runtimes: the Triton image ...". From the runtimes' facts, so a runtime's flag
+ * needs no line in the CLI.
+ */
+export function runtimeFlagOptions(): Array<FlagSpec & { key: keyof RuntimeFlags }> {
+  const out: Array<FlagSpec & { key: keyof RuntimeFlags }> = [];
+  for (const kind of RUNTIME_KINDS)
+    for (const [key, spec] of Object.entries(RUNTIME_FACTS[kind].flagSpecs ?? {}) as Array<
+      [keyof RuntimeFlags, FlagSpec]
+    >) {
+      if (out.some((o) => o.key === key)) continue;
+      const takers = runtimesTaking(key);
+      const who =
+        takers.length === 1
+          ? `${takers[0]} runtime`
+          : `${takers.slice(0, -1).join(", ")} and ${takers.at(-1)} runtimes`;
+      out.push({ key, usage: spec.usage, help: `${who}: ${spec.help}` });
+    }
+  return out;
 }

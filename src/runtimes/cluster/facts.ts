@@ -9,6 +9,13 @@ export const clusterFacts: RuntimeFacts = {
     hint: "Use an image that contains this backend.",
   }),
   flags: ["image", "gpus", "shmSize", "context", "namespace"],
+  flagSpecs: {
+    context: { usage: "--context <name>", help: "the kubeconfig context of the cluster to run Triton in (required)" },
+    namespace: {
+      usage: "--namespace <ns>",
+      help: "the namespace to create the run's Deployment and Service in (default: the context's, else default)",
+    },
+  },
   // The run folder's copy in the pod's volume, at /models (sync.ts).
   stagingSeenAs: { repository: "/models/repository", store: "/models/store" },
 };

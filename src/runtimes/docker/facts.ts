@@ -26,6 +26,15 @@ export const dockerFacts: RuntimeFacts = {
     hint: "Use an image that contains this backend.",
   }),
   flags: ["image", "gpus", "shmSize", "monitoring"],
+  flagSpecs: {
+    image: { usage: "--image <ref>", help: `the Triton image (default ${DEFAULT_IMAGE})` },
+    gpus: {
+      usage: "--gpus <which>",
+      help: "all, a count, device=0,1 (docker) or none (default: all when Docker has the NVIDIA runtime; cluster: none)",
+    },
+    shmSize: { usage: "--shm-size <size>", help: "/dev/shm for the python backend (default 1g)" },
+    monitoring: { usage: "--monitoring", help: "Prometheus and Grafana beside Triton, with the article's dashboard" },
+  },
   // The container's mounts (settings.ts CONTAINER_REPOSITORY and CONTAINER_STORE).
   stagingSeenAs: { repository: "/models", store: "/store" },
   auto: "probe",

@@ -12,6 +12,13 @@ export const kindFacts: RuntimeFacts = {
     hint: "Use an image that contains this backend.",
   }),
   flags: ["image", "gpus", "shmSize", "cluster", "keepCluster"],
+  flagSpecs: {
+    cluster: { usage: "--cluster <name>", help: `the kind cluster to create or use (default ${DEFAULT_CLUSTER})` },
+    keepCluster: {
+      usage: "--keep-cluster",
+      help: "keep the cluster when the run ends (the next `up` then starts in seconds)",
+    },
+  },
   // The pod mounts the whole run folder at /models (settings.ts manifestOptions).
   stagingSeenAs: { repository: "/models/repository", store: "/models/store" },
 };
