@@ -80,7 +80,12 @@ describe("the rooms of src/", () => {
   });
 
   it("branches on a runtime's name only inside src/runtimes/", () => {
-    const branch = /(?:===|!==)\s*["'](?:local|docker|kind)["']|case\s+["'](?:local|docker|kind)["']\s*:/;
+    const names = fs
+      .readdirSync(path.join(SRC, "runtimes"), { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => e.name)
+      .join("|");
+    const branch = new RegExp(`(?:===|!==)\\s*["'](?:${names})["']|case\\s+["'](?:${names})["']\\s*:`);
     const found = files
       .filter((f) => !rel(f).startsWith("runtimes/"))
       .flatMap((f) =>
@@ -186,6 +191,13 @@ describe("the rooms of src/", () => {
       )
       .filter((x) => !/^cli\/setup-/.test(x));
     expect(named).toEqual([]);
+    // The README and docs/ARCHITECTURE.md say so.
+    for (const doc of ["README.md", "docs/ARCHITECTURE.md"]) {
+      const text = fs.readFileSync(path.join(ROOT, doc), "utf8");
+      expect(text, doc).toMatch(/### Adding a runtime/);
+      expect(text, doc).toMatch(/runtimes\/<name>\/facts\.ts/);
+      expect(text, doc).toMatch(/runtimes\/kinds\.ts/);
+    }
   });
 
   it("keeps each runtime's facts.ts free of code: type imports only, or another runtime's facts", () => {
