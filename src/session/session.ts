@@ -394,19 +394,12 @@ async function startLocked(
   const modelsDir = path.resolve(o.modelsDir);
   await settleExistingRun(paths, runtime, modelsDir, env, runtimes);
   await requireModelRepository(modelsDir);
-  const ctx = { paths, env, emit: (e: SessionEvent) => bus.emit(e) };
-  const plan = await driver.plan(
-    {
-      modelsDir,
-      ports: o.ports,
-      host: o.host,
-      reload: o.reload,
-      pollSecs: o.pollSecs,
-      readyTimeoutMs: o.readyTimeoutMs,
-    },
-    options,
-    ctx,
-  );
+  const { ports, host, reload, pollSecs, readyTimeoutMs } = o;
+  const plan = await driver.plan({ modelsDir, ports, host, reload, pollSecs, readyTimeoutMs }, options, {
+    paths,
+    env,
+    emit: (e: SessionEvent) => bus.emit(e),
+  });
   const folder = await runFolder(paths, plan);
   const staged = await lintAndStage(runtime, plan, modelsDir, folder, bus, () => lifecycle.markServerMayRun());
   const forget = () => (plan.reuse ? Promise.resolve() : fsp.rm(folder.runDir, { recursive: true, force: true }));
@@ -419,26 +412,8 @@ async function startLocked(
     await forget();
     throwIfInterrupted(lifecycle.signal);
   }
-  const startedAt = Date.now();
-  const logOffset = await fsp.stat(folder.logFile).then(
-    (st) => st.size,
-    () => 0,
-  );
-  const started = await plan.start({
-    runId: folder.runId,
-    runDir: folder.runDir,
-    repository: folder.repository,
-    ports: o.ports,
-    host: o.host,
-    reload: o.reload,
-    pollSecs: o.pollSecs,
-    repositoryKey: delivered.repositoryKey,
-    logFile: folder.logFile,
-    ...(staged.autoCompleteOff ? { autoCompleteConfig: false } : {}),
-  });
+  const { started, startedAt, logOffset } = await startServer(runtime, plan, o, folder, staged, delivered, bus);
   const handle = started.handle;
-  for (const message of started.notices ?? []) bus.emit({ type: "hint", message });
-  bus.emit({ type: "starting", runtime, pid: handle.pid, logFile: folder.logFile });
   const state = runRecord({ runtime, o, modelsDir, folder, plan, staged, started, delivered, startedAt });
   const stopServer = stopperOf(paths, state, handle, bus, env);
   // Which models are still loading, every few seconds while `up` waits (a slow import or
@@ -456,32 +431,75 @@ async function startLocked(
     loads.stop();
     bus.emit({ type: "ready", endpoints: handle.endpoints, models, elapsedMs: Date.now() - startedAt });
     lifecycle.ready(stopServer);
-    return {
-      state,
-      handle,
-      client: clientForRun(state),
-      models,
-      refused: [...staged.refused],
-      skipped: [...staged.skipped],
-      lifecycle,
-      stop: (reason) => lifecycle.stop(reason),
-      watch: () =>
-        lifecycle.watch({
-          state,
-          staging: staged.staging,
-          lintOptions: staged.lintOptions,
-          index: models,
-          refusals: [...staged.refused].flatMap((model) => {
-            const m = staged.lint.models.find((x) => x.name === model);
-            return m ? [{ model, diagnostics: m.diagnostics.filter((d) => d.severity === "error") }] : [];
-          }),
-        }),
-    };
+    return runningSession(state, handle, staged, models, lifecycle);
   } catch (err) {
     loads.stop();
     await stopServer(err instanceof StartInterruptedError ? "interrupted during start" : "start failed");
     throw startFailure(err, plan, folder.logFile);
   }
+}
+
+/** Step 6. The server started on the delivered repository; where its log stood before (a reused log goes on). */
+async function startServer(
+  runtime: RuntimeKind,
+  plan: PlannedRun,
+  o: UpOptions,
+  folder: RunFolder,
+  staged: StagedRepository,
+  delivered: Delivery,
+  bus: EventBus<SessionEvent>,
+): Promise<{ started: StartedRun; startedAt: number; logOffset: number }> {
+  const startedAt = Date.now();
+  const logOffset = await fsp.stat(folder.logFile).then(
+    (st) => st.size,
+    () => 0,
+  );
+  const started = await plan.start({
+    runId: folder.runId,
+    runDir: folder.runDir,
+    repository: folder.repository,
+    ports: o.ports,
+    host: o.host,
+    reload: o.reload,
+    pollSecs: o.pollSecs,
+    repositoryKey: delivered.repositoryKey,
+    logFile: folder.logFile,
+    ...(staged.autoCompleteOff ? { autoCompleteConfig: false } : {}),
+  });
+  for (const message of started.notices ?? []) bus.emit({ type: "hint", message });
+  bus.emit({ type: "starting", runtime, pid: started.handle.pid, logFile: folder.logFile });
+  return { started, startedAt, logOffset };
+}
+
+/** The ready run as `up` holds it: its stop and its watch go through the lifecycle. */
+function runningSession(
+  state: RunState,
+  handle: ServerHandle,
+  staged: StagedRepository,
+  models: RepositoryIndexEntry[],
+  lifecycle: RunLifecycle,
+): Session {
+  return {
+    state,
+    handle,
+    client: clientForRun(state),
+    models,
+    refused: [...staged.refused],
+    skipped: [...staged.skipped],
+    lifecycle,
+    stop: (reason) => lifecycle.stop(reason),
+    watch: () =>
+      lifecycle.watch({
+        state,
+        staging: staged.staging,
+        lintOptions: staged.lintOptions,
+        index: models,
+        refusals: [...staged.refused].flatMap((model) => {
+          const m = staged.lint.models.find((x) => x.name === model);
+          return m ? [{ model, diagnostics: m.diagnostics.filter((d) => d.severity === "error") }] : [];
+        }),
+      }),
+  };
 }
 
 /** What `status`, `down`, the watcher and a later `up` read about the run: written once it started. */
