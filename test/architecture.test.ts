@@ -80,7 +80,12 @@ describe("the rooms of src/", () => {
   });
 
   it("branches on a runtime's name only inside src/runtimes/", () => {
-    const branch = /(?:===|!==)\s*["'](?:local|docker|kind)["']|case\s+["'](?:local|docker|kind)["']\s*:/;
+    const names = fs
+      .readdirSync(path.join(SRC, "runtimes"), { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => e.name)
+      .join("|");
+    const branch = new RegExp(`(?:===|!==)\\s*["'](?:${names})["']|case\\s+["'](?:${names})["']\\s*:`);
     const found = files
       .filter((f) => !rel(f).startsWith("runtimes/"))
       .flatMap((f) =>
@@ -158,17 +163,82 @@ describe("the rooms of src/", () => {
 
   it("reaches a runtime's code only through its driver: nothing outside runtimes/ imports a runtime folder", () => {
     const inRuntimeFolder = (t: string) => /^runtimes\/[^/]+\//.test(t);
-    // `setup` and `doctor` install and check the runtimes' prerequisites themselves.
-    const setup = (f: string) => /^cli\/(setup|doctor)[-.]/.test(f);
+    // `setup` installs the local runtime's environment itself; `doctor` asks each driver.
+    const setup = (f: string) => /^cli\/setup[-.]/.test(f);
     expect(violations((f) => room(f) !== "runtimes" && !setup(f), inRuntimeFolder)).toEqual([]);
   });
 
-  it("loads drivers lazily: the registry imports them only with import()", () => {
+  it("loads drivers lazily: kinds.ts and the registry reach a runtime's code only with import()", () => {
+    // kinds.ts imports each runtime's facts.ts (import-free) statically, its driver only when called.
     expect(
       violations(
-        (f) => f === "runtimes/registry.ts",
-        (t) => /^runtimes\/[^/]+\//.test(t),
+        (f) => f === "runtimes/registry.ts" || f === "runtimes/kinds.ts",
+        (t) => /^runtimes\/[^/]+\//.test(t) && !/^runtimes\/[^/]+\/facts\.ts$/.test(t),
         true,
+      ),
+    ).toEqual([]);
+  });
+
+  it("adds a runtime as a folder and one line: kinds.ts lists each runtime folder once, and nothing else names one", () => {
+    const folders = fs
+      .readdirSync(path.join(SRC, "runtimes"), { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => e.name)
+      .sort();
+    const kinds = fs.readFileSync(path.join(SRC, "runtimes/kinds.ts"), "utf8");
+    const lines = [
+      ...kinds.matchAll(
+        /^\s+([a-z][a-z0-9-]*): \{ facts: (\w+), load: \(\) => import\("\.\/([^/]+)\/driver\.js"\) \},$/gm,
+      ),
+    ];
+    expect(lines.map((m) => m[1]).sort()).toEqual(folders);
+    for (const m of lines) expect(m[3]).toBe(m[1]);
+    // Each folder has its facts and its driver, which exports `driver` for kinds.ts to load.
+    for (const name of folders) {
+      expect(fs.existsSync(path.join(SRC, "runtimes", name, "facts.ts")), `runtimes/${name}/facts.ts`).toBe(true);
+      const driver = fs.readFileSync(path.join(SRC, "runtimes", name, "driver.ts"), "utf8");
+      expect(driver, `runtimes/${name}/driver.ts exports driver`).toMatch(/export \{ \w+ as driver \}/);
+    }
+    // Outside its folder, a runtime's name is a branch nowhere (the rule above) and a file name
+    // nowhere but in kinds.ts: the session, status, doctor, the CLI and the dashboard ask the driver.
+    const named = files
+      .filter((f) => !rel(f).startsWith("runtimes/") || rel(f) === "runtimes/driver.ts")
+      .flatMap((f) =>
+        [...fs.readFileSync(f, "utf8").matchAll(/["'][./]*runtimes\/([a-z-]+)\/[^"']+["']/g)].map(
+          (m) => `${rel(f)}: ${m[0]}`,
+        ),
+      )
+      .filter((x) => !/^cli\/setup-/.test(x));
+    expect(named).toEqual([]);
+    // The README and docs/ARCHITECTURE.md say so.
+    for (const doc of ["README.md", "docs/ARCHITECTURE.md"]) {
+      const text = fs.readFileSync(path.join(ROOT, doc), "utf8");
+      expect(text, doc).toMatch(/### Adding a runtime/);
+      expect(text, doc).toMatch(/runtimes\/<name>\/facts\.ts/);
+      expect(text, doc).toMatch(/runtimes\/kinds\.ts/);
+    }
+  });
+
+  it("keeps each runtime's facts.ts free of code: type imports only, or another runtime's facts", () => {
+    expect(
+      violations(
+        (f) => /^runtimes\/[^/]+\/facts\.ts$/.test(f),
+        (t) => !/^runtimes\/[^/]+\/facts\.ts$/.test(t),
+      ),
+    ).toEqual([]);
+    expect(
+      violations(
+        (f) => f === "runtimes/facts.ts",
+        () => true,
+      ),
+    ).toEqual([]);
+  });
+
+  it("keeps the drivers off the table of runtimes: nothing in a runtime folder imports kinds.ts, flags.ts or the registry", () => {
+    expect(
+      violations(
+        (f) => /^runtimes\/[^/]+\//.test(f),
+        (t) => ["runtimes/kinds.ts", "runtimes/flags.ts", "runtimes/registry.ts"].includes(t),
       ),
     ).toEqual([]);
   });
@@ -182,7 +252,12 @@ describe("the rooms of src/", () => {
     };
     walk("session/session.ts");
     walk("runtimes/local/driver.ts");
-    expect([...closure].filter((f) => f === "dockerode" || /^runtimes\/(docker|kind)\//.test(f))).toEqual([]);
+    // A runtime's facts.ts (import-free: names, flags, backends) is no code of the runtime.
+    expect(
+      [...closure].filter(
+        (f) => f === "dockerode" || (/^runtimes\/(docker|kind)\//.test(f) && !f.endsWith("/facts.ts")),
+      ),
+    ).toEqual([]);
   });
 
   it("keeps tune/ on perf's machinery: no runtime, reload, session beyond the recorded run, CLI or dashboard", () => {
@@ -224,6 +299,109 @@ describe("the rooms of src/", () => {
       violations(
         (f) => room(f) === "k8s",
         (t) => room(t) === "runtimes",
+      ),
+    ).toEqual([]);
+  });
+
+  it("has no loop between folders: the rooms' imports form a hierarchy", () => {
+    const edges = new Map<string, Set<string>>();
+    for (const i of imports) {
+      if (!i.to.includes("/")) continue;
+      const a = room(i.from);
+      const b = room(i.to);
+      if (a !== b) edges.set(a, new Set([...(edges.get(a) ?? []), b]));
+    }
+    const loops: string[] = [];
+    const reach = (from: string, to: string, seen = new Set<string>()): boolean => {
+      if (from === to) return true;
+      if (seen.has(from)) return false;
+      seen.add(from);
+      return [...(edges.get(from) ?? [])].some((n) => reach(n, to, seen));
+    };
+    for (const [a, outs] of edges) for (const b of outs) if (reach(b, a)) loops.push(`${a} -> ${b} -> ... -> ${a}`);
+    expect(loops).toEqual([]);
+  });
+
+  it("keeps perf/ on Triton's wire and the recorded run: no runtime code, reload, CLI or dashboard", () => {
+    const allowed = (t: string) =>
+      !t.includes("/") ||
+      !t.endsWith(".ts") ||
+      ["perf", "triton", "repo", "state", "net", "config", "log"].includes(room(t)) ||
+      // The run it measures, its status (a model's reason), and which runtime shares /dev/shm.
+      ["session/current-run.ts", "session/status.ts", "runtimes/kinds.ts"].includes(t);
+    expect(
+      violations(
+        (f) => room(f) === "perf",
+        (t) => !allowed(t),
+      ),
+    ).toEqual([]);
+  });
+
+  it("keeps ui/ to rendering and what it polls: no session, runtime, reload or CLI", () => {
+    expect(
+      violations(
+        (f) => room(f) === "ui",
+        (t) => ["session", "runtimes", "reload", "cli", "envs", "k8s", "lsp"].includes(room(t)),
+      ),
+    ).toEqual([]);
+  });
+
+  it("keeps session/ off the runtimes' code: only the driver interface, the registry, the table and flags", () => {
+    const allowed = ["runtimes/driver.ts", "runtimes/registry.ts", "runtimes/kinds.ts", "runtimes/flags.ts"];
+    expect(
+      violations(
+        (f) => room(f) === "session",
+        (t) => room(t) === "runtimes" && !allowed.includes(t),
+      ),
+    ).toEqual([]);
+    expect(
+      violations(
+        (f) => room(f) === "session",
+        (t) => ["cli", "ui", "perf", "tune", "lsp"].includes(room(t)),
+      ),
+    ).toEqual([]);
+  });
+
+  it("keeps state/ a leaf of records and files: only Triton's python errors below it", () => {
+    const allowed = (t: string) =>
+      !t.includes("/") ||
+      !t.endsWith(".ts") ||
+      ["state", "config"].includes(room(t)) ||
+      t === "triton/python-errors.ts";
+    expect(
+      violations(
+        (f) => room(f) === "state",
+        (t) => !allowed(t),
+      ),
+    ).toEqual([]);
+  });
+
+  it("keeps the command definitions light: a `*-command.ts` loads its action only when it runs", () => {
+    const light = (t: string) =>
+      !t.endsWith(".ts") ||
+      [
+        "cli/options.ts",
+        "cli/defaults.ts",
+        "cli/output.ts",
+        "config/paths.ts",
+        "runtimes/kinds.ts",
+        "perf/inputs.ts",
+      ].includes(t) ||
+      /^cli\/[a-z-]+-command\.ts$/.test(t);
+    expect(
+      violations(
+        (f) => /^cli\/[a-z-]+-command\.ts$/.test(f),
+        (t) => !light(t),
+        true,
+      ),
+    ).toEqual([]);
+  });
+
+  it("keeps cli/ at the top: no other room imports it", () => {
+    expect(
+      violations(
+        (f) => room(f) !== "cli",
+        (t) => room(t) === "cli",
       ),
     ).toEqual([]);
   });

@@ -1,9 +1,11 @@
 import { UsageError } from "../errors.js";
+import { RUNTIME_FLAG_NAMES, type RuntimeFlags } from "../runtimes/facts.js";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { resolvePaths, type Paths } from "../config/paths.js";
 import { EventBus } from "../events/bus.js";
-import { startSession, type Session, type UpOptions } from "../session/session.js";
+import { startSession, type UpOptions } from "../session/session.js";
+import { RunLifecycle } from "../session/lifecycle.js";
 import type { SessionEvent } from "../session/events.js";
 import { stripTritonPrefix, tailLines } from "../state/log-file.js";
 import { recordSupervisor, spawnSupervisor, waitForSupervisor } from "../session/supervisor.js";
@@ -30,7 +32,8 @@ function cliPath(ctx: Pick<CliContext, "entry">): string {
   return ctx.entry ?? fileURLToPath(new URL("./main.js", import.meta.url));
 }
 
-export interface UpFlags {
+/** `up`'s flags: its own, and the runtimes' (runtimes/kinds.ts runtimeFlagOptions), which the chosen driver parses. */
+export interface UpFlags extends RuntimeFlags {
   runtime: UpOptions["runtime"];
   models: string;
   reload: UpOptions["reload"];
@@ -45,14 +48,6 @@ export interface UpFlags {
   ui: boolean;
   json: boolean;
   timeout: number;
-  image?: string;
-  gpus?: string;
-  shmSize?: string;
-  monitoring: boolean;
-  cluster?: string;
-  keepCluster: boolean;
-  context?: string;
-  namespace?: string;
 }
 
 /**
@@ -156,14 +151,16 @@ export async function upAction(flags: UpFlags, ctx: CliContext): Promise<void> {
         runTune: async (o, deps) => (await import("../tune/run.js")).runTune(o, deps),
       })
     : undefined;
+  // The run's phases (session/lifecycle.ts): what a signal or the dashboard's `q` does depends on them.
+  const run = new RunLifecycle(bus);
   // What the terminal shows once the dashboard is gone: everything if the start failed,
   // otherwise how the run ended.
   const replay: SessionEvent[] = [];
-  let started = false;
   if (dashboard)
     bus.on(
       (e) =>
-        (!started || e.type === "server-exited" || e.type === "stopping" || e.type === "stopped") && replay.push(e),
+        (run.phase === "starting" || e.type === "server-exited" || e.type === "stopping" || e.type === "stopped") &&
+        replay.push(e),
     );
   else bus.on(printEvents(output, flags.json));
   const closeDashboard = async () => {
@@ -174,52 +171,40 @@ export async function upAction(flags: UpFlags, ctx: CliContext): Promise<void> {
       if (line) output.out(line);
     }
   };
+  // The dashboard leaves the screen before the run's stop says what it does.
+  if (dashboard) run.beforeStop(() => dashboard.detach());
   // Signals are handled from the start: a Ctrl-C while Triton starts (or its models load, which
   // can take minutes) stops the server it started, instead of leaving one nobody owns. Until the
   // models are staged nothing outlives this process, and it ends at once as it always did.
-  let stopping = false;
-  let session: Session | undefined = undefined;
-  let serverMayRun = false;
-  bus.on((e) => {
-    if (e.type === "staged") serverMayRun = true;
-  });
-  const interrupt = new AbortController();
-  let onStarted: ((reason: string) => void) | undefined;
   const unlisten = () => {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
     process.off("SIGHUP", onSignal);
   };
   const onSignal = (sig: NodeJS.Signals) => {
-    if (stopping) return;
-    if (!session && !serverMayRun) {
+    const asked = run.requestStop(`received ${sig}`);
+    if (asked === "already-stopping") return;
+    if (asked === "nothing-started") {
       unlisten();
       process.kill(process.pid, sig);
       return;
     }
-    stopping = true;
     // Removed only after this signal is handled: signal-exit (execa's and Ink's exit hook)
     // re-raises a signal it finds no other listener for, which would kill this process
     // before it stops the server. A second Ctrl-C later still ends it at once.
     setImmediate(unlisten);
-    if (session) onStarted?.(`received ${sig}`);
-    else interrupt.abort(`received ${sig}`);
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
   process.on("SIGHUP", onSignal);
   // q or Ctrl-C in the dashboard (raw mode turns Ctrl-C into a key, not SIGINT).
   void dashboard?.quitRequested.then(() => {
-    if (stopping) return;
-    stopping = true;
-    unlisten();
-    if (session) onStarted?.("quit from the dashboard");
-    else interrupt.abort("quit from the dashboard");
+    if (run.requestStop("quit from the dashboard") !== "already-stopping") unlisten();
   });
-  session = await startSession(
+  const session = await startSession(
     paths,
     {
-      signal: interrupt.signal,
+      lifecycle: run,
       runtime: flags.runtime,
       modelsDir: path.resolve(flags.models),
       reload: flags.reload,
@@ -229,16 +214,9 @@ export async function upAction(flags: UpFlags, ctx: CliContext): Promise<void> {
       detached: flags.detach,
       readyTimeoutMs: flags.timeout * 1000,
       // Each runtime's driver takes its own and refuses the others'.
-      runtimeFlags: {
-        image: flags.image,
-        gpus: flags.gpus,
-        shmSize: flags.shmSize,
-        monitoring: flags.monitoring,
-        cluster: flags.cluster,
-        keepCluster: flags.keepCluster,
-        context: flags.context,
-        namespace: flags.namespace,
-      },
+      runtimeFlags: Object.fromEntries(
+        (Object.keys(RUNTIME_FLAG_NAMES) as Array<keyof RuntimeFlags>).map((k) => [k, flags[k]]),
+      ) as RuntimeFlags,
     },
     bus,
     env,
@@ -248,11 +226,11 @@ export async function upAction(flags: UpFlags, ctx: CliContext): Promise<void> {
     throw err;
   });
   // From here the dashboard's frame tells the story; only how the run ends is replayed.
-  started = true;
   replay.length = 0;
   if (flags.detach) {
     unlisten();
     session.handle.release();
+    run.handOver();
     const pid = spawnSupervisor(session.state, cliPath(ctx), env);
     await recordSupervisor(paths, session.state, pid);
     if (!(await waitForSupervisor(session.state, pid))) {
@@ -263,32 +241,21 @@ export async function upAction(flags: UpFlags, ctx: CliContext): Promise<void> {
     await reportDetached(session.state, session.models, ctx, flags.json, flags.requireReady);
     return;
   }
-  const running = session;
-  const ended = new Promise<void>((resolve) => {
-    const stop = (reason: string) => {
-      void (dashboard ? dashboard.detach() : Promise.resolve()).then(() => running.stop(reason)).then(resolve);
-    };
-    onStarted = stop;
-    // Interrupted after the start's last look at the signal: stopped now.
-    if (interrupt.signal.aborted) stop(String(interrupt.signal.reason));
-    void running.handle.exited.then(async (e) => {
-      if (stopping) return;
-      stopping = true;
-      unlisten();
-      // Stopped from another shell (`down`) or crashed: either way the run is over, and so is
-      // everything that served it: the watcher would otherwise keep this process acting on edits
-      // for a server that is gone (and the python stubs of a killed server are stopped with it).
-      const lines = (await tailLines(running.state.logFile, 8)).map(stripTritonPrefix);
-      bus.emit({ type: "server-exited", code: e.code, signal: e.signal, lastLines: lines });
-      if (e.signal !== "SIGTERM" && e.code !== 0) ctx.exitCode = 1;
-      await (dashboard ? dashboard.detach() : Promise.resolve());
-      await running.stop("the server exited");
-      resolve();
-    });
+  void session.handle.exited.then(async (e) => {
+    if (run.phase === "stopping" || run.phase === "stopped") return;
+    unlisten();
+    // Stopped from another shell (`down`) or crashed: either way the run is over, and so is
+    // everything that served it: the watcher would otherwise keep this process acting on edits
+    // for a server that is gone (and the python stubs of a killed server are stopped with it).
+    const lines = (await tailLines(session.state.logFile, 8)).map(stripTritonPrefix);
+    bus.emit({ type: "server-exited", code: e.code, signal: e.signal, lastLines: lines });
+    if (e.signal !== "SIGTERM" && e.code !== 0) ctx.exitCode = 1;
+    await run.stop("the server exited");
   });
   const controller = await session.watch();
+  const stopping = () => run.phase === "stopping" || run.phase === "stopped";
   // A signal during watch() stopped the session while the watcher was starting.
-  if (stopping) await controller.close();
+  if (stopping()) await controller.close();
   else
     dashboard?.attach({
       baseUrl: session.client.baseUrl,
@@ -298,7 +265,7 @@ export async function upAction(flags: UpFlags, ctx: CliContext): Promise<void> {
       userPaths: userPathsOf(session.state),
       served: () => servedModels(session.state.runDir),
     });
-  if (!flags.json && !dashboard && !stopping) output.out("serving; press Ctrl-C to stop");
-  await ended;
+  if (!flags.json && !dashboard && !stopping()) output.out("serving; press Ctrl-C to stop");
+  await run.stopped;
   await closeDashboard();
 }

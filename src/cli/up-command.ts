@@ -1,13 +1,12 @@
 import { Command, Option } from "commander";
 import { resolvePaths } from "../config/paths.js";
-import { RUNTIME_KINDS } from "../runtimes/kinds.js";
-import { DEFAULT_CLUSTER, DEFAULT_IMAGE } from "./defaults.js";
+import { RUNTIME_KINDS, runtimeFlagOptions } from "../runtimes/kinds.js";
 import { parseDir, parsePort, parsePositiveInt } from "./options.js";
 import { printEvents, type CliContext } from "./output.js";
 import type { UpFlags } from "./up-action.js";
 
 export function registerUpCommand(program: Command, ctx: CliContext): void {
-  program
+  const up = program
     .command("up")
     .description("Start Triton on your model repository and keep it running (Ctrl-C stops it).")
     .addOption(
@@ -38,26 +37,12 @@ export function registerUpCommand(program: Command, ctx: CliContext): void {
       "how long to wait for Triton and its models to be ready",
       parsePositiveInt("--timeout"),
       180,
-    )
-    .option("--image <ref>", `docker, kind and cluster runtimes: the Triton image (default ${DEFAULT_IMAGE})`)
-    .option(
-      "--gpus <which>",
-      "docker, kind and cluster runtimes: all, a count, device=0,1 (docker) or none (default: all when Docker has the NVIDIA runtime; cluster: none)",
-    )
-    .option("--shm-size <size>", "docker, kind and cluster runtimes: /dev/shm for the python backend (default 1g)")
-    .option("--monitoring", "docker runtime: Prometheus and Grafana beside Triton, with the article's dashboard", false)
-    .option("--cluster <name>", `kind runtime: the kind cluster to create or use (default ${DEFAULT_CLUSTER})`)
-    .option(
-      "--keep-cluster",
-      "kind runtime: keep the cluster when the run ends (the next `up` then starts in seconds)",
-      false,
-    )
-    .option("--context <name>", "cluster runtime: the kubeconfig context of the cluster to run Triton in (required)")
-    .option(
-      "--namespace <ns>",
-      "cluster runtime: the namespace to create the run's Deployment and Service in (default: the context's, else default)",
-    )
-    .action(async (flags: UpFlags) => (await import("./up-action.js")).upAction(flags, ctx));
+    );
+  // The runtimes' own flags, as their facts declare them (a switch is off unless given).
+  for (const f of runtimeFlagOptions())
+    if (f.usage.includes("<")) up.option(f.usage, f.help);
+    else up.option(f.usage, f.help, false);
+  up.action(async (flags: UpFlags) => (await import("./up-action.js")).upAction(flags, ctx));
 }
 
 /** Internal: the hot-reload process a detached `up` leaves behind. */

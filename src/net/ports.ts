@@ -1,7 +1,6 @@
 import fs from "node:fs";
 import net from "node:net";
 import { UserError } from "../errors.js";
-import { processCmdline } from "../state/process.js";
 
 export interface PortHolder {
   pid: number;
@@ -80,7 +79,7 @@ export function findPortHolder(port: number, procRoot = "/proc"): PortHolder | u
       }
       const m = /^socket:\[(\d+)\]$/.exec(target);
       if (m && inodes.has(m[1]!)) {
-        const argv = processCmdline(Number(pid), procRoot) ?? [];
+        const argv = cmdlineOf(Number(pid), procRoot);
         return { pid: Number(pid), command: argv.join(" ") || "?" };
       }
     }
@@ -114,5 +113,20 @@ export async function requireFreePorts(
       `port ${port} (${name}) on ${host} is already in use${holder ? ` by pid ${holder.pid} (${holder.command.slice(0, 120)})` : ""}`,
       { hint: `Stop that process, or choose another port with ${PORT_FLAGS[name]} N.` },
     );
+  }
+}
+
+/**
+ * A process's command line, read here rather than through state/process.ts: net/ sits below
+ * state/ (state's staged paths read Triton's messages, and triton/ speaks through net/).
+ */
+function cmdlineOf(pid: number, procRoot: string): string[] {
+  try {
+    return fs
+      .readFileSync(`${procRoot}/${pid}/cmdline`, "utf8")
+      .split("\0")
+      .filter((s) => s.length > 0);
+  } catch {
+    return [];
   }
 }

@@ -11,6 +11,7 @@
 import type { Paths } from "../config/paths.js";
 import type { ModelEnvironments } from "../envs/model-environments.js";
 import type { RunState } from "../state/run-state.js";
+import type { DoctorCheck } from "./doctor-check.js";
 import type { RuntimeFlags, RuntimeKind } from "./kinds.js";
 import type { LayerProgress, PullSnapshot } from "./docker/image.js";
 import type { SetupProgress } from "./local/environment.js";
@@ -77,6 +78,25 @@ export interface StartOptions {
   autoCompleteConfig?: boolean;
 }
 
+/** The run's folder on this machine, as the session built it: the staging repository and, beside it, the key. */
+export interface RunFolderPaths {
+  runDir: string;
+  /** The staging repository (`<runDir>/repository`), with its snapshot store beside it. */
+  repository: string;
+}
+
+/** What the delivery step settled: how the repository and its key reach the run's Triton. */
+export interface Delivery {
+  /** The key and, in `dir`, its file and the library that hands it to tritonserver (triton/key-shim.ts). */
+  repositoryKey: StartOptions["repositoryKey"];
+  /**
+   * Where Triton sees the staging repository and its snapshots when not at their paths here (a
+   * container's mounts, a pod's volume): Triton's messages name these paths, which the record
+   * keeps so that every reader maps them back to the user's files.
+   */
+  tritonSees?: { repository: string; store: string };
+}
+
 /** A model whose unload a stop waits for, and why (its python model defines `finalize`). */
 export interface UnloadWait {
   model: string;
@@ -140,6 +160,13 @@ export interface PlannedRun {
    * runtime's Python is not ours to install into, and `up` says so for each model that has one.
    */
   readonly environments?: ModelEnvironments;
+  /**
+   * Step "deliver": make the staged repository and the run's key reachable by the Triton `start`
+   * runs (a folder it reads directly, a container's mount, a kind node's hostPath, a copy into a
+   * remote pod's volume, made by `start` itself or its sidecar). A reused server keeps the key its
+   * folder holds. Nothing outside the run folder is created here.
+   */
+  deliver(folder: RunFolderPaths): Promise<Delivery>;
   /** Starts the server (or reattaches); cleans up what it created if that fails. */
   start(o: StartOptions): Promise<StartedRun>;
   /** Advice for a server that exited during start, from its log. */
@@ -156,16 +183,19 @@ export interface StartedRun {
   readonly notices?: string[];
 }
 
-/** How `status` and `down` describe a run. */
-export interface RunDescription {
+/**
+ * How `status` and `down` describe a run. `Fields` are the runtime's own `status --json` fields,
+ * typed by its driver (docker's `container`, kind's `cluster`, the cluster runtime's `kubernetes`).
+ */
+export interface RunDescription<Fields extends Record<string, unknown> = Record<string, unknown>> {
   /** Short: `pid 123`, `container NAME`, `kind cluster NAME`. */
   where: string;
   /** What is gone when the run's server is no longer there. */
   goneWhat: string;
   /** Extra `status` lines, label and text. */
   lines: Array<[string, string]>;
-  /** Extra `status --json` fields (`container`, `cluster`). */
-  json: Record<string, unknown>;
+  /** Extra `status --json` fields, beside the session's own. */
+  json: Fields;
   /** Prometheus and Grafana started beside the server (`status` and the dashboard show them). */
   monitoring?: { prometheus: string; grafana: string };
 }
@@ -222,14 +252,29 @@ export interface Leftovers {
   lines: string[];
 }
 
+export interface AutoVerdict {
+  chosen: boolean;
+  why: string;
+}
+
 export interface RuntimeDriver<Options = unknown> {
   readonly kind: RuntimeKind;
   /** The runtime's flags of `up`, defaults filled in; a flag it does not take is refused. */
   options(flags: RuntimeFlags): Options;
+  /**
+   * `--runtime auto`, for a runtime whose facts say `auto: "probe"`: whether it is the one, and
+   * why (said to the user either way); throws a UserError when the flags need it and it cannot run.
+   */
+  autoChoice?(flags: RuntimeFlags, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<AutoVerdict>;
   /** Everything that can fail before anything exists: prerequisites, image, cluster, GPUs, ports, reuse. */
   plan(input: PlanInput, options: Options, ctx: DriverContext): Promise<PlannedRun>;
   /** A recorded run of this runtime; its part of the record is validated here. */
   attach(state: RunState, ctx: Omit<DriverContext, "emit">): AttachedRun;
+  /**
+   * `triton-dev doctor`: this runtime's prerequisites. The checks of the runtime `auto` falls back
+   * to fail `doctor`; the others' are warnings (only a run of that runtime needs them).
+   */
+  doctor?(ctx: Omit<DriverContext, "emit">): Promise<DoctorCheck[]>;
   /**
    * Remove what crashed runs of this state folder left; `down` asks after stopping the recorded
    * run, so everything of ours still there is left over. Quiet when the runtime is absent.

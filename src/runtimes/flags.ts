@@ -1,11 +1,8 @@
 import { UsageError } from "../errors.js";
+import { givenFlags } from "./facts.js";
 import { RUNTIME_FACTS, RUNTIME_FLAG_NAMES, runtimesTaking, type RuntimeFlags, type RuntimeKind } from "./kinds.js";
 
-export function givenFlags(flags: RuntimeFlags): Array<keyof RuntimeFlags> {
-  return (Object.keys(RUNTIME_FLAG_NAMES) as Array<keyof RuntimeFlags>).filter(
-    (k) => flags[k] !== undefined && flags[k] !== false,
-  );
-}
+export { givenFlags };
 
 function listRuntimes(kinds: RuntimeKind[]): string {
   return kinds.length === 1
@@ -13,7 +10,11 @@ function listRuntimes(kinds: RuntimeKind[]): string {
     : `the ${kinds.slice(0, -1).join(", ")} and ${kinds.at(-1)} runtimes`;
 }
 
-/** Refuses the flags `kind` does not take, naming the runtimes that do. */
+/**
+ * Refuses the flags `kind` does not take, naming the runtimes that do. Asked by the session before
+ * a driver reads its own flags, and by `--runtime auto` (drivers never import this: it reads the
+ * table of every runtime, kinds.ts, which loads the drivers).
+ */
 export function refuseForeignFlags(kind: RuntimeKind, flags: RuntimeFlags): void {
   const foreign = givenFlags(flags).filter((f) => !RUNTIME_FACTS[kind].flags.includes(f));
   if (foreign.length === 0) return;

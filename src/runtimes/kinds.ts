@@ -1,127 +1,68 @@
 /**
- * The runtimes this build knows, and the facts about each that need no runtime code loaded: lint
- * reads them to judge a repository for a runtime, the CLI to describe flags. Kept free of imports
- * so that any room may use it; everything else about a runtime lives behind its driver.
+ * The runtimes this build has: one line each in RUNTIMES below, with the facts about it that need
+ * no runtime code loaded (its folder's `facts.ts`: lint reads them to judge a repository for a
+ * runtime, the CLI to describe flags) and its driver's loader, which registry.ts calls when a run
+ * needs it. Statically it imports only the facts files, which import nothing, so any room may use it.
  */
+import { clusterFacts } from "./cluster/facts.js";
+import { dockerFacts } from "./docker/facts.js";
+import { kindFacts } from "./kind/facts.js";
+import { localFacts } from "./local/facts.js";
+import type { FlagSpec, RuntimeFacts, RuntimeFlags } from "./facts.js";
 
-export const RUNTIME_KINDS = ["local", "docker", "kind", "cluster"] as const;
+export type { RuntimeFacts, RuntimeFlags } from "./facts.js";
+export { RUNTIME_FLAG_NAMES } from "./facts.js";
+export { DEFAULT_IMAGE } from "./docker/facts.js";
+export { DEFAULT_CLUSTER } from "./kind/facts.js";
 
-/** The docker and kind runtimes' image: Triton 2.51, the same release as the local runtime's nvidia-pytriton 0.7.0. */
-export const DEFAULT_IMAGE = "nvcr.io/nvidia/tritonserver:24.10-py3";
-/** `--cluster`'s default: one cluster per machine user, reused by every project when kept. */
-export const DEFAULT_CLUSTER = "triton-dev";
-export type RuntimeKind = (typeof RUNTIME_KINDS)[number];
-
-/** `up`'s flags that only some runtimes take (the runtime's driver parses them). */
-export interface RuntimeFlags {
-  image?: string | undefined;
-  gpus?: string | undefined;
-  shmSize?: string | undefined;
-  monitoring?: boolean | undefined;
-  cluster?: string | undefined;
-  keepCluster?: boolean | undefined;
-  context?: string | undefined;
-  namespace?: string | undefined;
+/** A runtime of this build: its facts, and its driver, imported only when called. */
+export interface RuntimeEntry {
+  facts: RuntimeFacts;
+  /** The module of `<name>/driver.ts`, whose `driver` is a RuntimeDriver (registry.ts loadDriver). */
+  load: () => Promise<{ driver: object }>;
 }
 
-export const RUNTIME_FLAG_NAMES: Record<keyof RuntimeFlags, string> = {
-  image: "--image",
-  gpus: "--gpus",
-  shmSize: "--shm-size",
-  monitoring: "--monitoring",
-  cluster: "--cluster",
-  keepCluster: "--keep-cluster",
-  context: "--context",
-  namespace: "--namespace",
-};
+/**
+ * Adding a runtime: its folder (`facts.ts`, `driver.ts` exporting `driver`) and its line here.
+ * Nothing under runtimes/*\/ imports this file, so the drivers it loads never lead back to it.
+ */
+export const RUNTIMES = {
+  local: { facts: localFacts, load: () => import("./local/driver.js") },
+  docker: { facts: dockerFacts, load: () => import("./docker/driver.js") },
+  kind: { facts: kindFacts, load: () => import("./kind/driver.js") },
+  cluster: { facts: clusterFacts, load: () => import("./cluster/driver.js") },
+} as const satisfies Record<string, RuntimeEntry>;
 
-/** The NGC `-py3` image's backends (docker and kind run it). */
-const NGC_BACKENDS = [
-  "python",
-  "onnxruntime",
-  "tensorrt",
-  "pytorch",
-  "tensorflow",
-  "openvino",
-  "fil",
-  "dali",
-  "identity",
-  "repeat",
-  "square",
-] as const;
-
-export interface RuntimeFacts {
-  /** Backends it can load besides ensembles. */
-  backends: readonly string[];
-  /** The Triton release it always runs; undefined when the image decides. */
-  tritonVersion?: string;
-  /** What a user reads when a model's backend is not there, and what to do about it. */
-  missingBackend: (backend: string) => { message: string; hint: string };
-  /**
-   * The libraries each backend's folder holds, where the runtime fixes them (a model's `runtime`
-   * field must name one of its backend's); absent where the image decides.
-   */
-  backendLibraries?: Readonly<Record<string, readonly string[]>>;
-  /** `up`'s flags it takes. */
-  flags: readonly (keyof RuntimeFlags)[];
-  /**
-   * Where its Triton sees the run's staging repository and snapshot store, when not at their
-   * paths on this machine (a container's mounts): Triton's messages name these paths.
-   */
-  stagingSeenAs?: { repository: string; store: string };
-  /** Its Triton opens this machine's /dev/shm (no container between), so perf's shared memory regions reach it. */
-  sharesHostShm?: true;
-  /** A python model's requirements.txt gets an environment built for it (envs/); elsewhere the image's Python. */
-  buildsEnvironments?: true;
-}
-
-export const RUNTIME_FACTS: Record<RuntimeKind, RuntimeFacts> = {
-  // The nvidia-pytriton wheel: tritonserver 2.51 with the python backend only.
-  local: {
-    backends: ["python"],
-    tritonVersion: "2.51",
-    missingBackend: (backend) => ({
-      message: `backend '${backend}' is not in the local runtime, which has only the python backend and ensembles`,
-      hint: "Serve with --runtime docker (the NGC image has the standard backends), or wrap the model in a python backend model.",
-    }),
-    backendLibraries: { python: ["libtriton_python.so"] },
-    flags: [],
-    sharesHostShm: true,
-    buildsEnvironments: true,
-  },
-  docker: {
-    backends: NGC_BACKENDS,
-    missingBackend: (backend) => ({
-      message: `backend '${backend}' is not in the docker runtime's Triton image`,
-      hint: "Use an image that contains this backend.",
-    }),
-    flags: ["image", "gpus", "shmSize", "monitoring"],
-    // The container's mounts (docker/settings.ts CONTAINER_REPOSITORY and CONTAINER_STORE).
-    stagingSeenAs: { repository: "/models", store: "/store" },
-  },
-  kind: {
-    backends: NGC_BACKENDS,
-    missingBackend: (backend) => ({
-      message: `backend '${backend}' is not in the kind runtime's Triton image`,
-      hint: "Use an image that contains this backend.",
-    }),
-    flags: ["image", "gpus", "shmSize", "cluster", "keepCluster"],
-    // The pod mounts the whole run folder at /models (kind/settings.ts manifestOptions).
-    stagingSeenAs: { repository: "/models/repository", store: "/models/store" },
-  },
-  cluster: {
-    backends: NGC_BACKENDS,
-    missingBackend: (backend) => ({
-      message: `backend '${backend}' is not in the cluster runtime's Triton image`,
-      hint: "Use an image that contains this backend.",
-    }),
-    flags: ["image", "gpus", "shmSize", "context", "namespace"],
-    // The run folder's copy in the pod's volume, at /models (cluster/sync.ts).
-    stagingSeenAs: { repository: "/models/repository", store: "/models/store" },
-  },
-};
+export type RuntimeKind = keyof typeof RUNTIMES;
+export const RUNTIME_KINDS = Object.keys(RUNTIMES) as RuntimeKind[];
+export const RUNTIME_FACTS = Object.fromEntries(RUNTIME_KINDS.map((k) => [k, RUNTIMES[k].facts])) as Record<
+  RuntimeKind,
+  RuntimeFacts
+>;
 
 /** Which runtimes take a flag, for messages like "--cluster only applies to the kind runtime". */
 export function runtimesTaking(flag: keyof RuntimeFlags): RuntimeKind[] {
   return RUNTIME_KINDS.filter((k) => RUNTIME_FACTS[k].flags.includes(flag));
+}
+
+/**
+ * `up`'s runtime flags as the command line shows them, each with the runtimes that take it: "docker,
+ * kind and cluster runtimes: the Triton image ...". From the runtimes' facts, so a runtime's flag
+ * needs no line in the CLI.
+ */
+export function runtimeFlagOptions(): Array<FlagSpec & { key: keyof RuntimeFlags }> {
+  const out: Array<FlagSpec & { key: keyof RuntimeFlags }> = [];
+  for (const kind of RUNTIME_KINDS)
+    for (const [key, spec] of Object.entries(RUNTIME_FACTS[kind].flagSpecs ?? {}) as Array<
+      [keyof RuntimeFlags, FlagSpec]
+    >) {
+      if (out.some((o) => o.key === key)) continue;
+      const takers = runtimesTaking(key);
+      const who =
+        takers.length === 1
+          ? `${takers[0]} runtime`
+          : `${takers.slice(0, -1).join(", ")} and ${takers.at(-1)} runtimes`;
+      out.push({ key, usage: spec.usage, help: `${who}: ${spec.help}` });
+    }
+  return out;
 }

@@ -1,6 +1,6 @@
 import type { Paths } from "../config/paths.js";
 import type { AttachedRun } from "../runtimes/driver.js";
-import { attachRun } from "../runtimes/registry.js";
+import { attachRun, RUNTIMES, type Runtimes } from "../runtimes/registry.js";
 import { isOurProcess } from "../state/process.js";
 import { readRunState, type RunState } from "../state/run-state.js";
 
@@ -12,10 +12,14 @@ export interface LiveRun {
 }
 
 /** The recorded run, attached through its runtime's driver, and whether its server still runs. */
-export async function currentRun(paths: Paths, env: NodeJS.ProcessEnv = process.env): Promise<LiveRun | undefined> {
+export async function currentRun(
+  paths: Paths,
+  env: NodeJS.ProcessEnv = process.env,
+  runtimes: Runtimes = RUNTIMES,
+): Promise<LiveRun | undefined> {
   const state = await readRunState(paths);
   if (!state) return undefined;
-  const run = await attachRun(state, { paths, env });
+  const run = await attachRun(state, { paths, env }, runtimes);
   return { state, alive: await run.alive(), run };
 }
 

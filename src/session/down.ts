@@ -3,8 +3,7 @@ import path from "node:path";
 import type { Paths } from "../config/paths.js";
 import type { StopReport, UnloadsToWaitFor } from "../runtimes/driver.js";
 import { unloadsRunningCode } from "../repo/unload-code.js";
-import { RUNTIME_KINDS } from "../runtimes/kinds.js";
-import { loadDriver } from "../runtimes/registry.js";
+import { RUNTIMES, type Runtimes } from "../runtimes/registry.js";
 import { terminateOurs } from "../state/process.js";
 import { readRunState, removeRunState, type RunState } from "../state/run-state.js";
 import { currentRun } from "./current-run.js";
@@ -29,8 +28,9 @@ export async function stopRun(
   graceMs = 15_000,
   env: NodeJS.ProcessEnv = process.env,
   onProgress?: (message: string) => void,
+  runtimes: Runtimes = RUNTIMES,
 ): Promise<DownResult> {
-  const run = await currentRun(paths, env);
+  const run = await currentRun(paths, env, runtimes);
   const result: DownResult = { leftovers: {}, leftoverLines: [] };
   await run?.run.beforeStop?.().catch(() => undefined);
   terminateOurs(run?.state.supervisorPid, process.execPath);
@@ -43,7 +43,7 @@ export async function stopRun(
   }
   // The drivers the leftover search needs (dockerode among them) load once the stop is over:
   // loading them takes the event loop for a while, which the stop needs to see Triton's log.
-  const drivers = RUNTIME_KINDS.map((k) => loadDriver(k));
+  const drivers = runtimes.kinds.map((k) => runtimes.load(k));
   const found = await Promise.all(drivers.map(async (d) => (await d).cleanup(graceMs, { paths, env })));
   for (const left of found) {
     Object.assign(result.leftovers, left.json);

@@ -12,31 +12,33 @@ import { lintRepository, type LintOptions, type LintResult } from "../repo/lint.
 import { sharedConfigCompleter } from "../repo/auto-complete-run.js";
 import { autoCompleteNeeds } from "../repo/auto-complete.js";
 import { listModelDirs, requireModelRepository } from "../repo/layout.js";
-import { ReloadController } from "../reload/controller.js";
 import { explainIndex, stepFailed, tritonLogLines } from "../reload/load-reasons.js";
 import { StagingError, StagingRepository, stagingDiagnostics } from "../reload/stage.js";
-import { RepositoryWatcher } from "../reload/watch.js";
-import type { PlannedRun, Ports, ReloadMode, RuntimeDriver, ServerHandle, StartOptions } from "../runtimes/driver.js";
+import type {
+  Delivery,
+  PlannedRun,
+  Ports,
+  ReloadMode,
+  RuntimeDriver,
+  ServerHandle,
+  StartedRun,
+} from "../runtimes/driver.js";
 import type { RuntimeFlags, RuntimeKind } from "../runtimes/kinds.js";
-import { chooseRuntime, loadDriver } from "../runtimes/registry.js";
+import { refuseForeignFlags } from "../runtimes/flags.js";
+import { RUNTIMES, type Runtimes } from "../runtimes/registry.js";
 import { stripTritonPrefix, tailLines, tailLinesSync } from "../state/log-file.js";
 import { terminateOurs } from "../state/process.js";
-import { editsFile, removeRunState, writeRunState, type RunState } from "../state/run-state.js";
+import { removeRunState, writeRunState, type RunState } from "../state/run-state.js";
 import { userPathsOf } from "../state/staged-paths.js";
 import { acquireStartLock } from "../state/start-lock.js";
-import {
-  clientForRun,
-  REPOSITORY_KEY_HEADER,
-  TritonHttpClient,
-  TritonHttpError,
-  type RepositoryIndexEntry,
-} from "../triton/http-client.js";
-import { ensureKeyShim, prepareRunKey } from "../triton/key-shim.js";
+import { clientForRun, TritonHttpClient, TritonHttpError, type RepositoryIndexEntry } from "../triton/http-client.js";
 import { ReadinessAbortedError, ReadinessTimeoutError, waitFor } from "../triton/readiness.js";
 import { currentRun, watcherOf } from "./current-run.js";
 import { stopWaitsFor } from "./down.js";
 import { followModelLoads } from "./load-progress.js";
 import type { SessionEvent } from "./events.js";
+import { RunLifecycle } from "./lifecycle.js";
+import type { ReloadController } from "../reload/controller.js";
 
 const log = rootLog.child("session");
 
@@ -52,10 +54,11 @@ export interface UpOptions {
   detached: boolean;
   readyTimeoutMs: number;
   /**
-   * Aborted by Ctrl-C during the start (its reason says which signal): whatever was started is
-   * stopped, and the start ends with StartInterruptedError instead of leaving a server nobody owns.
+   * The run's life (session/lifecycle.ts), when the caller follows it: a stop asked for during the
+   * start (Ctrl-C; its reason says which signal) stops whatever was started, and the start ends with
+   * StartInterruptedError instead of leaving a server nobody owns.
    */
-  signal?: AbortSignal;
+  lifecycle?: RunLifecycle;
 }
 
 function throwIfInterrupted(signal: AbortSignal | undefined): void {
@@ -72,31 +75,11 @@ export interface Session {
   readonly refused: string[];
   /** Models left out on purpose (GPU-only on a machine without a GPU). */
   readonly skipped: string[];
+  /** The run's phases, shared with whoever owns the run (the foreground `up`, the dashboard). */
+  readonly lifecycle: RunLifecycle;
   stop(reason?: string): Promise<void>;
   /** Start hot reload in this process (foreground `up`). */
   watch(): Promise<ReloadController>;
-}
-
-export function createController(
-  state: RunState,
-  staging: StagingRepository,
-  bus: EventBus<SessionEvent>,
-  lint: LintOptions,
-): ReloadController {
-  return new ReloadController({
-    modelsDir: state.modelsDir,
-    watcher: new RepositoryWatcher(state.modelsDir),
-    staging,
-    client: clientForRun(state),
-    mode: state.reload,
-    pollSecs: state.pollSecs,
-    logFile: state.logFile,
-    bus,
-    lint,
-    editsFile: editsFile(state),
-    autoCompleteConfig: state.autoCompleteConfig !== false,
-    userPaths: userPathsOf(state),
-  });
 }
 
 /** A foreground `up` still owns the run (a detached one has no owner left to ask). */
@@ -132,8 +115,9 @@ async function settleExistingRun(
   runtime: RuntimeKind,
   modelsDir: string,
   env: NodeJS.ProcessEnv,
+  runtimes: Runtimes,
 ): Promise<void> {
-  const existing = await currentRun(paths, env);
+  const existing = await currentRun(paths, env, runtimes);
   if (!existing) return;
   const s = existing.state;
   if (!existing.alive) {
@@ -194,6 +178,8 @@ async function lintAndStage(
   modelsDir: string,
   folder: RunFolder,
   bus: EventBus<SessionEvent>,
+  /** Called once the models are staged: from then on a stop releases what the start created. */
+  onStaged: () => void,
 ): Promise<StagedRepository> {
   const lintOptions = lintOptionsFor(runtime, plan.gpus);
   const lint = await lintRepository(modelsDir, lintOptions);
@@ -251,6 +237,7 @@ async function lintAndStage(
   } else {
     staged = await staging.init(modelsDir, wanted, unstageable);
   }
+  onStaged();
   bus.emit({ type: "staged", models: staged, repository: folder.repository });
   // Triton's config auto-complete adds a fixed second to every python model load (see
   // repo/auto-complete.ts); where the runtime allows it, it is off when no model needs it.
@@ -307,6 +294,7 @@ async function waitUntilReady(
   bus: EventBus<SessionEvent>,
   startedAt: number,
   stillLoading: () => string | undefined,
+  signal: AbortSignal,
 ): Promise<RepositoryIndexEntry[]> {
   await waitFor(
     { description: `Triton at ${o.host}:${o.ports.http}`, check: () => client.isLive() },
@@ -314,7 +302,7 @@ async function waitUntilReady(
       timeoutMs: o.readyTimeoutMs,
       intervalMs: 250,
       abortIf: async () => {
-        throwIfInterrupted(o.signal);
+        throwIfInterrupted(signal);
         const e = exitInfo();
         if (e) {
           const lines = (await tailLines(logFile, 8)).map(stripTritonPrefix);
@@ -349,148 +337,85 @@ async function waitUntilReady(
       },
     );
   });
-  return settledIndex(client, o.readyTimeoutMs - (Date.now() - startedAt), o.signal);
+  return settledIndex(client, o.readyTimeoutMs - (Date.now() - startedAt), signal);
 }
 
 /**
  * `up`, one at a time per state folder (a second one that starts meanwhile is refused with the
- * first one's pid): see startLocked for the steps.
+ * first one's pid): see startLocked for the steps. `runtimes` is where drivers come from (a test
+ * passes a fake one).
  */
 export async function startSession(
   paths: Paths,
   o: UpOptions,
   bus: EventBus<SessionEvent>,
   env: NodeJS.ProcessEnv = process.env,
+  runtimes: Runtimes = RUNTIMES,
 ): Promise<Session> {
+  const lifecycle = o.lifecycle ?? new RunLifecycle(bus);
   const lock = await acquireStartLock(paths, path.resolve(o.modelsDir));
   try {
-    return await startLocked(paths, o, bus, env);
+    return await startLocked(paths, o, bus, env, runtimes, lifecycle);
+  } catch (err) {
+    lifecycle.failed();
+    throw err;
   } finally {
     await lock.release();
   }
 }
 
+/** Step 0. The runtime `up` runs on, its driver, and the driver's reading of its flags. */
+async function chooseDriver(o: UpOptions, bus: EventBus<SessionEvent>, env: NodeJS.ProcessEnv, runtimes: Runtimes) {
+  const flags = o.runtimeFlags ?? {};
+  const choice = await runtimes.choose(o.runtime, flags, env);
+  const driver: RuntimeDriver = await runtimes.load(choice.runtime);
+  // Another runtime's flags are refused by the runtimes' facts, naming those that take them.
+  refuseForeignFlags(choice.runtime, flags);
+  const options = driver.options(flags);
+  if (o.runtime === "auto") bus.emit({ type: "runtime", runtime: choice.runtime, why: choice.why });
+  return { runtime: choice.runtime, driver, options };
+}
+
 /**
- * `up`, as named steps: the existing run, plan (the runtime's checks, nothing created yet), lint
- * and stage, start, record, wait for ready. Every resource a step creates is released again if a
- * later step fails.
+ * `up`, as named steps: the runtime, the existing run, plan (the runtime's checks, nothing
+ * created yet), lint and stage, deliver (the repository and key where Triton reads them), start,
+ * record, wait for ready. Every resource a step creates is released again if a later step fails,
+ * or when the run's lifecycle is asked to stop meanwhile (Ctrl-C).
  */
 async function startLocked(
   paths: Paths,
   o: UpOptions,
   bus: EventBus<SessionEvent>,
   env: NodeJS.ProcessEnv,
+  runtimes: Runtimes,
+  lifecycle: RunLifecycle,
 ): Promise<Session> {
-  const flags = o.runtimeFlags ?? {};
-  const choice = await chooseRuntime(o.runtime, flags, env);
-  const runtime = choice.runtime;
-  const driver: RuntimeDriver = await loadDriver(runtime);
-  const options = driver.options(flags);
-  if (o.runtime === "auto") bus.emit({ type: "runtime", runtime, why: choice.why });
+  const { runtime, driver, options } = await chooseDriver(o, bus, env, runtimes);
   const modelsDir = path.resolve(o.modelsDir);
-
-  await settleExistingRun(paths, runtime, modelsDir, env);
+  await settleExistingRun(paths, runtime, modelsDir, env, runtimes);
   await requireModelRepository(modelsDir);
-
-  const ctx = { paths, env, emit: (e: SessionEvent) => bus.emit(e) };
-  const plan = await driver.plan(
-    {
-      modelsDir,
-      ports: o.ports,
-      host: o.host,
-      reload: o.reload,
-      pollSecs: o.pollSecs,
-      readyTimeoutMs: o.readyTimeoutMs,
-    },
-    options,
-    ctx,
-  );
-
+  const { ports, host, reload, pollSecs, readyTimeoutMs } = o;
+  const plan = await driver.plan({ modelsDir, ports, host, reload, pollSecs, readyTimeoutMs }, options, {
+    paths,
+    env,
+    emit: (e: SessionEvent) => bus.emit(e),
+  });
   const folder = await runFolder(paths, plan);
-  const staged = await lintAndStage(runtime, plan, modelsDir, folder, bus);
+  const staged = await lintAndStage(runtime, plan, modelsDir, folder, bus, () => lifecycle.markServerMayRun());
+  const forget = () => (plan.reuse ? Promise.resolve() : fsp.rm(folder.runDir, { recursive: true, force: true }));
   if (staged.staging.names().length === 0) {
-    if (!plan.reuse) await fsp.rm(folder.runDir, { recursive: true, force: true });
+    await forget();
     throw nothingToServe(modelsDir, staged.notServed);
   }
-
-  // A reattached server keeps the key its folder holds; a new one gets a new key.
-  const repositoryKey = await prepareRunKey(
-    folder.runDir,
-    REPOSITORY_KEY_HEADER,
-    await ensureKeyShim(paths.home, { env }),
-  );
-  const startedAt = Date.now();
-  const logOffset = await fsp.stat(folder.logFile).then(
-    (st) => st.size,
-    () => 0,
-  );
-  const startOptions: StartOptions = {
-    runId: folder.runId,
-    runDir: folder.runDir,
-    repository: folder.repository,
-    ports: o.ports,
-    host: o.host,
-    reload: o.reload,
-    pollSecs: o.pollSecs,
-    repositoryKey,
-    logFile: folder.logFile,
-    ...(staged.autoCompleteOff ? { autoCompleteConfig: false } : {}),
-  };
-  if (o.signal?.aborted) {
-    if (!plan.reuse) await fsp.rm(folder.runDir, { recursive: true, force: true });
-    throwIfInterrupted(o.signal);
+  const delivered = await plan.deliver({ runDir: folder.runDir, repository: folder.repository });
+  if (lifecycle.signal.aborted) {
+    await forget();
+    throwIfInterrupted(lifecycle.signal);
   }
-  const started = await plan.start(startOptions);
+  const { started, startedAt, logOffset } = await startServer(runtime, plan, o, folder, staged, delivered, bus);
   const handle = started.handle;
-  for (const message of started.notices ?? []) bus.emit({ type: "hint", message });
-  bus.emit({ type: "starting", runtime, pid: handle.pid, logFile: folder.logFile });
-
-  const state: RunState = {
-    version: 1,
-    runId: folder.runId,
-    runtime,
-    pid: handle.pid ?? -1,
-    executable: started.executable,
-    ownerPid: o.detached ? undefined : process.pid,
-    detached: o.detached,
-    startedAt: new Date(startedAt).toISOString(),
-    ...(staged.notServed.length ? { notServed: staged.notServed } : {}),
-    modelsDir,
-    runDir: folder.runDir,
-    repository: folder.repository,
-    logFile: folder.logFile,
-    host: o.host,
-    ports: o.ports,
-    reload: o.reload,
-    pollSecs: o.pollSecs,
-    repositoryKey,
-    ...(plan.gpus !== undefined ? { gpus: plan.gpus } : {}),
-    ...(staged.autoCompleteOff ? { autoCompleteConfig: false } : {}),
-    ...(started.record !== undefined ? { runtimeRecord: started.record } : {}),
-  };
-  let exitInfo: { code: number | null; signal: NodeJS.Signals | null } | undefined;
-  void handle.exited.then((e) => (exitInfo = e));
-  const client = clientForRun(state);
-
-  let stopped: Promise<void> | undefined;
-  let controller: ReloadController | undefined;
-  const stop = (reason = "stopped") => {
-    stopped ??= (async () => {
-      bus.emit({ type: "stopping", reason });
-      await controller?.close();
-      // Past a second, what the stop waits for (the models still unloading) is said; only the
-      // unloads that run the models' code (finalize) are waited for.
-      const outcome = await handle.stop(
-        undefined,
-        (message) => bus.emit({ type: "progress", runtime, step: "stop", message }),
-        stopWaitsFor(state.repository, env),
-      );
-      await removeRunState(paths);
-      bus.emit({ type: "stopped", ...(outcome ? { stop: outcome } : {}) });
-    })();
-    return stopped;
-  };
-
+  const state = runRecord({ runtime, o, modelsDir, folder, plan, staged, started, delivered, startedAt });
+  const stopServer = stopperOf(paths, state, handle, bus, env);
   // Which models are still loading, every few seconds while `up` waits (a slow import or
   // initialize otherwise looks like a hang), and in the timeout message.
   const loads = followModelLoads(
@@ -500,59 +425,183 @@ async function startLocked(
   );
   try {
     // A Ctrl-C while the runtime was starting (a container or cluster takes seconds) lands here.
-    throwIfInterrupted(o.signal);
+    throwIfInterrupted(lifecycle.signal);
     await writeRunState(paths, state);
-    const index = await waitUntilReady(client, o, folder.logFile, () => exitInfo, bus, startedAt, loads.describe);
+    const models = await readyModels(state, handle, staged, o, bus, startedAt, loads.describe, lifecycle.signal);
     loads.stop();
-    // Every model that did not load with Triton's reason (some are only in its log), naming the
-    // user's files, not the staging copy's.
-    const names = staged.staging.names();
-    const models = await explainIndex(index, {
-      staged: names,
-      logLines: await tritonLogLines(folder.logFile),
-      userPaths: userPathsOf(state),
-      fallback: stepFailed(
-        staged.staging,
-        names.filter((n) => !index.some((m) => m.name === n && m.state === "READY")),
-      ),
-    });
     bus.emit({ type: "ready", endpoints: handle.endpoints, models, elapsedMs: Date.now() - startedAt });
-    const watch = async () => {
-      controller = createController(state, staged.staging, bus, staged.lintOptions);
-      // A Ctrl-C between "ready" and this call found no controller to close: none is started
-      // (its watcher would keep the process alive after the stop).
-      if (stopped) {
-        await controller.close();
-        return controller;
-      }
-      await controller.adopt(models);
-      await controller.start();
-      for (const name of staged.refused) {
-        const m = staged.lint.models.find((x) => x.name === name);
-        if (m)
-          controller.reportInitialRefusal(
-            name,
-            m.diagnostics.filter((d) => d.severity === "error"),
-          );
-      }
-      bus.emit({ type: "watching", modelsDir, mode: state.reload });
-      return controller;
-    };
-    return {
-      state,
-      handle,
-      client,
-      models,
-      refused: [...staged.refused],
-      skipped: [...staged.skipped],
-      stop,
-      watch,
-    };
+    lifecycle.ready(stopServer);
+    return runningSession(state, handle, staged, models, lifecycle);
   } catch (err) {
     loads.stop();
-    await stop(err instanceof StartInterruptedError ? "interrupted during start" : "start failed");
+    await stopServer(err instanceof StartInterruptedError ? "interrupted during start" : "start failed");
     throw startFailure(err, plan, folder.logFile);
   }
+}
+
+/** Step 6. The server started on the delivered repository; where its log stood before (a reused log goes on). */
+async function startServer(
+  runtime: RuntimeKind,
+  plan: PlannedRun,
+  o: UpOptions,
+  folder: RunFolder,
+  staged: StagedRepository,
+  delivered: Delivery,
+  bus: EventBus<SessionEvent>,
+): Promise<{ started: StartedRun; startedAt: number; logOffset: number }> {
+  const startedAt = Date.now();
+  const logOffset = await fsp.stat(folder.logFile).then(
+    (st) => st.size,
+    () => 0,
+  );
+  const started = await plan.start({
+    runId: folder.runId,
+    runDir: folder.runDir,
+    repository: folder.repository,
+    ports: o.ports,
+    host: o.host,
+    reload: o.reload,
+    pollSecs: o.pollSecs,
+    repositoryKey: delivered.repositoryKey,
+    logFile: folder.logFile,
+    ...(staged.autoCompleteOff ? { autoCompleteConfig: false } : {}),
+  });
+  for (const message of started.notices ?? []) bus.emit({ type: "hint", message });
+  bus.emit({ type: "starting", runtime, pid: started.handle.pid, logFile: folder.logFile });
+  return { started, startedAt, logOffset };
+}
+
+/** The ready run as `up` holds it: its stop and its watch go through the lifecycle. */
+function runningSession(
+  state: RunState,
+  handle: ServerHandle,
+  staged: StagedRepository,
+  models: RepositoryIndexEntry[],
+  lifecycle: RunLifecycle,
+): Session {
+  return {
+    state,
+    handle,
+    client: clientForRun(state),
+    models,
+    refused: [...staged.refused],
+    skipped: [...staged.skipped],
+    lifecycle,
+    stop: (reason) => lifecycle.stop(reason),
+    watch: () =>
+      lifecycle.watch({
+        state,
+        staging: staged.staging,
+        lintOptions: staged.lintOptions,
+        index: models,
+        refusals: [...staged.refused].flatMap((model) => {
+          const m = staged.lint.models.find((x) => x.name === model);
+          return m ? [{ model, diagnostics: m.diagnostics.filter((d) => d.severity === "error") }] : [];
+        }),
+      }),
+  };
+}
+
+/** What `status`, `down`, the watcher and a later `up` read about the run: written once it started. */
+function runRecord(r: {
+  runtime: RuntimeKind;
+  o: UpOptions;
+  modelsDir: string;
+  folder: RunFolder;
+  plan: PlannedRun;
+  staged: StagedRepository;
+  started: StartedRun;
+  delivered: Delivery;
+  startedAt: number;
+}): RunState {
+  const { o, folder, plan, staged, started } = r;
+  return {
+    version: 1,
+    runId: folder.runId,
+    runtime: r.runtime,
+    pid: started.handle.pid ?? -1,
+    executable: started.executable,
+    ownerPid: o.detached ? undefined : process.pid,
+    detached: o.detached,
+    startedAt: new Date(r.startedAt).toISOString(),
+    ...(staged.notServed.length ? { notServed: staged.notServed } : {}),
+    modelsDir: r.modelsDir,
+    runDir: folder.runDir,
+    repository: folder.repository,
+    logFile: folder.logFile,
+    host: o.host,
+    ports: o.ports,
+    reload: o.reload,
+    pollSecs: o.pollSecs,
+    repositoryKey: r.delivered.repositoryKey,
+    ...(r.delivered.tritonSees ? { tritonSees: r.delivered.tritonSees } : {}),
+    ...(plan.environments ? { buildsEnvironments: true as const } : {}),
+    ...(plan.gpus !== undefined ? { gpus: plan.gpus } : {}),
+    ...(staged.autoCompleteOff ? { autoCompleteConfig: false } : {}),
+    ...(started.record !== undefined ? { runtimeRecord: started.record } : {}),
+  };
+}
+
+/**
+ * The server's stop as `up` does it: announced, the server stopped (past a second, what the stop
+ * waits for is said: the models still unloading; only the unloads that run the models' code,
+ * `finalize`, are waited for), the record removed.
+ */
+function stopperOf(
+  paths: Paths,
+  state: RunState,
+  handle: ServerHandle,
+  bus: EventBus<SessionEvent>,
+  env: NodeJS.ProcessEnv,
+): (reason: string) => Promise<void> {
+  return async (reason) => {
+    bus.emit({ type: "stopping", reason });
+    const outcome = await handle.stop(
+      undefined,
+      (message) => bus.emit({ type: "progress", runtime: state.runtime, step: "stop", message }),
+      stopWaitsFor(state.repository, env),
+    );
+    await removeRunState(paths);
+    bus.emit({ type: "stopped", ...(outcome ? { stop: outcome } : {}) });
+  };
+}
+
+/**
+ * Step 5. Ready, then every model that did not load with Triton's reason (some are only in its
+ * log), naming the user's files, not the staging copy's.
+ */
+async function readyModels(
+  state: RunState,
+  handle: ServerHandle,
+  staged: StagedRepository,
+  o: UpOptions,
+  bus: EventBus<SessionEvent>,
+  startedAt: number,
+  stillLoading: () => string | undefined,
+  signal: AbortSignal,
+): Promise<RepositoryIndexEntry[]> {
+  let exitInfo: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  void handle.exited.then((e) => (exitInfo = e));
+  const index = await waitUntilReady(
+    clientForRun(state),
+    o,
+    state.logFile,
+    () => exitInfo,
+    bus,
+    startedAt,
+    stillLoading,
+    signal,
+  );
+  const names = staged.staging.names();
+  return explainIndex(index, {
+    staged: names,
+    logLines: await tritonLogLines(state.logFile),
+    userPaths: userPathsOf(state),
+    fallback: stepFailed(
+      staged.staging,
+      names.filter((n) => !index.some((m) => m.name === n && m.state === "READY")),
+    ),
+  });
 }
 
 /**

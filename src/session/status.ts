@@ -11,6 +11,7 @@ import { userPathsOf } from "../state/staged-paths.js";
 import { clientForRun } from "../triton/http-client.js";
 import { READY_MEANS, runReadiness, type RunReadiness } from "../triton/run-readiness.js";
 import { currentRun, watcherOf, type Watcher } from "./current-run.js";
+import { RUNTIMES, type Runtimes } from "../runtimes/registry.js";
 
 export interface StatusModel {
   name: string;
@@ -59,21 +60,6 @@ export interface StatusReport {
   where?: string;
   /** The runtime's own status lines (label, text). */
   details?: Array<[string, string]>;
-  /** The docker runtime's container. */
-  container?: { name: string; id: string; image: string; gpus: string; shmBytes: number };
-  /** The kind runtime's cluster. */
-  cluster?: {
-    name: string;
-    context: string;
-    namespace: string;
-    created: boolean;
-    keepCluster: boolean;
-    image: string;
-    gpus: number;
-    nodeContainer?: string;
-  };
-  /** The cluster runtime's objects. */
-  kubernetes?: { context: string; namespace: string; name: string; image: string; gpus: number };
   /** Prometheus and Grafana of `up --monitoring`. */
   monitoring?: { prometheus: string; grafana: string };
   /**
@@ -83,6 +69,11 @@ export interface StatusReport {
   watcher?: Watcher;
   /** Set when the record was stale (the server is gone) or Triton did not answer. */
   problem?: string;
+  /**
+   * The runtime's own fields (its driver's RunDescription.json, typed there: docker's `container`,
+   * kind's `cluster`, the cluster runtime's `kubernetes`); this file names none of them.
+   */
+  [runtimeField: string]: unknown;
 }
 
 export function endpointsOf(s: RunState) {
@@ -98,8 +89,9 @@ export async function collectStatus(
   paths: Paths,
   now: () => number = Date.now,
   env: NodeJS.ProcessEnv = process.env,
+  runtimes: Runtimes = RUNTIMES,
 ): Promise<StatusReport> {
-  const run = await currentRun(paths, env);
+  const run = await currentRun(paths, env, runtimes);
   if (!run) return { running: false };
   const s = run.state;
   const described = run.run.describe();

@@ -13,7 +13,9 @@ import { clientForRun } from "../triton/http-client.js";
 import { currentRun } from "./current-run.js";
 import type { SessionEvent } from "./events.js";
 import { eventWriter, takeReloadRequest } from "./run-events.js";
-import { createController, lintOptionsFor } from "./session.js";
+import { RunLifecycle } from "./lifecycle.js";
+import { lintOptionsFor } from "./session.js";
+import { RUNTIMES, type Runtimes } from "../runtimes/registry.js";
 
 const log = rootLog.child("supervisor");
 
@@ -42,8 +44,10 @@ export async function runSupervisor(
   paths: Paths,
   print: (e: SessionEvent) => void,
   env: NodeJS.ProcessEnv = process.env,
+  runtimes: Runtimes = RUNTIMES,
+  signals: Pick<NodeJS.Process, "once" | "on"> = process,
 ): Promise<void> {
-  const run = await currentRun(paths, env);
+  const run = await currentRun(paths, env, runtimes);
   if (!run?.alive) {
     log.warn("no running server to supervise");
     return;
@@ -61,50 +65,52 @@ export async function runSupervisor(
   bus.on(print);
   // Recorded for `triton-dev dashboard`, which replays and follows them.
   bus.on(eventWriter(state));
+  // The same lifecycle as a foreground `up`'s, joined once the run is ready; its stop ends this
+  // process's part (the watcher, the runtime's supervision), never the server.
+  const lifecycle = new RunLifecycle(bus, "ready");
+  lifecycle.attached(() => supervision.stop());
   const lintOptions = lintOptionsFor(state.runtime, await gpusOf(state), state.autoCompleteConfig !== false);
-  const controller = createController(state, staging, bus, lintOptions);
   const index = await clientForRun(state)
     .repositoryIndex()
     .catch(() => []);
-  await controller.adopt(index);
-  await controller.start();
-  // What `up` left out, into the timeline and the events an attached dashboard replays, as a
-  // foreground `up` reports it to its own dashboard.
-  for (const n of state.notServed ?? []) {
-    if (n.why === "skipped") {
-      bus.emit({ type: "skipped", model: n.model, reason: n.reason, diagnostics: [] });
-      continue;
-    }
-    const lint = await lintModel(state.modelsDir, n.model, lintOptions).catch(() => undefined);
-    const errors =
-      lint?.models.find((m) => m.name === n.model)?.diagnostics.filter((d) => d.severity === "error") ?? [];
-    controller.reportInitialRefusal(n.model, errors);
-  }
-  bus.emit({ type: "watching", modelsDir: state.modelsDir, mode: state.reload });
-  fs.writeFileSync(readyFile(state), String(process.pid));
-  await new Promise<void>((resolve) => {
-    let finished = false;
-    const finish = () => {
-      if (finished) return;
-      finished = true;
-      clearInterval(timer);
-      void Promise.all([controller.close(), supervision.stop()]).then(() => resolve());
-    };
-    // A runtime that knows when its run ends says so; otherwise liveness is polled.
-    const timer = supervision.ended
-      ? undefined
-      : setInterval(() => {
-          void run.run.alive().then((alive) => alive || finish());
-        }, 1000);
-    void supervision.ended?.then(finish);
-    process.once("SIGTERM", finish);
-    process.once("SIGINT", finish);
-    // An attached dashboard's `r`.
-    process.on("SIGUSR2", () => {
-      const model = takeReloadRequest(state);
-      if (model) controller.reload(model);
-    });
+  const controller = await lifecycle.watch({
+    state,
+    staging,
+    lintOptions,
+    index,
+    refusals: [],
+    // What `up` left out, into the timeline and the events an attached dashboard replays, as a
+    // foreground `up` reports it to its own dashboard.
+    before: async (controller) => {
+      for (const n of state.notServed ?? []) {
+        if (n.why === "skipped") {
+          bus.emit({ type: "skipped", model: n.model, reason: n.reason, diagnostics: [] });
+          continue;
+        }
+        const lint = await lintModel(state.modelsDir, n.model, lintOptions).catch(() => undefined);
+        const errors =
+          lint?.models.find((m) => m.name === n.model)?.diagnostics.filter((d) => d.severity === "error") ?? [];
+        controller.reportInitialRefusal(n.model, errors);
+      }
+    },
   });
+  fs.writeFileSync(readyFile(state), String(process.pid));
+  // A runtime that knows when its run ends says so; otherwise liveness is polled.
+  const timer = supervision.ended
+    ? undefined
+    : setInterval(() => {
+        void run.run.alive().then((alive) => alive || lifecycle.requestStop("the server is gone"));
+      }, 1000);
+  void supervision.ended?.then(() => lifecycle.requestStop("the run ended"));
+  signals.once("SIGTERM", () => lifecycle.requestStop("received SIGTERM"));
+  signals.once("SIGINT", () => lifecycle.requestStop("received SIGINT"));
+  // An attached dashboard's `r`.
+  signals.on("SIGUSR2", () => {
+    const model = takeReloadRequest(state);
+    if (model) controller.reload(model);
+  });
+  await lifecycle.stopped;
+  clearInterval(timer);
 }
 
 /** The GPUs the run's server has, for lint's GPU rule: as recorded at `up`, else this machine's. */

@@ -4,13 +4,16 @@ import type { Paths } from "../config/paths.js";
 import { UserError } from "../errors.js";
 import { writeFileAtomic } from "./atomic-write.js";
 import path from "node:path";
-import { RUNTIME_KINDS } from "../runtimes/kinds.js";
+import type { RuntimeKind } from "../runtimes/kinds.js";
 
 /** The record of the current run, so `status`, `logs` and `down` work from another shell. */
 export const runStateSchema = z.object({
   version: z.literal(1),
   runId: z.string(),
-  runtime: z.enum(RUNTIME_KINDS),
+  /** The runtime's name; its driver (runtimes/registry.ts) refuses a name this build does not have. */
+  runtime: z.custom<RuntimeKind>((v) => typeof v === "string" && /^[a-z][a-z0-9-]*$/.test(v), {
+    message: "not a runtime's name",
+  }),
   /**
    * local: the tritonserver process; docker: the container's main process on the daemon's host; kind: the foreground
    * `up`'s kubectl port-forward.
@@ -40,6 +43,13 @@ export const runStateSchema = z.object({
   reload: z.enum(["poll", "explicit"]),
   pollSecs: z.number(),
   repositoryKey: z.object({ header: z.string(), value: z.string() }),
+  /**
+   * Where the run's Triton sees the staging repository and its snapshots when not at their paths
+   * here (a container's mounts), as the runtime's delivery step said: Triton's messages name them.
+   */
+  tritonSees: z.object({ repository: z.string(), store: z.string() }).optional(),
+  /** The runtime builds an environment for a python model's requirements.txt (envs/): said in its import errors. */
+  buildsEnvironments: z.literal(true).optional(),
   /** GPUs the server sees (0: none), as planned at `up`; absent when unknown. */
   gpus: z.number().int().optional(),
   /** false when Triton was started with --disable-auto-complete-config (no model needed it). */

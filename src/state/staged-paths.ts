@@ -1,5 +1,4 @@
 import path from "node:path";
-import { RUNTIME_FACTS, type RuntimeKind } from "../runtimes/kinds.js";
 import { readablePythonError } from "../triton/python-errors.js";
 
 /** A staging repository (`<run>/repository/<model>/...`) and its snapshots (`<run>/store/<model>@<generation>/...`). */
@@ -102,16 +101,17 @@ function containsPath(text: string, p: string): boolean {
  */
 export function userPathsOf(
   run: {
-    runtime: RuntimeKind;
     runDir: string;
     modelsDir: string;
+    /** The run record's: where the runtime's Triton sees the staging folder (absent: where it is). */
+    tritonSees?: StagingLayout | undefined;
+    buildsEnvironments?: true | undefined;
   },
   o: { raw?: boolean } = {},
 ): (text: string) => string {
-  const seenAs = RUNTIME_FACTS[run.runtime].stagingSeenAs;
-  const layouts = [stagingLayout(run.runDir), ...(seenAs ? [seenAs] : [])];
+  const layouts = [stagingLayout(run.runDir), ...(run.tritonSees ? [run.tritonSees] : [])];
   if (o.raw) return (text) => toUserPaths(text, layouts, run.modelsDir);
-  const buildsEnvironments = RUNTIME_FACTS[run.runtime].buildsEnvironments === true;
+  const buildsEnvironments = run.buildsEnvironments === true;
   return (text) =>
     readablePythonError(toUserPaths(text, layouts, run.modelsDir), run.modelsDir, { buildsEnvironments });
 }

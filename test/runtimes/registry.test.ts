@@ -3,7 +3,11 @@ import { describe, expect, it } from "vitest";
 import { UsageError, UserError } from "../../src/errors.js";
 import { refuseForeignFlags } from "../../src/runtimes/flags.js";
 import { RUNTIME_KINDS } from "../../src/runtimes/kinds.js";
+import { dockerAutoChoice, type AutoProbe } from "../../src/runtimes/docker/auto.js";
+import { createDockerDriver } from "../../src/runtimes/docker/driver.js";
+import type { RuntimeDriver } from "../../src/runtimes/driver.js";
 import { chooseRuntime, loadDriver } from "../../src/runtimes/registry.js";
+import { resolvePaths } from "../../src/config/paths.js";
 import { tempDir } from "../helpers/cli.js";
 
 /** A DOCKER_HOST where nothing listens: a socket path in an empty folder. */
@@ -80,5 +84,69 @@ describe("--runtime auto", () => {
 
   it("keeps an explicit choice as it is", async () => {
     expect((await chooseRuntime("docker", {}, await noDaemon(), 500)).runtime).toBe("docker");
+  });
+});
+
+describe("the automatic choice, as the docker driver answers it", () => {
+  const probe =
+    (found: Omit<AutoProbe, "image">) =>
+    async (image: string | undefined): Promise<AutoProbe> => ({ image: image ?? "nvcr.io/x", ...found });
+
+  it("chooses Docker with the NVIDIA runtime or the image present, and says why either way", async () => {
+    expect(await dockerAutoChoice({}, {}, 500, probe({ answers: true, version: "27.1", nvidia: true }))).toEqual({
+      chosen: true,
+      why: "Docker 27.1 answers with the NVIDIA runtime",
+    });
+    expect(
+      await dockerAutoChoice({}, {}, 500, probe({ answers: true, version: "27.1", imagePresent: true })),
+    ).toMatchObject({ chosen: true, why: "Docker 27.1 answers and nvcr.io/x is present" });
+    expect(await dockerAutoChoice({}, {}, 500, probe({ answers: true, version: "27.1" }))).toMatchObject({
+      chosen: false,
+      why: expect.stringMatching(/no NVIDIA runtime and no nvcr\.io\/x; the local runtime needs no download/),
+    });
+    expect(await dockerAutoChoice({ gpus: "all" }, {}, 500, probe({ answers: true, version: "27.1" }))).toMatchObject({
+      chosen: true,
+      why: "--gpus given and Docker 27.1 answers",
+    });
+  });
+
+  it("asks each probing runtime's driver, then falls back to the runtime that says so, with the last reason", async () => {
+    const asked: string[] = [];
+    const load = async (kind: string): Promise<RuntimeDriver> =>
+      ({
+        kind,
+        autoChoice: async () => {
+          asked.push(kind);
+          return { chosen: false, why: `${kind} says no` };
+        },
+      }) as unknown as RuntimeDriver;
+    expect(await chooseRuntime("auto", {}, {}, 500, load)).toEqual({ runtime: "local", why: "docker says no" });
+    expect(asked).toEqual(["docker"]);
+  });
+});
+
+describe("a recorded run of a runtime this build does not have", () => {
+  it("is refused with what to do, not a crash", async () => {
+    const err = await loadDriver("podman" as never).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UserError);
+    expect((err as Error).message).toMatch(/names the runtime 'podman', which this triton-dev does not have/);
+  });
+});
+
+describe("the docker driver under another engine", () => {
+  it("speaks to the engine's endpoint under its own name (podman's service, say)", async () => {
+    const seen: Array<string | undefined> = [];
+    const driver = createDockerDriver({
+      kind: "podman" as never,
+      engineHost: (env) => `unix://${env.XDG_RUNTIME_DIR}/podman/podman.sock`,
+      connect: (env) => {
+        seen.push(env.DOCKER_HOST);
+        throw new Error("no engine here");
+      },
+    });
+    expect(driver.kind).toBe("podman");
+    const paths = resolvePaths({ TRITON_DEV_HOME: await tempDir("engine") });
+    await driver.cleanup(0, { paths, env: { XDG_RUNTIME_DIR: "/run/user/1000" } }).catch(() => undefined);
+    expect(seen).toEqual(["unix:///run/user/1000/podman/podman.sock"]);
   });
 });

@@ -7,19 +7,25 @@ describe("staged paths as the user's", () => {
   const user = traceback("/home/me/models", "/home/me/models").replace("/home/me/models/m@12", "/home/me/models/m");
 
   it("maps the run folder's repository and snapshots on this machine", () => {
-    const run = { runtime: "local" as const, runDir: "/state/runs/r1", modelsDir: "/home/me/models" };
+    const run = { runDir: "/state/runs/r1", modelsDir: "/home/me/models" };
     expect(userPathsOf(run)(traceback("/state/runs/r1/repository", "/state/runs/r1/store"))).toBe(user);
   });
 
+  // As the docker and kind drivers' delivery steps record them in the run record.
+  const dockerSees = { repository: "/models", store: "/store" };
   it("maps the paths a container's Triton sees: docker's /models and /store, kind's run folder at /models", () => {
-    const docker = userPathsOf({ runtime: "docker", runDir: "/state/runs/r2", modelsDir: "/home/me/models" });
+    const docker = userPathsOf({ tritonSees: dockerSees, runDir: "/state/runs/r2", modelsDir: "/home/me/models" });
     expect(docker(traceback("/models", "/store"))).toBe(user);
-    const kind = userPathsOf({ runtime: "kind", runDir: "/state/runs/r3", modelsDir: "/home/me/models/" });
+    const kind = userPathsOf({
+      tritonSees: { repository: "/models/repository", store: "/models/store" },
+      runDir: "/state/runs/r3",
+      modelsDir: "/home/me/models/",
+    });
     expect(kind(traceback("/models/repository", "/models/store"))).toBe(user);
   });
 
   it("maps each path once, also when the user's folder lies under a container's /models", () => {
-    const docker = userPathsOf({ runtime: "docker", runDir: "/state/runs/r2", modelsDir: "/models/mine" });
+    const docker = userPathsOf({ tritonSees: dockerSees, runDir: "/state/runs/r2", modelsDir: "/models/mine" });
     expect(docker("/state/runs/r2/repository/m/1/model.py and /models/m/1/model.py")).toBe(
       "/models/mine/m/1/model.py and /models/mine/m/1/model.py",
     );

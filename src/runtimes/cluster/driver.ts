@@ -7,8 +7,9 @@ import type { RunState } from "../../state/run-state.js";
 import { clientForRun, type RepositoryIndexEntry } from "../../triton/http-client.js";
 import { shmHinter, shmStartHint } from "../docker/hints.js";
 import { DEFAULT_IMAGE, DEFAULT_SHM_BYTES, parseGpus, parseSize, type GpuRequest } from "../docker/settings.js";
-import type { AttachedRun, Leftovers, PlannedRun, RuntimeDriver } from "../driver.js";
-import { refuseForeignFlags } from "../flags.js";
+import type { AttachedRun, Leftovers, PlannedRun, RunDescription, RuntimeDriver } from "../driver.js";
+import { deliverRunFolder } from "../delivery.js";
+import { clusterFacts } from "./facts.js";
 import { KindConnection } from "../kind/connection.js";
 import { kindRunAlive } from "../kind/liveness.js";
 import { deleteRunObjects, terminatePids } from "../kind/teardown.js";
@@ -45,6 +46,11 @@ export function ourKubectls(context: string, namespace: string, procRoot = "/pro
   }, procRoot).filter((pid) => pid !== process.pid);
 }
 
+/** The cluster runtime's `status --json` fields. */
+export interface ClusterStatusFields extends Record<string, unknown> {
+  kubernetes: { context: string; namespace: string; name: string; image: string; gpus: number };
+}
+
 /**
  * Triton in a Kubernetes cluster the user already has, reached through a kubeconfig context:
  * the article's Deployment and a Service in an existing namespace, the models copied in through
@@ -55,7 +61,6 @@ export function createClusterDriver(deps: ClusterDriverDeps = {}): RuntimeDriver
   return {
     kind: "cluster",
     options(flags) {
-      refuseForeignFlags("cluster", flags);
       if (!flags.context?.trim())
         throw new UsageError("--runtime cluster needs --context NAME: the kubeconfig context of the cluster to use", {
           hint: "`kubectl config get-contexts` lists yours; triton-dev never uses the current context by default.",
@@ -91,6 +96,8 @@ export function createClusterDriver(deps: ClusterDriverDeps = {}): RuntimeDriver
         gpus: plan.gpus,
         gpuSkipReason: "it needs a GPU (KIND_GPU) and the pod asks for none (--gpus N asks for N)",
         canDisableAutoComplete: false,
+        // Start copies the run folder into the pod's volume (sync.ts), and the sidecar keeps copying it.
+        deliver: (folder) => deliverRunFolder(folder, ctx, clusterFacts.stagingSeenAs),
         async start(o) {
           const started = await rt.start(plan, o);
           return { handle: started.handle, executable: "kubectl", record: started.record };
@@ -105,7 +112,7 @@ export function createClusterDriver(deps: ClusterDriverDeps = {}): RuntimeDriver
       return {
         state,
         alive: () => kindRunAlive({ runId: state.runId, kind: rec }, tools()),
-        describe: () => ({
+        describe: (): RunDescription<ClusterStatusFields> => ({
           where: `context ${rec.context}`,
           goneWhat: `the Triton Deployment ${rec.name} in namespace ${rec.namespace} (context ${rec.context})`,
           lines: [
@@ -206,3 +213,6 @@ export function createClusterDriver(deps: ClusterDriverDeps = {}): RuntimeDriver
 }
 
 export const clusterDriver = createClusterDriver();
+
+/** The entry registry.ts loads for this runtime (`./cluster/driver.js`'s `driver`). */
+export { clusterDriver as driver };

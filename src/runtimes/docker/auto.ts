@@ -1,4 +1,8 @@
+import { UserError } from "../../errors.js";
+import type { AutoVerdict } from "../driver.js";
+import { givenFlags, RUNTIME_FLAG_NAMES, type RuntimeFlags } from "../facts.js";
 import { connectDocker, daemonFacts } from "./client.js";
+import { dockerFacts } from "./facts.js";
 import { DEFAULT_IMAGE } from "./settings.js";
 
 export interface AutoProbe {
@@ -33,4 +37,38 @@ export async function probeForAuto(
   } catch {
     return { answers: false, image: ref };
   }
+}
+
+/**
+ * The docker runtime's answer to `--runtime auto`: chosen when a daemon answers and it can run the
+ * image the way a GPU workstation does (the NVIDIA runtime is registered, or the image is already
+ * here), or when a container-only flag (--image, --gpus, --shm-size, --monitoring) says a
+ * container is wanted. A daemon without either would mean a multi-gigabyte pull to end up on the
+ * CPU, which the local runtime does with nothing to download.
+ */
+export async function dockerAutoChoice(
+  flags: RuntimeFlags,
+  env: NodeJS.ProcessEnv,
+  timeoutMs: number,
+  probe: typeof probeForAuto = probeForAuto,
+): Promise<AutoVerdict> {
+  const wantsContainer = givenFlags(flags).filter((f) => dockerFacts.flags.includes(f));
+  const found = await probe(flags.image, env, timeoutMs);
+  if (wantsContainer.length) {
+    const names = wantsContainer.map((f) => RUNTIME_FLAG_NAMES[f]).join(", ");
+    if (found.answers) return { chosen: true, why: `${names} given and Docker ${found.version} answers` };
+    throw new UserError(
+      `${names} need${wantsContainer.length === 1 ? "s" : ""} a container runtime, and no Docker daemon answers`,
+      {
+        hint: "Start Docker (or set DOCKER_HOST), or drop the flag to serve on the local runtime.",
+      },
+    );
+  }
+  if (!found.answers) return { chosen: false, why: "no Docker daemon answers" };
+  if (found.nvidia) return { chosen: true, why: `Docker ${found.version} answers with the NVIDIA runtime` };
+  if (found.imagePresent) return { chosen: true, why: `Docker ${found.version} answers and ${found.image} is present` };
+  return {
+    chosen: false,
+    why: `Docker answers but has no NVIDIA runtime and no ${found.image}; the local runtime needs no download`,
+  };
 }

@@ -1,5 +1,6 @@
 import { execFile } from "node:child_process";
 import { UserError } from "../../errors.js";
+import { check, type DoctorCheck } from "../doctor-check.js";
 import { connectDocker, daemonAddress, daemonFacts, NVIDIA_FIX, requireDaemon, type DaemonFacts } from "./client.js";
 
 export interface NvidiaGpu {
@@ -65,3 +66,60 @@ export async function probeDocker(env: NodeJS.ProcessEnv): Promise<DockerDoctor>
 }
 
 export { NVIDIA_FIX };
+
+/**
+ * The docker runtime's needs: the daemon, its NVIDIA runtime, and the GPUs the driver sees. None fails `doctor`: the
+ * local runtime needs none of them.
+ */
+export async function dockerChecks(
+  env: NodeJS.ProcessEnv,
+  gpus: () => Promise<NvidiaGpu[] | undefined> = () => nvidiaSmiGpus(),
+): Promise<DoctorCheck[]> {
+  const out: DoctorCheck[] = [];
+  const probe = await probeDocker(env);
+  const d = probe.daemon;
+  if (d.ok) {
+    out.push({
+      name: "docker",
+      ok: true,
+      detail: `Docker ${d.facts.version} (API ${d.facts.apiVersion}, ${d.facts.storageDriver} storage) at ${d.address}`,
+    });
+    out.push(
+      d.facts.nvidia
+        ? {
+            name: "nvidia runtime",
+            ok: true,
+            detail: `registered with Docker (runtimes: ${d.facts.runtimes.join(", ")}; default ${d.facts.defaultRuntime})`,
+          }
+        : {
+            name: "nvidia runtime",
+            ok: false,
+            warn: true,
+            detail: `not registered with Docker (runtimes: ${d.facts.runtimes.join(", ") || "none"}): \`up --runtime docker\` runs on the CPU (--gpus none)`,
+            hint: NVIDIA_FIX,
+          },
+    );
+  } else {
+    out.push({
+      name: "docker",
+      ok: false,
+      warn: true,
+      detail: `${d.error.message} (only the docker runtime needs it)`,
+      ...(d.error.hint ? { hint: d.error.hint } : {}),
+    });
+  }
+  out.push(
+    await check("gpus", async () => {
+      const found = await gpus();
+      if (found === undefined)
+        throw new UserError(
+          "nvidia-smi not found: no NVIDIA driver on this machine, so Triton runs on the CPU (KIND_CPU instance groups)",
+          { hint: "Install the NVIDIA driver to use a GPU; the sample models also run on the CPU." },
+        );
+      if (found.length === 0)
+        throw new UserError("nvidia-smi lists no GPU", { hint: "Check `nvidia-smi` and the driver." });
+      return `${found.length} GPU(s): ${found.map((g) => `${g.index} ${g.name} (${g.memoryMiB} MiB, driver ${g.driver})`).join("; ")}`;
+    }).then((c) => (c.ok ? c : { ...c, warn: true })),
+  );
+  return out;
+}

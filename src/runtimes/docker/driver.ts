@@ -4,8 +4,9 @@ import { UserError } from "../../errors.js";
 import { log as rootLog } from "../../log/logger.js";
 import { requireFreePorts } from "../../net/ports.js";
 import type { RunState } from "../../state/run-state.js";
-import type { AttachedRun, Leftovers, PlannedRun, RuntimeDriver } from "../driver.js";
-import { refuseForeignFlags } from "../flags.js";
+import type { AttachedRun, Leftovers, PlannedRun, RunDescription, RuntimeDriver, RuntimeKind } from "../driver.js";
+import { deliverRunFolder } from "../delivery.js";
+import { dockerFacts } from "./facts.js";
 import { clientForRun } from "../../triton/http-client.js";
 import { connectDocker, requireDaemon } from "./client.js";
 import { stopTritonContainer } from "./container-stop.js";
@@ -40,15 +41,35 @@ export interface DockerOptions {
 export interface DockerDriverDeps {
   connect?: (env: NodeJS.ProcessEnv) => Docker;
   detectGpus?: () => Promise<number | undefined>;
+  /**
+   * The runtime this driver is (default docker): another engine speaking the Docker Engine API
+   * (podman's service) reuses the driver under its own name, with its own facts.ts and line in
+   * kinds.ts.
+   */
+  kind?: RuntimeKind;
+  /** The engine's API endpoint (unix://, tcp://, ssh://) for this environment; default: DOCKER_HOST or Docker's socket. */
+  engineHost?: (env: NodeJS.ProcessEnv) => string | undefined;
+}
+
+/** The docker runtime's `status --json` fields. */
+export interface DockerStatusFields extends Record<string, unknown> {
+  container: { name: string; id: string; image: string; gpus: string; shmBytes: number };
 }
 
 /** Triton in a container of the NGC image (or a compatible one), through the Docker Engine API. */
 export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<DockerOptions> {
-  const connect = deps.connect ?? connectDocker;
+  const kind = deps.kind ?? "docker";
+  // The engine's endpoint as DOCKER_HOST, so the connection, the daemon the record names (and
+  // liveness reads) and the hints all speak of the same one.
+  const engineEnv = (env: NodeJS.ProcessEnv): NodeJS.ProcessEnv => {
+    const host = deps.engineHost?.(env);
+    return host ? { ...env, DOCKER_HOST: host } : env;
+  };
+  const connect = (env: NodeJS.ProcessEnv) => (deps.connect ?? connectDocker)(engineEnv(env));
   return {
-    kind: "docker",
+    kind,
+    autoChoice: async (flags, env, timeoutMs) => (await import("./auto.js")).dockerAutoChoice(flags, env, timeoutMs),
     options(flags) {
-      refuseForeignFlags("docker", flags);
       return {
         image: flags.image ?? DEFAULT_IMAGE,
         gpus: flags.gpus ? parseGpus(flags.gpus) : "auto",
@@ -57,7 +78,11 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
       };
     },
     async plan(input, options, ctx): Promise<PlannedRun> {
-      const rt = new DockerRuntime(connect(ctx.env), ctx.env, deps.detectGpus ? { detectGpus: deps.detectGpus } : {});
+      const rt = new DockerRuntime(
+        connect(ctx.env),
+        engineEnv(ctx.env),
+        deps.detectGpus ? { detectGpus: deps.detectGpus } : {},
+      );
       const gpus = options.gpus === "auto" ? await rt.autoGpus() : options.gpus;
       const plan = await rt.plan(
         {
@@ -84,6 +109,8 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
         gpuSkipReason: "it needs a GPU (KIND_GPU) and this container has none (--gpus none)",
         // The image's own Triton starts with auto-complete on; its settings are part of the container's.
         canDisableAutoComplete: false,
+        // The container mounts the run folder.
+        deliver: (folder) => deliverRunFolder(folder, ctx, dockerFacts.stagingSeenAs),
         async start(o) {
           const started = await rt.start(plan, o, {
             onLogLine: shmHinter(options.shmBytes, (message) => ctx.emit({ type: "hint", message })),
@@ -133,7 +160,7 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
       return {
         state,
         alive: () => dockerRunAlive({ runId: state.runId, docker: rec }),
-        describe: () => ({
+        describe: (): RunDescription<DockerStatusFields> => ({
           where: `container ${rec.containerName}`,
           goneWhat: `the container ${rec.containerName}`,
           lines: [["image", `${rec.image} (gpus ${rec.gpus}, /dev/shm ${Math.round(rec.shmBytes / 1024 ** 2)} MiB)`]],
@@ -150,7 +177,7 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
         }),
         // `up` again for the same project's detached container hands it over to the new `up`:
         // the container is reattached (same settings) or recreated (changed ones).
-        handsOverTo: (kind, modelsDir) => kind === "docker" && rec.containerName === containerName(modelsDir),
+        handsOverTo: (other, modelsDir) => other === kind && rec.containerName === containerName(modelsDir),
         async stop(graceMs, onProgress, waitFor) {
           const docker = connect(env);
           try {
@@ -216,11 +243,12 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
         },
       };
     },
+    doctor: async (ctx) => (await import("./doctor.js")).dockerChecks(engineEnv(ctx.env)),
     async cleanup(graceMs, ctx): Promise<Leftovers> {
       const none: Leftovers = { json: { orphanContainers: [] }, lines: [] };
       const docker = connect(ctx.env);
       try {
-        await requireDaemon(docker, ctx.env, 1_500);
+        await requireDaemon(docker, engineEnv(ctx.env), 1_500);
       } catch {
         return none;
       }
@@ -242,3 +270,6 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
 }
 
 export const dockerDriver = createDockerDriver();
+
+/** The entry registry.ts loads for this runtime (`./docker/driver.js`'s `driver`). */
+export { dockerDriver as driver };

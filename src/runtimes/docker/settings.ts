@@ -4,14 +4,14 @@ import type Docker from "dockerode";
 import { UsageError } from "../../errors.js";
 import { keyArg, keyShimEnv } from "../../triton/key-shim.js";
 import { serverArgs, TRITON_DEFAULT_PORTS } from "../../triton/server-args.js";
-import { RUNTIME_FACTS } from "../kinds.js";
+import { dockerFacts } from "./facts.js";
 import type { Ports, StartOptions } from "../driver.js";
 
-export { DEFAULT_IMAGE } from "../kinds.js";
+export { DEFAULT_IMAGE } from "./facts.js";
 export const DEFAULT_SHM_BYTES = 1024 ** 3;
 /** Where the staging repository and its snapshots appear inside the container (Triton's messages name these). */
-export const CONTAINER_REPOSITORY = RUNTIME_FACTS.docker.stagingSeenAs!.repository;
-export const CONTAINER_STORE = RUNTIME_FACTS.docker.stagingSeenAs!.store;
+export const CONTAINER_REPOSITORY = dockerFacts.stagingSeenAs!.repository;
+export const CONTAINER_STORE = dockerFacts.stagingSeenAs!.store;
 /** The run's key folder (triton/key-shim.ts): the key file and the library that hands it to tritonserver. */
 export const CONTAINER_KEY_DIR = "/opt/triton-dev/key";
 export const CONTAINER_PORTS: Ports = TRITON_DEFAULT_PORTS;

@@ -1,3 +1,4 @@
+import type { DoctorCheck } from "../doctor-check.js";
 import { INSTALL_HINT, KindTools, ToolMissingError } from "./tools.js";
 
 export interface ToolVersion {
@@ -43,4 +44,21 @@ export async function probeKindTools(tools: KindTools = new KindTools()): Promis
     one("kind", ["version"], parseKindVersion),
     one("kubectl", ["version", "--client", "--output=json"], parseKubectlVersion),
   ]);
+}
+
+/** The kind runtime's tools. Neither fails `doctor`: only `--runtime kind` needs them. */
+export async function kindChecks(env: NodeJS.ProcessEnv): Promise<DoctorCheck[]> {
+  return (await probeKindTools(new KindTools(undefined, env))).map((t) =>
+    t.version
+      ? { name: t.tool, ok: true, detail: `${t.tool} ${t.version}` }
+      : {
+          name: t.tool,
+          ok: false,
+          warn: true,
+          detail: t.error
+            ? `${t.tool} did not answer: ${t.error} (only the kind runtime needs it)`
+            : `not installed (only the kind runtime needs it)`,
+          ...(t.hint ? { hint: t.hint } : {}),
+        },
+  );
 }

@@ -8,8 +8,9 @@ import { clientForRun, type RepositoryIndexEntry } from "../../triton/http-clien
 import { connectDocker, requireDaemon } from "../docker/client.js";
 import { shmHinter, shmStartHint } from "../docker/hints.js";
 import { DEFAULT_IMAGE, DEFAULT_SHM_BYTES, parseGpus, parseSize, type GpuRequest } from "../docker/settings.js";
-import type { AttachedRun, Leftovers, PlannedRun, RuntimeDriver } from "../driver.js";
-import { refuseForeignFlags } from "../flags.js";
+import type { AttachedRun, Leftovers, PlannedRun, RunDescription, RuntimeDriver } from "../driver.js";
+import { deliverRunFolder } from "../delivery.js";
+import { kindFacts } from "./facts.js";
 import { listClusters } from "./cluster.js";
 import { KindConnection } from "./connection.js";
 import { KindRuntime } from "./kind-runtime.js";
@@ -37,6 +38,20 @@ export interface KindDriverDeps {
   configDir?: string;
 }
 
+/** The kind runtime's `status --json` fields. */
+export interface KindStatusFields extends Record<string, unknown> {
+  cluster: {
+    name: string;
+    context: string;
+    namespace: string;
+    created: boolean;
+    keepCluster: boolean;
+    image: string;
+    gpus: number;
+    nodeContainer?: string;
+  };
+}
+
 /**
  * Triton in a local kind cluster: the article's Deployment and Service, applied from the same
  * renderer as `triton-dev manifests`, port-forwarded to this machine.
@@ -47,7 +62,6 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
   return {
     kind: "kind",
     options(flags) {
-      refuseForeignFlags("kind", flags);
       return {
         cluster: flags.cluster ? parseClusterName(flags.cluster) : DEFAULT_CLUSTER,
         keepCluster: flags.keepCluster ?? false,
@@ -81,6 +95,8 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
         gpuSkipReason:
           "it needs a GPU (KIND_GPU) and the kind pod gets none (--gpus none, or Docker has no NVIDIA runtime)",
         canDisableAutoComplete: false,
+        // The kind node mounts the run folder (hostPath) into the pod.
+        deliver: (folder) => deliverRunFolder(folder, ctx, kindFacts.stagingSeenAs),
         async start(o) {
           const started = await rt.start(plan, o);
           return { handle: started.handle, executable: "kubectl", record: started.record };
@@ -96,7 +112,7 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
       return {
         state,
         alive: () => kindRunAlive({ runId: state.runId, kind: rec }, tools()),
-        describe: () => ({
+        describe: (): RunDescription<KindStatusFields> => ({
           where: `kind cluster ${rec.cluster}`,
           goneWhat: `the Triton Deployment in kind cluster ${rec.cluster}`,
           lines: [
@@ -189,6 +205,7 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
         },
       };
     },
+    doctor: async (ctx) => (await import("./doctor.js")).kindChecks(ctx.env),
     async cleanup(graceMs, ctx): Promise<Leftovers> {
       const none: Leftovers = { json: { orphanClusters: [], orphanKindRuns: [], orphanKubectls: [] }, lines: [] };
       const tools = toolsFor(ctx.env);
@@ -216,3 +233,6 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
 }
 
 export const kindDriver = createKindDriver();
+
+/** The entry registry.ts loads for this runtime (`./kind/driver.js`'s `driver`). */
+export { kindDriver as driver };

@@ -6,7 +6,7 @@ import type { StartOptions } from "../driver.js";
 import { MANAGED_NODE_LABEL } from "./kind-config.js";
 import { CONTAINER_MODELS, type ManifestOptions } from "../../k8s/manifests.js";
 
-import { DEFAULT_CLUSTER } from "../kinds.js";
+import { DEFAULT_CLUSTER } from "./facts.js";
 
 export { DEFAULT_CLUSTER };
 /** Every object of ours lives here, so a kept cluster's other namespaces are never touched. */

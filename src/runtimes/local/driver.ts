@@ -6,7 +6,7 @@ import { log as rootLog } from "../../log/logger.js";
 import { findProcesses, isOurProcess } from "../../state/process.js";
 import type { RunState } from "../../state/run-state.js";
 import type { AttachedRun, Leftovers, PlannedRun, RuntimeDriver } from "../driver.js";
-import { refuseForeignFlags } from "../flags.js";
+import { deliverRunFolder } from "../delivery.js";
 import type { LocalEnvironment } from "./environment.js";
 import type { SpawnFn } from "./local-runtime.js";
 import { stopProcessGroup, unloadWatch } from "./process-group.js";
@@ -83,8 +83,8 @@ export function findOrphanServers(runsDir: string, procRoot = "/proc"): number[]
 export function createLocalDriver(deps: LocalDeps = {}): RuntimeDriver<LocalOptions> {
   return {
     kind: "local",
-    options(flags) {
-      refuseForeignFlags("local", flags);
+    // No flags of its own: another runtime's are refused before this is asked (session.ts).
+    options() {
       return {};
     },
     async plan(input, _options, ctx): Promise<PlannedRun> {
@@ -136,6 +136,8 @@ export function createLocalDriver(deps: LocalDeps = {}): RuntimeDriver<LocalOpti
         gpus,
         gpuSkipReason: "it needs a GPU (KIND_GPU) and this machine has none",
         canDisableAutoComplete: true,
+        // Triton reads the run folder where it is.
+        deliver: (folder) => deliverRunFolder(folder, ctx),
         // The stub's Python compiles each model.py once, here, so a load does not write a
         // __pycache__ into the served folder (poll mode would take it for a change).
         prepareStaged: (dir) => precompilePython(environment, dir),
@@ -194,6 +196,7 @@ export function createLocalDriver(deps: LocalDeps = {}): RuntimeDriver<LocalOpti
         },
       };
     },
+    doctor: async (ctx) => (await import("./doctor.js")).localChecks(ctx.paths, ctx.env),
     async cleanup(graceMs, ctx): Promise<Leftovers> {
       const orphans: number[] = [];
       for (const pid of findOrphanServers(ctx.paths.runsDir, deps.procRoot)) {
@@ -211,3 +214,6 @@ export function createLocalDriver(deps: LocalDeps = {}): RuntimeDriver<LocalOpti
 }
 
 export const localDriver = createLocalDriver();
+
+/** The entry registry.ts loads for this runtime (`./local/driver.js`'s `driver`). */
+export { localDriver as driver };

@@ -1,0 +1,78 @@
+/**
+ * What a runtime's `facts.ts` says about it: the facts that need none of its code loaded. Types
+ * and the flag names only; imports nothing, so every room may read runtimes through kinds.ts.
+ */
+
+/** `up`'s flags that only some runtimes take (the runtime's driver parses them). */
+export interface RuntimeFlags {
+  image?: string | undefined;
+  gpus?: string | undefined;
+  shmSize?: string | undefined;
+  monitoring?: boolean | undefined;
+  cluster?: string | undefined;
+  keepCluster?: boolean | undefined;
+  context?: string | undefined;
+  namespace?: string | undefined;
+}
+
+export const RUNTIME_FLAG_NAMES: Record<keyof RuntimeFlags, string> = {
+  image: "--image",
+  gpus: "--gpus",
+  shmSize: "--shm-size",
+  monitoring: "--monitoring",
+  cluster: "--cluster",
+  keepCluster: "--keep-cluster",
+  context: "--context",
+  namespace: "--namespace",
+};
+
+/** How one of `up`'s runtime flags reads on the command line (cli/up-command.ts builds it from this). */
+export interface FlagSpec {
+  /** commander's form: `--image <ref>`, or `--monitoring` for a switch (off unless given). */
+  usage: string;
+  /** --help's text after the runtimes that take it ("docker, kind and cluster runtimes: ..."). */
+  help: string;
+}
+
+export interface RuntimeFacts {
+  /** Backends it can load besides ensembles. */
+  backends: readonly string[];
+  /** The Triton release it always runs; undefined when the image decides. */
+  tritonVersion?: string;
+  /** What a user reads when a model's backend is not there, and what to do about it. */
+  missingBackend: (backend: string) => { message: string; hint: string };
+  /**
+   * The libraries each backend's folder holds, where the runtime fixes them (a model's `runtime`
+   * field must name one of its backend's); absent where the image decides.
+   */
+  backendLibraries?: Readonly<Record<string, readonly string[]>>;
+  /** `up`'s flags it takes. */
+  flags: readonly (keyof RuntimeFlags)[];
+  /**
+   * The command line's form of flags it takes, each declared once, by the first runtime in
+   * kinds.ts that takes it (the others that take it are named in its help).
+   */
+  flagSpecs?: Partial<Record<keyof RuntimeFlags, FlagSpec>>;
+  /**
+   * Where its Triton sees the run's staging repository and snapshot store, when not at their
+   * paths on this machine (a container's mounts): Triton's messages name these paths.
+   */
+  stagingSeenAs?: { repository: string; store: string };
+  /** Its Triton opens this machine's /dev/shm (no container between), so perf's shared memory regions reach it. */
+  sharesHostShm?: true;
+  /** A python model's requirements.txt gets an environment built for it (envs/); elsewhere the image's Python. */
+  buildsEnvironments?: true;
+  /**
+   * Its part in `--runtime auto` (registry.ts chooseRuntime): "probe", its driver's `autoChoice`
+   * is asked, in the order of kinds.ts; "fallback", chosen when no probed runtime is; absent,
+   * only ever chosen by name.
+   */
+  auto?: "probe" | "fallback";
+}
+
+/** The runtime flags given on the command line (a false switch counts as not given). */
+export function givenFlags(flags: RuntimeFlags): Array<keyof RuntimeFlags> {
+  return (Object.keys(RUNTIME_FLAG_NAMES) as Array<keyof RuntimeFlags>).filter(
+    (k) => flags[k] !== undefined && flags[k] !== false,
+  );
+}

@@ -1,0 +1,24 @@
+import { NGC_BACKENDS } from "../docker/facts.js";
+import type { RuntimeFacts } from "../facts.js";
+
+/** `--cluster`'s default: one cluster per machine user, reused by every project when kept. */
+export const DEFAULT_CLUSTER = "triton-dev";
+
+/** Triton in a local kind cluster (its nodes are Docker containers). */
+export const kindFacts: RuntimeFacts = {
+  backends: NGC_BACKENDS,
+  missingBackend: (backend) => ({
+    message: `backend '${backend}' is not in the kind runtime's Triton image`,
+    hint: "Use an image that contains this backend.",
+  }),
+  flags: ["image", "gpus", "shmSize", "cluster", "keepCluster"],
+  flagSpecs: {
+    cluster: { usage: "--cluster <name>", help: `the kind cluster to create or use (default ${DEFAULT_CLUSTER})` },
+    keepCluster: {
+      usage: "--keep-cluster",
+      help: "keep the cluster when the run ends (the next `up` then starts in seconds)",
+    },
+  },
+  // The pod mounts the whole run folder at /models (settings.ts manifestOptions).
+  stagingSeenAs: { repository: "/models/repository", store: "/models/store" },
+};
