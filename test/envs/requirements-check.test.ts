@@ -59,6 +59,25 @@ describe("requirements.txt checked before pip reads it", () => {
     expect(r.diagnostics[0]!.hint).toContain("PIP_INDEX_URL");
   });
 
+  it("reports each kind of line by its own code, as the rule table lists them", () => {
+    const r = check(
+      [
+        "--index-url https://evil.example/simple",
+        "-r ../../secret.txt",
+        "-e ./src",
+        "--target /usr/lib/python3/dist-packages",
+        "numpy",
+      ].join("\n"),
+    );
+    expect(r.diagnostics.map((d) => d.code)).toEqual([
+      "requirements-index",
+      "requirements-outside-model",
+      "requirements-editable",
+      "requirements-install-location",
+    ]);
+    expect(JSON.stringify(r.diagnostics)).not.toContain("not-for-anyone");
+  });
+
   it("allows a source the user's pip configuration already sets, and says where", () => {
     const pip = userPipSources({
       env: { PIP_EXTRA_INDEX_URL: "https://pypi.corp.example/simple/ https://b.example/simple" },
