@@ -14,7 +14,10 @@ export const REQUIREMENTS_CODES = codes({
     severity: "error or warning",
     description: "a -r/-c file, path or file: URL in requirements.txt that leaves the model folder",
   },
-  "requirements-editable": { severity: "error or warning", description: "an editable (-e) install in requirements.txt" },
+  "requirements-editable": {
+    severity: "error or warning",
+    description: "an editable (-e) install in requirements.txt",
+  },
   "requirements-install-location": {
     severity: "error or warning",
     description: "an install-location option (--target, --prefix, --root, --user, --src) in requirements.txt",
