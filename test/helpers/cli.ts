@@ -20,6 +20,17 @@ export interface CliResult {
  * Run the built CLI as a user would, with its own state folder and the shared Triton environment;
  * `cwd`: from that folder (where a relative path the command writes would land).
  */
+/** A `--json` run's events: its stdout's JSON lines. */
+export interface JsonEvent {
+  type: string;
+  [k: string]: unknown;
+}
+export const jsonEvents = (r: CliResult): JsonEvent[] =>
+  r.stdout
+    .split("\n")
+    .filter((l) => l.startsWith("{"))
+    .map((l) => JSON.parse(l) as JsonEvent);
+
 export function runCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 240_000, cwd?: string): Promise<CliResult> {
   return new Promise((resolve) => {
     execFile(

@@ -10,7 +10,6 @@
 import fsp from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { toYaml } from "../../src/k8s/manifests.js";
 import { isPortFree } from "../../src/net/ports.js";
 import { ourKubectls } from "../../src/runtimes/cluster/driver.js";
 import { REQUIRED_RIGHTS, RUN_LABEL } from "../../src/runtimes/cluster/settings.js";
@@ -18,11 +17,12 @@ import { buildTestImage, LocalRegistry } from "../fixtures/docker/harness.js";
 import {
   buildControlPlane,
   controlPlaneAvailability,
+  serviceAccountWith,
   startControlPlane,
   type ControlPlane,
 } from "../fixtures/k8s-control-plane/harness.js";
 import { buildNode, nodeAvailability, startNode, type KubeNode } from "../fixtures/k8s-node/harness.js";
-import { copySampleModels, freePorts, portArgs, runCli, testEnv, type CliResult } from "../helpers/cli.js";
+import { copySampleModels, freePorts, portArgs, runCli, testEnv, jsonEvents } from "../helpers/cli.js";
 import { untilOffsetServes, writeOffsetModel } from "../helpers/offset-model.js";
 import { expectPipelineServedAndLocked } from "../helpers/served.js";
 
@@ -36,15 +36,7 @@ if (!availability.ok) console.warn(`cluster node tests skipped: ${availability.r
 const CONTEXT = "lab";
 const NS = "models";
 
-interface JsonEvent {
-  type: string;
-  [k: string]: unknown;
-}
-const events = (r: CliResult): JsonEvent[] =>
-  r.stdout
-    .split("\n")
-    .filter((l) => l.startsWith("{"))
-    .map((l) => JSON.parse(l) as JsonEvent);
+const events = jsonEvents;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -92,31 +84,7 @@ describe.skipIf(!availability.ok)(title, () => {
       `builds found in ${((t1 - t0) / 1000).toFixed(1)} s, control plane ready in ${((t2 - t1) / 1000).toFixed(1)} s, node Ready in ${((Date.now() - t2) / 1000).toFixed(1)} s`,
     );
     await cp.ok(["create", "namespace", NS]);
-    await cp.ok([`--namespace=${NS}`, "create", "serviceaccount", "triton-dev"]);
-    const byResource = new Map<string, string[]>();
-    for (const r of REQUIRED_RIGHTS) byResource.set(r.resource, [...(byResource.get(r.resource) ?? []), r.verb]);
-    await cp.ok(["apply", "--filename=-"], {
-      input: toYaml([
-        {
-          apiVersion: "rbac.authorization.k8s.io/v1",
-          kind: "Role",
-          metadata: { name: "triton-dev", namespace: NS },
-          rules: [...byResource].map(([resource, verbs]) => {
-            const [res, group = ""] = resource.split(/\.(.*)/s);
-            return { apiGroups: [group], resources: [res], verbs };
-          }),
-        } as never,
-        {
-          apiVersion: "rbac.authorization.k8s.io/v1",
-          kind: "RoleBinding",
-          metadata: { name: "triton-dev", namespace: NS },
-          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "triton-dev" },
-          subjects: [{ kind: "ServiceAccount", name: "triton-dev", namespace: NS }],
-        } as never,
-      ]),
-    });
-    const token = (await cp.ok([`--namespace=${NS}`, "create", "token", "triton-dev", "--duration=2h"])).trim();
-    const kubeconfig = await cp.kubeconfigFor(token, "triton-dev");
+    const kubeconfig = await serviceAccountWith(cp, NS, "triton-dev", REQUIRED_RIGHTS);
     env = await testEnv({ PATH: `${cp.bin}${path.delimiter}${process.env.PATH}`, KUBECONFIG: kubeconfig });
     models = await copySampleModels();
     ports = await freePorts();

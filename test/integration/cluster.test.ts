@@ -19,10 +19,11 @@ import type { RunState } from "../../src/state/run-state.js";
 import {
   buildControlPlane,
   controlPlaneAvailability,
+  serviceAccountWith,
   startControlPlane,
   type ControlPlane,
 } from "../fixtures/k8s-control-plane/harness.js";
-import { copySampleModels, freePorts, portArgs, runCli, tempDir, testEnv, type CliResult } from "../helpers/cli.js";
+import { copySampleModels, freePorts, portArgs, runCli, jsonEvents, tempDir, testEnv } from "../helpers/cli.js";
 
 const availability = controlPlaneAvailability();
 const title = `up --runtime cluster against a real API server${availability.ok ? "" : ` (skipped: ${availability.reason})`}`;
@@ -31,26 +32,7 @@ const CONTEXT = "team";
 const NS = "ml";
 const IMAGE = "registry.example/triton:24.10";
 
-/** A Role of `rights` (REQUIRED_RIGHTS' shape) as RBAC has it, one rule per resource. */
-function role(name: string, rights: ReadonlyArray<{ verb: string; resource: string }>): Record<string, unknown> {
-  const byResource = new Map<string, string[]>();
-  for (const r of rights) byResource.set(r.resource, [...(byResource.get(r.resource) ?? []), r.verb]);
-  return {
-    apiVersion: "rbac.authorization.k8s.io/v1",
-    kind: "Role",
-    metadata: { name, namespace: NS },
-    rules: [...byResource].map(([resource, verbs]) => {
-      const [res, group = ""] = resource.split(/\.(.*)/s);
-      return { apiGroups: [group], resources: [res], verbs };
-    }),
-  };
-}
-
-const events = (r: CliResult) =>
-  r.stdout
-    .split("\n")
-    .filter((l) => l.startsWith("{"))
-    .map((l) => JSON.parse(l) as { type: string; [k: string]: unknown });
+const events = jsonEvents;
 
 describe.skipIf(!availability.ok)(title, () => {
   let cp: ControlPlane;
@@ -59,23 +41,8 @@ describe.skipIf(!availability.ok)(title, () => {
   let ports: { http: number; grpc: number; metrics: number };
 
   /** A ServiceAccount in NS with `rights`, and a kubeconfig (context CONTEXT) holding its token. */
-  async function account(name: string, rights: ReadonlyArray<{ verb: string; resource: string }>): Promise<string> {
-    await cp.ok([`--namespace=${NS}`, "create", "serviceaccount", name]);
-    await cp.ok(["apply", "--filename=-"], {
-      input: toYaml([
-        role(name, rights) as never,
-        {
-          apiVersion: "rbac.authorization.k8s.io/v1",
-          kind: "RoleBinding",
-          metadata: { name, namespace: NS },
-          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
-          subjects: [{ kind: "ServiceAccount", name, namespace: NS }],
-        },
-      ]),
-    });
-    const token = (await cp.ok([`--namespace=${NS}`, "create", "token", name, "--duration=2h"])).trim();
-    return cp.kubeconfigFor(token, name);
-  }
+  const account = (name: string, rights: ReadonlyArray<{ verb: string; resource: string }>) =>
+    serviceAccountWith(cp, NS, name, rights);
 
   /** What is in the namespace, as the admin sees it. */
   async function inNamespace(): Promise<string[]> {

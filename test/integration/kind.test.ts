@@ -6,7 +6,7 @@ import type Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isPortFree } from "../../src/net/ports.js";
 import { findProcesses, isOurProcess } from "../../src/state/process.js";
-import { copySampleModels, freePorts, portArgs, runCli, tempDir, testEnv, type CliResult } from "../helpers/cli.js";
+import { copySampleModels, freePorts, portArgs, runCli, tempDir, testEnv, jsonEvents } from "../helpers/cli.js";
 import { untilOffsetServes, writeOffsetModel } from "../helpers/offset-model.js";
 import {
   buildTestImage,
@@ -36,15 +36,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const FAKE_BIN = path.resolve(here, "../fixtures/kind/bin");
 const CLUSTER_LABEL = "io.x-k8s.kind.cluster";
 
-interface JsonEvent {
-  type: string;
-  [k: string]: unknown;
-}
-const events = (r: CliResult): JsonEvent[] =>
-  r.stdout
-    .split("\n")
-    .filter((l) => l.startsWith("{"))
-    .map((l) => JSON.parse(l) as JsonEvent);
+const events = jsonEvents;
 
 /** The emulator's kubectl processes for a cluster: every one, or the long-running port-forward and log follower. */
 function kubectls(cluster: string, longRunning = false): number[] {
