@@ -78,6 +78,8 @@ export class ServerFaultError extends UserError {
   readonly server: string;
   readonly request: string;
   readonly expected: string;
+  /** What went wrong, alone: "cut its answer off after 100 bytes (connection reset)". */
+  readonly fault: string;
   constructor(exchange: ServerExchange, fault: string, options: Omit<UserErrorOptions, "exitCode"> = {}) {
     super(`${exchange.server} ${fault} (${exchange.request}, expecting ${exchange.expected})`, {
       hint: options.hint ?? SERVER_FAULT_HINT,
@@ -86,6 +88,7 @@ export class ServerFaultError extends UserError {
     this.server = exchange.server;
     this.request = exchange.request;
     this.expected = exchange.expected;
+    this.fault = fault;
   }
 }
 
