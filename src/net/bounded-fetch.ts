@@ -21,6 +21,7 @@ export const METRICS_RESPONSE_LIMIT = 64 * MiB;
 export const INFER_RESPONSE_LIMIT = 256 * MiB;
 
 export function formatBytes(n: number): string {
+  if (n >= 1024 * MiB) return `${(n / 1024 / MiB).toFixed(1)} GiB`;
   if (n >= MiB) return `${(n / MiB).toFixed(n >= 10 * MiB ? 0 : 1)} MiB`;
   if (n >= 1024) return `${(n / 1024).toFixed(n >= 10 * 1024 ? 0 : 1)} KiB`;
   return `${n} bytes`;

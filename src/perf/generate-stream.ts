@@ -7,7 +7,14 @@ import { urlHost } from "../net/url.js";
 import { BugError } from "../errors.js";
 import type { SequenceStep } from "./sequences.js";
 import { factsOf } from "./stream-stats.js";
-import { InferFailedError, type InferTransport, type Outcome, type TransportOptions } from "./transport.js";
+import { formatBytes, JSON_RESPONSE_LIMIT } from "../net/bounded-fetch.js";
+import {
+  InferFailedError,
+  PROBE_TIMEOUT_MS,
+  type InferTransport,
+  type Outcome,
+  type TransportOptions,
+} from "./transport.js";
 
 /** Datatypes whose values JSON carries exactly (no 64-bit integers, no half floats). */
 const JSON_EXACT = new Set(["BYTES", "BOOL", "INT8", "INT16", "INT32", "UINT8", "UINT16", "UINT32", "FP32", "FP64"]);
@@ -119,6 +126,7 @@ export class HttpGenerateStreamTransport implements InferTransport {
       const done = (error?: { kind: string; connection: boolean }, said?: string) => {
         if (settled) return;
         settled = true;
+        if (deadline) clearTimeout(deadline);
         this.requests.delete(req);
         const latencyUs = (performance.now() - sentMs) * 1000;
         if (error) resolve({ ok: false, latencyUs, sendUs: 0, recvUs: 0, error, ...(said ? { said } : {}) });
@@ -132,14 +140,20 @@ export class HttpGenerateStreamTransport implements InferTransport {
           method: "POST",
           agent: this.agent,
           headers: { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(body) },
-          ...(timeoutMs ? { timeout: timeoutMs } : {}),
         },
         (res) => {
           let buffered = "";
           let failed: string | undefined;
+          let complete = false;
           res.setEncoding("utf8");
           res.on("data", (chunk: string) => {
             buffered += chunk;
+            // One event (or an error body) past the limit: no generate_stream sends such.
+            if (buffered.length > JSON_RESPONSE_LIMIT) {
+              req.destroy();
+              const what = `an event longer than triton-dev's ${formatBytes(JSON_RESPONSE_LIMIT)} limit`;
+              return done({ kind: "response over the size limit", connection: false }, what);
+            }
             // Events end with a blank line; a partial one waits for the next chunk.
             for (let cut = buffered.indexOf("\n\n"); cut >= 0; cut = buffered.indexOf("\n\n")) {
               const event = buffered.slice(0, cut);
@@ -155,11 +169,12 @@ export class HttpGenerateStreamTransport implements InferTransport {
               else {
                 arrivals.push(performance.now());
                 elements += e.elements;
-                keep?.push(e.outputs);
+                if (keep && keep.length < 16) keep.push(e.outputs);
               }
             }
           });
           res.on("end", () => {
+            complete = true;
             if (res.statusCode !== 200) {
               const text = failed ?? parseGenerateEvent(buffered).error ?? (buffered || "no error text");
               done({ kind: `HTTP ${res.statusCode}: ${clip(this.said(text))}`, connection: false }, this.said(text));
@@ -168,13 +183,21 @@ export class HttpGenerateStreamTransport implements InferTransport {
             else done();
           });
           res.on("error", (err) => done({ kind: `connection error (${err.message})`, connection: true }));
+          // Closed before its end (a reset, a cut connection): whatever did not say so already.
+          res.on("close", () => {
+            if (!complete)
+              done({ kind: "the connection closed before the answer ended", connection: true }, undefined);
+          });
         },
       );
       this.requests.add(req);
-      req.on("timeout", () => {
-        req.destroy();
-        done({ kind: "timed out", connection: true });
-      });
+      // The whole request, answer included: a server dripping bytes runs out of time too.
+      const deadline = timeoutMs
+        ? setTimeout(() => {
+            req.destroy();
+            done({ kind: "timed out", connection: true });
+          }, timeoutMs)
+        : undefined;
       req.on("error", (err: NodeJS.ErrnoException) =>
         done({
           kind: err.code === "ECONNREFUSED" ? "connection refused" : `connection error (${err.code ?? err.message})`,
@@ -196,10 +219,12 @@ export class HttpGenerateStreamTransport implements InferTransport {
       throw new BugError("a stateful model's requests were sent to generate_stream, which carries no sequence");
     const keep: Array<Record<string, unknown>> = [];
     // Bounded even when the user set no request timeout.
-    const o = await this.run(index, this.timeoutMs ?? 60_000, keep);
+    const o = await this.run(index, this.timeoutMs ?? PROBE_TIMEOUT_MS, keep);
     if (!o.ok)
       throw new InferFailedError(
-        o.said ? `Triton answered: ${o.said}` : (o.error?.kind ?? "no answer"),
+        o.said && o.error?.kind !== "response over the size limit"
+          ? `Triton answered: ${o.said}`
+          : `Triton at ${this.endpoint}: ${o.said ?? o.error?.kind ?? "no answer"} (POST ${this.path}, expecting server-sent events of inference responses)`,
         !!o.error?.connection,
       );
     const first = keep[0] ?? {};
@@ -216,7 +241,7 @@ export class HttpGenerateStreamTransport implements InferTransport {
   }
 
   close(): void {
-    for (const r of this.requests) r.destroy();
+    for (const r of [...this.requests]) r.destroy();
     this.agent.destroy();
   }
 }
