@@ -75,7 +75,9 @@ export async function fetchBounded(
   } catch (err) {
     throw new ServerConnectionError(
       o.exchange,
-      signal.aborted ? `did not answer within ${seconds(o.timeoutMs)}` : `could not be reached (${connectionWords(err)})`,
+      signal.aborted
+        ? `did not answer within ${seconds(o.timeoutMs)}`
+        : `could not be reached (${connectionWords(err)})`,
       { cause: err },
     );
   }
@@ -136,7 +138,9 @@ export async function fetchStatus(
   } catch (err) {
     throw new ServerConnectionError(
       o.exchange,
-      signal.aborted ? `did not answer within ${seconds(o.timeoutMs)}` : `could not be reached (${connectionWords(err)})`,
+      signal.aborted
+        ? `did not answer within ${seconds(o.timeoutMs)}`
+        : `could not be reached (${connectionWords(err)})`,
       { cause: err },
     );
   }

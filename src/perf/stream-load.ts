@@ -186,7 +186,9 @@ export class GrpcStreamTransport implements InferTransport {
     if (!o.ok) {
       const said = keep.find((m) => m.error)?.error;
       throw new InferFailedError(
-        said ? `Triton answered: ${this.said(said)}` : (o.error?.kind ?? "no answer"),
+        said
+          ? `Triton answered: ${this.said(said)}`
+          : `Triton at ${this.endpoint}: ${o.error?.kind ?? "no answer"} (gRPC ModelStreamInfer, expecting streamed inference responses)`,
         o.error?.connection ?? false,
       );
     }

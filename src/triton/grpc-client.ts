@@ -48,8 +48,14 @@ export class TritonGrpcError extends UserError {
     readonly code: grpc.status,
     readonly details: string,
     readonly method: string,
+    /** Who was asked and what a working server answers, for the message. */
+    where?: { address: string; expected: string },
   ) {
-    super(`Triton answered ${grpc.status[code] ?? code} to ${method}: ${details}`);
+    super(
+      where
+        ? `Triton at ${where.address} answered ${grpc.status[code] ?? code} to gRPC ${method}: ${details} (expecting ${where.expected})`
+        : `Triton answered ${grpc.status[code] ?? code} to ${method}: ${details}`,
+    );
   }
 
   get codeName(): string {
@@ -143,7 +149,7 @@ export class TritonGrpcClient {
     timeoutMs = this.timeoutMs,
   ): Promise<MessageShape<O>> {
     const bytes = Buffer.from(toBinary(inSchema, create(inSchema, req)));
-    return this.callRaw(method, bytes, timeoutMs).then((b) => this.decode(outSchema, b, method));
+    return this.callRaw(method, bytes, timeoutMs, `a ${outSchema.name}`).then((b) => this.decode(outSchema, b, method));
   }
 
   /** A response message, or a ServerResponseError when its bytes are no such message. */
@@ -152,7 +158,7 @@ export class TritonGrpcClient {
       return fromBinary(schema, bytes);
     } catch (err) {
       throw new ServerResponseError(
-        { server: `Triton at ${this.address}`, request: `gRPC ${method}`, expected: `a ${schema.typeName} message` },
+        { server: `Triton at ${this.address}`, request: `gRPC ${method}`, expected: `a ${schema.name}` },
         `answered with ${bytes.length} bytes that do not decode (${(err as Error).message})`,
         { cause: err },
       );
@@ -160,7 +166,12 @@ export class TritonGrpcClient {
   }
 
   /** A unary call with bytes already encoded; resolves with the response bytes. */
-  callRaw(method: string, bytes: Buffer, timeoutMs: number | undefined = this.timeoutMs): Promise<Buffer> {
+  callRaw(
+    method: string,
+    bytes: Buffer,
+    timeoutMs: number | undefined = this.timeoutMs,
+    expected = "an answer",
+  ): Promise<Buffer> {
     return new Promise((resolve, reject) => {
       const options: grpc.CallOptions = timeoutMs ? { deadline: Date.now() + timeoutMs } : {};
       this.client.makeUnaryRequest(
@@ -171,7 +182,10 @@ export class TritonGrpcClient {
         new grpc.Metadata(),
         options,
         (err, res) => {
-          if (err) reject(new TritonGrpcError(err.code, err.details || err.message, method));
+          if (err)
+            reject(
+              new TritonGrpcError(err.code, err.details || err.message, method, { address: this.address, expected }),
+            );
           else resolve(res!);
         },
       );
@@ -314,7 +328,7 @@ export class TritonGrpcClient {
 
   /** Send encoded ModelInfer bytes; resolves with the undecoded response. */
   inferRaw(request: Buffer, timeoutMs?: number): Promise<Buffer> {
-    return this.callRaw("ModelInfer", request, timeoutMs ?? 0);
+    return this.callRaw("ModelInfer", request, timeoutMs ?? 0, "an inference response");
   }
 
   /** Throws when the bytes are no ModelInferResponse, or their tensors do not fit their shapes. */

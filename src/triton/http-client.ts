@@ -179,7 +179,10 @@ export class TritonHttpClient {
       throw new TritonHttpError(res.status, msg, this.baseUrl + path);
     }
     if (bad !== undefined || (text.length > 0 && (parsed === null || typeof parsed !== "object")))
-      throw new ServerResponseError(exchange, `answered ${res.status} with a body that is not a JSON object (${bad ?? JSON.stringify(text.slice(0, 40))})`);
+      throw new ServerResponseError(
+        exchange,
+        `answered ${res.status} with a body that is not a JSON object (${bad ?? JSON.stringify(text.slice(0, 40))})`,
+      );
     return parsed as T;
   }
 

@@ -1,7 +1,7 @@
 import net from "node:net";
 import { performance } from "node:perf_hooks";
 import { TritonDevError } from "../errors.js";
-import { INFER_RESPONSE_LIMIT } from "../net/bounded-fetch.js";
+import { formatBytes, INFER_RESPONSE_LIMIT } from "../net/bounded-fetch.js";
 
 /**
  * A minimal HTTP/1.1 client for load generation: a pool of keep-alive connections, each carrying
@@ -79,10 +79,6 @@ export function responseHeader(r: Pick<PooledResponse, "head">, name: string): s
   return headerIn(r.head.toLowerCase(), name.toLowerCase(), r.head);
 }
 
-function size(n: number): string {
-  return n >= 1024 * 1024 ? `${(n / 1024 / 1024).toFixed(1)} MiB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${n} bytes`;
-}
-
 /**
  * Where the parser is in a response: its head, a body of known length, a chunked body (a chunk's
  * size line, its data, the CRLF after it, the trailers), or a body that ends with the connection.
@@ -128,7 +124,7 @@ class Connection {
         "ECONNRESET",
         !cur || cur.firstByteMs === 0
           ? "the server closed the connection before answering"
-          : `the server closed the connection ${this.head ? `after ${size(this.bodyBytes)} of the response body` : "in the middle of the response's headers"}`,
+          : `the server closed the connection ${this.head ? `after ${formatBytes(this.bodyBytes)} of the response body` : "in the middle of the response's headers"}`,
       );
     });
   }
@@ -145,7 +141,7 @@ class Connection {
       this.timer = setTimeout(() => {
         this.fail(
           "ETIMEDOUT",
-          `no complete response within ${timeoutMs} ms${cur.firstByteMs ? ` (${size(this.bodyBytes)} of its body arrived)` : ""}`,
+          `no complete response within ${timeoutMs} ms${cur.firstByteMs ? ` (${formatBytes(this.bodyBytes)} of its body arrived)` : ""}`,
         );
       }, timeoutMs);
     }
@@ -194,22 +190,23 @@ class Connection {
             ? 0
             : text.indexOf(end, Math.max(0, before - end.length + 1));
         if (found < 0) {
-          if (text.length > max) return this.fail("EPROTO", this.tooLong()), -1;
+          if (text.length > max) return (this.fail("EPROTO", this.tooLong()), -1);
           this.pendingText = Buffer.from(text);
           return d.length - at;
         }
         const endAt = this.phase === "trailers" && found === 0 ? 2 : found + end.length;
-        if (endAt > max + end.length) return this.fail("EPROTO", this.tooLong()), -1;
+        if (endAt > max + end.length) return (this.fail("EPROTO", this.tooLong()), -1);
         this.pendingText = EMPTY;
         const used = endAt - before;
         if (this.phase === "head") {
           if (!this.onHead(text.toString("latin1", 0, found + 2))) return -1;
         } else if (this.phase === "chunk-size") {
           const n = parseInt(text.toString("latin1", 0, found).split(";")[0]!.trim(), 16);
-          if (!Number.isFinite(n) || n < 0) return this.fail("EPROTO", "a bad chunk size in the response"), -1;
+          if (!Number.isFinite(n) || n < 0) return (this.fail("EPROTO", "a bad chunk size"), -1);
           if (n === 0) this.phase = "trailers";
           else {
-            if (this.bodyBytes + n > this.maxBodyBytes) return this.fail("ETOOBIG", this.overLimit(this.bodyBytes + n)), -1;
+            if (this.bodyBytes + n > this.maxBodyBytes)
+              return (this.fail("ETOOBIG", this.overLimit(this.bodyBytes + n)), -1);
             this.phase = "chunk-data";
             this.remaining = n;
           }
@@ -221,7 +218,7 @@ class Connection {
       case "until-close": {
         const take = this.phase === "until-close" ? d.length - at : Math.min(this.remaining, d.length - at);
         this.bodyBytes += take;
-        if (this.bodyBytes > this.maxBodyBytes) return this.fail("ETOOBIG", this.overLimit(this.bodyBytes)), -1;
+        if (this.bodyBytes > this.maxBodyBytes) return (this.fail("ETOOBIG", this.overLimit(this.bodyBytes)), -1);
         if (this.keep()) this.parts.push(d.subarray(at, at + take));
         if (this.phase === "until-close") return take;
         this.remaining -= take;
@@ -245,14 +242,14 @@ class Connection {
 
   private tooLong(): string {
     return this.phase === "head"
-      ? `the response's headers run past ${MAX_HEAD_BYTES / 1024} KiB (no HTTP server sends such)`
+      ? `headers that run past ${MAX_HEAD_BYTES / 1024} KiB (no HTTP server sends such)`
       : this.phase === "trailers"
-        ? `the response's trailers run past ${MAX_HEAD_BYTES / 1024} KiB`
-        : "a chunk-size line longer than 1 KiB in the response";
+        ? `trailers that run past ${MAX_HEAD_BYTES / 1024} KiB`
+        : "a chunk-size line longer than 1 KiB";
   }
 
   private overLimit(n: number): string {
-    return `the response body is over triton-dev's ${size(this.maxBodyBytes)} limit for one response (${size(n)} ${this.phase === "head" ? "announced" : "so far"})`;
+    return `a response body over triton-dev's ${formatBytes(this.maxBodyBytes)} limit for one response (${formatBytes(n)} ${this.phase === "head" ? "announced" : "so far"})`;
   }
 
   /** Only the bodies someone reads are kept: a probe's, and every error's (it says what went wrong). */
@@ -264,7 +261,7 @@ class Connection {
     // Only what frames the body is read here; other headers stay text until someone asks.
     const status = /^HTTP\/1\.[01] \d{3}/.test(text) ? Number(text.slice(9, 12)) : NaN;
     if (!Number.isFinite(status)) {
-      this.fail("EPROTO", `not an HTTP response: ${JSON.stringify(text.slice(0, 60))}`);
+      this.fail("EPROTO", `bytes that are not an HTTP response: ${JSON.stringify(text.slice(0, 60))}`);
       return false;
     }
     const lower = text.toLowerCase();
