@@ -5,7 +5,8 @@
 // its exit status, wall time, peak memory (VmHWM, sampled every 50 ms) and first error line are
 // printed; beside them, perf against the same server with no fault (the baseline's peak memory).
 //
-//   npm run build && node bench/perf-faults.mjs [--clients http-control,grpc-stream] [--faults endless,huge] [--vs OTHER/dist/cli/main.js] [--out FILE.json]
+//   npm run build && node bench/perf-faults.mjs [--clients http-control,grpc-stream] [--faults endless,huge]
+//     [--vs OTHER/dist/cli/main.js] [--out FILE.json]
 //
 // --vs runs another build's CLI (e.g. main before the change, built in a temporary folder) on the
 // same cases, for its figures beside ours. Starts no Triton; nothing leaves 127.0.0.1.

@@ -1,4 +1,4 @@
-import { ServerConnectionError, ServerResponseError, UserError, type ServerExchange } from "../errors.js";
+import { ServerResponseError, UserError, type ServerExchange } from "../errors.js";
 import { fetchBounded, fetchStatus, JSON_RESPONSE_LIMIT } from "../net/bounded-fetch.js";
 import { urlHost } from "../net/url.js";
 
