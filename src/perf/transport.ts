@@ -294,7 +294,7 @@ export class GrpcTransport implements InferTransport {
       return TritonGrpcClient.decodeInferResponse(bytes);
     } catch (err) {
       throw new InferFailedError(
-        `Triton at ${this.endpoint} answered ${bytes.length} bytes that are not an inference response: ${clip((err as Error).message)} (gRPC ModelInfer)`,
+        `Triton at ${this.endpoint} answered ${bytes.length} bytes that do not decode: ${clip((err as Error).message)} (gRPC ModelInfer, expecting an inference response)`,
         false,
       );
     }
