@@ -54,6 +54,54 @@ export class StartInterruptedError extends UserError {
   }
 }
 
+/** Names what went to a server and what was expected back, for the errors about its answer. */
+export interface ServerExchange {
+  /** Who was asked, as the user knows it: "Triton at http://127.0.0.1:8000". */
+  server: string;
+  /** What was asked: "GET /v2/models/m", "gRPC ModelInfer". */
+  request: string;
+  /** What a working server answers: "the model's metadata as JSON". */
+  expected: string;
+}
+
+const SERVER_FAULT_HINT =
+  "Check that the address is the server you mean and that it is running (`triton-dev status` for a run of ours); a proxy or port-forward in between may have failed.";
+
+/**
+ * A server we talk to (Triton, its metrics endpoint, or a proxy or port-forward in between)
+ * broke off, stalled, or answered what no such server sends. Said in one line naming the server,
+ * the request and what was expected: the user can act on it (the address, the server), and it is
+ * never a crash. `ServerConnectionError` and `ServerResponseError` tell the two cases apart.
+ */
+export class ServerFaultError extends UserError {
+  override name = "ServerFaultError";
+  readonly server: string;
+  readonly request: string;
+  readonly expected: string;
+  /** What went wrong, alone: "cut its answer off after 100 bytes (connection reset)". */
+  readonly fault: string;
+  constructor(exchange: ServerExchange, fault: string, options: Omit<UserErrorOptions, "exitCode"> = {}) {
+    super(`${exchange.server} ${fault} (${exchange.request}, expecting ${exchange.expected})`, {
+      hint: options.hint ?? SERVER_FAULT_HINT,
+      cause: options.cause,
+    });
+    this.server = exchange.server;
+    this.request = exchange.request;
+    this.expected = exchange.expected;
+    this.fault = fault;
+  }
+}
+
+/** The exchange did not complete: refused, reset, closed before the whole answer, or out of time. */
+export class ServerConnectionError extends ServerFaultError {
+  override name = "ServerConnectionError";
+}
+
+/** The server answered, but with what cannot be its answer: over our size limit, or not parseable. */
+export class ServerResponseError extends ServerFaultError {
+  override name = "ServerResponseError";
+}
+
 export class BugError extends TritonDevError {
   override name = "BugError";
 }

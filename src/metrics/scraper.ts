@@ -1,3 +1,5 @@
+import { ServerConnectionError, ServerResponseError } from "../errors.js";
+import { fetchBounded, METRICS_RESPONSE_LIMIT } from "../net/bounded-fetch.js";
 import { MetricsHistory, type MetricsView } from "./history.js";
 import { parseExposition } from "./prometheus.js";
 import { tritonSnapshot, type TritonMetricsSnapshot } from "./triton.js";
@@ -60,16 +62,30 @@ export class MetricsScraper {
   private async scrape(): Promise<void> {
     let snapshot: TritonMetricsSnapshot;
     try {
-      const res = await this.fetchImpl(this.o.url, { signal: AbortSignal.timeout(this.o.timeoutMs ?? 1500) });
+      const res = await fetchBounded(
+        this.o.url,
+        { method: "GET" },
+        {
+          exchange: { server: `metrics at ${this.o.url}`, request: "GET", expected: "Prometheus text" },
+          timeoutMs: this.o.timeoutMs ?? 1500,
+          maxBytes: METRICS_RESPONSE_LIMIT,
+          fetch: this.fetchImpl,
+        },
+      );
       if (!res.ok) throw new Error(`HTTP ${res.status}`);
-      const text = await res.text();
+      const text = res.body.toString("utf8");
       snapshot = tritonSnapshot(parseExposition(text), this.now());
     } catch (err) {
       if (this.stopped) return;
       const cause = (err as { cause?: { code?: string } }).cause?.code;
       this.o.onUpdate({
         view: this.history.view(),
-        error: `metrics at ${this.o.url} did not answer (${cause ?? (err as Error).message})`,
+        error:
+          err instanceof ServerResponseError
+            ? err.message
+            : err instanceof ServerConnectionError
+              ? `metrics at ${this.o.url} did not answer (${err.fault})`
+              : `metrics at ${this.o.url} did not answer (${cause ?? (err as Error).message})`,
       });
       return;
     }

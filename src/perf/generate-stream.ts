@@ -7,7 +7,14 @@ import { urlHost } from "../net/url.js";
 import { BugError } from "../errors.js";
 import type { SequenceStep } from "./sequences.js";
 import { factsOf } from "./stream-stats.js";
-import { InferFailedError, type InferTransport, type Outcome, type TransportOptions } from "./transport.js";
+import { formatBytes, JSON_RESPONSE_LIMIT } from "../net/bounded-fetch.js";
+import {
+  InferFailedError,
+  PROBE_TIMEOUT_MS,
+  type InferTransport,
+  type Outcome,
+  type TransportOptions,
+} from "./transport.js";
 
 /** Datatypes whose values JSON carries exactly (no 64-bit integers, no half floats). */
 const JSON_EXACT = new Set(["BYTES", "BOOL", "INT8", "INT16", "INT32", "UINT8", "UINT16", "UINT32", "FP32", "FP64"]);
@@ -52,6 +59,8 @@ export function generateBodies(
 /** One SSE event of generate_stream: an error, or one response's outputs by name. */
 export function parseGenerateEvent(json: string): {
   error?: string;
+  /** The event is not JSON: the server is broken, or is not Triton (its own errors are JSON). */
+  malformed?: boolean;
   elements: number;
   outputs: Record<string, unknown>;
 } {
@@ -59,7 +68,7 @@ export function parseGenerateEvent(json: string): {
   try {
     v = JSON.parse(json);
   } catch {
-    return { error: `not JSON: ${json.slice(0, 80)}`, elements: 0, outputs: {} };
+    return { error: `not JSON: ${json.slice(0, 80)}`, malformed: true, elements: 0, outputs: {} };
   }
   const o = (v && typeof v === "object" ? v : {}) as Record<string, unknown>;
   if (typeof o.error === "string") return { error: o.error, elements: 0, outputs: {} };
@@ -119,6 +128,7 @@ export class HttpGenerateStreamTransport implements InferTransport {
       const done = (error?: { kind: string; connection: boolean }, said?: string) => {
         if (settled) return;
         settled = true;
+        if (deadline) clearTimeout(deadline);
         this.requests.delete(req);
         const latencyUs = (performance.now() - sentMs) * 1000;
         if (error) resolve({ ok: false, latencyUs, sendUs: 0, recvUs: 0, error, ...(said ? { said } : {}) });
@@ -132,49 +142,100 @@ export class HttpGenerateStreamTransport implements InferTransport {
           method: "POST",
           agent: this.agent,
           headers: { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(body) },
-          ...(timeoutMs ? { timeout: timeoutMs } : {}),
         },
         (res) => {
-          let buffered = "";
+          // The event being received, as the pieces it came in: joined once it is whole, so a
+          // long one costs its length once, not once per piece.
+          let pieces: string[] = [];
+          let pending = 0;
+          let endsInNewline = false;
           let failed: string | undefined;
+          let complete = false;
+          const tooBig = (what: string) => {
+            req.destroy();
+            done({
+              kind: `${what} over triton-dev's ${formatBytes(JSON_RESPONSE_LIMIT)} limit for one event`,
+              connection: false,
+            });
+          };
+          const declared = Number(res.headers["content-length"] ?? NaN);
+          if (declared > JSON_RESPONSE_LIMIT) return tooBig(`an answer of ${formatBytes(declared)} announced,`);
+          /** One whole event; false once the request is done with. */
+          const onEvent = (event: string): boolean => {
+            const data = event
+              .split("\n")
+              .filter((l) => l.startsWith("data:"))
+              .map((l) => l.slice(5).trimStart())
+              .join("\n");
+            if (!data) return true;
+            const e = parseGenerateEvent(data);
+            if (e.malformed) {
+              req.destroy();
+              done({ kind: `an event that is not JSON: ${clip(data, 80)}`, connection: false });
+              return false;
+            }
+            if (e.error !== undefined) failed ??= e.error;
+            else {
+              arrivals.push(performance.now());
+              elements += e.elements;
+              if (keep && keep.length < 16) keep.push(e.outputs);
+            }
+            return true;
+          };
           res.setEncoding("utf8");
           res.on("data", (chunk: string) => {
-            buffered += chunk;
-            // Events end with a blank line; a partial one waits for the next chunk.
-            for (let cut = buffered.indexOf("\n\n"); cut >= 0; cut = buffered.indexOf("\n\n")) {
-              const event = buffered.slice(0, cut);
-              buffered = buffered.slice(cut + 2);
-              const data = event
-                .split("\n")
-                .filter((l) => l.startsWith("data:"))
-                .map((l) => l.slice(5).trimStart())
-                .join("\n");
-              if (!data) continue;
-              const e = parseGenerateEvent(data);
-              if (e.error !== undefined) failed ??= e.error;
-              else {
-                arrivals.push(performance.now());
-                elements += e.elements;
-                keep?.push(e.outputs);
-              }
+            if (settled) return;
+            let from = 0;
+            // Events end with a blank line, which may straddle two pieces.
+            if (endsInNewline && chunk.startsWith("\n")) {
+              const event = pieces.join("");
+              pieces = [];
+              pending = 0;
+              from = 1;
+              if (!onEvent(event.slice(0, -1))) return;
             }
+            for (let cut = chunk.indexOf("\n\n", from); cut >= 0; cut = chunk.indexOf("\n\n", from)) {
+              pieces.push(chunk.slice(from, cut));
+              const event = pieces.join("");
+              pieces = [];
+              pending = 0;
+              from = cut + 2;
+              if (!onEvent(event)) return;
+            }
+            const rest = from ? chunk.slice(from) : chunk;
+            if (rest) {
+              pieces.push(rest);
+              pending += rest.length;
+            }
+            endsInNewline = rest.endsWith("\n");
+            // One event (or an error body) past the limit: no generate_stream sends such.
+            if (pending > JSON_RESPONSE_LIMIT) tooBig("an event");
           });
           res.on("end", () => {
+            complete = true;
             if (res.statusCode !== 200) {
-              const text = failed ?? parseGenerateEvent(buffered).error ?? (buffered || "no error text");
+              const buffered = pieces.join("");
+              const text = failed ?? parseGenerateEvent(buffered).error ?? (buffered.slice(0, 4096) || "no error text");
               done({ kind: `HTTP ${res.statusCode}: ${clip(this.said(text))}`, connection: false }, this.said(text));
             } else if (failed !== undefined)
               done({ kind: `stream error: ${clip(this.said(failed))}`, connection: false }, this.said(failed));
             else done();
           });
           res.on("error", (err) => done({ kind: `connection error (${err.message})`, connection: true }));
+          // Closed before its end (a reset, a cut connection): whatever did not say so already.
+          res.on("close", () => {
+            if (!complete) done({ kind: "the connection closed before the answer ended", connection: true }, undefined);
+          });
         },
       );
       this.requests.add(req);
-      req.on("timeout", () => {
-        req.destroy();
-        done({ kind: "timed out", connection: true });
-      });
+      // The whole request, answer included: a server dripping bytes runs out of time too.
+      const deadline = timeoutMs
+        ? setTimeout(() => {
+            req.destroy();
+            done({ kind: "timed out", connection: true });
+          }, timeoutMs)
+        : undefined;
       req.on("error", (err: NodeJS.ErrnoException) =>
         done({
           kind: err.code === "ECONNREFUSED" ? "connection refused" : `connection error (${err.code ?? err.message})`,
@@ -196,10 +257,12 @@ export class HttpGenerateStreamTransport implements InferTransport {
       throw new BugError("a stateful model's requests were sent to generate_stream, which carries no sequence");
     const keep: Array<Record<string, unknown>> = [];
     // Bounded even when the user set no request timeout.
-    const o = await this.run(index, this.timeoutMs ?? 60_000, keep);
+    const o = await this.run(index, this.timeoutMs ?? PROBE_TIMEOUT_MS, keep);
     if (!o.ok)
       throw new InferFailedError(
-        o.said ? `Triton answered: ${o.said}` : (o.error?.kind ?? "no answer"),
+        o.said
+          ? `Triton answered: ${o.said}`
+          : `Triton at ${this.endpoint}: ${o.said ?? o.error?.kind ?? "no answer"} (POST ${this.path}, expecting server-sent events of inference responses)`,
         !!o.error?.connection,
       );
     const first = keep[0] ?? {};
@@ -216,7 +279,7 @@ export class HttpGenerateStreamTransport implements InferTransport {
   }
 
   close(): void {
-    for (const r of this.requests) r.destroy();
+    for (const r of [...this.requests]) r.destroy();
     this.agent.destroy();
   }
 }

@@ -1,6 +1,7 @@
 import { execFile } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
+import { fetchBounded, METRICS_RESPONSE_LIMIT } from "../net/bounded-fetch.js";
 
 /** One GPU at one instant. */
 export interface GpuReading {
@@ -129,7 +130,20 @@ export async function detectGpuProbe(o: GpuProbeOptions): Promise<GpuProbe | und
     const url = o.metricsUrl;
     const probe: GpuProbe = {
       source: "triton-metrics",
-      read: async () => parseTritonGpuMetrics(await (await fetch(url, { signal: AbortSignal.timeout(3000) })).text()),
+      read: async () =>
+        parseTritonGpuMetrics(
+          (
+            await fetchBounded(
+              url,
+              { method: "GET" },
+              {
+                exchange: { server: `metrics at ${url}`, request: "GET", expected: "Prometheus text" },
+                timeoutMs: 3000,
+                maxBytes: METRICS_RESPONSE_LIMIT,
+              },
+            )
+          ).body.toString("utf8"),
+        ),
     };
     try {
       if ((await probe.read()).length > 0) return probe;

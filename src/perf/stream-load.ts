@@ -33,6 +33,9 @@ interface Slot {
   dead: boolean;
 }
 
+/** Messages a probe keeps: it reads the first with outputs. */
+const PROBE_KEEPS = 16;
+
 const connectionKind = (err: TritonGrpcError) =>
   err.codeName === "UNAVAILABLE" && /ECONNREFUSED|No connection established|connect/i.test(err.details)
     ? "connection refused"
@@ -120,7 +123,8 @@ export class GrpcStreamTransport implements InferTransport {
     // Nothing is in flight on this stream: a late message of a request already given up on.
     if (!p) return;
     const now = performance.now();
-    p.keep?.push(m);
+    // A probe reads its first responses only: a stream that never ends costs no more than these.
+    if (p.keep && p.keep.length < PROBE_KEEPS) p.keep.push(m);
     if (m.error) {
       this.finish(slot, p, { kind: `stream error: ${clip(this.said(m.error))}`, connection: false });
       return;
@@ -182,12 +186,23 @@ export class GrpcStreamTransport implements InferTransport {
     if (!o.ok) {
       const said = keep.find((m) => m.error)?.error;
       throw new InferFailedError(
-        said ? `Triton answered: ${this.said(said)}` : (o.error?.kind ?? "no answer"),
+        said
+          ? `Triton answered: ${this.said(said)}`
+          : `Triton at ${this.endpoint}: ${o.error?.kind ?? "no answer"} (gRPC ModelStreamInfer, expecting streamed inference responses)`,
         o.error?.connection ?? false,
       );
     }
-    const first = keep.find((m) => !m.error && m.outputs > 0) ?? keep.find((m) => m.response);
-    return TritonGrpcClient.inferResponseOf(first!.response!);
+    try {
+      const first = keep.find((m) => !m.error && m.outputs > 0) ?? keep.find((m) => m.response);
+      const response = first?.response;
+      if (!response) throw new Error("no response carried one");
+      return TritonGrpcClient.inferResponseOf(response);
+    } catch (err) {
+      throw new InferFailedError(
+        `Triton at ${this.endpoint} streamed responses that are not inference responses: ${clip((err as Error).message)} (gRPC ModelStreamInfer)`,
+        false,
+      );
+    }
   }
 
   close(): void {

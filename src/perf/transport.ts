@@ -87,7 +87,12 @@ const CONNECTION_WORDS: Record<string, string> = {
   EPIPE: "connection reset",
   ETIMEDOUT: "timed out",
   ECLOSED: "cancelled",
+  ETOOBIG: "response over the size limit",
+  EPROTO: "not an HTTP response",
 };
+
+/** How long a probe (the first request, which checks the data) may take, when no request timeout is set. */
+export const PROBE_TIMEOUT_MS = 60_000;
 
 function clip(s: string, n = 160): string {
   const one = s.replace(/\s+/g, " ").trim();
@@ -101,7 +106,8 @@ function httpErrorMessage(r: PooledResponse): string {
   } catch {
     // not JSON: use the raw text below
   }
-  return r.body.toString("utf8") || "no error text";
+  // An error's text is a line or two; a server that sends megabytes of it is shown the start.
+  return clip(r.body.toString("utf8", 0, Math.min(r.body.length, 4096)), 2000) || "no error text";
 }
 
 export class HttpTransport implements InferTransport {
@@ -112,6 +118,8 @@ export class HttpTransport implements InferTransport {
   /** Per payload: its request with more parameters (a sequence's fields change every request). */
   private readonly build: Array<(extra: Record<string, ParameterValue>) => Buffer>;
   private readonly said: (text: string) => string;
+  private readonly path: string;
+  private readonly probeTimeoutMs: number;
 
   constructor(host: string, port: number, o: TransportOptions) {
     this.said = o.userPaths ?? ((t) => t);
@@ -122,6 +130,8 @@ export class HttpTransport implements InferTransport {
       ...(o.requestTimeoutMs ? { requestTimeoutMs: o.requestTimeoutMs } : {}),
     });
     const path = `${modelPath(o.model, o.version)}/infer`;
+    this.path = path;
+    this.probeTimeoutMs = o.requestTimeoutMs ?? PROBE_TIMEOUT_MS;
     this.build = o.payloads.map((inputs, i) => (extra) => {
       const opts = { parameters: { ...o.parameters, ...extra } };
       const refs = o.sharedMemory?.[i];
@@ -144,7 +154,8 @@ export class HttpTransport implements InferTransport {
     const t0 = performance.now();
     let r: PooledResponse;
     try {
-      r = await this.pool.request(raw);
+      // Only counted: a success's body is dropped as it arrives.
+      r = await this.pool.request(raw, { keepBody: false });
     } catch (err) {
       const code = err instanceof HttpConnectionError ? err.code : "ECONNERROR";
       return {
@@ -170,15 +181,29 @@ export class HttpTransport implements InferTransport {
 
   async probe(index: number, sequence?: SequenceStep): Promise<DecodedInferResponse> {
     let r: PooledResponse;
+    const asked = `POST ${this.path}, expecting an inference response`;
     try {
-      r = await this.pool.request(this.request(index, sequence));
+      r = await this.pool.request(this.request(index, sequence), { keepBody: true, timeoutMs: this.probeTimeoutMs });
     } catch (err) {
-      throw new InferFailedError(`cannot reach Triton at ${this.endpoint}: ${(err as Error).message}`, true);
+      const code = err instanceof HttpConnectionError ? err.code : "ECONNERROR";
+      // A response too large or not HTTP came from the server; anything else is the connection's.
+      const connection = code !== "ETOOBIG" && code !== "EPROTO";
+      throw new InferFailedError(
+        `${connection ? "cannot reach Triton at" : "Triton at"} ${this.endpoint}${connection ? ":" : " answered with"} ${(err as Error).message} (${asked})`,
+        connection,
+      );
     }
     if (r.status !== 200)
       throw new InferFailedError(`Triton answered ${r.status}: ${this.said(httpErrorMessage(r))}`, false);
     const hl = responseHeader(r, "inference-header-content-length");
-    return parseInferResponseBody(r.body, hl !== undefined ? Number(hl) : undefined);
+    try {
+      return parseInferResponseBody(r.body, hl !== undefined ? Number(hl) : undefined);
+    } catch (err) {
+      throw new InferFailedError(
+        `Triton at ${this.endpoint} answered 200 with a body that is not an inference response: ${clip((err as Error).message)} (${asked})`,
+        false,
+      );
+    }
   }
 
   close(): void {
@@ -251,19 +276,27 @@ export class GrpcTransport implements InferTransport {
   }
 
   async probe(index: number, sequence?: SequenceStep): Promise<DecodedInferResponse> {
+    let bytes: Buffer;
     try {
-      const bytes = await this.client.inferRaw(
+      bytes = await this.client.inferRaw(
         withSequence(this.requests[index % this.requests.length]!, sequence),
-        60_000,
+        this.timeoutMs ?? PROBE_TIMEOUT_MS,
       );
-      return TritonGrpcClient.decodeInferResponse(bytes);
     } catch (err) {
       if (err instanceof TritonGrpcError)
         throw new InferFailedError(
-          `Triton answered ${err.codeName}: ${this.said(err.details)}`,
-          err.codeName === "UNAVAILABLE",
+          `Triton at ${this.endpoint} answered ${err.codeName}: ${clip(this.said(err.details), 2000)} (gRPC ModelInfer, expecting an inference response)`,
+          err.codeName === "UNAVAILABLE" || err.codeName === "DEADLINE_EXCEEDED",
         );
       throw err;
+    }
+    try {
+      return TritonGrpcClient.decodeInferResponse(bytes);
+    } catch (err) {
+      throw new InferFailedError(
+        `Triton at ${this.endpoint} answered ${bytes.length} bytes that do not decode: ${clip((err as Error).message)} (gRPC ModelInfer, expecting an inference response)`,
+        false,
+      );
     }
   }
 

@@ -7,7 +7,8 @@ import {
   type MessageInitShape,
   type MessageShape,
 } from "@bufbuild/protobuf";
-import { TritonDevError } from "../errors.js";
+import { ServerResponseError, UserError } from "../errors.js";
+import { INFER_RESPONSE_LIMIT } from "../net/bounded-fetch.js";
 import { decodeTensorData, type DecodedInferResponse, type ParameterValue, type RawTensor } from "./binary.js";
 import {
   InferParameterSchema,
@@ -36,15 +37,25 @@ export { decodeStreamMessage, type StreamMessage } from "./stream-message.js";
 
 const SERVICE = "/inference.GRPCInferenceService/";
 
-/** Triton answered a gRPC call with a non-OK status. */
-export class TritonGrpcError extends TritonDevError {
+/**
+ * A gRPC call ended with a non-OK status: Triton's own (NOT_FOUND, INVALID_ARGUMENT, ...), or the
+ * transport's (UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED for an answer over the limit,
+ * INTERNAL for frames that are not gRPC). A user-facing error, never a crash.
+ */
+export class TritonGrpcError extends UserError {
   override name = "TritonGrpcError";
   constructor(
     readonly code: grpc.status,
     readonly details: string,
     readonly method: string,
+    /** Who was asked and what a working server answers, for the message. */
+    where?: { address: string; expected: string },
   ) {
-    super(`Triton answered ${grpc.status[code] ?? code} to ${method}: ${details}`);
+    super(
+      where
+        ? `Triton at ${where.address} answered ${grpc.status[code] ?? code} to gRPC ${method}: ${details} (expecting ${where.expected})`
+        : `Triton answered ${grpc.status[code] ?? code} to ${method}: ${details}`,
+    );
   }
 
   get codeName(): string {
@@ -121,7 +132,9 @@ export class TritonGrpcClient {
     this.address = address;
     this.timeoutMs = options.timeoutMs ?? 10_000;
     this.client = new grpc.Client(address, grpc.credentials.createInsecure(), {
-      "grpc.max_receive_message_length": -1,
+      // A message over this is refused (RESOURCE_EXHAUSTED) before it is buffered; see
+      // INFER_RESPONSE_LIMIT for why no real answer comes near it.
+      "grpc.max_receive_message_length": INFER_RESPONSE_LIMIT,
       "grpc.max_send_message_length": -1,
       // One HTTP/2 connection carries every concurrent call; do not let an idle timer drop it mid-run.
       "grpc.keepalive_permit_without_calls": 1,
@@ -136,11 +149,29 @@ export class TritonGrpcClient {
     timeoutMs = this.timeoutMs,
   ): Promise<MessageShape<O>> {
     const bytes = Buffer.from(toBinary(inSchema, create(inSchema, req)));
-    return this.callRaw(method, bytes, timeoutMs).then((b) => fromBinary(outSchema, b));
+    return this.callRaw(method, bytes, timeoutMs, `a ${outSchema.name}`).then((b) => this.decode(outSchema, b, method));
+  }
+
+  /** A response message, or a ServerResponseError when its bytes are no such message. */
+  private decode<O extends DescMessage>(schema: O, bytes: Buffer, method: string): MessageShape<O> {
+    try {
+      return fromBinary(schema, bytes);
+    } catch (err) {
+      throw new ServerResponseError(
+        { server: `Triton at ${this.address}`, request: `gRPC ${method}`, expected: `a ${schema.name}` },
+        `answered with ${bytes.length} bytes that do not decode (${(err as Error).message})`,
+        { cause: err },
+      );
+    }
   }
 
   /** A unary call with bytes already encoded; resolves with the response bytes. */
-  callRaw(method: string, bytes: Buffer, timeoutMs: number | undefined = this.timeoutMs): Promise<Buffer> {
+  callRaw(
+    method: string,
+    bytes: Buffer,
+    timeoutMs: number | undefined = this.timeoutMs,
+    expected = "an answer",
+  ): Promise<Buffer> {
     return new Promise((resolve, reject) => {
       const options: grpc.CallOptions = timeoutMs ? { deadline: Date.now() + timeoutMs } : {};
       this.client.makeUnaryRequest(
@@ -151,7 +182,10 @@ export class TritonGrpcClient {
         new grpc.Metadata(),
         options,
         (err, res) => {
-          if (err) reject(new TritonGrpcError(err.code, err.details || err.message, method));
+          if (err)
+            reject(
+              new TritonGrpcError(err.code, err.details || err.message, method, { address: this.address, expected }),
+            );
           else resolve(res!);
         },
       );
@@ -294,9 +328,10 @@ export class TritonGrpcClient {
 
   /** Send encoded ModelInfer bytes; resolves with the undecoded response. */
   inferRaw(request: Buffer, timeoutMs?: number): Promise<Buffer> {
-    return this.callRaw("ModelInfer", request, timeoutMs ?? 0);
+    return this.callRaw("ModelInfer", request, timeoutMs ?? 0, "an inference response");
   }
 
+  /** Throws when the bytes are no ModelInferResponse, or their tensors do not fit their shapes. */
   static decodeInferResponse(bytes: Buffer): DecodedInferResponse {
     return TritonGrpcClient.inferResponseOf(fromBinary(ModelInferResponseSchema, bytes));
   }

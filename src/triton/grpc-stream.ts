@@ -1,6 +1,7 @@
 import http2 from "node:http2";
 import net from "node:net";
 import { status } from "@grpc/grpc-js";
+import { INFER_RESPONSE_LIMIT } from "../net/bounded-fetch.js";
 import { TritonGrpcError, type InferStream } from "./grpc-client.js";
 import { decodeStreamMessage, type StreamMessage } from "./stream-message.js";
 
@@ -110,8 +111,11 @@ export class GrpcStreamChannel {
       s.close(http2.constants.NGHTTP2_CANCEL);
     };
     this.streams.add(cancel);
-    // Bytes of a message split across DATA frames, until it is whole.
-    let pending: Buffer | undefined;
+    // A message split across DATA frames: its chunks until `need` bytes (its header and body)
+    // have come, then joined once (a large answer arrives in many frames).
+    let parts: Buffer[] = [];
+    let have = 0;
+    let need = HEADER;
     s.on("response", (h) => {
       if (h[":status"] !== 200)
         final ??= { code: status.UNKNOWN, message: `HTTP status ${String(h[":status"])} from ${this.address}` };
@@ -126,25 +130,55 @@ export class GrpcStreamChannel {
     s.on("end", () => {
       if (!s.closed) s.close();
     });
+    const broken = (code: number, message: string) => {
+      final ??= { code, message };
+      parts = [];
+      s.close(http2.constants.NGHTTP2_CANCEL);
+    };
     s.on("data", (chunk: Buffer) => {
-      const b = pending ? Buffer.concat([pending, chunk]) : chunk;
-      pending = undefined;
+      if (ended || cancelled || final) return;
+      parts.push(chunk);
+      have += chunk.length;
+      if (have < need) return;
+      const b = parts.length === 1 ? parts[0]! : Buffer.concat(parts, have);
+      parts = [];
+      have = 0;
+      need = HEADER;
       let at = 0;
       while (b.length - at >= HEADER) {
         const n = b.readUInt32BE(at + 1);
-        if (b.length - at - HEADER < n) break;
-        if (b[at] !== 0) {
-          // No compression was offered (no grpc-accept-encoding), so none may come.
-          final ??= { code: status.INTERNAL, message: "a compressed message, though none was accepted" };
-          s.close(http2.constants.NGHTTP2_PROTOCOL_ERROR);
-          return;
+        if (n > INFER_RESPONSE_LIMIT)
+          return broken(
+            status.RESOURCE_EXHAUSTED,
+            `a message of ${n} bytes announced, over triton-dev's ${INFER_RESPONSE_LIMIT / 1024 / 1024} MiB limit for one response`,
+          );
+        if (b.length - at - HEADER < n) {
+          need = HEADER + n;
+          break;
         }
+        if (b[at] !== 0)
+          // No compression was offered (no grpc-accept-encoding), so none may come.
+          return broken(status.INTERNAL, "a compressed message, though none was accepted");
         const m = b.subarray(at + HEADER, at + HEADER + n);
         at += HEADER + n;
-        handlers.onMessage(decodeStreamMessage(m));
+        let message: StreamMessage;
+        try {
+          message = decodeStreamMessage(m);
+        } catch (err) {
+          return broken(
+            status.INTERNAL,
+            `a message that is not a ModelStreamInferResponse (${n} bytes: ${(err as Error).message})`,
+          );
+        }
+        handlers.onMessage(message);
         if (ended || cancelled) return;
       }
-      if (at < b.length) pending = Buffer.from(b.subarray(at));
+      if (at < b.length) {
+        // The rest of a message still coming: copied out, so the chunk it was in can go.
+        const rest = Buffer.from(b.subarray(at));
+        parts = [rest];
+        have = rest.length;
+      }
     });
     s.on("error", (err: Error) => {
       failure ??= err;
@@ -152,6 +186,7 @@ export class GrpcStreamChannel {
     s.on("close", () => {
       this.streams.delete(cancel);
       if (cancelled) return end(new TritonGrpcError(status.CANCELLED, "Cancelled on client", "ModelStreamInfer"));
+      // A message we could not read (`broken`) ended the stream from this side.
       if (final && final.code !== status.OK)
         return end(new TritonGrpcError(final.code, final.message, "ModelStreamInfer"));
       if (final) return end(undefined);

@@ -1,4 +1,5 @@
-import { TritonDevError } from "../errors.js";
+import { ServerResponseError, UserError, type ServerExchange } from "../errors.js";
+import { fetchBounded, fetchStatus, JSON_RESPONSE_LIMIT } from "../net/bounded-fetch.js";
 import { urlHost } from "../net/url.js";
 
 /** States from Triton's repository index (POST /v2/repository/index). */
@@ -46,8 +47,11 @@ export interface InferResponse {
   outputs: InferOutput[];
 }
 
-/** Triton answered with an error body ({"error": "..."}) or a non-2xx status. */
-export class TritonHttpError extends TritonDevError {
+/**
+ * Triton answered with an error body ({"error": "..."}) or a non-2xx status: a user-facing error
+ * (the server's word on what the user asked), never a crash.
+ */
+export class TritonHttpError extends UserError {
   override name = "TritonHttpError";
   constructor(
     readonly status: number,
@@ -58,16 +62,8 @@ export class TritonHttpError extends TritonDevError {
   }
 }
 
-/** Triton could not be reached at all (refused, reset, timeout). */
-export class TritonUnreachableError extends TritonDevError {
-  override name = "TritonUnreachableError";
-  constructor(
-    readonly url: string,
-    cause: unknown,
-  ) {
-    super(`cannot reach Triton at ${url}: ${(cause as Error)?.message ?? String(cause)}`, { cause });
-  }
-}
+/** Triton could not be reached, or the exchange did not complete (refused, reset, cut off, timeout). */
+export { ServerConnectionError as TritonUnreachableError } from "../errors.js";
 
 export interface TritonHttpClientOptions {
   /** Header name and value that unlock the restricted model-repository API. */
@@ -117,6 +113,8 @@ export function modelPath(model: string, version?: string): string {
   return `/v2/models/${encodeURIComponent(model)}${version ? `/versions/${encodeURIComponent(version)}` : ""}`;
 }
 
+const ok = (status: number) => status >= 200 && status < 300;
+
 export class TritonHttpClient {
   readonly baseUrl: string;
   private readonly fetchImpl: typeof fetch;
@@ -130,43 +128,61 @@ export class TritonHttpClient {
     this.repositoryKey = options.repositoryKey;
   }
 
-  private async request(
-    method: "GET" | "POST",
-    path: string,
-    body?: unknown,
-    extraHeaders: Record<string, string> = {},
-  ): Promise<Response> {
-    const url = this.baseUrl + path;
-    try {
-      return await this.fetchImpl(url, {
-        method,
-        headers: body === undefined ? extraHeaders : { "content-type": "application/json", ...extraHeaders },
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(this.timeoutMs),
-      });
-    } catch (err) {
-      throw new TritonUnreachableError(url, err);
-    }
+  private exchange(method: "GET" | "POST", path: string, expected: string): ServerExchange {
+    return { server: `Triton at ${this.baseUrl}`, request: `${method} ${path}`, expected };
   }
 
+  /** The status of a bodiless probe (health, readiness); its body, whatever it is, is not read. */
+  private status(path: string, expected: string): Promise<number> {
+    return fetchStatus(
+      this.baseUrl + path,
+      { method: "GET" },
+      {
+        exchange: this.exchange("GET", path, expected),
+        timeoutMs: this.timeoutMs,
+        fetch: this.fetchImpl,
+      },
+    );
+  }
+
+  /**
+   * One JSON exchange: the answer bounded in size (JSON_RESPONSE_LIMIT) and, with its body, in
+   * time; a 2xx answer that is not JSON is the server's fault, said as such.
+   */
   private async json<T>(
     method: "GET" | "POST",
     path: string,
+    expected: string,
     body?: unknown,
-    headers?: Record<string, string>,
+    extraHeaders: Record<string, string> = {},
   ): Promise<T> {
-    const res = await this.request(method, path, body, headers);
-    const text = await res.text();
+    const exchange = this.exchange(method, path, expected);
+    const res = await fetchBounded(
+      this.baseUrl + path,
+      {
+        method,
+        headers: body === undefined ? extraHeaders : { "content-type": "application/json", ...extraHeaders },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      },
+      { exchange, timeoutMs: this.timeoutMs, maxBytes: JSON_RESPONSE_LIMIT, fetch: this.fetchImpl },
+    );
+    const text = res.body.toString("utf8");
     let parsed: unknown;
+    let bad: string | undefined;
     try {
       parsed = text.length ? JSON.parse(text) : undefined;
-    } catch {
-      parsed = undefined;
+    } catch (err) {
+      bad = (err as Error).message;
     }
     if (!res.ok) {
-      const msg = (parsed as { error?: string } | undefined)?.error ?? (text || res.statusText);
+      const msg = (parsed as { error?: string } | undefined)?.error ?? (text.slice(0, 500) || res.statusText);
       throw new TritonHttpError(res.status, msg, this.baseUrl + path);
     }
+    if (bad !== undefined || (text.length > 0 && (parsed === null || typeof parsed !== "object")))
+      throw new ServerResponseError(
+        exchange,
+        `answered ${res.status} with a body that is not a JSON object (${bad ?? JSON.stringify(text.slice(0, 40))})`,
+      );
     return parsed as T;
   }
 
@@ -177,7 +193,7 @@ export class TritonHttpClient {
   /** 200 from /v2/health/live; false when Triton answers otherwise or cannot be reached. */
   async isLive(): Promise<boolean> {
     try {
-      return (await this.request("GET", "/v2/health/live")).ok;
+      return ok(await this.status("/v2/health/live", "200 when the server is live"));
     } catch {
       return false;
     }
@@ -185,7 +201,7 @@ export class TritonHttpClient {
 
   async isReady(): Promise<boolean> {
     try {
-      return (await this.request("GET", "/v2/health/ready")).ok;
+      return ok(await this.status("/v2/health/ready", "200 when the server is ready"));
     } catch {
       return false;
     }
@@ -194,24 +210,31 @@ export class TritonHttpClient {
   async isModelReady(model: string, version?: string): Promise<boolean> {
     const p = `${modelPath(model, version)}/ready`;
     try {
-      return (await this.request("GET", p)).ok;
+      return ok(await this.status(p, "200 when the model is ready"));
     } catch {
       return false;
     }
   }
 
   serverMetadata(): Promise<{ name: string; version: string; extensions: string[] }> {
-    return this.json("GET", "/v2");
+    return this.json("GET", "/v2", "the server's metadata as JSON");
   }
 
   repositoryIndex(readyOnly = false): Promise<RepositoryIndexEntry[]> {
-    return this.json("POST", "/v2/repository/index", { ready: readyOnly }, this.repoHeaders());
+    return this.json(
+      "POST",
+      "/v2/repository/index",
+      "the repository index as JSON",
+      { ready: readyOnly },
+      this.repoHeaders(),
+    );
   }
 
   async loadModel(model: string, parameters?: Record<string, string>): Promise<void> {
     await this.json(
       "POST",
       `/v2/repository/models/${encodeURIComponent(model)}/load`,
+      "the load's outcome",
       parameters ? { parameters } : {},
       this.repoHeaders(),
     );
@@ -221,21 +244,26 @@ export class TritonHttpClient {
     await this.json(
       "POST",
       `/v2/repository/models/${encodeURIComponent(model)}/unload`,
+      "the unload's outcome",
       { parameters: { unload_dependents: unloadDependents } },
       this.repoHeaders(),
     );
   }
 
   modelMetadata(model: string, version?: string): Promise<ModelMetadata> {
-    return this.json("GET", modelPath(model, version));
+    return this.json("GET", modelPath(model, version), "the model's metadata as JSON");
   }
 
   modelConfig(model: string, version?: string): Promise<Record<string, unknown>> {
-    return this.json("GET", `${modelPath(model, version)}/config`);
+    return this.json("GET", `${modelPath(model, version)}/config`, "the model's configuration as JSON");
   }
 
   modelStatistics(model?: string, version?: string): Promise<{ model_stats: Array<Record<string, unknown>> }> {
-    return this.json("GET", model ? `${modelPath(model, version)}/stats` : "/v2/models/stats");
+    return this.json(
+      "GET",
+      model ? `${modelPath(model, version)}/stats` : "/v2/models/stats",
+      "inference statistics as JSON",
+    );
   }
 
   infer(
@@ -243,7 +271,7 @@ export class TritonHttpClient {
     inputs: InferInput[],
     options: { id?: string; parameters?: Record<string, string | number | boolean> } = {},
   ): Promise<InferResponse> {
-    return this.json("POST", `/v2/models/${encodeURIComponent(model)}/infer`, {
+    return this.json("POST", `/v2/models/${encodeURIComponent(model)}/infer`, "an inference response as JSON", {
       ...(options.id ? { id: options.id } : {}),
       ...(options.parameters ? { parameters: options.parameters } : {}),
       inputs,

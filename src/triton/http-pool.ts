@@ -1,6 +1,7 @@
 import net from "node:net";
 import { performance } from "node:perf_hooks";
 import { TritonDevError } from "../errors.js";
+import { formatBytes, INFER_RESPONSE_LIMIT } from "../net/bounded-fetch.js";
 
 /**
  * A minimal HTTP/1.1 client for load generation: a pool of keep-alive connections, each carrying
@@ -38,6 +39,15 @@ export interface KeepAlivePoolOptions {
   maxConnections: number;
   /** A request without a complete response after this long fails with code ETIMEDOUT. */
   requestTimeoutMs?: number;
+  /** A response body over this many bytes (announced or sent) fails with code ETOOBIG. */
+  maxResponseBytes?: number;
+}
+
+export interface PoolRequestOptions {
+  /** Keep a 2xx response's body (a load generator only counts it: dropped, it costs no memory). */
+  keepBody?: boolean;
+  /** This request's own deadline, in place of the pool's. */
+  timeoutMs?: number;
 }
 
 interface Pending {
@@ -45,10 +55,16 @@ interface Pending {
   resolve: (r: PooledResponse) => void;
   reject: (e: Error) => void;
   startMs: number;
+  keepBody: boolean;
+  timeoutMs: number | undefined;
 }
 
+const CRLF = Buffer.from("\r\n");
 const CRLFCRLF = Buffer.from("\r\n\r\n");
 const EMPTY = Buffer.alloc(0);
+/** A status line and headers, a chunk-size line, trailers: Triton's are a few hundred bytes. */
+const MAX_HEAD_BYTES = 64 * 1024;
+const MAX_LINE_BYTES = 1024;
 
 /** The value of header `name` (lower case) in a response head, itself lower-cased, or undefined. */
 function headerIn(lower: string, name: string, head = lower): string | undefined {
@@ -63,12 +79,29 @@ export function responseHeader(r: Pick<PooledResponse, "head">, name: string): s
   return headerIn(r.head.toLowerCase(), name.toLowerCase(), r.head);
 }
 
+/**
+ * Where the parser is in a response: its head, a body of known length, a chunked body (a chunk's
+ * size line, its data, the CRLF after it, the trailers), or a body that ends with the connection.
+ */
+type Phase = "head" | "length" | "chunk-size" | "chunk-data" | "chunk-end" | "trailers" | "until-close";
+
+/**
+ * One keep-alive connection. Its response parser is incremental: every byte is looked at once, a
+ * body's bytes are kept (or, for a load generator, only counted) as the chunks they came in, and
+ * nothing the server says (a Content-Length, a chunk size) is allocated before it arrives, so a
+ * server that sends without end costs at most the limit.
+ */
 class Connection {
   readonly socket: net.Socket;
   private current: (Pending & { sentMs: number; firstByteMs: number }) | undefined;
-  private buf: Buffer = EMPTY;
-  private head:
-    { status: number; text: string; bodyStart: number; length: number; chunked: boolean; close: boolean } | undefined;
+  private phase: Phase = "head";
+  /** Bytes of the head, a chunk-size line or the trailers, until they are whole. */
+  private pendingText: Buffer = EMPTY;
+  private head: { status: number; text: string; close: boolean } | undefined;
+  /** Bytes left of the body (length) or of the current chunk (chunk-data, chunk-end). */
+  private remaining = 0;
+  private parts: Buffer[] = [];
+  private bodyBytes = 0;
   private timer: NodeJS.Timeout | undefined;
   closed = false;
 
@@ -78,12 +111,22 @@ class Connection {
     private readonly onIdle: (c: Connection) => void,
     private readonly onClosed: (c: Connection) => void,
     private readonly requestTimeoutMs: number | undefined,
+    private readonly maxBodyBytes: number,
   ) {
     this.socket = net.connect({ host, port });
     this.socket.setNoDelay(true);
     this.socket.on("data", (d: Buffer) => this.onData(d));
     this.socket.on("error", (err: NodeJS.ErrnoException) => this.fail(err.code ?? "ECONNERROR", err.message));
-    this.socket.on("close", () => this.fail("ECONNRESET", "the server closed the connection before answering"));
+    this.socket.on("close", () => {
+      if (this.current && this.phase === "until-close") return this.finish();
+      const cur = this.current;
+      this.fail(
+        "ECONNRESET",
+        !cur || cur.firstByteMs === 0
+          ? "the server closed the connection before answering"
+          : `the server closed the connection ${this.head ? `after ${formatBytes(this.bodyBytes)} of the response body` : "in the middle of the response's headers"}`,
+      );
+    });
   }
 
   get busy(): boolean {
@@ -93,10 +136,14 @@ class Connection {
   send(p: Pending): void {
     this.current = { ...p, sentMs: 0, firstByteMs: 0 };
     const cur = this.current;
-    if (this.requestTimeoutMs !== undefined) {
+    const timeoutMs = p.timeoutMs ?? this.requestTimeoutMs;
+    if (timeoutMs !== undefined) {
       this.timer = setTimeout(() => {
-        this.fail("ETIMEDOUT", `no response within ${this.requestTimeoutMs} ms`);
-      }, this.requestTimeoutMs);
+        this.fail(
+          "ETIMEDOUT",
+          `no complete response within ${timeoutMs} ms${cur.firstByteMs ? ` (${formatBytes(this.bodyBytes)} of its body arrived)` : ""}`,
+        );
+      }, timeoutMs);
     }
     if (this.socket.connecting || p.raw.length > 65536) {
       this.socket.write(p.raw, () => {
@@ -111,77 +158,156 @@ class Connection {
   }
 
   private onData(d: Buffer): void {
-    const cur = this.current;
-    if (!cur) {
-      // Bytes nobody asked for: the framing is lost, so the connection is not reusable.
-      this.socket.destroy();
-      return;
-    }
-    if (cur.firstByteMs === 0) cur.firstByteMs = performance.now();
-    this.buf = this.buf.length ? Buffer.concat([this.buf, d]) : d;
-    this.parse();
-  }
-
-  private parse(): void {
-    if (!this.head) {
-      const end = this.buf.indexOf(CRLFCRLF);
-      if (end < 0) return;
-      // Only what frames the body is read here; other headers stay text until someone asks.
-      const text = this.buf.toString("latin1", 0, end + 2);
-      const status = /^HTTP\/1\.[01] \d{3}/.test(text) ? Number(text.slice(9, 12)) : NaN;
-      if (!Number.isFinite(status)) {
-        this.fail("EPROTO", `not an HTTP response: ${JSON.stringify(text.slice(0, 60))}`);
+    let at = 0;
+    while (at < d.length) {
+      const cur = this.current;
+      if (!cur) {
+        // Bytes nobody asked for: the framing is lost, so the connection is not reusable.
+        this.close();
         return;
       }
-      const lower = text.toLowerCase();
-      const length = Number(headerIn(lower, "content-length") ?? 0);
-      const chunked = (headerIn(lower, "transfer-encoding") ?? "").includes("chunked");
-      const close = (headerIn(lower, "connection") ?? "").includes("close");
-      this.head = { status, text, bodyStart: end + 4, length, chunked, close };
-    }
-    const h = this.head;
-    if (h.chunked) {
-      const body = this.dechunk(h.bodyStart);
-      if (body) this.finish(body.data, body.end);
-      return;
-    }
-    if (this.buf.length - h.bodyStart < h.length) return;
-    this.finish(this.buf.subarray(h.bodyStart, h.bodyStart + h.length), h.bodyStart + h.length);
-  }
-
-  /** The whole chunked body once it has arrived, else undefined. */
-  private dechunk(start: number): { data: Buffer; end: number } | undefined {
-    const parts: Buffer[] = [];
-    let pos = start;
-    for (;;) {
-      const eol = this.buf.indexOf("\r\n", pos, "latin1");
-      if (eol < 0) return undefined;
-      const size = parseInt(this.buf.toString("latin1", pos, eol).split(";")[0]!, 16);
-      if (!Number.isFinite(size)) {
-        this.fail("EPROTO", "bad chunk size in response");
-        return undefined;
-      }
-      if (size === 0) {
-        const trailerEnd = this.buf.indexOf(CRLFCRLF, eol);
-        if (trailerEnd >= 0) return { data: Buffer.concat(parts), end: trailerEnd + 4 };
-        if (this.buf.length >= eol + 4 && this.buf.toString("latin1", eol, eol + 4) === "\r\n\r\n")
-          return { data: Buffer.concat(parts), end: eol + 4 };
-        return undefined;
-      }
-      if (this.buf.length < eol + 2 + size + 2) return undefined;
-      parts.push(this.buf.subarray(eol + 2, eol + 2 + size));
-      pos = eol + 2 + size + 2;
+      if (cur.firstByteMs === 0) cur.firstByteMs = performance.now();
+      const used = this.step(d, at);
+      if (used < 0) return; // failed: the connection is closed
+      at += used;
     }
   }
 
-  private finish(body: Buffer, end: number): void {
+  /** Parse from `d[at]` on in the current phase; the bytes used, or -1 once the request failed. */
+  private step(d: Buffer, at: number): number {
+    switch (this.phase) {
+      case "head":
+      case "chunk-size":
+      case "trailers": {
+        const max = this.phase === "chunk-size" ? MAX_LINE_BYTES : MAX_HEAD_BYTES;
+        const end = this.phase === "chunk-size" ? CRLF : CRLFCRLF;
+        // Search from just before the new bytes: the terminator may straddle two reads.
+        const before = this.pendingText.length;
+        const text = before ? Buffer.concat([this.pendingText, d.subarray(at)]) : d.subarray(at);
+        // Trailers may be absent altogether: "0\r\n" then one CRLF.
+        const found =
+          this.phase === "trailers" && text.length >= 2 && text[0] === 13 && text[1] === 10
+            ? 0
+            : text.indexOf(end, Math.max(0, before - end.length + 1));
+        if (found < 0) {
+          if (text.length > max) return (this.fail("EPROTO", this.tooLong()), -1);
+          this.pendingText = Buffer.from(text);
+          return d.length - at;
+        }
+        const endAt = this.phase === "trailers" && found === 0 ? 2 : found + end.length;
+        if (endAt > max + end.length) return (this.fail("EPROTO", this.tooLong()), -1);
+        this.pendingText = EMPTY;
+        const used = endAt - before;
+        if (this.phase === "head") {
+          if (!this.onHead(text.toString("latin1", 0, found + 2))) return -1;
+        } else if (this.phase === "chunk-size") {
+          const n = parseInt(text.toString("latin1", 0, found).split(";")[0]!.trim(), 16);
+          if (!Number.isFinite(n) || n < 0) return (this.fail("EPROTO", "a bad chunk size"), -1);
+          if (n === 0) this.phase = "trailers";
+          else {
+            if (this.bodyBytes + n > this.maxBodyBytes)
+              return (this.fail("ETOOBIG", this.overLimit(this.bodyBytes + n)), -1);
+            this.phase = "chunk-data";
+            this.remaining = n;
+          }
+        } else this.finish();
+        return used;
+      }
+      case "length":
+      case "chunk-data":
+      case "until-close": {
+        const take = this.phase === "until-close" ? d.length - at : Math.min(this.remaining, d.length - at);
+        this.bodyBytes += take;
+        if (this.bodyBytes > this.maxBodyBytes) return (this.fail("ETOOBIG", this.overLimit(this.bodyBytes)), -1);
+        if (this.keep()) this.parts.push(d.subarray(at, at + take));
+        if (this.phase === "until-close") return take;
+        this.remaining -= take;
+        if (this.remaining === 0) {
+          if (this.phase === "length") this.finish();
+          else {
+            this.phase = "chunk-end";
+            this.remaining = 2;
+          }
+        }
+        return take;
+      }
+      case "chunk-end": {
+        const take = Math.min(this.remaining, d.length - at);
+        this.remaining -= take;
+        if (this.remaining === 0) this.phase = "chunk-size";
+        return take;
+      }
+    }
+  }
+
+  private tooLong(): string {
+    return this.phase === "head"
+      ? `headers that run past ${MAX_HEAD_BYTES / 1024} KiB (no HTTP server sends such)`
+      : this.phase === "trailers"
+        ? `trailers that run past ${MAX_HEAD_BYTES / 1024} KiB`
+        : "a chunk-size line longer than 1 KiB";
+  }
+
+  private overLimit(n: number): string {
+    return `a response body over triton-dev's ${formatBytes(this.maxBodyBytes)} limit for one response (${formatBytes(n)} ${this.phase === "head" ? "announced" : "so far"})`;
+  }
+
+  /** Only the bodies someone reads are kept: a probe's, and every error's (it says what went wrong). */
+  private keep(): boolean {
+    return this.current!.keepBody || this.head!.status < 200 || this.head!.status >= 300;
+  }
+
+  private onHead(text: string): boolean {
+    // Only what frames the body is read here; other headers stay text until someone asks.
+    const status = /^HTTP\/1\.[01] \d{3}/.test(text) ? Number(text.slice(9, 12)) : NaN;
+    if (!Number.isFinite(status)) {
+      this.fail("EPROTO", `bytes that are not an HTTP response: ${JSON.stringify(text.slice(0, 60))}`);
+      return false;
+    }
+    const lower = text.toLowerCase();
+    const lengthText = headerIn(lower, "content-length");
+    const chunked = (headerIn(lower, "transfer-encoding") ?? "").includes("chunked");
+    const close = (headerIn(lower, "connection") ?? "").includes("close");
+    this.head = { status, text, close };
+    this.parts = [];
+    this.bodyBytes = 0;
+    if (chunked) {
+      this.phase = "chunk-size";
+      return true;
+    }
+    if (lengthText === undefined) {
+      // No length and not chunked: the body runs until the server closes the connection.
+      this.phase = "until-close";
+      return true;
+    }
+    const length = Number(lengthText);
+    if (!/^\d+$/.test(lengthText) || !Number.isSafeInteger(length)) {
+      this.fail("EPROTO", `a bad Content-Length in the response: ${JSON.stringify(lengthText.slice(0, 40))}`);
+      return false;
+    }
+    if (length > this.maxBodyBytes) {
+      this.fail("ETOOBIG", this.overLimit(length));
+      return false;
+    }
+    if (length === 0) this.finish();
+    else {
+      this.phase = "length";
+      this.remaining = length;
+    }
+    return true;
+  }
+
+  private finish(): void {
     const cur = this.current!;
     const h = this.head!;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     // Socket chunks are never reused by Node, so the body can point into them without a copy.
-    this.buf = end < this.buf.length ? this.buf.subarray(end) : EMPTY;
+    const body = this.parts.length === 1 ? this.parts[0]! : this.parts.length ? Buffer.concat(this.parts) : EMPTY;
+    const untilClose = this.phase === "until-close";
+    this.parts = [];
     this.head = undefined;
+    this.phase = "head";
     this.current = undefined;
     const endMs = performance.now();
     cur.resolve({
@@ -193,7 +319,7 @@ class Connection {
       firstByteMs: cur.firstByteMs,
       endMs,
     });
-    if (h.close) {
+    if (h.close || untilClose) {
       this.close();
       return;
     }
@@ -205,6 +331,7 @@ class Connection {
     this.timer = undefined;
     const cur = this.current;
     this.current = undefined;
+    this.parts = [];
     if (cur) cur.reject(new HttpConnectionError(code, message));
     if (!this.closed) this.close();
   }
@@ -217,6 +344,7 @@ class Connection {
     this.timer = undefined;
     const cur = this.current;
     this.current = undefined;
+    this.parts = [];
     cur?.reject(new HttpConnectionError("ECLOSED", "the connection was closed"));
     this.socket.destroy();
     this.onClosed(this);
@@ -240,13 +368,20 @@ export class KeepAliveHttpPool {
   }
 
   /** Send prebuilt request bytes (request line, headers and body) and resolve with the response. */
-  request(raw: Buffer): Promise<PooledResponse> {
+  request(raw: Buffer, options: PoolRequestOptions = {}): Promise<PooledResponse> {
     return new Promise((resolve, reject) => {
       if (this.closed) {
         reject(new HttpConnectionError("ECLOSED", "the connection pool is closed"));
         return;
       }
-      this.dispatch({ raw, resolve, reject, startMs: performance.now() });
+      this.dispatch({
+        raw,
+        resolve,
+        reject,
+        startMs: performance.now(),
+        keepBody: options.keepBody ?? true,
+        timeoutMs: options.timeoutMs,
+      });
     });
   }
 
@@ -278,6 +413,7 @@ export class KeepAliveHttpPool {
         }
       },
       this.options.requestTimeoutMs,
+      this.options.maxResponseBytes ?? INFER_RESPONSE_LIMIT,
     );
     this.all.add(c);
     return c;

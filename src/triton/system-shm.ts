@@ -1,6 +1,7 @@
 import { BinaryReader, BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import { create, toBinary } from "@bufbuild/protobuf";
-import { TritonDevError } from "../errors.js";
+import { ServerResponseError, TritonDevError } from "../errors.js";
+import { fetchBounded, JSON_RESPONSE_LIMIT } from "../net/bounded-fetch.js";
 import type { ParameterValue, RawTensor } from "./binary.js";
 import { InferParameterSchema, ModelInferRequestSchema, type InferParameter } from "./gen/grpc_service_pb.js";
 import type { TritonGrpcClient } from "./grpc-client.js";
@@ -112,19 +113,21 @@ export class HttpSystemShm implements SystemShmApi {
   ) {}
 
   private async call(method: "GET" | "POST", path: string, body?: unknown): Promise<unknown> {
-    let r: Response;
-    try {
-      r = await this.fetchImpl(this.baseUrl + path, {
+    // Bounded like every answer we read (net/bounded-fetch.ts); a fault is a ServerFaultError.
+    const exchange = {
+      server: `Triton at ${this.baseUrl}`,
+      request: `${method} ${path}`,
+      expected: "the shared memory API's answer as JSON",
+    };
+    const r = await fetchBounded(
+      this.baseUrl + path,
+      {
         method,
         ...(body !== undefined ? { body: JSON.stringify(body), headers: { "content-type": "application/json" } } : {}),
-        signal: AbortSignal.timeout(10_000),
-      });
-    } catch (err) {
-      throw new SharedMemoryApiError(`cannot reach Triton at ${this.baseUrl}: ${(err as Error).message}`, {
-        cause: err,
-      });
-    }
-    const text = await r.text();
+      },
+      { exchange, timeoutMs: 10_000, maxBytes: JSON_RESPONSE_LIMIT, fetch: this.fetchImpl },
+    );
+    const text = r.body.toString("utf8");
     if (!r.ok) {
       let said = text;
       try {
@@ -134,7 +137,11 @@ export class HttpSystemShm implements SystemShmApi {
       }
       throw new SharedMemoryApiError(`Triton answered ${r.status} to ${path}: ${said}`);
     }
-    return text ? JSON.parse(text) : undefined;
+    try {
+      return text ? JSON.parse(text) : undefined;
+    } catch (err) {
+      throw new ServerResponseError(exchange, `answered ${r.status} with a body that is not JSON`, { cause: err });
+    }
   }
 
   async register(region: string, key: string, offset: number, byteSize: number): Promise<void> {
