@@ -64,6 +64,13 @@ def wall_in():
                     keep.add(os.path.dirname(os.path.realpath(v.strip())))
     for p in (sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))):
         keep.add(p)
+    # Under -S, sys.prefix is the base interpreter's, not the virtual environment's: the folder
+    # of the program about to run (and of this Python) is kept whole when it is an environment.
+    for exe in (sys.executable, argv[0] if argv else ""):
+        if not exe:
+            continue
+        root = os.path.dirname(os.path.dirname(os.path.abspath(exe)))
+        keep.add(root if os.path.isfile(os.path.join(root, "pyvenv.cfg")) else os.path.abspath(exe))
     # A folder the model needs is never hidden itself (only what is around it).
     hidden = [h for h in hidden if h not in keep]
     roots = sorted(scratch + hidden, key=len)

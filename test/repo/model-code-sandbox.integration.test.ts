@@ -7,9 +7,12 @@
  * stays cheap on a shared machine: every loop in it is bounded.
  */
 import { randomUUID } from "node:crypto";
+import { execFile } from "node:child_process";
 import fs from "node:fs";
 import fsp from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
+import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
 import { resolvePaths } from "../../src/config/paths.js";
 import { EnvironmentBuilder } from "../../src/envs/builder.js";
@@ -20,6 +23,8 @@ import { managedPython, moduleWheel, offlinePip } from "../helpers/wheels.js";
 import { removeTempRepos, tempRepo, writeFiles } from "./helpers.js";
 
 afterAll(removeTempRepos);
+
+const execFileP = promisify(execFile);
 
 const python = path.join(resolvePaths().venv, "bin", "python");
 const managed = fs.existsSync(resolvePaths().envMarker);
@@ -155,6 +160,16 @@ describe.skipIf(!managed || !linux)("model code run by lint is contained", () =>
     expect(r.forked).toBeLessThan(PROCESSES);
     expect(r.fork).toBe("Resource temporarily unavailable");
   }, 180_000);
+
+  it("walls in with a Python whose virtual environment lies under a scratch folder (/tmp), as a clone's or CI's does", async () => {
+    const work = await tempRepo();
+    const venv = path.join(work, "venv");
+    // Made from the managed Python's own interpreter, so the only difference is where it lies.
+    await execFileP(python, ["-m", "venv", "--without-pip", venv]);
+    expect(venv.startsWith(os.tmpdir())).toBe(true);
+    const probe = await containmentMode(path.join(venv, "bin", "python"), {});
+    expect(probe, "the same Python outside /tmp walls in").toEqual(await containmentMode(python, {}));
+  }, 60_000);
 
   it("without namespaces: what it starts (a new session too) is still killed, memory and processes still bounded", async () => {
     const { r, left } = await lintHostile("plain");

@@ -128,7 +128,9 @@ ensemble_scheduling { step [ { model_name: "sleepy" model_version: -1 input_map 
       maxBatchSize: [16],
       preferredBatchSize: [[]],
       maxQueueDelayMicroseconds: [0, 4000],
-      instances: [1, 2, 3],
+      // 3 is the neighbour of the user's 1, so the climb tries it whatever the machine's noise
+      // makes of the other steps (through 2, it is reached only when 2 beats 1 by more than that).
+      instances: [1, 3],
     });
     const r = await runCli(
       [
