@@ -60,7 +60,8 @@ export async function dashboardAction(flags: DashboardFlags, ctx: CliContext): P
     logFile: state.logFile,
   });
   const monitoring = run.run.describe().monitoring;
-  if (monitoring) bus.emit({ type: "monitoring", ...monitoring });
+  if (monitoring)
+    bus.emit({ type: "monitoring", runtime: state.runtime, ...monitoring, reads: {}, server: { monitoring } });
   const userPaths = userPathsOf(state);
   const models = (
     await clientForRun(state)

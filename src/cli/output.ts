@@ -1,4 +1,5 @@
 import { formatDiagnostic } from "../repo/diagnostics.js";
+import { isDriverEvent } from "../events/driver-event.js";
 import type { SessionEvent } from "../session/events.js";
 
 /** Where the CLI writes. Passed in so tests can capture output without touching process streams. */
@@ -42,12 +43,11 @@ const pad = (s: string, n: number) => (s.length >= n ? s : s + " ".repeat(n - s.
 
 /** Plain lines for a terminal without the dashboard, a pipe or CI. */
 export function formatEvent(e: SessionEvent): string | undefined {
+  // A runtime's own events say how they read.
+  if (isDriverEvent(e)) return e.reads.line;
   switch (e.type) {
     case "runtime":
       return `runtime: ${e.runtime} (auto: ${e.why})`;
-    case "setup":
-      if (e.progress.line) return e.progress.line.startsWith("Successfully") ? `setup: ${e.progress.line}` : undefined;
-      return `setup: ${e.progress.message}`;
     case "lint": {
       const head = e.staged ? `${e.model}: lint warnings (staged anyway)` : `${e.model}: not loaded, lint found errors`;
       return [head, ...e.diagnostics.map((d) => "  " + formatDiagnostic(d).replace(/\n/g, "\n  "))].join("\n");
@@ -83,16 +83,8 @@ export function formatEvent(e: SessionEvent): string | undefined {
     }
     case "server-exited":
       return `tritonserver exited (${e.signal ?? `code ${e.code}`}); last log lines:\n  ${e.lastLines.join("\n  ")}`;
-    case "pull":
-      return formatPull(e);
-    case "container":
-      return e.action === "reattached"
-        ? `reattached to the running container ${e.name} (${e.id.slice(0, 12)}, ${e.image}): same settings as before`
-        : `created container ${e.name} (${e.id.slice(0, 12)}, ${e.image})${e.replaced ? `, replacing ours because ${e.replaced}` : ""}`;
     case "progress":
       return `${e.runtime}: ${e.message}`;
-    case "monitoring":
-      return `monitoring: Prometheus ${e.prometheus}  Grafana ${e.grafana} (dashboard "Triton (triton-dev)")`;
     case "hint":
       return `hint: ${e.message}`;
     case "stopping":
@@ -116,22 +108,6 @@ export function printEvents(output: Output, json: boolean): (e: SessionEvent) =>
 export function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)));
   return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : pad(c, widths[i]!))).join("  ")).join("\n");
-}
-
-const mb = (bytes: number) => `${(bytes / 1024 ** 2).toFixed(1)} MB`;
-
-/**
- * Plain lines for a pull: a layer starting to download and a layer done; the dashboard draws bars from the same events.
- */
-function formatPull(e: Extract<SessionEvent, { type: "pull" }>): string | undefined {
-  if (e.finished) return `pulled ${e.image}: ${e.layers.length} layer(s), ${mb(e.size)} downloaded`;
-  const l = e.changed;
-  if (!l || !e.phaseChanged) return undefined;
-  if (l.phase === "downloading")
-    return `pull ${e.image}: layer ${l.id} downloading${l.total ? ` (${mb(l.total)})` : ""}`;
-  if (l.phase === "done")
-    return `pull ${e.image}: layer ${l.id} done (${e.done}/${e.layers.length} layers, ${mb(e.downloaded)}/${mb(e.size)})`;
-  return undefined;
 }
 
 const secs = (ms: number) => `${(ms / 1000).toFixed(2)} s`;

@@ -6,6 +6,7 @@ import type { EditSummary } from "../reload/events.js";
 import { type Diagnostic, formatDiagnostic } from "../repo/diagnostics.js";
 import { CONFIG_FILE } from "../repo/layout.js";
 import { followRunEvents } from "../session/run-events.js";
+import { isDriverEvent } from "../events/driver-event.js";
 import type { SessionEvent } from "../session/events.js";
 import { editsFile, readRunState, type RunState } from "../state/run-state.js";
 import { userPathsOf } from "../state/staged-paths.js";
@@ -116,6 +117,7 @@ export class VerdictWatch {
   }
 
   private onEvent(e: SessionEvent): void {
+    if (isDriverEvent(e)) return;
     if (e.type === "ready") {
       for (const m of e.models) if (m.state === "UNAVAILABLE" && m.reason) this.atStart.set(m.name, m.reason);
     } else if (e.type === "server-exited" || e.type === "stopped") {

@@ -11,12 +11,12 @@
 import type { Paths } from "../config/paths.js";
 import type { ModelEnvironments } from "../envs/model-environments.js";
 import type { RunState } from "../state/run-state.js";
+import type { DriverEvent } from "../events/driver-event.js";
 import type { DoctorCheck } from "./doctor-check.js";
 import type { RuntimeFlags, RuntimeKind } from "./kinds.js";
-import type { LayerProgress, PullSnapshot } from "./docker/image.js";
-import type { SetupProgress } from "./local/environment.js";
 
 export type { RuntimeFlags, RuntimeKind } from "./kinds.js";
+export { isDriverEvent, type DriverEvent } from "../events/driver-event.js";
 export type ReloadMode = "poll" | "explicit";
 
 export interface Endpoints {
@@ -33,14 +33,8 @@ export interface Ports {
 
 /** What a driver reports while it plans, starts or stops; `up` prints these or shows them in the dashboard. */
 export type RuntimeEvent =
-  /** The managed environment being installed (local runtime's first use). */
-  | { type: "setup"; progress: SetupProgress }
-  /** Image pull progress, one event per change of a layer. */
-  | ({ type: "pull"; changed?: LayerProgress; phaseChanged?: boolean } & PullSnapshot)
-  /** The container this run uses. */
-  | { type: "container"; action: "created" | "reattached"; name: string; id: string; image: string; replaced?: string }
-  | { type: "monitoring"; prometheus: string; grafana: string }
-  /** A step of a longer start (kind: the cluster, image load, objects, pod, port-forward). */
+  | DriverEvent
+  /** A step of a longer start or stop (kind: the cluster, image load, objects, pod, port-forward). */
   | { type: "progress"; runtime: RuntimeKind; step: string; message: string }
   /** Advice for a problem Triton reported in its log (e.g. /dev/shm too small). */
   | { type: "hint"; message: string };

@@ -1,6 +1,7 @@
 import { render, type Instance } from "ink";
 import type { EventBus } from "../events/bus.js";
 import { MetricsScraper, type ScrapeState } from "../metrics/scraper.js";
+import { isDriverEvent } from "../events/driver-event.js";
 import type { SessionEvent } from "../session/events.js";
 import { closingFetch, TritonHttpClient } from "../triton/http-client.js";
 import { App } from "./components/app.js";
@@ -89,7 +90,8 @@ export function openDashboard(o: DashboardOptions): Dashboard {
   stops.push(
     o.bus.on((e) => {
       store.update((s) => applySessionEvent({ ...s, now: now() }, e));
-      if (e.type === "starting" && !stopLog) stopLog = followTritonLog(store, e.logFile, 500, () => target?.userPaths);
+      if (!isDriverEvent(e) && e.type === "starting" && !stopLog)
+        stopLog = followTritonLog(store, e.logFile, 500, () => target?.userPaths);
     }),
   );
   const clock = setInterval(() => {

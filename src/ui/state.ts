@@ -4,11 +4,12 @@ import type { ScrapeState } from "../metrics/scraper.js";
 import type { UnsizedInput } from "../perf/inputs.js";
 import type { PerfReport } from "../perf/run.js";
 import type { TuneReport } from "../tune/run.js";
+import { isDriverEvent, type DriverEvent } from "../events/driver-event.js";
 import type { Endpoints, RuntimeKind } from "../runtimes/driver.js";
 import type { SessionEvent } from "../session/events.js";
 import type { ModelState, RepositoryIndexEntry } from "../triton/http-client.js";
 import type { RunReadiness } from "../triton/run-readiness.js";
-import { bytes, duration, perSec, sparkline, uptime, usAsMs } from "./format.js";
+import { duration, perSec, sparkline, uptime, usAsMs } from "./format.js";
 
 /** What `GET /v2/models/{m}/config` says about batching and instances, in a line's worth. */
 export interface ConfigSummary {
@@ -314,41 +315,26 @@ function applyEdit(s: DashboardState, e: Extract<SessionEvent, { type: "edit" }>
   });
 }
 
+/** A runtime's own event: its status line and what it says of the server (container, monitoring). */
+function applyDriverEvent(s: DashboardState, e: DriverEvent): DashboardState {
+  const server = { ...s.server, ...(e.reads.status !== undefined ? { message: e.reads.status } : {}) };
+  if (e.server?.container !== undefined) server.container = e.server.container;
+  if (e.server?.monitoring) server.monitoring = { ...e.server.monitoring };
+  return { ...s, server };
+}
+
 export function applySessionEvent(s: DashboardState, e: SessionEvent): DashboardState {
+  if (isDriverEvent(e)) return applyDriverEvent(s, e);
   switch (e.type) {
     case "runtime":
       return { ...s, server: { ...s.server, runtime: e.runtime, message: `${e.runtime} runtime: ${e.why}` } };
-    case "pull": {
-      const total = e.layers.length;
-      const size = e.size > 0 ? `, ${bytes(e.downloaded)} of ${bytes(e.size)}` : "";
-      return {
-        ...s,
-        server: {
-          ...s.server,
-          message: e.finished ? `image ${e.image} ready` : `pulling ${e.image}: ${e.done}/${total} layers${size}`,
-        },
-      };
-    }
-    case "container":
-      return {
-        ...s,
-        server: {
-          ...s.server,
-          container: e.name,
-          message: `${e.action === "reattached" ? "reattached to" : "created"} container ${e.name}`,
-        },
-      };
     case "progress":
       return { ...s, server: { ...s.server, message: `${e.runtime}: ${e.message}` } };
-    case "monitoring":
-      return { ...s, server: { ...s.server, monitoring: { prometheus: e.prometheus, grafana: e.grafana } } };
     case "hint":
       return applyLogLines(
         { ...s, ui: { ...s.ui, notice: { text: `hint: ${e.message}`, at: s.now, level: "error" } } },
         [{ source: "tool", level: "-", text: `hint: ${e.message}` }],
       );
-    case "setup":
-      return { ...s, server: { ...s.server, message: `setup: ${e.progress.line ?? e.progress.message}` } };
     case "lint":
       return e.staged ? s : upsertModel(s, e.model, (m) => ({ ...m, state: "NOT LOADED" }));
     case "skipped":

@@ -18,6 +18,7 @@ import {
 } from "../../src/ui/state.js";
 import { DIMS_ERROR, startEvents, T0 } from "./helpers.js";
 import { runReadiness } from "../../src/triton/run-readiness.js";
+import { containerEvent, monitoringEvent, pullEvent } from "../../src/runtimes/docker/events.js";
 
 const started = (): DashboardState => startEvents().reduce(applySessionEvent, initialState({ now: T0 }));
 
@@ -143,27 +144,42 @@ describe("the dashboard's state", () => {
     let s = initialState({ now: T0 });
     s = applySessionEvent(s, { type: "runtime", runtime: "docker", why: "the daemon has the NVIDIA runtime" });
     expect(s.server.message).toBe("docker runtime: the daemon has the NVIDIA runtime");
-    s = applySessionEvent(s, {
-      type: "pull",
-      image: "nvcr.io/nvidia/tritonserver:24.10-py3",
-      layers: [
-        { id: "a", phase: "done" },
-        { id: "b", phase: "downloading", current: 1, total: 2 },
-      ],
-      done: 1,
-      downloaded: 2 ** 30,
-      size: 4 * 2 ** 30,
-      finished: false,
-    });
+    s = applySessionEvent(
+      s,
+      pullEvent("docker", {
+        image: "nvcr.io/nvidia/tritonserver:24.10-py3",
+        layers: [
+          { id: "a", phase: "done" },
+          { id: "b", phase: "downloading", current: 1, total: 2 },
+        ],
+        done: 1,
+        downloaded: 2 ** 30,
+        size: 4 * 2 ** 30,
+        finished: false,
+      }),
+    );
     expect(s.server.message).toBe("pulling nvcr.io/nvidia/tritonserver:24.10-py3: 1/2 layers, 1.0 GiB of 4.0 GiB");
-    s = applySessionEvent(s, {
-      type: "container",
-      action: "created",
-      name: "triton-dev-abc",
-      id: "0123456789abcdef",
-      image: "img",
-    });
+    s = applySessionEvent(
+      s,
+      containerEvent({ action: "created", name: "triton-dev-abc", id: "0123456789abcdef", image: "img" }),
+    );
     expect(s.server.container).toBe("triton-dev-abc");
+    expect(s.server.message).toBe("created container triton-dev-abc");
+    s = applySessionEvent(
+      s,
+      monitoringEvent({ prometheus: "http://127.0.0.1:9090", grafana: "http://127.0.0.1:3000" }),
+    );
+    expect(s.server.monitoring).toEqual({ prometheus: "http://127.0.0.1:9090", grafana: "http://127.0.0.1:3000" });
+    // Read back from a run's event file, as a dashboard attached to a detached run does.
+    const roundTrip = JSON.parse(
+      JSON.stringify(containerEvent({ action: "reattached", name: "n2", id: "x", image: "i" })),
+    );
+    expect(applySessionEvent(s, roundTrip).server).toMatchObject({
+      container: "n2",
+      message: "reattached to container n2",
+    });
+    // An event this dashboard does not know (an older or newer tool's) changes nothing.
+    expect(applySessionEvent(s, { type: "pull", image: "x" } as never)).toBe(s);
     s = applySessionEvent(s, { type: "hint", message: "use --shm-size 1g" });
     expect(s.ui.notice?.text).toBe("hint: use --shm-size 1g");
     expect(s.logs[s.logs.length - 1]).toEqual({ source: "tool", level: "-", text: "hint: use --shm-size 1g" });

@@ -14,6 +14,7 @@ import { DockerRuntime, findOurs, removeRun } from "./docker-runtime.js";
 import { shmHinter, shmStartHint } from "./hints.js";
 import { dockerRunAlive } from "./liveness.js";
 import { followLogs } from "./logs.js";
+import { containerEvent, monitoringEvent, pullEvent } from "./events.js";
 import { parseDockerRecord, type DockerRecord } from "./record.js";
 import {
   DEFAULT_IMAGE,
@@ -97,7 +98,7 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
           reload: input.reload,
           pollSecs: input.pollSecs,
         },
-        (p) => ctx.emit({ type: "pull", ...p }),
+        (p) => ctx.emit(pullEvent("docker", p)),
       );
       if (!plan.reuse) {
         await rt.removeReplaced(plan);
@@ -115,17 +116,17 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
           const started = await rt.start(plan, o, {
             onLogLine: shmHinter(options.shmBytes, (message) => ctx.emit({ type: "hint", message })),
           });
-          ctx.emit({
-            type: "container",
-            action: plan.reuse ? "reattached" : "created",
-            name: plan.name,
-            id: started.containerId,
-            image: plan.settings.image,
-            ...(plan.replace ? { replaced: plan.replace.reason } : {}),
-          });
+          ctx.emit(
+            containerEvent({
+              action: plan.reuse ? "reattached" : "created",
+              name: plan.name,
+              id: started.containerId,
+              image: plan.settings.image,
+              ...(plan.replace ? { replaced: plan.replace.reason } : {}),
+            }),
+          );
           if (started.monitoring) {
-            const m = started.monitoring;
-            ctx.emit({ type: "monitoring", prometheus: m.prometheus, grafana: m.grafana });
+            ctx.emit(monitoringEvent(started.monitoring));
           }
           const record: DockerRecord = {
             containerId: started.containerId,

@@ -6,6 +6,7 @@ import { requireFreePorts } from "../../net/ports.js";
 import type { RunState } from "../../state/run-state.js";
 import { clientForRun, type RepositoryIndexEntry } from "../../triton/http-client.js";
 import { connectDocker, requireDaemon } from "../docker/client.js";
+import { pullEvent } from "../docker/events.js";
 import { shmHinter, shmStartHint } from "../docker/hints.js";
 import { DEFAULT_IMAGE, DEFAULT_SHM_BYTES, parseGpus, parseSize, type GpuRequest } from "../docker/settings.js";
 import type { AttachedRun, Leftovers, PlannedRun, RunDescription, RuntimeDriver } from "../driver.js";
@@ -86,7 +87,7 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
           reload: input.reload,
           readyTimeoutMs: input.readyTimeoutMs,
         },
-        (p) => ctx.emit({ type: "pull", ...p }),
+        (p) => ctx.emit(pullEvent("kind", p)),
       );
       // kubectl port-forward listens on these, on this machine.
       await requireFreePorts(input.ports, input.host);

@@ -9,6 +9,7 @@ import type { AttachedRun, Leftovers, PlannedRun, RuntimeDriver } from "../drive
 import { deliverRunFolder } from "../delivery.js";
 import type { LocalEnvironment } from "./environment.js";
 import type { SpawnFn } from "./local-runtime.js";
+import { setupEvent } from "./events.js";
 import { stopProcessGroup, unloadWatch } from "./process-group.js";
 
 // What plans and starts a server (the managed environment, its health, pip, the key shim) is
@@ -102,7 +103,7 @@ export function createLocalDriver(deps: LocalDeps = {}): RuntimeDriver<LocalOpti
       const environment = await ensureEnvironment({
         paths: ctx.paths,
         env: ctx.env,
-        onProgress: (progress) => ctx.emit({ type: "setup", progress }),
+        onProgress: (progress) => ctx.emit(setupEvent(progress)),
       });
       const unsafe = unsafeStubPath({
         "state folder (TRITON_DEV_STATE_DIR)": ctx.paths.runsDir,
