@@ -28,8 +28,10 @@ afterEach(async () => {
 
 describe("kindRunAlive", () => {
   it("asks once more, with more time, when kubectl ran out of time: a slow cluster is not a dead run", async () => {
+    // `exec`: the timeout's kill reaches the sleeping process itself, as it reaches a real kubectl
+    // (a shell's child would keep the output pipe open until it ended by itself).
     const tools = await kubectl(
-      `if [ ! -e "${dir}/slow-once" ]; then touch "${dir}/slow-once"; sleep 5; fi\necho deployment.apps/triton`,
+      `if [ ! -e "${dir}/slow-once" ]; then touch "${dir}/slow-once"; exec sleep 5; fi\necho deployment.apps/triton`,
     );
     expect(await kindRunAlive(ref, tools, 300)).toBe(true);
     expect(await calls()).toBe(2);
