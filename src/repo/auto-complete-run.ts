@@ -319,9 +319,21 @@ function runDriver(contained: Contained, req: CompletionRequest, timeoutMs: numb
       clearTimeout(timer);
       resolve({ outcome: "not-run", why: `cannot start ${cmd}: ${err.message}` });
     });
+    // What the model started outside the group (a new session, where no PID namespace holds it)
+    // may keep our pipes open after the driver exits: its answer is in by then, so the pipes are
+    // closed after a grace instead of waited for.
+    let drained: NodeJS.Timeout | undefined;
+    child.on("exit", () => {
+      drained = setTimeout(() => {
+        child.stdio[3]?.destroy();
+        child.stderr?.destroy();
+      }, 2000);
+      drained.unref();
+    });
     child.on("close", (code, signal) => {
       clearTimeout(timer);
       clearTimeout(killer);
+      clearTimeout(drained);
       if (timedOut) return resolve({ outcome: "timeout", seconds: timeoutMs / 1000 });
       try {
         const a = JSON.parse(answer) as Record<string, unknown>;

@@ -31,7 +31,8 @@ export function spawnSupervisor(state: RunState, cliPath: string, env: NodeJS.Pr
     const child = spawn(process.execPath, [cliPath, "__supervise"], {
       detached: true,
       stdio: ["ignore", out, out],
-      env,
+      // Its steps, in its log: a watcher that never gets ready says where it stopped.
+      env: { ...env, TRITON_DEV_LOG: env.TRITON_DEV_LOG ?? "info" },
     });
     child.unref();
     return child.pid;
@@ -53,6 +54,7 @@ export async function runSupervisor(
     return;
   }
   const state = run.state;
+  log.info("supervising the run", { runId: state.runId, runtime: state.runtime });
   // What the runtime keeps going while the run is detached (kind: the port-forward and log
   // follower; docker: the container's log copied into the log file).
   const supervision = await run.run.supervise();
@@ -61,6 +63,7 @@ export async function runSupervisor(
     ...(supervision.environments ? { environments: supervision.environments } : {}),
   });
   await staging.load();
+  log.info("the runtime's supervision is up and the staging repository read");
   const bus = new EventBus<SessionEvent>();
   bus.on(print);
   // Recorded for `triton-dev dashboard`, which replays and follows them.
@@ -82,6 +85,7 @@ export async function runSupervisor(
     // What `up` left out, into the timeline and the events an attached dashboard replays, as a
     // foreground `up` reports it to its own dashboard.
     before: async (controller) => {
+      log.info("watching; reporting the models up did not serve", { models: (state.notServed ?? []).length });
       for (const n of state.notServed ?? []) {
         if (n.why === "skipped") {
           bus.emit({ type: "skipped", model: n.model, reason: n.reason, diagnostics: [] });
@@ -95,6 +99,7 @@ export async function runSupervisor(
     },
   });
   fs.writeFileSync(readyFile(state), String(process.pid));
+  log.info("ready");
   // A runtime that knows when its run ends says so; otherwise liveness is polled.
   const timer = supervision.ended
     ? undefined

@@ -154,6 +154,29 @@ describe.skipIf(!managed)("running auto_complete_config", () => {
     90_000,
   );
 
+  it("answers once the driver has exited, though something it left behind still holds its output open", async () => {
+    const req = await model({ "1/model.py": modelPy("        pass") });
+    // Its own sleep, found again by its length (a fraction no other process uses).
+    const mark = `30.${randomUUID().replace(/\D/g, "").slice(0, 9)}`;
+    // A containment whose driver answers and exits while a process it started (outside any
+    // group or namespace of ours, as a wrapper's child can be) keeps stderr and the answer's pipe.
+    const out = await createConfigCompleter({
+      cacheDir: cacheDir(),
+      contain: async () => ({
+        command: "sh",
+        args: ["-c", `sleep ${mark} & printf '{"outcome":"absent"}' >&3`],
+        env: process.env,
+        cwd: os.tmpdir(),
+        mode: "plain",
+        cleanup: async () => {
+          for (const pid of marked(mark)) process.kill(pid, "SIGKILL");
+        },
+      }),
+    }).complete(req);
+    expect(out).toEqual({ outcome: "absent" });
+    expect(marked(mark)).toEqual([]);
+  }, 20_000);
+
   it("says where the model's code raised, and answers the same content from its cache without running it", async () => {
     const runs = path.join(await tempRepo(), "runs.txt");
     const files = {
