@@ -1,3 +1,5 @@
+// Real process groups that stop on a simulated second-by-second unload: slow by design (about 5 s),
+// so an integration test; what it checks is pure stop logic and needs no server.
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
