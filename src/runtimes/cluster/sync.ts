@@ -14,7 +14,9 @@ const log = rootLog.child("cluster:sync");
  * Run in the pod's sync container with the tar stream on stdin, its length and the served model
  * names as arguments. Exactly that many bytes are read and counted first: a stream that ends
  * early (seen with containerd 1.6's CRI streaming, which cuts `kubectl exec -i` input short) is
- * refused whole (exit 3), never half unpacked. The new snapshots land beside the old ones, then
+ * refused whole (exit 3), never half unpacked. The new snapshots land beside the old ones (one
+ * the pod already has is kept as it is: snapshots never change, and a snapshot moved in again,
+ * though equal, is new to Triton's poll, which would reload its model), then
  * each `repository/<model>` link is replaced by a rename (atomic: Triton's poll never finds a
  * model missing or half-copied), links of withdrawn models are removed, and the marker tells the
  * Triton container the first copy is complete. TRITON_DEV_SYNC_ROOT (tests) copies elsewhere than
@@ -33,7 +35,7 @@ if [ "$got" -ne "$n" ]; then rm -f "$in.tar"; echo "triton-dev-sync: received $g
 tar -x -o -f "$in.tar" -C "$in"
 rm -f "$in.tar"
 if [ -d "$in/key" ]; then rm -rf "$m/key.old"; if [ -d "$m/key" ]; then mv "$m/key" "$m/key.old"; fi; mv "$in/key" "$m/key"; rm -rf "$m/key.old"; fi
-for d in "$in"/store/* "$in"/store/.[!.]*; do [ -e "$d" ] || continue; n=\${d##*/}; rm -rf "$m/store/$n"; mv "$d" "$m/store/$n"; done
+for d in "$in"/store/* "$in"/store/.[!.]*; do [ -e "$d" ] || continue; n=\${d##*/}; if [ -e "$m/store/$n" ]; then rm -rf "$d"; else mv "$d" "$m/store/$n"; fi; done
 for l in "$in"/repository/* "$in"/repository/.[!.]*; do [ -e "$l" ] || [ -L "$l" ] || continue; mv -T "$l" "$m/repository/\${l##*/}"; done
 for l in "$m"/repository/* "$m"/repository/.[!.]*; do
   [ -e "$l" ] || [ -L "$l" ] || continue

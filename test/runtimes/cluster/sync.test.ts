@@ -114,6 +114,22 @@ describe("RepositorySync", () => {
     expect(sync.needsFullCopy()).toBe(false);
   });
 
+  it("a second watcher's whole copy to the same pod leaves the snapshots it has untouched (Triton's poll sees no change)", async () => {
+    await publish("m", 1, "x + 1");
+    await newSync().sync();
+    const snap = path.join(pods.a!, "store", "m@1");
+    const before = fs.statSync(path.join(snap, "1", "model.py"));
+    const dirBefore = fs.statSync(snap);
+    // The detached run's watcher cannot know what `up` sent: it copies everything once more.
+    const synced: Array<{ pod: string; snapshots: string[]; full: boolean }> = [];
+    await newSync(synced).sync();
+    expect(synced.at(-1)).toEqual({ pod: "a", snapshots: ["m@1"], full: true });
+    const after = fs.statSync(path.join(snap, "1", "model.py"));
+    expect([after.ino, after.ctimeMs, fs.statSync(snap).ino]).toEqual([before.ino, before.ctimeMs, dirBefore.ino]);
+    expect(served(pods.a!, "m")).toBe("../store/m@1");
+    expect(fs.existsSync(path.join(pods.a!, ".incoming"))).toBe(false);
+  });
+
   it("watching: a publish in the staging repository reaches the pod; no pod yet means no copy", async () => {
     pod = "";
     const sync = newSync();
