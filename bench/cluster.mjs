@@ -367,7 +367,28 @@ async function tune(side, spaceFile) {
         throughput: winner.measured?.throughput,
         candidates: rep.trials.length,
         verdict: rep.confirmation?.verdict ?? rep.notConfirmed ?? "-",
+        ended: rep.ended,
+        // Where its time went: an overrun of --budget shows in one of these.
+        timing: rep.timing,
+        trials: rep.trials.map((t) => ({
+          key: t.key,
+          status: t.status,
+          why: t.why,
+          elapsedS: secs(t.elapsedMs),
+          phases: t.phases,
+          throughput: t.measured?.throughput,
+        })),
       };
+      log(
+        `${side.name}: tune's time: setup ${fmt(secs(rep.timing.setupMs))} s, ${out.trials
+          .map(
+            (t) =>
+              `${t.key} ${t.status} ${fmt(t.elapsedS)} s${t.why ? ` (${t.why})` : ""}${t.phases ? ` [stage ${fmt(secs(t.phases.stageMs))}, load ${fmt(secs(t.phases.loadMs))}, previous gone ${fmt(secs(t.phases.previousMs))}, measure ${fmt(secs(t.phases.measureMs))}]` : ""}`,
+          )
+          .join(
+            "; ",
+          )}; confirmation ${fmt(secs(rep.timing.confirmMs))} s, cleanup ${fmt(secs(rep.timing.cleanupMs))} s`,
+      );
       log(`${side.name}: tune ${fmt(wall)} s, winner ${out.winner} (${fmt(out.throughput)} infer/s), ${out.verdict}`);
       return out;
     },
@@ -502,9 +523,19 @@ console.log(
 console.log(table(rows));
 if (PERF_LEVELS.some((_, i) => L.perf?.[i]?.stable === false || C.perf?.[i]?.stable === false))
   console.log(`* perf found no ${TRIALS} windows within its stability percentage: the last windows are shown`);
-for (const s of [L.tune, C.tune])
-  if (s && s.wall > 90)
-    console.log(`tune took ${fmt(s.wall)} s, more than about a minute (search ${fmt(s.searchS)} s)`);
+for (const [name, s] of [
+  ["local", L.tune],
+  ["cluster", C.tune],
+])
+  if (s && s.wall > 90) {
+    const slow = [...s.trials].sort((a, b) => b.elapsedS - a.elapsedS)[0];
+    const p = slow?.phases;
+    console.log(
+      `${name}: tune took ${fmt(s.wall)} s, more than about a minute, under --budget ${TUNE_BUDGET} (search ${fmt(s.searchS)} s, ended: ${s.ended}); ` +
+        `its slowest candidate ${slow?.key} ${fmt(slow?.elapsedS)} s${p ? ` (stage ${fmt(secs(p.stageMs))}, load ${fmt(secs(p.loadMs))}, previous variant gone ${fmt(secs(p.previousMs))}, measure ${fmt(secs(p.measureMs))} s)` : ""}, ` +
+        `confirmation ${fmt(secs(s.timing.confirmMs))} s, cleanup ${fmt(secs(s.timing.cleanupMs))} s`,
+    );
+  }
 if (OUT)
   await fsp.writeFile(OUT, JSON.stringify({ date: new Date().toISOString(), setup, local: L, cluster: C }, null, 2));
 
