@@ -158,7 +158,13 @@ function cleanup() {
     }
     if (started.node) await started.node.stop().catch((e) => log(`cleanup: node stop: ${e.message}`));
     if (started.cp) await started.cp.stop().catch((e) => log(`cleanup: control plane stop: ${e.message}`));
-    if (started.registry) await started.registry.stop().catch((e) => log(`cleanup: registry stop: ${e.message}`));
+    if (started.registry) {
+      // The harness leaves the registry's config folder (a temporary one) behind: removed here.
+      const config = started.registry.child?.spawnargs?.at(-1);
+      await started.registry.stop().catch((e) => log(`cleanup: registry stop: ${e.message}`));
+      if (config && path.basename(path.dirname(config)).startsWith("triton-dev-registry-"))
+        started.dirs.push(path.dirname(config));
+    }
     for (const d of started.dirs) await fsp.rm(d, { recursive: true, force: true });
   })();
   return cleaning;
