@@ -6,7 +6,7 @@ import fsp from "node:fs/promises";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 // $TRITON_DEV_CLI runs the benches with another build of the CLI, e.g. the one-file bundle
@@ -20,6 +20,46 @@ export function requireBuild() {
     console.error(`bench: run \`npm run build\` first (${path.relative(ROOT, CLI)} is missing)`);
     process.exit(2);
   }
+}
+
+/**
+ * Import TypeScript of this repository (the test harnesses, the helpers, src) into a bench: `source`
+ * is a TS module (relative imports from the repository root, e.g. `export { startNode } from
+ * "./test/fixtures/k8s-node/harness.js"`), bundled with esbuild into one ESM file under dist/
+ * (git-ignored; packages stay external, so node_modules resolves from there) and imported. Each
+ * file's `import.meta.url` is its own, as it is under vitest, so a harness still finds the
+ * scripts beside it. The bundle is removed when the process exits.
+ */
+export async function importTs(source, name = "bench-ts") {
+  const { build } = await import("esbuild");
+  const dir = path.join(ROOT, "dist", ".bench");
+  await fsp.mkdir(dir, { recursive: true });
+  const out = path.join(dir, `${name}-${process.pid}-${Date.now()}.mjs`);
+  const ownUrl = {
+    name: "own-import-meta-url",
+    setup(b) {
+      b.onLoad({ filter: /\.[cm]?ts$/ }, async (a) => ({
+        contents: (await fsp.readFile(a.path, "utf8")).replaceAll(
+          "import.meta.url",
+          JSON.stringify(pathToFileURL(a.path).href),
+        ),
+        loader: "ts",
+      }));
+    },
+  };
+  await build({
+    stdin: { contents: source, resolveDir: ROOT, sourcefile: `${name}.ts`, loader: "ts" },
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    packages: "external",
+    outfile: out,
+    plugins: [ownUrl],
+    logLevel: "warning",
+  });
+  process.once("exit", () => fs.rmSync(out, { force: true }));
+  return import(pathToFileURL(out).href);
 }
 
 /** A seeded generator (mulberry32, as src/perf/inputs.ts), so two runs of a bench do the same. */
