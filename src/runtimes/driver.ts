@@ -16,7 +16,7 @@ import type { DoctorCheck } from "./doctor-check.js";
 import type { RuntimeFlags, RuntimeKind } from "./kinds.js";
 
 export type { RuntimeFlags, RuntimeKind } from "./kinds.js";
-export { isDriverEvent, type DriverEvent } from "../events/driver-event.js";
+export type { DriverEvent } from "../events/driver-event.js";
 export type ReloadMode = "poll" | "explicit";
 
 export interface Endpoints {
