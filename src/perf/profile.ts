@@ -306,7 +306,7 @@ export async function measureLevel(ctx: ProfileContext, kind: LevelKind, value: 
       }
       if (errorShare > MAX_ERROR_SHARE) {
         failure = new AllFailingError(
-          `${Math.round(errorShare * 100)}% of requests failed (${summary.errors} of ${summary.errors + summary.success}) in ${((w.endMs - w.startMs) / 1000).toFixed(1)} s at ${kind} ${value}, more than the ${MAX_ERROR_SHARE * 100}% a measurement allows: ${topError(w)}`,
+          `${shareText(errorShare)} of requests failed (${summary.errors} of ${summary.errors + summary.success}) in ${((w.endMs - w.startMs) / 1000).toFixed(1)} s at ${kind} ${value}, more than the ${MAX_ERROR_SHARE * 100}% a measurement allows: ${topError(w)}`,
           undefined,
         );
         break;
@@ -326,4 +326,12 @@ export async function measureLevel(ctx: ProfileContext, kind: LevelKind, value: 
   if (failure instanceof AllFailingError)
     throw new AllFailingError(failure.message, result("too many requests failed"));
   return result()!;
+}
+
+/** A failure share as the user reads it: never "100%" while a request succeeded, never "10%" above the 10% limit. */
+export function shareText(share: number): string {
+  const pct = share * 100;
+  if (pct > 99) return `${(Math.floor(pct * 10) / 10).toFixed(1)}%`;
+  if (pct < 11) return `${(Math.ceil(pct * 10) / 10).toFixed(1)}%`;
+  return `${Math.round(pct)}%`;
 }

@@ -170,7 +170,7 @@ describe("the users' models corpus on the real tritonserver", () => {
     const failing = await perf([...given, "--request-parameter", "fail_every:2:int", "--concurrency-range", "1:2"]);
     expect(failing.code).toBe(1);
     // Every other request fails: about half of a window's, whatever request the window cut at.
-    const share = /error: (\d+)% of requests failed \((\d+) of (\d+)\) .* at concurrency 1/.exec(failing.stderr);
+    const share = /error: ([\d.]+)% of requests failed \((\d+) of (\d+)\) .* at concurrency 1/.exec(failing.stderr);
     expect(share, failing.stderr).not.toBeNull();
     expect(Math.abs(Number(share![2]) * 2 - Number(share![3]))).toBeLessThanOrEqual(2);
     expect(failing.stderr).not.toMatch(/\(stable\)/);

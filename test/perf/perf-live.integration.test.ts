@@ -354,8 +354,9 @@ describe("triton-dev perf (real Triton, sample models)", () => {
     );
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/errors:\n {2}concurrency 4: \d+ x HTTP 503: Request timeout expired/);
+    // A request that meets an idle instance can beat even a 1 µs timeout: then it stops on the share instead.
     expect(r.stderr).toMatch(
-      /error: every request failed for \d+\.\d s at concurrency 4: HTTP 503: Request timeout expired/,
+      /error: (every request failed for \d+\.\d s|99\.\d% of requests failed \(\d+ of \d+\) in \d+\.\d s) at concurrency 4(, more than the 10% a measurement allows)?: HTTP 503: Request timeout expired/,
     );
   }, 30_000);
 

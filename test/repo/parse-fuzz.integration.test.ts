@@ -621,6 +621,9 @@ describe("parser fuzzing", () => {
     const padLines = padding.split("\n").length - 1;
     fc.assert(
       fc.property(mutatedSeed(2), (text) => {
+        // After the padding's last field a leading ';' or ',' is that field's separator, as protobuf reads it:
+        // the long file means something else there, so it proves nothing about positions.
+        fc.pre(!/^(\s|#[^\n]*(\n|$))*[;,]/.test(text));
         const short = parseModelConfig(text, FILE);
         const long = parseModelConfig(padding + text, FILE);
         expect(long.parsed === undefined).toBe(short.parsed === undefined);
