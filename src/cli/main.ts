@@ -20,7 +20,7 @@ export const VERSION = "0.1.0";
  * parsing and --help), but what it does lives in an `*-action.ts` module that its action
  * imports when the command runs: importing the actions here would load Docker's client, zod,
  * Ink and the gRPC and protobuf code before `--help` prints anything. Definition modules must
- * stay light (commander, ./options.js, ./defaults.js); test/cli/startup-imports.test.ts checks
+ * stay light (commander, ./options.js, ./defaults.js); test/cli/startup-imports.integration.test.ts checks
  * what each command loads.
  */
 export function buildProgram(ctx: CliContext): Command {

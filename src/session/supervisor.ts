@@ -47,6 +47,8 @@ export async function runSupervisor(
   env: NodeJS.ProcessEnv = process.env,
   runtimes: Runtimes = RUNTIMES,
   signals: Pick<NodeJS.Process, "once" | "on"> = process,
+  /** How often a runtime that cannot say when its run ends is asked whether the server lives. */
+  alivePollMs = 1000,
 ): Promise<void> {
   const run = await currentRun(paths, env, runtimes);
   if (!run?.alive) {
@@ -105,7 +107,7 @@ export async function runSupervisor(
     ? undefined
     : setInterval(() => {
         void run.run.alive().then((alive) => alive || lifecycle.requestStop("the server is gone"));
-      }, 1000);
+      }, alivePollMs);
   void supervision.ended?.then(() => lifecycle.requestStop("the run ended"));
   signals.once("SIGTERM", () => lifecycle.requestStop("received SIGTERM"));
   signals.once("SIGINT", () => lifecycle.requestStop("received SIGINT"));

@@ -52,13 +52,15 @@ describe("MetricsScraper", () => {
   it("scrapes on its timer until stopped", async () => {
     const url = await fakeTriton();
     const states: ScrapeState[] = [];
-    const s = new MetricsScraper({ url, intervalMs: 50, onUpdate: (x) => states.push(x) });
+    const s = new MetricsScraper({ url, intervalMs: 20, onUpdate: (x) => states.push(x) });
     s.start();
-    await new Promise((r) => setTimeout(r, 300));
+    const deadline = Date.now() + 5_000;
+    while (states.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     await s.stop();
     const n = states.length;
     expect(n).toBeGreaterThanOrEqual(3);
-    await new Promise((r) => setTimeout(r, 150));
+    // Five intervals: a timer left running would have scraped again.
+    await new Promise((r) => setTimeout(r, 100));
     expect(states.length).toBe(n);
   });
 });

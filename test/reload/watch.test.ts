@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { RepositoryWatcher, type ModelChange, type WatcherOptions } from "../../src/reload/watch.js";
 import { FakeTimers } from "../helpers/fake-timers.js";
 import { removeTempRepos, tempRepo, writeFiles } from "../repo/helpers.js";
@@ -12,7 +12,8 @@ afterAll(removeTempRepos);
  * The settle windows run on a fake clock: chokidar's events come in real time, then the test moves
  * the watcher's time itself, so which window applied is exact (a change 3 s after the last event,
  * not 400 ms) and no test waits one out. What stays real is waiting for chokidar to deliver the
- * events of what a test wrote (`eventsIn`).
+ * events of what a test wrote (`eventsIn`). Those waits are idle time, so the tests of each describe
+ * run concurrently: each has its own repository, clock and watcher.
  */
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -40,7 +41,8 @@ async function watchRepo(repo: string, options: WatcherOptions = {}): Promise<Wa
   return { changes, timers, watcher: w };
 }
 const watchers: RepositoryWatcher[] = [];
-afterEach(async () => {
+// Not after each test: the tests of a describe run at once, each on its own repository and clock.
+afterAll(async () => {
   for (const w of watchers.splice(0)) await w.close();
 });
 
@@ -91,7 +93,7 @@ async function settle(w: Watched, ms: number, expected: number): Promise<void> {
   await sleep(100);
 }
 
-describe("RepositoryWatcher settle windows", () => {
+describe.concurrent("RepositoryWatcher settle windows", () => {
   it("settles a write-then-rename save quickly: the file is complete when it appears", async () => {
     const repo = await tempRepo();
     await writeFiles(repo, { "m/config.pbtxt": "a", "m/1/model.py": "old" });
@@ -201,7 +203,7 @@ describe("RepositoryWatcher settle windows", () => {
   });
 });
 
-describe("RepositoryWatcher and the model-file rule", () => {
+describe.concurrent("RepositoryWatcher and the model-file rule", () => {
   it("follows no link out of a model folder and opens no device, and still reports the other models", async () => {
     const repo = await tempRepo();
     const outside = await tempRepo();
@@ -306,7 +308,7 @@ describe("RepositoryWatcher and the model-file rule", () => {
   });
 });
 
-describe("RepositoryWatcher closed while it starts", () => {
+describe.concurrent("RepositoryWatcher closed while it starts", () => {
   it("watches nothing afterwards (a Ctrl-C right after ready used to leave a watcher that kept up alive)", async () => {
     const repo = await tempRepo();
     await writeFiles(repo, { "m/config.pbtxt": "a", "m/1/model.py": "old" });

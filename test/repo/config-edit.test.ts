@@ -702,7 +702,7 @@ describe("the backup and the reload watcher", () => {
     // Backups coming and going are not edits of the model.
     await fsp.rm(r.backup!);
     await fsp.writeFile(path.join(path.dirname(file), backupName(file, new Date(0))), BASE);
-    await new Promise((res) => setTimeout(res, 600));
+    await new Promise((res) => setTimeout(res, 350));
     expect(changes).toHaveLength(1);
     expect(fs.existsSync(file)).toBe(true);
   });

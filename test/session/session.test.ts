@@ -137,7 +137,7 @@ describe("a start that fails", () => {
   });
 
   it("stops the server and removes the record when the server never becomes ready", async () => {
-    const w = await world({ liveGate: new Promise(() => {}) }, { readyTimeoutMs: 600 });
+    const w = await world({ liveGate: new Promise(() => {}) }, { readyTimeoutMs: 200 });
     const err = await w.start().catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ServerStartError);
     expect((err as Error).message).toMatch(/Triton at 127\.0\.0\.1:\d+/);
@@ -365,6 +365,7 @@ describe("handing the run to a detached watcher", () => {
       {},
       fakeRuntimes(w.driver),
       new EventEmitter() as unknown as NodeJS.Process,
+      50,
     );
     await until(() => fs.existsSync(path.join(session.state.runDir, "supervisor.ready")));
     await w.driver.close();
