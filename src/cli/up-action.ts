@@ -86,8 +86,12 @@ async function reportDetached(
   requireReady = false,
 ): Promise<void> {
   const { output } = ctx;
-  const { readiness } = await readinessOf(state).catch(() => ({
-    readiness: { ready: false, waitingFor: ["Triton does not answer"] },
+  // What the read failed on is said: "does not answer" alone left a failed detached start unexplained.
+  const { readiness } = await readinessOf(state).catch((err: unknown) => ({
+    readiness: {
+      ready: false,
+      waitingFor: [`Triton does not answer (${err instanceof Error ? err.message : String(err)})`],
+    },
   }));
   const failed = [...new Set(models.filter((m) => m.state !== "READY").map((m) => m.name))].filter(
     (n) => !models.some((m) => m.name === n && m.state === "READY"),

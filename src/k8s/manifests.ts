@@ -409,12 +409,17 @@ function tritonContainer(o: ManifestOptions): Record<string, unknown> {
     // A __pycache__ written into a served model bumps its mtime and makes poll mode reload it.
     { name: "PYTHONDONTWRITEBYTECODE", value: "1" },
   ];
-  if (o.repositoryKey && "keyDir" in o.repositoryKey) {
-    for (const [name, value] of Object.entries(keyShimEnv(o.repositoryKey.keyDir))) env.push({ name, value });
-  } else if (o.repositoryKey) {
+  const waits = o.modelSource.kind === "sync";
+  const key = o.repositoryKey;
+  const shim = key && "keyDir" in key ? keyShimEnv(key.keyDir) : undefined;
+  if (shim) {
+    // A synced repository brings the library with its first copy: preloaded before then, every
+    // command of the wait would log that the loader cannot find it. The wait sets it for Triton.
+    for (const [name, value] of Object.entries(shim)) if (!(waits && name === "LD_PRELOAD")) env.push({ name, value });
+  } else if (key && "secretName" in key) {
     env.push({
       name: REPOSITORY_KEY_ENV,
-      valueFrom: { secretKeyRef: { name: o.repositoryKey.secretName, key: REPOSITORY_KEY_SECRET_KEY } },
+      valueFrom: { secretKeyRef: { name: key.secretName, key: REPOSITORY_KEY_SECRET_KEY } },
     });
   }
   return {
@@ -423,16 +428,17 @@ function tritonContainer(o: ManifestOptions): Record<string, unknown> {
     ...(o.imagePullPolicy ? { imagePullPolicy: o.imagePullPolicy } : {}),
     // The kubelet expands $(TRITON_REPOSITORY_KEY) in args from env, so the key never appears in
     // the Deployment itself. A synced repository is waited for: Triton refuses to start without one.
-    args:
-      o.modelSource.kind === "sync"
-        ? [
-            "/bin/sh",
-            "-c",
-            `until [ -e ${path.posix.join(CONTAINER_MODELS, SYNC_MARKER)} ]; do sleep 0.5; done; exec "$@"`,
-            "sh",
-            ...tritonArgs(o),
-          ]
-        : tritonArgs(o),
+    args: waits
+      ? [
+          "/bin/sh",
+          "-c",
+          `until [ -e ${path.posix.join(CONTAINER_MODELS, SYNC_MARKER)} ]; do sleep 0.5; done; ` +
+            (shim ? `export LD_PRELOAD='${shim.LD_PRELOAD.replaceAll("'", `'\\''`)}'; ` : "") +
+            'exec "$@"',
+          "sh",
+          ...tritonArgs(o),
+        ]
+      : tritonArgs(o),
     env,
     ports: [
       { name: "http", containerPort: CONTAINER_PORTS.http },

@@ -211,7 +211,7 @@ export async function readRunKey(runDir: string): Promise<string | undefined> {
  * The environment that makes tritonserver take the key, for a process that sees the key folder
  * at `dir` (the mount point inside a container; a container's own LD_LIBRARY_PATH is left alone).
  */
-export function keyShimEnv(dir: string, existingPreload?: string): Record<string, string> {
+export function keyShimEnv(dir: string, existingPreload?: string): Record<string, string> & { LD_PRELOAD: string } {
   const lib = path.posix.join(dir, KEY_SHIM_LIBRARY);
   return {
     LD_PRELOAD: existingPreload ? `${lib} ${existingPreload}` : lib,

@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
 import { UserError } from "../../src/errors.js";
@@ -271,6 +272,26 @@ describe("renderManifests: the repository key", () => {
     expect(c.args).toContain(`--grpc-restricted-protocol=model-repository:triton-dev-key=$(${REPOSITORY_KEY_ENV})`);
     // The key itself never appears in the Deployment.
     expect(JSON.stringify(byKind(objects, "Deployment"))).not.toContain("s3cr3t");
+  });
+
+  it("sync with a key folder: the library is preloaded for Triton only, after the first copy brought it", () => {
+    const objects = renderManifests({
+      ...BASE,
+      modelSource: { kind: "sync", repositorySubdir: "repository" },
+      repositoryKey: { header: key.header, keyDir: "/models/key" },
+    });
+    const c = triton(objects);
+    // Set on the container, the wait's every `sleep` would log that ld.so cannot preload it.
+    expect(c.env.map((e: Any) => e.name)).not.toContain("LD_PRELOAD");
+    expect(c.env).toContainEqual({ name: "TRITON_DEV_KEY_FILE", value: "/models/key/repository.key" });
+    const script = (c.args as string[])[2]!;
+    // What the shell hands Triton, run for real with the marker already there.
+    const marked = script.replace("/models/.triton-dev-synced", "/");
+    const r = spawnSync("/bin/sh", ["-c", marked, "sh", "/bin/sh", "-c", 'printf %s "$LD_PRELOAD"'], {
+      encoding: "utf8",
+      env: { PATH: process.env.PATH },
+    });
+    expect(r.stdout).toBe("/models/key/libtriton-dev-key.so");
   });
 
   it("with a key folder: the docker runtime's exact flags, the key read from the file, no Secret", () => {
