@@ -59,9 +59,7 @@ export async function dashboardAction(flags: DashboardFlags, ctx: CliContext): P
     pid: state.pid > 0 ? state.pid : undefined,
     logFile: state.logFile,
   });
-  const monitoring = run.run.describe().monitoring;
-  if (monitoring)
-    bus.emit({ type: "monitoring", runtime: state.runtime, ...monitoring, reads: {}, server: { monitoring } });
+  for (const event of run.run.describe().startEvents ?? []) bus.emit(event);
   const userPaths = userPathsOf(state);
   const models = (
     await clientForRun(state)

@@ -190,8 +190,13 @@ export interface RunDescription<Fields extends Record<string, unknown> = Record<
   lines: Array<[string, string]>;
   /** Extra `status --json` fields, beside the session's own. */
   json: Fields;
-  /** Prometheus and Grafana started beside the server (`status` and the dashboard show them). */
+  /** Prometheus and Grafana started beside the server (`status` shows them). */
   monitoring?: { prometheus: string; grafana: string };
+  /**
+   * What the driver told `up`'s dashboard while the run started and a dashboard attached later
+   * should show too (docker: the monitoring stack's addresses), as the driver words it.
+   */
+  startEvents?: DriverEvent[];
 }
 
 export interface StopReport {

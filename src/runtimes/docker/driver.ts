@@ -174,7 +174,7 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
               shmBytes: rec.shmBytes,
             },
           },
-          ...(rec.monitoring ? { monitoring: rec.monitoring } : {}),
+          ...(rec.monitoring ? { monitoring: rec.monitoring, startEvents: [monitoringEvent(rec.monitoring)] } : {}),
         }),
         // `up` again for the same project's detached container hands it over to the new `up`:
         // the container is reattached (same settings) or recreated (changed ones).
