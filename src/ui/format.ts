@@ -36,10 +36,7 @@ export function perSec(x: number | undefined): string {
   return x >= 1000 ? x.toFixed(0) : x >= 100 ? x.toFixed(1) : x.toFixed(2);
 }
 
-export function bytes(n: number): string {
-  const gib = n / 2 ** 30;
-  return gib >= 1 ? `${gib.toFixed(1)} GiB` : `${(n / 2 ** 20).toFixed(0)} MiB`;
-}
+export { bytes } from "../events/size.js";
 
 export function pct(x: number | undefined): string {
   return x === undefined || !Number.isFinite(x) ? "—" : `${(x * 100).toFixed(0)}%`;

@@ -2,9 +2,9 @@
 import type { DriverEvent, RuntimeKind } from "../driver.js";
 import type { PullUpdate } from "./image.js";
 
+import { bytes as short } from "../../events/size.js";
+
 const mb = (bytes: number) => `${(bytes / 1024 ** 2).toFixed(1)} MB`;
-/** The dashboard's short form, as its other sizes. */
-const short = (n: number) => (n >= 2 ** 30 ? `${(n / 2 ** 30).toFixed(1)} GiB` : `${(n / 2 ** 20).toFixed(0)} MiB`);
 
 /**
  * A pull: a plain line when a layer starts downloading and when one is done (not for every byte
