@@ -76,9 +76,9 @@ async function restartedWatcher(flags: UpFlags, paths: Paths, ctx: CliContext): 
 /**
  * What a detached `up` leaves behind, once its watcher has settled the first loads: ready or not
  * (the exit code, the same answer as `status` and Triton's /v2/health/ready), and each model it
- * does not serve with the reason.
+ * does not serve with the reason. Exported for its unit test.
  */
-async function reportDetached(
+export async function reportDetached(
   state: RunState,
   models: RepositoryIndexEntry[],
   ctx: CliContext,
