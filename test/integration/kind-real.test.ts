@@ -148,6 +148,9 @@ describe.skipIf(!availability.ok)(`up --runtime kind on a real kind cluster${ski
     await fsp.writeFile(file, (await fsp.readFile(file, "utf8")).replace("x + 1.0", "x + 5.0"));
     await until(5, "edited model");
     console.info(`real kind: poll-mode reload, save to new version served: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    // Triton's log reached the run's log file through `kubectl logs --follow` (API server -> kubelet).
+    const state = JSON.parse(await fsp.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8"));
+    expect(await fsp.readFile(state.logFile, "utf8")).toMatch(/successfully loaded 'offset'/);
   }, 240_000);
 
   it("down deletes the cluster: no node container left, kind lists no such cluster", async () => {
