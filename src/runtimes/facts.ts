@@ -11,6 +11,7 @@ export interface RuntimeFlags {
   monitoring?: boolean | undefined;
   cluster?: string | undefined;
   keepCluster?: boolean | undefined;
+  nodeImage?: string | undefined;
   context?: string | undefined;
   namespace?: string | undefined;
 }
@@ -22,6 +23,7 @@ export const RUNTIME_FLAG_NAMES: Record<keyof RuntimeFlags, string> = {
   monitoring: "--monitoring",
   cluster: "--cluster",
   keepCluster: "--keep-cluster",
+  nodeImage: "--node-image",
   context: "--context",
   namespace: "--namespace",
 };

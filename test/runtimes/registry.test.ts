@@ -32,6 +32,9 @@ describe("runtime drivers", () => {
       /--keep-cluster only applies to the kind runtime/,
     );
     expect(() => refuseForeignFlags("docker", { cluster: "c" })).toThrow(/--cluster only applies to the kind runtime/);
+    expect(() => refuseForeignFlags("cluster", { nodeImage: "kindest/node:v1.34.0" })).toThrow(
+      /--node-image only applies to the kind runtime/,
+    );
     expect(() => refuseForeignFlags("kind", { monitoring: true })).toThrow(
       /--monitoring only applies to the docker runtime/,
     );
@@ -49,6 +52,11 @@ describe("runtime drivers", () => {
     const kind = await loadDriver("kind");
     expect(kind.options({ cluster: "mine", keepCluster: true })).toMatchObject({ cluster: "mine", keepCluster: true });
     expect(() => kind.options({ cluster: "Not_A_Name" })).toThrow(UsageError);
+    expect(kind.options({ nodeImage: "triton-dev-test/kind-node:abc" })).toMatchObject({
+      nodeImage: "triton-dev-test/kind-node:abc",
+    });
+    expect(kind.options({})).not.toHaveProperty("nodeImage");
+    expect(() => kind.options({ nodeImage: "two words" })).toThrow(/--node-image must be an image reference/);
     const cluster = await loadDriver("cluster");
     expect(cluster.options({ context: "team", namespace: "ml", gpus: "2" })).toMatchObject({
       context: "team",

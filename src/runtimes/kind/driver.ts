@@ -17,7 +17,7 @@ import { KindConnection } from "./connection.js";
 import { KindRuntime } from "./kind-runtime.js";
 import { kindRunAlive } from "./liveness.js";
 import { parseKindRecord } from "./record.js";
-import { DEFAULT_CLUSTER, parseClusterName } from "./settings.js";
+import { DEFAULT_CLUSTER, parseClusterName, parseNodeImage } from "./settings.js";
 import { findOurKubectls, removeLeftovers, teardownRun, terminatePids } from "./teardown.js";
 import { KindTools } from "./tools.js";
 
@@ -27,6 +27,8 @@ export interface KindOptions {
   cluster: string;
   /** The cluster outlives the run (`--keep-cluster`). */
   keepCluster: boolean;
+  /** The node image of a cluster this run creates (`--node-image`); kind's default when absent. */
+  nodeImage?: string;
   image: string;
   gpus: GpuRequest | "auto";
   shmBytes: number;
@@ -66,6 +68,7 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
       return {
         cluster: flags.cluster ? parseClusterName(flags.cluster) : DEFAULT_CLUSTER,
         keepCluster: flags.keepCluster ?? false,
+        ...(flags.nodeImage !== undefined ? { nodeImage: parseNodeImage(flags.nodeImage) } : {}),
         image: flags.image ?? DEFAULT_IMAGE,
         gpus: flags.gpus ? parseGpus(flags.gpus) : "auto",
         shmBytes: flags.shmSize ? parseSize(flags.shmSize) : DEFAULT_SHM_BYTES,

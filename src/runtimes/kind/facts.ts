@@ -11,12 +11,16 @@ export const kindFacts: RuntimeFacts = {
     message: `backend '${backend}' is not in the kind runtime's Triton image`,
     hint: "Use an image that contains this backend.",
   }),
-  flags: ["image", "gpus", "shmSize", "cluster", "keepCluster"],
+  flags: ["image", "gpus", "shmSize", "cluster", "keepCluster", "nodeImage"],
   flagSpecs: {
     cluster: { usage: "--cluster <name>", help: `the kind cluster to create or use (default ${DEFAULT_CLUSTER})` },
     keepCluster: {
       usage: "--keep-cluster",
       help: "keep the cluster when the run ends (the next `up` then starts in seconds)",
+    },
+    nodeImage: {
+      usage: "--node-image <image>",
+      help: "the kind node image of a cluster this run creates (`kind create cluster --image`; default kind's own)",
     },
   },
   // The pod mounts the whole run folder at /models (settings.ts manifestOptions).

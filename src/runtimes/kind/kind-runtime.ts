@@ -51,6 +51,8 @@ export interface KindRequest {
   cluster: string;
   /** Leave the cluster in place when the run ends (the next `up` then starts in seconds). */
   keepCluster: boolean;
+  /** The node image of a cluster this run creates (`kind create cluster --image`); kind's default when absent. */
+  nodeImage?: string;
   image: string;
   gpus: GpuRequest | "auto";
   shmBytes: number;
@@ -300,6 +302,7 @@ export class KindRuntime {
         name: cluster,
         stateDir: input.stateDir,
         gpu: plan.gpus !== 0,
+        ...(input.nodeImage ? { nodeImage: input.nodeImage } : {}),
         ...(this.deps.configDir ? { configDir: this.deps.configDir } : {}),
       }),
     );

@@ -51,6 +51,20 @@ export function parseClusterName(value: string): string {
 }
 
 /**
+ * `--node-image`: the node image of every node of a cluster this run creates (kind's own default
+ * when absent). A reference as `docker` takes it: no spaces, no empty name.
+ */
+export function parseNodeImage(value: string): string {
+  const v = value.trim();
+  if (!v || /\s/.test(v) || !/^[A-Za-z0-9][A-Za-z0-9._\-/:@]*$/.test(v)) {
+    throw new UsageError(`--node-image must be an image reference; got '${value}'`, {
+      hint: "For example --node-image kindest/node:v1.34.0 (an image the Docker daemon has or can pull).",
+    });
+  }
+  return v;
+}
+
+/**
  * kind asks for GPUs per pod as a count of `nvidia.com/gpu`: `all` becomes every GPU the node
  * offers (known once the device plugin reports them); device ids have no meaning there.
  */

@@ -12,6 +12,7 @@ import {
   manifestOptions,
   nodePath,
   parseClusterName,
+  parseNodeImage,
   shmQuantity,
 } from "../../../src/runtimes/kind/settings.js";
 import { findOurKubectls } from "../../../src/runtimes/kind/teardown.js";
@@ -122,6 +123,18 @@ describe("the kind run's manifests", () => {
     expect(() => kindGpus({ kind: "devices", ids: ["0"] })).toThrow(UsageError);
     expect(shmQuantity(1024 ** 3)).toBe("1024Mi");
     expect(shmQuantity(1)).toBe("1Mi");
+  });
+
+  it("parses --node-image: an image reference, trimmed; anything else is a usage error naming the flag", () => {
+    expect(parseNodeImage("kindest/node:v1.34.0")).toBe("kindest/node:v1.34.0");
+    expect(parseNodeImage(" triton-dev-test/kind-node:0123abcd ")).toBe("triton-dev-test/kind-node:0123abcd");
+    expect(parseNodeImage("localhost:5000/node@sha256:" + "a".repeat(64))).toBe(
+      "localhost:5000/node@sha256:" + "a".repeat(64),
+    );
+    for (const bad of ["", "  ", "kindest/node v1", "-rm", "node;rm"]) {
+      expect(() => parseNodeImage(bad)).toThrow(UsageError);
+      expect(() => parseNodeImage(bad)).toThrow(/--node-image/);
+    }
   });
 });
 

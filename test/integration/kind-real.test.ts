@@ -1,0 +1,166 @@
+import { execFile } from "node:child_process";
+import fsp from "node:fs/promises";
+import path from "node:path";
+import type Docker from "dockerode";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { copySampleModels, freePorts, jsonEvents, portArgs, runCli, tempDir, testEnv } from "../helpers/cli.js";
+import { untilOffsetServes, writeOffsetModel } from "../helpers/offset-model.js";
+import { buildTestImage, dockerAvailability, LocalRegistry, removeImage } from "../fixtures/docker/harness.js";
+import { kindNode, privilegedBlocker, type KindNode } from "../fixtures/kind-node/harness.js";
+
+/**
+ * `up --runtime kind` end to end against a REAL kind cluster: the kind v0.33.0 CLI and a kind node
+ * image built on this machine by test/fixtures/kind-node/build.sh (Debian with systemd, containerd
+ * 2, kubeadm/kubelet v1.34.3, the control-plane, kube-proxy, CoreDNS and pause images preloaded;
+ * nothing is pulled from outside), given to triton-dev with `--node-image`. Where
+ * test/integration/kind.test.ts emulates kind and kubectl, here kind creates the two-node cluster
+ * of kind-config/cluster.yaml, `kind load docker-image` puts the Triton test image into the worker,
+ * the kubelet runs the pod with the worker's mount of the state folder, and kubectl port-forwards.
+ *
+ * Never skipped silently: with a Docker daemon, a node image that build.sh cannot make fails the
+ * file, naming build.sh; so does a daemon that cannot run kind's privileged nodes here.
+ */
+const availability = await dockerAvailability();
+const skipReason = availability.ok ? "" : ` (skipped: ${availability.reason})`;
+if (!availability.ok) console.warn(`real kind tests skipped: ${availability.reason}`);
+
+const CLUSTER_LABEL = "io.x-k8s.kind.cluster";
+
+function run(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; out: string }> {
+  return new Promise((resolve) =>
+    execFile(cmd, args, { env, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) =>
+      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: `${String(stdout)}${String(stderr)}` }),
+    ),
+  );
+}
+
+describe.skipIf(!availability.ok)(`up --runtime kind on a real kind cluster${skipReason}`, () => {
+  const docker = (availability as { docker: Docker }).docker;
+  const registry = new LocalRegistry();
+  const cluster = `tdkr-${Math.random().toString(36).slice(2, 7)}`;
+  let node: KindNode;
+  let image = "";
+  let env: NodeJS.ProcessEnv;
+  let ports: { http: number; grpc: number; metrics: number };
+  let models: string;
+
+  const containers = () =>
+    docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${CLUSTER_LABEL}=${cluster}`] }) });
+
+  beforeAll(async () => {
+    const blocker = await privilegedBlocker(await docker.info());
+    if (blocker) throw new Error(blocker);
+    node = await kindNode();
+    const built = await buildTestImage();
+    await registry.start(built.registryDir);
+    image = registry.ref(built);
+    const home = await tempDir("kind-real-home");
+    env = await testEnv({
+      PATH: `${path.dirname(node.kind)}:${path.dirname(node.kubectl)}:${process.env.PATH}`,
+      // kind writes the cluster's context here, not into the user's ~/.kube/config.
+      KUBECONFIG: path.join(home, "kubeconfig"),
+    });
+    ports = await freePorts();
+    models = await copySampleModels();
+  }, 1_900_000);
+
+  afterAll(async () => {
+    if (env) await runCli(["down"], env);
+    if (node && env) await run(node.kind, ["delete", "cluster", `--name=${cluster}`], env);
+    for (const c of await containers().catch(() => []))
+      await docker
+        .getContainer(c.Id)
+        .remove({ force: true, v: true })
+        .catch(() => {});
+    await registry.stop();
+    if (image) await removeImage(docker, image).catch(() => {});
+  }, 180_000);
+
+  it("up --node-image creates the two-node cluster with kind, loads the image, and every CPU model is READY through the port-forward", async () => {
+    const t0 = Date.now();
+    const r = await runCli(
+      [
+        "up",
+        "--runtime",
+        "kind",
+        "--cluster",
+        cluster,
+        "--node-image",
+        node.image,
+        "--detach",
+        "--json",
+        "--image",
+        image,
+        "--models",
+        models,
+        "--poll-secs",
+        "1",
+        ...portArgs(ports),
+      ],
+      env,
+      600_000,
+    );
+    const elapsed = Date.now() - t0;
+    if (r.code !== 0) console.error(r.stderr.slice(-6000));
+    expect(r.code).toBe(0);
+    const ev = jsonEvents(r);
+    const steps = ev
+      .filter((e) => e.type === "progress" && e.runtime === "kind")
+      .map((e) => `${e.step as string}: ${e.message as string}`);
+    expect(steps).toEqual(
+      expect.arrayContaining([
+        `cluster: creating the kind cluster ${cluster} (a minute or two the first time)`,
+        `image: loading ${image} into the cluster's node (kind load docker-image)`,
+      ]),
+    );
+    const ready = ev.find((e) => e.type === "ready") as { models: Array<{ name: string; state: string }> };
+    expect(ready.models.map((m) => [m.name, m.state])).toEqual([
+      ["bert_tokenizer", "READY"],
+      ["image_classifier", "READY"],
+      ["sentiment_classifier", "READY"],
+      ["sentiment_pipeline", "READY"],
+      ["text_streamer", "READY"],
+    ]);
+    // Both nodes are kind's containers of the image we named, and the cluster is kind's own.
+    const nodes = await containers();
+    expect(nodes.map((c) => c.Names[0]).sort()).toEqual([`/${cluster}-control-plane`, `/${cluster}-worker`]);
+    for (const c of nodes) expect(c.Image).toBe(node.image);
+    expect((await run(node.kind, ["get", "clusters"], env)).out.split("\n")).toContain(cluster);
+    const pods = await run(
+      node.kubectl,
+      [`--context=kind-${cluster}`, "-n", "triton-dev", "get", "pods", "-o", "jsonpath={.items[*].spec.nodeName}"],
+      env,
+    );
+    expect(pods.out.trim()).toBe(`${cluster}-worker`);
+    const health = await fetch(`http://127.0.0.1:${ports.http}/v2/health/ready`);
+    expect(health.status).toBe(200);
+    console.info(
+      `real kind: up --runtime kind --detach (new 2-node cluster, pull, kind load) to every model READY: ${(elapsed / 1000).toFixed(1)} s`,
+    );
+  }, 660_000);
+
+  it("serves a saved edit: a new model, then a change to it, through the worker's mount and Triton's poll", async () => {
+    const until = (want: number, what: string) => untilOffsetServes(ports.http, want, what, 90_000);
+    await writeOffsetModel(models, "1");
+    await until(1, "new model");
+    const t0 = Date.now();
+    const file = path.join(models, "offset", "1", "model.py");
+    await fsp.writeFile(file, (await fsp.readFile(file, "utf8")).replace("x + 1.0", "x + 5.0"));
+    await until(5, "edited model");
+    console.info(`real kind: poll-mode reload, save to new version served: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    // Triton's log reached the run's log file through `kubectl logs --follow` (API server -> kubelet).
+    const state = JSON.parse(await fsp.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8"));
+    expect(await fsp.readFile(state.logFile, "utf8")).toMatch(/successfully loaded 'offset'/);
+  }, 240_000);
+
+  it("down deletes the cluster: no node container left, kind lists no such cluster", async () => {
+    const t0 = Date.now();
+    const r = await runCli(["down"], env);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`kind cluster ${cluster}, deleted`);
+    console.info(`real kind: down (cluster deleted): ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    expect(await containers()).toEqual([]);
+    expect((await run(node.kind, ["get", "clusters"], env)).out.split("\n")).not.toContain(cluster);
+    expect(JSON.parse((await runCli(["status", "--json"], env)).stdout).running).toBe(false);
+  }, 180_000);
+});
