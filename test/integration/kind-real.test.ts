@@ -3,9 +3,18 @@ import fsp from "node:fs/promises";
 import path from "node:path";
 import type Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { isPortFree } from "../../src/net/ports.js";
+import { findProcesses, isOurProcess } from "../../src/state/process.js";
 import { copySampleModels, freePorts, jsonEvents, portArgs, runCli, tempDir, testEnv } from "../helpers/cli.js";
 import { untilOffsetServes, writeOffsetModel } from "../helpers/offset-model.js";
-import { buildTestImage, dockerAvailability, LocalRegistry, removeImage } from "../fixtures/docker/harness.js";
+import { expectPipelineServedAndLocked } from "../helpers/served.js";
+import {
+  buildTestImage,
+  dockerAvailability,
+  LocalRegistry,
+  removeImage,
+  removeTestImages,
+} from "../fixtures/docker/harness.js";
 import { kindNode, privilegedBlocker, type KindNode } from "../fixtures/kind-node/harness.js";
 
 /**
@@ -17,6 +26,10 @@ import { kindNode, privilegedBlocker, type KindNode } from "../fixtures/kind-nod
  * of kind-config/cluster.yaml, `kind load docker-image` puts the Triton test image into the worker,
  * the kubelet runs the pod with the worker's mount of the state folder, and kubectl port-forwards.
  *
+ * This is the kind runtime's main path; kind.test.ts keeps on the emulator only what needs a
+ * cluster to misbehave or several clusters (a foreign one, a kept one, a crash loop) and what
+ * needs no cluster at all.
+ *
  * Never skipped silently: with a Docker daemon, a node image that build.sh cannot make fails the
  * file, naming build.sh; so does a daemon that cannot run kind's privileged nodes here.
  */
@@ -25,6 +38,21 @@ const skipReason = availability.ok ? "" : ` (skipped: ${availability.reason})`;
 if (!availability.ok) console.warn(`real kind tests skipped: ${availability.reason}`);
 
 const CLUSTER_LABEL = "io.x-k8s.kind.cluster";
+
+/** What the test reads of a pod, as `kubectl get -o json` gives it. */
+interface PodJson {
+  status: { phase: string };
+  spec: {
+    containers: Array<{
+      name: string;
+      command?: string[];
+      args?: string[];
+      env?: Array<{ name: string; value?: string }>;
+      volumeMounts?: Array<{ name: string; mountPath: string; readOnly?: boolean }>;
+    }>;
+    volumes: Array<{ name: string; hostPath?: { path: string } }>;
+  };
+}
 
 function run(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; out: string }> {
   return new Promise((resolve) =>
@@ -44,6 +72,22 @@ describe.skipIf(!availability.ok)(`up --runtime kind on a real kind cluster${ski
   let ports: { http: number; grpc: number; metrics: number };
   let models: string;
 
+  /** Our kubectl processes for the cluster: every one, or the long-running port-forward and log follower. */
+  const kubectls = (longRunning = false) =>
+    findProcesses(
+      (argv) =>
+        path.basename(argv[0] ?? "") === "kubectl" &&
+        argv.includes(`--context=kind-${cluster}`) &&
+        (!longRunning || argv.includes("port-forward") || argv.includes("logs")),
+    );
+  const runState = async () =>
+    JSON.parse(await fsp.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8")) as {
+      runDir: string;
+      logFile: string;
+      supervisorPid: number;
+      repositoryKey: { value: string };
+    };
+
   const containers = () =>
     docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${CLUSTER_LABEL}=${cluster}`] }) });
 
@@ -54,6 +98,8 @@ describe.skipIf(!availability.ok)(`up --runtime kind on a real kind cluster${ski
     const built = await buildTestImage();
     await registry.start(built.registryDir);
     image = registry.ref(built);
+    // Absent from the daemon, so `up` pulls it (with progress) before `kind load`.
+    await removeTestImages(docker, built);
     const home = await tempDir("kind-real-home");
     env = await testEnv({
       PATH: `${path.dirname(node.kind)}:${path.dirname(node.kubectl)}:${process.env.PATH}`,
@@ -107,12 +153,17 @@ describe.skipIf(!availability.ok)(`up --runtime kind on a real kind cluster${ski
     const steps = ev
       .filter((e) => e.type === "progress" && e.runtime === "kind")
       .map((e) => `${e.step as string}: ${e.message as string}`);
+    expect((ev.filter((e) => e.type === "pull").at(-1) as { finished?: boolean } | undefined)?.finished).toBe(true);
     expect(steps).toEqual(
       expect.arrayContaining([
         `cluster: creating the kind cluster ${cluster} (a minute or two the first time)`,
+        `cluster: Set kubectl context to "kind-${cluster}"`,
         `image: loading ${image} into the cluster's node (kind load docker-image)`,
+        "apply: applying Namespace/triton-dev, Deployment/triton-inference-server, Service/triton-inference-server in namespace triton-dev",
+        expect.stringMatching(/^forward: port-forwarding 127\.0\.0\.1:\d+, \d+, \d+ to pod triton-inference-server-/),
       ]),
     );
+    expect(ev.find((e) => e.type === "skipped")).toMatchObject({ model: "resnet50_fp16" });
     const ready = ev.find((e) => e.type === "ready") as { models: Array<{ name: string; state: string }> };
     expect(ready.models.map((m) => [m.name, m.state])).toEqual([
       ["bert_tokenizer", "READY"],
@@ -139,6 +190,71 @@ describe.skipIf(!availability.ok)(`up --runtime kind on a real kind cluster${ski
     );
   }, 660_000);
 
+  it("serves inference through the port-forward, with the repository API locked to the run's key", async () => {
+    await expectPipelineServedAndLocked(ports.http);
+    const metrics = await fetch(`http://127.0.0.1:${ports.metrics}/metrics`).then((x) => x.text());
+    expect(metrics).toContain("nv_inference_request_success");
+  }, 120_000);
+
+  it("status shows the cluster, context and namespace; the kubelet runs the rendered Deployment, with no key in it", async () => {
+    const s = JSON.parse((await runCli(["status", "--json"], env)).stdout);
+    expect(s).toMatchObject({
+      running: true,
+      runtime: "kind",
+      detached: true,
+      serverReady: true,
+      cluster: {
+        name: cluster,
+        context: `kind-${cluster}`,
+        namespace: "triton-dev",
+        created: true,
+        keepCluster: false,
+        image,
+        gpus: 0,
+        nodeContainer: `${cluster}-worker`,
+      },
+    });
+    const text = (await runCli(["status"], env)).stdout;
+    expect(text).toContain(`runtime   kind (kind cluster ${cluster}`);
+    expect(text).toContain(`cluster   ${cluster} (context kind-${cluster}, namespace triton-dev; deleted by \`down\`)`);
+    const state = await runState();
+    // The pod as the API server holds it: the run folder through the worker's mount of the state
+    // folder (read-only, the key file in it), Triton in poll mode, the key itself nowhere.
+    const got = await run(
+      node.kubectl,
+      [`--context=kind-${cluster}`, "-n", "triton-dev", "get", "pods", "-o", "json"],
+      env,
+    );
+    expect(got.code).toBe(0);
+    const pods = (JSON.parse(got.out) as { items: PodJson[] }).items;
+    expect(pods).toHaveLength(1);
+    const pod = pods[0]!;
+    expect(pod.status.phase).toBe("Running");
+    const triton = pod.spec.containers.find((c) => c.name === "triton")!;
+    const args = [...(triton.command ?? []), ...(triton.args ?? [])];
+    expect(args).toEqual(
+      expect.arrayContaining([
+        "--model-repository=/models/repository",
+        "--model-control-mode=poll",
+        "--repository-poll-secs=1",
+      ]),
+    );
+    expect(triton.env).toEqual(
+      expect.arrayContaining([{ name: "TRITON_DEV_KEY_FILE", value: "/models/key/repository.key" }]),
+    );
+    const hostPath = pod.spec.volumes.map((v) => v.hostPath?.path).find(Boolean);
+    expect(hostPath).toBe(path.posix.join("/triton-dev", path.relative(env.TRITON_DEV_STATE_DIR!, state.runDir)));
+    expect(triton.volumeMounts).toEqual(
+      expect.arrayContaining([expect.objectContaining({ mountPath: "/models", readOnly: true })]),
+    );
+    expect(got.out).not.toContain(state.repositoryKey.value);
+    const worker = await docker.getContainer(`${cluster}-worker`).inspect();
+    expect(worker.Mounts.find((m) => m.Destination === "/triton-dev")?.Source).toBe(env.TRITON_DEV_STATE_DIR);
+    // The detached run's port-forward and log follower belong to its supervisor.
+    expect(isOurProcess(state.supervisorPid, process.execPath)).toBe(true);
+    expect(kubectls(true).length).toBe(2);
+  }, 60_000);
+
   it("serves a saved edit: a new model, then a change to it, through the worker's mount and Triton's poll", async () => {
     const until = (want: number, what: string) => untilOffsetServes(ports.http, want, what, 90_000);
     await writeOffsetModel(models, "1");
@@ -148,19 +264,27 @@ describe.skipIf(!availability.ok)(`up --runtime kind on a real kind cluster${ski
     await fsp.writeFile(file, (await fsp.readFile(file, "utf8")).replace("x + 1.0", "x + 5.0"));
     await until(5, "edited model");
     console.info(`real kind: poll-mode reload, save to new version served: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    const s = JSON.parse((await runCli(["status", "--json"], env)).stdout);
+    expect(s.edits.find((e: { model: string }) => e.model === "offset")).toMatchObject({ outcome: "ready" });
     // Triton's log reached the run's log file through `kubectl logs --follow` (API server -> kubelet).
-    const state = JSON.parse(await fsp.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8"));
-    expect(await fsp.readFile(state.logFile, "utf8")).toMatch(/successfully loaded 'offset'/);
+    expect(await fsp.readFile((await runState()).logFile, "utf8")).toMatch(/successfully loaded 'offset'/);
   }, 240_000);
 
-  it("down deletes the cluster: no node container left, kind lists no such cluster", async () => {
+  it("down deletes the cluster, stops the port-forward and log follower, frees the ports; kind lists no such cluster", async () => {
+    const state = await runState();
     const t0 = Date.now();
     const r = await runCli(["down"], env);
     expect(r.code).toBe(0);
-    expect(r.stdout).toContain(`kind cluster ${cluster}, deleted`);
+    expect(r.stdout).toContain(
+      `stopped Triton (kind cluster ${cluster}, deleted, kind runtime, http 127.0.0.1:${ports.http})`,
+    );
     console.info(`real kind: down (cluster deleted): ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     expect(await containers()).toEqual([]);
     expect((await run(node.kind, ["get", "clusters"], env)).out.split("\n")).not.toContain(cluster);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(kubectls()).toEqual([]);
+    expect(isOurProcess(state.supervisorPid, process.execPath)).toBe(false);
+    for (const p of Object.values(ports)) expect(await isPortFree(p)).toBe(true);
     expect(JSON.parse((await runCli(["status", "--json"], env)).stdout).running).toBe(false);
   }, 180_000);
 });
