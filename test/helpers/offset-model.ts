@@ -1,6 +1,6 @@
 import fsp from "node:fs/promises";
 import path from "node:path";
-import { TritonHttpClient } from "../../src/triton/http-client.js";
+import { closingFetch, TritonHttpClient } from "../../src/triton/http-client.js";
 
 /** A small python model with dynamic batching that adds 1 to its input: what the dashboard tests edit and reload. */
 export const OFFSET_CONFIG = `name: "offset"
@@ -38,7 +38,9 @@ export async function untilOffsetServes(
   what: string,
   timeoutMs = 45_000,
 ): Promise<void> {
-  const client = new TritonHttpClient(`http://127.0.0.1:${httpPort}`, { timeoutMs: 30_000 });
+  // Its connections close: a pooled keep-alive one would hold the next stop's exit for seconds
+  // (Triton waits for open HTTP connections), which a test or bench would count as down's.
+  const client = new TritonHttpClient(`http://127.0.0.1:${httpPort}`, { timeoutMs: 30_000, fetch: closingFetch });
   const served = async () => {
     const r = await client.infer("offset", [{ name: "X", shape: [1, 4], datatype: "FP32", data: [0, 0, 0, 0] }]);
     return (r.outputs[0]!.data as number[])[0]!;
