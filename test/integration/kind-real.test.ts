@@ -112,7 +112,9 @@ describe.skipIf(!availability.ok)(`up --runtime kind on a real kind cluster${ski
 
   afterAll(async () => {
     if (env) await runCli(["down"], env);
-    if (node && env) await run(node.kind, ["delete", "cluster", `--name=${cluster}`], env);
+    if (node && env)
+      for (const name of [cluster, `${cluster}-foreign`])
+        await run(node.kind, ["delete", "cluster", `--name=${name}`], env);
     for (const c of await containers().catch(() => []))
       await docker
         .getContainer(c.Id)
@@ -121,6 +123,56 @@ describe.skipIf(!availability.ok)(`up --runtime kind on a real kind cluster${ski
     await registry.stop();
     if (image) await removeImage(docker, image).catch(() => {});
   }, 180_000);
+
+  it("refuses --gpus all when Docker has no NVIDIA runtime, before creating anything", async () => {
+    const r = await runCli(
+      [
+        "up",
+        "--runtime",
+        "kind",
+        "--cluster",
+        cluster,
+        "--detach",
+        "--gpus",
+        "all",
+        "--image",
+        image,
+        "--models",
+        models,
+        ...portArgs(ports),
+      ],
+      env,
+    );
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(
+      /GPUs were requested \(--gpus\) for the kind cluster, but the Docker daemon has no NVIDIA runtime/,
+    );
+    expect(r.stderr).toMatch(/accept-nvidia-visible-devices-as-volume-mounts=true/);
+    expect((await runCli(["status", "--json"], env)).stdout).toMatch(/"running": false/);
+    expect(await containers()).toEqual([]);
+  }, 60_000);
+
+  it("names the install command when kind is not on PATH", async () => {
+    const r = await runCli(
+      [
+        "up",
+        "--runtime",
+        "kind",
+        "--cluster",
+        cluster,
+        "--detach",
+        "--image",
+        image,
+        "--models",
+        models,
+        ...portArgs(ports),
+      ],
+      { ...env, PATH: path.dirname(process.execPath) },
+    );
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("kind was not found on PATH");
+    expect(r.stderr).toContain("go install sigs.k8s.io/kind@v0.33.0");
+  });
 
   it("up --node-image creates the two-node cluster with kind, loads the image, and every CPU model is READY through the port-forward", async () => {
     const t0 = Date.now();
@@ -287,4 +339,44 @@ describe.skipIf(!availability.ok)(`up --runtime kind on a real kind cluster${ski
     for (const p of Object.values(ports)) expect(await isPortFree(p)).toBe(true);
     expect(JSON.parse((await runCli(["status", "--json"], env)).stdout).running).toBe(false);
   }, 180_000);
+  it("refuses a kind cluster of that name that triton-dev did not create, and leaves it running", async () => {
+    const foreign = `${cluster}-foreign`;
+    const created = await run(node.kind, ["create", "cluster", `--name=${foreign}`, `--image=${node.image}`], env);
+    expect(created.code, created.out).toBe(0);
+    const nodes = () =>
+      docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${CLUSTER_LABEL}=${foreign}`] }) });
+    try {
+      const r = await runCli(
+        [
+          "up",
+          "--runtime",
+          "kind",
+          "--cluster",
+          foreign,
+          "--detach",
+          "--image",
+          image,
+          "--models",
+          models,
+          ...portArgs(ports),
+        ],
+        env,
+      );
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(
+        `a kind cluster named ${foreign} exists and was not created by triton-dev (no node carries the label triton-dev.io/managed=true); it is left alone`,
+      );
+      expect(r.stderr).toContain("--cluster NAME");
+      expect((await runCli(["down"], env)).code).toBe(0);
+      // Still there and untouched: its node runs, kind lists it, and nothing of ours is in it.
+      expect((await nodes()).map((c) => c.State)).toEqual(["running"]);
+      expect((await run(node.kind, ["get", "clusters"], env)).out.split("\n")).toContain(foreign);
+      const ns = await run(node.kubectl, [`--context=kind-${foreign}`, "get", "namespace", "triton-dev"], env);
+      expect(ns.code).not.toBe(0);
+      expect(ns.out).toContain("NotFound");
+    } finally {
+      await run(node.kind, ["delete", "cluster", `--name=${foreign}`], env);
+    }
+    expect(await nodes()).toEqual([]);
+  }, 240_000);
 });
