@@ -240,7 +240,12 @@ describe.skipIf(!!skip)(title, () => {
       started.catch(() => {});
       // While it waits: what is in the cluster, as the API has it.
       const deadline = Date.now() + 60_000;
-      while (Date.now() < deadline && !seen.some((s) => s.startsWith("pod/"))) {
+      // Until one listing has them all: kubectl lists each kind with a request of its own, so a
+      // listing made while `up` applies can miss the Deployment (listed first, not there yet) and
+      // still find the ReplicaSet and pod the controllers made of it a moment later.
+      const complete = () =>
+        ["deployment.apps/", "service/", "pod/"].every((kind) => seen.some((s) => s.startsWith(kind)));
+      while (Date.now() < deadline && !complete()) {
         seen = await runObjects(o.runId);
         await new Promise((r) => setTimeout(r, 200));
       }
