@@ -22,6 +22,7 @@ import os from "node:os";
 import path from "node:path";
 import { CLI, fmt, importTs, requireBuild, run, table } from "./lib.mjs";
 import { arg, copyModels, freePorts, readEnvironment } from "./reload-lib.mjs";
+import { lastLines, log, median, offsetEdits, row, secs, stepper } from "./side-by-side.mjs";
 
 const EDITS = arg("--edits", 4);
 const DEADLINE_MIN = arg("--deadline-min", 30);
@@ -60,29 +61,11 @@ if (blocker) {
   process.exit(2);
 }
 
-const secs = (ms) => ms / 1000;
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? NaN : s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
-const lastLines = (text, n = 15) => text.trim().split("\n").slice(-n).join("\n");
-const log = (msg) => console.error(`bench: ${msg}`);
 const clusterContainers = () =>
   docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${LABEL}=${CLUSTER}`] }) });
 const ourKubectls = () => h.findProcesses((argv) => argv.includes(`--context=kind-${CLUSTER}`));
 
-class StepError extends Error {}
-/** Runs one named step; a failure carries the step's name and, for a side's step, what the run says then. */
-async function step(name, fn, side) {
-  log(`${name} ...`);
-  try {
-    return await fn();
-  } catch (err) {
-    if (err instanceof StepError) throw err;
-    const seen = side ? await diagnose(side).catch((e) => `(no diagnosis: ${e.message})`) : "";
-    throw new StepError(`${name}: ${err instanceof Error ? err.message : String(err)}${seen}`, { cause: err });
-  }
-}
+const step = stepper(diagnose);
 
 async function diagnose(side) {
   const parts = [];
@@ -257,39 +240,6 @@ async function down(side, which) {
   );
 }
 
-/** The offset model (version 1 adds K) added, then EDITS saves of a new K, each timed to served. */
-async function edits(side) {
-  const file = path.join(side.models, "offset", "1", "model.py");
-  const newModel = await step(
-    `${side.name}: new model saved to served`,
-    async () => {
-      const t0 = Date.now();
-      await h.writeOffsetModel(side.models, "1");
-      await h.untilOffsetServes(side.ports.http, 1, "new model", 120_000);
-      return secs(Date.now() - t0);
-    },
-    side,
-  );
-  const times = [];
-  for (let i = 0; i < EDITS; i++) {
-    const k = i + 2;
-    times.push(
-      await step(
-        `${side.name}: edit ${i + 1}/${EDITS} (x + ${k}) saved to served`,
-        async () => {
-          const t0 = Date.now();
-          await fsp.writeFile(file, h.OFFSET_MODEL.replace("x + 1.0", `x + ${k}.0`));
-          await h.untilOffsetServes(side.ports.http, k, `edit ${i + 1}`, 120_000);
-          return secs(Date.now() - t0);
-        },
-        side,
-      ),
-    );
-  }
-  log(`${side.name}: new model ${fmt(newModel)} s, edits ${times.map((t) => fmt(t)).join(", ")} s`);
-  return { newModel, edits: times };
-}
-
 // --- the run -----------------------------------------------------------------------------------
 const t00 = Date.now();
 const setup = {};
@@ -333,7 +283,7 @@ try {
   for (const s of sides) s.figures.downAfterCold = await down(s, "after the cold up");
   for (const s of sides) {
     s.figures.upWarm = await up(s, "warm");
-    Object.assign(s.figures, await edits(s));
+    Object.assign(s.figures, await offsetEdits(s, { offset: h, step, count: EDITS }));
     s.figures.downEnd = await down(s, "at the end");
   }
   kind.figures.deleteCluster = await step("kind: kind delete cluster (the kept one)", async () => {
@@ -357,8 +307,6 @@ const leftContainers = await clusterContainers().catch((e) => [{ Names: [`(canno
 // --- the report --------------------------------------------------------------------------------
 const L = local?.figures ?? {};
 const K = kind?.figures ?? {};
-const ratio = (k, l) => (k !== undefined && l !== undefined && l > 0 ? fmt(k / l, 2) : "-");
-const row = (label, l, k, d = 1) => [label, fmt(l, d), fmt(k, d), ratio(k, l)];
 const rows = [
   ["", "local", "kind", "kind/local"],
   row("up --detach to every model READY, cold (s)", L.upCold, K.upCold),
