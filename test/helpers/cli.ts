@@ -80,6 +80,18 @@ export function portArgs(p: { http: number; grpc: number; metrics: number }): st
   return ["--http-port", String(p.http), "--grpc-port", String(p.grpc), "--metrics-port", String(p.metrics)];
 }
 
+/**
+ * `up --json`'s ready event on the sample models without a GPU: every model READY, by name, as
+ * [name, state] (resnet50_fp16 is skipped: it needs one).
+ */
+export const SAMPLE_CPU_READY: Array<[string, string]> = [
+  ["bert_tokenizer", "READY"],
+  ["image_classifier", "READY"],
+  ["sentiment_classifier", "READY"],
+  ["sentiment_pipeline", "READY"],
+  ["text_streamer", "READY"],
+];
+
 export async function copySampleModels(): Promise<string> {
   const dir = await tempDir("models");
   await fsp.cp(SAMPLE_MODELS, dir, { recursive: true, filter: (src) => !src.includes("__pycache__") });

@@ -22,7 +22,15 @@ import {
   type ControlPlane,
 } from "../fixtures/k8s-control-plane/harness.js";
 import { buildNode, nodeAvailability, startNode, type KubeNode } from "../fixtures/k8s-node/harness.js";
-import { copySampleModels, freePorts, portArgs, runCli, testEnv, jsonEvents } from "../helpers/cli.js";
+import {
+  copySampleModels,
+  freePorts,
+  portArgs,
+  runCli,
+  SAMPLE_CPU_READY,
+  testEnv,
+  jsonEvents,
+} from "../helpers/cli.js";
 import { untilOffsetServes, writeOffsetModel } from "../helpers/offset-model.js";
 import { expectPipelineServedAndLocked } from "../helpers/served.js";
 
@@ -126,13 +134,7 @@ describe.skipIf(!availability.ok)(title, () => {
     const elapsed = Date.now() - t0;
     expect(r.code, `${r.stderr}\n${node.tails()}`).toBe(0);
     const ready = events(r).find((e) => e.type === "ready") as { models: Array<{ name: string; state: string }> };
-    expect(ready.models.map((m) => [m.name, m.state])).toEqual([
-      ["bert_tokenizer", "READY"],
-      ["image_classifier", "READY"],
-      ["sentiment_classifier", "READY"],
-      ["sentiment_pipeline", "READY"],
-      ["text_streamer", "READY"],
-    ]);
+    expect(ready.models.map((m) => [m.name, m.state])).toEqual(SAMPLE_CPU_READY);
     console.info(
       `up --runtime cluster --detach on a real node (image pull included) to every model READY: ${(elapsed / 1000).toFixed(1)} s`,
     );

@@ -6,7 +6,15 @@ import type Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isPortFree } from "../../src/net/ports.js";
 import { containerName } from "../../src/runtimes/docker/settings.js";
-import { copySampleModels, freePorts, portArgs, runCli, testEnv, type CliResult } from "../helpers/cli.js";
+import {
+  copySampleModels,
+  freePorts,
+  portArgs,
+  runCli,
+  SAMPLE_CPU_READY,
+  testEnv,
+  type CliResult,
+} from "../helpers/cli.js";
 import { UpProcess } from "../helpers/up-process.js";
 import {
   buildTestImage,
@@ -135,13 +143,7 @@ describe.skipIf(!availability.ok)(`up --runtime docker against a real daemon${sk
     expect(pulls.some((e) => (e.changed as { phase?: string } | undefined)?.phase === "downloading")).toBe(true);
     expect(ev.find((e) => e.type === "container")).toMatchObject({ action: "created", name, image });
     const ready = ev.find((e) => e.type === "ready") as { models: Array<{ name: string; state: string }> };
-    expect(ready.models.map((m) => [m.name, m.state])).toEqual([
-      ["bert_tokenizer", "READY"],
-      ["image_classifier", "READY"],
-      ["sentiment_classifier", "READY"],
-      ["sentiment_pipeline", "READY"],
-      ["text_streamer", "READY"],
-    ]);
+    expect(ready.models.map((m) => [m.name, m.state])).toEqual(SAMPLE_CPU_READY);
   }, 240_000);
 
   it("serves inference from the container, with the repository API locked to the run's key", async () => {

@@ -5,7 +5,16 @@ import type Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isPortFree } from "../../src/net/ports.js";
 import { findProcesses, isOurProcess } from "../../src/state/process.js";
-import { copySampleModels, freePorts, jsonEvents, portArgs, runCli, tempDir, testEnv } from "../helpers/cli.js";
+import {
+  copySampleModels,
+  freePorts,
+  jsonEvents,
+  portArgs,
+  runCli,
+  SAMPLE_CPU_READY,
+  tempDir,
+  testEnv,
+} from "../helpers/cli.js";
 import { untilOffsetServes, writeOffsetModel } from "../helpers/offset-model.js";
 import { expectPipelineServedAndLocked } from "../helpers/served.js";
 import {
@@ -88,6 +97,27 @@ describe.skipIf(!availability.ok)(`up --runtime kind on a real kind cluster${ski
       repositoryKey: { value: string };
     };
 
+  /** `up --runtime kind --detach` of the test's models and image on the cluster `name`, with `extra`. */
+  const upKind = (name: string, extra: string[] = [], e: NodeJS.ProcessEnv = env, timeoutMs?: number) =>
+    runCli(
+      [
+        "up",
+        "--runtime",
+        "kind",
+        "--cluster",
+        name,
+        "--detach",
+        "--image",
+        image,
+        "--models",
+        models,
+        ...portArgs(ports),
+        ...extra,
+      ],
+      e,
+      timeoutMs,
+    );
+
   const containers = () =>
     docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${CLUSTER_LABEL}=${cluster}`] }) });
 
@@ -125,24 +155,7 @@ describe.skipIf(!availability.ok)(`up --runtime kind on a real kind cluster${ski
   }, 180_000);
 
   it("refuses --gpus all when Docker has no NVIDIA runtime, before creating anything", async () => {
-    const r = await runCli(
-      [
-        "up",
-        "--runtime",
-        "kind",
-        "--cluster",
-        cluster,
-        "--detach",
-        "--gpus",
-        "all",
-        "--image",
-        image,
-        "--models",
-        models,
-        ...portArgs(ports),
-      ],
-      env,
-    );
+    const r = await upKind(cluster, ["--gpus", "all"]);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(
       /GPUs were requested \(--gpus\) for the kind cluster, but the Docker daemon has no NVIDIA runtime/,
@@ -153,22 +166,7 @@ describe.skipIf(!availability.ok)(`up --runtime kind on a real kind cluster${ski
   }, 60_000);
 
   it("names the install command when kind is not on PATH", async () => {
-    const r = await runCli(
-      [
-        "up",
-        "--runtime",
-        "kind",
-        "--cluster",
-        cluster,
-        "--detach",
-        "--image",
-        image,
-        "--models",
-        models,
-        ...portArgs(ports),
-      ],
-      { ...env, PATH: path.dirname(process.execPath) },
-    );
+    const r = await upKind(cluster, [], { ...env, PATH: path.dirname(process.execPath) });
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("kind was not found on PATH");
     expect(r.stderr).toContain("go install sigs.k8s.io/kind@v0.33.0");
@@ -176,28 +174,7 @@ describe.skipIf(!availability.ok)(`up --runtime kind on a real kind cluster${ski
 
   it("up --node-image creates the two-node cluster with kind, loads the image, and every CPU model is READY through the port-forward", async () => {
     const t0 = Date.now();
-    const r = await runCli(
-      [
-        "up",
-        "--runtime",
-        "kind",
-        "--cluster",
-        cluster,
-        "--node-image",
-        node.image,
-        "--detach",
-        "--json",
-        "--image",
-        image,
-        "--models",
-        models,
-        "--poll-secs",
-        "1",
-        ...portArgs(ports),
-      ],
-      env,
-      600_000,
-    );
+    const r = await upKind(cluster, ["--node-image", node.image, "--json", "--poll-secs", "1"], env, 600_000);
     const elapsed = Date.now() - t0;
     if (r.code !== 0) console.error(r.stderr.slice(-6000));
     expect(r.code).toBe(0);
@@ -217,13 +194,7 @@ describe.skipIf(!availability.ok)(`up --runtime kind on a real kind cluster${ski
     );
     expect(ev.find((e) => e.type === "skipped")).toMatchObject({ model: "resnet50_fp16" });
     const ready = ev.find((e) => e.type === "ready") as { models: Array<{ name: string; state: string }> };
-    expect(ready.models.map((m) => [m.name, m.state])).toEqual([
-      ["bert_tokenizer", "READY"],
-      ["image_classifier", "READY"],
-      ["sentiment_classifier", "READY"],
-      ["sentiment_pipeline", "READY"],
-      ["text_streamer", "READY"],
-    ]);
+    expect(ready.models.map((m) => [m.name, m.state])).toEqual(SAMPLE_CPU_READY);
     // Both nodes are kind's containers of the image we named, and the cluster is kind's own.
     const nodes = await containers();
     expect(nodes.map((c) => c.Names[0]).sort()).toEqual([`/${cluster}-control-plane`, `/${cluster}-worker`]);
@@ -346,22 +317,7 @@ describe.skipIf(!availability.ok)(`up --runtime kind on a real kind cluster${ski
     const nodes = () =>
       docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${CLUSTER_LABEL}=${foreign}`] }) });
     try {
-      const r = await runCli(
-        [
-          "up",
-          "--runtime",
-          "kind",
-          "--cluster",
-          foreign,
-          "--detach",
-          "--image",
-          image,
-          "--models",
-          models,
-          ...portArgs(ports),
-        ],
-        env,
-      );
+      const r = await upKind(foreign);
       expect(r.code).toBe(1);
       expect(r.stderr).toContain(
         `a kind cluster named ${foreign} exists and was not created by triton-dev (no node carries the label triton-dev.io/managed=true); it is left alone`,
