@@ -175,7 +175,7 @@ export class EnvironmentBuilder {
     return { ...built, ms: Date.now() - started };
   }
 
-  /** The one reading of a requirements file (requirements-check.ts), as lint makes it, with this pip's configuration. */
+  /** The one reading of a requirements file (requirements-check.ts), as lint makes it, with this pip's settings. */
   private check(file: string, model?: string, userDir?: string): RequirementsCheck {
     const pip = userPipSources({
       env: this.o.env ?? process.env,

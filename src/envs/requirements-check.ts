@@ -287,7 +287,7 @@ function inside(dir: string, p: string): boolean {
  */
 function folderDigest(dir: string): string {
   const h = createHash("sha256");
-  let names: string[] = [];
+  let names: string[];
   try {
     names = fs.readdirSync(dir).sort();
   } catch {
@@ -510,7 +510,9 @@ export function checkRequirementsFile(file: string, modelDir: string, o: CheckOp
   const files = [...new Set(result.diagnostics.map((d) => d.file))];
   result.diagnostics.sort(
     (a, b) =>
-      files.indexOf(a.file) - files.indexOf(b.file) || (a.line ?? 0) - (b.line ?? 0) || (a.column ?? 0) - (b.column ?? 0),
+      files.indexOf(a.file) - files.indexOf(b.file) ||
+      (a.line ?? 0) - (b.line ?? 0) ||
+      (a.column ?? 0) - (b.column ?? 0),
   );
   if (result.diagnostics.length === 0) {
     result.resolved = { requirements, constraints, pipOptions, identity: [...identity].sort() };

@@ -262,7 +262,7 @@ const MARKER_OPS = /^(===|==|!=|~=|<=|>=|<|>|not\s+in\b|in\b)/;
 /** A marker's quoted string: printable ASCII, no quotes, backslashes or `$`, no blank before a `-`. */
 const MARKER_STRING = /^(["'])([A-Za-z0-9 ._+*!~,:;/<>=()@-]*)\1/;
 /** What pip takes for an archive file (is_archive_file), whatever else the line says. */
-const ARCHIVE = /^\S*\.(whl|zip|tar\.gz|tgz|tar|tar\.bz2|tbz|tar\.xz|txz|tlz|tar\.lz|tar\.lzma)(?=[\s;\[]|$)/i;
+const ARCHIVE = /^\S*\.(whl|zip|tar\.gz|tgz|tar|tar\.bz2|tbz|tar\.xz|txz|tlz|tar\.lz|tar\.lzma)(?=[\s;[]|$)/i;
 const HASH = /^(sha256|sha384|sha512):([0-9a-f]+)$/;
 const HASH_LENGTH: Record<string, number> = { sha256: 64, sha384: 96, sha512: 128 };
 
