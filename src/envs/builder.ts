@@ -273,6 +273,7 @@ export class EnvironmentBuilder {
     const normalized = resolved.requirements.map((r) => r.text);
     // pip's output and the files it is handed stay private: `<root>/logs` is 0700, each file 0600.
     const logs = await privateFolder(path.join(this.o.root, "logs"));
+    await removeOldBuildFiles(this.o.root);
     const logFile = path.join(logs, `${key}.log`);
     const constraints = path.join(logs, `${key}.constraints.txt`);
     // pip reads this file, written from what was checked, never the user's (requirements.ts says why).
@@ -449,6 +450,18 @@ async function privateFolder(dir: string): Promise<string> {
   }
   if ((st.mode & 0o777) !== 0o700) await fsp.chmod(dir, 0o700);
   return dir;
+}
+
+/**
+ * The build files earlier versions left beside the environments, readable by anyone: a log may
+ * hold what pip echoed of a file outside the model (`-r /etc/shadow` printed its first line).
+ * Their environments are not reused (LAYOUT_VERSION), so nothing refers to them.
+ */
+async function removeOldBuildFiles(root: string): Promise<void> {
+  for (const f of await fsp.readdir(root).catch(() => [] as string[])) {
+    if (/^[0-9a-f]{20}\.(log|constraints\.txt|report\.json)$/.test(f))
+      await fsp.rm(path.join(root, f), { force: true });
+  }
 }
 
 /** Writes a file only we can read, whatever mode an earlier version of it had; never through a link. */

@@ -133,6 +133,9 @@ describe("EnvironmentBuilder (real pip, local wheels)", () => {
   }, 60_000);
 
   it("fails with pip's own error when a package cannot be found, and leaves no environment behind", async () => {
+    // A log an earlier version left world-readable beside the environments.
+    const oldLog = path.join(root, "0123456789abcdef0123.log");
+    await fsp.writeFile(oldLog, "what pip once echoed\n", { mode: 0o644 });
     const e = (await builder()
       .build(await requirements("i", "tdbroken==1.0\n"))
       .catch((x: unknown) => x)) as EnvironmentError;
@@ -144,6 +147,7 @@ describe("EnvironmentBuilder (real pip, local wheels)", () => {
     // pip's output is the user's alone: 0600 in a 0700 folder, even where an older build left a 0644 one.
     const log = /pip's full output is in (\S+\.log)/.exec(e.hint)![1]!;
     expect(path.dirname(log)).toBe(path.join(root, "logs"));
+    expect(fs.existsSync(oldLog)).toBe(false);
     expect(fs.statSync(log).mode & 0o777).toBe(0o600);
     expect(fs.statSync(path.dirname(log)).mode & 0o777).toBe(0o700);
     fs.chmodSync(log, 0o644);
