@@ -508,7 +508,7 @@ const OPTION_SPECS: OptionSpec[] = [
  * pip's other requirements-file options: a word that abbreviates one of these (optparse takes
  * any unique prefix) is said to be that option.
  */
-const PIP_OTHER_OPTIONS = ["--use-feature", "--global-option", "--config-settings", "--isolated"];
+const PIP_OTHER_OPTIONS = ["--use-feature", "--global-option", "--config-settings", "--require-hashes"];
 
 /** The option pip would take `word` for (optparse: exact, or the one long option it is a prefix of). */
 function pipWouldRead(word: string): string | undefined {
