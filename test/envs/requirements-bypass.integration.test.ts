@@ -5,7 +5,8 @@
  * model, an editable install), and a real `pip install` of one of them asks that index; the
  * builder refuses every one at its file:line:col before pip runs (the index is never asked, no
  * environment, no log), and the built CLI's lint reports them without hanging on a FIFO or
- * /dev/zero and without printing anything of a file outside the model.
+ * /dev/zero and without printing anything of a file outside the model. What the grammar accepts,
+ * pip's parser reads the same from the user's file as from the file the builder hands it.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
@@ -14,6 +15,7 @@ import path from "node:path";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EnvironmentBuilder, EnvironmentError } from "../../src/envs/builder.js";
+import { checkRequirementsFile, pipRequirementsText, type PipSources } from "../../src/envs/requirements-check.js";
 import { ROOT, runCli, tempDir, testEnv } from "../helpers/cli.js";
 import { buildWheel, managedPython } from "../helpers/wheels.js";
 import { ECHO_MODEL_PY, pythonConfig } from "../repo/helpers.js";
@@ -22,7 +24,9 @@ const SECRET = "root:$6$never-printed-anywhere:19000:0:99999:7:::";
 
 /** How pip's own requirements-file parser reads each file: the sources it would use, what it would install. */
 const PIP_READS = String.raw`
-import json, sys
+import json, os, sys
+from pip._vendor.packaging.requirements import Requirement
+from pip._vendor.packaging.utils import canonicalize_name
 from pip._internal.network.session import PipSession
 from pip._internal.req.req_file import parse_requirements
 from pip._internal.index.package_finder import PackageFinder
@@ -35,18 +39,27 @@ for f in sys.argv[1:]:
     scope = SearchScope.create(find_links=[], index_urls=[], no_index=False)
     finder = PackageFinder.create(link_collector=LinkCollector(session=session, search_scope=scope),
                                   selection_prefs=SelectionPreferences(allow_yanked=False))
-    r = {"requirements": [], "editable": [], "error": ""}
+    r = {"requirements": [], "editable": [], "error": "", "normalized": []}
     try:
         for p in parse_requirements(f, session, finder=finder):
             (r["editable"] if p.is_editable else r["requirements"]).append(p.requirement)
+            hashes = sorted(h for hs in ((p.options or {}).get("hashes") or {}).items() for h in [hs[0] + ":" + v for v in hs[1]])
+            q = Requirement(p.requirement)
+            extras = ",".join(sorted(canonicalize_name(e) for e in q.extras))
+            norm = canonicalize_name(q.name) + (f"[{extras}]" if extras else "") + str(q.specifier) + (f"; {q.marker}" if q.marker else "")
+            r["normalized"].append([norm, hashes, p.constraint])
     except BaseException as e:
         r["error"] = str(e)
     r["sources"] = finder.index_urls + finder.find_links + list(finder.trusted_hosts)
+    r["real_sources"] = sorted(x if "://" in x else os.path.realpath(x) for x in r["sources"])
+    r["normalized"].sort()
     out[f] = r
 print(json.dumps(out))
 `;
 
 interface PipReading {
+  normalized: Array<[string, string[], boolean]>;
+  real_sources: string[];
   requirements: string[];
   editable: string[];
   error: string;
@@ -214,6 +227,52 @@ describe("requirements.txt bypasses, against real pip and an index of the test's
       if ("editable" in v.pip) expect(got.editable, what).toContain(v.pip.editable);
       if ("requirement" in v.pip) expect(got.requirements.join(" "), what).toContain(v.pip.requirement);
     }
+  }, 60_000);
+
+  it("what the grammar accepts, pip reads the same from the user's file as from the file pip is given", async () => {
+    const h = (c: string) => `sha256:${c.repeat(64)}`;
+    const corpus = [
+      "tdgreet==1.0\n",
+      "\ufeff# -*- coding: utf-8 -*-\r\nTdGreet [Extra_One , b] ( >= 1.0 , < 2 ) ; python_version >= '3.8' and (os_name == \"posix\" or extra == 'x')\r\n",
+      `torch==2.3.1+cpu \\\n    --hash=${h("a")} \\\n    --hash ${h("b")}\n# Grüße … the end\n`,
+      "--no-index\n--prefer-binary\n--only-binary :all:\n--find-links ./wheels\n-r more.txt\n-c pins.txt\nx.y_z~=1.4.2 # comment\n",
+      "a===1.0-foo\nb!=1.*\nc>1;sys_platform in 'linux darwin'\n\n\t\n",
+    ];
+    const none: PipSources = { indexes: new Set(), findLinks: new Set(), trustedHosts: new Set(), origin: new Map() };
+    const pairs: Array<[string, string]> = [];
+    for (const [i, text] of corpus.entries()) {
+      const file = await modelFor(path.join(work, "agree"), `m${i}`, text);
+      const dir = path.dirname(file);
+      await fsp.mkdir(path.join(dir, "wheels"), { recursive: true });
+      await fsp.writeFile(path.join(dir, "more.txt"), "tdhello[x]>=2 \\\n  ; python_version < '4'\n");
+      await fsp.writeFile(path.join(dir, "pins.txt"), "tdhello<3\n");
+      const r = checkRequirementsFile(file, dir, { pip: none, env: {} });
+      expect(r.diagnostics, text).toEqual([]);
+      const given = path.join(work, "agree", `m${i}.given.txt`);
+      await fsp.writeFile(given, pipRequirementsText(r.resolved!));
+      // pip reads constraints from their own file; the builder puts them in the constraints it passes.
+      const constraints = path.join(work, "agree", `m${i}.constraints.txt`);
+      await fsp.writeFile(constraints, r.resolved!.constraints.map((c) => `${c.text}\n`).join(""));
+      pairs.push([file, given]);
+      if (r.resolved!.constraints.length) pairs.push([constraints, constraints]);
+    }
+    const r = await execa(python, ["-c", PIP_READS, ...pairs.flat()], {
+      env: { ...process.env, PIP_CONFIG_FILE: "/dev/null" },
+    });
+    const read = JSON.parse(r.stdout) as Record<string, PipReading>;
+    for (const [user, given] of pairs.filter(([a, b]) => a !== b)) {
+      const u = read[user]!;
+      const g = read[given]!;
+      expect(u.error, user).toBe("");
+      // The user's file includes pins.txt as constraints; the given file leaves them to -c.
+      expect(g.normalized, user).toEqual(u.normalized.filter(([, , constraint]) => !constraint));
+      expect(g.real_sources, user).toEqual(u.real_sources);
+    }
+    const withConstraints = pairs.find(([a, b]) => a === b)![0];
+    const userReading = read[pairs.find(([a]) => a.endsWith("m3/requirements.txt"))![0]]!;
+    expect(read[withConstraints]!.normalized.map(([req]) => req)).toEqual(
+      userReading.normalized.filter(([, , c]) => c).map(([req]) => req),
+    );
   }, 60_000);
 
   it("a real pip install of the hidden --index-url asks the file's index", async () => {
