@@ -30,6 +30,8 @@ export interface TrustOptions {
   uid?: number;
   /** The user database, for the owner's name in messages. */
   passwdFile?: string;
+  /** Also check the path as written, folder by folder (links on the way included), not only where it leads. */
+  lexical?: boolean;
 }
 
 /**
@@ -40,15 +42,34 @@ export interface TrustOptions {
  */
 export function untrustedFolder(dir: string, options: TrustOptions = {}): FolderDistrust | undefined {
   const me = options.uid ?? process.geteuid?.() ?? 0;
-  const real = fs.realpathSync(dir);
-  for (let d = real; ; d = path.dirname(d)) {
-    const st = fs.lstatSync(d);
+  const ours = (uid: number) => uid === me || uid === 0;
+  const judge = (d: string, st: fs.Stats): FolderDistrust | undefined => {
     const mode = st.mode & 0o7777;
     if (!st.isDirectory()) return { folder: d, why: "not-a-folder", uid: st.uid, mode };
-    if (st.uid !== me && st.uid !== 0) return { folder: d, why: "owner", uid: st.uid, mode };
+    if (!ours(st.uid)) return { folder: d, why: "owner", uid: st.uid, mode };
     const sticky = (mode & 0o1000) !== 0;
     if (!sticky && mode & 0o002) return { folder: d, why: "writable", uid: st.uid, mode, by: "others" };
     if (!sticky && mode & 0o020) return { folder: d, why: "writable", uid: st.uid, mode, by: "group" };
+    return undefined;
+  };
+  if (options.lexical) {
+    // The path as it is used: a link on the way that another user owns can be pointed elsewhere
+    // at any time, and the folders holding the links must be trusted as well.
+    const parts = path.resolve(dir).split(path.sep).filter(Boolean);
+    for (let i = 0; i <= parts.length; i++) {
+      const d = path.sep + parts.slice(0, i).join(path.sep);
+      const st = fs.lstatSync(d);
+      if (st.isSymbolicLink()) {
+        if (!ours(st.uid)) return { folder: d, why: "owner", uid: st.uid, mode: st.mode & 0o7777 };
+        continue;
+      }
+      const bad = judge(d, st);
+      if (bad) return bad;
+    }
+  }
+  for (let d = fs.realpathSync(dir); ; d = path.dirname(d)) {
+    const bad = judge(d, fs.lstatSync(d));
+    if (bad) return bad;
     if (d === path.dirname(d)) return undefined;
   }
 }

@@ -1,5 +1,6 @@
 import fsp from "node:fs/promises";
 import path from "node:path";
+import { requireTrustedHome } from "../../config/home-trust.js";
 import type { Paths } from "../../config/paths.js";
 import type { ModelEnvironments } from "../../envs/model-environments.js";
 import { ServerStartError, UserError } from "../../errors.js";
@@ -62,8 +63,11 @@ async function localModelEnvironments(
   say: (message: string) => void,
 ): Promise<ModelEnvironments> {
   const { EnvironmentBuilder, environmentsRootIn, modelEnvironments } = await planning();
+  const root = environmentsRootIn(paths.home, env);
+  // pip and the models' Python run from there.
+  if (env.TRITON_DEV_ENVS_DIR) requireTrustedHome(root, { what: "TRITON_DEV_ENVS_DIR" });
   const builder = new EnvironmentBuilder({
-    root: environmentsRootIn(paths.home, env),
+    root,
     base: { python: environment.venvPython, sitePackages: environment.sitePackages },
     env,
     onProgress: (p) => {
@@ -92,9 +96,11 @@ export function findOrphanServers(runsDir: string, serverBin: string, procRoot =
  * setup's marker, read without loading setup's code (`down` stays light); undefined without one.
  */
 async function managedBinaries(
-  paths: Pick<Paths, "envMarker">,
+  paths: Pick<Paths, "envMarker" | "home">,
 ): Promise<{ serverBin: string; stubBin: string } | undefined> {
   try {
+    // A marker in a home another user can change names nothing of ours.
+    requireTrustedHome(paths.home);
     const m = JSON.parse(await fsp.readFile(paths.envMarker, "utf8")) as { serverBin?: unknown; backendDir?: unknown };
     if (typeof m.serverBin !== "string" || typeof m.backendDir !== "string") return undefined;
     return { serverBin: m.serverBin, stubBin: path.join(m.backendDir, "python", "triton_python_backend_stub") };
