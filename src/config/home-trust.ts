@@ -6,7 +6,7 @@
  */
 import fs from "node:fs";
 import path from "node:path";
-import { type TrustOptions, requireTrustedFolder } from "../state/folder-trust.js";
+import { type TrustOptions, requireTrustedFolder } from "./folder-trust.js";
 
 /** The folders under the home whose contents run. */
 const RUN_FROM = ["venv", path.join("venv", "bin"), "backends", "lib", "envs"];

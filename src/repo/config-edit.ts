@@ -14,7 +14,7 @@ import path from "node:path";
 import { REPORT_URL_HINT, UserError, describeCause, explainFsError } from "../errors.js";
 import { log as rootLog } from "../log/logger.js";
 import { FolderChangedError, type ReplaceSteps, replaceFileAtomic } from "../state/atomic-write.js";
-import { type TrustOptions, UntrustedFolderError, requireTrustedFolder } from "../state/folder-trust.js";
+import { type TrustOptions, UntrustedFolderError, requireTrustedFolder } from "../config/folder-trust.js";
 import { DiagnosticError } from "./diagnostics.js";
 import {
   type ModelConfig,

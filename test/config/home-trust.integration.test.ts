@@ -6,7 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { requireTrustedHome } from "../../src/config/home-trust.js";
-import { UntrustedFolderError } from "../../src/state/folder-trust.js";
+import { UntrustedFolderError } from "../../src/config/folder-trust.js";
 import { freePorts, portArgs, runCli, tempDir, testEnv } from "../helpers/cli.js";
 
 const asRoot = process.getuid?.() === 0;
