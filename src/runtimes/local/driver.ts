@@ -145,7 +145,7 @@ async function endLeftGroup(pgid: number, stubs: number[], graceMs: number, proc
     });
     return false;
   }
-  await stopProcessGroup(pgid, { graceMs });
+  await stopProcessGroup(pgid, { graceMs, what: "python model processes a crashed server left" });
   return true;
 }
 

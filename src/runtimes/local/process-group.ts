@@ -109,6 +109,8 @@ export interface StopOptions {
   /** When we are the parent, the child's exit promise (reaps it, so it does not linger as a zombie). */
   exited?: Promise<unknown>;
   unloads?: UnloadWatch;
+  /** What the group is, in the log: "server" unless told ("python model processes a crashed server left"). */
+  what?: string;
 }
 
 /**
@@ -189,7 +191,7 @@ export async function stopProcessGroup(pgid: number, options: StopOptions = {}):
     stopFollowing?.();
   }
   if (groupAlive(pgid)) {
-    if (!ended) log.warn("server did not stop in time; killing it", { pgid, graceMs });
+    if (!ended) log.warn(`${options.what ?? "server"} did not stop in time; killing it`, { pgid, graceMs });
     ended ??= "killed";
     await endGroup(pgid, options.shmDir);
   }
