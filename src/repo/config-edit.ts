@@ -761,6 +761,11 @@ export async function applyConfigEditsToFile(
   } catch (err) {
     throw io(err, file);
   }
+  // Without a link the folder is the user's repository: the temp file and the backup are new
+  // names there (O_EXCL) and mode and owner go through handles, so another user who can write it
+  // can at most break this edit. A folder above it swapped for a link between these steps would
+  // move the edit (a file named like this one holding its text) elsewhere; Node has no openat to
+  // pin the folder, and the content check against the text read first narrows it further.
   if (real !== path.resolve(file)) {
     try {
       requireTrustedFolder(
