@@ -8,6 +8,7 @@ import { ruleTable } from "../repo/rules.js";
 import { RUNTIME_FACTS, type RuntimeKind } from "../runtimes/kinds.js";
 import { detectNvidiaGpus } from "../gpu/detect.js";
 import { resolvePaths } from "../config/paths.js";
+import { requireTrustedHome } from "../config/home-trust.js";
 import { type InterpreterFor, createConfigCompleter } from "../repo/auto-complete-run.js";
 import { processOutput, type Output } from "./output.js";
 
@@ -239,8 +240,11 @@ export async function runLint(dir: string, flags: LintFlags, deps: LintDeps = {}
     }
   }
   // Linting is what people do to a repository they have not read yet: its code runs only when asked.
-  if (autoComplete.on && flags.runModelCode)
+  if (autoComplete.on && flags.runModelCode) {
+    // The managed Python runs the model code: never from a home another user can change.
+    requireTrustedHome(resolvePaths(process.env).home);
     options.completer = createConfigCompleter({ interpreterFor: await builtEnvironments() });
+  }
   const result = await lintRepository(repo, options);
   const explained = flags.explain === undefined ? undefined : result.models.find((m) => m.name === flags.explain);
   if (flags.explain !== undefined && !explained) {
