@@ -1069,6 +1069,10 @@ describe("EXECUTION_ENV_PATH", () => {
     const local = await lint(absolute, undefined, { runtime: "local" });
     expect(local.diagnostics.map((d) => d.code)).toEqual(["execution-env-missing"]);
     expect(summary((await lint(absolute, undefined, { runtime: "docker" })).diagnostics)).toEqual([]);
+    // Plain lint agrees with `up` on this machine (the local runtime), saying how to lint for a container.
+    const plain = await lint(absolute);
+    expect(plain.diagnostics.map((d) => d.code)).toEqual(["execution-env-missing"]);
+    expect(plain.diagnostics[0]!.hint).toContain("lint with --runtime docker");
     const relative = await lint(withEnv("env.tar.gz"));
     expect(relative.diagnostics.map((d) => [d.code, d.severity])).toEqual([["execution-env-relative", "warning"]]);
   });
