@@ -5,13 +5,7 @@ import { UsageError, UserError } from "../errors.js";
 import { countBySeverity, displayPath, formatDiagnostic } from "../repo/diagnostics.js";
 import { lintRepository } from "../repo/lint.js";
 import { listModelFiles } from "../repo/model-files.js";
-import {
-  BACKEND_HOMES,
-  backendsOfImage,
-  DEFAULT_IMAGE,
-  imageOfFlavour,
-  type ImageFlavour,
-} from "../runtimes/kinds.js";
+import { BACKEND_HOMES, backendsOfImage, DEFAULT_IMAGE, imageOfFlavour, type ImageFlavour } from "../runtimes/kinds.js";
 import {
   isContainedPath,
   isDnsLabel,

@@ -58,10 +58,10 @@ export async function statusAction(flags: { json: boolean }, ctx: CliContext): P
       r?.ready && r.count?.ready.length === 0 && r.count.total > 0
         ? `no model is READY: ${count} (see REASON)`
         : r?.ready
-        ? all
-          ? `yes: ${count}`
-          : `yes for the models it serves: ${count} (see REASON)`
-        : `no: ${r?.waitingFor.join("; ") || "Triton does not say it is ready"}${count ? `; ${count}` : ""}`
+          ? all
+            ? `yes: ${count}`
+            : `yes for the models it serves: ${count} (see REASON)`
+          : `no: ${r?.waitingFor.join("; ") || "Triton does not say it is ready"}${count ? `; ${count}` : ""}`
     }`,
   );
   // Listed, not counted: each one's state and reason are in the table below.

@@ -395,8 +395,7 @@ export class ReloadController {
     // A KIND_GPU model on a server without a GPU (a warning, as in `lint`) is not staged either:
     // Triton would refuse it.
     const errors = lint.diagnostics.filter(
-      (d) =>
-        own(d) && (d.severity === "error" || d.code === "gpu-unavailable" || d.code === "backend-unavailable"),
+      (d) => own(d) && (d.severity === "error" || d.code === "gpu-unavailable" || d.code === "backend-unavailable"),
     );
     if (errors.length > 0) {
       // A backend this server lacks is no error a save can fix: the finding says where it runs.
@@ -495,7 +494,10 @@ export class ReloadController {
       phase("failed", { reason: `${reason}; not loaded until a fix is saved`, withdrawn: true });
       // Ensembles running it cannot load either; they leave the served repository first, so the
       // placeholder that makes Triton forget this load is never loaded into them.
-      const users = await this.withdrawUsers(lint.models.map((m) => m.name).filter((n) => n !== model), model);
+      const users = await this.withdrawUsers(
+        lint.models.map((m) => m.name).filter((n) => n !== model),
+        model,
+      );
       await this.forget(model, versions);
       await Promise.all(users.map((u) => this.forget(u.name, u.versions)));
     }

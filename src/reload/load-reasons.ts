@@ -68,11 +68,14 @@ export function stepFailed(
   staging: StagingRepository,
   failed: readonly string[],
 ): (model: string) => Promise<string | undefined> {
-  return stepsNotAvailable(async (model) => {
-    const g = staging.current(model);
-    if (g === undefined) return undefined;
-    return fsp.readFile(path.join(staging.snapshotDir(model, g), "config.pbtxt"), "utf8").catch(() => "");
-  }, (step) => failed.includes(step));
+  return stepsNotAvailable(
+    async (model) => {
+      const g = staging.current(model);
+      if (g === undefined) return undefined;
+      return fsp.readFile(path.join(staging.snapshotDir(model, g), "config.pbtxt"), "utf8").catch(() => "");
+    },
+    (step) => failed.includes(step),
+  );
 }
 
 /**

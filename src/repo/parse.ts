@@ -116,12 +116,22 @@ export function parseModelConfig(text: string, file: string, options: ParseOptio
       if (template.length && template.some((p) => !p.quoted)) {
         const names = [...new Set(template.map((p) => p.name))];
         const first = template.find((p) => !p.quoted)!;
-        const shown = names.slice(0, 6).map((n) => `${n}:<value>`).join(",");
+        const shown = names
+          .slice(0, 6)
+          .map((n) => `${n}:<value>`)
+          .join(",");
         return {
           diagnostics: [
             diag(
               first.pos,
-              `config.pbtxt is a template: '\${${first.name}}' and ${names.length > 1 ? `${names.length - 1} more placeholder(s) (${names.filter((n) => n !== first.name).slice(0, 8).join(", ")}${names.length > 9 ? ", ..." : ""})` : "no other placeholder"} are to be filled before Triton can read it`,
+              `config.pbtxt is a template: '\${${first.name}}' and ${
+                names.length > 1
+                  ? `${names.length - 1} more placeholder(s) (${names
+                      .filter((n) => n !== first.name)
+                      .slice(0, 8)
+                      .join(", ")}${names.length > 9 ? ", ..." : ""})`
+                  : "no other placeholder"
+              } are to be filled before Triton can read it`,
               `Fill it: tensorrtllm_backend's tools/fill_template.py replaces each \${name} in place (python3 tools/fill_template.py -i ${file.split(/[\\/]/).slice(-2).join("/")} ${shown}${names.length > 6 ? ",..." : ""}), or write each value by hand.`,
               "config-template",
             ),

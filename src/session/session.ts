@@ -202,7 +202,12 @@ async function lintAndStage(
     if (elsewhere.length && !errors.length) {
       skipped.add(m.name);
       const reason = elsewhere[0]!.message;
-      bus.emit({ type: "skipped", model: m.name, reason: `${reason}. ${elsewhere[0]!.hint ?? ""}`.trim(), diagnostics: [] });
+      bus.emit({
+        type: "skipped",
+        model: m.name,
+        reason: `${reason}. ${elsewhere[0]!.hint ?? ""}`.trim(),
+        diagnostics: [],
+      });
       notServed.push({ model: m.name, why: "skipped", reason });
       continue;
     }
@@ -652,7 +657,7 @@ function holdOutEnsembles(
   bus: EventBus<SessionEvent>,
 ): void {
   const out = (n: string) => refused.has(n) || skipped.has(n);
-  for (let changed = true; changed; ) {
+  for (let changed = true; changed;) {
     changed = false;
     for (const m of models) {
       if (out(m.name)) continue;

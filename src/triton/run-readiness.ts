@@ -80,7 +80,8 @@ export function countModels(models: readonly CountedModel[]): ModelCount {
     const withReason = versions.find((m) => m.reason) ?? versions[0]!;
     notReady.push({
       name,
-      state: withReason.state ?? "UNKNOWN",
+      // Triton lists a model it never tried (an ensemble whose step is missing) without a state.
+      state: withReason.state ?? (withReason.reason ? "UNAVAILABLE" : "UNKNOWN"),
       ...(withReason.reason ? { reason: withReason.reason } : {}),
     });
   }

@@ -378,7 +378,9 @@ describe("triton-dev manifests --models: the Deployment follows the repository",
     const t = tritonOf(r);
     expect(t.image).toBe("nvcr.io/nvidia/tritonserver:24.10-trtllm-python-py3");
     expect(t.resources.limits).toEqual({ "nvidia.com/gpu": 1 });
-    expect(r.stderr).toMatch(/note: tensorrt_llm uses the tensorrtllm backend, which nvcr.io\/nvidia\/tritonserver:24.10-py3 does not have: image nvcr.io\/nvidia\/tritonserver:24.10-trtllm-python-py3/);
+    expect(r.stderr).toMatch(
+      /note: tensorrt_llm uses the tensorrtllm backend, which nvcr.io\/nvidia\/tritonserver:24.10-py3 does not have: image nvcr.io\/nvidia\/tritonserver:24.10-trtllm-python-py3/,
+    );
     expect(r.stderr).toMatch(/note: tensorrt_llm runs on a backend that needs a GPU, whatever its instance_group says/);
     expect(r.stderr).not.toMatch(/kind runtime|no nvidia.com\/gpu asked for/);
     // An image the user names is kept, and what it lacks is said with the image that has it.
@@ -388,7 +390,9 @@ describe("triton-dev manifests --models: the Deployment follows the repository",
       /warning: model 'tensorrt_llm' uses the tensorrtllm backend, which the image nvcr.io\/nvidia\/tritonserver:24.10-vllm-python-py3 does not have: TensorRT-LLM models run in nvcr.io\/nvidia\/tritonserver:24.10-trtllm-python-py3/,
     );
     // --gpus 0 against a GPU-only backend: said, not silently rendered.
-    expect((await run(["--models", repo, "--gpus", "0"])).stderr).toMatch(/tensorrt_llm needs a GPU .* --gpus 0 asks for none/);
+    expect((await run(["--models", repo, "--gpus", "0"])).stderr).toMatch(
+      /tensorrt_llm needs a GPU .* --gpus 0 asks for none/,
+    );
   });
 
   it("a vLLM model gets the vllm image", async () => {

@@ -202,11 +202,19 @@ describe("name, platform and backend", () => {
         expect(diagnostics.filter((x) => x.code === "backend-unavailable")).toEqual([]);
       }
       // The release of the image given is kept; an image of unknown contents is not judged.
-      const other = await lint(cfg, { "m/1/model.json": "{}" }, { runtime: "docker", image: "nvcr.io/nvidia/tritonserver:25.01-py3" });
+      const other = await lint(
+        cfg,
+        { "m/1/model.json": "{}" },
+        { runtime: "docker", image: "nvcr.io/nvidia/tritonserver:25.01-py3" },
+      );
       expect(other.diagnostics.find((x) => x.code === "backend-unavailable")?.hint).toContain(
         `nvcr.io/nvidia/tritonserver:25.01-${flavour.replace(/^24\.10-/, "")}`,
       );
-      const custom = await lint(cfg, { "m/1/model.json": "{}" }, { runtime: "docker", image: "registry.example/triton-custom:1" });
+      const custom = await lint(
+        cfg,
+        { "m/1/model.json": "{}" },
+        { runtime: "docker", image: "registry.example/triton-custom:1" },
+      );
       expect(custom.diagnostics.filter((x) => x.code === "backend-unavailable")).toEqual([]);
     }
   });
@@ -218,10 +226,14 @@ describe("name, platform and backend", () => {
     // A python model: KIND_CPU runs it here, and following the hint clears the warning.
     const py = await lint(onGpu("python"), { "m/1/model.py": "" }, { runtime: "local", gpuAvailable: false });
     expect(py.diagnostics.find((d) => d.code === "gpu-unavailable")?.hint).toMatch(/^Use kind: KIND_CPU to run here/);
-    const followed = await lint(onGpu("python").replace("KIND_GPU", "KIND_CPU"), { "m/1/model.py": "" }, {
-      runtime: "local",
-      gpuAvailable: false,
-    });
+    const followed = await lint(
+      onGpu("python").replace("KIND_GPU", "KIND_CPU"),
+      { "m/1/model.py": "" },
+      {
+        runtime: "local",
+        gpuAvailable: false,
+      },
+    );
     expect(followed.diagnostics.filter((d) => d.code === "gpu-unavailable")).toEqual([]);
     // TorchScript on the local runtime: KIND_CPU would not make it load here.
     const pt = await lint(onGpu("pytorch"), { "m/1/model.pt": "x" }, { runtime: "local", gpuAvailable: false });

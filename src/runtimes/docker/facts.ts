@@ -93,7 +93,11 @@ export function backendHome(
   const ref = imageOfFlavour(home.flavour, image);
   const gpu = home.gpu ? ", on a machine with an NVIDIA GPU" : "";
   const defaultLacks = home.flavour === "py3" ? "" : ` (the default ${DEFAULT_IMAGE} has no ${backend} backend)`;
-  return { where: `${home.what} run in the docker or kind runtime with the image ${ref}${defaultLacks}${gpu}`, image: ref, home };
+  return {
+    where: `${home.what} run in the docker or kind runtime with the image ${ref}${defaultLacks}${gpu}`,
+    image: ref,
+    home,
+  };
 }
 
 /** Triton in a container of the NGC image (or a compatible one). */

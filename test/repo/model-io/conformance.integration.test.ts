@@ -78,10 +78,7 @@ describe("lint agrees with the backends on model files (verdicts derived from th
 
   it("ONNX sequence control inputs are counted as the onnxruntime backend counts them, never asked for as inputs", async () => {
     const controls = (["START", "END", "READY"] as const)
-      .map(
-        (k) =>
-          `{ name: "${k}" control [ { kind: CONTROL_SEQUENCE_${k} int32_false_true: [ 0, 1 ] } ] }`,
-      )
+      .map((k) => `{ name: "${k}" control [ { kind: CONTROL_SEQUENCE_${k} int32_false_true: [ 0, 1 ] } ] }`)
       .join(", ");
     const config = `max_batch_size: 8
 sequence_batching {
