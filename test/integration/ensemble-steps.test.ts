@@ -66,7 +66,13 @@ interface Status {
     count: { ready: string[]; notReady: Array<{ name: string; state: string; reason?: string }>; total: number };
   };
   models: Array<{ name: string; state: string; reason?: string; served: boolean }>;
-  edits?: Array<{ id: number; model: string; outcome: string; reason?: string }>;
+  edits?: Array<{
+    id: number;
+    model: string;
+    outcome: string;
+    reason?: string;
+    diagnostics?: Array<{ file: string; code: string; hint?: string }>;
+  }>;
 }
 
 const status = async (env: NodeJS.ProcessEnv): Promise<Status> =>
@@ -183,11 +189,18 @@ describe("ensembles never block their steps; the ready line says what is READY (
 
   it("a withdrawn step saved with an error stays in status as REFUSED, its good save loads it, and its ensemble follows", async () => {
     const before = await lastEditId(env, "post2");
-    // An error of its own: a field Triton does not know.
-    await saveFile(path.join(repo, "post2", "config.pbtxt"), STEP("post2") + "no_such_field: 1\n");
+    // An error of its own: a template saved over the filled config (tensorrtllm_backend's way).
+    await saveFile(
+      path.join(repo, "post2", "config.pbtxt"),
+      STEP("post2").replace("max_batch_size: 8", "max_batch_size: ${triton_max_batch_size}"),
+    );
     await edited(env, "post2", "refused", before);
-    const refused = (await status(env)).models.find((m) => m.name === "post2");
-    expect(refused).toMatchObject({ state: "REFUSED", served: false });
+    const after = await status(env);
+    expect(after.models.find((m) => m.name === "post2")).toMatchObject({ state: "REFUSED", served: false });
+    // The refusal names the file that was saved, with the tool that fills the template.
+    const first = after.edits!.find((e) => e.model === "post2")!.diagnostics![0]!;
+    expect(first).toMatchObject({ file: path.join(repo, "post2", "config.pbtxt"), code: "config-template" });
+    expect(first.hint).toContain("tools/fill_template.py");
 
     const mid = await lastEditId(env, "post2");
     await saveFile(path.join(repo, "post2", "config.pbtxt"), STEP("post2"));

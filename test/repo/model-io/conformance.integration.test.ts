@@ -80,7 +80,8 @@ describe("lint agrees with the backends on model files (verdicts derived from th
     const controls = (["START", "END", "READY"] as const)
       .map((k) => `{ name: "${k}" control [ { kind: CONTROL_SEQUENCE_${k} int32_false_true: [ 0, 1 ] } ] }`)
       .join(", ");
-    const config = `max_batch_size: 8
+    const config = `platform: "onnxruntime_onnx"
+max_batch_size: 8
 sequence_batching {
   control_input [ ${controls}, { name: "CORRID" control [ { kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_INT32 } ] } ]
 }
@@ -99,7 +100,9 @@ output [ { name: "OUTPUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
     // Without the sequence batcher, the same inputs are what requests must send: then said.
     const plain = await lintCase({
       model: "simple_sequence",
-      config: config.slice(config.indexOf("input [")).replace(/^/, "max_batch_size: 8\n"),
+      config: config
+        .slice(config.indexOf("\ninput [") + 1)
+        .replace(/^/, 'platform: "onnxruntime_onnx"\nmax_batch_size: 8\n'),
       files: { "model.onnx": { onnx: "simple_sequence.onnx" } },
       lint: "model-io-count",
       derived: "onnxruntime_backend src/onnxruntime.cc ModelInstanceState",
