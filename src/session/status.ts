@@ -159,7 +159,7 @@ export async function collectStatus(
       models.push({
         name: e.model,
         state: "REFUSED",
-        reason: e.diagnostics?.length ? refusalSummary(e.diagnostics, s.modelsDir) : (e.reason ?? "lint refused it"),
+        reason: refusedWhy(e, s.modelsDir) ?? e.reason ?? "lint refused it",
         served: false,
       });
     }
@@ -171,7 +171,7 @@ export async function collectStatus(
       models.push({
         name: n.model,
         state: n.why === "skipped" ? "SKIPPED" : "REFUSED",
-        reason: edit?.diagnostics?.length ? refusalSummary(edit.diagnostics, s.modelsDir) : n.reason,
+        reason: (n.why === "refused" && edit ? refusedWhy(edit, s.modelsDir) : undefined) ?? n.reason,
         served: false,
       });
     }
@@ -233,6 +233,16 @@ function foreignModels(
   const known = (n: string) =>
     served.includes(n) || edits.some((e) => e.model === n) || (s.notServed ?? []).some((x) => x.model === n);
   return [...new Set(models.filter((m) => m.state === "READY" && !known(m.name)).map((m) => m.name))].sort();
+}
+
+/**
+ * Why an edit was refused: lint's errors, or, for a model no error refuses (a backend this runtime
+ * lacks, a GPU it does not have), the finding that says where it runs.
+ */
+function refusedWhy(e: EditSummary, modelsDir: string): string | undefined {
+  const ds = e.diagnostics ?? [];
+  if (ds.some((d) => d.severity === "error")) return refusalSummary(ds, modelsDir);
+  return ds[0]?.message;
 }
 
 async function readEdits(s: RunState): Promise<EditSummary[]> {

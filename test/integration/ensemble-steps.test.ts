@@ -160,6 +160,15 @@ describe("ensembles never block their steps; the ready line says what is READY (
     const llm = (await status(env)).models.find((m) => m.name === "llm")!;
     expect(llm).toMatchObject({ state: "SKIPPED", served: false });
     expect(llm.reason).toContain("24.10-vllm-python-py3");
+    // Saved again: no fix makes it load here, and the edit and status say where it runs instead.
+    const before = await lastEditId(env, "llm");
+    await saveFile(path.join(repo, "llm", "config.pbtxt"), 'name: "llm"\nbackend: "vllm"\n# edited\n');
+    await edited(env, "llm", "refused", before);
+    const after = await status(env);
+    expect(after.edits!.find((e) => e.model === "llm")!.reason).toBe(
+      "not served by this runtime (the finding says where it runs)",
+    );
+    expect(after.models.find((m) => m.name === "llm")!.reason).toContain("24.10-vllm-python-py3");
   });
 
   it("an ensemble that cannot load names the step keeping it out, and Triton's log never shows our placeholder's errors", async () => {
