@@ -169,7 +169,7 @@ describe("ensembles never block their steps; the ready line says what is READY (
       "not served by this runtime (the finding says where it runs)",
     );
     expect(after.models.find((m) => m.name === "llm")!.reason).toContain("24.10-vllm-python-py3");
-  });
+  }, 120_000);
 
   it("an ensemble that cannot load names the step keeping it out, and Triton's log never shows our placeholder's errors", async () => {
     const s = await status(env);
