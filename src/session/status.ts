@@ -156,9 +156,12 @@ export async function collectStatus(
     // at `up`, then saved with errors) stays listed with the refusal until a good save loads it.
     for (const e of edits) {
       if (e.outcome !== "refused" || served.includes(e.model) || models.some((x) => x.name === e.model)) continue;
+      // One `up` did not stage keeps the kind `up` gave it (below).
+      if ((s.notServed ?? []).some((n) => n.model === e.model)) continue;
       models.push({
         name: e.model,
-        state: "REFUSED",
+        // No error refused it: a backend or GPU this server lacks, as `up` skips such a model.
+        state: (e.diagnostics ?? []).some((d) => d.severity === "error") ? "REFUSED" : "SKIPPED",
         reason: refusedWhy(e, s.modelsDir) ?? e.reason ?? "lint refused it",
         served: false,
       });
