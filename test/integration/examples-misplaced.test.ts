@@ -117,7 +117,9 @@ describe("misplaced layouts from lint through up, their fixes and down, on the r
     }
     expect(lines.find((l) => l.startsWith("config_in_version:"))).toContain("config_in_version/1/config.pbtxt:1:1");
     // A backend the local runtime lacks is skipped, with where it runs, not staged to fail.
-    expect(up.stdout).toMatch(/^onnx_no_config: skipped, backend 'onnxruntime' is not in the local runtime/m);
+    expect(up.stdout).toMatch(
+      /^onnx_no_config: skipped, .*backend 'onnxruntime' is not in the local runtime.*with the image nvcr\.io\/nvidia\/tritonserver:24\.10-py3/m,
+    );
     expect(up.stderr).not.toContain(env.TRITON_DEV_STATE_DIR!);
 
     const s = await status();
