@@ -269,7 +269,7 @@ describe("python models with a requirements.txt (real pip, real Triton)", () => 
     let e = await next.done();
     expect(e.phase).toBe("failed");
     expect(e.reason).toMatch(/ModuleNotFoundError: No module named 'tdgreet'/);
-    expect(e.reason).toContain(`list the package that provides 'tdgreet' in ${requirementsOf("add_sub")}`);
+    expect(e.reason).toContain(`add tdgreet to ${requirementsOf("add_sub")}`);
     // The user's model.py, not the staged copy, and none of the importer's frames.
     expect(e.reason).toContain(path.join(repo, "add_sub", "1", "model.py"));
     expect(e.reason).not.toMatch(/<frozen importlib/);
