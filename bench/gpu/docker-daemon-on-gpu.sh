@@ -43,10 +43,14 @@ start() {
   for a in docker-bins ctk-bins; do
     if [ -f "$carry/$a.tar.xz" ] && [ ! -f "$G/.$a" ]; then unxz_to "$carry/$a.tar.xz" | tar -C "$G" -x && touch "$G/.$a"; fi
   done
+  if [ -f "$carry/docker-cli.xz" ] && [ ! -x "$G/bin/docker" ]; then unxz_to "$carry/docker-cli.xz" >"$G/bin/docker" && chmod +x "$G/bin/docker"; fi
+  # kind nodes are privileged containers: the kind fixture's runc wrapper drops the capabilities
+  # this machine's bounding set lacks (kind-on-gpu.sh uses it as the runtime kind-node-runc).
+  [ -f test/fixtures/kind-node/runc-wrapper ] && install -m 755 test/fixtures/kind-node/runc-wrapper "$G/bin/kind-node-runc-wrapper"
   [ -x "$G/bin/dockerd" ] && [ -x "$G/bin/nvidia-container-runtime" ] || { echo "no binaries: carry .devgpu (prepare-docker-gpu.sh)" >&2; return 2; }
   # Debian's dockerd links libdevmapper, runc libseccomp: used only where this system lacks them.
   mkdir -p "$G/libx"
-  for l in "$G"/lib/*; do ldconfig -p | grep -q " $(basename "$l") " || cp "$l" "$G/libx/"; done
+  for l in "$G"/lib/*; do ldconfig -p | grep -qE "^[[:space:]]+$(basename "$l") " || cp "$l" "$G/libx/"; done
   ls "$G/libx" | sed 's/^/  carried library used: /'
   export LD_LIBRARY_PATH="$G/libx${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   log "versions"
@@ -80,8 +84,8 @@ EOF
   mkdir -p /var/lib/docker /etc/docker
   mountpoint -q /var/lib/docker || mount -t tmpfs -o size="${DOCKER_TMPFS:-100g}" tmpfs /var/lib/docker
   # No iptables here: published ports go through docker-proxy on the bridge.
-  setsid dockerd --iptables=false --ip-masq=false --storage-driver overlay2 \
-    --add-runtime "nvidia=$G/bin/nvidia-container-runtime" \
+  KIND_NODE_REAL_RUNC="$G/bin/runc" setsid dockerd --iptables=false --ip-masq=false --storage-driver overlay2 \
+    --add-runtime "nvidia=$G/bin/nvidia-container-runtime" --add-runtime "kind-node-runc=$G/bin/kind-node-runc-wrapper" \
     --userland-proxy-path "$G/bin/docker-proxy" >"$G/dockerd.log" 2>&1 </dev/null &
   for _ in $(seq 1 60); do api_ping && break; sleep 0.5; done
   if ! api_ping; then
@@ -100,6 +104,14 @@ smoke() {
   fi
   docker run --rm --runtime nvidia --gpus all gpud-smoke nvidia-smi -L
   docker run --rm --runtime nvidia --gpus all gpud-smoke sh -c 'ls /dev/nvidia*; ldconfig -p | grep -E "libcuda.so|libnvidia-ml.so" | head -3'
+  log "smoke: the same through CDI-mode env alone (--runtime nvidia -e NVIDIA_VISIBLE_DEVICES=all, no --gpus)"
+  docker run --rm --runtime nvidia -e NVIDIA_VISIBLE_DEVICES=all gpud-smoke nvidia-smi -L
+  log "what an image of this machine would hold"
+  python3 -c 'import sys, sysconfig; print(sys.version.split()[0], sys.executable, sysconfig.get_paths()["purelib"])'
+  python3 -c 'import torch, numpy; print("torch", torch.__version__, torch.__file__, "numpy", numpy.__version__)' 2>&1 | tail -1
+  env | grep -E "^(PYTHON|LD_LIBRARY|PATH)" | cut -c1-300
+  timeout 60 du -sh --one-file-system /usr /opt /etc /usr/local/lib/python3* /usr/local/cuda* 2>/dev/null | head -12
+  mount | grep -E " / | /tmp | /usr/local/nvidia" | head -3
 }
 
 stop() {

@@ -2,7 +2,7 @@
 # `up --runtime docker --gpus all` on the GPU machine, beside the local runtime, in one run:
 # the proof that the GPU passes into triton-dev's container, and the side-by-side figures.
 #
-#   carry [.devgpu]:  bash bench/gpu/docker-on-gpu.sh
+#   carry [.devgpu]:  bash bench/gpu/docker-on-gpu.sh [stage]
 #
 # Before it, in the same machine's lease: bench/gpu/docker-daemon-on-gpu.sh start (Docker 20.10
 # with the NVIDIA runtime in CDI mode; it is started here when it is not running). .devgpu comes
@@ -31,8 +31,17 @@ exec > >(tee -a "$out/run.log") 2>&1
 log() { echo "=== $* ($(date +%T), $(($(date +%s) - t00)) s in)"; }
 unxz_to() { python3 -c "import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)" "$1"; }
 
-[ -x /tmp/tdnode/bin/node ] || { unxz_to "$carry/node.xz" >/tmp/tdnode/bin/node && chmod +x /tmp/tdnode/bin/node; }
-for f in "$carry"/triton-dev.mjs "$carry"/*.whl; do [ -f "$f" ] && cp "$f" "$keep/"; done
+# What the carried folders hold is kept in $keep (and node in /tmp/tdnode) while the machine is:
+# the pieces may come in separate calls (`stage` copies and stops), as the 64 MiB limit needs.
+for c in .devgpu .devgpu2 .devgpu3 $carry; do
+  [ -d "$c" ] || continue
+  for f in "$c"/*.whl; do [ -f "$f" ] && cp "$f" "$keep/"; done
+  [ -f "$c/triton-dev.mjs.xz" ] && unxz_to "$c/triton-dev.mjs.xz" >"$keep/triton-dev.mjs"
+  [ -f "$c/triton-dev.mjs" ] && cp "$c/triton-dev.mjs" "$keep/"
+  [ -f "$c/node.xz" ] && [ ! -x /tmp/tdnode/bin/node ] && unxz_to "$c/node.xz" >/tmp/tdnode/bin/node && chmod +x /tmp/tdnode/bin/node
+done
+if [ "${1:-}" = stage ]; then ls -la "$keep" /tmp/tdnode/bin; exit 0; fi
+[ -x /tmp/tdnode/bin/node ] || { echo "no node: carry node.xz (prepare-docker-gpu.sh)" >&2; exit 2; }
 export PATH="/tmp/tdnode/bin:${GPUD:-/tmp/gpud}/bin:$PATH"
 export TRITON_DEV_HOME="${TRITON_DEV_HOME:-/tmp/tdh}" TRITON_DEV_PYTHON="${TRITON_DEV_PYTHON:-$(command -v python3)}"
 export PIP_NO_INDEX=1 PIP_FIND_LINKS="$keep"
@@ -223,8 +232,8 @@ PY
   t0=$(now_ms)
   td down 2>&1 | tail -3
   fig[$name.down]=$(python3 -c "print(f'{($(now_ms) - $t0) / 1000:.2f}')")
-  sleep 1
-  echo "$name: left after down: tritonserver processes: $(pgrep -c -x tritonserver || true); stub processes: $(pgrep -c -f triton_python_backend_stub || true); containers of ours: $(docker ps -aq --filter label=dev.triton-dev.tool=triton-dev | wc -l)"
+  sleep 2
+  echo "$name: left after down: tritonserver processes: $(pgrep -a -x tritonserver | tr '\n' ';' || true); stub processes: $(pgrep -c -f triton_python_backend_stub || true); containers of ours: $(docker ps -aq --filter label=dev.triton-dev.tool=triton-dev | wc -l)"
   unset TRITON_DEV_STATE_DIR
 }
 

@@ -16,12 +16,15 @@ home="${TRITON_DEV_HOME:?TRITON_DEV_HOME: the managed environment triton-dev set
 marker="$home/environment.json"
 [ -f "$marker" ] || { echo "host-image: no managed environment at $home (run triton-dev setup)" >&2; exit 1; }
 
-# What the environment says: its site-packages (Triton, numpy 1.x), the copied python backend, the
-# Python it was made from (and its libpython's folder), the site-packages it inherits.
+# What the environment says: its venv and site-packages (Triton, numpy 1.x), the copied python
+# backend, the Python it was made from (and its libpython's folder), the site-packages it inherits.
+# The stub's embedded Python ignores PYTHONPATH and finds its packages through the venv's python3
+# on PATH, as the local runtime runs it: the venv goes into the image at its path, first on PATH.
 eval "$(python3 - "$marker" <<'PY'
 import json, shlex, sys
 e = json.load(open(sys.argv[1]))
 print("site=" + shlex.quote(e["sitePackages"]))
+print("venv=" + shlex.quote(e["venv"]))
 print("backend=" + shlex.quote(e["backendDir"]))
 print("pylibdir=" + shlex.quote(e["python"]["libDir"]))
 print("pyexe=" + shlex.quote(e["python"]["executable"]))
@@ -36,7 +39,11 @@ prefix="$(python3 -c 'import os,sys; print(os.path.realpath(sys.argv[1]))' "$(di
 
 ctx="$(mktemp -d /tmp/host-image-XXXXXX)"
 trap 'rm -rf "$ctx"' EXIT
-mkdir -p "$ctx/opt/tritonserver/bin" "$ctx/opt/tritonserver/lib" "$ctx/opt/tritonserver/backends" "$ctx/opt/nvidia"
+mkdir -p "$ctx/opt/tritonserver/bin" "$ctx/opt/tritonserver/lib" "$ctx/opt/tritonserver/backends" "$ctx/opt/nvidia" \
+  "$ctx/tmp" "$ctx/var/tmp" "$ctx/root" "$ctx/run"
+# The python backend makes its folders under /tmp: an image's scratch folders, as any image has them.
+chmod 1777 "$ctx/tmp" "$ctx/var/tmp"
+chmod 700 "$ctx/root"
 cp "$triton/bin/tritonserver" "$ctx/opt/tritonserver/bin/"
 find "$site/nvidia_pytriton.libs" -maxdepth 1 -type f -exec cp {} "$ctx/opt/tritonserver/lib/" \;
 cp -r "$backend/python" "$ctx/opt/tritonserver/backends/python"
@@ -54,7 +61,7 @@ add() {
   for r in "${rel[@]}"; do case "$p/" in "/$r/"*) return 0 ;; esac; done
   rel+=("${p#/}")
 }
-for d in /usr /etc /opt "$prefix" "$pylibdir" "$site"; do add "$d"; done
+for d in /usr /etc "$prefix" "$pylibdir" "$venv"; do add "$d"; done
 IFS=: read -r -a inh <<<"$inherited"
 for d in "${inh[@]}"; do [ -n "$d" ] && add "$d"; done
 # The merged-/usr links (bin -> usr/bin ...) as links, or the folders where they are folders.
@@ -65,9 +72,10 @@ for x in ${HOST_IMAGE_EXCLUDE:-}; do excludes+=("--exclude=$x"); done
 pypath="$site${inherited:+:$inherited}"
 echo "host-image: $tag from / (${rel[*]}) and Triton of $site" >&2
 started=$(date +%s)
-tar --one-file-system -c "${excludes[@]}" -C / "${rel[@]}" -C "$ctx" opt/tritonserver opt/nvidia 2>/dev/null |
+tar --one-file-system -c "${excludes[@]}" -C / "${rel[@]}" -C "$ctx" opt/tritonserver opt/nvidia tmp var/tmp root run 2>/dev/null |
   docker import \
-    -c "ENV PATH=/opt/tritonserver/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
+    -c "ENV PATH=$venv/bin:/opt/tritonserver/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
+    -c "ENV VIRTUAL_ENV=$venv" \
     -c "ENV LD_LIBRARY_PATH=/opt/tritonserver/lib:$pylibdir" \
     -c "ENV PYTHONPATH=$pypath" \
     -c "ENV PYTHONDONTWRITEBYTECODE=1" \
