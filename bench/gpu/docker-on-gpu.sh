@@ -155,7 +155,7 @@ side() {
 import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 for e in ev:
-    if e.get("type") in ("progress", "notice", "hint", "container") and ("gpu" in json.dumps(e).lower() or e.get("type") == "container"):
+    if e.get("type") in ("gpus", "progress", "notice", "hint", "container") and ("gpu" in json.dumps(e).lower() or e.get("type") == "container"):
         print("event:", json.dumps(e)[:400])
 ready = next((e for e in ev if e.get("type") == "ready"), {})
 print("models:", ", ".join(f"{m['name']}={m['state']}" for m in ready.get("models", [])))
@@ -223,7 +223,7 @@ def levels(o):
         for v in o: yield from levels(v)
 for l in levels(rep):
     g = (l.get("gpu") or {}).get("gpus") or []
-    gs = "; ".join(f"{x.get('name')}: util avg {x['utilizationAvg']:.0f}% max {x['utilizationMax']:.0f}%, mem {x['memoryUsedMaxBytes']/2**30:.1f} GiB" for x in g)
+    gs = "; ".join(f"{x.get('name')}: util avg {x['utilizationAvg']*100:.0f}% max {x['utilizationMax']*100:.0f}%, mem {x['memoryUsedMaxBytes']/2**30:.1f} GiB" for x in g)
     print(f"{sys.argv[2]} perf: concurrency {l.get('concurrency', l.get('value'))}: {l['throughput']:.1f} infer/s, p50 {l['latency']['p50Us']/1000:.2f} ms, p99 {l['latency']['p99Us']/1000:.2f} ms; GPU {gs or 'none reported'}")
 PY
   fig[$name.thr]=$(grep -o '[0-9.]* infer/s' "$dir/perf.txt" | tail -1 | cut -d' ' -f1)

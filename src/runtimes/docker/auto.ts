@@ -54,9 +54,10 @@ export async function probeForAuto(
 /**
  * The docker runtime's answer to `--runtime auto`: chosen when a daemon answers and it can run the
  * image the way a GPU workstation does (the NVIDIA runtime is registered, a CDI spec passes the
- * GPUs on Docker 25+, or the image is already here), or when a container-only flag (--image, --gpus, --shm-size, --monitoring) says a
- * container is wanted. A daemon without either would mean a multi-gigabyte pull to end up on the
- * CPU, which the local runtime does with nothing to download.
+ * GPUs on Docker 25+, or the image is already here), or when a container-only flag (--image,
+ * --gpus, --shm-size, --monitoring) says a container is wanted. A daemon without any of these
+ * would mean a multi-gigabyte pull to end up on the CPU, which the local runtime does with nothing
+ * to download.
  */
 export async function dockerAutoChoice(
   flags: RuntimeFlags,

@@ -184,8 +184,7 @@ export async function findCdiSpecs(
           unreadable.push(`${file} (not a CDI spec: ${parsed.error.issues[0]?.path.join(".") || "?"})`);
           continue;
         }
-        if (parsed.data.kind === kind)
-          specs.push({ file, kind, devices: parsed.data.devices.map((dev) => dev.name) });
+        if (parsed.data.kind === kind) specs.push({ file, kind, devices: parsed.data.devices.map((dev) => dev.name) });
       } catch (err) {
         unreadable.push(`${file} (${(err as Error).message.split("\n")[0]})`);
       }

@@ -84,7 +84,9 @@ export function deviceRequests(g: GpuRequest): Docker.DeviceRequest[] | undefine
  * sends them, for the daemon to resolve.
  */
 export type ContainerGpuPath =
-  { kind: "nvidia-runtime"; runtime: string; isDefault: boolean } | { kind: "cdi"; devices: string[] } | { kind: "daemon" };
+  | { kind: "nvidia-runtime"; runtime: string; isDefault: boolean }
+  | { kind: "cdi"; devices: string[] }
+  | { kind: "daemon" };
 
 /** NVIDIA_VISIBLE_DEVICES for a request: what `docker run --gpus` puts there. */
 export function visibleDevices(g: GpuRequest): string {

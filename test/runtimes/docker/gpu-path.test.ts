@@ -13,14 +13,20 @@ import {
   type CdiSpec,
   type GpuMachineFacts,
 } from "../../../src/runtimes/docker/gpu-path.js";
-import { gpuContainerParts, tritonContainerSpec, type ContainerSettings } from "../../../src/runtimes/docker/settings.js";
+import {
+  gpuContainerParts,
+  tritonContainerSpec,
+  type ContainerSettings,
+} from "../../../src/runtimes/docker/settings.js";
 
 const spec: CdiSpec = {
   file: "/var/run/cdi/nvidia.yaml",
   kind: "nvidia.com/gpu",
   devices: ["0", "1", "GPU-1f0c", "GPU-2a9e", "all"],
 };
-const facts = (over: Partial<GpuMachineFacts> & { daemon?: Partial<GpuMachineFacts["daemon"]> } = {}): GpuMachineFacts => ({
+const facts = (
+  over: Partial<GpuMachineFacts> & { daemon?: Partial<GpuMachineFacts["daemon"]> } = {},
+): GpuMachineFacts => ({
   hostGpus: 1,
   ...over,
   daemon: { version: "28.5.2", runtimes: ["io.containerd.runc.v2", "runc"], defaultRuntime: "runc", ...over.daemon },
@@ -48,7 +54,9 @@ describe("decideGpuPath: how GPUs reach the container", () => {
       const p = decideGpuPath(facts({ daemon: { version }, cdi: withSpec }));
       expect(p).toMatchObject({ kind: "cdi", spec });
       expect(p.why).toContain(`no NVIDIA runtime is registered with Docker ${version}`);
-      expect(p.why).toContain("a CDI spec for nvidia.com/gpu is at /var/run/cdi/nvidia.yaml (devices 0, 1, GPU-1f0c, GPU-2a9e, all)");
+      expect(p.why).toContain(
+        "a CDI spec for nvidia.com/gpu is at /var/run/cdi/nvidia.yaml (devices 0, 1, GPU-1f0c, GPU-2a9e, all)",
+      );
     }
   });
 
@@ -57,7 +65,9 @@ describe("decideGpuPath: how GPUs reach the container", () => {
     expect(p.kind).toBe("none");
     expect(p.why).toMatch(/no NVIDIA runtime \(its runtimes: io\.containerd\.runc\.v2, runc\)/);
     expect(p.why).toMatch(/but Docker 20\.10\.24\+dfsg1 takes CDI devices only from 25$/);
-    expect(p.kind === "none" && p.hint).toMatch(/^Upgrade Docker to 25 or later.*install the NVIDIA Container Toolkit, run `sudo nvidia-ctk runtime configure --runtime=docker`.*--gpus none/);
+    expect(p.kind === "none" && p.hint).toMatch(
+      /^Upgrade Docker to 25 or later.*install the NVIDIA Container Toolkit, run `sudo nvidia-ctk runtime configure --runtime=docker`.*--gpus none/,
+    );
   });
 
   it("refuses CDI where the daemon says CDI is off (Docker 27 reports no spec folders)", () => {
@@ -70,8 +80,12 @@ describe("decideGpuPath: how GPUs reach the container", () => {
   it("refuses without runtime, spec or driver; asks the daemon where a driver is or cannot be told", () => {
     const none = decideGpuPath(facts({ hostGpus: 0 }));
     expect(none.kind).toBe("none");
-    expect(none.why).toMatch(/no CDI spec for nvidia\.com\/gpu is in \/etc\/cdi or \/var\/run\/cdi, and this machine shows no NVIDIA driver$/);
-    expect(none.kind === "none" && none.hint).toMatch(/nvidia-ctk runtime configure --runtime=docker.*nvidia-ctk cdi generate/);
+    expect(none.why).toMatch(
+      /no CDI spec for nvidia\.com\/gpu is in \/etc\/cdi or \/var\/run\/cdi, and this machine shows no NVIDIA driver$/,
+    );
+    expect(none.kind === "none" && none.hint).toMatch(
+      /nvidia-ctk runtime configure --runtime=docker.*nvidia-ctk cdi generate/,
+    );
     expect(decideGpuPath(facts({ hostGpus: 2 })).kind).toBe("daemon");
     expect(decideGpuPath(facts({ hostGpus: undefined })).kind).toBe("daemon");
   });
@@ -85,7 +99,9 @@ describe("the container's GPU settings along each path", () => {
       env: ["NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility"],
     });
     expect(gpuContainerParts({ kind: "count", count: 2 }, path).env[0]).toBe("NVIDIA_VISIBLE_DEVICES=0,1");
-    expect(gpuContainerParts({ kind: "devices", ids: ["GPU-1f0c"] }, path).env[0]).toBe("NVIDIA_VISIBLE_DEVICES=GPU-1f0c");
+    expect(gpuContainerParts({ kind: "devices", ids: ["GPU-1f0c"] }, path).env[0]).toBe(
+      "NVIDIA_VISIBLE_DEVICES=GPU-1f0c",
+    );
     expect(gpuContainerParts({ kind: "none" }, path)).toEqual({ hostConfig: {}, env: [] });
   });
 
@@ -111,7 +127,10 @@ describe("the container's GPU settings along each path", () => {
 
   it("CDI device names for each --gpus form, checked against the spec", () => {
     expect(cdiDevices({ kind: "all" }, spec)).toEqual(["nvidia.com/gpu=all"]);
-    expect(cdiDevices({ kind: "all" }, { ...spec, devices: ["1", "0", "GPU-1f0c"] })).toEqual(["nvidia.com/gpu=0", "nvidia.com/gpu=1"]);
+    expect(cdiDevices({ kind: "all" }, { ...spec, devices: ["1", "0", "GPU-1f0c"] })).toEqual([
+      "nvidia.com/gpu=0",
+      "nvidia.com/gpu=1",
+    ]);
     expect(cdiDevices({ kind: "count", count: 1 }, spec)).toEqual(["nvidia.com/gpu=0"]);
     expect(cdiDevices({ kind: "devices", ids: ["GPU-2a9e"] }, spec)).toEqual(["nvidia.com/gpu=GPU-2a9e"]);
     const tooMany = (() => {
@@ -122,7 +141,9 @@ describe("the container's GPU settings along each path", () => {
       }
     })();
     expect(tooMany).toBeInstanceOf(UserError);
-    expect((tooMany as UserError).message).toBe("--gpus 3 (it lists 2 GPU(s)): the CDI spec /var/run/cdi/nvidia.yaml has no such device");
+    expect((tooMany as UserError).message).toBe(
+      "--gpus 3 (it lists 2 GPU(s)): the CDI spec /var/run/cdi/nvidia.yaml has no such device",
+    );
     expect(() => cdiDevices({ kind: "devices", ids: ["7"] }, spec)).toThrow(/--gpus device=7: the CDI spec/);
   });
 
@@ -191,7 +212,10 @@ containerEdits:
       path.join(root, "run", "nvidia.json"),
       JSON.stringify({ cdiVersion: "0.6.0", kind: "nvidia.com/gpu", devices: [{ name: "0" }, { name: "1" }] }),
     );
-    await fsp.writeFile(path.join(root, "run", "other.yaml"), "cdiVersion: 0.6.0\nkind: vendor.example/fpga\ndevices: []\n");
+    await fsp.writeFile(
+      path.join(root, "run", "other.yaml"),
+      "cdiVersion: 0.6.0\nkind: vendor.example/fpga\ndevices: []\n",
+    );
     await fsp.writeFile(path.join(root, "run", "broken.yaml"), "kind: [unterminated\n");
     await fsp.writeFile(path.join(root, "run", "notes.txt"), "not a spec");
   });
