@@ -4,6 +4,12 @@
 #
 #   carry [.devgpu]:  bash bench/gpu/docker-on-gpu.sh [stage]
 #
+# With the device tool, three calls, each right after the last while the machine is kept (its /tmp
+# and the daemon survive); a folder's scripts are copied in first (cp .devgpuN/bench/*.sh bench/gpu/):
+#   1. carry [.devgpu]:   bash bench/gpu/docker-daemon-on-gpu.sh smoke
+#   2. carry [.devgpu2]:  bash bench/gpu/docker-on-gpu.sh stage; bash bench/gpu/kind-on-gpu.sh
+#   3. carry [.devgpu3]:  CARRY=.devgpu3 bash bench/gpu/docker-on-gpu.sh
+#
 # Before it, in the same machine's lease: bench/gpu/docker-daemon-on-gpu.sh start (Docker 20.10
 # with the NVIDIA runtime in CDI mode; it is started here when it is not running). .devgpu comes
 # from bench/gpu/prepare-docker-gpu.sh (node, the CLI bundle, the slimmed nvidia-pytriton wheel,

@@ -108,6 +108,12 @@ describe("the automatic choice, as the docker driver answers it", () => {
     expect(
       await dockerAutoChoice({}, {}, 500, probe({ answers: true, version: "27.1", imagePresent: true })),
     ).toMatchObject({ chosen: true, why: "Docker 27.1 answers and nvcr.io/x is present" });
+    expect(
+      await dockerAutoChoice({}, {}, 500, probe({ answers: true, version: "28.5.2", cdiSpec: "/etc/cdi/nvidia.yaml" })),
+    ).toEqual({
+      chosen: true,
+      why: "Docker 28.5.2 answers and passes GPUs as CDI devices (nvidia.com/gpu, /etc/cdi/nvidia.yaml)",
+    });
     expect(await dockerAutoChoice({}, {}, 500, probe({ answers: true, version: "27.1" }))).toMatchObject({
       chosen: false,
       why: expect.stringMatching(
