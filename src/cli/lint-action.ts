@@ -240,7 +240,7 @@ export async function runLint(dir: string, flags: LintFlags, deps: LintDeps = {}
   }
   // Linting is what people do to a repository they have not read yet: its code runs only when asked.
   if (autoComplete.on && flags.runModelCode)
-    options.completer = createConfigCompleter({ interpreterFor: await builtEnvironments() });
+    options.completer = createConfigCompleter({ interpreterFor: await builtEnvironments(), refuse: "throw" });
   const result = await lintRepository(repo, options);
   const explained = flags.explain === undefined ? undefined : result.models.find((m) => m.name === flags.explain);
   if (flags.explain !== undefined && !explained) {
