@@ -137,10 +137,17 @@ def wall_in(run_uid, home):
     mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=755")
     def inside(p):
         return os.path.join(new, p.lstrip("/"))
-    def mkdirs(p):
-        os.makedirs(inside(p), mode=0o755, exist_ok=True)
+    def mkdirs(p, mode=0o111):
+        # Folders on the way to what is bound are passages: they can be crossed, not listed.
+        at = new
+        for part in p.strip("/").split("/"):
+            at = os.path.join(at, part)
+            if not os.path.lexists(at):
+                os.mkdir(at, mode)
     size = str(cfg["scratch_bytes"])
-    mkdirs("/tmp")
+    for d in ("/tmp", "/dev", "/etc"):
+        mkdirs(d, 0o755)
+    mkdirs("/proc", 0o555)
     mount("tmpfs", inside("/tmp"), "tmpfs", MS_NOSUID | MS_NODEV, "size=" + size + ",mode=1777")
     keep = wanted()
     # Opened before anything is mounted over them, then bound parents first.
@@ -163,22 +170,19 @@ def wall_in(run_uid, home):
     for d in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(d) and not os.path.lexists(inside(d)):
             os.symlink(os.readlink(d), inside(d))
-    mkdirs("/dev")
     mount("tmpfs", inside("/dev"), "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=755")
     for dev in ("null", "zero", "random", "urandom"):
         open(inside("/dev/" + dev), "a").close()
         bind("/dev/" + dev, inside("/dev/" + dev), readonly=False)
     for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
         os.symlink(target, inside("/dev/" + name))
-    mkdirs("/dev/shm")
+    os.mkdir(inside("/dev/shm"), 0o755)
     mount("tmpfs", inside("/dev/shm"), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=" + size + ",mode=1777")
-    mkdirs("/proc")
     try:
         mount("proc", inside("/proc"), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     except OSError:
         bind("/proc", inside("/proc"), readonly=False)
     # Who is who, for code that looks itself up (getpass, pwd): nothing of the machine's /etc.
-    mkdirs("/etc")
     me = cfg.get("user") or {}
     users = {0: "root", NOBODY: "nobody"}
     if run_uid not in users:

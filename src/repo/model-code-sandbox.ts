@@ -405,9 +405,11 @@ export async function contain(req: ContainRequest): Promise<Contained> {
   const scratch = await fsp.mkdtemp(path.join(os.tmpdir(), "triton-dev-model-code-"));
   const cgroups = makeCgroups(limits);
   const uid = currentUid();
-  // In its own user namespace the count starts afresh; elsewhere RLIMIT_NPROC counts all the user's processes.
-  const nprocBase = uid > 0 && mode !== "namespaces" ? processesOfUser(uid) : 0;
   const walls = mode === "namespaces";
+  // RLIMIT_NPROC counts every process of the uid it runs as: nobody's elsewhere on the machine
+  // (root's walled runs), or all the user's (plain); in a user namespace of its own the count
+  // starts afresh.
+  const nprocBase = walls ? (uid === 0 ? processesOfUser(NOBODY_UID) : 0) : uid > 0 ? processesOfUser(uid) : 0;
   const settings = launcherSettings({
     keep: req.keep,
     readable: req.readable ?? [],
