@@ -197,7 +197,9 @@ export function createConfigCompleter(o: CompleterOptions = {}): ConfigCompleter
         ? createHash("sha1")
             // The limits too: code that ran out of memory may complete with more.
             .update(`${hash}\n${interpreter}\n${timeoutMs}\n${path.relative(req.dir, req.file)}\n`)
-            .update(`${CONTAINMENT_GENERATION}\n${process.env.TRITON_DEV_MODEL_CODE_CONTAINMENT === "plain" ? "plain" : "walls"}\n`)
+            .update(
+              `${CONTAINMENT_GENERATION}\n${process.env.TRITON_DEV_MODEL_CODE_CONTAINMENT === "plain" ? "plain" : "walls"}\n`,
+            )
             .update(`${JSON.stringify(limitsFrom())}\n`)
             .update(JSON.stringify(req.config))
             .digest("hex")

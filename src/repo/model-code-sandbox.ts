@@ -68,9 +68,9 @@ export interface ContainRequest {
   launcherPython: string;
   /** The program and its arguments, argv[0] an absolute path. */
   argv: string[];
-  /** Folders the program needs to read (the model's, its interpreter's environment): the only ones it sees, read-only. */
+  /** Folders the program needs to read (the model's, its interpreter's environment): all it sees, read-only. */
   keep: string[];
-  /** Files and folders the program must be able to read as the uid it runs as (the model's file): checked before it starts. */
+  /** What the program must be able to read as the uid it runs as (the model's file): checked before it starts. */
   readable?: string[];
   /** The parent's environment: only the allowlist (environmentFor) passes. */
   env?: NodeJS.ProcessEnv;
@@ -251,9 +251,9 @@ function launcherSettings(o: {
 /** Why the walls could not be had, as a user-fixable error saying what to do. */
 function isolationError(p: Probe): ModelCodeIsolationError {
   const unreadable = p.said?.find((l) => l.startsWith("unreadable: "))?.slice("unreadable: ".length);
-  if (unreadable)
-    return unreadableError(unreadable);
-  const plainHint = "or, only if you trust this repository's code, set TRITON_DEV_MODEL_CODE_CONTAINMENT=plain to run it without walls";
+  if (unreadable) return unreadableError(unreadable);
+  const plainHint =
+    "or, only if you trust this repository's code, set TRITON_DEV_MODEL_CODE_CONTAINMENT=plain to run it without walls";
   const hint =
     process.platform !== "linux"
       ? `triton-dev walls model code in with Linux namespaces; run it on Linux (or in a Linux container or VM), ${plainHint}.`
