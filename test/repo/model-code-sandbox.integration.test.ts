@@ -317,78 +317,109 @@ async function listener(where: string): Promise<{ connections: () => number; clo
 
 const root = linux && process.getuid?.() === 0;
 
+/**
+ * The built CLI as a normal user, uid 1000 (in a user namespace of the test's own, which maps it
+ * to this process's uid so that it reads the same files): its walls are made in a user namespace
+ * of its own, as any normal user's are.
+ */
+function runCliAsUser(args: string[], env: NodeJS.ProcessEnv): Promise<{ stdout: string; stderr: string }> {
+  return new Promise((resolve) =>
+    execFile(
+      "unshare",
+      ["--user", "--map-user=1000", "--map-group=1000", "--", process.execPath, CLI, ...args],
+      { env, timeout: 120_000, maxBuffer: 16 * 1024 * 1024 },
+      (_err, stdout, stderr) => resolve({ stdout: String(stdout), stderr: String(stderr) }),
+    ),
+  );
+}
+
 describe.skipIf(!managed || !linux)("what model code run by lint sees", () => {
-  it("reaches no unix socket (under /run, Docker's, abstract), no planted variable, no /run, /root, /home or host /tmp; no capability, only loopback; as root it is not root", async () => {
-    const id = randomUUID();
-    // Under /run where this process may write there (root: CI), as a service's socket would be.
-    const runDir = root ? path.join("/run", `triton-dev-test-${id}`) : undefined;
-    if (runDir) await fsp.mkdir(runDir, { mode: 0o755 });
-    const base = await tempRepo();
-    const hostFile = path.join(base, "host-tmp-file.txt");
-    await writeFiles(base, { "host-tmp-file.txt": "host\n" });
-    const sock = runDir ? path.join(runDir, "service.sock") : undefined;
-    const viaPath = sock ? await listener(sock) : undefined;
-    const abstract = await listener(`\0triton-dev-test-${id}`);
-    try {
-      const repo = path.join(base, "models");
-      await writeFiles(repo, {
-        "m/1/model.py": peekingModel({
-          ...(sock ? { socket: sock } : {}),
-          abstract: `triton-dev-test-${id}`,
-          planted: "TD_PLANTED_TOKEN",
-          hostFile,
-        }),
-      });
-      const env = await testEnv({ TD_PLANTED_TOKEN: `secret-${id}`, PYTHONPATH: base, MY_API_KEY: "k" });
-      const res = await runCli(["lint", repo, "--run-model-code", "--json"], env, 120_000);
-      const text = (res.stdout + res.stderr).replace(/\\"/g, '"');
-      const m = /SEEN (\{.*?\}) END/.exec(text);
-      expect(m, text).not.toBeNull();
-      // Each way out said on its own (soft), so that a failing run lists every one that was open.
-      const seen = JSON.parse(m![1]!) as Seen;
-      if (viaPath) {
-        expect.soft(seen.socket).toMatch(/^error: /);
-        expect.soft(viaPath.connections(), "connections to the socket under /run").toBe(0);
+  it.each([
+    { as: "the user running lint (root, as CI runs)", user: undefined },
+    ...(root ? [{ as: "a normal user (uid 1000: walls in a user namespace)", user: 1000 }] : []),
+  ])(
+    "run by $as: no unix socket (under /run, Docker's, abstract), no planted variable, no /run, /root, /home or host /tmp; no capability, only loopback; never root",
+    async ({ user }) => {
+      const id = randomUUID();
+      // Under /run where this process may write there (root: CI), as a service's socket would be.
+      const runDir = root ? path.join("/run", `triton-dev-test-${id}`) : undefined;
+      if (runDir) await fsp.mkdir(runDir, { mode: 0o755 });
+      const base = await tempRepo();
+      const hostFile = path.join(base, "host-tmp-file.txt");
+      await writeFiles(base, { "host-tmp-file.txt": "host\n" });
+      const sock = runDir ? path.join(runDir, "service.sock") : undefined;
+      const viaPath = sock ? await listener(sock) : undefined;
+      const abstract = await listener(`\0triton-dev-test-${id}`);
+      try {
+        const repo = path.join(base, "models");
+        await writeFiles(repo, {
+          "m/1/model.py": peekingModel({
+            ...(sock ? { socket: sock } : {}),
+            abstract: `triton-dev-test-${id}`,
+            planted: "TD_PLANTED_TOKEN",
+            hostFile,
+          }),
+        });
+        const env = await testEnv({
+          TD_PLANTED_TOKEN: `secret-${id}`,
+          PYTHONPATH: base,
+          MY_API_KEY: "k",
+        });
+        const args = ["lint", repo, "--run-model-code", "--json"];
+        const res = user ? await runCliAsUser(args, env) : await runCli(args, env, 120_000);
+        const text = (res.stdout + res.stderr).replace(/\\"/g, '"');
+        const m = /SEEN (\{.*?\}) END/.exec(text);
+        expect(m, text).not.toBeNull();
+        // Each way out said on its own (soft), so that a failing run lists every one that was open.
+        const seen = JSON.parse(m![1]!) as Seen;
+        if (viaPath) {
+          expect.soft(seen.socket).toMatch(/^error: /);
+          expect.soft(viaPath.connections(), "connections to the socket under /run").toBe(0);
+        }
+        expect.soft(seen.abstract).toMatch(/^error: /);
+        expect.soft(abstract.connections(), "connections to the abstract socket").toBe(0);
+        expect.soft(seen.docker).toMatch(/^error: /);
+        expect.soft(seen.visible, "paths it could see").toEqual([]);
+        expect.soft(seen.planted).toBeNull();
+        expect.soft(seen.env).not.toContain("MY_API_KEY");
+        // Only the allowlist: PATH, the locale, HOME and TMPDIR in its scratch, our marker, the runner's settings.
+        const allowed =
+          /^(PATH|LANG|LANGUAGE|LC_[A-Z]+|TZ|HOME|TMPDIR|TRITON_DEV_CONTAINED|PYTHON(DONTWRITEBYTECODE|NOUSERSITE)|(OPENBLAS|OMP|MKL)_NUM_THREADS)$/;
+        expect
+          .soft(
+            seen.env.filter((k) => !allowed.test(k)),
+            "variables beyond the allowlist",
+          )
+          .toEqual([]);
+        expect.soft(seen.home.startsWith("/tmp/")).toBe(true);
+        expect.soft(seen.caps).toEqual({
+          CapEff: "0000000000000000",
+          CapPrm: "0000000000000000",
+          CapBnd: "0000000000000000",
+          CapAmb: "0000000000000000",
+          NoNewPrivs: "1",
+        });
+        expect.soft(seen.interfaces).toEqual(["lo"]);
+        expect.soft(seen.root.filter((e) => ["run", "var", "srv", "mnt", "opt", "media"].includes(e))).toEqual([]);
+        expect.soft(seen.shadow).toMatch(/^error: /);
+        expect.soft(seen.rootHome).toMatch(/^error: /);
+        expect.soft(seen.homes).toMatch(/^error: /);
+        if (user) {
+          // A normal user's run as that user, mapped back in its user namespace.
+          expect.soft(seen.uid).toEqual([user, user, user]);
+        } else if (root) {
+          expect.soft(seen.uid).toEqual([65534, 65534, 65534]);
+        } else {
+          expect.soft(seen.uid[0]).toBe(process.getuid!());
+        }
+      } finally {
+        await viaPath?.close();
+        await abstract.close();
+        if (runDir) await fsp.rm(runDir, { recursive: true, force: true });
       }
-      expect.soft(seen.abstract).toMatch(/^error: /);
-      expect.soft(abstract.connections(), "connections to the abstract socket").toBe(0);
-      expect.soft(seen.docker).toMatch(/^error: /);
-      expect.soft(seen.visible, "paths it could see").toEqual([]);
-      expect.soft(seen.planted).toBeNull();
-      expect.soft(seen.env).not.toContain("MY_API_KEY");
-      // Only the allowlist: PATH, the locale, HOME and TMPDIR in its scratch, our marker, the runner's settings.
-      const allowed =
-        /^(PATH|LANG|LANGUAGE|LC_[A-Z]+|TZ|HOME|TMPDIR|TRITON_DEV_CONTAINED|PYTHON(DONTWRITEBYTECODE|NOUSERSITE)|(OPENBLAS|OMP|MKL)_NUM_THREADS)$/;
-      expect
-        .soft(
-          seen.env.filter((k) => !allowed.test(k)),
-          "variables beyond the allowlist",
-        )
-        .toEqual([]);
-      expect.soft(seen.home.startsWith("/tmp/")).toBe(true);
-      expect.soft(seen.caps).toEqual({
-        CapEff: "0000000000000000",
-        CapPrm: "0000000000000000",
-        CapBnd: "0000000000000000",
-        CapAmb: "0000000000000000",
-        NoNewPrivs: "1",
-      });
-      expect.soft(seen.interfaces).toEqual(["lo"]);
-      expect.soft(seen.root.filter((e) => ["run", "var", "srv", "mnt", "opt", "media"].includes(e))).toEqual([]);
-      expect.soft(seen.shadow).toMatch(/^error: /);
-      expect.soft(seen.rootHome).toMatch(/^error: /);
-      expect.soft(seen.homes).toMatch(/^error: /);
-      if (root) {
-        expect.soft(seen.uid).toEqual([65534, 65534, 65534]);
-      } else {
-        expect.soft(seen.uid[0]).toBe(process.getuid!());
-      }
-    } finally {
-      await viaPath?.close();
-      await abstract.close();
-      if (runDir) await fsp.rm(runDir, { recursive: true, force: true });
-    }
-  }, 180_000);
+    },
+    180_000,
+  );
 
   /**
    * A normal user on a machine where user namespaces are off, for real: a user namespace of the
