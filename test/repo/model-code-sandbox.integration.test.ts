@@ -421,6 +421,32 @@ describe.skipIf(!managed || !linux)("what model code run by lint sees", () => {
     180_000,
   );
 
+  it.skipIf(!root)(
+    "as root, refuses a model folder that nobody (the uid model code runs as) cannot read, naming it and what to do",
+    async () => {
+      const base = await tempRepo();
+      const repo = path.join(base, "models");
+      await writeFiles(repo, {
+        // Content of its own: an outcome cached for the same content answers without running it.
+        "m/1/model.py": `# ${randomUUID()}
+class TritonPythonModel:
+    @staticmethod
+    def auto_complete_config(config):
+        return config
+`,
+      });
+      const dir = path.join(repo, "m");
+      await fsp.chmod(dir, 0o700);
+      const res = await runCli(["lint", repo, "--run-model-code"], await testEnv(), 120_000);
+      expect(res.stderr).toContain(
+        `model code not run: ${dir} is not readable by uid 65534 (nobody), which model code runs as when triton-dev runs as root`,
+      );
+      expect(res.stderr).toContain(`chmod -R o+rX ${dir}`);
+      expect(res.code).toBe(1);
+    },
+    120_000,
+  );
+
   /**
    * A normal user on a machine where user namespaces are off, for real: a user namespace of the
    * test's own whose limit on user namespaces is then set to 0 (the host's is left alone), holding
