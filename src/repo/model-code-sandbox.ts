@@ -264,6 +264,12 @@ function isolationError(p: Probe): ModelCodeIsolationError {
 }
 
 function unreadableError(p: string): ModelCodeIsolationError {
+  const uid = currentUid();
+  if (uid !== 0)
+    return new ModelCodeIsolationError(
+      `${p} is not readable by uid ${uid}, which model code runs as`,
+      `Make it readable to you (\`chmod -R u+rX ${p}\`).`,
+    );
   return new ModelCodeIsolationError(
     `${p} is not readable by uid ${NOBODY_UID} (nobody), which model code runs as when triton-dev runs as root`,
     `Make the model's folder and its Python environment readable by others (\`chmod -R o+rX ${p}\`), or run triton-dev as a normal user.`,
