@@ -261,7 +261,7 @@ export async function runLint(dir: string, flags: LintFlags, deps: LintDeps = {}
   if (autoComplete.on && flags.runModelCode) {
     // The managed Python runs the model code: never from a home another user can change.
     requireTrustedHome(resolvePaths(process.env).home);
-    options.completer = createConfigCompleter({ interpreterFor: await builtEnvironments() });
+    options.completer = createConfigCompleter({ interpreterFor: await builtEnvironments(), refuse: "throw" });
   }
   const result = await lintRepository(repo, options);
   const explained = flags.explain === undefined ? undefined : result.models.find((m) => m.name === flags.explain);

@@ -26,7 +26,7 @@ export const CONFIG_CODES = codes({
   "auto-complete-not-run": {
     severity: "warning",
     description:
-      "the config depends on model.py's auto_complete_config, which lint did not run (--run-model-code runs it)",
+      "the config depends on model.py's auto_complete_config, not run: not asked (--run-model-code) or not walled in here",
   },
   "auto-complete-timeout": { severity: "error", description: "auto_complete_config did not return in time" },
   "auto-complete-raised": { severity: "error", description: "importing model.py or its auto_complete_config raised" },
