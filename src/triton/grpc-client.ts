@@ -190,21 +190,13 @@ export class TritonGrpcClient {
     if (o.keyed && this.key) metadata.set(GRPC_RESTRICTED_HEADER_PREFIX + this.key.header, this.key.value);
     return new Promise((resolve, reject) => {
       const options: grpc.CallOptions = timeoutMs ? { deadline: Date.now() + timeoutMs } : {};
-      this.client.makeUnaryRequest(
-        SERVICE + method,
-        identity,
-        identity,
-        bytes,
-        metadata,
-        options,
-        (err, res) => {
-          if (err)
-            reject(
-              new TritonGrpcError(err.code, err.details || err.message, method, { address: this.address, expected }),
-            );
-          else resolve(res!);
-        },
-      );
+      this.client.makeUnaryRequest(SERVICE + method, identity, identity, bytes, metadata, options, (err, res) => {
+        if (err)
+          reject(
+            new TritonGrpcError(err.code, err.details || err.message, method, { address: this.address, expected }),
+          );
+        else resolve(res!);
+      });
     });
   }
 
