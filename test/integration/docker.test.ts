@@ -157,6 +157,19 @@ describe.skipIf(!availability.ok)(`up --runtime docker against a real daemon${sk
     });
   }, 120_000);
 
+  it("runs tritonserver under umask 077 in the container, its python backend regions 0600", async () => {
+    const pid = (await docker.getContainer(name).inspect()).State.Pid;
+    // The image's entrypoint execs tritonserver: the container's first process is the server.
+    expect(await fsp.readlink(`/proc/${pid}/exe`)).toMatch(/tritonserver$/);
+    expect(await fsp.readFile(`/proc/${pid}/status`, "utf8")).toMatch(/^Umask:\s+0077$/m);
+    const maps = await fsp.readFile(`/proc/${pid}/maps`, "utf8");
+    const regions = [
+      ...new Set([...maps.matchAll(/\/dev\/shm\/(triton_python_backend_shm_region_\S+)/g)].map((m) => m[1]!)),
+    ];
+    expect(regions.length).toBeGreaterThan(0);
+    for (const r of regions) expect((await fsp.stat(`/proc/${pid}/root/dev/shm/${r}`)).mode & 0o777).toBe(0o600);
+  });
+
   it("labels the container, mounts the staging repository read-only and sets the article's resources", async () => {
     const i = await docker.getContainer(name).inspect();
     const state = JSON.parse(await fsp.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8"));
