@@ -197,7 +197,7 @@ export async function ensureKeyShim(home: string, o: KeyShimOptions = {}): Promi
       `triton-dev could not build its repository-key library (no working C compiler: ${tried.join("; ")})`,
       {
         hint:
-          "triton-dev keeps the key of Triton's model-repository API off every command line with a small " +
+          "triton-dev keeps the key of Triton's restricted APIs (model repository, shared memory, logging, trace) off every command line with a small " +
           "preloaded library it compiles once. Install a C compiler (for example `apt install gcc`), or point " +
           "CC at one, and run `triton-dev up` again.",
       },

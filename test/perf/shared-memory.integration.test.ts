@@ -235,7 +235,7 @@ describe("perf --shared-memory system (real Triton)", () => {
     expect(await ours(pid)).toEqual([]);
   }, 180_000);
 
-  it("is refused without the run's key: with -u, perf holds none, and says so", async () => {
+  it("is refused without the run's key: with -u, perf holds none, and perf_analyzer would need it on its command line", async () => {
     const without = new HttpSystemShm(`http://127.0.0.1:${ports.http}`);
     await expect(without.status()).rejects.toBeInstanceOf(SharedMemoryRestrictedError);
     const r = await runPerfCli(
@@ -246,6 +246,17 @@ describe("perf --shared-memory system (real Triton)", () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/Triton refused to register the input shared memory: its API needs a key/);
     expect(r.stderr).toMatch(/hint: .*leave out -u/);
+    // perf_analyzer could take the key only on its command line, which every local user reads.
+    const pa = await runPerfCli(
+      ["image_classifier", "--engine", "perf_analyzer", "--shared-memory", "system", "--no-history"],
+      env,
+      60_000,
+    );
+    expect(pa.code).toBe(2);
+    expect(pa.stderr).toMatch(
+      /--engine perf_analyzer cannot use --shared-memory system on the server `triton-dev up` started/,
+    );
+    expect(pa.stderr).toMatch(/hint: .*command line/);
     expect(await api.status()).toEqual([]);
     expect(await ours()).toEqual([]);
   }, 90_000);
