@@ -214,6 +214,7 @@ describe.skipIf(!asRoot)("the repository key, seen from another local user (real
     expect(text.stdout).toMatch(/intruder\s+1\s+READY\s+not loaded by triton-dev/);
   }, 120_000);
   it("keeps the python backend's regions to the server's user: another user cannot read a request's tensors", async () => {
+    expect(await fs.readFile(`/proc/${pid}/status`, "utf8")).toMatch(/^Umask:\s+0077$/m);
     const regions = await pythonRegions(pid);
     expect(regions.length).toBeGreaterThan(0);
     for (const r of regions) expect((await fs.stat(path.join("/dev/shm", r))).mode & 0o777).toBe(0o600);
