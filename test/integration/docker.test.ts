@@ -250,6 +250,32 @@ describe.skipIf(!availability.ok)(`up --runtime docker against a real daemon${sk
     console.info(`up (reattach) to READY: ${(elapsed / 1000).toFixed(1)} s`);
   }, 120_000);
 
+  it("replaces a running container of an older triton-dev whose flags restrict fewer APIs", async () => {
+    // The same container as an older triton-dev started it: only model-repository behind the key.
+    const i = await docker.getContainer(name).inspect();
+    const older = (i.Config.Cmd ?? []).map((a) =>
+      a.replace(/^(--http-restricted-api=|--grpc-restricted-protocol=)[^:]+:/, "$1model-repository:"),
+    );
+    expect(older).not.toEqual(i.Config.Cmd);
+    await docker.getContainer(i.Id).remove({ force: true });
+    const c = await docker.createContainer({
+      name,
+      Image: i.Config.Image,
+      Cmd: older,
+      Env: i.Config.Env,
+      Labels: i.Config.Labels,
+      ExposedPorts: i.Config.ExposedPorts,
+      HostConfig: i.HostConfig,
+    });
+    await c.start();
+    const r = await up();
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(events(r).find((e) => e.type === "container")).toMatchObject({ action: "created" });
+    await expect(c.inspect()).rejects.toMatchObject({ statusCode: 404 });
+    expect((await fetch(`http://127.0.0.1:${ports.http}/v2/systemsharedmemory/status`)).status).toBe(403);
+  }, 180_000);
+
   it("recreates the container when a setting changed, and the image present starts fast", async () => {
     const before = await containerId();
     const t0 = Date.now();
