@@ -28,7 +28,7 @@ import { ENSEMBLE_PLATFORM } from "./backends.js";
 import { readUserText } from "./layout.js";
 import type { Pos } from "./textproto.js";
 import { type ModelIOReport, checkModelIO } from "./model-io/compare.js";
-import { RUNTIME_FACTS } from "../runtimes/kinds.js";
+import { RUNTIME_FACTS, serverBackends } from "../runtimes/kinds.js";
 import {
   BACKEND_ERRORS,
   type LintOptions,
@@ -201,8 +201,9 @@ function checkWithoutConfig(layout: ModelLayout, options: LintOptions, reporter:
     return undefined;
   }
   const facts = options.runtime ? RUNTIME_FACTS[options.runtime] : undefined;
-  if (facts && !facts.backends.includes(inferred.backend)) {
-    const { message, hint } = facts.missingBackend(inferred.backend);
+  const has = options.runtime ? serverBackends(options.runtime, options.image) : undefined;
+  if (facts && has && !has.includes(inferred.backend)) {
+    const { message, hint } = facts.missingBackend(inferred.backend, options.image);
     reporter.warning(
       "backend-unavailable",
       undefined,

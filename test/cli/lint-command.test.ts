@@ -122,7 +122,7 @@ describe("runLint", () => {
     const any = capture();
     expect(await runLint(repo, {}, { output: any, detectGpus: noGpu })).toBe(0);
     expect(any.text()).toBe(
-      `3 models checked: 0 errors, 0 warnings (3 of 3 would load on a runtime with their backends; the local runtime has none for onnx (onnxruntime): --runtime checks one runtime)${AC}`,
+      `3 models checked: 0 errors, 0 warnings (3 of 3 would load on a runtime with their backends; the local runtime has none for onnx (onnxruntime: docker or kind runtime): --runtime checks one runtime)${AC}`,
     );
   });
 

@@ -6,6 +6,10 @@ import { codes, type RuleArea } from "./rule.js";
  */
 export const CONFIG_CODES = codes({
   "config-syntax": { severity: "error", description: "config.pbtxt is not valid protobuf text" },
+  "config-template": {
+    severity: "error",
+    description: "config.pbtxt is a template with ${...} placeholders still to fill (tensorrtllm_backend's)",
+  },
   "config-unknown-field": {
     severity: "error",
     description: "a field ModelConfig does not have (with the closest one when it is a typo)",
