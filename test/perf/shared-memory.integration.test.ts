@@ -34,7 +34,7 @@ describe("perf --shared-memory system (real Triton)", () => {
         filter: (src) => !src.includes("__pycache__"),
       });
     const up = await runCli(["up", "--detach", "--models", models, ...portArgs(ports)], env);
-    expect(up.stdout).toMatch(/2\/2 model\(s\) READY/);
+    expect(up.stdout).toMatch(/2 of 2 models READY/);
     // The API is restricted to the run's key, which the record holds (perf reads it there too).
     const record = JSON.parse(await fs.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8"));
     api = new HttpSystemShm(`http://127.0.0.1:${ports.http}`, closingFetch, record.repositoryKey);
