@@ -58,8 +58,8 @@ export function registerManifestsCommand(
     )
     .option(
       "--repository-key-secret <name>",
-      `restrict Triton's model-repository API to the key in this Secret (you create it: kubectl create secret generic NAME --from-literal=${REPOSITORY_KEY_SECRET_KEY}=...; clients send it in the ${REPOSITORY_KEY_HEADER} header). ` +
-        "Without it the API is open inside the cluster; poll mode refuses load and unload either way",
+      `restrict Triton's model-repository, shared-memory, logging and trace APIs to the key in this Secret (you create it: kubectl create secret generic NAME --from-literal=${REPOSITORY_KEY_SECRET_KEY}=...; clients send it in the ${REPOSITORY_KEY_HEADER} header). ` +
+        "Without it they are open inside the cluster; poll mode refuses load and unload either way",
     )
     .option(
       "--runtime-class <name>",

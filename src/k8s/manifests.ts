@@ -66,8 +66,9 @@ export interface ManifestOptions {
   /** Size of the memory-backed emptyDir mounted at /dev/shm (python backend); e.g. "1Gi". */
   shmSize: string;
   /**
-   * Restrict Triton's model-repository API to a key. Kept in a Secret (exposed to the container
-   * as an env var and expanded in args by the kubelet, so it is on the node's process list;
+   * Restrict Triton's model-repository, shared-memory, logging and trace APIs to a key. Kept in a
+   * Secret (exposed to the container as an env var and expanded in args by the kubelet, so it is
+   * on the node's process list;
    * `value` given: the Secret is rendered too, otherwise the user creates it), or (`keyDir`, the
    * kind runtime) read from a key file by the preloaded library of triton/key-shim.ts, in a folder
    * the pod already mounts, so it is on no command line at all.

@@ -3,7 +3,7 @@ import { urlHost } from "../net/url.js";
 import type { RunState } from "../state/run-state.js";
 import type { ParameterValue, RawTensor } from "../triton/binary.js";
 import { TritonGrpcClient, type ModelConfigSummary } from "../triton/grpc-client.js";
-import { clientForRun, TritonHttpClient, type ModelMetadata } from "../triton/http-client.js";
+import { clientForRun, closingFetch, TritonHttpClient, type ModelMetadata } from "../triton/http-client.js";
 import { GrpcSystemShm, HttpSystemShm, type SystemShmApi } from "../triton/system-shm.js";
 import { GrpcControl, HttpControl, type ControlClient } from "./control.js";
 import { generateBodies } from "./generate-stream.js";
@@ -80,7 +80,11 @@ const HTTP: ProtocolDescriptor = {
       { hint: `Give the server's gRPC port: -i grpc -u ${urlHost(t.host)}:8001 (or its --grpc-port).` },
     );
   },
-  sharedMemory: (t) => ({ api: new HttpSystemShm(`http://${t.endpoint}`), close: () => {} }),
+  // The run's key for the `up` server (the API is restricted to it); none with -u.
+  sharedMemory: (t) => ({
+    api: new HttpSystemShm(`http://${t.endpoint}`, closingFetch, t.state?.repositoryKey),
+    close: () => {},
+  }),
 };
 
 const GRPC: ProtocolDescriptor = {
@@ -90,7 +94,7 @@ const GRPC: ProtocolDescriptor = {
   transport: (t, o) => new GrpcTransport(t.endpoint, o),
   streamRoute: (t) => ({ via: "ModelStreamInfer", endpoint: t.endpoint }),
   sharedMemory(t) {
-    const client = new TritonGrpcClient(t.endpoint);
+    const client = new TritonGrpcClient(t.endpoint, t.state ? { key: t.state.repositoryKey } : {});
     return { api: new GrpcSystemShm(client), close: () => client.close() };
   },
 };

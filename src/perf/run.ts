@@ -532,6 +532,15 @@ async function sweepPerfAnalyzer(
   deps: PerfDeps,
   sweep: SweepResult,
 ): Promise<void> {
+  if (o.sharedMemory === "system" && t.state)
+    throw new UsageError(
+      "--engine perf_analyzer cannot use --shared-memory system on the server `triton-dev up` started",
+      {
+        hint:
+          "Its shared memory API takes only the run's key, which perf_analyzer could get only on its command line, " +
+          "where every local user can read it. Leave out --engine perf_analyzer (the built-in engine sends the key) or --shared-memory.",
+      },
+    );
   const bin = findPerfAnalyzer(deps.env, o.perfAnalyzer);
   // perf_analyzer streams over gRPC only.
   const grpcStream = !setup.stream

@@ -8,7 +8,12 @@ import { openShmFolder } from "../state/shm-folder.js";
 import { pidAlive } from "../state/process.js";
 import type { RunState } from "../state/run-state.js";
 import type { RawTensor } from "../triton/binary.js";
-import { SharedMemoryApiError, type ShmTensorRef, type SystemShmApi } from "../triton/system-shm.js";
+import {
+  SharedMemoryApiError,
+  SharedMemoryRestrictedError,
+  type ShmTensorRef,
+  type SystemShmApi,
+} from "../triton/system-shm.js";
 
 /**
  * `perf --shared-memory system`: every distinct payload's input tensors written once into a POSIX
@@ -131,10 +136,15 @@ export class SystemShmSession {
       }
     } catch (err) {
       await s.close();
+      if (err instanceof SharedMemoryRestrictedError)
+        throw new UserError(`Triton refused to register the input shared memory: its API needs a key`, {
+          cause: err,
+          hint: "A server started by `triton-dev up` takes its run's key, which perf sends when it measures that server: leave out -u. For another server, leave out --shared-memory.",
+        });
       if (err instanceof SharedMemoryApiError)
         throw new UserError(`Triton could not register the input shared memory: ${err.message}`, {
           cause: err,
-          hint: "Triton must run on this machine as a user that may open /dev/shm's files (0600, owned by you); or leave out --shared-memory.",
+          hint: "Triton must run on this machine as a user that may open /dev/shm's files (0600, owned by you), and a server that restricts its shared memory API (as `triton-dev up`'s does) takes only its run's key, which perf sends for the `up` server (no -u); or leave out --shared-memory.",
         });
       throw new UserError(`cannot write the input shared memory under ${shmDir}: ${(err as Error).message}`, {
         cause: err,

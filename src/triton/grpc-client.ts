@@ -101,7 +101,15 @@ export interface StatisticsJson {
 
 export interface TritonGrpcClientOptions {
   timeoutMs?: number;
+  /**
+   * The run's key (header name and value, as for HTTP), sent with the calls of Triton's
+   * restricted protocols (server-args.ts RESTRICTED_APIS), never with the others.
+   */
+  key?: { header: string; value: string };
 }
+
+/** Triton 2.51's gRPC side expects a restricted protocol's header under this prefix (lowercase, HTTP/2). */
+export const GRPC_RESTRICTED_HEADER_PREFIX = "triton-grpc-protocol-";
 
 const identity = (b: Buffer) => b;
 
@@ -127,10 +135,12 @@ export class TritonGrpcClient {
   readonly address: string;
   private readonly client: grpc.Client;
   private readonly timeoutMs: number;
+  private readonly key: TritonGrpcClientOptions["key"];
 
   constructor(address: string, options: TritonGrpcClientOptions = {}) {
     this.address = address;
     this.timeoutMs = options.timeoutMs ?? 10_000;
+    this.key = options.key;
     this.client = new grpc.Client(address, grpc.credentials.createInsecure(), {
       // A message over this is refused (RESOURCE_EXHAUSTED) before it is buffered; see
       // INFER_RESPONSE_LIMIT for why no real answer comes near it.
@@ -165,30 +175,28 @@ export class TritonGrpcClient {
     }
   }
 
-  /** A unary call with bytes already encoded; resolves with the response bytes. */
+  /**
+   * A unary call with bytes already encoded; resolves with the response bytes. `keyed`: a call of
+   * a restricted protocol, which carries the key when the client has one.
+   */
   callRaw(
     method: string,
     bytes: Buffer,
     timeoutMs: number | undefined = this.timeoutMs,
     expected = "an answer",
+    o: { keyed?: boolean } = {},
   ): Promise<Buffer> {
+    const metadata = new grpc.Metadata();
+    if (o.keyed && this.key) metadata.set(GRPC_RESTRICTED_HEADER_PREFIX + this.key.header, this.key.value);
     return new Promise((resolve, reject) => {
       const options: grpc.CallOptions = timeoutMs ? { deadline: Date.now() + timeoutMs } : {};
-      this.client.makeUnaryRequest(
-        SERVICE + method,
-        identity,
-        identity,
-        bytes,
-        new grpc.Metadata(),
-        options,
-        (err, res) => {
-          if (err)
-            reject(
-              new TritonGrpcError(err.code, err.details || err.message, method, { address: this.address, expected }),
-            );
-          else resolve(res!);
-        },
-      );
+      this.client.makeUnaryRequest(SERVICE + method, identity, identity, bytes, metadata, options, (err, res) => {
+        if (err)
+          reject(
+            new TritonGrpcError(err.code, err.details || err.message, method, { address: this.address, expected }),
+          );
+        else resolve(res!);
+      });
     });
   }
 

@@ -66,7 +66,7 @@ export class TritonHttpError extends UserError {
 export { ServerConnectionError as TritonUnreachableError } from "../errors.js";
 
 export interface TritonHttpClientOptions {
-  /** Header name and value that unlock the restricted model-repository API. */
+  /** Header name and value that unlock the restricted APIs (server-args.ts RESTRICTED_APIS). */
   repositoryKey?: { header: string; value: string };
   fetch?: typeof fetch;
   timeoutMs?: number;
@@ -83,7 +83,7 @@ export const closingFetch: typeof fetch = (input, init) => {
   return fetch(input, { ...init, headers });
 };
 
-/** The header that carries the key unlocking a run's model-repository API (the key itself is per run). */
+/** The header that carries the key unlocking a run's restricted APIs (the key itself is per run). */
 export const REPOSITORY_KEY_HEADER = "triton-dev-key";
 
 /**

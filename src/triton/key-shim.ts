@@ -1,8 +1,8 @@
 /**
  * How the repository key reaches tritonserver without ever being in a process's arguments.
  *
- * Triton 2.51 takes the key of its restricted model-repository API only as a command-line value
- * (`--http-restricted-api=model-repository:HEADER=KEY`, and the gRPC twin), and every local user
+ * Triton 2.51 takes the key of its restricted APIs (server-args.ts RESTRICTED_APIS) only as a
+ * command-line value (`--http-restricted-api=APIS:HEADER=KEY`, and the gRPC twin), and every local user
  * can read any process's command line (`ps`, /proc/PID/cmdline; for containers too, since their
  * processes are the host's). So tritonserver is started with a placeholder no client can send (it
  * ends in a newline, which no HTTP header or gRPC metadata value may contain), and a tiny
@@ -45,16 +45,52 @@ export function keyArg(header: string): string {
 // into static buffers: no allocation, nothing else in the process changes. The two variables are
 // then removed so that the python backend's stubs and anything else Triton starts neither preload
 // the library nor learn where the key is; a user's own LD_PRELOAD after ours is kept for them.
+//
+// It also keeps tritonserver's shared memory to its own user: the process runs under umask 077,
+// and since the python backend (boost.interprocess) fchmods each region it creates to 0644 after
+// shm_open, whatever the umask, fchmod and chmod of a file under /dev/shm lose their group and
+// other bits in this process only (the stubs, which open those regions, run as the same user).
+// Syscalls, not dlsym(RTLD_NEXT): the library must load in images with an older glibc.
 const SOURCE = String.raw`
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define PLACEHOLDER "=triton-dev-key-file\n"
 #define LIBRARY "libtriton-dev-key.so"
+#define SHM_DIR "/dev/shm/"
 
 static char rewritten[2][1024];
+static int active;
+
+static mode_t owner_only(const char *path, mode_t mode) {
+  if (active && path && strncmp(path, SHM_DIR, sizeof SHM_DIR - 1) == 0) return mode & ~(mode_t)077;
+  return mode;
+}
+
+int fchmod(int fd, mode_t mode) {
+  if (active && fd >= 0) {
+    char link[32] = "/proc/self/fd/", digits[12], target[4096];
+    int d = 0;
+    for (unsigned v = (unsigned)fd; d == 0 || v; v /= 10) digits[d++] = (char)('0' + v % 10);
+    size_t at = strlen(link);
+    while (d) link[at++] = digits[--d];
+    link[at] = 0;
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n > 0) {
+      target[n] = 0;
+      mode = owner_only(target, mode);
+    }
+  }
+  return (int)syscall(SYS_fchmod, fd, mode);
+}
+
+int chmod(const char *path, mode_t mode) {
+  return (int)syscall(SYS_fchmodat, AT_FDCWD, path, owner_only(path, mode));
+}
 
 static void restore_preload(void) {
   const char *p = getenv("LD_PRELOAD");
@@ -81,6 +117,8 @@ static int is_program(void) {
 __attribute__((constructor)) static void triton_dev_key(int argc, char **argv, char **envp) {
   (void)envp;
   if (!is_program()) return;
+  umask(077);
+  active = 1;
   const char *file = getenv("TRITON_DEV_KEY_FILE");
   char key[256];
   ssize_t n = -1;
@@ -163,7 +201,7 @@ export async function ensureKeyShim(home: string, o: KeyShimOptions = {}): Promi
       `triton-dev could not build its repository-key library (no working C compiler: ${tried.join("; ")})`,
       {
         hint:
-          "triton-dev keeps the key of Triton's model-repository API off every command line with a small " +
+          "triton-dev keeps the key of Triton's restricted APIs (model repository, shared memory, logging, trace) off every command line with a small " +
           "preloaded library it compiles once. Install a C compiler (for example `apt install gcc`), or point " +
           "CC at one, and run `triton-dev up` again.",
       },
@@ -197,7 +235,10 @@ export async function prepareRunKey(runDir: string, header: string, library: str
     await fsp.rename(tmp, file);
   }
   const copy = path.join(dir, KEY_SHIM_LIBRARY);
-  if (!fs.existsSync(copy)) {
+  // A folder kept from an older triton-dev holds an older library: the new one replaces it
+  // (a server running from the folder keeps the file it mapped).
+  const current = await fsp.readFile(copy).catch(() => undefined);
+  if (!current || !current.equals(await fsp.readFile(library))) {
     await fsp.copyFile(library, `${copy}.tmp`);
     await fsp.chmod(`${copy}.tmp`, 0o755);
     await fsp.rename(`${copy}.tmp`, copy);

@@ -8,6 +8,25 @@
 /** Triton's own ports, which it binds inside a container or pod unless told otherwise. */
 export const TRITON_DEFAULT_PORTS = { http: 8000, grpc: 8001, metrics: 8002 } as const;
 
+/**
+ * The API categories (Triton 2.51's names, the same for HTTP and gRPC) that only the run's key
+ * opens: each can read or change what another user's requests see. model-repository loads code
+ * (a load request may carry its own model.py); shared-memory registers regions by name, so a
+ * caller could point an inference's outputs into any /dev/shm object the server may open (the
+ * python backend's own regions included, which crashes the server) or read inputs from it;
+ * logging can turn on verbose logs or move the log file; trace can write traces of every request,
+ * tensors included, to a file the caller names. What stays open (inference, metadata, health,
+ * model-config, statistics) reads nothing that the caller's own requests, the model folder or
+ * the metrics port do not already show.
+ */
+export const RESTRICTED_APIS = ["model-repository", "shared-memory", "logging", "trace"] as const;
+
+/** The two restricted-API flags for a `header=value` (or its placeholder). */
+export function restrictedApiArgs(key: string): string[] {
+  const apis = RESTRICTED_APIS.join(",");
+  return [`--http-restricted-api=${apis}:${key}`, `--grpc-restricted-protocol=${apis}:${key}`];
+}
+
 export interface ServerArgsInput {
   /** The model repository as Triton sees it. */
   repository: string;
@@ -18,8 +37,8 @@ export interface ServerArgsInput {
   /** Addresses and ports to bind; absent: Triton's defaults (every address, 8000/8001/8002). */
   listen?: { host: string; ports: { http: number; grpc: number; metrics: number } };
   /**
-   * `header=value` restricting the model-repository API (Kubernetes passes `header=$(ENV)` for the
-   * kubelet to expand); absent: the API is open.
+   * `header=value` restricting the RESTRICTED_APIS (Kubernetes passes `header=$(ENV)` for the
+   * kubelet to expand); absent: they are open.
    */
   repositoryKey?: string;
   /**
@@ -60,12 +79,7 @@ export function serverArgs(o: ServerArgsInput): string[] {
     // user iterates.
     "--exit-on-error=false",
     ...(o.exitTimeoutSecs !== undefined ? [`--exit-timeout-secs=${o.exitTimeoutSecs}`] : []),
-    ...(o.repositoryKey
-      ? [
-          `--http-restricted-api=model-repository:${o.repositoryKey}`,
-          `--grpc-restricted-protocol=model-repository:${o.repositoryKey}`,
-        ]
-      : []),
+    ...(o.repositoryKey ? restrictedApiArgs(o.repositoryKey) : []),
     ...(o.logInfo ? ["--log-info=true"] : []),
     // The python backend spends a fixed second of every model load on auto-complete (a stub
     // started only to call auto_complete_config, then a 1 s sleep); `up` turns it off when no

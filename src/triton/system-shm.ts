@@ -105,11 +105,20 @@ export function encodeShmInferRequest(
   return Buffer.from(toBinary(ModelInferRequestSchema, msg));
 }
 
-/** The HTTP side: /v2/systemsharedmemory/... (not among the restricted APIs `up` closes). */
+/** Triton refused a shared memory call for want of the key (server-args.ts RESTRICTED_APIS). */
+export class SharedMemoryRestrictedError extends SharedMemoryApiError {
+  override name = "SharedMemoryRestrictedError";
+}
+
+/**
+ * The HTTP side: /v2/systemsharedmemory/..., one of the APIs `up` restricts to the run's key
+ * (`key`: header and value; absent for a server given with `-u`, which may leave it open).
+ */
 export class HttpSystemShm implements SystemShmApi {
   constructor(
     private readonly baseUrl: string,
     private readonly fetchImpl: typeof fetch = closingFetch,
+    private readonly key?: { header: string; value: string },
   ) {}
 
   private async call(method: "GET" | "POST", path: string, body?: unknown): Promise<unknown> {
@@ -119,12 +128,13 @@ export class HttpSystemShm implements SystemShmApi {
       request: `${method} ${path}`,
       expected: "the shared memory API's answer as JSON",
     };
+    const headers: Record<string, string> = {
+      ...(this.key ? { [this.key.header]: this.key.value } : {}),
+      ...(body !== undefined ? { "content-type": "application/json" } : {}),
+    };
     const r = await fetchBounded(
       this.baseUrl + path,
-      {
-        method,
-        ...(body !== undefined ? { body: JSON.stringify(body), headers: { "content-type": "application/json" } } : {}),
-      },
+      { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) },
       { exchange, timeoutMs: 10_000, maxBytes: JSON_RESPONSE_LIMIT, fetch: this.fetchImpl },
     );
     const text = r.body.toString("utf8");
@@ -135,7 +145,10 @@ export class HttpSystemShm implements SystemShmApi {
       } catch {
         // not JSON: Triton's raw text
       }
-      throw new SharedMemoryApiError(`Triton answered ${r.status} to ${path}: ${said}`);
+      // Triton 2.51 answers 403 to a restricted API's request without its key, and only then.
+      throw new (r.status === 403 ? SharedMemoryRestrictedError : SharedMemoryApiError)(
+        `Triton answered ${r.status} to ${path}: ${said}`,
+      );
     }
     try {
       return text ? JSON.parse(text) : undefined;
@@ -181,8 +194,11 @@ export class GrpcSystemShm implements SystemShmApi {
 
   private async call(method: string, bytes: Uint8Array): Promise<Buffer> {
     try {
-      return await this.client.callRaw(method, Buffer.from(bytes), 10_000);
+      // Keyed: the client sends the run's key when it holds one (a restricted protocol).
+      return await this.client.callRaw(method, Buffer.from(bytes), 10_000, "an answer", { keyed: true });
     } catch (err) {
+      // Triton 2.51 refuses a restricted protocol's call without its key with UNAVAILABLE, the
+      // status of an unreachable server too: only its text tells them apart, so no type does.
       throw new SharedMemoryApiError(`Triton refused ${method}: ${(err as Error).message}`, { cause: err });
     }
   }

@@ -95,7 +95,9 @@ describe("triton-dev manifests: stdout", () => {
     expect(c.imagePullPolicy).toBe("IfNotPresent");
     expect(c.args).toContain("--repository-poll-secs=10");
     expect(c.args).toContain("--model-repository=/git/current/serving");
-    expect(c.args).toContain("--http-restricted-api=model-repository:triton-dev-key=$(TRITON_REPOSITORY_KEY)");
+    expect(c.args).toContain(
+      "--http-restricted-api=model-repository,shared-memory,logging,trace:triton-dev-key=$(TRITON_REPOSITORY_KEY)",
+    );
     expect(c.env).toContainEqual({
       name: "TRITON_REPOSITORY_KEY",
       valueFrom: { secretKeyRef: { name: "triton-key", key: "key" } },

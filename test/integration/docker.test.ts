@@ -191,6 +191,19 @@ describe.skipIf(!availability.ok)(`up --runtime docker against a real daemon${sk
     });
   }, 120_000);
 
+  it("runs tritonserver under umask 077 in the container, its python backend regions 0600", async () => {
+    const pid = (await docker.getContainer(name).inspect()).State.Pid;
+    // The image's entrypoint execs tritonserver: the container's first process is the server.
+    expect(await fsp.readlink(`/proc/${pid}/exe`)).toMatch(/tritonserver$/);
+    expect(await fsp.readFile(`/proc/${pid}/status`, "utf8")).toMatch(/^Umask:\s+0077$/m);
+    const maps = await fsp.readFile(`/proc/${pid}/maps`, "utf8");
+    const regions = [
+      ...new Set([...maps.matchAll(/\/dev\/shm\/(triton_python_backend_shm_region_\S+)/g)].map((m) => m[1]!)),
+    ];
+    expect(regions.length).toBeGreaterThan(0);
+    for (const r of regions) expect((await fsp.stat(`/proc/${pid}/root/dev/shm/${r}`)).mode & 0o777).toBe(0o600);
+  });
+
   it("labels the container, mounts the staging repository read-only and sets the article's resources", async () => {
     const i = await docker.getContainer(name).inspect();
     const state = JSON.parse(await fsp.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8"));
@@ -270,6 +283,32 @@ describe.skipIf(!availability.ok)(`up --runtime docker against a real daemon${sk
     expect(await containerId()).toBe(before);
     console.info(`up (reattach) to READY: ${(elapsed / 1000).toFixed(1)} s`);
   }, 120_000);
+
+  it("replaces a running container of an older triton-dev whose flags restrict fewer APIs", async () => {
+    // The same container as an older triton-dev started it: only model-repository behind the key.
+    const i = await docker.getContainer(name).inspect();
+    const older = (i.Config.Cmd ?? []).map((a) =>
+      a.replace(/^(--http-restricted-api=|--grpc-restricted-protocol=)[^:]+:/, "$1model-repository:"),
+    );
+    expect(older).not.toEqual(i.Config.Cmd);
+    await docker.getContainer(i.Id).remove({ force: true });
+    const c = await docker.createContainer({
+      name,
+      Image: i.Config.Image,
+      Cmd: older,
+      Env: i.Config.Env,
+      Labels: i.Config.Labels,
+      ExposedPorts: i.Config.ExposedPorts,
+      HostConfig: i.HostConfig,
+    });
+    await c.start();
+    const r = await up();
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(events(r).find((e) => e.type === "container")).toMatchObject({ action: "created" });
+    await expect(c.inspect()).rejects.toMatchObject({ statusCode: 404 });
+    expect((await fetch(`http://127.0.0.1:${ports.http}/v2/systemsharedmemory/status`)).status).toBe(403);
+  }, 180_000);
 
   it("recreates the container when a setting changed, and the image present starts fast", async () => {
     const before = await containerId();

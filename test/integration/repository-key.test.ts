@@ -2,6 +2,7 @@ import { execFile } from "node:child_process";
 import * as grpc from "@grpc/grpc-js";
 import fs from "node:fs/promises";
 import path from "node:path";
+import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePorts, portArgs, runCli, tempDir, testEnv } from "../helpers/cli.js";
 
@@ -36,18 +37,20 @@ function asNobody(script: string, lookFor = ""): Promise<{ code: number; out: st
   });
 }
 
-/** A unary gRPC call of Triton's service with an empty request; resolves with the status code. */
-function grpcRepositoryIndex(address: string, key?: string): Promise<number> {
+const grpcRepositoryIndex = (address: string, key?: string) => grpcCall(address, "RepositoryIndex", key);
+
+/** A unary gRPC call of Triton's service (an empty request unless given); resolves with the status code. */
+function grpcCall(address: string, method: string, key?: string, request = Buffer.alloc(0)): Promise<number> {
   const client = new grpc.Client(address, grpc.credentials.createInsecure());
   const md = new grpc.Metadata();
   // Triton 2.51's gRPC side expects the restricted protocol's header with this prefix.
   if (key) md.set("triton-grpc-protocol-triton-dev-key", key);
   return new Promise((resolve) => {
     client.makeUnaryRequest(
-      "/inference.GRPCInferenceService/RepositoryIndex",
+      `/inference.GRPCInferenceService/${method}`,
       (b: Buffer) => b,
       (b: Buffer) => b,
-      Buffer.alloc(0),
+      request,
       md,
       { deadline: Date.now() + 10_000 },
       (err) => {
@@ -77,6 +80,22 @@ class TritonPythonModel:
             out.append(pb_utils.InferenceResponse([pb_utils.Tensor("Y", (x + 1).astype(np.float32))]))
         return out
 `;
+
+/** SystemSharedMemoryRegisterRequest: name = 1, key = 2, offset = 3, byte_size = 4. */
+function shmRegisterRequest(name: string, key: string, byteSize: number): Buffer {
+  const w = new BinaryWriter();
+  w.tag(1, WireType.LengthDelimited).string(name);
+  w.tag(2, WireType.LengthDelimited).string(key);
+  w.tag(3, WireType.Varint).uint64(0);
+  w.tag(4, WireType.Varint).uint64(byteSize);
+  return Buffer.from(w.finish());
+}
+
+/** The python backend's regions a process maps (its model instances' shared memory with their stubs). */
+async function pythonRegions(pid: number): Promise<string[]> {
+  const maps = await fs.readFile(`/proc/${pid}/maps`, "utf8");
+  return [...new Set([...maps.matchAll(/\/dev\/shm\/(triton_python_backend_shm_region_\S+)/g)].map((m) => m[1]!))];
+}
 
 describe.skipIf(!asRoot)("the repository key, seen from another local user (real Triton)", () => {
   let env: NodeJS.ProcessEnv;
@@ -112,7 +131,7 @@ describe.skipIf(!asRoot)("the repository key, seen from another local user (real
   it("is on no process's command line, in no file they can read, and their environment is closed to them", async () => {
     const ps = await run("setpriv", [...NOBODY, "ps", "-eo", "pid,args", "--width", "100000"]);
     expect(ps.code).toBe(0);
-    expect(ps.out).toContain("--http-restricted-api=model-repository:triton-dev-key=");
+    expect(ps.out).toContain("--http-restricted-api=model-repository,shared-memory,logging,trace:triton-dev-key=");
     expect(ps.out).not.toContain(key);
     const seen = await asNobody(
       `
@@ -194,4 +213,96 @@ describe.skipIf(!asRoot)("the repository key, seen from another local user (real
     expect(text.stderr).toMatch(/Triton serves intruder, which triton-dev did not load/);
     expect(text.stdout).toMatch(/intruder\s+1\s+READY\s+not loaded by triton-dev/);
   }, 120_000);
+  it("keeps the python backend's regions to the server's user: another user cannot read a request's tensors", async () => {
+    expect(await fs.readFile(`/proc/${pid}/status`, "utf8")).toMatch(/^Umask:\s+0077$/m);
+    const regions = await pythonRegions(pid);
+    expect(regions.length).toBeGreaterThan(0);
+    for (const r of regions) expect((await fs.stat(path.join("/dev/shm", r))).mode & 0o777).toBe(0o600);
+    const tried = await asNobody(
+      `
+      import fs from "node:fs";
+      const codes = JSON.parse(process.env.LOOK_FOR).map((r) => {
+        try { fs.readFileSync("/dev/shm/" + r); return "read"; } catch (e) { return e.code; }
+      });
+      process.stdout.write(JSON.stringify(codes));
+    `,
+      JSON.stringify(regions),
+    );
+    expect(tried.code, tried.out).toBe(0);
+    expect(JSON.parse(tried.out)).toEqual(regions.map(() => "EACCES"));
+  });
+
+  it("refuses another user's shared memory registration, so no inference writes into the server's own regions", async () => {
+    // The crash the hostile pass found: register the python backend's region, point an
+    // inference's output at it, and the next inference kills tritonserver (signal 11).
+    const [region] = await pythonRegions(pid);
+    const tried = await asNobody(
+      `
+      const base = "http://127.0.0.1:${ports.http}";
+      const json = { "content-type": "application/json" };
+      const status = async (p, init) => (await fetch(base + p, init)).status;
+      const r = {};
+      r.register = await status("/v2/systemsharedmemory/region/victim/register", { method: "POST", headers: json,
+        body: JSON.stringify({ key: "/" + process.env.LOOK_FOR, offset: 0, byte_size: 1024 }) });
+      r.status = await status("/v2/systemsharedmemory/status");
+      r.cuda = await status("/v2/cudasharedmemory/status");
+      r.intoRegion = await status("/v2/models/add_one/infer", { method: "POST", headers: json, body: JSON.stringify({
+        inputs: [{ name: "X", datatype: "FP32", shape: [1, 4], data: [1, 2, 3, 4] }],
+        outputs: [{ name: "Y", parameters: { shared_memory_region: "victim", shared_memory_byte_size: 16 } }] }) });
+      r.after = [];
+      for (let i = 0; i < 2; i++)
+        r.after.push(await status("/v2/models/add_one/infer", { method: "POST", headers: json, body: JSON.stringify({
+          inputs: [{ name: "X", datatype: "FP32", shape: [1, 4], data: [1, 2, 3, 4] }] }) }));
+      process.stdout.write(JSON.stringify(r));
+    `,
+      region,
+    );
+    expect(tried.code, tried.out).toBe(0);
+    const r = JSON.parse(tried.out) as Record<string, unknown>;
+    expect(r).toMatchObject({ register: 403, status: 403, cuda: 403, after: [200, 200] });
+    expect(r.intoRegion).toBeGreaterThanOrEqual(400);
+    expect((await fetch(`http://127.0.0.1:${ports.http}/v2/health/live`)).status).toBe(200);
+
+    const address = `127.0.0.1:${ports.grpc}`;
+    const register = shmRegisterRequest("victim", `/${region}`, 1024);
+    expect(await grpcCall(address, "SystemSharedMemoryRegister", undefined, register)).not.toBe(grpc.status.OK);
+    expect(await grpcCall(address, "SystemSharedMemoryRegister", "triton-dev-key-file", register)).not.toBe(
+      grpc.status.OK,
+    );
+    for (const method of ["SystemSharedMemoryStatus", "CudaSharedMemoryStatus"])
+      expect(await grpcCall(address, method)).not.toBe(grpc.status.OK);
+    // The key holder is let through (perf registers its regions this way).
+    expect(await grpcCall(address, "SystemSharedMemoryStatus", key)).toBe(grpc.status.OK);
+    const held = await fetch(`http://127.0.0.1:${ports.http}/v2/systemsharedmemory/status`, {
+      headers: { "triton-dev-key": key },
+    });
+    expect(held.status).toBe(200);
+    expect(await held.json()).toEqual([]);
+  });
+
+  it("closes the logging and trace APIs to everyone without the key, and leaves statistics and config open", async () => {
+    const tried = await asNobody(`
+      const base = "http://127.0.0.1:${ports.http}";
+      const json = { "content-type": "application/json" };
+      const status = async (p, init) => (await fetch(base + p, init)).status;
+      process.stdout.write(JSON.stringify({
+        logging: [await status("/v2/logging"),
+          await status("/v2/logging", { method: "POST", headers: json, body: JSON.stringify({ log_verbose_level: 1 }) })],
+        trace: [await status("/v2/trace/setting"), await status("/v2/models/add_one/trace/setting"),
+          await status("/v2/trace/setting", { method: "POST", headers: json, body: JSON.stringify({ trace_rate: "1" }) })],
+        open: [await status("/v2/models/stats"), await status("/v2/models/add_one/config"), await status("/v2/models/add_one")],
+      }));
+    `);
+    expect(tried.code, tried.out).toBe(0);
+    expect(JSON.parse(tried.out)).toEqual({ logging: [403, 403], trace: [403, 403, 403], open: [200, 200, 200] });
+    const address = `127.0.0.1:${ports.grpc}`;
+    for (const method of ["LogSettings", "TraceSetting"]) {
+      expect(await grpcCall(address, method)).not.toBe(grpc.status.OK);
+      expect(await grpcCall(address, method, key)).toBe(grpc.status.OK);
+    }
+    for (const p of ["/v2/logging", "/v2/trace/setting"])
+      expect((await fetch(`http://127.0.0.1:${ports.http}${p}`, { headers: { "triton-dev-key": key } })).status).toBe(
+        200,
+      );
+  });
 });

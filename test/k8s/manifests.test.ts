@@ -268,8 +268,12 @@ describe("renderManifests: the repository key", () => {
       name: REPOSITORY_KEY_ENV,
       valueFrom: { secretKeyRef: { name: "triton-key", key: "key" } },
     });
-    expect(c.args).toContain(`--http-restricted-api=model-repository:triton-dev-key=$(${REPOSITORY_KEY_ENV})`);
-    expect(c.args).toContain(`--grpc-restricted-protocol=model-repository:triton-dev-key=$(${REPOSITORY_KEY_ENV})`);
+    expect(c.args).toContain(
+      `--http-restricted-api=model-repository,shared-memory,logging,trace:triton-dev-key=$(${REPOSITORY_KEY_ENV})`,
+    );
+    expect(c.args).toContain(
+      `--grpc-restricted-protocol=model-repository,shared-memory,logging,trace:triton-dev-key=$(${REPOSITORY_KEY_ENV})`,
+    );
     // The key itself never appears in the Deployment.
     expect(JSON.stringify(byKind(objects, "Deployment"))).not.toContain("s3cr3t");
   });

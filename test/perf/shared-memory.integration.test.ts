@@ -7,7 +7,8 @@ import type { PerfReport } from "../../src/perf/run.js";
 import { SHM_PREFIX, SystemShmSession } from "../../src/perf/shared-memory.js";
 import { GrpcTransport, HttpTransport, type InferTransport } from "../../src/perf/transport.js";
 import { encodeTensorData, type DecodedInferResponse, type RawTensor } from "../../src/triton/binary.js";
-import { HttpSystemShm } from "../../src/triton/system-shm.js";
+import { closingFetch } from "../../src/triton/http-client.js";
+import { HttpSystemShm, SharedMemoryRestrictedError } from "../../src/triton/system-shm.js";
 import { runPerfCli, spawnPerfCli } from "./helpers.js";
 
 /**
@@ -33,8 +34,10 @@ describe("perf --shared-memory system (real Triton)", () => {
         filter: (src) => !src.includes("__pycache__"),
       });
     const up = await runCli(["up", "--detach", "--models", models, ...portArgs(ports)], env);
-    expect(up.stdout).toMatch(/2\/2 model\(s\) READY/);
-    api = new HttpSystemShm(`http://127.0.0.1:${ports.http}`);
+    expect(up.stdout).toMatch(/2 of 2 models READY/);
+    // The API is restricted to the run's key, which the record holds (perf reads it there too).
+    const record = JSON.parse(await fs.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8"));
+    api = new HttpSystemShm(`http://127.0.0.1:${ports.http}`, closingFetch, record.repositoryKey);
   }, 300_000);
 
   afterAll(async () => {
@@ -231,6 +234,32 @@ describe("perf --shared-memory system (real Triton)", () => {
     expect(await api.status()).toEqual([]);
     expect(await ours(pid)).toEqual([]);
   }, 180_000);
+
+  it("is refused without the run's key: with -u, perf holds none, and perf_analyzer would need it on its command line", async () => {
+    const without = new HttpSystemShm(`http://127.0.0.1:${ports.http}`);
+    await expect(without.status()).rejects.toBeInstanceOf(SharedMemoryRestrictedError);
+    const r = await runPerfCli(
+      ["image_classifier", "-u", `127.0.0.1:${ports.http}`, "--shared-memory", "system", "-p", "500", "--no-history"],
+      env,
+      60_000,
+    );
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/Triton refused to register the input shared memory: its API needs a key/);
+    expect(r.stderr).toMatch(/hint: .*leave out -u/);
+    // perf_analyzer could take the key only on its command line, which every local user reads.
+    const pa = await runPerfCli(
+      ["image_classifier", "--engine", "perf_analyzer", "--shared-memory", "system", "--no-history"],
+      env,
+      60_000,
+    );
+    expect(pa.code).toBe(2);
+    expect(pa.stderr).toMatch(
+      /--engine perf_analyzer cannot use --shared-memory system on the server `triton-dev up` started/,
+    );
+    expect(pa.stderr).toMatch(/hint: .*command line/);
+    expect(await api.status()).toEqual([]);
+    expect(await ours()).toEqual([]);
+  }, 90_000);
 
   it("refuses a server that is not on this machine before sending anything", async () => {
     const r = await runPerfCli(["image_classifier", "-u", "192.0.2.1:8000", "--shared-memory", "system"], env, 30_000);

@@ -41,16 +41,16 @@ describe("the repository-key library", () => {
     const runDir = await tmp();
     const key = await prepareRunKey(runDir, "triton-dev-key", lib);
     const args = [
-      `--http-restricted-api=model-repository:${keyArg("triton-dev-key")}`,
+      `--http-restricted-api=model-repository,shared-memory,logging,trace:${keyArg("triton-dev-key")}`,
       "--other=1",
-      `--grpc-restricted-protocol=model-repository:${keyArg("triton-dev-key")}`,
+      `--grpc-restricted-protocol=model-repository,shared-memory,logging,trace:${keyArg("triton-dev-key")}`,
     ];
     const env = { PATH: process.env.PATH, ...localKeyShimEnv(key.dir, { LD_PRELOAD: "", LD_LIBRARY_PATH: "" }) };
     const seen = JSON.parse(await probe(args, env));
     expect(seen.argv).toEqual([
-      `--http-restricted-api=model-repository:triton-dev-key=${key.value}`,
+      `--http-restricted-api=model-repository,shared-memory,logging,trace:triton-dev-key=${key.value}`,
       "--other=1",
-      `--grpc-restricted-protocol=model-repository:triton-dev-key=${key.value}`,
+      `--grpc-restricted-protocol=model-repository,shared-memory,logging,trace:triton-dev-key=${key.value}`,
     ]);
     expect(seen.cmdline).toEqual(args);
     expect(seen.cmdline.join(" ")).not.toContain(key.value);
@@ -87,6 +87,46 @@ describe("the repository-key library", () => {
     expect(KEY_FROM_FILE.endsWith("\n")).toBe(true);
   });
 
+  it("keeps the server's shared memory its user's: umask 077, and no group or other bits on /dev/shm files", async () => {
+    const lib = await ensureKeyShim(await tmp());
+    const key = await prepareRunKey(await tmp(), "h", lib);
+    const outside = path.join(await tmp(), "plain");
+    const inShm = `/dev/shm/triton-dev-key-test-${process.pid}`;
+    // What the python backend does with each region (boost.interprocess): create, then fchmod 0644
+    // whatever the umask; and a chmod by path, for good measure.
+    const script = `const fs = require("node:fs");
+      const umask = process.umask();
+      const modes = {};
+      for (const [name, f] of [["shm", ${JSON.stringify(inShm)}], ["outside", ${JSON.stringify(outside)}]]) {
+        const fd = fs.openSync(f, "wx", 0o644);
+        fs.fchmodSync(fd, 0o644);
+        fs.closeSync(fd);
+        modes[name + "Fchmod"] = fs.statSync(f).mode & 0o777;
+        fs.chmodSync(f, 0o664);
+        modes[name + "Chmod"] = fs.statSync(f).mode & 0o777;
+        fs.rmSync(f);
+      }
+      process.stdout.write(JSON.stringify({ umask, modes }));`;
+    const env = { PATH: process.env.PATH, ...localKeyShimEnv(key.dir, {}) };
+    const node = path.basename(fs.realpathSync(process.execPath));
+    const runAs = (program: string) =>
+      run(process.execPath, ["-e", script], { ...env, TRITON_DEV_KEY_PROGRAM: program }).then(
+        (out) => JSON.parse(out) as { umask: number; modes: Record<string, number> },
+      );
+    try {
+      expect(await runAs(node)).toEqual({
+        umask: 0o077,
+        modes: { shmFchmod: 0o600, shmChmod: 0o600, outsideFchmod: 0o644, outsideChmod: 0o664 },
+      });
+      // Any other program (an image's entrypoint) is left as it was.
+      const other = await runAs("tritonserver");
+      expect(other.modes).toEqual({ shmFchmod: 0o644, shmChmod: 0o664, outsideFchmod: 0o644, outsideChmod: 0o664 });
+      expect(other.umask).toBe(process.umask());
+    } finally {
+      await fsp.rm(inShm, { force: true });
+    }
+  });
+
   it("is built once per home and source version, and says what to install without a compiler", async () => {
     const home = await tmp();
     const lib = await ensureKeyShim(home);
@@ -109,6 +149,10 @@ describe("the repository-key library", () => {
     expect(fs.statSync(first.dir).mode & 0o777).toBe(0o700);
     expect(fs.statSync(path.join(first.dir, "repository.key")).mode & 0o777).toBe(0o600);
     expect((await prepareRunKey(runDir, "h", lib)).value).toBe(first.value);
+    // A folder kept from an older build gets this build's library.
+    await fsp.writeFile(path.join(first.dir, "libtriton-dev-key.so"), "older");
+    await prepareRunKey(runDir, "h", lib);
+    expect(fs.readFileSync(path.join(first.dir, "libtriton-dev-key.so")).equals(fs.readFileSync(lib))).toBe(true);
     expect(await readRunKey(runDir)).toBe(first.value);
     expect(await readRunKey(await tmp())).toBeUndefined();
   });

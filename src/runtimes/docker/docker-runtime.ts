@@ -4,8 +4,9 @@ import { UserError } from "../../errors.js";
 import { detectNvidiaGpus } from "../../gpu/detect.js";
 import { log as rootLog } from "../../log/logger.js";
 import { endpointsFor, urlHost } from "../../net/url.js";
-import { clientForRun } from "../../triton/http-client.js";
-import { KEY_FROM_FILE, readRunKey } from "../../triton/key-shim.js";
+import { clientForRun, REPOSITORY_KEY_HEADER } from "../../triton/http-client.js";
+import { keyArg, readRunKey } from "../../triton/key-shim.js";
+import { restrictedApiArgs } from "../../triton/server-args.js";
 import type { Endpoints, Ports, ServerHandle, StartOptions, StopOutcome } from "../driver.js";
 import {
   daemonAddress,
@@ -186,9 +187,11 @@ export class DockerRuntime {
     }
     const runId = l[LABEL.runId] ?? "";
     const repository = l[LABEL.repository] ?? "";
-    // It takes its key from its run folder's key file (a container of an older triton-dev, with
-    // the key on its command line, is replaced).
-    const takesKeyFile = (existing.Config.Cmd ?? []).some((a) => a.endsWith(KEY_FROM_FILE));
+    // It takes its key from its run folder's key file and restricts every API we restrict (a
+    // container of an older triton-dev, with the key on its command line or fewer APIs behind
+    // it, is replaced).
+    const cmd = existing.Config.Cmd ?? [];
+    const takesKeyFile = restrictedApiArgs(keyArg(REPOSITORY_KEY_HEADER)).every((a) => cmd.includes(a));
     const key = repository && takesKeyFile ? await readRunKey(path.dirname(repository)) : undefined;
     const sameSettings = l[LABEL.settings] === hash;
     if (existing.State.Running && sameSettings && key && repository && l[LABEL.runsDir] === input.runsDir) {

@@ -135,7 +135,9 @@ describe("the Triton container", () => {
     expect(spec.Cmd).toContain("--metrics-config=summary_latencies=true");
     expect(spec.Cmd).toContain("--exit-on-error=false");
     expect(spec.Cmd).toContain("--model-control-mode=poll");
-    expect(spec.Cmd).toContain("--http-restricted-api=model-repository:triton-dev-key=triton-dev-key-file\n");
+    expect(spec.Cmd).toContain(
+      "--http-restricted-api=model-repository,shared-memory,logging,trace:triton-dev-key=triton-dev-key-file\n",
+    );
     expect(containerCommand({ reload: "explicit", pollSecs: 1, repositoryKey: key })).toContain("--load-model=*");
   });
 

@@ -58,8 +58,12 @@ describe("the kind run's manifests", () => {
         { name: "TRITON_DEV_KEY_FILE", value: "/models/key/repository.key" },
       ]),
     );
-    expect(c.args).toContain("--http-restricted-api=model-repository:triton-dev-key=triton-dev-key-file\n");
-    expect(c.args).toContain("--grpc-restricted-protocol=model-repository:triton-dev-key=triton-dev-key-file\n");
+    expect(c.args).toContain(
+      "--http-restricted-api=model-repository,shared-memory,logging,trace:triton-dev-key=triton-dev-key-file\n",
+    );
+    expect(c.args).toContain(
+      "--grpc-restricted-protocol=model-repository,shared-memory,logging,trace:triton-dev-key=triton-dev-key-file\n",
+    );
   });
 
   it("mounts the run folder from the node, so the staged symlinks into store/ resolve in the pod", () => {
