@@ -113,7 +113,7 @@ ensemble_scheduling { step [ { model_name: "sleepy" model_version: -1 input_map 
 `,
     );
     const up = await runCli(["up", "--detach", "--models", models, ...portArgs(ports)], env);
-    expect(up.stdout, up.stderr).toMatch(/5\/5 model\(s\) READY/);
+    expect(up.stdout, up.stderr).toMatch(/5 of 5 models? READY/);
   }, 300_000);
 
   afterAll(async () => {
