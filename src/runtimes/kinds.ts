@@ -11,7 +11,8 @@ import { localFacts } from "./local/facts.js";
 import type { FlagSpec, RuntimeFacts, RuntimeFlags } from "./facts.js";
 
 export type { RuntimeFacts, RuntimeFlags } from "./facts.js";
-export { RUNTIME_FLAG_NAMES } from "./facts.js";
+export { RUNTIME_FLAG_NAMES, adaptedServing } from "./facts.js";
+export type { AdaptedBackend } from "./facts.js";
 export { DEFAULT_IMAGE } from "./docker/facts.js";
 export { DEFAULT_CLUSTER } from "./kind/facts.js";
 

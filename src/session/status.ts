@@ -5,7 +5,7 @@ import fsp from "node:fs/promises";
 import { refusalSummary } from "../repo/diagnostics.js";
 import type { EditSummary } from "../reload/events.js";
 import { explainIndex, tritonLogLines } from "../reload/load-reasons.js";
-import { servedModels } from "../reload/stage.js";
+import { servedAs, servedModels } from "../reload/stage.js";
 import { urlHost } from "../net/url.js";
 import { userPathsOf } from "../state/staged-paths.js";
 import { clientForRun } from "../triton/http-client.js";
@@ -22,6 +22,8 @@ export interface StatusModel {
   served: boolean;
   /** Served by Triton but not loaded by triton-dev (see foreignModels). */
   foreign?: boolean;
+  /** How it is served when not by its own backend ("served through ONNX Runtime 1.20 in the python backend (local runtime)"). */
+  servedAs?: string;
 }
 
 /** The run's readiness (triton/run-readiness.ts), as status shows it. */
@@ -119,7 +121,7 @@ export async function collectStatus(
     return { ...base, problem: `${described.goneWhat} is no longer running; \`triton-dev down\` cleans up its record` };
   }
   try {
-    const [served, edits] = await Promise.all([servedModels(s.runDir), readEdits(s)]);
+    const [served, edits, through] = await Promise.all([servedModels(s.runDir), readEdits(s), servedAs(s.runDir)]);
     const { readiness, index } = await readinessOf(s, served);
     let models: StatusModel[] = (
       await explainIndex(index, {
@@ -133,6 +135,7 @@ export async function collectStatus(
       state: e.state ?? "UNKNOWN",
       ...(e.reason ? { reason: e.reason } : {}),
       served: served.includes(e.name),
+      ...(through.has(e.name) ? { servedAs: through.get(e.name)! } : {}),
     }));
     // A model whose load failed with nothing earlier to serve is withdrawn from the served
     // repository (so poll mode stops retrying it) and forgotten by Triton, which then no longer
