@@ -21,7 +21,13 @@ import { modelNameProblem, servableName, shownName } from "../repo/model-name.js
 export { ORIGINALS_DIR };
 
 import { stagingLayout, toUserPaths } from "../state/staged-paths.js";
-import { AdapterError, type AdaptedModel, type BackendAdapterOptions, adaptStaged, servedAsOf } from "./adapters/backend-adapter.js";
+import {
+  AdapterError,
+  type AdaptedModel,
+  type BackendAdapterOptions,
+  adaptStaged,
+  servedAsOf,
+} from "./adapters/backend-adapter.js";
 
 const log = rootLog.child("stage");
 
@@ -246,7 +252,7 @@ export class StagingRepository {
     this.adapters = options.adapters;
   }
 
-  /** How `name` is served when an adapter serves it ("served through ONNX Runtime 1.20 in the python backend (local runtime)"). */
+  /** How `name` is served when an adapter serves it ("served through ONNX Runtime 1.20 in the python backend ..."). */
   adapted(name: string): AdaptedModel | undefined {
     return this.adaptedModels.get(name);
   }

@@ -22,7 +22,7 @@ export interface StatusModel {
   served: boolean;
   /** Served by Triton but not loaded by triton-dev (see foreignModels). */
   foreign?: boolean;
-  /** How it is served when not by its own backend ("served through ONNX Runtime 1.20 in the python backend (local runtime)"). */
+  /** How it is served when not by its own backend ("served through ONNX Runtime 1.20 in the python backend ..."). */
   servedAs?: string;
 }
 

@@ -101,13 +101,18 @@ describe("onnxruntime models on the local runtime (real Triton, real onnxruntime
     repo = await tempDir("local-backends");
     temps.push(repo);
     await execa(testToolsPython(), ["-c", MAKE_MODELS, repo]);
-    for (const [name, text] of Object.entries(CONFIGS)) await fsp.writeFile(path.join(repo, name, "config.pbtxt"), text);
+    for (const [name, text] of Object.entries(CONFIGS))
+      await fsp.writeFile(path.join(repo, name, "config.pbtxt"), text);
     env = await testEnv();
     temps.push(env.TRITON_DEV_STATE_DIR!);
     ports = await freePorts();
     // The first run builds the environment with onnxruntime from PyPI (about a minute); later
     // runs find it in the home's cache.
-    const up = await runCli(["up", "--detach", "--runtime", "local", "--models", repo, ...portArgs(ports)], env, 600_000);
+    const up = await runCli(
+      ["up", "--detach", "--runtime", "local", "--models", repo, ...portArgs(ports)],
+      env,
+      600_000,
+    );
     runDir = JSON.parse((await runCli(["status", "--json"], env)).stdout).repository.replace(/\/repository$/, "");
     expect(up.stderr + up.stdout).toContain("served through ONNX Runtime 1.20 in the python backend (local runtime)");
   }, 660_000);
@@ -120,7 +125,12 @@ describe("onnxruntime models on the local runtime (real Triton, real onnxruntime
   const direct = async (model: string, file: string, rows: number[][]) => {
     const staged = await fsp.readFile(path.join(runDir, "repository", model, "config.pbtxt"), "utf8");
     const envDir = /key: "EXECUTION_ENV_PATH" value: \{ string_value: "([^"]+)"/.exec(staged)![1]!;
-    const r = await execa(path.join(envDir, "bin", "python"), ["-c", DIRECT, path.join(repo, model, "1", file), JSON.stringify(rows)]);
+    const r = await execa(path.join(envDir, "bin", "python"), [
+      "-c",
+      DIRECT,
+      path.join(repo, model, "1", file),
+      JSON.stringify(rows),
+    ]);
     return JSON.parse(r.stdout) as { version: string; probs: number[]; x64: number[] };
   };
 
@@ -129,7 +139,12 @@ describe("onnxruntime models on the local runtime (real Triton, real onnxruntime
     const [http, grpc, named] = await tritonclient(ports, [
       { kind: "infer", protocol: "http", model: "ort_batch", inputs: [x] },
       { kind: "infer", protocol: "grpc", model: "ort_batch", inputs: [x] },
-      { kind: "infer", protocol: "http", model: "ort_named", inputs: [{ ...x, shape: [2, 4], data: ROWS.slice(0, 2).flat() }] },
+      {
+        kind: "infer",
+        protocol: "http",
+        model: "ort_named",
+        inputs: [{ ...x, shape: [2, 4], data: ROWS.slice(0, 2).flat() }],
+      },
     ]);
     const want = await direct("ort_batch", "model.onnx", ROWS);
     expect(want.version).toBe("1.20.1");

@@ -162,18 +162,24 @@ describe("name, platform and backend", () => {
   });
 
   it("warns when the chosen runtime lacks the backend", async () => {
-    const cfg = `name: "m"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n${ECHO_IO}`;
-    const { diagnostics } = await lint(cfg, { "m/1/model.onnx": ECHO_ONNX }, { runtime: "local" });
+    const cfg = `name: "m"\nplatform: "tensorrt_plan"\nmax_batch_size: 8\n${ECHO_IO}`;
+    const { diagnostics } = await lint(cfg, { "m/1/model.plan": "x" }, { runtime: "local" });
     const d = expectOne(
       diagnostics,
       "backend-unavailable",
-      posOf(cfg, '"onnxruntime_onnx"'),
-      "backend 'onnxruntime' is not in the local runtime, which has only the python backend and ensembles",
+      posOf(cfg, '"tensorrt_plan"'),
+      "backend 'tensorrt' is not in the local runtime",
       "warning",
     );
     expect(d.hint).toContain("--runtime docker");
-    const docker = await lint(cfg, { "m/1/model.onnx": ECHO_ONNX }, { runtime: "docker" });
-    expect(summary(docker.diagnostics)).toEqual([]);
+    const docker = await lint(cfg, { "m/1/model.plan": "x" }, { runtime: "docker" });
+    expect(summary(docker.diagnostics).filter((x) => x.includes("backend-unavailable"))).toEqual([]);
+  });
+
+  it("takes an onnxruntime model on the local runtime, which serves it through the python backend", async () => {
+    const cfg = `name: "m"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n${ECHO_IO}`;
+    const { diagnostics } = await lint(cfg, { "m/1/model.onnx": ECHO_ONNX }, { runtime: "local" });
+    expect(summary(diagnostics)).toEqual([]);
   });
 
   it("backend tensorflow needs a platform it can tell", async () => {

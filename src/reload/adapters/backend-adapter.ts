@@ -89,15 +89,21 @@ export async function adaptStaged(
   const adapted = o.backends[completion.backend];
   if (!adapted) return undefined;
   if (!o.environments) {
-    throw new AdapterError(`${model}: the ${completion.backend} backend is served through the python backend, but this run builds no environments`, {
-      hint: "Report this as a bug: the runtime that adapts a backend must build environments.",
-    });
+    throw new AdapterError(
+      `${model}: the ${completion.backend} backend is served through the python backend, but this run builds no environments`,
+      {
+        hint: "Report this as a bug: the runtime that adapts a backend must build environments.",
+      },
+    );
   }
   const requirements = path.join(dir, RUNTIME_REQUIREMENTS);
   await fsp.mkdir(path.dirname(requirements), { recursive: true });
   await fsp.writeFile(requirements, `${adapted.requirement}\n`);
   const built = await o.environments.prepareRuntime(model, requirements, path.join(userDir, "config.pbtxt"), onBuild);
-  if (!built) throw new AdapterError(`${model}: no environment was built for ${adapted.requirement}`, { hint: "Report this as a bug." });
+  if (!built)
+    throw new AdapterError(`${model}: no environment was built for ${adapted.requirement}`, {
+      hint: "Report this as a bug.",
+    });
 
   const originals = path.join(dir, ORIGINALS_DIR);
   for (const e of await fsp.readdir(dir, { withFileTypes: true })) {
@@ -152,10 +158,7 @@ function stagedConfig(
     )
       added.push("dynamic_batching { }");
   }
-  added.push(
-    parameter(ADAPTED_BACKEND_PARAM, completion.backend),
-    parameter(ADAPTED_FILE_PARAM, completion.modelFile),
-  );
+  added.push(parameter(ADAPTED_BACKEND_PARAM, completion.backend), parameter(ADAPTED_FILE_PARAM, completion.modelFile));
   const sep = out.length === 0 || out.endsWith("\n") ? "" : "\n";
   return `${out}${sep}\n# Added by triton-dev to the staged copy: served through ${adapted.library} in the python backend.\n${added.join("\n")}\n`;
 }
