@@ -46,7 +46,7 @@ export interface AdaptedBackend {
   module: string;
 }
 
-/** "served through ONNX Runtime 1.20 in the python backend (local runtime)": how status, lint and the dashboard say it. */
+/** "served through ONNX Runtime 1.20 in the python backend (local runtime)": as status and lint say it. */
 export function adaptedServing(a: AdaptedBackend, runtime: string): string {
   const version = /==(\d+\.\d+)/.exec(a.requirement)?.[1];
   return `served through ${a.library}${version ? ` ${version}` : ""} in the python backend (${runtime} runtime)`;

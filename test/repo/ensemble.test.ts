@@ -3,7 +3,6 @@ import type { Diagnostic } from "../../src/repo/diagnostics.js";
 import { findCycles } from "../../src/repo/rules/ensemble.js";
 import { type LintOptions, lintModel, lintRepository } from "../../src/repo/lint.js";
 import {
-  ECHO_ONNX,
   ECHO_IO,
   ECHO_MODEL_PY,
   posOf,

@@ -5,7 +5,6 @@ import { afterAll, describe, expect, it } from "vitest";
 import { UserError } from "../../src/errors.js";
 import { type LintOptions, lintRepository } from "../../src/repo/lint.js";
 import {
-  ECHO_ONNX,
   ARTICLE_FIXTURES,
   ECHO_IO,
   ECHO_MODEL_PY,
