@@ -40,7 +40,10 @@ export interface FlagSpec {
 export interface AdaptedBackend {
   /** The runtime library as users know it ("ONNX Runtime"). */
   library: string;
-  /** What pip installs into the model's environment, pinned (`onnxruntime==1.20.1`). */
+  /**
+   * What pip installs into the model's environment, pinned (`onnxruntime==1.20.1`); empty when the
+   * library must already be importable there (torch: the model's requirements.txt or the managed environment).
+   */
   requirement: string;
   /** The Python module the adapter imports (`onnxruntime`). */
   module: string;

@@ -73,6 +73,13 @@ max_batch_size: 0
 input [ { name: "x" data_type: TYPE_FP32 dims: [ 2, 4 ] } ]
 output [ { name: "probs" data_type: TYPE_FP32 dims: [ 2, 3 ] }, { name: "x64" data_type: TYPE_INT64 dims: [ 2, 4 ] } ]
 `,
+  // TorchScript through PyTorch in the python backend: this machine's model environment has no
+  // torch (bench/gpu/torchscript-adapter.sh serves one where it has), so the load says where torch goes.
+  pt_no_torch: `platform: "pytorch_libtorch"
+max_batch_size: 4
+input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 4 ] } ]
+output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 4 ] } ]
+`,
   ort_refused: `platform: "onnxruntime_onnx"
 max_batch_size: 4
 optimization { execution_accelerators { cpu_execution_accelerator: [ { name: "tvm" } ] } }
@@ -101,6 +108,8 @@ describe("onnxruntime models on the local runtime (real Triton, real onnxruntime
     repo = await tempDir("local-backends");
     temps.push(repo);
     await execa(testToolsPython(), ["-c", MAKE_MODELS, repo]);
+    await fsp.mkdir(path.join(repo, "pt_no_torch", "1"), { recursive: true });
+    await fsp.writeFile(path.join(repo, "pt_no_torch", "1", "model.pt"), "not read: torch is missing");
     for (const [name, text] of Object.entries(CONFIGS))
       await fsp.writeFile(path.join(repo, name, "config.pbtxt"), text);
     env = await testEnv();
@@ -187,6 +196,9 @@ describe("onnxruntime models on the local runtime (real Triton, real onnxruntime
     const refused = status.models.find((m) => m.name === "ort_refused")!;
     expect(refused.state).toBe("UNAVAILABLE");
     expect(refused.reason).toContain("unknown Execution Accelerator 'tvm' is requested");
+    const noTorch = status.models.find((m) => m.name === "pt_no_torch")!;
+    expect(noTorch.state).toBe("UNAVAILABLE");
+    expect(noTorch.reason).toContain("torch is not importable in this model's environment");
     const served = status.models.find((m) => m.name === "ort_batch")!;
     expect(served.state).toBe("READY");
     expect(served.servedAs).toBe("served through ONNX Runtime 1.20 in the python backend (local runtime)");

@@ -1,6 +1,6 @@
 /**
  * The model.py the local runtime's adapter (backend-adapter.ts) writes into each version folder of
- * a staged onnxruntime or openvino model: Triton's python backend runs it, and it opens the model
+ * a staged onnxruntime, openvino or pytorch (TorchScript) model: Triton's python backend runs it, and it opens the model
  * with the backend's own runtime library (one session per instance), checks the config by the
  * C++ backend's rules and refuses it in that backend's words (onnxruntime_backend's
  * ModelInstanceState and CompareDimsSupported, openvino_backend's ValidateConfigureModel, r24.10),
@@ -456,7 +456,92 @@ def ov_compare_dims(name, n, shape, dims, mbs):
             )
 
 
-SERVINGS = {"onnxruntime": OnnxRuntimeServing, "openvino": OpenVinoServing}
+TORCH_DTYPES = {
+    "TYPE_BOOL": "bool",
+    "TYPE_UINT8": "uint8",
+    "TYPE_INT8": "int8",
+    "TYPE_INT16": "int16",
+    "TYPE_INT32": "int32",
+    "TYPE_INT64": "int64",
+    "TYPE_FP16": "float16",
+    "TYPE_FP32": "float32",
+    "TYPE_FP64": "float64",
+}
+
+
+class TorchScriptServing:
+    """pytorch_backend (libtorch) for one instance, in Python: inputs named <name>__<index> or after
+    forward's arguments, outputs <name>__<index> (the position in what forward returns), the
+    instance's GPU when its group asks for one and torch sees it."""
+
+    def __init__(self, cfg, name, path, instance_kind, device_id):
+        try:
+            import torch
+        except ImportError as e:
+            raise ModelConfigRefused(
+                "the local runtime serves pytorch_libtorch models through PyTorch in the python backend, and torch is "
+                "not importable in this model's environment (" + str(e) + "): list torch in a requirements.txt beside "
+                "config.pbtxt, or run 'triton-dev setup --with-site-packages' from a Python that has it"
+            ) from None
+        self.torch = torch
+        self.library = "PyTorch " + torch.__version__
+        gpu = instance_kind == "KIND_GPU" and torch.cuda.is_available()
+        self.device = torch.device("cuda", device_id) if gpu else torch.device("cpu")
+        threads = int_param(cfg, name, "INTRA_OP_THREAD_COUNT", 0)
+        if threads > 0:
+            torch.set_num_threads(threads)
+        inter = int_param(cfg, name, "INTER_OP_THREAD_COUNT", 0)
+        if inter > 0:
+            try:
+                torch.set_num_interop_threads(inter)
+            except RuntimeError:
+                pass
+        self.inference_mode = parse_bool(param(cfg, "INFERENCE_MODE", "true"))
+        if parse_bool(param(cfg, "DISABLE_OPTIMIZED_EXECUTION", "false")):
+            torch._C._set_graph_executor_optimize(False)
+        self.module = torch.jit.load(path, map_location=self.device)
+        self.module.eval()
+        try:
+            args = [a.name for a in self.module.forward.schema.arguments][1:]
+        except Exception:
+            args = []
+        self.input_index = {}
+        for io in cfg.get("input", []) or []:
+            n = io.get("name", "")
+            head, sep, idx = n.rpartition("__")
+            if sep and idx.isdigit():
+                self.input_index[n] = int(idx)
+            elif n in args:
+                self.input_index[n] = args.index(n)
+            else:
+                raise ModelConfigRefused(
+                    "input '" + n + "' is neither an argument of the model's forward (" + ", ".join(args)
+                    + ") nor follows <name>__<index> naming convention"
+                )
+        self.output_index = []
+        for io in cfg.get("output", []) or []:
+            n = io.get("name", "")
+            head, sep, idx = n.rpartition("__")
+            if not (sep and idx.isdigit()):
+                raise ModelConfigRefused("output '" + n + "' does not follow <name>__<index> naming convention")
+            self.output_index.append((n, int(idx)))
+
+    def run(self, feeds, names):
+        torch = self.torch
+        ordered = [None] * len(self.input_index)
+        for n, v in feeds.items():
+            if n in self.input_index:
+                ordered[self.input_index[n]] = torch.from_numpy(np.ascontiguousarray(v)).to(self.device, non_blocking=True)
+        ctx = torch.inference_mode() if self.inference_mode else torch.no_grad()
+        with ctx:
+            out = self.module(*ordered)
+        if not isinstance(out, (tuple, list)):
+            out = [out]
+        by_name = {n: out[i] for n, i in self.output_index}
+        return [by_name[n].detach().cpu().numpy() for n in names]
+
+
+SERVINGS = {"onnxruntime": OnnxRuntimeServing, "openvino": OpenVinoServing, "pytorch": TorchScriptServing}
 
 
 class TritonPythonModel:

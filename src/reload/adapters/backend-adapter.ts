@@ -1,6 +1,7 @@
 import fsp from "node:fs/promises";
 import path from "node:path";
 import { withExecutionEnv } from "../../envs/execution-env.js";
+import { REQUIREMENTS_FILE } from "../../envs/requirements.js";
 import type { ModelEnvironments } from "../../envs/model-environments.js";
 import { UserError } from "../../errors.js";
 import { findTopLevelField, removeField, setField } from "../../repo/config-edit.js";
@@ -96,14 +97,26 @@ export async function adaptStaged(
       },
     );
   }
-  const requirements = path.join(dir, RUNTIME_REQUIREMENTS);
-  await fsp.mkdir(path.dirname(requirements), { recursive: true });
-  await fsp.writeFile(requirements, `${adapted.requirement}\n`);
-  const built = await o.environments.prepareRuntime(model, requirements, path.join(userDir, "config.pbtxt"), onBuild);
-  if (!built)
-    throw new AdapterError(`${model}: no environment was built for ${adapted.requirement}`, {
-      hint: "Report this as a bug.",
-    });
+  // The runtime library, pinned, and what the model's own requirements.txt adds (a library's extensions, torch).
+  const own = await fsp.readFile(path.join(dir, REQUIREMENTS_FILE), "utf8").catch(() => "");
+  const lines = [adapted.requirement, own.trim()].filter(Boolean);
+  let envDir: string | undefined;
+  if (lines.length > 0) {
+    const requirements = path.join(dir, RUNTIME_REQUIREMENTS);
+    await fsp.mkdir(path.dirname(requirements), { recursive: true });
+    await fsp.writeFile(requirements, `${lines.join("\n")}\n`);
+    const built = await o.environments.prepareRuntime(
+      model,
+      requirements,
+      path.join(userDir, own ? REQUIREMENTS_FILE : "config.pbtxt"),
+      onBuild,
+    );
+    if (!built)
+      throw new AdapterError(`${model}: no environment was built for ${lines.join(", ")}`, {
+        hint: "Report this as a bug.",
+      });
+    envDir = built.dir;
+  }
 
   const originals = path.join(dir, ORIGINALS_DIR);
   for (const e of await fsp.readdir(dir, { withFileTypes: true })) {
@@ -121,7 +134,9 @@ export async function adaptStaged(
   const original = await fsp.readFile(configFile, "utf8").catch(() => undefined);
   if (original === undefined) await fsp.writeFile(path.join(originals, "config.pbtxt.added"), "");
   else await fsp.writeFile(path.join(originals, "config.pbtxt"), original);
-  await fsp.writeFile(configFile, withExecutionEnv(stagedConfig(original ?? "", completion, adapted), built.dir));
+  const text = stagedConfig(original ?? "", completion, adapted);
+  await fsp.writeFile(configFile, envDir ? withExecutionEnv(text, envDir) : text);
+  await fsp.mkdir(path.dirname(path.join(dir, SERVED_AS)), { recursive: true });
   await fsp.writeFile(path.join(dir, SERVED_AS), `${adapted.servedAs}\n`);
   return { backend: completion.backend, servedAs: adapted.servedAs };
 }
