@@ -1,7 +1,8 @@
 /**
  * The model.py the local runtime's adapter (backend-adapter.ts) writes into each version folder of
- * a staged onnxruntime, openvino or pytorch (TorchScript) model: Triton's python backend runs it, and it opens the model
- * with the backend's own runtime library (one session per instance), checks the config by the
+ * a staged onnxruntime, openvino or pytorch (TorchScript) model: Triton's python backend runs it,
+ * and it opens the model with the backend's own runtime library (one session per instance), checks
+ * the config by the
  * C++ backend's rules and refuses it in that backend's words (onnxruntime_backend's
  * ModelInstanceState and CompareDimsSupported, openvino_backend's ValidateConfigureModel, r24.10),
  * maps the parameters that are session options, warns of the execution accelerators it does not
