@@ -2,7 +2,7 @@ import fsp from "node:fs/promises";
 import path from "node:path";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePorts, portArgs, runCli, tempDir, testEnv } from "../helpers/cli.js";
+import { ROOT, freePorts, portArgs, runCli, tempDir, testEnv } from "../helpers/cli.js";
 import { testToolsPython } from "../helpers/test-tools.js";
 import { output, tritonclient } from "../helpers/tritonclient.js";
 
@@ -210,4 +210,79 @@ describe("onnxruntime models on the local runtime (real Triton, real onnxruntime
     const lint = await runCli(["lint", repo, "--runtime", "local"], env);
     expect(lint.stdout).toContain("note: served through ONNX Runtime 1.20 in the python backend (local runtime)");
   }, 120_000);
+});
+
+/** onnxruntime on the tokenizer's own output: what bert_large must answer. */
+const DIRECT_ARTICLE = String.raw`
+import json, sys
+import numpy as np
+import onnxruntime as ort
+path, ids, mask = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+out = s.run(["output"], {"input_ids": np.array(ids, dtype=np.int64), "attention_mask": np.array(mask, dtype=np.int64)})[0]
+print(json.dumps(out.reshape(-1).tolist()))
+`;
+
+/**
+ * The article's repository in its own formats (examples/article, written by
+ * examples/make-article.py): bert_large as a real ONNX model behind the samples' tokenizer, in the
+ * tokenizer -> classifier ensemble, on the local runtime.
+ */
+describe("the article's ONNX bert_large in its ensemble (examples/article, real Triton)", () => {
+  let env: NodeJS.ProcessEnv;
+  let ports: { http: number; grpc: number; metrics: number };
+  let repo: string;
+
+  beforeAll(async () => {
+    repo = await tempDir("article");
+    await fsp.cp(path.join(ROOT, "examples/article"), repo, { recursive: true });
+    env = await testEnv();
+    ports = await freePorts();
+    const up = await runCli(
+      ["up", "--detach", "--runtime", "local", "--models", repo, ...portArgs(ports)],
+      env,
+      600_000,
+    );
+    expect(up.code, up.stdout + up.stderr).toBe(0);
+  }, 660_000);
+
+  afterAll(async () => {
+    if (env) await runCli(["down"], env);
+    if (env?.TRITON_DEV_STATE_DIR) await fsp.rm(env.TRITON_DEV_STATE_DIR, { recursive: true, force: true });
+    if (repo) await fsp.rm(repo, { recursive: true, force: true });
+  });
+
+  it("answers raw text through the ensemble as onnxruntime answers the tokenizer's ids", async () => {
+    const text = { name: "RAW_TEXT", datatype: "BYTES", shape: [2, 1], data: ["a wonderful film", "boring and awful"] };
+    const [pipeline, tokens] = await tritonclient(ports, [
+      { kind: "infer", protocol: "grpc", model: "article_pipeline", inputs: [text as never] },
+      { kind: "infer", protocol: "http", model: "bert_tokenizer", inputs: [{ ...text, name: "TEXT_INPUT" } as never] },
+    ]);
+    const ids = output(tokens, "INPUT_IDS");
+    const mask = output(tokens, "ATTENTION_MASK");
+    const rows = (t: { data: number[] }) => [t.data.slice(0, 128), t.data.slice(128)];
+    const status = JSON.parse((await runCli(["status", "--json"], env)).stdout) as { repository: string };
+    const staged = await fsp.readFile(path.join(status.repository, "bert_large", "config.pbtxt"), "utf8");
+    const envDir = /key: "EXECUTION_ENV_PATH" value: \{ string_value: "([^"]+)"/.exec(staged)![1]!;
+    const want = JSON.parse(
+      (
+        await execa(path.join(envDir, "bin", "python"), [
+          "-c",
+          DIRECT_ARTICLE,
+          path.join(repo, "bert_large", "1", "model.onnx"),
+          JSON.stringify(rows(ids)),
+          JSON.stringify(rows(mask)),
+        ])
+      ).stdout,
+    ) as number[];
+    expect(output(pipeline, "PREDICTIONS").shape).toEqual([2, 2]);
+    expect(output(pipeline, "PREDICTIONS").data).toEqual(want);
+  }, 120_000);
+
+  it("keeps its copy of bert_tokenizer the samples' own (examples/make-article.py copies it)", async () => {
+    for (const f of ["config.pbtxt", "1/model.py", "1/vocab.txt"])
+      expect(await fsp.readFile(path.join(ROOT, "examples/article/bert_tokenizer", f), "utf8")).toBe(
+        await fsp.readFile(path.join(ROOT, "models/bert_tokenizer", f), "utf8"),
+      );
+  });
 });
