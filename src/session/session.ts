@@ -274,7 +274,7 @@ async function lintAndStage(
   autoComplete = !autoCompleteOff;
   for (const m of staged) {
     const adapted = staging.adapted(m);
-    if (adapted) bus.emit({ type: "progress", runtime, step: "adapter", message: `${m}: ${adapted.servedAs}` });
+    if (adapted) bus.emit({ type: "adapted", model: m, servedAs: adapted.servedAs });
   }
   // With auto-complete on, the python backend imports each model.py twice before it
   // serves: once in a stub that only calls auto_complete_config, once in the instance's stub. A
