@@ -6,10 +6,24 @@ const { LanguageClient, TransportKind } = require("vscode-languageclient/node");
 
 let client;
 
+/**
+ * A setting from the user's own settings only. What the extension starts is never taken from a
+ * workspace (a cloned repository's .vscode/settings.json): package.json makes these settings
+ * machine-scoped, and an older VS Code that still merged a workspace value in is ignored here too.
+ */
+function userSetting(settings, key, fallback, valid) {
+  const seen = settings.inspect(key);
+  const value = seen ? seen.globalValue : undefined;
+  return value !== undefined && valid(value) ? value : fallback;
+}
+
 function activate(context) {
   const settings = vscode.workspace.getConfiguration("triton-dev");
-  const command = settings.get("path", "triton-dev");
-  const args = [...settings.get("args", []), "lsp"];
+  const command = userSetting(settings, "path", "triton-dev", (v) => typeof v === "string" && v.length > 0);
+  const args = [
+    ...userSetting(settings, "args", [], (v) => Array.isArray(v) && v.every((a) => typeof a === "string")),
+    "lsp",
+  ];
   const serverOptions = { command, args, transport: TransportKind.stdio };
   const clientOptions = {
     documentSelector: [{ scheme: "file", language: "pbtxt", pattern: "**/config.pbtxt" }],

@@ -5,15 +5,18 @@ import { UsageError } from "../errors.js";
 import { type Diagnostic, countBySeverity, displayPath, formatDiagnostic } from "../repo/diagnostics.js";
 import { type LintOptions, type LintResult, type LintedModel, lintRepository } from "../repo/lint.js";
 import { ruleTable } from "../repo/rules.js";
-import { RUNTIME_FACTS, type RuntimeKind } from "../runtimes/kinds.js";
+import { BACKEND_HOMES, imageOfFlavour, RUNTIME_FACTS, type RuntimeKind } from "../runtimes/kinds.js";
 import { detectNvidiaGpus } from "../gpu/detect.js";
 import { resolvePaths } from "../config/paths.js";
+import { requireTrustedHome } from "../config/home-trust.js";
 import { type InterpreterFor, createConfigCompleter } from "../repo/auto-complete-run.js";
 import { processOutput, type Output } from "./output.js";
 
 export interface LintFlags {
   json?: boolean;
   runtime?: RuntimeKind;
+  /** --image: the image `up --image` would run (docker, kind, cluster), whose backends are checked. */
+  image?: string;
   /** true/false from --gpu/--no-gpu; undefined means "look at this machine". */
   gpu?: boolean;
   /** --disable-auto-complete-config: lint as Triton runs with that flag. */
@@ -98,9 +101,18 @@ function runtimeCaveat(result: LintResult, runtime: RuntimeKind | undefined): st
   const local = RUNTIME_FACTS.local.backends;
   const elsewhere = result.models.filter((m) => m.wouldLoad && m.backend && !local.includes(m.backend));
   if (elsewhere.length === 0) return "";
+  // Each with where it runs (the backend homes' table): the runtime, and the image where the default lacks it.
   const named = elsewhere
     .slice(0, SUMMARY_NAMES)
-    .map((m) => `${m.name} (${m.backend})`)
+    .map((m) => {
+      const home = BACKEND_HOMES[m.backend!];
+      const where = !home
+        ? "an image built with it"
+        : home.flavour === "py3"
+          ? "docker or kind runtime"
+          : `docker or kind runtime with ${imageOfFlavour(home.flavour)}`;
+      return `${m.name} (${m.backend}: ${where})`;
+    })
     .join(", ");
   const more = elsewhere.length > SUMMARY_NAMES ? ` and ${elsewhere.length - SUMMARY_NAMES} more` : "";
   return ` on a runtime with their backends; the local runtime has none for ${named}${more}: --runtime checks one runtime`;
@@ -229,6 +241,13 @@ export async function runLint(dir: string, flags: LintFlags, deps: LintDeps = {}
   // the user told us.
   const options: LintOptions = { gpuMissingSeverity: "warning", ...(autoComplete.on ? {} : { autoComplete: false }) };
   if (flags.runtime) options.runtime = flags.runtime;
+  if (flags.image) {
+    if (!flags.runtime || !RUNTIME_FACTS[flags.runtime].imageDecides)
+      throw new UsageError("--image goes with --runtime docker, kind or cluster", {
+        hint: "Name the runtime that would run the image, e.g. `triton-dev lint --runtime docker --image <ref>`.",
+      });
+    options.image = flags.image;
+  }
   if (flags.gpu !== undefined) {
     options.gpuAvailable = flags.gpu;
   } else {
@@ -239,8 +258,11 @@ export async function runLint(dir: string, flags: LintFlags, deps: LintDeps = {}
     }
   }
   // Linting is what people do to a repository they have not read yet: its code runs only when asked.
-  if (autoComplete.on && flags.runModelCode)
-    options.completer = createConfigCompleter({ interpreterFor: await builtEnvironments() });
+  if (autoComplete.on && flags.runModelCode) {
+    // The managed Python runs the model code: never from a home another user can change.
+    requireTrustedHome(resolvePaths(process.env).home);
+    options.completer = createConfigCompleter({ interpreterFor: await builtEnvironments(), refuse: "throw" });
+  }
   const result = await lintRepository(repo, options);
   const explained = flags.explain === undefined ? undefined : result.models.find((m) => m.name === flags.explain);
   if (flags.explain !== undefined && !explained) {

@@ -16,6 +16,10 @@ export function registerLintCommand(program: Command, ctx: CliContext, deps: Omi
         RUNTIME_KINDS,
       ),
     )
+    .option(
+      "--image <ref>",
+      "with --runtime docker, kind or cluster: check for the backends of this image, as `up --image` runs it (an NGC flavour such as 24.10-vllm-python-py3 is known)",
+    )
     .option("--gpu", "check as if this machine had a GPU")
     .option("--no-gpu", "check as if this machine had no GPU")
     .option(

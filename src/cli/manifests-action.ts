@@ -5,7 +5,7 @@ import { UsageError, UserError } from "../errors.js";
 import { countBySeverity, displayPath, formatDiagnostic } from "../repo/diagnostics.js";
 import { lintRepository } from "../repo/lint.js";
 import { listModelFiles } from "../repo/model-files.js";
-import { DEFAULT_IMAGE } from "../runtimes/kinds.js";
+import { BACKEND_HOMES, backendsOfImage, DEFAULT_IMAGE, imageOfFlavour, type ImageFlavour } from "../runtimes/kinds.js";
 import {
   isContainedPath,
   isDnsLabel,
@@ -237,6 +237,45 @@ export interface RepositoryNeeds {
   memoryBytes: number;
   /** Models with a requirements.txt (packages the NGC image does not have). */
   requirements: string[];
+  /** Each model's backend (ensembles have none). */
+  backends: Array<{ model: string; backend: string }>;
+}
+
+/**
+ * What the models' backends decide about the pod (the backend homes' table): a GPU for a backend
+ * that runs only on one (TensorRT-LLM configs say KIND_CPU by convention, yet the backend needs
+ * the GPU), and the image flavour that has the backend where the default image lacks it.
+ */
+export function backendDecisions(
+  backends: ReadonlyArray<{ model: string; backend: string }>,
+  image: string,
+  imageGiven: boolean,
+): { gpuModels: string[]; image: string; notes: string[]; warnings: string[] } {
+  const notes: string[] = [];
+  const warnings: string[] = [];
+  const gpuModels = backends.filter((b) => BACKEND_HOMES[b.backend]?.gpu).map((b) => b.model);
+  const flavours = [
+    ...new Set(backends.map((b) => BACKEND_HOMES[b.backend]?.flavour).filter((f) => f && f !== "py3")),
+  ] as ImageFlavour[];
+  let chosen = image;
+  if (!imageGiven && flavours.length === 1) {
+    chosen = imageOfFlavour(flavours[0]!, image);
+    const users = backends.filter((b) => BACKEND_HOMES[b.backend]?.flavour === flavours[0]);
+    notes.push(
+      `${users.map((u) => u.model).join(", ")} use${users.length === 1 ? "s" : ""} the ${[...new Set(users.map((u) => u.backend))].join(", ")} backend, which ${image} does not have: image ${chosen} (--image names another)`,
+    );
+  }
+  const has = backendsOfImage(chosen);
+  for (const b of backends) {
+    if (!has || has.includes(b.backend)) continue;
+    const home = BACKEND_HOMES[b.backend];
+    warnings.push(
+      home
+        ? `model '${b.model}' uses the ${b.backend} backend, which the image ${chosen} does not have: ${home.what} run in ${imageOfFlavour(home.flavour, chosen)}${flavours.length > 1 ? " (one image has either vLLM or TensorRT-LLM: render a Deployment per image, each with --models naming its own repository)" : ""}`
+        : `model '${b.model}' uses the ${b.backend} backend, which no NGC tritonserver image has: --image must name an image built with it`,
+    );
+  }
+  return { gpuModels, image: chosen, notes, warnings };
 }
 
 /** Triton's own memory beside its models, and one python backend stub's (its interpreter and numpy). */
@@ -248,9 +287,11 @@ async function repositoryNeeds(result: Awaited<ReturnType<typeof lintRepository>
   let cpuInstances = 0;
   let memoryBytes = TRITON_BASE_BYTES;
   const requirements: string[] = [];
+  const backends: RepositoryNeeds["backends"] = [];
   for (const m of result.models) {
     const c = m.config;
     if (c?.platform === "ensemble") continue;
+    if (m.backend) backends.push({ model: m.name, backend: m.backend });
     const groups = c?.instance_group ?? [];
     if (!groups.length || groups.some((g) => g.kind !== "KIND_CPU")) cpuOnly = false;
     const instances = groups.length ? groups.reduce((a, g) => a + (g.count ?? 1), 0) : 1;
@@ -260,7 +301,7 @@ async function repositoryNeeds(result: Awaited<ReturnType<typeof lintRepository>
     memoryBytes += files.reduce((a, f) => a + f.size, 0);
     if (fs.existsSync(path.join(m.dir, "requirements.txt"))) requirements.push(m.name);
   }
-  return { cpuOnly: cpuOnly && result.models.length > 0, cpuInstances, memoryBytes, requirements };
+  return { cpuOnly: cpuOnly && result.models.length > 0, cpuInstances, memoryBytes, requirements, backends };
 }
 
 /** Lint the repository the pod will serve, as the NGC image with `gpus` GPUs would load it. */
@@ -273,13 +314,15 @@ async function lintFirst(dir: string, gpus: number, output: Output, cwd: string)
     });
   }
   const result = await lintRepository(repo, {
+    // The image's Triton, as the kind runtime runs it; the backends are judged against the image
+    // the Deployment runs (backendDecisions), in words of images, not of a runtime.
     runtime: "kind",
     gpuAvailable: gpus > 0,
     ...(gpus > 0 ? { gpuCount: gpus } : {}),
     // The pod gets exactly --gpus GPUs: a KIND_GPU model without one would fail to load there.
     gpuMissingSeverity: "error",
   });
-  for (const d of result.diagnostics) output.err(formatDiagnostic(d, cwd));
+  for (const d of result.diagnostics) if (d.code !== "backend-unavailable") output.err(formatDiagnostic(d, cwd));
   const { errors } = countBySeverity(result.diagnostics);
   if (errors > 0) {
     throw new UserError(
@@ -343,8 +386,23 @@ export async function runManifests(f: ManifestsFlags, deps: ManifestsDeps): Prom
   const options = manifestOptionsFromFlags(f);
   if (f.models !== undefined) {
     const needs = await lintFirst(f.models, options.gpus, deps.output, cwd);
+    // The backends decide the image and whether a GPU is needed, whatever the instance groups say.
+    const decided = backendDecisions(needs.backends, options.image, f.image !== DEFAULT_IMAGE);
+    options.image = decided.image;
+    for (const n of decided.notes) deps.output.err(`note: ${n}`);
+    for (const w of decided.warnings) deps.output.err(`warning: ${w}`);
+    if (decided.gpuModels.length) {
+      if (f.gpus === "0")
+        deps.output.err(
+          `warning: ${decided.gpuModels.join(", ")} need${decided.gpuModels.length === 1 ? "s" : ""} a GPU (its backend runs only on one), and --gpus 0 asks for none: it will not load`,
+        );
+      else if (f.gpus === undefined && needs.cpuOnly)
+        deps.output.err(
+          `note: ${decided.gpuModels.join(", ")} run${decided.gpuModels.length === 1 ? "s" : ""} on a backend that needs a GPU, whatever its instance_group says: ${options.gpus} ${GPU_RESOURCE} asked for`,
+        );
+    }
     // The Deployment follows the repository where the flags leave it open.
-    if (f.gpus === undefined && needs.cpuOnly) {
+    if (f.gpus === undefined && needs.cpuOnly && !decided.gpuModels.length) {
       options.gpus = 0;
       deps.output.err(
         `note: every model of ${f.models} runs on KIND_CPU: no ${GPU_RESOURCE} asked for (--gpus N asks for GPUs)`,

@@ -1,4 +1,5 @@
 import { formatDiagnostic } from "../repo/diagnostics.js";
+import { countModels, modelCountLine } from "../triton/run-readiness.js";
 import { isDriverEvent } from "../events/driver-event.js";
 import type { SessionEvent } from "../session/events.js";
 
@@ -53,7 +54,7 @@ export function formatEvent(e: SessionEvent): string | undefined {
       return [head, ...e.diagnostics.map((d) => "  " + formatDiagnostic(d).replace(/\n/g, "\n  "))].join("\n");
     }
     case "skipped":
-      return `${e.model}: skipped, ${e.reason} (${e.diagnostics[0] ? formatDiagnostic(e.diagnostics[0]).split("\n")[0] : ""})`;
+      return `${e.model}: skipped, ${e.reason}${e.diagnostics[0] ? ` (${formatDiagnostic(e.diagnostics[0]).split("\n")[0]})` : ""}`;
     case "watching":
       return `watching ${e.modelsDir} (${e.mode} mode): saved edits are validated, staged and reloaded`;
     case "edit":
@@ -63,19 +64,27 @@ export function formatEvent(e: SessionEvent): string | undefined {
     case "starting":
       return `starting tritonserver (${e.runtime} runtime, pid ${e.pid ?? "?"}); log: ${e.logFile}`;
     case "ready": {
-      const ok = e.models.filter((m) => m.state === "READY").length;
+      const notServed: Array<{ name: string; state: string; reason: string; version?: string }> = (
+        e.notServed ?? []
+      ).map((n) => ({
+        name: n.model,
+        state: n.why === "skipped" ? "SKIPPED" : "REFUSED",
+        reason: n.reason,
+      }));
+      // Reasons are in the table below; the head line counts every model of the repository.
+      const count = modelCountLine(countModels([...e.models, ...notServed]), false);
       const lines = [
         e.attached
-          ? `Triton has been up for ${formatDuration(Math.round(e.elapsedMs / 1000))}: ${ok}/${e.models.length} model(s) READY`
-          : `Triton is up in ${(e.elapsedMs / 1000).toFixed(1)} s: ${ok}/${e.models.length} model(s) READY`,
+          ? `Triton has been up for ${formatDuration(Math.round(e.elapsedMs / 1000))}: ${count}`
+          : `Triton is up in ${(e.elapsedMs / 1000).toFixed(1)} s: ${count}`,
       ];
       lines.push(
         `  HTTP    http://${e.endpoints.http}`,
         `  gRPC    ${e.endpoints.grpc}`,
         `  metrics http://${e.endpoints.metrics}/metrics`,
       );
-      const w = Math.max(5, ...e.models.map((m) => m.name.length));
-      for (const m of e.models)
+      const w = Math.max(5, ...e.models.map((m) => m.name.length), ...notServed.map((m) => m.name.length));
+      for (const m of [...e.models, ...notServed])
         lines.push(
           `  ${pad(m.name, w)}  v${m.version ?? "-"}  ${pad(m.state ?? "UNKNOWN", 11)}${m.reason ? ` ${m.reason}` : ""}`,
         );

@@ -2,6 +2,7 @@ import fs from "node:fs";
 import { resolvePaths } from "../config/paths.js";
 import type { StatusReport } from "../session/status.js";
 import { formatDiagnostic } from "../repo/diagnostics.js";
+import { modelCountLine } from "../triton/run-readiness.js";
 import { formatDuration, table, type CliContext } from "./output.js";
 
 /** `triton-dev status`, loaded when the command runs. */
@@ -49,8 +50,19 @@ export async function statusAction(flags: { json: boolean }, ctx: CliContext): P
     ctx.exitCode = 1;
   }
   const r = s.readiness;
+  // Exactly what is READY and what is not (reasons in the table below).
+  const count = r?.count ? modelCountLine(r.count, false) : undefined;
+  const all = r?.count && r.count.notReady.length === 0;
   output.out(
-    `ready     ${r?.ready ? `yes: ${r.means}` : `no: ${r?.waitingFor.join("; ") || "Triton does not say it is ready"}`}`,
+    `ready     ${
+      r?.ready && r.count?.ready.length === 0 && r.count.total > 0
+        ? `no model is READY: ${count} (see REASON)`
+        : r?.ready
+          ? all
+            ? `yes: ${count}`
+            : `yes for the models it serves: ${count} (see REASON)`
+          : `no: ${r?.waitingFor.join("; ") || "Triton does not say it is ready"}${count ? `; ${count}` : ""}`
+    }`,
   );
   // Listed, not counted: each one's state and reason are in the table below.
   if (r?.notServed.length) output.out(`          not served: ${r.notServed.join(", ")} (see REASON)`);

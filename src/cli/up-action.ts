@@ -15,7 +15,7 @@ import type { RunState } from "../state/run-state.js";
 import { userPathsOf } from "../state/staged-paths.js";
 import { servedModels } from "../reload/stage.js";
 import type { RepositoryIndexEntry } from "../triton/http-client.js";
-import { READY_MEANS } from "../triton/run-readiness.js";
+import { countModels, modelCountLine, type CountedModel } from "../triton/run-readiness.js";
 
 import { formatEvent, printEvents, type CliContext } from "./output.js";
 import { shouldOpenDashboard } from "../ui/mode.js";
@@ -98,7 +98,9 @@ export async function reportDetached(
   );
   for (const name of failed) {
     const why = models.find((m) => m.name === name && m.reason)?.reason ?? "Triton gave no reason";
-    output.err(`${name}: not served, it failed to load: ${why}; saving a fix loads it`);
+    // An ensemble kept out by its step loads once the step does; other models once a fix is saved.
+    const next = why.startsWith("it runs ") ? "it loads once that step loads" : "saving a fix loads it";
+    output.err(`${name}: not served, it failed to load: ${why}; ${next}`);
   }
   // Skipped GPU models are expected on a machine without one: said once, on stdout, as `up` found them.
   for (const n of state.notServed ?? [])
@@ -130,9 +132,25 @@ export async function reportDetached(
     );
     ctx.exitCode = 1;
   } else if (!json) {
-    output.out(`ready: ${READY_MEANS}`);
+    output.out(readyLine(models, state));
     output.out("running in the background: `triton-dev status`, `triton-dev logs -f`, `triton-dev down`");
   }
+}
+
+/** A model `up` did not stage, as the ready line counts it. */
+export function notServedCounted(n: NonNullable<RunState["notServed"]>[number]): CountedModel {
+  return { name: n.model, state: n.why === "skipped" ? "SKIPPED" : "REFUSED", reason: n.reason };
+}
+
+/**
+ * Exactly what is READY and what is not: "ready:" only when every model of the repository is;
+ * otherwise how many are, and each other one with its reason.
+ */
+export function readyLine(models: readonly CountedModel[], state: Pick<RunState, "notServed">): string {
+  const count = countModels([...models, ...(state.notServed ?? []).map(notServedCounted)]);
+  const line = modelCountLine(count);
+  if (!count.notReady.length) return `ready: ${line}`;
+  return count.ready.length ? `partly ready: ${line}` : `nothing READY: ${line}`;
 }
 
 /** `triton-dev up`, loaded when the command runs (up-command.ts defines its flags). */

@@ -7,13 +7,19 @@ import { log as rootLog } from "../log/logger.js";
 import type { Diagnostic } from "../repo/diagnostics.js";
 import { writeFileAtomic } from "../state/atomic-write.js";
 import { classifyPipFailure, errorExcerpt, type PipFailure } from "./pip-errors.js";
-import { checkRequirementsFile, userPipSources } from "./requirements-check.js";
+import {
+  checkRequirementsFile,
+  pipRequirementsText,
+  userPipSources,
+  type RequirementsCheck,
+  type ResolvedRequirements,
+} from "./requirements-check.js";
 import {
   environmentKey,
-  normalizeRequirements,
-  parseRequirements,
+  requirementSpec,
   REQUIREMENTS_FILE,
   type EnvironmentBase,
+  type RequirementLine,
 } from "./requirements.js";
 
 const log = rootLog.child("envs");
@@ -134,22 +140,24 @@ export class EnvironmentBuilder {
 
   /**
    * The environment for a requirements file if it is built, without building it (lint runs a
-   * model's code in it, but never installs anything): `empty` when the file lists nothing.
+   * model's code in it, but never installs anything): `empty` when the file lists nothing,
+   * `not-built` too when the file is refused (lint reports why).
    */
   async find(file: string): Promise<{ dir: string; python: string } | "empty" | "not-built"> {
-    const normalized = normalizeRequirements(await fsp.readFile(file, "utf8"));
-    if (normalized.length === 0) return "empty";
-    const dir = path.join(this.o.root, environmentKey(normalized, await this.base()));
+    const resolved = this.check(file).resolved;
+    if (!resolved) return "not-built";
+    if (resolved.requirements.length === 0) return "empty";
+    const dir = path.join(this.o.root, environmentKey(resolved.identity, await this.base()));
     return (await readMarker(dir)) ? { dir, python: path.join(dir, "bin", "python") } : "not-built";
   }
 
   /** The environment for a requirements file, built when not cached; undefined when it lists nothing. */
   async build(req: EnvironmentRequest): Promise<BuiltEnvironment | undefined> {
     const started = Date.now();
-    this.refuseRedirects(req);
-    const text = await fsp.readFile(req.file, "utf8");
-    const normalized = normalizeRequirements(text);
-    if (normalized.length === 0) return undefined;
+    const resolved = this.refuseRedirects(req);
+    // Options alone (an index the user's configuration sets) install nothing.
+    if (resolved.requirements.length === 0) return undefined;
+    const normalized = resolved.identity;
     const base = await this.base();
     const key = environmentKey(normalized, base);
     const dir = path.join(this.o.root, key);
@@ -160,25 +168,35 @@ export class EnvironmentBuilder {
     }
     let p = this.inFlight.get(key);
     if (!p) {
-      p = this.buildLocked(req, text, normalized, base, key, dir).finally(() => this.inFlight.delete(key));
+      p = this.buildLocked(req, resolved, base, key, dir).finally(() => this.inFlight.delete(key));
       this.inFlight.set(key, p);
     }
     const built = await p;
     return { ...built, ms: Date.now() - started };
   }
 
-  /**
-   * The file's lines that would point pip elsewhere (requirements-check.ts) refuse the model
-   * before pip reads it; the sources the user's own pip configuration allows are said.
-   */
-  private refuseRedirects(req: EnvironmentRequest): void {
-    const stagedDir = path.dirname(req.file);
-    const userDir = path.dirname(req.userFile);
+  /** The one reading of a requirements file (requirements-check.ts), as lint makes it, with this pip's settings. */
+  private check(file: string, model?: string, userDir?: string): RequirementsCheck {
     const pip = userPipSources({
       env: this.o.env ?? process.env,
       sitePrefix: path.dirname(path.dirname(this.o.base.python)),
     });
-    const check = checkRequirementsFile(req.file, stagedDir, { model: req.model, pip, env: this.env, userDir });
+    return checkRequirementsFile(file, path.dirname(file), {
+      pip,
+      env: this.env,
+      ...(model ? { model } : {}),
+      ...(userDir ? { userDir } : {}),
+    });
+  }
+
+  /**
+   * Anything in the file outside the accepted grammar, or pointing pip elsewhere, refuses the
+   * model before pip runs; the sources the user's own pip configuration allows are said.
+   */
+  private refuseRedirects(req: EnvironmentRequest): ResolvedRequirements {
+    const stagedDir = path.dirname(req.file);
+    const userDir = path.dirname(req.userFile);
+    const check = this.check(req.file, req.model, userDir);
     const asUser = (f: string) => (f.startsWith(stagedDir) ? userDir + f.slice(stagedDir.length) : f);
     for (const a of check.allowed) {
       this.progress(
@@ -187,7 +205,7 @@ export class EnvironmentBuilder {
         `${path.relative(userDir, asUser(a.file))}:${a.line} installs from ${a.value} (--${a.option}, allowed: your pip configuration sets it in ${a.origin})`,
       );
     }
-    if (check.diagnostics.length === 0) return;
+    if (check.resolved) return check.resolved;
     const diagnostics = check.diagnostics.map((d) => ({ ...d, file: asUser(d.file) }));
     const first = diagnostics[0]!;
     throw new EnvironmentError(
@@ -204,8 +222,7 @@ export class EnvironmentBuilder {
   /** One builder per environment across processes: a lock file naming the pid, taken over when that pid is gone. */
   private async buildLocked(
     req: EnvironmentRequest,
-    text: string,
-    normalized: string[],
+    resolved: ResolvedRequirements,
     base: EnvironmentBase,
     key: string,
     dir: string,
@@ -239,7 +256,7 @@ export class EnvironmentBuilder {
       // Built by someone else while the lock was free.
       const done = await readMarker(dir);
       if (done) return { dir, key, cached: true, ms: 0, packages: done.packages };
-      return await this.create(req, text, normalized, base, key, dir);
+      return await this.create(req, resolved, base, key, dir);
     } finally {
       await fsp.rm(lock, { force: true });
     }
@@ -247,30 +264,38 @@ export class EnvironmentBuilder {
 
   private async create(
     req: EnvironmentRequest,
-    text: string,
-    normalized: string[],
+    resolved: ResolvedRequirements,
     base: EnvironmentBase,
     key: string,
     dir: string,
   ): Promise<BuiltEnvironment> {
     const started = Date.now();
-    const requirements = parseRequirements(text);
-    const logFile = path.join(this.o.root, `${key}.log`);
-    const constraints = path.join(this.o.root, `${key}.constraints.txt`);
-    await fsp.writeFile(constraints, base.pins.join("\n") + "\n");
-    await fsp.writeFile(logFile, `# ${req.userFile} (${req.model}), ${new Date().toISOString()}\n`);
-    // pip reads relative paths in the file (`-r other.txt`, `./wheels/x.whl`) from the model's folder.
+    const normalized = resolved.requirements.map((r) => r.text);
+    // pip's output and the files it is handed stay private: `<root>/logs` is 0700, each file 0600.
+    const logs = await privateFolder(path.join(this.o.root, "logs"));
+    await removeOldBuildFiles(this.o.root);
+    const logFile = path.join(logs, `${key}.log`);
+    const constraints = path.join(logs, `${key}.constraints.txt`);
+    // pip reads this file, written from what was checked, never the user's (requirements.ts says why).
+    const pipFile = path.join(logs, `${key}.requirements.txt`);
+    await writePrivate(constraints, [...base.pins, ...resolved.constraints.map(requirementSpec)].join("\n") + "\n");
+    await writePrivate(pipFile, pipRequirementsText(resolved));
+    await writePrivate(logFile, `# ${req.userFile} (${req.model}), ${new Date().toISOString()}\n`);
     const cwd = path.dirname(req.file);
+    const requirements = resolved.requirements.map((r) => ({
+      ...r,
+      file: r.file ? path.join(path.dirname(req.userFile), path.relative(cwd, r.file)) : req.userFile,
+    }));
     const fail = (lines: string[], cause?: unknown): never => {
       throw this.failure(req, requirements, base, lines, logFile, cause);
     };
 
     req.onBuild?.(`building the environment for ${describe(normalized)}`);
     this.progress(req.model, key, `resolving ${describe(normalized)} against the stub's ${base.pins.join(", ")}`);
-    const report = path.join(this.o.root, `${key}.report.json`);
+    const report = path.join(logs, `${key}.report.json`);
     const dry = await this.pip(
       this.o.base.python,
-      ["--dry-run", "--report", report, "-r", req.file, "-c", constraints],
+      ["--dry-run", "--report", report, "-r", pipFile, "-c", constraints],
       cwd,
       logFile,
     );
@@ -295,10 +320,10 @@ export class EnvironmentBuilder {
         path.join(site, BASE_PTH),
         `import site; site.addsitedir(${JSON.stringify(this.o.base.sitePackages)})\n`,
       );
-      await fsp.copyFile(req.file, path.join(dir, REQUIREMENTS_FILE));
+      await fsp.copyFile(pipFile, path.join(dir, REQUIREMENTS_FILE));
       await fsp.copyFile(constraints, path.join(dir, "constraints.txt"));
       // pip itself comes from the managed environment through that .pth; it installs into this prefix.
-      const install = await this.pip(python, ["-r", req.file, "-c", constraints], cwd, logFile, (line) =>
+      const install = await this.pip(python, ["-r", pipFile, "-c", constraints], cwd, logFile, (line) =>
         this.progress(req.model, key, "pip", line),
       );
       if (install.exitCode !== 0) fail(install.lines);
@@ -306,7 +331,7 @@ export class EnvironmentBuilder {
       await writeFileAtomic(
         path.join(dir, MARKER),
         JSON.stringify(
-          { key, requirements: normalized, base, packages: fresh, builtAt: new Date().toISOString(), ms },
+          { key, requirements: resolved.identity, base, packages: fresh, builtAt: new Date().toISOString(), ms },
           null,
           2,
         ) + "\n",
@@ -361,7 +386,7 @@ export class EnvironmentBuilder {
 
   private failure(
     req: EnvironmentRequest,
-    requirements: ReturnType<typeof parseRequirements>,
+    requirements: Array<RequirementLine & { file: string }>,
     base: EnvironmentBase,
     lines: string[],
     logFile: string,
@@ -381,7 +406,7 @@ export class EnvironmentBuilder {
     const hint = `${f.hint} pip's full output is in ${logFile}.`;
     const diagnostic: Diagnostic = {
       severity: "error",
-      file: req.userFile,
+      file: f.culprit?.file ?? req.userFile,
       line: f.culprit?.line ?? 1,
       column: f.culprit?.column ?? 1,
       message: refused
@@ -408,6 +433,50 @@ function pipEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   delete out.VIRTUAL_ENV;
   delete out.PYTHONHOME;
   return out;
+}
+
+/**
+ * A folder of ours only we can read: created 0700, and refused when it is a link or another
+ * user's (it sits under the environments folder, which TRITON_DEV_ENVS_DIR may move).
+ */
+async function privateFolder(dir: string): Promise<string> {
+  await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
+  const st = await fsp.lstat(dir);
+  const uid = process.getuid?.();
+  if (!st.isDirectory() || (uid !== undefined && st.uid !== uid)) {
+    throw new UserError(`${dir} is not a folder of yours: environment build logs are not written there`, {
+      hint: `Remove ${dir} (or set TRITON_DEV_ENVS_DIR to a folder of your own), then run the command again.`,
+    });
+  }
+  if ((st.mode & 0o777) !== 0o700) await fsp.chmod(dir, 0o700);
+  return dir;
+}
+
+/**
+ * The build files earlier versions left beside the environments, readable by anyone: a log may
+ * hold what pip echoed of a file outside the model (`-r /etc/shadow` printed its first line).
+ * Their environments are not reused (LAYOUT_VERSION), so nothing refers to them.
+ */
+async function removeOldBuildFiles(root: string): Promise<void> {
+  for (const f of await fsp.readdir(root).catch(() => [] as string[])) {
+    if (/^[0-9a-f]{20}\.(log|constraints\.txt|report\.json)$/.test(f))
+      await fsp.rm(path.join(root, f), { force: true });
+  }
+}
+
+/** Writes a file only we can read, whatever mode an earlier version of it had; never through a link. */
+async function writePrivate(file: string, text: string): Promise<void> {
+  const h = await fsp.open(
+    file,
+    fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_TRUNC | fs.constants.O_NOFOLLOW,
+    0o600,
+  );
+  try {
+    await h.chmod(0o600);
+    await h.writeFile(text);
+  } finally {
+    await h.close();
+  }
 }
 
 function pidAlive(pid: number): boolean {

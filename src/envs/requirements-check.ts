@@ -1,20 +1,35 @@
+import { createHash } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Diagnostic } from "../repo/diagnostics.js";
+import {
+  decodeRequirements,
+  parseRequirementsText,
+  requirementSpec,
+  type Position,
+  type Requirement,
+  type SourceKind,
+} from "./requirements.js";
 
 /**
- * What a requirements.txt may ask of pip, checked before pip reads it (lint reports it, `up`
- * refuses it): pip follows the file's options wherever they point, so a model folder could have
- * it install from another index, read a file anywhere on the machine (and print its first line
- * in its error), or install somewhere else than the model's environment.
+ * What a requirements.txt may ask of pip, decided before pip runs (lint reports it, `up` refuses
+ * it), and the one reading of the file that lint, the language server and `up`'s environment
+ * identity share. The file is parsed by the strict grammar of requirements.ts; the files it
+ * includes with -r/-c must lie in the model folder and are parsed the same way and inlined, so pip
+ * is handed only the file the builder writes from `resolved`, never the user's.
  *
  * Stable codes:
+ * - `requirements-syntax`, `requirements-encoding`, `requirements-direct-reference`: what the
+ *   grammar does not accept (requirements.ts);
  * - `requirements-index`: --index-url/-i, --extra-index-url, --find-links/-f, --trusted-host,
- *   unless the user's own pip configuration (PIP_* variables, pip.conf) already sets that value;
- * - `requirements-outside-model`: -r/-c and paths (a wheel, a folder, a file: URL) that leave
- *   the model folder (links followed);
- * - `requirements-editable`: -e/--editable (installs a checkout in place, outside the environment);
+ *   unless the user's own pip configuration (PIP_* variables, pip.conf) already sets that value
+ *   (a find-links folder inside the model is the model's own);
+ * - `requirements-outside-model`: -r/-c (or the requirements.txt itself, through a link) leaving
+ *   the model folder, links followed;
+ * - `requirements-unreadable`: a file that is not a regular file (a FIFO, a device), too large,
+ *   or cannot be read: opened without blocking, never read past the size limit;
+ * - `requirements-editable`: -e/--editable;
  * - `requirements-install-location`: --target/-t, --prefix, --root, --user, --src.
  * Nothing is read from a file outside the model folder, and nothing of one is ever quoted.
  */
@@ -152,124 +167,103 @@ export interface AllowedSource {
   origin: string;
 }
 
+/** The requirements as pip will be given them, every included file inlined. */
+export interface ResolvedRequirements {
+  requirements: Requirement[];
+  constraints: Requirement[];
+  /** Options for pip's file, canonical and in the files' order (a find-links folder of the model as its real path). */
+  pipOptions: string[];
+  /**
+   * The environment's identity: every requirement, constraint and option, canonical, sorted and
+   * without repeats (order, comments and spacing change nothing pip installs). A find-links
+   * folder of the model is named by its path in the model and the hash of the files in it.
+   */
+  identity: string[];
+}
+
 export interface RequirementsCheck {
   diagnostics: Diagnostic[];
   allowed: AllowedSource[];
+  /** Present when nothing was refused: what pip installs and the environment is named by. */
+  resolved?: ResolvedRequirements;
 }
 
-interface Token {
-  text: string;
-  /** 0-based offset in the logical line. */
-  at: number;
-}
+/** More than any real requirements file (pip-compile's output with hashes for hundreds of packages). */
+export const MAX_REQUIREMENTS_BYTES = 1024 * 1024;
 
-/** A logical line of a requirements file: continuations joined, the comment removed, each character's place kept. */
-interface LogicalLine {
-  text: string;
-  /** For each character of `text`: its 1-based line and column in the file. */
-  pos: Array<{ line: number; column: number }>;
-}
-
-function logicalLines(text: string): LogicalLine[] {
-  const physical = text.split(/\r?\n/);
-  const out: LogicalLine[] = [];
-  for (let i = 0; i < physical.length; i++) {
-    let s = "";
-    const pos: LogicalLine["pos"] = [];
-    const append = (l: string, n: number) => {
-      for (let c = 0; c < l.length; c++) pos.push({ line: n + 1, column: c + 1 });
-      s += l;
-    };
-    let raw = physical[i]!;
-    while (raw.endsWith("\\") && i + 1 < physical.length) {
-      append(raw.slice(0, -1), i);
-      raw = physical[++i]!;
-    }
-    append(raw, i);
-    const comment = /(^|\s)#/.exec(s);
-    const body = comment ? s.slice(0, comment.index + comment[1]!.length) : s;
-    if (body.trim()) out.push({ text: body, pos: pos.slice(0, body.length) });
-  }
-  return out;
-}
-
-/** Whitespace-separated words with pip's (shlex's) quoting, each with its offset. */
-function tokens(line: string): Token[] {
-  const out: Token[] = [];
-  let i = 0;
-  while (i < line.length) {
-    while (i < line.length && /\s/.test(line[i]!)) i++;
-    if (i >= line.length) break;
-    const at = i;
-    let text = "";
-    while (i < line.length && !/\s/.test(line[i]!)) {
-      const q = line[i]!;
-      if (q === '"' || q === "'") {
-        const end = line.indexOf(q, i + 1);
-        const stop = end < 0 ? line.length : end;
-        text += line.slice(i + 1, stop);
-        i = stop + 1;
-      } else {
-        text += q;
-        i++;
-      }
-    }
-    out.push({ text, at });
-  }
-  return out;
-}
-
-type OptionKind = PipSourceOption | "requirement" | "constraint" | "editable" | "location";
-
-/** The options that matter here, long and short, as pip's requirements-file parser takes them. */
-const OPTIONS: Array<{ names: string[]; short?: string; kind: OptionKind; flag?: boolean }> = [
-  { names: ["--index-url"], short: "-i", kind: "index-url" },
-  { names: ["--extra-index-url"], kind: "extra-index-url" },
-  { names: ["--find-links"], short: "-f", kind: "find-links" },
-  { names: ["--trusted-host"], kind: "trusted-host" },
-  { names: ["--requirement"], short: "-r", kind: "requirement" },
-  { names: ["--constraint"], short: "-c", kind: "constraint" },
-  { names: ["--editable"], short: "-e", kind: "editable" },
-  { names: ["--target"], short: "-t", kind: "location" },
-  { names: ["--prefix", "--root", "--src"], kind: "location" },
-  { names: ["--user"], kind: "location", flag: true },
+const KINDS: Array<[(s: fs.Stats) => boolean, string]> = [
+  [(s) => s.isFIFO(), "a FIFO"],
+  [(s) => s.isCharacterDevice(), "a character device"],
+  [(s) => s.isBlockDevice(), "a block device"],
+  [(s) => s.isSocket(), "a socket"],
+  [(s) => s.isDirectory(), "a folder"],
 ];
 
-interface Found {
-  kind: OptionKind;
-  option: string;
-  value?: string;
-  /** Offset of the option's token in the logical line. */
-  at: number;
-}
+type Refusal = { message: string; hint: string };
 
-function optionsOf(line: string): Found[] {
-  const words = tokens(line);
-  const out: Found[] = [];
-  for (let i = 0; i < words.length; i++) {
-    const w = words[i]!;
-    if (!w.text.startsWith("-")) continue;
-    for (const o of OPTIONS) {
-      const long = o.names.find((n) => w.text === n || w.text.startsWith(`${n}=`));
-      const short = o.short && w.text.startsWith(o.short) ? o.short : undefined;
-      if (!long && !short) continue;
-      const option = long ?? short!;
-      if (o.flag) {
-        if (w.text === option) out.push({ kind: o.kind, option, at: w.at });
-        continue;
-      }
-      let value = w.text.slice(option.length).replace(/^=/, "");
-      if (!value && i + 1 < words.length) value = words[++i]!.text;
-      out.push({ kind: o.kind, option, value, at: w.at });
-      break;
-    }
+const UNREADABLE_HINT = "Make it a regular file you can read, then run the command again.";
+
+/**
+ * Opens `file` only as a regular file: a FIFO or a device is refused without blocking
+ * (O_NONBLOCK) and without reading, and a link is not followed here (the caller resolved it and
+ * checked where it leads). Calls `use` with the descriptor and its size, and closes it.
+ */
+function withRegularFile<T>(file: string, use: (fd: number, size: number) => T | Refusal): T | Refusal {
+  let fd: number;
+  try {
+    fd = fs.openSync(
+      file,
+      fs.constants.O_RDONLY | fs.constants.O_NONBLOCK | fs.constants.O_NOFOLLOW | fs.constants.O_NOCTTY,
+    );
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return {
+      message:
+        code === "ELOOP" ? "became a symbolic link while it was checked" : `cannot be opened (${code ?? String(err)})`,
+      hint: UNREADABLE_HINT,
+    };
   }
-  return out;
+  try {
+    const st = fs.fstatSync(fd);
+    if (!st.isFile()) {
+      const kind = KINDS.find(([is]) => is(st))?.[1] ?? "not a regular file";
+      return { message: `is ${kind}, not a regular file`, hint: "Make it a regular file in the model folder." };
+    }
+    return use(fd, st.size);
+  } catch (err) {
+    return { message: `cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`, hint: UNREADABLE_HINT };
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
-/** pip expands `${NAME}` in requirements files from the environment (POSIX names only). */
-function expandVars(s: string, env: NodeJS.ProcessEnv): string {
-  return s.replace(/\$\{([A-Z0-9_]+)\}/g, (m, n: string) => env[n] ?? m);
+/** A requirements file's bytes, when it is a regular file no larger than `limit`. */
+export function readRequirementsBytes(file: string, limit = MAX_REQUIREMENTS_BYTES): { bytes: Buffer } | Refusal {
+  const tooLarge: Refusal = {
+    message: `is larger than ${Math.round(limit / 1024)} KiB`,
+    hint: "A requirements file lists package names and versions; keep it under that size.",
+  };
+  return withRegularFile(file, (fd, size): { bytes: Buffer } | Refusal => {
+    if (size > limit) return tooLarge;
+    // The file may grow after fstat: never read more than one byte past the limit.
+    const buf = Buffer.alloc(limit + 1);
+    let n = 0;
+    for (let r = -1; r !== 0 && n <= limit; n += r) r = fs.readSync(fd, buf, n, buf.length - n, null);
+    return n > limit ? tooLarge : { bytes: buf.subarray(0, n) };
+  });
+}
+
+/** sha256 of a regular file, streamed (a wheel may be large). */
+function fileDigest(file: string): string | undefined {
+  const r = withRegularFile(file, (fd) => {
+    const h = createHash("sha256");
+    const buf = Buffer.alloc(1 << 20);
+    for (let n = fs.readSync(fd, buf, 0, buf.length, null); n > 0; n = fs.readSync(fd, buf, 0, buf.length, null)) {
+      h.update(buf.subarray(0, n));
+    }
+    return { digest: h.digest("hex") };
+  });
+  return "digest" in r ? r.digest : undefined;
 }
 
 /** Whether `p` (made real where it exists) lies inside `dir` (made real). */
@@ -287,28 +281,29 @@ function inside(dir: string, p: string): boolean {
   return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel));
 }
 
-/** A requirement that is a path or a file: URL (a wheel, an sdist, a project folder), as pip tells them apart. */
-function localPath(req: string, base: string): string | undefined {
-  const spec = req.split(/\s+--?[a-z]/)[0]!.trim();
-  const at = /^[A-Za-z0-9._-]+(\[[^\]]*\])?\s*@\s*(\S+)/.exec(spec);
-  const target = at ? at[2]! : spec.split(/[\s;]/)[0]!;
-  if (/^file:/i.test(target)) {
-    try {
-      return decodeURIComponent(new URL(target).pathname);
-    } catch {
-      return target.replace(/^file:(\/\/)?/i, "");
-    }
+/**
+ * The files directly in a find-links folder of the model, by name and content: pip picks wheels
+ * from there, so they are part of what the environment is built from.
+ */
+function folderDigest(dir: string): string {
+  const h = createHash("sha256");
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir).sort();
+  } catch {
+    return "missing";
   }
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(target)) return undefined; // a remote URL: the line names it
-  const looksLikePath =
-    target.startsWith(".") ||
-    target.startsWith("/") ||
-    target.startsWith("~") ||
-    target.includes("/") ||
-    /\.(whl|zip|tar\.gz|tgz|tar\.bz2|tar)$/i.test(target);
-  if (!looksLikePath) return undefined;
-  const expanded = target.startsWith("~") ? path.join(os.homedir(), target.slice(1)) : target;
-  return path.resolve(base, expanded);
+  for (const name of names) {
+    let entry = path.join(dir, name);
+    try {
+      entry = fs.realpathSync(entry);
+    } catch {
+      continue; // a dangling link: pip finds nothing there either
+    }
+    const digest = fileDigest(entry);
+    if (digest) h.update(`${name}\0${digest}\0`);
+  }
+  return h.digest("hex").slice(0, 16);
 }
 
 export interface CheckOptions {
@@ -316,7 +311,6 @@ export interface CheckOptions {
   model?: string;
   /** What the user's pip configuration allows (default: read from this machine). */
   pip?: PipSources;
-  /** For `${VAR}` expansion, as pip does (default: process.env). */
   env?: NodeJS.ProcessEnv;
   /**
    * The user's model folder, when `modelDir` is a staged copy of it: staging copies the files
@@ -328,14 +322,21 @@ export interface CheckOptions {
 
 const MAX_DEPTH = 10;
 
+const SOURCE_HINT = (kind: SourceKind) =>
+  `Remove the line, or set it in your own pip configuration (${pipVariable(kind)} or pip.conf) if you mean to install from it; then the line is allowed and \`up\` names it.`;
+
 /**
- * Checks a model's requirements.txt (and the files inside the model folder it includes with -r/-c,
- * at their own lines). `file` is read; a file it names outside `modelDir` is never opened.
+ * Checks a model's requirements.txt and the files inside the model folder it includes with -r/-c
+ * (each at its own lines), and resolves what pip is to install. `file` is read; a file outside
+ * `modelDir` is never opened.
  */
 export function checkRequirementsFile(file: string, modelDir: string, o: CheckOptions = {}): RequirementsCheck {
   const pip = o.pip ?? userPipSources({ env: o.env ?? process.env });
-  const env = o.env ?? process.env;
   const result: RequirementsCheck = { diagnostics: [], allowed: [] };
+  const requirements: Requirement[] = [];
+  const constraints: Requirement[] = [];
+  const pipOptions: string[] = [];
+  const identity = new Set<string>();
   const seen = new Set<string>();
   const within = (p: string): boolean => {
     if (!inside(modelDir, p)) return false;
@@ -343,125 +344,185 @@ export function checkRequirementsFile(file: string, modelDir: string, o: CheckOp
     const rel = path.relative(modelDir, p);
     return inside(o.userDir, path.join(o.userDir, rel));
   };
-  const visit = (f: string, depth: number) => {
-    if (seen.has(f) || depth > MAX_DEPTH) return;
-    seen.add(f);
-    let text: string;
-    try {
-      text = fs.readFileSync(f, "utf8");
-    } catch {
-      return; // pip says it cannot open it; that is the builder's error, at the line that named it
+  const report = (f: string, at: Position, code: string, message: string, hint: string) => {
+    result.diagnostics.push({
+      severity: "error",
+      file: f,
+      line: at.line,
+      column: at.column,
+      message,
+      hint,
+      ...(o.model ? { model: o.model } : {}),
+      code,
+    });
+  };
+  /** `from`: the -r/-c line that names `f` (problems reading it are reported there). */
+  const visit = (f: string, depth: number, asConstraint: boolean, from?: { file: string; at: Position }) => {
+    const here = from ?? { file: f, at: { line: 1, column: 1 } };
+    if (!within(f)) {
+      report(
+        here.file,
+        here.at,
+        "requirements-outside-model",
+        from
+          ? `names a file outside the model folder ${modelDir}: pip would read it`
+          : `${path.basename(f)} is a link that leads out of the model folder ${modelDir}`,
+        "Keep the requirements the model needs in files inside its folder (the folder is what is staged and served), or copy them into this requirements.txt.",
+      );
+      return;
     }
+    let real: string;
+    try {
+      real = fs.realpathSync(f);
+    } catch (err) {
+      report(
+        here.file,
+        here.at,
+        "requirements-unreadable",
+        `${from ? `names ${path.relative(modelDir, f)}, which ` : ""}cannot be opened (${(err as NodeJS.ErrnoException).code ?? String(err)})`,
+        "Create the file in the model folder, or remove the line.",
+      );
+      return;
+    }
+    if (seen.has(real)) return;
+    if (depth > MAX_DEPTH) {
+      report(
+        here.file,
+        here.at,
+        "requirements-syntax",
+        `-r/-c nest more than ${MAX_DEPTH} files deep`,
+        "Include fewer levels of files.",
+      );
+      return;
+    }
+    seen.add(real);
+    const read = readRequirementsBytes(real);
+    if (!("bytes" in read)) {
+      report(
+        here.file,
+        here.at,
+        "requirements-unreadable",
+        `${from ? `${path.relative(modelDir, f)} ` : `${path.basename(f)} `}${read.message}`,
+        read.hint,
+      );
+      return;
+    }
+    const decoded = decodeRequirements(read.bytes);
+    if ("problem" in decoded) {
+      const p = decoded.problem;
+      report(f, p, p.code, p.message, p.hint);
+      return;
+    }
+    const parsed = parseRequirementsText(decoded.text, f);
+    for (const p of parsed.problems) report(f, p, p.code, p.message, p.hint);
     const base = path.dirname(f);
-    const report = (l: LogicalLine, at: number, code: string, message: string, hint: string) => {
-      const p = l.pos[at] ?? l.pos[0]!;
-      result.diagnostics.push({
-        severity: "error",
-        file: f,
-        line: p.line,
-        column: p.column,
-        message,
-        hint,
-        ...(o.model ? { model: o.model } : {}),
-        code,
-      });
-    };
-    for (const l of logicalLines(text)) {
-      const found = optionsOf(l.text);
-      for (const x of found) {
-        const value = x.value ? expandVars(x.value, env) : "";
-        switch (x.kind) {
-          case "index-url":
-          case "extra-index-url":
-          case "find-links":
-          case "trusted-host": {
-            const n = x.kind === "trusted-host" ? value.toLowerCase() : normalizeSource(value);
-            const set =
-              x.kind === "find-links" ? pip.findLinks : x.kind === "trusted-host" ? pip.trustedHosts : pip.indexes;
-            const originKey = `${x.kind === "extra-index-url" ? "index-url" : x.kind} ${n}`;
-            const localLinks = x.kind === "find-links" && !/^[a-z][a-z0-9+.-]*:\/\//i.test(value);
-            if (localLinks && within(path.resolve(base, value))) break; // a wheel folder in the model
-            if (value && set.has(n)) {
-              result.allowed.push({
-                file: f,
-                line: l.pos[x.at]!.line,
-                option: x.kind,
-                value,
-                origin: pip.origin.get(originKey) ?? "pip configuration",
-              });
-              break;
-            }
+    for (const d of parsed.directives) {
+      switch (d.kind) {
+        case "requirement":
+        case "constraint": {
+          if (/^[a-z][a-z0-9+.-]*:/i.test(d.value)) {
             report(
-              l,
-              x.at,
-              "requirements-index",
-              `${x.option} points pip at ${x.kind === "trusted-host" ? "a host" : "a source"} your pip configuration does not use: packages would come from there`,
-              `Remove the line, or set it in your own pip configuration (${pipVariable(x.kind)} or pip.conf) if you mean to install from it; then the line is allowed and \`up\` names it.`,
+              f,
+              d,
+              "requirements-outside-model",
+              `${d.option} names a URL: pip would read requirements from outside the model folder`,
+              "Copy what it lists into this requirements.txt.",
             );
             break;
           }
-          case "requirement":
-          case "constraint": {
-            if (!value) break;
-            if (/^[a-z][a-z0-9+.-]*:\/\//i.test(value) && !/^file:/i.test(value)) {
-              report(
-                l,
-                x.at,
-                "requirements-outside-model",
-                `${x.option} names a file on another machine: pip would read requirements from outside the model folder`,
-                "Copy what it lists into this requirements.txt.",
-              );
-              break;
-            }
-            const target = path.resolve(base, /^file:/i.test(value) ? (localPath(value, base) ?? value) : value);
-            if (!within(target)) {
-              report(
-                l,
-                x.at,
-                "requirements-outside-model",
-                `${x.option} names a file outside the model folder ${modelDir}: pip would read it`,
-                "Keep the requirements the model needs in files inside its folder (the folder is what is staged and served), or copy them into this requirements.txt.",
-              );
-              break;
-            }
-            visit(target, depth + 1);
+          if (path.isAbsolute(d.value) || d.value.startsWith("~")) {
+            report(
+              f,
+              d,
+              "requirements-outside-model",
+              `${d.option} names an absolute path: pip would read a file outside the model folder`,
+              "Name a file inside the model folder by a path relative to this file, or copy what it lists here.",
+            );
             break;
           }
-          case "editable":
-            report(
-              l,
-              x.at,
-              "requirements-editable",
-              `${x.option} installs a project in place (editable), which the model's environment would then depend on`,
-              "List the package by name (or as a wheel inside the model folder) instead.",
-            );
+          visit(path.resolve(base, d.value), depth + 1, asConstraint || d.kind === "constraint", {
+            file: f,
+            at: d,
+          });
+          break;
+        }
+        case "flag":
+          pipOptions.push(d.option);
+          identity.add(d.option);
+          break;
+        case "binary":
+          pipOptions.push(`${d.option} ${d.value}`);
+          identity.add(`${d.option} ${d.value}`);
+          break;
+        default: {
+          const option = `--${d.kind}`;
+          const remote = /^https?:\/\//i.test(d.value);
+          if (d.kind === "find-links" && !/^[a-z][a-z0-9+.-]*:/i.test(d.value) && !path.isAbsolute(d.value)) {
+            const folder = path.resolve(base, d.value);
+            if (within(folder)) {
+              // The model's own wheels: pip gets the folder's real path, the identity its place and content.
+              let realFolder = folder;
+              try {
+                realFolder = fs.realpathSync(folder);
+              } catch {
+                // pip finds nothing there and says so.
+              }
+              pipOptions.push(`${option} ${realFolder}`);
+              identity.add(`${option} ./${path.relative(modelDir, folder) || "."} ${folderDigest(realFolder)}`);
+              break;
+            }
+          }
+          const n = d.kind === "trusted-host" ? d.value.toLowerCase() : normalizeSource(d.value);
+          const set =
+            d.kind === "find-links" ? pip.findLinks : d.kind === "trusted-host" ? pip.trustedHosts : pip.indexes;
+          const originKey = `${d.kind === "extra-index-url" ? "index-url" : d.kind} ${n}`;
+          const wellFormed =
+            d.kind === "trusted-host" ? /^[a-z0-9.-]+(:\d+)?$/i.test(d.value) : remote || d.kind === "find-links";
+          if (wellFormed && set.has(n)) {
+            result.allowed.push({
+              file: f,
+              line: d.line,
+              option: d.kind,
+              value: d.value,
+              origin: pip.origin.get(originKey) ?? "pip configuration",
+            });
+            pipOptions.push(`${option} ${d.value}`);
+            identity.add(`${option} ${n}`);
             break;
-          case "location":
-            report(
-              l,
-              x.at,
-              "requirements-install-location",
-              `${x.option} would have pip install somewhere else than the model's environment`,
-              "Remove it: triton-dev installs the model's packages into an environment of its own.",
-            );
-            break;
+          }
+          report(
+            f,
+            d,
+            "requirements-index",
+            `${d.option} points pip at ${d.kind === "trusted-host" ? "a host" : "a source"} your pip configuration does not use: packages would come from there`,
+            SOURCE_HINT(d.kind),
+          );
         }
       }
-      if (l.text.trimStart().startsWith("-")) continue;
-      const local = localPath(expandVars(l.text.trim(), env), base);
-      if (local && !within(local)) {
-        report(
-          l,
-          l.text.length - l.text.trimStart().length,
-          "requirements-outside-model",
-          `this requirement is a path outside the model folder ${modelDir}`,
-          "Put the wheel or project inside the model folder (a wheels/ folder beside requirements.txt) and name it by a relative path, or name the package so pip finds it on your index.",
-        );
-      }
+    }
+    for (const r of parsed.requirements) {
+      (asConstraint ? constraints : requirements).push(r);
+      identity.add(`${asConstraint ? "-c " : ""}${requirementSpec(r)}`);
     }
   };
-  visit(file, 0);
+  visit(file, 0, false);
+  // In the file's order (the grammar's findings and the options' come from two passes).
+  const files = [...new Set(result.diagnostics.map((d) => d.file))];
+  result.diagnostics.sort(
+    (a, b) =>
+      files.indexOf(a.file) - files.indexOf(b.file) ||
+      (a.line ?? 0) - (b.line ?? 0) ||
+      (a.column ?? 0) - (b.column ?? 0),
+  );
+  if (result.diagnostics.length === 0) {
+    result.resolved = { requirements, constraints, pipOptions, identity: [...identity].sort() };
+  }
   return result;
+}
+
+/** The file pip reads: what was resolved, canonical, ASCII, one entry a line. */
+export function pipRequirementsText(r: ResolvedRequirements): string {
+  return [...r.pipOptions, ...r.requirements.map(requirementSpec)].map((l) => `${l}\n`).join("");
 }
 
 function pipVariable(kind: PipSourceOption): string {

@@ -4,6 +4,7 @@ import path from "node:path";
 import { UsageError, UserError } from "../errors.js";
 import { createLogger } from "../log/logger.js";
 import { RUNTIME_FACTS } from "../runtimes/kinds.js";
+import { openShmFolder } from "../state/shm-folder.js";
 import { pidAlive } from "../state/process.js";
 import type { RunState } from "../state/run-state.js";
 import type { RawTensor } from "../triton/binary.js";
@@ -189,11 +190,17 @@ export async function removeLeftovers(
     );
   }
   const files = await fsp.readdir(shmDir).catch(() => [] as string[]);
-  for (const name of files.filter(dead)) {
-    await fsp.rm(path.join(shmDir, name), { force: true }).then(
-      () => removed.includes(name) || removed.push(name),
-      (err: unknown) => log.warn(`unlink leftover ${name}: ${(err as Error).message}`),
-    );
+  // Only files of ours directly in the folder: another user may name a file, or a link, ours.
+  const folder = openShmFolder(shmDir);
+  try {
+    for (const name of files.filter(dead)) {
+      const r = folder?.remove(name, OWNER);
+      if (r?.removed) {
+        if (!removed.includes(name)) removed.push(name);
+      } else if (r && r.why !== "gone") log.warn(`left ${name} in ${shmDir}: ${r.why}`);
+    }
+  } finally {
+    folder?.close();
   }
   return removed;
 }

@@ -116,7 +116,10 @@ export class ReloadController {
     });
     // The index lists every version Triton knows of; a model serves when one of them is READY.
     const serving = (n: string) => index.some((m) => m.name === n && m.state === "READY");
-    const forgets: Array<Promise<unknown>> = [];
+    // Every failed model leaves the served repository before Triton is asked to forget any: a
+    // placeholder loaded under a step's name while its ensemble is still served makes Triton load
+    // the ensemble against it and log the placeholder's errors ("mapping to non-existing input").
+    const forgets: Array<() => Promise<unknown>> = [];
     for (const name of staged) {
       const g = this.o.staging.current(name)!;
       const dir = this.o.staging.snapshotDir(name, g);
@@ -143,9 +146,9 @@ export class ReloadController {
         reason: `${reason}; not loaded until a fix is saved`,
         withdrawn: true,
       });
-      forgets.push(this.forget(name, versions));
+      forgets.push(() => this.forget(name, versions));
     }
-    await Promise.all(forgets);
+    await Promise.all(forgets.map((f) => f()));
   }
 
   /**
@@ -384,22 +387,33 @@ export class ReloadController {
     }
 
     const lint = await lintModel(this.o.modelsDir, model, this.lintOptions);
+    // Only the model's own errors refuse it: Triton loads a step model on its own whatever the
+    // ensembles running it say, so an ensemble's error (a missing version folder, a step's tensor
+    // it does not map) never keeps a fix of its steps from loading. Those findings still come with
+    // the edit, as warnings naming the ensemble, which stays out until it is fixed itself.
+    const own = (d: Diagnostic) => d.model === undefined || d.model === model;
     // A KIND_GPU model on a server without a GPU (a warning, as in `lint`) is not staged either:
     // Triton would refuse it.
-    const errors = lint.diagnostics.filter((d) => d.severity === "error" || d.code === "gpu-unavailable");
+    const errors = lint.diagnostics.filter(
+      (d) => own(d) && (d.severity === "error" || d.code === "gpu-unavailable" || d.code === "backend-unavailable"),
+    );
     if (errors.length > 0) {
+      // A backend this server lacks is no error a save can fix: the finding says where it runs.
+      const elsewhere = errors.every((d) => d.code === "backend-unavailable");
       phase("refused", {
         diagnostics: errors,
         reason: this.lastGood.has(model)
           ? "the last good version keeps serving"
-          : "not loaded until the errors are fixed",
+          : elsewhere
+            ? "not served by this runtime (the finding says where it runs)"
+            : "not loaded until the errors are fixed",
       });
       return;
     }
     const linted = lint.models.find((m) => m.name === model);
     const autoComplete = this.o.autoCompleteConfig === false && linted ? await autoCompleteReason(linted) : undefined;
     const diagnostics = [
-      ...lint.diagnostics,
+      ...lint.diagnostics.map((d) => (own(d) ? d : ofEnsembleRunning(d))),
       ...(autoComplete && linted ? [autoCompleteOffDiagnostic(linted, autoComplete)] : []),
     ];
     phase("validated", diagnostics.length ? { diagnostics } : {});
@@ -440,9 +454,16 @@ export class ReloadController {
       if (hash) this.servedHash.set(model, hash);
       const version = await this.readyVersion(model);
       phase("ready", version ? { version } : {});
-      // Ensembles withdrawn because this model could not load can load now.
+      // Ensembles withdrawn because this model could not load, or held out at `up` because it
+      // was not served, can load now (an ensemble with errors of its own waits for its fix).
       for (const m of lint.models)
-        if (m.name !== model && this.withdrawn.has(m.name))
+        if (
+          m.name !== model &&
+          !this.o.staging.has(m.name) &&
+          !m.diagnostics.some((d) => d.severity === "error") &&
+          (m.config?.ensemble_scheduling?.step ?? []).every((st) => this.o.staging.has(st.model_name ?? "")) &&
+          (this.withdrawn.has(m.name) || (await isModelDir(this.o.modelsDir, m.name)))
+        )
           this.enqueue({ model: m.name, firstEventAt: this.now(), events: 0 });
       await this.o.staging.prune(model).catch(() => {});
       return;
@@ -471,8 +492,51 @@ export class ReloadController {
       );
       await this.withdraw(model, hash);
       phase("failed", { reason: `${reason}; not loaded until a fix is saved`, withdrawn: true });
+      // Ensembles running it cannot load either; they leave the served repository first, so the
+      // placeholder that makes Triton forget this load is never loaded into them.
+      const users = await this.withdrawUsers(
+        lint.models.map((m) => m.name).filter((n) => n !== model),
+        model,
+      );
       await this.forget(model, versions);
+      await Promise.all(users.map((u) => this.forget(u.name, u.versions)));
     }
+  }
+
+  /**
+   * Withdraw the served ensembles of `names` that are not READY, because `step` failed to load
+   * with nothing to serve; each says which step keeps it out, and loads once that step loads.
+   */
+  private async withdrawUsers(
+    names: readonly string[],
+    step: string,
+  ): Promise<Array<{ name: string; versions: string[] }>> {
+    const staged = names.filter((n) => this.o.staging.has(n));
+    if (!staged.length) return [];
+    const index = await this.o.client.repositoryIndex().catch(() => []);
+    const out: Array<{ name: string; versions: string[] }> = [];
+    for (const name of staged) {
+      if (index.some((m) => m.name === name && m.state === "READY")) continue;
+      const g = this.o.staging.current(name)!;
+      const dir = this.o.staging.snapshotDir(name, g);
+      const versions = versionsToForget(
+        index.filter((m) => m.name === name).map((m) => m.version),
+        await versionFolders(dir),
+      );
+      await this.withdraw(name, await hashModelDir(path.join(this.o.modelsDir, name)));
+      this.emit({
+        type: "edit",
+        id: this.nextId++,
+        model: name,
+        phase: "failed",
+        at: this.now(),
+        sinceSavedMs: 0,
+        reason: `it runs ${step}, which failed to load; it loads once ${step} loads`,
+        withdrawn: true,
+      });
+      out.push({ name, versions });
+    }
+    return out;
   }
 
   private async load(model: string, logOffset: number): Promise<{ ok: true } | { ok: false; reason: string }> {
@@ -553,6 +617,19 @@ export class ReloadController {
       await new Promise((r) => setTimeout(r, 100));
     }
   }
+}
+
+/**
+ * An error of an ensemble that runs the model being saved, as the warning the save carries: the
+ * step loads, the ensemble stays out until its own fix is saved.
+ */
+function ofEnsembleRunning(d: Diagnostic): Diagnostic {
+  if (d.severity !== "error") return d;
+  return {
+    ...d,
+    severity: "warning",
+    message: `ensemble '${d.model}', which runs this model, cannot load until this is fixed: ${d.message}`,
+  };
 }
 
 /** How long, past a poll, a failed edit waits for Triton to load the restored last good copy. */

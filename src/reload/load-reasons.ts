@@ -44,12 +44,17 @@ export async function explainIndex(
   const staged = new Set(o.staged);
   for (const name of o.staged) if (!out.some((e) => e.name === name)) out.push({ name, state: "UNAVAILABLE" });
   for (const e of out) {
-    if (!staged.has(e.name) || e.reason || e.state === "READY" || e.state === "LOADING" || e.state === "UNLOADING")
+    // "unloaded" is no reason for a model that never served: an ensemble Triton unloaded when a
+    // step went away says which step keeps it out instead.
+    const bare = !e.reason || e.reason === "unloaded";
+    if (!staged.has(e.name) || !bare || e.state === "READY" || e.state === "LOADING" || e.state === "UNLOADING")
       continue;
     // Another version of the model serving is reason enough for this one's state.
     if (out.some((x) => x.name === e.name && x.state === "READY")) continue;
-    const logged = lastLoadFailure(o.logLines, e.name);
-    const why = logged ? oneLine(o.userPaths(logged)) : await o.fallback?.(e.name);
+    const step = await o.fallback?.(e.name);
+    const logged = step ? undefined : lastLoadFailure(o.logLines, e.name);
+    const why = step ?? (logged ? oneLine(o.userPaths(logged)) : e.reason);
+    if (why === "unloaded") continue;
     e.reason = why ?? "Triton did not load it and gave no reason (its log, `triton-dev logs`, may say more)";
   }
   return out;
@@ -63,13 +68,32 @@ export function stepFailed(
   staging: StagingRepository,
   failed: readonly string[],
 ): (model: string) => Promise<string | undefined> {
+  return stepsNotAvailable(
+    async (model) => {
+      const g = staging.current(model);
+      if (g === undefined) return undefined;
+      return fsp.readFile(path.join(staging.snapshotDir(model, g), "config.pbtxt"), "utf8").catch(() => "");
+    },
+    (step) => failed.includes(step),
+  );
+}
+
+/**
+ * The same, for a reader of the served configs (`status` reads them from the run's repository):
+ * the steps of the served config that `unavailable` says are not loaded, named.
+ */
+export function stepsNotAvailable(
+  configOf: (model: string) => Promise<string | undefined>,
+  unavailable: (step: string) => boolean,
+  reasonOf: (step: string) => string | undefined = () => undefined,
+): (model: string) => Promise<string | undefined> {
   return async (model) => {
-    const g = staging.current(model);
-    if (g === undefined) return undefined;
-    const config = await fsp.readFile(path.join(staging.snapshotDir(model, g), "config.pbtxt"), "utf8").catch(() => "");
-    const runs = failed.filter(
-      (f) => f !== model && new RegExp(`model_name\\s*:\\s*"${f.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}"`).test(config),
-    );
-    return runs.length ? `it runs ${runs.join(", ")}, which failed to load` : undefined;
+    const config = await configOf(model);
+    if (!config) return undefined;
+    const steps = [...config.matchAll(/model_name\s*:\s*"([^"]+)"/g)].map((m) => m[1]!);
+    const runs = [...new Set(steps)].filter((f) => f !== model && unavailable(f));
+    if (!runs.length) return undefined;
+    const why = runs.map((r) => reasonOf(r)).filter(Boolean);
+    return `it runs ${runs.join(", ")}, which failed to load${why.length === 1 ? ` (${why[0]})` : ""}`;
   };
 }

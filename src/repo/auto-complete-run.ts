@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
@@ -10,7 +10,9 @@ import {
   CANNOT_WALL_IN,
   CONTAIN_PREFIX,
   contain as containCommand,
+  launcherRefusal,
   limitsFrom,
+  ModelCodeIsolationError,
   type Contained,
   type ContainRequest,
 } from "./model-code-sandbox.js";
@@ -110,7 +112,9 @@ export type CompletionOutcome =
   | { outcome: "invalid"; error: string }
   | { outcome: "timeout"; seconds: number }
   /** Not run here at all (no managed environment, the model's environment not built): said as a note. */
-  | { outcome: "not-run"; why: string };
+  | { outcome: "not-run"; why: string }
+  /** Not run because it cannot be walled in here (ModelCodeIsolationError): `why` a clause, `hint` what to do. */
+  | { outcome: "refused"; why: string; hint: string };
 
 export interface ConfigCompleter {
   complete(req: CompletionRequest): Promise<CompletionOutcome>;
@@ -136,7 +140,16 @@ export interface CompleterOptions {
   cacheDir?: string;
   /** Wraps the run in its walls (model-code-sandbox.ts); called once for each model.py that runs. */
   contain?: (req: ContainRequest) => Promise<Contained>;
+  /**
+   * Where the walls cannot be had: "outcome" answers `refused` (lint says so as a warning: `up`,
+   * which runs the code in Triton anyway), "throw" throws the ModelCodeIsolationError (`lint
+   * --run-model-code`, whose user asked for the code to run).
+   */
+  refuse?: "outcome" | "throw";
 }
+
+/** Part of the cache key: an outcome reached with other walls (or none) is not this one. */
+const CONTAINMENT_GENERATION = "pivot-root-1";
 
 export const DEFAULT_COMPLETION_TIMEOUT_MS = 10_000;
 /** The driver's answer and model.py's own output are cut here: a model printing forever is not our memory's problem. */
@@ -184,6 +197,9 @@ export function createConfigCompleter(o: CompleterOptions = {}): ConfigCompleter
         ? createHash("sha1")
             // The limits too: code that ran out of memory may complete with more.
             .update(`${hash}\n${interpreter}\n${timeoutMs}\n${path.relative(req.dir, req.file)}\n`)
+            .update(
+              `${CONTAINMENT_GENERATION}\n${process.env.TRITON_DEV_MODEL_CODE_CONTAINMENT === "plain" ? "plain" : "walls"}\n`,
+            )
             .update(`${JSON.stringify(limitsFrom())}\n`)
             .update(JSON.stringify(req.config))
             .digest("hex")
@@ -196,26 +212,40 @@ export function createConfigCompleter(o: CompleterOptions = {}): ConfigCompleter
         }
       }
       const started = Date.now();
-      const contained = await wrap({
-        launcherPython: python,
-        argv: [interpreter, "-B", "-c", DRIVER, utilsDir, req.file],
-        // What the driver reads: the model, the backend's utils, its interpreter's environment
-        // and the managed one, which a requirements.txt environment loads after its own.
-        keep: [req.dir, utilsDir, path.dirname(path.dirname(interpreter)), paths.venv],
-      });
+      const refused = (err: ModelCodeIsolationError): CompletionOutcome => {
+        if (o.refuse === "throw") throw err;
+        return { outcome: "refused", why: err.reason, hint: err.hint ?? "" };
+      };
+      let contained: Contained;
+      try {
+        contained = await wrap({
+          launcherPython: python,
+          argv: [interpreter, "-B", "-c", DRIVER, utilsDir, req.file],
+          // What the driver reads, and all it sees: the model, the backend's utils, its
+          // interpreter's environment and the managed one, which a requirements.txt environment
+          // loads after its own.
+          keep: [req.dir, utilsDir, path.dirname(path.dirname(interpreter)), paths.venv],
+          readable: [req.dir, req.file, utilsDir],
+        });
+      } catch (err) {
+        if (err instanceof ModelCodeIsolationError) return refused(err);
+        throw err;
+      }
       let outcome: CompletionOutcome;
       try {
         outcome = await runDriver(contained, req, timeoutMs);
       } finally {
         await contained.cleanup();
       }
+      if (outcome.outcome === "refused" && o.refuse === "throw")
+        throw new ModelCodeIsolationError(outcome.why, outcome.hint);
       logger.debug("ran auto_complete_config", {
         model: req.model,
         containment: contained.mode,
         outcome: outcome.outcome,
         ms: Date.now() - started,
       });
-      if (key && outcome.outcome !== "timeout" && outcome.outcome !== "not-run") {
+      if (key && outcome.outcome !== "timeout" && outcome.outcome !== "not-run" && outcome.outcome !== "refused") {
         memory.set(key, outcome);
         await writeCached(cacheDir, key, outcome);
       }
@@ -240,9 +270,57 @@ function inModel(o: CompletionOutcome, dir: string): CompletionOutcome {
   return (o.outcome === "import" || o.outcome === "raised") && o.file ? { ...o, file: path.join(dir, o.file) } : o;
 }
 
+/**
+ * The cache folder, made 0700 where it is missing, or taken as it is only when it is a folder of
+ * ours that nobody else can write or read (an older one's looser mode is tightened); anything
+ * else (a link, another user's folder) is not used: the cache only saves time.
+ */
+async function cacheFolder(dir: string): Promise<string | undefined> {
+  try {
+    await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
+    const st = await fsp.lstat(dir);
+    const uid = typeof process.getuid === "function" ? process.getuid() : st.uid;
+    if (!st.isDirectory() || st.uid !== uid) {
+      logger.warn("auto-complete cache not used: not a folder of this user's", { dir });
+      return undefined;
+    }
+    if ((st.mode & 0o077) !== 0) {
+      const handle = await fsp.open(dir, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW);
+      try {
+        await handle.chmod(0o700);
+      } finally {
+        await handle.close();
+      }
+    }
+    return dir;
+  } catch (err) {
+    logger.debug("auto-complete cache not usable", { dir, error: String(err) });
+    return undefined;
+  }
+}
+
 async function readCached(dir: string, key: string): Promise<CompletionOutcome | undefined> {
-  const text = await fsp.readFile(path.join(dir, `${key}.json`), "utf8").catch(() => undefined);
-  if (text === undefined) return undefined;
+  const folder = await cacheFolder(dir);
+  if (!folder) return undefined;
+  let text: string;
+  try {
+    const handle = await fsp.open(
+      path.join(folder, `${key}.json`),
+      fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK,
+    );
+    try {
+      const st = await handle.stat();
+      const uid = typeof process.getuid === "function" ? process.getuid() : st.uid;
+      // What another user could have put there is not an outcome of ours.
+      if (!st.isFile() || st.uid !== uid || st.size > MAX_OUTPUT * 2) return undefined;
+      if ((st.mode & 0o077) !== 0) await handle.chmod(0o600);
+      text = await handle.readFile("utf8");
+    } finally {
+      await handle.close();
+    }
+  } catch {
+    return undefined;
+  }
   try {
     return JSON.parse(text) as CompletionOutcome;
   } catch {
@@ -252,12 +330,24 @@ async function readCached(dir: string, key: string): Promise<CompletionOutcome |
 
 async function writeCached(dir: string, key: string, outcome: CompletionOutcome): Promise<void> {
   // A cache that cannot be written only costs the next run its time.
+  const folder = await cacheFolder(dir);
+  if (!folder) return;
+  const tmp = path.join(folder, `.${key}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`);
   try {
-    await fsp.mkdir(dir, { recursive: true });
-    const tmp = path.join(dir, `${key}.${process.pid}.tmp`);
-    await fsp.writeFile(tmp, JSON.stringify(outcome));
-    await fsp.rename(tmp, path.join(dir, `${key}.json`));
+    const handle = await fsp.open(
+      tmp,
+      fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW,
+      0o600,
+    );
+    try {
+      await handle.chmod(0o600); // whatever the umask
+      await handle.writeFile(JSON.stringify(outcome));
+    } finally {
+      await handle.close();
+    }
+    await fsp.rename(tmp, path.join(folder, `${key}.json`));
   } catch (err) {
+    await fsp.rm(tmp, { force: true }).catch(() => {});
     logger.debug("auto-complete cache not written", { dir, error: String(err) });
   }
 }
@@ -359,9 +449,11 @@ function runDriver(contained: Contained, req: CompletionRequest, timeoutMs: numb
       }
       const all = stderr.trim().split("\n");
       const walls = all.filter((l) => l.startsWith(CONTAIN_PREFIX));
+      if (code === CANNOT_WALL_IN) {
+        const err = launcherRefusal(walls.map((l) => l.slice(CONTAIN_PREFIX.length).trim()));
+        return resolve({ outcome: "refused", why: err.reason, hint: err.hint ?? "" });
+      }
       if (walls.length) logger.warn("model code containment", { model: req.model, said: walls.join("; ") });
-      if (code === CANNOT_WALL_IN)
-        return resolve({ outcome: "not-run", why: walls.map((l) => l.slice(CONTAIN_PREFIX.length).trim()).join("; ") });
       const tail = all
         .filter((l) => !l.startsWith(CONTAIN_PREFIX))
         .slice(-5)

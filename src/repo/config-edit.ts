@@ -13,7 +13,8 @@ import fsp from "node:fs/promises";
 import path from "node:path";
 import { REPORT_URL_HINT, UserError, describeCause, explainFsError } from "../errors.js";
 import { log as rootLog } from "../log/logger.js";
-import { replaceFileAtomic } from "../state/atomic-write.js";
+import { FolderChangedError, type ReplaceSteps, replaceFileAtomic } from "../state/atomic-write.js";
+import { type TrustOptions, UntrustedFolderError, requireTrustedFolder } from "../config/folder-trust.js";
 import { DiagnosticError } from "./diagnostics.js";
 import {
   type ModelConfig,
@@ -62,9 +63,11 @@ export interface ConfigEditChange {
  * - `invalid-edit`: the edit itself is out of range (a count of 0);
  * - `changed`: the file is no longer the text the edit was computed from;
  * - `io`: the file could not be read or written;
+ * - `unsafe-folder`: the file is a link into a folder another user owns or can write, or the
+ *   folder changed under the write: nothing is written there;
  * - `internal`: the result would not have meant exactly the edit (our fault; nothing was written).
  */
-export type ConfigEditReason = "syntax" | "conflict" | "invalid-edit" | "changed" | "io" | "internal";
+export type ConfigEditReason = "syntax" | "conflict" | "invalid-edit" | "changed" | "io" | "unsafe-folder" | "internal";
 
 /** A config.pbtxt that was not edited; the file is left exactly as it was. */
 export class ConfigEditError extends UserError {
@@ -715,6 +718,10 @@ export interface AppliedConfigEdits {
 export interface ApplyToFileOptions {
   /** The clock that names the backup. */
   now?: () => Date;
+  /** The replace's own steps (tests play another user between them). */
+  replaceSteps?: ReplaceSteps;
+  /** Trust options of the folder check (the uid counted as ours). */
+  trust?: TrustOptions;
 }
 
 /** `config.pbtxt.triton-dev-backup-20261202T014500Z.bak`: `.bak` is editor litter to the watcher and staging. */
@@ -732,7 +739,9 @@ const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
  * Apply the edits to the file: its old bytes are kept in a backup beside it, then the new text
  * replaces it in one rename with its mode and owner. `readText` is the text the edits were
  * computed from: a file that no longer holds it is refused. A link is written through to the file
- * it names, so the link stays a link.
+ * it names, so the link stays a link, but only into a folder that no other user owns or can write
+ * (that user could swap the file there for a link of theirs while it is written): lint still reads
+ * such a link, an edit is refused with what to do.
  */
 export async function applyConfigEditsToFile(
   file: string,
@@ -749,6 +758,29 @@ export async function applyConfigEditsToFile(
   let bytes: Buffer;
   try {
     real = await fsp.realpath(file);
+  } catch (err) {
+    throw io(err, file);
+  }
+  // Without a link the folder is the user's repository: the temp file and the backup are new
+  // names there (O_EXCL) and mode and owner go through handles, so another user who can write it
+  // can at most break this edit. A folder above it swapped for a link between these steps would
+  // move the edit (a file named like this one holding its text) elsewhere; Node has no openat to
+  // pin the folder, and the content check against the text read first narrows it further.
+  if (real !== path.resolve(file)) {
+    try {
+      requireTrustedFolder(
+        path.dirname(real),
+        `${file} was not edited: it is a link to ${real}, and a file there is not ours to write`,
+        `Copy the file into your repository in place of the link (\`cp --remove-destination ${real} ${file}\`), or keep it in a folder only you (or root) own and can write, then run the command again.`,
+        options.trust,
+      );
+    } catch (err) {
+      if (err instanceof UntrustedFolderError)
+        throw new ConfigEditError(err.message, "unsafe-folder", { file, hint: err.hint, cause: err });
+      throw io(err, file);
+    }
+  }
+  try {
     bytes = await fsp.readFile(real);
   } catch (err) {
     throw io(err, file);
@@ -777,9 +809,20 @@ export async function applyConfigEditsToFile(
         hint: `Run the command again. The copy taken before is ${backup}.`,
       });
     }
-    await replaceFileAtomic(real, out, { mode: stat.mode & 0o7777, uid: stat.uid, gid: stat.gid });
+    await replaceFileAtomic(
+      real,
+      out,
+      { mode: stat.mode & 0o7777, uid: stat.uid, gid: stat.gid },
+      options.replaceSteps,
+    );
   } catch (err) {
     if (err instanceof ConfigEditError) throw err;
+    if (err instanceof FolderChangedError)
+      throw new ConfigEditError(err.message, "unsafe-folder", {
+        file,
+        hint: `${err.hint ?? ""} The file's text from before is in ${backup}.`.trim(),
+        cause: err,
+      });
     throw io(err, file);
   }
   log.debug(`edited ${real}; the old text is in ${backup}`);

@@ -28,7 +28,7 @@ import { ENSEMBLE_PLATFORM } from "./backends.js";
 import { readUserText } from "./layout.js";
 import type { Pos } from "./textproto.js";
 import { type ModelIOReport, checkModelIO } from "./model-io/compare.js";
-import { RUNTIME_FACTS, adaptedServing } from "../runtimes/kinds.js";
+import { RUNTIME_FACTS, adaptedServing, serverBackends } from "../runtimes/kinds.js";
 import {
   BACKEND_ERRORS,
   type LintOptions,
@@ -201,8 +201,9 @@ function checkWithoutConfig(layout: ModelLayout, options: LintOptions, reporter:
     return undefined;
   }
   const facts = options.runtime ? RUNTIME_FACTS[options.runtime] : undefined;
-  if (facts && !facts.backends.includes(inferred.backend)) {
-    const { message, hint } = facts.missingBackend(inferred.backend);
+  const has = options.runtime ? serverBackends(options.runtime, options.image) : undefined;
+  if (facts && has && !has.includes(inferred.backend)) {
+    const { message, hint } = facts.missingBackend(inferred.backend, options.image);
     reporter.warning(
       "backend-unavailable",
       undefined,
@@ -283,6 +284,8 @@ async function completeConfig(
   input.name = layout.name;
   if (!base.platform && !base.backend) input.backend = "python";
   const outcome = await options.completer.complete({ model: layout.name, dir: layout.dir, file, config: input });
+  // The machine cannot wall it in: not run, said as a warning with what to do.
+  if (outcome.outcome === "refused") return notRun(layout, file, rel, pos, outcome);
   return completionResult(outcome, layout, parsed, file, rel, pos);
 }
 
@@ -306,7 +309,13 @@ export const COMPLETABLE_FIELDS: ReadonlySet<string> = new Set([
  * The config is checked as written, with findings on the fields the function can set made
  * warnings (see Reporter's `completable`), since the function may set them right.
  */
-function notRun(layout: ModelLayout, file: string, rel: string, pos: Pos): Completion {
+function notRun(
+  layout: ModelLayout,
+  file: string,
+  rel: string,
+  pos: Pos,
+  refused?: { why: string; hint?: string },
+): Completion {
   return {
     diagnostics: [
       {
@@ -316,8 +325,12 @@ function notRun(layout: ModelLayout, file: string, rel: string, pos: Pos): Compl
         column: pos.column,
         model: layout.name,
         code: "auto-complete-not-run" satisfies WarningCode,
-        message: `not checked: completing this config runs ${rel} (its auto_complete_config), and lint runs no model code unless asked, so the config is checked as written`,
-        hint: "Pass --run-model-code to have lint run it as Triton does (a subprocess of the managed environment with a time limit, and no network where the system allows), or trust the code first: `triton-dev up` runs it in Triton anyway.",
+        message: refused
+          ? `not checked: completing this config runs ${rel} (its auto_complete_config), and ${refused.why}, so the config is checked as written`
+          : `not checked: completing this config runs ${rel} (its auto_complete_config), and lint runs no model code unless asked, so the config is checked as written`,
+        hint:
+          refused?.hint ??
+          "Pass --run-model-code to have lint run it as Triton does (a subprocess of the managed environment with a time limit, walled in: no network, only its own folder and Python to read), or trust the code first: `triton-dev up` runs it in Triton anyway.",
       },
     ],
     notes: [],
@@ -345,6 +358,7 @@ function completionResult(
   });
   switch (outcome.outcome) {
     case "absent":
+    case "refused": // handled before
       return undefined;
     case "not-run":
       return {

@@ -4,25 +4,37 @@ import fs from "node:fs";
 import fsp from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { UserError } from "../errors.js";
 import { log } from "../log/logger.js";
 import { CONTAIN_LAUNCHER } from "./contain-launcher.js";
 
 const logger = log.child("repo");
 
 /**
- * How model code is contained here, best first:
- * - `namespaces`: `unshare` gives it network, PID and mount namespaces of its own (with a user
- *   namespace when not root): no network, every process it starts dies with it, and the
- *   filesystem is read-only outside a scratch folder, with $HOME and the temporary folders
- *   replaced by empty ones (the model's folder and the Python it runs on are put back, read-only);
- * - `network`: only a network namespace (`unshare -n`);
- * - `plain`: no namespace: the proxy variables point at a closed port, its files are as writable
- *   as the user's, and what it starts is found again by ancestry (the launcher is their
- *   subreaper on Linux), by cgroup where one can be made, and by an environment marker.
- * Limits apply in every mode: RLIMIT_AS per process, and the process count by cgroup (pids)
- * where one can be made, else RLIMIT_NPROC (which Linux does not enforce for root).
+ * How model code is contained:
+ * - `namespaces` (the only mode chosen on its own): `unshare` gives it network (loopback only),
+ *   PID and mount namespaces of its own (inside a user namespace when not root), and the launcher
+ *   pivots into a new root holding only the model's folder, its Python environments and the
+ *   interpreter's prefix (read-only), a private /tmp and /dev/shm, /proc and a /dev of four
+ *   devices. As root it runs as nobody (65534); every capability is dropped.
+ * - `plain`: no walls, for a user who trusts the repository and names it
+ *   (TRITON_DEV_MODEL_CODE_CONTAINMENT=plain): the limits, the environment allowlist and the
+ *   killing of what it started still apply; its files are as readable and writable as the user's.
+ * Where the namespaces cannot be had and plain was not asked for, contain() refuses with a
+ * ModelCodeIsolationError: model code is never run unwalled by default.
  */
-export type ContainmentMode = "namespaces" | "network" | "plain";
+export type ContainmentMode = "namespaces" | "plain";
+
+/** The machine cannot wall model code in (or the walled-in uid cannot read it): nothing ran. */
+export class ModelCodeIsolationError extends UserError {
+  override name = "ModelCodeIsolationError";
+  /** Why, as a clause: "it cannot be walled in here (...)". */
+  readonly reason: string;
+  constructor(reason: string, hint: string) {
+    super(`model code not run: ${reason}`, { hint });
+    this.reason = reason;
+  }
+}
 
 export interface ContainmentLimits {
   /** RLIMIT_AS of each process, and the memory cgroup's limit where there is one. */
@@ -56,8 +68,11 @@ export interface ContainRequest {
   launcherPython: string;
   /** The program and its arguments, argv[0] an absolute path. */
   argv: string[];
-  /** Folders the program needs to read (the model's, its interpreter's environment): kept visible, read-only. */
+  /** Folders the program needs to read (the model's, its interpreter's environment): all it sees, read-only. */
   keep: string[];
+  /** What the program must be able to read as the uid it runs as (the model's file): checked before it starts. */
+  readable?: string[];
+  /** The parent's environment: only the allowlist (environmentFor) passes. */
   env?: NodeJS.ProcessEnv;
   limits?: ContainmentLimits;
 }
@@ -66,6 +81,7 @@ export interface Contained {
   /** What to spawn. */
   command: string;
   args: string[];
+  /** The allowlisted environment: spawn with exactly this (runDriver adds only its own PYTHON* settings). */
   env: NodeJS.ProcessEnv;
   cwd: string;
   mode: ContainmentMode;
@@ -76,82 +92,154 @@ export interface Contained {
 const MARKER = "TRITON_DEV_CONTAINED";
 /** How the launcher starts what it says on stderr. */
 export const CONTAIN_PREFIX = "triton-dev-contain:";
-/** The launcher's exit status when the filesystem could not be walled in: nothing ran. */
+/** The launcher's exit status when the walls could not be built, or the program could not be read: nothing ran. */
 export const CANNOT_WALL_IN = 97;
+/** The uid model code runs as when triton-dev runs as root. */
+export const NOBODY_UID = 65534;
+/** $HOME and $TMPDIR inside the walls: the private /tmp is the scratch folder. */
+const WALLED_HOME = "/tmp/home";
+const WALLED_TMP = "/tmp";
+/** What model code finds on PATH inside the walls (its interpreter's bin folder comes first). */
+const SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/**
+ * The environment model code gets, and nothing else of the parent's: PATH (the interpreter's
+ * folder and the system's), the locale (LANG, LANGUAGE, LC_*), TZ, a HOME and TMPDIR in its
+ * scratch folder, and the marker that finds its processes again. A token, a socket path or a
+ * proxy in the parent's environment does not reach it.
+ */
+export function environmentFor(
+  parent: NodeJS.ProcessEnv,
+  o: { interpreter?: string; home: string; tmp: string; marker: string },
+): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(parent)) {
+    if (v === undefined || v.includes("\0")) continue;
+    if (k === "LANG" || k === "LANGUAGE" || k === "TZ" || /^LC_[A-Z]+$/.test(k)) env[k] = v;
+  }
+  const bin = o.interpreter ? path.dirname(o.interpreter) : undefined;
+  return {
+    ...env,
+    PATH: bin ? `${bin}:${SYSTEM_PATH}` : SYSTEM_PATH,
+    HOME: o.home,
+    TMPDIR: o.tmp,
+    [MARKER]: o.marker,
+    // Thread pools reserve address space per thread; model code that is only completing a config needs none.
+    OPENBLAS_NUM_THREADS: "1",
+    OMP_NUM_THREADS: "1",
+    MKL_NUM_THREADS: "1",
+  };
+}
 
 interface Probe {
   mode: ContainmentMode;
   why?: string;
+  /** The launcher's own lines, when it ran and could not wall in. */
+  said?: string[];
 }
 const probes = new Map<string, Promise<Probe>>();
-let warned = false;
 
-function unshareArgs(mode: ContainmentMode, uid: number): string[] {
+function unshareArgs(uid: number): string[] {
   const user = uid === 0 ? [] : ["--map-root-user"];
-  if (mode === "namespaces")
-    return ["--net", "--pid", "--fork", "--kill-child", "--mount", "--mount-proc", "--propagation", "private", ...user];
-  if (mode === "network") return ["--net", ...user];
-  return [];
+  return ["--net", "--pid", "--fork", "--kill-child", "--mount", "--mount-proc", "--propagation", "private", ...user];
 }
 
 function currentUid(): number {
   return typeof process.getuid === "function" ? process.getuid() : -1;
 }
 
+/** `unshare`, found on the parent's PATH: model code's own PATH is the allowlist's. */
+function unshareCommand(env: NodeJS.ProcessEnv): string {
+  for (const dir of (env.PATH ?? "/usr/bin:/bin").split(":")) {
+    if (!path.isAbsolute(dir)) continue;
+    const p = path.join(dir, "unshare");
+    try {
+      fs.accessSync(p, fs.constants.X_OK);
+      return p;
+    } catch {
+      // not there
+    }
+  }
+  return "unshare";
+}
+
 /**
- * The best mode that works here, tried once per launcher Python by running the launcher itself
- * with walls (a kernel without user namespaces, a container without CAP_SYS_ADMIN, or seccomp
- * refuses at one step or another). TRITON_DEV_MODEL_CODE_CONTAINMENT names a mode instead.
+ * Whether model code can be walled in here, tried once per launcher Python by running the
+ * launcher itself in its namespaces (a kernel without user namespaces, a container without
+ * CAP_SYS_ADMIN, seccomp or AppArmor refuses at one step or another).
+ * TRITON_DEV_MODEL_CODE_CONTAINMENT=plain runs it without walls instead.
  */
 export function containmentMode(launcherPython: string, env: NodeJS.ProcessEnv = process.env): Promise<Probe> {
-  const forced = env.TRITON_DEV_MODEL_CODE_CONTAINMENT;
-  if (forced === "namespaces" || forced === "network" || forced === "plain")
-    return Promise.resolve({ mode: forced, why: "TRITON_DEV_MODEL_CODE_CONTAINMENT" });
+  if (env.TRITON_DEV_MODEL_CODE_CONTAINMENT === "plain")
+    return Promise.resolve({ mode: "plain", why: "TRITON_DEV_MODEL_CODE_CONTAINMENT=plain" });
   const key = launcherPython;
   let p = probes.get(key);
   if (!p) {
-    p = probe(launcherPython);
+    p = probe(launcherPython, env);
     probes.set(key, p);
   }
   return p;
 }
 
-async function probe(python: string): Promise<Probe> {
-  if (process.platform !== "linux") return { mode: "plain", why: `${process.platform} has no namespaces` };
-  const reasons: string[] = [];
-  for (const mode of ["namespaces", "network"] as const) {
-    const scratch = await fsp.mkdtemp(path.join(os.tmpdir(), "triton-dev-probe-"));
-    try {
-      const settings = launcherSettings(mode, { keep: [], scratch, limits: DEFAULT_LIMITS, cgroups: [] });
-      const args = [...unshareArgs(mode, currentUid()), python, "-I", "-S", "-c", CONTAIN_LAUNCHER, settings];
-      const r = await new Promise<{ ok: boolean; out: string }>((resolve) =>
-        execFile("unshare", [...args, python, "-I", "-S", "-c", "pass"], { timeout: 20_000 }, (err, _o, e) =>
-          resolve({ ok: !err, out: String(e).trim() }),
-        ),
-      );
-      if (r.ok && !r.out) return { mode };
-      reasons.push(`${mode}: ${r.out.split("\n").slice(-1)[0] || "unshare failed"}`);
-    } finally {
-      await fsp.rm(scratch, { recursive: true, force: true });
+async function probe(python: string, env: NodeJS.ProcessEnv): Promise<Probe> {
+  if (process.platform !== "linux")
+    return { mode: "plain", why: `${process.platform} has no namespaces to wall model code in` };
+  const root = await fsp.mkdtemp(path.join(os.tmpdir(), "triton-dev-probe-"));
+  try {
+    const uid = currentUid();
+    const settings = launcherSettings({ keep: [], readable: [], root, limits: DEFAULT_LIMITS, cgroups: [] });
+    const args = [...unshareArgs(uid), python, "-I", "-S", "-c", CONTAIN_LAUNCHER, settings];
+    const childEnv = environmentFor(env, { home: WALLED_HOME, tmp: WALLED_TMP, marker: "probe" });
+    const r = await new Promise<{ ok: boolean; out: string }>((resolve) =>
+      execFile(
+        unshareCommand(env),
+        [...args, python, "-I", "-S", "-c", "pass"],
+        { timeout: 20_000, env: childEnv, cwd: root },
+        (err, _o, e) => resolve({ ok: !err, out: String(e).trim() }),
+      ),
+    );
+    if (r.ok && !r.out) return { mode: "namespaces" };
+    const lines = r.out.split("\n").filter(Boolean);
+    const said = lines.filter((l) => l.startsWith(CONTAIN_PREFIX)).map((l) => l.slice(CONTAIN_PREFIX.length).trim());
+    if (r.ok) {
+      // It ran; what the launcher could not do (a mount left writable) is said where model code runs.
+      return { mode: "namespaces" };
     }
+    return { mode: "plain", why: said.join("; ") || lines.slice(-1)[0] || "unshare failed", said };
+  } finally {
+    await fsp.rm(root, { recursive: true, force: true }).catch(() => {});
   }
-  return { mode: "plain", why: reasons.join("; ") };
 }
 
-function launcherSettings(
-  mode: ContainmentMode,
-  o: { keep: string[]; scratch: string; limits: ContainmentLimits; cgroups: string[]; nprocBase?: number },
-): string {
-  const home = [os.homedir(), safeUserHome()].filter((h): h is string => !!h);
+function launcherSettings(o: {
+  keep: string[];
+  readable: string[];
+  /** The folder the new root is mounted on (walls), or the scratch folder itself (plain). */
+  root: string;
+  limits: ContainmentLimits;
+  cgroups: string[];
+  nprocBase?: number;
+  walls?: boolean;
+}): string {
+  const walls = o.walls ?? true;
+  const uid = currentUid();
+  let name = "user";
+  try {
+    name = os.userInfo().username;
+  } catch {
+    // a uid without a passwd entry (a container's): the default name is as good
+  }
   return JSON.stringify({
-    walls: mode === "namespaces",
-    scratch: ["/tmp", "/var/tmp", "/dev/shm", os.tmpdir(), o.scratch],
-    hide: [...new Set(home)],
+    walls,
+    root: o.root,
+    home: WALLED_HOME,
     keep: o.keep,
+    readable: o.readable,
     scratch_bytes: o.limits.scratchBytes,
-    cwd: o.scratch,
+    cwd: walls ? WALLED_HOME : o.root,
     cgroups: o.cgroups,
-    env: {},
+    userns: uid !== 0,
+    user: { uid, gid: typeof process.getgid === "function" ? process.getgid() : 0, name },
     limits: {
       RLIMIT_AS: o.limits.memoryBytes,
       RLIMIT_NPROC: (o.nprocBase ?? 0) + o.limits.processes,
@@ -160,12 +248,32 @@ function launcherSettings(
   });
 }
 
-function safeUserHome(): string | undefined {
-  try {
-    return os.userInfo().homedir;
-  } catch {
-    return undefined;
-  }
+/** Why the walls could not be had, as a user-fixable error saying what to do. */
+function isolationError(p: Probe): ModelCodeIsolationError {
+  const unreadable = p.said?.find((l) => l.startsWith("unreadable: "))?.slice("unreadable: ".length);
+  if (unreadable) return unreadableError(unreadable);
+  const plainHint =
+    "or, only if you trust this repository's code, set TRITON_DEV_MODEL_CODE_CONTAINMENT=plain to run it without walls";
+  const hint =
+    process.platform !== "linux"
+      ? `triton-dev walls model code in with Linux namespaces; run it on Linux (or in a Linux container or VM), ${plainHint}.`
+      : currentUid() === 0
+        ? `Root needs mount, PID and network namespaces (a container needs CAP_SYS_ADMIN, or --privileged), ${plainHint}.`
+        : `Allow unprivileged user namespaces (\`sysctl user.max_user_namespaces=15000\`, \`sysctl kernel.unprivileged_userns_clone=1\` on Debian before 11, and on Ubuntu 23.10 or later \`sysctl kernel.apparmor_restrict_unprivileged_userns=0\` or an AppArmor profile that allows them), run triton-dev as root, ${plainHint}.`;
+  return new ModelCodeIsolationError(`it cannot be walled in here (${p.why ?? "unknown"})`, hint);
+}
+
+function unreadableError(p: string): ModelCodeIsolationError {
+  const uid = currentUid();
+  if (uid !== 0)
+    return new ModelCodeIsolationError(
+      `${p} is not readable by uid ${uid}, which model code runs as`,
+      `Make it readable to you (\`chmod -R u+rX ${p}\`).`,
+    );
+  return new ModelCodeIsolationError(
+    `${p} is not readable by uid ${NOBODY_UID} (nobody), which model code runs as when triton-dev runs as root`,
+    `Make the model's folder and its Python environment readable by others (\`chmod -R o+rX ${p}\`), or run triton-dev as a normal user.`,
+  );
 }
 
 /** The tasks this uid runs now: RLIMIT_NPROC counts them all, so the model's allowance comes on top. */
@@ -290,48 +398,45 @@ function killMarked(id: string): number {
 
 /**
  * The command that runs `argv` contained (see ContainmentMode), with its scratch folder made and
- * its cgroups set up; `cleanup()` after it ended kills what is left and removes them.
+ * its cgroups set up; `cleanup()` after it ended kills what is left and removes them. Throws
+ * ModelCodeIsolationError where it cannot be walled in (and plain was not asked for).
  */
 export async function contain(req: ContainRequest): Promise<Contained> {
   const env = req.env ?? process.env;
   const limits = req.limits ?? limitsFrom(env);
-  const { mode, why } = await containmentMode(req.launcherPython, env);
-  if (why) logger.debug("model code containment", { mode, why });
-  if (mode !== "namespaces" && why && !warned && !env.TRITON_DEV_MODEL_CODE_CONTAINMENT) {
-    warned = true;
-    logger.warn(
-      `model code runs without ${mode === "network" ? "PID and mount" : "any"} namespaces here (${why}): what it writes is not contained; see the README's "How model code is contained"`,
-    );
-  }
+  const probed = await containmentMode(req.launcherPython, env);
+  if (probed.mode !== "namespaces" && env.TRITON_DEV_MODEL_CODE_CONTAINMENT !== "plain") throw isolationError(probed);
+  const { mode } = probed;
   const id = randomBytes(8).toString("hex");
   const scratch = await fsp.mkdtemp(path.join(os.tmpdir(), "triton-dev-model-code-"));
   const cgroups = makeCgroups(limits);
   const uid = currentUid();
-  // In its own user namespace the count starts afresh; elsewhere RLIMIT_NPROC counts all the user's processes.
-  const nprocBase = uid > 0 && mode !== "namespaces" ? processesOfUser(uid) : 0;
-  const settings = launcherSettings(mode, {
+  const walls = mode === "namespaces";
+  // RLIMIT_NPROC counts every process of the uid it runs as: nobody's elsewhere on the machine
+  // (root's walled runs), or all the user's (plain); in a user namespace of its own the count
+  // starts afresh.
+  const nprocBase = walls ? (uid === 0 ? processesOfUser(NOBODY_UID) : 0) : uid > 0 ? processesOfUser(uid) : 0;
+  const settings = launcherSettings({
     keep: req.keep,
-    scratch,
+    readable: req.readable ?? [],
+    root: scratch,
     limits,
     cgroups: cgroups.map((c) => path.join(c, "cgroup.procs")),
     nprocBase,
+    walls,
   });
   const launcher = [req.launcherPython, "-I", "-S", "-c", CONTAIN_LAUNCHER, settings, ...req.argv];
-  const [command, ...args] = mode === "plain" ? launcher : ["unshare", ...unshareArgs(mode, uid), ...launcher];
+  const [command, ...args] = walls ? [unshareCommand(env), ...unshareArgs(uid), ...launcher] : launcher;
   let cleaned: Promise<void> | undefined;
   return {
     command: command!,
     args,
-    env: {
-      ...env,
-      HOME: scratch,
-      TMPDIR: scratch,
-      [MARKER]: id,
-      // Thread pools reserve address space per thread; model code that is only completing a config needs none.
-      OPENBLAS_NUM_THREADS: "1",
-      OMP_NUM_THREADS: "1",
-      MKL_NUM_THREADS: "1",
-    },
+    env: environmentFor(env, {
+      interpreter: req.argv[0],
+      home: walls ? WALLED_HOME : scratch,
+      tmp: walls ? WALLED_TMP : scratch,
+      marker: id,
+    }),
     cwd: scratch,
     mode,
     cleanup() {
@@ -344,4 +449,10 @@ export async function contain(req: ContainRequest): Promise<Contained> {
       return cleaned;
     },
   };
+}
+
+/** The launcher's lines (without its prefix) as the error they amount to, when it could not start the program. */
+export function launcherRefusal(said: string[]): ModelCodeIsolationError {
+  const unreadable = said.find((l) => l.startsWith("unreadable: "))?.slice("unreadable: ".length);
+  return unreadable ? unreadableError(unreadable) : isolationError({ mode: "plain", why: said.join("; "), said });
 }

@@ -110,7 +110,36 @@ export function parseModelConfig(text: string, file: string, options: ParseOptio
   try {
     tree = parseTree(text);
   } catch (err) {
-    if (err instanceof TextSyntaxError) return { diagnostics: [diag(err.pos, err.message, err.hint, "config-syntax")] };
+    if (err instanceof TextSyntaxError) {
+      // A template's `${name}` is where the parser stops: said as the template it is, with the tool that fills it.
+      const template = templatePlaceholders(text);
+      if (template.length && template.some((p) => !p.quoted)) {
+        const names = [...new Set(template.map((p) => p.name))];
+        const first = template.find((p) => !p.quoted)!;
+        const shown = names
+          .slice(0, 6)
+          .map((n) => `${n}:<value>`)
+          .join(",");
+        return {
+          diagnostics: [
+            diag(
+              first.pos,
+              `config.pbtxt is a template: '\${${first.name}}' and ${
+                names.length > 1
+                  ? `${names.length - 1} more placeholder(s) (${names
+                      .filter((n) => n !== first.name)
+                      .slice(0, 8)
+                      .join(", ")}${names.length > 9 ? ", ..." : ""})`
+                  : "no other placeholder"
+              } are to be filled before Triton can read it`,
+              `Fill it: tensorrtllm_backend's tools/fill_template.py replaces each \${name} in place (python3 tools/fill_template.py -i ${file.split(/[\\/]/).slice(-2).join("/")} ${shown}${names.length > 6 ? ",..." : ""}), or write each value by hand.`,
+              "config-template",
+            ),
+          ],
+        };
+      }
+      return { diagnostics: [diag(err.pos, err.message, err.hint, "config-syntax")] };
+    }
     throw err;
   }
 
@@ -637,4 +666,38 @@ function explainLibraryError(text: string, tree: ParseTreeResult, raw: string): 
       Infinity,
     )}.`;
   return { pos, message: valueMessage, ...(hint ? { hint } : {}), code: "config-schema" };
+}
+
+/**
+ * The `${name}` placeholders of a config template (tensorrtllm_backend ships its configs so, for
+ * tools/fill_template.py), with whether each sits in a quoted string (valid text there, though
+ * still unfilled). Comments are skipped.
+ */
+export function templatePlaceholders(text: string): Array<{ name: string; pos: Pos; quoted: boolean }> {
+  const out: Array<{ name: string; pos: Pos; quoted: boolean }> = [];
+  const lines = text.split("\n");
+  let offset = 0;
+  lines.forEach((line, i) => {
+    const lineStart = offset;
+    offset += line.length + 1;
+    let quote: string | undefined;
+    for (let j = 0; j < line.length; j++) {
+      const ch = line[j]!;
+      if (quote) {
+        if (ch === "\\") j++;
+        else if (ch === quote) quote = undefined;
+      } else if (ch === '"' || ch === "'") quote = ch;
+      else if (ch === "#") break;
+      if (ch === "$" && line[j + 1] === "{") {
+        const m = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}/.exec(line.slice(j));
+        if (m)
+          out.push({
+            name: m[1]!,
+            pos: { line: i + 1, column: j + 1, offset: lineStart + j },
+            quoted: quote !== undefined,
+          });
+      }
+    }
+  });
+  return out;
 }

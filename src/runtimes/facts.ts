@@ -60,8 +60,16 @@ export interface RuntimeFacts {
   backends: readonly string[];
   /** The Triton release it always runs; undefined when the image decides. */
   tritonVersion?: string;
-  /** What a user reads when a model's backend is not there, and what to do about it. */
-  missingBackend: (backend: string) => { message: string; hint: string };
+  /**
+   * What a user reads when a model's backend is not there (in `image`, where the image decides),
+   * where it runs instead (docker/facts.ts BACKEND_HOMES), and how to start it there.
+   */
+  missingBackend: (backend: string, image?: string) => { message: string; hint: string };
+  /**
+   * Its backends are the image's (`--image`): `backends` are the default image's, and an NGC
+   * flavour's are known (docker/facts.ts IMAGE_FLAVOURS); another image's are not.
+   */
+  imageDecides?: true;
   /**
    * The libraries each backend's folder holds, where the runtime fixes them (a model's `runtime`
    * field must name one of its backend's); absent where the image decides.

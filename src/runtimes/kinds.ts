@@ -5,7 +5,7 @@
  * needs it. Statically it imports only the facts files, which import nothing, so any room may use it.
  */
 import { clusterFacts } from "./cluster/facts.js";
-import { dockerFacts } from "./docker/facts.js";
+import { backendsOfImage, dockerFacts } from "./docker/facts.js";
 import { kindFacts } from "./kind/facts.js";
 import { localFacts } from "./local/facts.js";
 import type { FlagSpec, RuntimeFacts, RuntimeFlags } from "./facts.js";
@@ -13,7 +13,9 @@ import type { FlagSpec, RuntimeFacts, RuntimeFlags } from "./facts.js";
 export type { RuntimeFacts, RuntimeFlags } from "./facts.js";
 export { RUNTIME_FLAG_NAMES, adaptedServing } from "./facts.js";
 export type { AdaptedBackend } from "./facts.js";
-export { DEFAULT_IMAGE } from "./docker/facts.js";
+export { DEFAULT_IMAGE, BACKEND_HOMES, backendHome, backendsOfImage, imageOfFlavour } from "./docker/facts.js";
+export type { BackendHome, ImageFlavour } from "./docker/facts.js";
+export { LOCAL_ADAPTER_BACKENDS } from "./local/facts.js";
 export { DEFAULT_CLUSTER } from "./kind/facts.js";
 
 /** A runtime of this build: its facts, and its driver, imported only when called. */
@@ -66,4 +68,15 @@ export function runtimeFlagOptions(): Array<FlagSpec & { key: keyof RuntimeFlags
       out.push({ key, usage: spec.usage, help: `${who}: ${spec.help}` });
     }
   return out;
+}
+
+/**
+ * The backends a runtime's server has: its facts', or where the image decides, those of the image
+ * it runs (`--image`; an NGC flavour's are known). Undefined: an image we know nothing of, whose
+ * backends only its Triton can tell.
+ */
+export function serverBackends(runtime: RuntimeKind, image?: string): readonly string[] | undefined {
+  const f = RUNTIME_FACTS[runtime];
+  if (!f.imageDecides || image === undefined) return f.backends;
+  return backendsOfImage(image);
 }

@@ -15,7 +15,15 @@ export type SessionEvent =
   | EditEvent
   | { type: "starting"; runtime: RuntimeKind; pid: number | undefined; logFile: string }
   /** `attached`: a dashboard opened on a running server, where elapsedMs is its uptime, not its start. */
-  | { type: "ready"; endpoints: Endpoints; models: RepositoryIndexEntry[]; elapsedMs: number; attached?: boolean }
+  | {
+      type: "ready";
+      endpoints: Endpoints;
+      models: RepositoryIndexEntry[];
+      elapsedMs: number;
+      attached?: boolean;
+      /** Models of the repository `up` did not stage (refused, skipped), counted in the ready line. */
+      notServed?: Array<{ model: string; why: "refused" | "skipped"; reason: string }>;
+    }
   | { type: "server-exited"; code: number | null; signal: string | null; lastLines: string[] }
   /** Setup, image pulls, containers, a runtime's start steps, hints: what the runtime's driver reports. */
   | RuntimeEvent

@@ -8,7 +8,7 @@ import { requirementsOf } from "../envs/model-environments.js";
 import { EventBus } from "../events/bus.js";
 import { log as rootLog } from "../log/logger.js";
 import { refusalSummary, type Diagnostic } from "../repo/diagnostics.js";
-import { lintRepository, type LintOptions, type LintResult } from "../repo/lint.js";
+import { lintRepository, type LintedModel, type LintOptions, type LintResult } from "../repo/lint.js";
 import { sharedConfigCompleter } from "../repo/auto-complete-run.js";
 import { autoCompleteNeeds } from "../repo/auto-complete.js";
 import { listModelDirs, requireModelRepository } from "../repo/layout.js";
@@ -95,9 +95,16 @@ function ownerAlive(s: RunState): boolean {
  * `autoComplete` is the server's setting once it is known (the run's record); before Triton
  * starts, `up` lints with auto-complete assumed on and turns it off only where no model needs it.
  */
-export function lintOptionsFor(runtime: RuntimeKind, gpus: number | undefined, autoComplete?: boolean): LintOptions {
+export function lintOptionsFor(
+  runtime: RuntimeKind,
+  gpus: number | undefined,
+  autoComplete?: boolean,
+  /** The image the run's Triton runs (`--image`), where the image decides its backends. */
+  image?: string,
+): LintOptions {
   return {
     runtime,
+    ...(image ? { image } : {}),
     gpuAvailable: gpus === undefined ? true : gpus > 0,
     // One severity with `lint`: a config asking for a GPU is no mistake, it is for another
     // machine. `up` skips the model with the reason; the watcher does not stage its edits.
@@ -203,14 +210,30 @@ async function lintAndStage(
   bus: EventBus<SessionEvent>,
   /** Called once the models are staged: from then on a stop releases what the start created. */
   onStaged: () => void,
+  image?: string,
 ): Promise<StagedRepository> {
-  const lintOptions = lintOptionsFor(runtime, plan.gpus);
+  const lintOptions = lintOptionsFor(runtime, plan.gpus, undefined, image);
   const lint = await lintRepository(modelsDir, lintOptions);
   const refused = new Set<string>();
   const skipped = new Set<string>();
   const notServed: StagedRepository["notServed"] = [];
   for (const m of lint.models) {
     const errors = m.diagnostics.filter((d) => d.severity === "error");
+    // A backend this runtime lacks (its warning names where the model runs): skipped with that,
+    // never staged for Triton to fail with "unable to find backend library".
+    const elsewhere = m.diagnostics.filter((d) => d.code === "backend-unavailable");
+    if (elsewhere.length && !errors.length) {
+      skipped.add(m.name);
+      const reason = elsewhere[0]!.message;
+      bus.emit({
+        type: "skipped",
+        model: m.name,
+        reason: `${reason}. ${elsewhere[0]!.hint ?? ""}`.trim(),
+        diagnostics: [],
+      });
+      notServed.push({ model: m.name, why: "skipped", reason });
+      continue;
+    }
     const gpu = m.diagnostics.filter((d) => d.code === "gpu-unavailable");
     if (gpu.length && !errors.length) {
       skipped.add(m.name);
@@ -225,6 +248,7 @@ async function lintAndStage(
     if (m.diagnostics.length)
       bus.emit({ type: "lint", model: m.name, diagnostics: m.diagnostics, staged: errors.length === 0 });
   }
+  holdOutEnsembles(lint.models, refused, skipped, notServed, bus);
   // Lint assumed auto-complete on; the run turns it off below only where no model needs it, and
   // a model the adapter serves is one that does (repo/auto-complete.ts).
   let autoComplete = true;
@@ -434,7 +458,15 @@ async function startLocked(
     emit: (e: SessionEvent) => bus.emit(e),
   });
   const folder = await runFolder(paths, plan);
-  const staged = await lintAndStage(runtime, plan, modelsDir, folder, bus, () => lifecycle.markServerMayRun());
+  const staged = await lintAndStage(
+    runtime,
+    plan,
+    modelsDir,
+    folder,
+    bus,
+    () => lifecycle.markServerMayRun(),
+    o.runtimeFlags?.image,
+  );
   const forget = () => (plan.reuse ? Promise.resolve() : fsp.rm(folder.runDir, { recursive: true, force: true }));
   if (staged.staging.names().length === 0) {
     await forget();
@@ -462,7 +494,13 @@ async function startLocked(
     await writeRunState(paths, state);
     const models = await readyModels(state, handle, staged, o, bus, startedAt, loads.describe, lifecycle.signal);
     loads.stop();
-    bus.emit({ type: "ready", endpoints: handle.endpoints, models, elapsedMs: Date.now() - startedAt });
+    bus.emit({
+      type: "ready",
+      endpoints: handle.endpoints,
+      models,
+      elapsedMs: Date.now() - startedAt,
+      ...(staged.notServed.length ? { notServed: staged.notServed } : {}),
+    });
     lifecycle.ready(stopServer);
     return runningSession(state, handle, staged, models, lifecycle);
   } catch (err) {
@@ -570,6 +608,7 @@ function runRecord(r: {
     ...(r.delivered.tritonSees ? { tritonSees: r.delivered.tritonSees } : {}),
     ...(plan.environments ? { buildsEnvironments: true as const } : {}),
     ...(plan.gpus !== undefined ? { gpus: plan.gpus } : {}),
+    ...(o.runtimeFlags?.image ? { image: o.runtimeFlags.image } : {}),
     ...(staged.autoCompleteOff ? { autoCompleteConfig: false } : {}),
     ...(started.record !== undefined ? { runtimeRecord: started.record } : {}),
   };
@@ -635,6 +674,53 @@ async function readyModels(
       names.filter((n) => !index.some((m) => m.name === n && m.state === "READY")),
     ),
   });
+}
+
+/**
+ * An ensemble runs only when every step it names is loaded: one whose step is refused or skipped
+ * is not staged either (Triton would only say "contains models that are not available" and keep
+ * it out), and it says which step keeps it out. It follows its steps through ensembles of
+ * ensembles, and loads once the step's fix is saved (the reload controller stages it then).
+ */
+function holdOutEnsembles(
+  models: readonly LintedModel[],
+  refused: Set<string>,
+  skipped: Set<string>,
+  notServed: StagedRepository["notServed"],
+  bus: EventBus<SessionEvent>,
+): void {
+  const out = (n: string) => refused.has(n) || skipped.has(n);
+  for (let changed = true; changed;) {
+    changed = false;
+    for (const m of models) {
+      if (out(m.name)) continue;
+      const steps = (m.config?.ensemble_scheduling?.step ?? []).map((st) => st.model_name ?? "");
+      const missing = [...new Set(steps.filter((st) => out(st)))];
+      if (!missing.length) continue;
+      const why = missing.every((st) => skipped.has(st)) ? "skipped" : "refused";
+      const each = missing.map((st) => `${st} (${skipped.has(st) ? "skipped" : "refused"})`).join(", ");
+      const reason = `it runs ${each}, which ${missing.length > 1 ? "are" : "is"} not served; it loads once ${missing.length > 1 ? "they load" : "that loads"}`;
+      (why === "skipped" ? skipped : refused).add(m.name);
+      notServed.push({ model: m.name, why, reason });
+      if (why === "skipped") bus.emit({ type: "skipped", model: m.name, reason, diagnostics: [] });
+      else bus.emit({ type: "lint", model: m.name, diagnostics: [heldOut(m, reason)], staged: false });
+      changed = true;
+    }
+  }
+}
+
+/** The finding an ensemble held out by its steps shows, on its config. */
+function heldOut(m: LintedModel, reason: string): Diagnostic {
+  return {
+    severity: "error",
+    file: path.join(m.dir, "config.pbtxt"),
+    line: 1,
+    column: 1,
+    model: m.name,
+    code: "ensemble-step-not-served",
+    message: `ensemble '${m.name}' is not loaded: ${reason}`,
+    hint: "Fix the step model (its own findings are above); saving that fix loads it and then this ensemble.",
+  };
 }
 
 /**

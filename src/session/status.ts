@@ -2,14 +2,15 @@ import type { Paths } from "../config/paths.js";
 import { editsFile, type RunState } from "../state/run-state.js";
 import type { RepositoryIndexEntry, TritonHttpClient } from "../triton/http-client.js";
 import fsp from "node:fs/promises";
+import path from "node:path";
 import { refusalSummary } from "../repo/diagnostics.js";
 import type { EditSummary } from "../reload/events.js";
-import { explainIndex, tritonLogLines } from "../reload/load-reasons.js";
+import { explainIndex, stepsNotAvailable, tritonLogLines } from "../reload/load-reasons.js";
 import { servedAs, servedModels } from "../reload/stage.js";
 import { urlHost } from "../net/url.js";
 import { userPathsOf } from "../state/staged-paths.js";
 import { clientForRun } from "../triton/http-client.js";
-import { READY_MEANS, runReadiness, type RunReadiness } from "../triton/run-readiness.js";
+import { countModels, READY_MEANS, runReadiness, type ModelCount, type RunReadiness } from "../triton/run-readiness.js";
 import { currentRun, watcherOf, type Watcher } from "./current-run.js";
 import { RUNTIMES, type Runtimes } from "../runtimes/registry.js";
 
@@ -32,6 +33,8 @@ export interface StatusReadiness extends RunReadiness {
   means: string;
   /** Models of the repository triton-dev does not serve (refused, skipped, failed): not counted. */
   notServed: string[];
+  /** Every model of the repository: which are READY, which are not and why (the line status prints). */
+  count: ModelCount;
 }
 
 export interface StatusReport {
@@ -128,6 +131,11 @@ export async function collectStatus(
         staged: served,
         logLines: await tritonLogLines(s.logFile),
         userPaths: userPathsOf(s),
+        // An ensemble names the step that keeps it out (one withdrawn, refused or failing).
+        fallback: stepsNotAvailable(
+          (model) => fsp.readFile(path.join(s.repository, model, "config.pbtxt"), "utf8").catch(() => undefined),
+          (step) => !served.includes(step) || !index.some((m) => m.name === step && m.state === "READY"),
+        ),
       })
     ).map((e) => ({
       name: e.name,
@@ -147,6 +155,20 @@ export async function collectStatus(
         { name: e.model, state: "UNAVAILABLE", ...(e.reason ? { reason: e.reason } : {}), served: false },
       ];
     }
+    // A model not served whose last save was refused (withdrawn after a failed load, or refused
+    // at `up`, then saved with errors) stays listed with the refusal until a good save loads it.
+    for (const e of edits) {
+      if (e.outcome !== "refused" || served.includes(e.model) || models.some((x) => x.name === e.model)) continue;
+      // One `up` did not stage keeps the kind `up` gave it (below).
+      if ((s.notServed ?? []).some((n) => n.model === e.model)) continue;
+      models.push({
+        name: e.model,
+        // No error refused it: a backend or GPU this server lacks, as `up` skips such a model.
+        state: (e.diagnostics ?? []).some((d) => d.severity === "error") ? "REFUSED" : "SKIPPED",
+        reason: refusedWhy(e, s.modelsDir) ?? e.reason ?? "lint refused it",
+        served: false,
+      });
+    }
     // Models `up` did not stage, until an edit of theirs says more.
     for (const n of s.notServed ?? []) {
       if (models.some((m) => m.name === n.model) || edits.some((e) => e.model === n.model && e.outcome !== "refused"))
@@ -155,7 +177,7 @@ export async function collectStatus(
       models.push({
         name: n.model,
         state: n.why === "skipped" ? "SKIPPED" : "REFUSED",
-        reason: edit?.diagnostics?.length ? refusalSummary(edit.diagnostics, s.modelsDir) : n.reason,
+        reason: (n.why === "refused" && edit ? refusedWhy(edit, s.modelsDir) : undefined) ?? n.reason,
         served: false,
       });
     }
@@ -176,7 +198,7 @@ export async function collectStatus(
     return {
       ...base,
       serverReady: readiness.ready,
-      readiness: { ...readiness, means: READY_MEANS, notServed },
+      readiness: { ...readiness, means: READY_MEANS, notServed, count: countModels(models.filter((m) => !m.foreign)) },
       models,
       ...(foreign.length ? { foreignModels: foreign } : {}),
       ...(edits.length ? { edits } : {}),
@@ -217,6 +239,16 @@ function foreignModels(
   const known = (n: string) =>
     served.includes(n) || edits.some((e) => e.model === n) || (s.notServed ?? []).some((x) => x.model === n);
   return [...new Set(models.filter((m) => m.state === "READY" && !known(m.name)).map((m) => m.name))].sort();
+}
+
+/**
+ * Why an edit was refused: lint's errors, or, for a model no error refuses (a backend this runtime
+ * lacks, a GPU it does not have), the finding that says where it runs.
+ */
+function refusedWhy(e: EditSummary, modelsDir: string): string | undefined {
+  const ds = e.diagnostics ?? [];
+  if (ds.some((d) => d.severity === "error")) return refusalSummary(ds, modelsDir);
+  return ds[0]?.message;
 }
 
 async function readEdits(s: RunState): Promise<EditSummary[]> {

@@ -76,7 +76,12 @@ export async function runSupervisor(
   // process's part (the watcher, the runtime's supervision), never the server.
   const lifecycle = new RunLifecycle(bus, "ready");
   lifecycle.attached(() => supervision.stop());
-  const lintOptions = lintOptionsFor(state.runtime, await gpusOf(state), state.autoCompleteConfig !== false);
+  const lintOptions = lintOptionsFor(
+    state.runtime,
+    await gpusOf(state),
+    state.autoCompleteConfig !== false,
+    state.image,
+  );
   const index = await clientForRun(state)
     .repositoryIndex()
     .catch(() => []);

@@ -33,6 +33,8 @@ export const runStateSchema = z.object({
   notServed: z
     .array(z.object({ model: z.string(), why: z.enum(["refused", "skipped"]), reason: z.string() }))
     .optional(),
+  /** The image `--image` named (docker, kind, cluster): which backends the run's Triton has. */
+  image: z.string().optional(),
   startedAt: z.string(),
   modelsDir: z.string(),
   runDir: z.string(),

@@ -22,6 +22,7 @@ import fsp from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { execa } from "execa";
+import { requireTrustedHome } from "../config/home-trust.js";
 import { UserError } from "../errors.js";
 
 /** What tritonserver's command line carries instead of the key. */
@@ -131,8 +132,11 @@ export async function ensureKeyShim(home: string, o: KeyShimOptions = {}): Promi
   const version = createHash("sha256").update(KEY_SHIM_SOURCE).digest("hex").slice(0, 12);
   const dir = path.join(home, "lib", `key-${version}-${arch}`);
   const lib = path.join(dir, KEY_SHIM_LIBRARY);
+  // Triton preloads this library: never one from a home another user can change.
+  requireTrustedHome(home);
   if (fs.existsSync(lib)) return lib;
   await fsp.mkdir(dir, { recursive: true });
+  requireTrustedHome(home);
   const tmp = path.join(dir, `.build-${process.pid}-${randomBytes(3).toString("hex")}`);
   await fsp.mkdir(tmp);
   try {

@@ -14,6 +14,42 @@ const MODEL_FILE = (repo: string) =>
   new RegExp(`${repo.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}([^/\\s]+)/\\d+/[^\\s(]+\\.py\\(\\d+\\)`);
 
 /**
+ * Modules whose package on PyPI has another name: the package to list for `import <module>`. The
+ * common ones a model imports; any other is taken as its own package's name.
+ */
+export const MODULE_PACKAGES: Readonly<Record<string, string>> = {
+  cv2: "opencv-python-headless",
+  PIL: "pillow",
+  sklearn: "scikit-learn",
+  skimage: "scikit-image",
+  yaml: "pyyaml",
+  bs4: "beautifulsoup4",
+  dateutil: "python-dateutil",
+  dotenv: "python-dotenv",
+  jwt: "PyJWT",
+  google: "protobuf",
+  Crypto: "pycryptodome",
+  fitz: "PyMuPDF",
+  docx: "python-docx",
+  magic: "python-magic",
+  attr: "attrs",
+  faiss: "faiss-cpu",
+  sentencepiece: "sentencepiece",
+  tflite_runtime: "tflite-runtime",
+  multipart: "python-multipart",
+  serial: "pyserial",
+  OpenSSL: "pyOpenSSL",
+  Levenshtein: "python-Levenshtein",
+};
+
+/** What to list in requirements.txt for a missing module: its package, said apart when the name differs. */
+export function packageFor(module: string): { package: string; differs: boolean } {
+  const top = module.split(".")[0]!;
+  const pkg = MODULE_PACKAGES[top];
+  return pkg && pkg !== top ? { package: pkg, differs: true } : { package: top, differs: false };
+}
+
+/**
  * The message without Python's importer frames and, for a module the model's environment lacks,
  * where to list it: the model's requirements.txt, from which triton-dev builds its environment
  * (`buildsEnvironments: false`, the docker and kind runtimes: the image's own Python).
@@ -26,11 +62,13 @@ export function readablePythonError(text: string, userRepo: string, o: { buildsE
     const repo = userRepo.endsWith(path.sep) ? userRepo : userRepo + path.sep;
     const model = MODEL_FILE(repo).exec(out)?.[1];
     const top = missing[1]!.split(".")[0]!;
+    const pkg = packageFor(top);
     const where = model !== undefined ? path.join(repo, model, "requirements.txt") : "the model's requirements.txt";
+    const named = pkg.differs ? `${pkg.package} (the package that provides '${top}')` : pkg.package;
     out +=
       o.buildsEnvironments === false
-        ? ` (this runtime's image lacks '${top}': install it in the image; triton-dev builds environments from requirements.txt on the local runtime only)`
-        : ` (list the package that provides '${top}' in ${where}: triton-dev builds the model an environment from it)`;
+        ? ` (this runtime's image lacks '${top}': install ${named} in the image; triton-dev builds environments from requirements.txt on the local runtime only)`
+        : ` (add ${named} to ${where}: triton-dev builds the model an environment from it)`;
   }
   return out;
 }

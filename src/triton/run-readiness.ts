@@ -51,3 +51,55 @@ export function runReadiness(o: ReadinessInput): RunReadiness {
   }
   return { ready: waitingFor.length === 0, waitingFor };
 }
+
+/** A model of the repository as the ready line counts it: its state in Triton, or why it is not served. */
+export interface CountedModel {
+  name: string;
+  /** READY, UNAVAILABLE, LOADING, ... as Triton lists it; REFUSED or SKIPPED for a model not served. */
+  state?: string;
+  reason?: string;
+}
+
+export interface ModelCount {
+  ready: string[];
+  notReady: Array<{ name: string; state: string; reason?: string }>;
+  total: number;
+}
+
+/** Each model once (a model with several versions is READY when one of them is), sorted by name. */
+export function countModels(models: readonly CountedModel[]): ModelCount {
+  const names = [...new Set(models.map((m) => m.name))].sort();
+  const ready: string[] = [];
+  const notReady: ModelCount["notReady"] = [];
+  for (const name of names) {
+    const versions = models.filter((m) => m.name === name);
+    if (versions.some((m) => m.state === "READY")) {
+      ready.push(name);
+      continue;
+    }
+    const withReason = versions.find((m) => m.reason) ?? versions[0]!;
+    notReady.push({
+      name,
+      // Triton lists a model it never tried (an ensemble whose step is missing) without a state.
+      state: withReason.state ?? (withReason.reason ? "UNAVAILABLE" : "UNKNOWN"),
+      ...(withReason.reason ? { reason: withReason.reason } : {}),
+    });
+  }
+  return { ready, notReady, total: names.length };
+}
+
+/** A reason cut for a one-line summary; the full one is in `status` and the lines above it. */
+function brief(reason: string, max = 160): string {
+  return reason.length <= max ? reason : `${reason.slice(0, max - 1)}…`;
+}
+
+/**
+ * What is READY and what is not, with the reason, in one line: "2 of 3 models READY (a, b); not
+ * READY: c (REFUSED: ...)". `up`, `status` and the dashboard say the same.
+ */
+export function modelCountLine(c: ModelCount, reasons = true): string {
+  const head = `${c.ready.length} of ${c.total} model${c.total === 1 ? "" : "s"} READY${c.ready.length ? ` (${c.ready.join(", ")})` : ""}`;
+  if (!c.notReady.length) return head;
+  const each = c.notReady.map((m) => `${m.name} (${m.state}${reasons && m.reason ? `: ${brief(m.reason)}` : ""})`);
+  return `${head}; not READY: ${each.join(", ")}`;
+}

@@ -124,7 +124,7 @@ describe("runLint", () => {
     const any = capture();
     expect(await runLint(repo, {}, { output: any, detectGpus: noGpu })).toBe(0);
     expect(any.text().split("\n").at(-1)).toBe(
-      `3 models checked: 0 errors, 1 warning (3 of 3 would load on a runtime with their backends; the local runtime has none for plan (tensorrt): --runtime checks one runtime)${AC}`,
+      `3 models checked: 0 errors, 1 warning (3 of 3 would load on a runtime with their backends; the local runtime has none for plan (tensorrt: docker or kind runtime): --runtime checks one runtime)${AC}`,
     );
   });
 

@@ -365,6 +365,49 @@ describe("triton-dev manifests --models: the Deployment follows the repository",
     expect(tritonOf(await run(["--models", repo])).resources.limits).toEqual({ "nvidia.com/gpu": 1 });
   });
 
+  it("lets the backend decide GPU and image: a TensorRT-LLM model on KIND_CPU gets a GPU and the trtllm image, in words of images, not of kind", async () => {
+    const repo = await tempRepo();
+    // tensorrtllm_backend's configs say KIND_CPU by convention; the backend still needs the GPU.
+    await writeFiles(repo, {
+      "tensorrt_llm/config.pbtxt": `name: "tensorrt_llm"\nbackend: "tensorrtllm"\nmax_batch_size: 8\ninput [ { name: "input_ids" data_type: TYPE_INT32 dims: [ -1 ] } ]\noutput [ { name: "output_ids" data_type: TYPE_INT32 dims: [ -1 ] } ]\ninstance_group [ { count: 1 kind: KIND_CPU } ]\n`,
+      "tensorrt_llm/1/.keep": "",
+      ...cpuModel("preprocessing"),
+    });
+    const r = await run(["--models", repo]);
+    expect(r.code, r.stderr).toBe(0);
+    const t = tritonOf(r);
+    expect(t.image).toBe("nvcr.io/nvidia/tritonserver:24.10-trtllm-python-py3");
+    expect(t.resources.limits).toEqual({ "nvidia.com/gpu": 1 });
+    expect(r.stderr).toMatch(
+      /note: tensorrt_llm uses the tensorrtllm backend, which nvcr.io\/nvidia\/tritonserver:24.10-py3 does not have: image nvcr.io\/nvidia\/tritonserver:24.10-trtllm-python-py3/,
+    );
+    expect(r.stderr).toMatch(/note: tensorrt_llm runs on a backend that needs a GPU, whatever its instance_group says/);
+    expect(r.stderr).not.toMatch(/kind runtime|no nvidia.com\/gpu asked for/);
+    // An image the user names is kept, and what it lacks is said with the image that has it.
+    const given = await run(["--models", repo, "--image", "nvcr.io/nvidia/tritonserver:24.10-vllm-python-py3"]);
+    expect(tritonOf(given).image).toBe("nvcr.io/nvidia/tritonserver:24.10-vllm-python-py3");
+    expect(given.stderr).toMatch(
+      /warning: model 'tensorrt_llm' uses the tensorrtllm backend, which the image nvcr.io\/nvidia\/tritonserver:24.10-vllm-python-py3 does not have: TensorRT-LLM models run in nvcr.io\/nvidia\/tritonserver:24.10-trtllm-python-py3/,
+    );
+    // --gpus 0 against a GPU-only backend: said, not silently rendered.
+    expect((await run(["--models", repo, "--gpus", "0"])).stderr).toMatch(
+      /tensorrt_llm needs a GPU .* --gpus 0 asks for none/,
+    );
+  });
+
+  it("a vLLM model gets the vllm image", async () => {
+    const repo = await tempRepo();
+    await writeFiles(repo, {
+      "vllm_model/config.pbtxt": `name: "vllm_model"\nbackend: "vllm"\ninstance_group [ { count: 1 kind: KIND_MODEL } ]\n`,
+      "vllm_model/1/model.json": '{"model": "facebook/opt-125m"}\n',
+    });
+    const r = await run(["--models", repo]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(tritonOf(r).image).toBe("nvcr.io/nvidia/tritonserver:24.10-vllm-python-py3");
+    expect(tritonOf(r).resources.limits).toEqual({ "nvidia.com/gpu": 1 });
+    expect(r.stderr).not.toMatch(/kind runtime/);
+  });
+
   it("--require-model: Ready once the named models are, one broken model not holding the pod back", async () => {
     const r = await run(["--require-model", "a", "--require-model", "b"]);
     expect(r.code, r.stderr).toBe(0);

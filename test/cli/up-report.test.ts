@@ -84,8 +84,29 @@ describe("reportDetached", () => {
     await reportDetached(stateOf(await runDirServing(["a"]), port), [{ name: "a", state: "READY" }], ctx, false);
     expect(ctx.exitCode).toBe(0);
     expect(ctx.err).toEqual([]);
-    expect(ctx.out[0]).toMatch(/^ready: /);
+    expect(ctx.out[0]).toBe("ready: 1 of 1 model READY (a)");
     expect(ctx.out[1]).toContain("triton-dev down");
+  });
+
+  it("says exactly what is READY: never 'ready' with a model of the repository not READY, and each other one with its reason", async () => {
+    const index = [
+      { name: "a", state: "READY" },
+      { name: "b", state: "UNAVAILABLE", reason: "it raised" },
+    ];
+    const port = await tritonAnswering(true, index);
+    const ctx = context();
+    const state = stateOf(await runDirServing(["a"]), port, {
+      notServed: [{ model: "c", why: "refused", reason: "lint found 1 error(s)" }],
+    });
+    await reportDetached(state, index, ctx, false);
+    expect(ctx.out[0]).toBe(
+      "partly ready: 1 of 3 models READY (a); not READY: b (UNAVAILABLE: it raised), c (REFUSED: lint found 1 error(s))",
+    );
+    // Triton serving nothing READY (every model failed) is never called ready.
+    const failed = [{ name: "b", state: "UNAVAILABLE", reason: "it raised" }];
+    const nothing = context();
+    await reportDetached(stateOf(await runDirServing([]), await tritonAnswering(true, failed)), failed, nothing, false);
+    expect(nothing.out[0]).toBe("nothing READY: 0 of 1 model READY; not READY: b (UNAVAILABLE: it raised)");
   });
 
   it("names a failed model with Triton's reason; ready for the others unless --require-ready", async () => {

@@ -4,7 +4,7 @@ import path from "node:path";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EnvironmentBuilder, EnvironmentError, type EnvironmentProgress } from "../../src/envs/builder.js";
-import { environmentKey, normalizeRequirements } from "../../src/envs/requirements.js";
+import { environmentKey } from "../../src/envs/requirements.js";
 import { ROOT, tempDir } from "../helpers/cli.js";
 import { buildWheel, managedPython, moduleWheel, offlinePip } from "../helpers/wheels.js";
 
@@ -133,6 +133,9 @@ describe("EnvironmentBuilder (real pip, local wheels)", () => {
   }, 60_000);
 
   it("fails with pip's own error when a package cannot be found, and leaves no environment behind", async () => {
+    // A log an earlier version left world-readable beside the environments.
+    const oldLog = path.join(root, "0123456789abcdef0123.log");
+    await fsp.writeFile(oldLog, "what pip once echoed\n", { mode: 0o644 });
     const e = (await builder()
       .build(await requirements("i", "tdbroken==1.0\n"))
       .catch((x: unknown) => x)) as EnvironmentError;
@@ -141,12 +144,25 @@ describe("EnvironmentBuilder (real pip, local wheels)", () => {
     expect(e.diagnostics[0]!.code).toBe("requirements-install-failed");
     expect(e.diagnostics[0]!.message).toMatch(/Could not find a version that satisfies the requirement tdmissing>=1/);
     expect(e.hint).toMatch(/pip's full output is in .*\.log/);
+    // pip's output is the user's alone: 0600 in a 0700 folder, even where an older build left a 0644 one.
+    const log = /pip's full output is in (\S+\.log)/.exec(e.hint)![1]!;
+    expect(path.dirname(log)).toBe(path.join(root, "logs"));
+    expect(fs.existsSync(oldLog)).toBe(false);
+    expect(fs.statSync(log).mode & 0o777).toBe(0o600);
+    expect(fs.statSync(path.dirname(log)).mode & 0o777).toBe(0o700);
+    fs.chmodSync(log, 0o644);
+    fs.chmodSync(path.dirname(log), 0o755);
+    await builder()
+      .build(await requirements("i2", "tdbroken==1.0\n"))
+      .catch(() => undefined);
+    expect(fs.statSync(log).mode & 0o777).toBe(0o600);
+    expect(fs.statSync(path.dirname(log)).mode & 0o777).toBe(0o700);
   }, 60_000);
 
   it("takes over the lock of a builder that died", async () => {
     const req = await requirements("j", "tdgreet<2\n");
     const b = builder();
-    const key = environmentKey(normalizeRequirements("tdgreet<2"), await b.base());
+    const key = environmentKey(["tdgreet<2"], await b.base());
     // A pid that is not running.
     await fsp.writeFile(path.join(root, `${key}.lock`), "999999");
     const built = (await b.build(req))!;

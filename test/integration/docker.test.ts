@@ -1,6 +1,7 @@
 import { execFile } from "node:child_process";
 import fsp from "node:fs/promises";
 import net from "node:net";
+import os from "node:os";
 import path from "node:path";
 import type Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -112,6 +113,39 @@ describe.skipIf(!availability.ok)(`up --runtime docker against a real daemon${sk
     // Nothing was pulled or created.
     await expect(docker.getImage(image).inspect()).rejects.toMatchObject({ statusCode: 404 });
     expect(await ourContainers(docker, runsDir)).toEqual([]);
+  });
+
+  it("with a CDI spec for nvidia.com/gpu but no NVIDIA runtime, refuses --gpus all on Docker before 25 naming the spec, the version and the fixes; doctor says the same", async () => {
+    const version = (await docker.version()).Version;
+    // A daemon of 25 or later would take the spec's devices: this case is for the older ones.
+    if (Number(version.split(".")[0]) >= 25) return;
+    const dir = await fsp.mkdtemp(path.join(os.tmpdir(), "triton-dev-cdi-"));
+    try {
+      // The shape `nvidia-ctk cdi generate` writes; only the device names are read.
+      await fsp.writeFile(
+        path.join(dir, "nvidia.yaml"),
+        'cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n- name: "0"\n  containerEdits:\n    deviceNodes:\n    - path: /dev/nvidia0\n- name: all\n  containerEdits: {}\n',
+      );
+      const e = { ...env, TRITON_DEV_CDI_SPEC_DIRS: dir };
+      const r = await up(["--gpus", "all"], e);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(
+        `GPUs were requested (--gpus), but the Docker daemon has no NVIDIA runtime (its runtimes: `,
+      );
+      expect(r.stderr).toContain(
+        `and a CDI spec for nvidia.com/gpu is at ${path.join(dir, "nvidia.yaml")} (devices 0, all), but Docker ${version} takes CDI devices only from 25`,
+      );
+      expect(r.stderr).toMatch(/Upgrade Docker to 25 or later \(CDI is on by default from 28\)/);
+      expect(r.stderr).toMatch(/nvidia-ctk runtime configure --runtime=docker/);
+      await expect(docker.getImage(image).inspect()).rejects.toMatchObject({ statusCode: 404 });
+      expect(await ourContainers(docker, runsDir)).toEqual([]);
+      const d = await runCli(["doctor"], e);
+      expect(d.stdout).toMatch(
+        /warn\s+docker gpus\s+GPUs reach containers not possible: .*takes CDI devices only from 25/,
+      );
+    } finally {
+      await fsp.rm(dir, { recursive: true, force: true });
+    }
   });
 
   it("says plainly when the daemon cannot be reached", async () => {

@@ -78,7 +78,10 @@ ensemble_scheduling {
   }, 60_000);
 
   it("serves the other models, refuses these with the lint reason and a name to rename to, and runs nothing", async () => {
-    expect(up.stdout).toMatch(/Triton is up in [\d.]+ s: 2\/2 model\(s\) READY/);
+    // The refused ones are counted and named, not left out of the count.
+    expect(up.stdout).toMatch(
+      new RegExp(`Triton is up in [\\d.]+ s: 2 of ${BAD.length + 3} models READY \\([^)]*\\); not READY: `),
+    );
     for (const name of [...BAD, "pipe"]) expect(up.stdout).toContain(`${name}: not loaded, lint found errors`);
     expect(up.stdout).toContain("Rename the folder to 'inj_touch_PWNED'");
     expect(up.stdout).toContain("Rename the folder to 'modele'");

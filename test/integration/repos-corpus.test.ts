@@ -67,7 +67,7 @@ describe("a generated workspace with folder links (lmdeploy's shape) on the real
     expect(lint.stdout).toMatch(/2 models checked: 0 errors.*\(2 of 2 would load\)/);
     expect(lint.code).toBe(0);
     expect(up.code, up.stderr).toBe(0);
-    expect(up.stdout).toMatch(/2\/2 model\(s\) READY/);
+    expect(up.stdout).toMatch(/2 of 2 models READY/);
     // vocab: the quick brown fox jumps over lazy dogs
     const pre = await infer(ports.http, "preprocessing", [int32("IDS", [0, 1, 2, 9])]);
     expect(pre.outputs?.[0]?.data).toEqual([3, 5, 5, 5]);
@@ -123,7 +123,7 @@ describe("the users' models corpus on the real tritonserver", () => {
   it("lints all five; up serves four and says which one is UNAVAILABLE and why, with its two folders apart", async () => {
     expect(lint.code).toBe(0);
     expect(lint.stdout).toMatch(/5 models checked: 0 errors/);
-    expect(up.stdout).toMatch(/4\/5 model\(s\) READY/);
+    expect(up.stdout).toMatch(/4 of 5 models READY \([^)]*\); not READY: quotes_folder \(UNAVAILABLE/);
     // Said plainly, and an error for scripts that asked for every model.
     expect(up.stderr).toContain(`1 model(s) of ${repo} not READY: quotes_folder (UNAVAILABLE: failed to load)`);
     expect(up.stderr).toMatch(/not ready \(--require-ready\)/);

@@ -1,4 +1,6 @@
 import fsp from "node:fs/promises";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -204,6 +206,45 @@ describe("python models with a requirements.txt (real pip, real Triton)", () => 
     expect(status.models.find((m: { name: string }) => m.name === "add_sub")).toMatchObject({ state: "READY" });
   }, 180_000);
 
+  it("an edit that hides an index or names a file outside the model is refused before pip runs, at its file:line:col", async () => {
+    let asked = 0;
+    const index = http.createServer((_req, res) => {
+      asked++;
+      res.writeHead(404).end();
+    });
+    await new Promise<void>((r) => index.listen(0, "127.0.0.1", r));
+    const secretDir = await tempDir("req-secret");
+    temps.push(secretDir);
+    const secret = path.join(secretDir, "secret.txt");
+    await fsp.writeFile(secret, "root:$6$never-printed-anywhere:19000:0:99999:7:::\n");
+    try {
+      const simple = `http://127.0.0.1:${(index.address() as AddressInfo).port}/simple`;
+      let next = nextOutcome("add_sub");
+      await editorSave(requirementsOf("add_sub"), `tdgreet==1.0\n# pinned \\\n--index-url ${simple}\n`);
+      let e = await next.done();
+      expect(e.phase).toBe("refused");
+      expect(e.diagnostics![0]).toMatchObject({ file: requirementsOf("add_sub"), line: 2, column: 10 });
+      expect((e.diagnostics![0] as { code?: string }).code).toBe("requirements-syntax");
+
+      next = nextOutcome("add_sub");
+      await editorSave(requirementsOf("add_sub"), `tdgreet==1.0\n--requirem ${secret}\n`);
+      e = await next.done();
+      expect(e.phase).toBe("refused");
+      expect(e.diagnostics![0]).toMatchObject({ file: requirementsOf("add_sub"), line: 2, column: 1 });
+      expect(JSON.stringify(up.events)).not.toContain("never-printed");
+      const logs = path.join(envsDir, "logs");
+      for (const f of await fsp.readdir(logs)) {
+        expect(await fsp.readFile(path.join(logs, f), "utf8")).not.toContain("never-printed");
+        expect((await fsp.stat(path.join(logs, f))).mode & 0o777).toBe(0o600);
+      }
+      expect((await fsp.stat(logs)).mode & 0o777).toBe(0o700);
+      expect(asked).toBe(0);
+      expect((await addSub()).greeting).toBe("hello triton (tdgreet 1.0)");
+    } finally {
+      await new Promise((r) => index.close(r));
+    }
+  }, 180_000);
+
   it("a requirement conflicting with the stub saved later is refused, and the fix of the refused model loads it", async () => {
     let next = nextOutcome("add_sub");
     await editorSave(requirementsOf("add_sub"), "tdgreet==1.0\nnumpy>=2\n");
@@ -228,7 +269,7 @@ describe("python models with a requirements.txt (real pip, real Triton)", () => 
     let e = await next.done();
     expect(e.phase).toBe("failed");
     expect(e.reason).toMatch(/ModuleNotFoundError: No module named 'tdgreet'/);
-    expect(e.reason).toContain(`list the package that provides 'tdgreet' in ${requirementsOf("add_sub")}`);
+    expect(e.reason).toContain(`add tdgreet to ${requirementsOf("add_sub")}`);
     // The user's model.py, not the staged copy, and none of the importer's frames.
     expect(e.reason).toContain(path.join(repo, "add_sub", "1", "model.py"));
     expect(e.reason).not.toMatch(/<frozen importlib/);

@@ -79,7 +79,7 @@ describe("up without a terminal prints the events as lines (real Triton)", () =>
     expect(r.code, r.stdout + r.stderr).toBe(0);
     // No escape sequence at all: no alternate screen, no cursor movement, no colour.
     expect(r.stdout).not.toMatch(/\x1b/);
-    expect(r.stdout).toMatch(/^Triton is up in \d+\.\d s: 1\/1 model\(s\) READY$/m);
+    expect(r.stdout).toMatch(/^Triton is up in \d+\.\d s: 1 of 1 model READY \(plain\)$/m);
     expect(r.stdout).toMatch(/^ {2}plain\s+v1\s+READY/m);
     expect(r.stdout).toMatch(/^watching .* \(poll mode\)/m);
     expect(r.stdout).toMatch(/^stopping Triton \(received SIGINT\)$/m);

@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
@@ -66,6 +67,27 @@ describe("triton-dev lsp: bad input", () => {
     await client.change(cfg("huge"), pythonConfig("huge"));
     await client.waitForDiagnostics(cfg("huge"), (d) => d.length === 0, 30_000);
     await client.close(cfg("huge"));
+  });
+
+  it("a requirements.txt that is a FIFO or a link to /dev/zero: a finding at it, no hang, memory within bounds", async () => {
+    await writeFiles(repo, { ...pythonModel("fifo"), ...pythonModel("zero") });
+    const fifo = path.join(repo, "fifo", "requirements.txt");
+    const zero = path.join(repo, "zero", "requirements.txt");
+    execFileSync("mkfifo", [fifo]);
+    await fsp.symlink("/dev/zero", zero);
+    await client.open(cfg("fifo"), pythonConfig("fifo"));
+    // Not a file an editor can show: the finding is on the model's config, naming requirements.txt.
+    const atFifo = await client.waitForDiagnostics(cfg("fifo"), (d) => d.length > 0, 30_000);
+    expect(atFifo.map((d) => d.code)).toContain("requirements-unreadable");
+    await client.open(cfg("zero"), pythonConfig("zero"));
+    const atZero = await client.waitForDiagnostics(cfg("zero"), (d) => d.length > 0, 30_000);
+    expect(atZero.map((d) => d.code)).toContain("requirements-outside-model");
+    expect(rssMb(client.child!.pid!)).toBeLessThan(MEMORY_BOUND_MB);
+    expect((await client.completion(cfg("zero"), 0, 0)).map((i) => i.label)).toContain("instance_group");
+    await client.close(cfg("fifo"));
+    await client.close(cfg("zero"));
+    await fsp.rm(path.join(repo, "fifo"), { recursive: true });
+    await fsp.rm(path.join(repo, "zero"), { recursive: true });
   });
 
   it("binary content: a finding at the first byte that is no text, and the server goes on", async () => {

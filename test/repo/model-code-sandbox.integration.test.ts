@@ -1,8 +1,10 @@
 /**
  * `lint --run-model-code` on a hostile model.py, through the built CLI and real processes: what
  * its module-level code starts (a new session included) is gone when lint exits, what it writes
- * outside the scratch folder is refused (namespaces) and nothing is left behind, $HOME is an
- * empty folder to it, and its memory and process counts are bounded. The limits are made small
+ * outside the scratch folder is refused and nothing is left behind, $HOME is an empty folder to
+ * it, its memory and process counts are bounded, and it sees nothing of the machine but its own
+ * folder and Python: no socket, no planted variable, no /run, /root or /home, and as root it runs
+ * as nobody. Where it cannot be walled in, it is not run. The limits are made small
  * here (TRITON_DEV_MODEL_CODE_MEMORY_MB, TRITON_DEV_MODEL_CODE_PROCESSES) so the hostile code
  * stays cheap on a shared machine: every loop in it is bounded.
  */
@@ -10,6 +12,7 @@ import { randomUUID } from "node:crypto";
 import { execFile } from "node:child_process";
 import fs from "node:fs";
 import fsp from "node:fs/promises";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -18,7 +21,7 @@ import { resolvePaths } from "../../src/config/paths.js";
 import { EnvironmentBuilder } from "../../src/envs/builder.js";
 import { createConfigCompleter } from "../../src/repo/auto-complete-run.js";
 import { containmentMode } from "../../src/repo/model-code-sandbox.js";
-import { runCli, testEnv } from "../helpers/cli.js";
+import { CLI, runCli, testEnv } from "../helpers/cli.js";
 import { managedPython, moduleWheel, offlinePip } from "../helpers/wheels.js";
 import { removeTempRepos, tempRepo, writeFiles } from "./helpers.js";
 
@@ -150,12 +153,12 @@ describe.skipIf(!managed || !linux)("model code run by lint is contained", () =>
     expect(mode, "this machine allows PID, mount and network namespaces").toBe("namespaces");
     const { r, left } = await lintHostile();
     expect(left, "processes left running").toEqual([]);
-    expect(r.home).toBe("Read-only file system");
-    expect(r.repo).toBe("Read-only file system");
+    // The test's $HOME lies under /tmp, which is the model code's own private /tmp: what it may
+    // write there never reaches the machine's (the listing before and after is the same).
     expect(r.model).toBe("Read-only file system");
     expect(r.scratch).toBe("written");
-    // The repository is under $HOME and is put back; nothing else of $HOME is there.
-    expect(r.listing).toEqual(["models"]);
+    // Only the model's folder is put back; the folders on its way can be crossed, not listed.
+    expect(r.listing).toBe("Permission denied");
     expect(r.alloc).toBe("MemoryError");
     expect(r.forked).toBeLessThan(PROCESSES);
     expect(r.fork).toBe("Resource temporarily unavailable");
@@ -225,4 +228,284 @@ class TritonPythonModel:
     const { mode } = await containmentMode(python, {});
     expect(config.output.map((o) => o.name)).toEqual([mode === "namespaces" ? "UNDER_TMP_False" : "UNDER_TMP_True"]);
   }, 120_000);
+});
+
+/**
+ * A model.py whose auto_complete_config tries each way out of its view and raises with what it
+ * saw (lint reports the raise, with its message): a unix socket the test listens on (a path
+ * under /run, given, and an abstract name), Docker's socket, the planted variable, who it runs
+ * as, /etc/shadow, /root, a file in the host's /tmp, its capabilities and network interfaces.
+ */
+function peekingModel(o: { socket?: string; abstract: string; planted: string; hostFile: string }): string {
+  return `import json, os, socket
+
+def connect(addr):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.settimeout(5)
+        s.connect(addr)
+        s.sendall(b"escaped\\n")
+        return "connected"
+    finally:
+        s.close()
+
+def seen():
+    r = {}
+    def attempt(tag, f):
+        try:
+            r[tag] = f()
+        except OSError as e:
+            r[tag] = "error: " + (e.strerror or type(e).__name__)
+    if ${JSON.stringify(o.socket ?? "")}:
+        attempt("socket", lambda: connect(${JSON.stringify(o.socket ?? "")}))
+    attempt("abstract", lambda: connect("\\0" + ${JSON.stringify(o.abstract)}))
+    attempt("docker", lambda: connect("/run/docker.sock"))
+    attempt("shadow", lambda: "read " + str(len(open("/etc/shadow").read())))
+    # /root and /home may be passages to the interpreter (pyenv's, in a home): crossed, never listed.
+    attempt("rootHome", lambda: "listed " + str(os.listdir("/root")))
+    attempt("homes", lambda: "listed " + str(os.listdir("/home")))
+    r["visible"] = sorted(p for p in ["/run", "/var/run", "/run/docker.sock", "/var/run/docker.sock", "/etc/shadow", ${JSON.stringify(o.hostFile)}] if os.path.lexists(p))
+    r["planted"] = os.environ.get(${JSON.stringify(o.planted)})
+    r["env"] = sorted(os.environ)
+    r["uid"] = [os.getuid(), os.geteuid(), os.getgid()]
+    status = dict(l.split(":", 1) for l in open("/proc/self/status").read().splitlines() if ":" in l)
+    r["caps"] = {k: status[k].strip() for k in ("CapEff", "CapPrm", "CapBnd", "CapAmb", "NoNewPrivs")}
+    r["interfaces"] = sorted(l.split(":")[0].strip() for l in open("/proc/net/dev").read().splitlines()[2:] if l.strip())
+    r["root"] = sorted(os.listdir("/"))
+    r["home"] = os.environ.get("HOME")
+    return r
+
+class TritonPythonModel:
+    @staticmethod
+    def auto_complete_config(config):
+        raise RuntimeError("SEEN " + json.dumps(seen()) + " END")
+`;
+}
+
+interface Seen {
+  socket?: string;
+  abstract: string;
+  docker: string;
+  shadow: string;
+  rootHome: string;
+  homes: string;
+  visible: string[];
+  planted: string | null;
+  env: string[];
+  uid: number[];
+  caps: Record<string, string>;
+  interfaces: string[];
+  root: string[];
+  home: string;
+}
+
+/** A unix socket listener at `where` (a path, or "\0name" for an abstract one) counting who connected. */
+async function listener(where: string): Promise<{ connections: () => number; close: () => Promise<void> }> {
+  let n = 0;
+  const server = net.createServer((c) => {
+    n++;
+    c.destroy();
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(where, resolve);
+  });
+  // As reachable as a socket can be: only the walls stand in the way.
+  if (!where.startsWith("\0")) await fsp.chmod(where, 0o777);
+  return { connections: () => n, close: () => new Promise((r) => server.close(() => r())) };
+}
+
+const root = linux && process.getuid?.() === 0;
+
+/**
+ * The built CLI as a normal user, uid 1000 (in a user namespace of the test's own, which maps it
+ * to this process's uid so that it reads the same files): its walls are made in a user namespace
+ * of its own, as any normal user's are.
+ */
+function runCliAsUser(args: string[], env: NodeJS.ProcessEnv): Promise<{ stdout: string; stderr: string }> {
+  return new Promise((resolve) =>
+    execFile(
+      "unshare",
+      ["--user", "--map-user=1000", "--map-group=1000", "--", process.execPath, CLI, ...args],
+      { env, timeout: 120_000, maxBuffer: 16 * 1024 * 1024 },
+      (_err, stdout, stderr) => resolve({ stdout: String(stdout), stderr: String(stderr) }),
+    ),
+  );
+}
+
+describe.skipIf(!managed || !linux)("what model code run by lint sees", () => {
+  it.each([
+    { as: "the user running lint (root, as CI runs)", user: undefined },
+    ...(root ? [{ as: "a normal user (uid 1000: walls in a user namespace)", user: 1000 }] : []),
+  ])(
+    "run by $as: no unix socket (under /run, Docker's, abstract), no planted variable, no /run, /root, /home or host /tmp; no capability, only loopback; never root",
+    async ({ user }) => {
+      const id = randomUUID();
+      // Under /run where this process may write there (root: CI), as a service's socket would be.
+      const runDir = root ? path.join("/run", `triton-dev-test-${id}`) : undefined;
+      if (runDir) await fsp.mkdir(runDir, { mode: 0o755 });
+      const base = await tempRepo();
+      const hostFile = path.join(base, "host-tmp-file.txt");
+      await writeFiles(base, { "host-tmp-file.txt": "host\n" });
+      const sock = runDir ? path.join(runDir, "service.sock") : undefined;
+      const viaPath = sock ? await listener(sock) : undefined;
+      const abstract = await listener(`\0triton-dev-test-${id}`);
+      try {
+        const repo = path.join(base, "models");
+        await writeFiles(repo, {
+          "m/1/model.py": peekingModel({
+            ...(sock ? { socket: sock } : {}),
+            abstract: `triton-dev-test-${id}`,
+            planted: "TD_PLANTED_TOKEN",
+            hostFile,
+          }),
+        });
+        const env = await testEnv({
+          TD_PLANTED_TOKEN: `secret-${id}`,
+          PYTHONPATH: base,
+          MY_API_KEY: "k",
+        });
+        const args = ["lint", repo, "--run-model-code", "--json"];
+        const res = user ? await runCliAsUser(args, env) : await runCli(args, env, 120_000);
+        const text = (res.stdout + res.stderr).replace(/\\"/g, '"');
+        const m = /SEEN (\{.*?\}) END/.exec(text);
+        expect(m, text).not.toBeNull();
+        // Each way out said on its own (soft), so that a failing run lists every one that was open.
+        const seen = JSON.parse(m![1]!) as Seen;
+        if (viaPath) {
+          expect.soft(seen.socket).toMatch(/^error: /);
+          expect.soft(viaPath.connections(), "connections to the socket under /run").toBe(0);
+        }
+        expect.soft(seen.abstract).toMatch(/^error: /);
+        expect.soft(abstract.connections(), "connections to the abstract socket").toBe(0);
+        expect.soft(seen.docker).toMatch(/^error: /);
+        expect.soft(seen.visible, "paths it could see").toEqual([]);
+        expect.soft(seen.planted).toBeNull();
+        expect.soft(seen.env).not.toContain("MY_API_KEY");
+        // Only the allowlist: PATH, the locale, HOME and TMPDIR in its scratch, our marker, the runner's settings.
+        const allowed =
+          /^(PATH|LANG|LANGUAGE|LC_[A-Z]+|TZ|HOME|TMPDIR|TRITON_DEV_CONTAINED|PYTHON(DONTWRITEBYTECODE|NOUSERSITE)|(OPENBLAS|OMP|MKL)_NUM_THREADS)$/;
+        expect
+          .soft(
+            seen.env.filter((k) => !allowed.test(k)),
+            "variables beyond the allowlist",
+          )
+          .toEqual([]);
+        expect.soft(seen.home.startsWith("/tmp/")).toBe(true);
+        expect.soft(seen.caps).toEqual({
+          CapEff: "0000000000000000",
+          CapPrm: "0000000000000000",
+          CapBnd: "0000000000000000",
+          CapAmb: "0000000000000000",
+          NoNewPrivs: "1",
+        });
+        expect.soft(seen.interfaces).toEqual(["lo"]);
+        expect.soft(seen.root.filter((e) => ["run", "var", "srv", "mnt", "opt", "media"].includes(e))).toEqual([]);
+        expect.soft(seen.shadow).toMatch(/^error: /);
+        expect.soft(seen.rootHome).toMatch(/^error: /);
+        expect.soft(seen.homes).toMatch(/^error: /);
+        if (user) {
+          // A normal user's run as that user, mapped back in its user namespace.
+          expect.soft(seen.uid).toEqual([user, user, user]);
+        } else if (root) {
+          expect.soft(seen.uid).toEqual([65534, 65534, 65534]);
+        } else {
+          expect.soft(seen.uid[0]).toBe(process.getuid!());
+        }
+      } finally {
+        await viaPath?.close();
+        await abstract.close();
+        if (runDir) await fsp.rm(runDir, { recursive: true, force: true });
+      }
+    },
+    180_000,
+  );
+
+  it.skipIf(!root)(
+    "as root, refuses a model folder that nobody (the uid model code runs as) cannot read, naming it and what to do",
+    async () => {
+      const base = await tempRepo();
+      const repo = path.join(base, "models");
+      await writeFiles(repo, {
+        // Content of its own: an outcome cached for the same content answers without running it.
+        "m/1/model.py": `# ${randomUUID()}
+class TritonPythonModel:
+    @staticmethod
+    def auto_complete_config(config):
+        return config
+`,
+      });
+      const dir = path.join(repo, "m");
+      await fsp.chmod(dir, 0o700);
+      const res = await runCli(["lint", repo, "--run-model-code"], await testEnv(), 120_000);
+      expect(res.stderr).toContain(
+        `model code not run: ${dir} is not readable by uid 65534 (nobody), which model code runs as when triton-dev runs as root`,
+      );
+      expect(res.stderr).toContain(`chmod -R o+rX ${dir}`);
+      expect(res.code).toBe(1);
+    },
+    120_000,
+  );
+
+  /**
+   * A normal user on a machine where user namespaces are off, for real: a user namespace of the
+   * test's own whose limit on user namespaces is then set to 0 (the host's is left alone), holding
+   * the CLI as uid 1000 in a namespace made before the limit. Linux refuses `unshare --user` there
+   * as it does with user namespaces disabled.
+   */
+  it.skipIf(!root)(
+    "refuses to run it where user namespaces are off for a normal user, saying why and what to do",
+    async () => {
+      const base = await tempRepo();
+      const repo = path.join(base, "models");
+      const ran = path.join(base, "ran.txt");
+      await writeFiles(repo, {
+        "m/1/model.py": `open(${JSON.stringify(ran)}, "w").write("ran")
+
+class TritonPythonModel:
+    @staticmethod
+    def auto_complete_config(config):
+        return config
+`,
+      });
+      const gate = path.join(base, "gate");
+      await fsp.mkdir(gate);
+      const script = `set -e
+mkfifo "$GATE/go"
+unshare --user --map-user=1000 --map-group=1000 -- sh -c 'echo > "$GATE/ready"; read x < "$GATE/go"; exec "$@"' sh "$@" &
+i=0; while [ ! -e "$GATE/ready" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done
+echo 0 > /proc/sys/user/max_user_namespaces
+echo go > "$GATE/go"
+wait $!`;
+      const env = { ...(await testEnv()), GATE: gate };
+      const res = await new Promise<{ code: number; out: string }>((resolve) =>
+        execFile(
+          "unshare",
+          [
+            "--user",
+            "--map-root-user",
+            "--",
+            "sh",
+            "-c",
+            script,
+            "sh",
+            process.execPath,
+            CLI,
+            "lint",
+            repo,
+            "--run-model-code",
+          ],
+          { env, timeout: 120_000 },
+          (err, stdout, stderr) =>
+            resolve({ code: err ? Number((err as { code?: unknown }).code ?? 1) : 0, out: stdout + stderr }),
+        ),
+      );
+      expect(res.out).toContain("model code not run: it cannot be walled in here (");
+      expect(res.out).toContain("Allow unprivileged user namespaces");
+      expect(res.out).toContain("TRITON_DEV_MODEL_CODE_CONTAINMENT=plain");
+      expect(res.code, res.out).toBe(1);
+      expect(fs.existsSync(ran), "model.py ran").toBe(false);
+    },
+    180_000,
+  );
 });

@@ -375,3 +375,48 @@ describe("parseModelConfigOrThrow", () => {
     }
   });
 });
+
+describe("config templates (tensorrtllm_backend's ${...} placeholders)", () => {
+  // The shape of tensorrtllm_backend's all_models/inflight_batcher_llm/tensorrt_llm/config.pbtxt.
+  const TEMPLATE = `name: "tensorrt_llm"
+backend: "\${triton_backend}"
+max_batch_size: \${triton_max_batch_size}
+
+# \${not_a_placeholder_in_a_comment}
+parameters: {
+  key: "gpt_model_path"
+  value: { string_value: "\${engine_dir}" }
+}
+`;
+
+  it("says the file is a template, names its placeholders and the tool that fills them, at the first one Triton cannot read", () => {
+    const file = "/repo/tensorrt_llm/config.pbtxt";
+    const { diagnostics } = parseModelConfig(TEMPLATE, file, { model: "tensorrt_llm" });
+    expect(diagnostics).toHaveLength(1);
+    const d = diagnostics[0]!;
+    expect(d.code).toBe("config-template");
+    expect({ line: d.line, column: d.column }).toEqual(posOf(TEMPLATE, "${triton_max_batch_size}"));
+    expect(d.message).toBe(
+      "config.pbtxt is a template: '${triton_max_batch_size}' and 2 more placeholder(s) (triton_backend, engine_dir) are to be filled before Triton can read it",
+    );
+    expect(d.hint).toContain("tools/fill_template.py");
+    expect(d.hint).toContain(
+      "python3 tools/fill_template.py -i tensorrt_llm/config.pbtxt triton_backend:<value>,triton_max_batch_size:<value>,engine_dir:<value>",
+    );
+    expect(d.message).not.toContain("not_a_placeholder_in_a_comment");
+  });
+
+  it("following the hint, filled the way fill_template.py fills it, the config parses", () => {
+    const filled = TEMPLATE.replace("${triton_backend}", "tensorrtllm")
+      .replace("${triton_max_batch_size}", "64")
+      .replace("${engine_dir}", "/engines/llama");
+    const { diagnostics, parsed } = parseModelConfig(filled, "/repo/tensorrt_llm/config.pbtxt");
+    expect(diagnostics).toEqual([]);
+    expect(parsed?.config.maxBatchSize).toBe(64);
+  });
+
+  it("a '$' that is no placeholder stays a syntax error", () => {
+    const { diagnostics } = parseModelConfig("max_batch_size: $5\n", "/repo/m/config.pbtxt");
+    expect(diagnostics.map((d) => d.code)).toEqual(["config-syntax"]);
+  });
+});

@@ -182,6 +182,78 @@ describe("name, platform and backend", () => {
     expect(summary(diagnostics)).toEqual([]);
   });
 
+  it("names the image flavour a vLLM or TensorRT-LLM model runs in, which the default image is not, and following it clears the warning", async () => {
+    for (const [backend, flavour] of [
+      ["vllm", "24.10-vllm-python-py3"],
+      ["tensorrtllm", "24.10-trtllm-python-py3"],
+    ] as const) {
+      const cfg = `name: "m"\nbackend: "${backend}"\nmax_batch_size: 0\n${ECHO_IO}`;
+      for (const runtime of ["local", "docker", "kind"] as const) {
+        const { diagnostics } = await lint(cfg, { "m/1/model.json": "{}" }, { runtime });
+        const d = expectOne(
+          diagnostics,
+          "backend-unavailable",
+          posOf(cfg, `"${backend}"`),
+          `run in the docker or kind runtime with the image nvcr.io/nvidia/tritonserver:${flavour} (the default nvcr.io/nvidia/tritonserver:24.10-py3 has no ${backend} backend), on a machine with an NVIDIA GPU`,
+          "warning",
+        );
+        expect(d.hint).toContain(`--image nvcr.io/nvidia/tritonserver:${flavour}`);
+        expect(d.message).not.toMatch(/saving a fix/);
+      }
+      // The hint followed: the runtime with that image has the backend.
+      const image = `nvcr.io/nvidia/tritonserver:${flavour}`;
+      for (const runtime of ["docker", "kind", "cluster"] as const) {
+        const { diagnostics } = await lint(cfg, { "m/1/model.json": "{}" }, { runtime, image });
+        expect(diagnostics.filter((x) => x.code === "backend-unavailable")).toEqual([]);
+      }
+      // The release of the image given is kept; an image of unknown contents is not judged.
+      const other = await lint(
+        cfg,
+        { "m/1/model.json": "{}" },
+        { runtime: "docker", image: "nvcr.io/nvidia/tritonserver:25.01-py3" },
+      );
+      expect(other.diagnostics.find((x) => x.code === "backend-unavailable")?.hint).toContain(
+        `nvcr.io/nvidia/tritonserver:25.01-${flavour.replace(/^24\.10-/, "")}`,
+      );
+      const custom = await lint(
+        cfg,
+        { "m/1/model.json": "{}" },
+        { runtime: "docker", image: "registry.example/triton-custom:1" },
+      );
+      expect(custom.diagnostics.filter((x) => x.code === "backend-unavailable")).toEqual([]);
+    }
+  });
+
+  it("a KIND_GPU hint promises KIND_CPU only where the backend runs on a CPU and the runtime has it", async () => {
+    const io = ECHO_IO;
+    const onGpu = (backend: string) =>
+      `name: "m"\nbackend: "${backend}"\nmax_batch_size: 0\n${io}instance_group [ { kind: KIND_GPU } ]\n`;
+    // A python model: KIND_CPU runs it here, and following the hint clears the warning.
+    const py = await lint(onGpu("python"), { "m/1/model.py": "" }, { runtime: "local", gpuAvailable: false });
+    expect(py.diagnostics.find((d) => d.code === "gpu-unavailable")?.hint).toMatch(/^Use kind: KIND_CPU to run here/);
+    const followed = await lint(
+      onGpu("python").replace("KIND_GPU", "KIND_CPU"),
+      { "m/1/model.py": "" },
+      {
+        runtime: "local",
+        gpuAvailable: false,
+      },
+    );
+    expect(followed.diagnostics.filter((d) => d.code === "gpu-unavailable")).toEqual([]);
+    // TorchScript on the local runtime: KIND_CPU would not make it load here.
+    const pt = await lint(onGpu("pytorch"), { "m/1/model.pt": "x" }, { runtime: "local", gpuAvailable: false });
+    const hint = pt.diagnostics.find((d) => d.code === "gpu-unavailable")?.hint ?? "";
+    if (pt.diagnostics.some((d) => d.code === "backend-unavailable")) {
+      expect(hint).not.toMatch(/to run here/);
+      expect(hint).toContain("the local runtime has no pytorch backend");
+    } else {
+      expect(hint).toMatch(/^Use kind: KIND_CPU to run here/);
+    }
+    // A backend that runs only on a GPU never suggests KIND_CPU.
+    const trt = await lint(onGpu("tensorrt"), { "m/1/model.plan": "x" }, { runtime: "docker", gpuAvailable: false });
+    expect(trt.diagnostics.find((d) => d.code === "gpu-unavailable")?.hint).toMatch(/runs only on a GPU/);
+  });
+
   it("backend tensorflow needs a platform it can tell", async () => {
     const cfg = `name: "m"\nbackend: "tensorflow"\n${ECHO_IO}`;
     expectOne(
@@ -1014,6 +1086,10 @@ describe("EXECUTION_ENV_PATH", () => {
     const local = await lint(absolute, undefined, { runtime: "local" });
     expect(local.diagnostics.map((d) => d.code)).toEqual(["execution-env-missing"]);
     expect(summary((await lint(absolute, undefined, { runtime: "docker" })).diagnostics)).toEqual([]);
+    // Plain lint agrees with `up` on this machine (the local runtime), saying how to lint for a container.
+    const plain = await lint(absolute);
+    expect(plain.diagnostics.map((d) => d.code)).toEqual(["execution-env-missing"]);
+    expect(plain.diagnostics[0]!.hint).toContain("lint with --runtime docker");
     const relative = await lint(withEnv("env.tar.gz"));
     expect(relative.diagnostics.map((d) => [d.code, d.severity])).toEqual([["execution-env-relative", "warning"]]);
   });

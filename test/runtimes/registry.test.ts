@@ -108,9 +108,17 @@ describe("the automatic choice, as the docker driver answers it", () => {
     expect(
       await dockerAutoChoice({}, {}, 500, probe({ answers: true, version: "27.1", imagePresent: true })),
     ).toMatchObject({ chosen: true, why: "Docker 27.1 answers and nvcr.io/x is present" });
+    expect(
+      await dockerAutoChoice({}, {}, 500, probe({ answers: true, version: "28.5.2", cdiSpec: "/etc/cdi/nvidia.yaml" })),
+    ).toEqual({
+      chosen: true,
+      why: "Docker 28.5.2 answers and passes GPUs as CDI devices (nvidia.com/gpu, /etc/cdi/nvidia.yaml)",
+    });
     expect(await dockerAutoChoice({}, {}, 500, probe({ answers: true, version: "27.1" }))).toMatchObject({
       chosen: false,
-      why: expect.stringMatching(/no NVIDIA runtime and no nvcr\.io\/x; the local runtime needs no download/),
+      why: expect.stringMatching(
+        /no NVIDIA runtime, no CDI spec for its GPUs and no nvcr\.io\/x; the local runtime needs no download/,
+      ),
     });
     expect(await dockerAutoChoice({ gpus: "all" }, {}, 500, probe({ answers: true, version: "27.1" }))).toMatchObject({
       chosen: true,

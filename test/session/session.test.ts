@@ -24,7 +24,7 @@ import { runSupervisor } from "../../src/session/supervisor.js";
 import { isOurProcess } from "../../src/state/process.js";
 import { readRunState, writeRunState, type RunState } from "../../src/state/run-state.js";
 import { FakeDriver, fakeRuntimes, type FakeDriverBehaviour } from "../helpers/fake-driver.js";
-import { pythonConfig, pythonModel, writeFiles } from "../repo/helpers.js";
+import { ECHO_IO, pythonConfig, pythonModel, writeFiles } from "../repo/helpers.js";
 
 interface World {
   paths: Paths;
@@ -104,6 +104,41 @@ describe("startSession with a driver", () => {
     expect(await readRunState(w.paths)).toBeUndefined();
     expect(types(w.events).slice(-2)).toEqual(["stopping", "stopped"]);
     expect(session.lifecycle.phase).toBe("stopped");
+  });
+
+  it("holds out an ensemble whose step is not served here, naming that step, and counts both in the ready event", async () => {
+    const w = await world();
+    await writeFiles(w.models, {
+      // tensorrt: not a backend of the local runtime, so the step is skipped with where it runs.
+      "plan/config.pbtxt": `name: "plan"\nplatform: "tensorrt_plan"\nmax_batch_size: 8\n${ECHO_IO}`,
+      "plan/1/model.plan": "engine",
+      "ens/config.pbtxt": `name: "ens"
+platform: "ensemble"
+max_batch_size: 8
+input [ { name: "IN" data_type: TYPE_FP32 dims: [ -1 ] } ]
+output [ { name: "OUT" data_type: TYPE_FP32 dims: [ -1 ] } ]
+ensemble_scheduling { step [ { model_name: "plan" model_version: -1 input_map { key: "INPUT0" value: "IN" } output_map { key: "OUTPUT0" value: "OUT" } } ] }
+`,
+      "ens/1/.keep": "",
+    });
+    const session = await w.start();
+    expect(w.events.find((e) => e.type === "staged")).toMatchObject({ models: ["echo"] });
+    expect(session.state.notServed).toEqual([
+      expect.objectContaining({
+        model: "plan",
+        why: "skipped",
+        reason: expect.stringContaining("nvcr.io/nvidia/tritonserver:24.10-py3"),
+      }),
+      { model: "ens", why: "skipped", reason: "it runs plan (skipped), which is not served; it loads once that loads" },
+    ]);
+    expect(w.events.filter((e) => e.type === "skipped").map((e) => (e as { model: string }).model)).toEqual([
+      "plan",
+      "ens",
+    ]);
+    expect(w.events.find((e) => e.type === "ready")).toMatchObject({
+      notServed: [expect.objectContaining({ model: "plan" }), expect.objectContaining({ model: "ens" })],
+    });
+    await session.stop();
   });
 
   it("watches the models folder once asked, and a stop closes the watcher before the server", async () => {

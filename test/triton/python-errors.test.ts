@@ -12,15 +12,13 @@ describe("readablePythonError", () => {
   it("drops the importer's frames and names the model's requirements.txt for a missing module", () => {
     expect(readablePythonError(MISSING, "/repo")).toBe(
       "Internal: ModuleNotFoundError: No module named 'jaxlib_not_here' At: /repo/m/1/model.py(1): <module>" +
-        " (list the package that provides 'jaxlib_not_here' in /repo/m/requirements.txt: triton-dev builds the model an environment from it)",
+        " (add jaxlib_not_here to /repo/m/requirements.txt: triton-dev builds the model an environment from it)",
     );
   });
 
   it("names the top-level package of a dotted module, and the model's file wherever the repository is", () => {
     const text = MISSING.replace("'jaxlib_not_here'", "'jax.numpy'").replaceAll("/repo/", "/home/u/my repo/");
-    expect(readablePythonError(text, "/home/u/my repo/")).toContain(
-      "the package that provides 'jax' in /home/u/my repo/m/requirements.txt",
-    );
+    expect(readablePythonError(text, "/home/u/my repo/")).toContain("add jax to /home/u/my repo/m/requirements.txt");
   });
 
   it("keeps the user's own frames and leaves other messages as they are", () => {
@@ -37,7 +35,22 @@ describe("readablePythonError", () => {
 describe("readablePythonError where requirements.txt builds nothing (docker, kind)", () => {
   it("says the image lacks the module", () => {
     expect(readablePythonError(MISSING, "/repo", { buildsEnvironments: false })).toContain(
-      "this runtime's image lacks 'jaxlib_not_here': install it in the image",
+      "this runtime's image lacks 'jaxlib_not_here': install jaxlib_not_here in the image",
     );
+  });
+});
+
+describe("the package to add where its name is not the module's", () => {
+  it.each([
+    ["cv2", "opencv-python-headless"],
+    ["PIL", "pillow"],
+    ["sklearn", "scikit-learn"],
+    ["yaml", "pyyaml"],
+  ])("import %s: add %s", (module, pkg) => {
+    const text = MISSING.replace("'jaxlib_not_here'", `'${module}'`);
+    expect(readablePythonError(text, "/repo")).toContain(
+      `(add ${pkg} (the package that provides '${module}') to /repo/m/requirements.txt`,
+    );
+    expect(readablePythonError(text, "/repo", { buildsEnvironments: false })).toContain(`install ${pkg} (the package`);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { runReadiness } from "../../src/triton/run-readiness.js";
+import { countModels, modelCountLine, runReadiness } from "../../src/triton/run-readiness.js";
 
 describe("runReadiness", () => {
   const index = [
@@ -50,5 +50,36 @@ describe("runReadiness", () => {
       ready: false,
       waitingFor: ["Triton does not answer"],
     });
+  });
+});
+
+describe("the count of READY models", () => {
+  it("counts each model once, READY when one version is, and names the others with their reasons", () => {
+    const c = countModels([
+      { name: "b", state: "READY" },
+      { name: "a", state: "UNAVAILABLE", reason: "boom" },
+      { name: "b", state: "UNAVAILABLE", version: "2" } as never,
+      { name: "e", reason: "it runs a, which failed to load" },
+      { name: "g", state: "SKIPPED", reason: "needs a GPU" },
+    ]);
+    expect(c).toEqual({
+      ready: ["b"],
+      notReady: [
+        { name: "a", state: "UNAVAILABLE", reason: "boom" },
+        { name: "e", state: "UNAVAILABLE", reason: "it runs a, which failed to load" },
+        { name: "g", state: "SKIPPED", reason: "needs a GPU" },
+      ],
+      total: 4,
+    });
+    expect(modelCountLine(c)).toBe(
+      "1 of 4 models READY (b); not READY: a (UNAVAILABLE: boom), e (UNAVAILABLE: it runs a, which failed to load), g (SKIPPED: needs a GPU)",
+    );
+    expect(modelCountLine(c, false)).toBe(
+      "1 of 4 models READY (b); not READY: a (UNAVAILABLE), e (UNAVAILABLE), g (SKIPPED)",
+    );
+    expect(modelCountLine(countModels([{ name: "x", state: "READY" }]))).toBe("1 of 1 model READY (x)");
+    expect(modelCountLine(countModels([{ name: "x", state: "UNAVAILABLE" }]))).toBe(
+      "0 of 1 model READY; not READY: x (UNAVAILABLE)",
+    );
   });
 });

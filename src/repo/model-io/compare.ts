@@ -312,8 +312,16 @@ function compare(
     });
     if (kind === "input" && !checkInputCount(ctx, r, listed, model, file, backend)) {
       const missing = model.filter((m) => !listed.some((io) => io.name === m.name));
-      const batchTargets = new Set(c.batchInput.flatMap((b) => b.targetName));
-      for (const m of missing.filter((x) => !batchTargets.has(x.name))) {
+      // Inputs Triton feeds itself are no inputs a request sends: batch_input targets, and on
+      // onnxruntime the sequence batcher's control inputs (START, END, READY, CORRID) and state
+      // inputs, which the backend counts apart (checkInputCount); listing them would break the config.
+      const fedByTriton = new Set(c.batchInput.flatMap((b) => b.targetName));
+      const seq = c.schedulingChoice.case === "sequenceBatching" ? c.schedulingChoice.value : undefined;
+      if (seq && backend === "onnxruntime") {
+        for (const ci of seq.controlInput) fedByTriton.add(ci.name);
+        for (const st of seq.state) fedByTriton.add(st.inputName);
+      }
+      for (const m of missing.filter((x) => !fedByTriton.has(x.name))) {
         r.warning(
           "model-io-missing",
           "input",

@@ -6,6 +6,10 @@ import { codes, type RuleArea } from "./rule.js";
  */
 export const CONFIG_CODES = codes({
   "config-syntax": { severity: "error", description: "config.pbtxt is not valid protobuf text" },
+  "config-template": {
+    severity: "error",
+    description: "config.pbtxt is a template with ${...} placeholders still to fill (tensorrtllm_backend's)",
+  },
   "config-unknown-field": {
     severity: "error",
     description: "a field ModelConfig does not have (with the closest one when it is a typo)",
@@ -22,7 +26,7 @@ export const CONFIG_CODES = codes({
   "auto-complete-not-run": {
     severity: "warning",
     description:
-      "the config depends on model.py's auto_complete_config, which lint did not run (--run-model-code runs it)",
+      "the config depends on model.py's auto_complete_config, not run: not asked (--run-model-code) or not walled in here",
   },
   "auto-complete-timeout": { severity: "error", description: "auto_complete_config did not return in time" },
   "auto-complete-raised": { severity: "error", description: "importing model.py or its auto_complete_config raised" },

@@ -6,6 +6,7 @@ import { ModelInstanceGroup_KindSchema, ModelInstanceGroup_Kind } from "../gen/m
 import { type ModelContext, type Reporter, enumName } from "./reporter.js";
 import { seenAsModel, codes, type ModelRule, type RuleArea } from "./rule.js";
 import { ENSEMBLE_PLATFORM } from "../backends.js";
+import { BACKEND_HOMES, backendHome, serverBackends } from "../../runtimes/kinds.js";
 
 export const INSTANCES_CODES = codes({
   "instance-count-negative": { severity: "warning", description: "an instance group count below 0" },
@@ -25,6 +26,23 @@ export const INSTANCES_CODES = codes({
 });
 
 const kindName = (k: ModelInstanceGroup_Kind): string => enumName(ModelInstanceGroup_KindSchema, k);
+
+/**
+ * What to do about KIND_GPU without a GPU. KIND_CPU runs the model here only where its backend
+ * can run on a CPU and the runtime has it: otherwise the hint says where it runs instead (the
+ * backend homes' table), so following it changes the outcome it promises.
+ */
+function gpuHint(ctx: ModelContext): string {
+  const backend = ctx.autofill.backend;
+  const home = backend ? BACKEND_HOMES[backend] : undefined;
+  if (home?.gpu)
+    return `The ${backend} backend runs only on a GPU: serve this model on a machine with an NVIDIA GPU (${backendHome(backend!).where.replace(/, on a machine with an NVIDIA GPU$/, "")}).`;
+  const runtime = ctx.options.runtime;
+  const has = runtime ? serverBackends(runtime, ctx.options.image) : undefined;
+  if (backend && runtime && has && !has.includes(backend))
+    return `KIND_CPU alone does not make it run here: the ${runtime} runtime has no ${backend} backend (see the backend finding for where it runs).`;
+  return "Use kind: KIND_CPU to run here, or KIND_AUTO to use a GPU wherever there is one.";
+}
 
 function checkInstanceGroups(ctx: ModelContext, r: Reporter): void {
   const c = ctx.parsed.config;
@@ -49,7 +67,7 @@ function checkInstanceGroups(ctx: ModelContext, r: Reporter): void {
           "gpu-unavailable",
           `${p}.kind#value`,
           `${label} asks for KIND_GPU, but this machine has no GPU`,
-          "Use kind: KIND_CPU to run here, or KIND_AUTO to use a GPU wherever there is one.",
+          gpuHint(ctx),
         );
       } else if (gpuCount !== undefined) {
         g.gpus.forEach((id, j) => {

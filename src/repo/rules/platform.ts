@@ -9,7 +9,7 @@ import { ModelInstanceGroup_Kind } from "../gen/model_config_pb.js";
 import type { ModelLayout } from "../layout.js";
 import { modelNameProblem } from "../model-name.js";
 import { closest, quoteList } from "../suggest.js";
-import { RUNTIME_FACTS } from "../../runtimes/kinds.js";
+import { RUNTIME_FACTS, serverBackends } from "../../runtimes/kinds.js";
 import fs from "node:fs";
 import path from "node:path";
 import type { ModelContext, Reporter } from "./reporter.js";
@@ -270,9 +270,10 @@ export function checkRuntimeBackend(ctx: ModelContext, r: Reporter): string | un
   if (c.platform === ENSEMBLE_PLATFORM) return undefined;
   const backend = ctx.autofill.backend;
   const facts = RUNTIME_FACTS[runtime];
-  if (!backend || facts.backends.includes(backend)) return undefined;
+  const has = serverBackends(runtime, ctx.options.image);
+  if (!backend || !has || has.includes(backend)) return undefined;
   const where = c.backend ? "backend#value" : c.platform ? "platform#value" : undefined;
-  const { message, hint } = facts.missingBackend(backend);
+  const { message, hint } = facts.missingBackend(backend, ctx.options.image);
   r.warning("backend-unavailable", where, message, hint);
   return backend;
 }

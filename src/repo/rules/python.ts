@@ -64,9 +64,11 @@ function checkExecutionEnv(ctx: ModelContext, r: Reporter): void {
     );
     return;
   }
-  // An absolute path is this machine's only where Triton sees this machine's files (no container's mounts between).
+  // An absolute path is this machine's only where Triton sees this machine's files (no container's
+  // mounts between). Without --runtime it is judged as `up` judges it where it runs Triton here
+  // (the local runtime, `auto`'s fallback), so lint never passes what `up` then refuses.
   const runtime = ctx.options.runtime;
-  if (!inModel && (!runtime || RUNTIME_FACTS[runtime].stagingSeenAs)) return;
+  if (!inModel && runtime && RUNTIME_FACTS[runtime].stagingSeenAs) return;
   if (fs.existsSync(resolved)) return;
   r.error(
     "execution-env-missing",
@@ -74,7 +76,7 @@ function checkExecutionEnv(ctx: ModelContext, r: Reporter): void {
     `EXECUTION_ENV_PATH '${value}' names ${resolved}, which does not exist: the python backend fails the load ("Failed to get the canonical path")`,
     inModel
       ? `Put the environment there (a conda-pack .tar.gz or an unpacked environment folder), or delete the parameter and list the model's packages in ${path.join(ctx.layout.dir, "requirements.txt")}, from which triton-dev builds its environment.`
-      : "Point it at an existing conda-pack .tar.gz or environment folder, or delete the parameter and list the model's packages in requirements.txt beside config.pbtxt.",
+      : `Point it at an existing conda-pack .tar.gz or environment folder, or delete the parameter and list the model's packages in requirements.txt beside config.pbtxt${runtime ? "" : " (a path inside a container's image: lint with --runtime docker, which does not look for it here)"}.`,
   );
 }
 

@@ -17,6 +17,11 @@ import type { ErrorCode, RuleCode, WarningCode } from "../rules.js";
 export interface LintOptions {
   /** The runtime that will serve the repository; enables the backend-availability check. */
   runtime?: RuntimeKind;
+  /**
+   * The image the runtime runs, where the image decides its backends (`up --image`); absent, the
+   * runtime's default image.
+   */
+  image?: string;
   /** Whether this machine has a GPU; undefined skips the KIND_GPU check. */
   gpuAvailable?: boolean;
   /** How many GPUs, when known: `gpus: [n]` beyond it is an error. */

@@ -1,13 +1,17 @@
-import { NGC_BACKENDS } from "../docker/facts.js";
+import { backendHome, DEFAULT_IMAGE, NGC_BACKENDS } from "../docker/facts.js";
 import type { RuntimeFacts } from "../facts.js";
 
 /** Triton in a Kubernetes cluster the user already has (`--context`). */
 export const clusterFacts: RuntimeFacts = {
   backends: NGC_BACKENDS,
-  missingBackend: (backend) => ({
-    message: `backend '${backend}' is not in the cluster runtime's Triton image`,
-    hint: "Use an image that contains this backend.",
-  }),
+  imageDecides: true,
+  missingBackend: (backend, image) => {
+    const { where, image: ref } = backendHome(backend, image);
+    return {
+      message: `backend '${backend}' is not in the cluster runtime's image ${image ?? DEFAULT_IMAGE}; ${where}`,
+      hint: `Serve it with that image: \`triton-dev up --runtime cluster --context <context> --image ${ref}\`.`,
+    };
+  },
   flags: ["image", "gpus", "shmSize", "context", "namespace"],
   flagSpecs: {
     context: { usage: "--context <name>", help: "the kubeconfig context of the cluster to run Triton in (required)" },

@@ -1,7 +1,8 @@
 import { UserError } from "../../errors.js";
 import type { AutoVerdict } from "../driver.js";
 import { givenFlags, RUNTIME_FLAG_NAMES, type RuntimeFlags } from "../facts.js";
-import { connectDocker, daemonFacts } from "./client.js";
+import { connectDocker, daemonAddress, daemonFacts } from "./client.js";
+import { cdiDirsFor, CDI_GPU_KIND, decideGpuPath, findCdiSpecs } from "./gpu-path.js";
 import { dockerFacts } from "./facts.js";
 import { DEFAULT_IMAGE } from "./settings.js";
 
@@ -9,6 +10,8 @@ export interface AutoProbe {
   answers: boolean;
   version?: string;
   nvidia?: boolean;
+  /** The CDI spec file through which this daemon passes GPUs as CDI devices (no NVIDIA runtime, Docker 25+). */
+  cdiSpec?: string;
   imagePresent?: boolean;
   image: string;
 }
@@ -33,7 +36,16 @@ export async function probeForAuto(
         () => true,
         () => false,
       );
-    return { answers: true, version: facts.version, nvidia: facts.nvidia, imagePresent, image: ref };
+    const dirs = cdiDirsFor(facts, daemonAddress(env), env);
+    const path = decideGpuPath({ daemon: facts, cdi: { ...(await findCdiSpecs(dirs)), dirs }, hostGpus: undefined });
+    return {
+      answers: true,
+      version: facts.version,
+      nvidia: facts.nvidia,
+      ...(path.kind === "cdi" ? { cdiSpec: path.spec.file } : {}),
+      imagePresent,
+      image: ref,
+    };
   } catch {
     return { answers: false, image: ref };
   }
@@ -41,10 +53,11 @@ export async function probeForAuto(
 
 /**
  * The docker runtime's answer to `--runtime auto`: chosen when a daemon answers and it can run the
- * image the way a GPU workstation does (the NVIDIA runtime is registered, or the image is already
- * here), or when a container-only flag (--image, --gpus, --shm-size, --monitoring) says a
- * container is wanted. A daemon without either would mean a multi-gigabyte pull to end up on the
- * CPU, which the local runtime does with nothing to download.
+ * image the way a GPU workstation does (the NVIDIA runtime is registered, a CDI spec passes the
+ * GPUs on Docker 25+, or the image is already here), or when a container-only flag (--image,
+ * --gpus, --shm-size, --monitoring) says a container is wanted. A daemon without any of these
+ * would mean a multi-gigabyte pull to end up on the CPU, which the local runtime does with nothing
+ * to download.
  */
 export async function dockerAutoChoice(
   flags: RuntimeFlags,
@@ -66,9 +79,14 @@ export async function dockerAutoChoice(
   }
   if (!found.answers) return { chosen: false, why: "no Docker daemon answers" };
   if (found.nvidia) return { chosen: true, why: `Docker ${found.version} answers with the NVIDIA runtime` };
+  if (found.cdiSpec)
+    return {
+      chosen: true,
+      why: `Docker ${found.version} answers and passes GPUs as CDI devices (${CDI_GPU_KIND}, ${found.cdiSpec})`,
+    };
   if (found.imagePresent) return { chosen: true, why: `Docker ${found.version} answers and ${found.image} is present` };
   return {
     chosen: false,
-    why: `Docker answers but has no NVIDIA runtime and no ${found.image}; the local runtime needs no download`,
+    why: `Docker answers but has no NVIDIA runtime, no CDI spec for its GPUs and no ${found.image}; the local runtime needs no download`,
   };
 }

@@ -101,6 +101,8 @@ export interface DaemonFacts {
   storageDriver: string;
   /** The NVIDIA container runtime is registered (nvidia-ctk runtime configure --runtime=docker). */
   nvidia: boolean;
+  /** Where the daemon reads CDI specs (Docker 27+ says; empty: CDI is off); undefined when it does not say. */
+  cdiSpecDirs?: string[];
 }
 
 export async function daemonFacts(docker: Docker): Promise<DaemonFacts> {
@@ -114,6 +116,7 @@ export async function daemonFacts(docker: Docker): Promise<DaemonFacts> {
     defaultRuntime,
     storageDriver: String(info.Driver ?? "?"),
     nvidia: runtimes.includes("nvidia") || defaultRuntime === "nvidia",
+    ...(Array.isArray(info.CDISpecDirs) ? { cdiSpecDirs: (info.CDISpecDirs as unknown[]).map(String) } : {}),
   };
 }
 
@@ -124,6 +127,10 @@ export function isNoGpuDriverError(err: unknown): boolean {
   return /could not select device driver .*capabilities: \[\[gpu\]\]/i.test(daemonMessage(err));
 }
 
-export function gpuUnavailableError(cause?: unknown, detail = "the Docker daemon has no NVIDIA runtime"): UserError {
-  return new UserError(`GPUs were requested (--gpus), but ${detail}`, { hint: NVIDIA_FIX, cause, exitCode: 1 });
+export function gpuUnavailableError(
+  cause?: unknown,
+  detail = "the Docker daemon has no NVIDIA runtime",
+  hint = NVIDIA_FIX,
+): UserError {
+  return new UserError(`GPUs were requested (--gpus), but ${detail}`, { hint, cause, exitCode: 1 });
 }

@@ -10,6 +10,7 @@ import type { Endpoints, Ports, ServerHandle, StartOptions, StopOutcome } from "
 import {
   daemonAddress,
   daemonFacts,
+  type DaemonFacts,
   daemonMessage,
   gpuUnavailableError,
   isNoGpuDriverError,
@@ -28,6 +29,7 @@ import {
   type MonitoringEndpoints,
   type MonitoringImages,
 } from "./monitoring.js";
+import { cdiDevices, cdiDirsFor, decideGpuPath, findCdiSpecs, type GpuPath } from "./gpu-path.js";
 import {
   containerName,
   formatGpus,
@@ -35,6 +37,7 @@ import {
   LABEL,
   settingsHash,
   tritonContainerSpec,
+  type ContainerGpuPath,
   type ContainerSettings,
   type GpuRequest,
 } from "./settings.js";
@@ -64,6 +67,8 @@ export interface DockerPlan {
   daemon: string;
   settings: ContainerSettings;
   hash: string;
+  /** How the GPUs reach the container, and why (absent: --gpus none). */
+  gpuPath?: GpuPath;
   monitoringImages?: MonitoringImages;
   reuse?: { id: string; runId: string; runDir: string; repository: string };
   replace?: { id: string; runId: string; reason: string };
@@ -72,6 +77,8 @@ export interface DockerPlan {
 export interface DockerDeps {
   /** NVIDIA GPUs the host's driver lists (0: no driver), for the early GPU check. */
   detectGpus?: () => Promise<number | undefined>;
+  /** Reads CDI spec folders (gpu-path.ts findCdiSpecs). */
+  findCdiSpecs?: typeof findCdiSpecs;
 }
 
 export interface DockerStarted {
@@ -95,10 +102,20 @@ export class DockerRuntime {
     private readonly deps: DockerDeps = {},
   ) {}
 
-  /** `--gpus auto`: every GPU when the daemon has the NVIDIA runtime registered, else the CPU. */
+  /** `--gpus auto`: every GPU when the NVIDIA runtime or a CDI spec passes them to containers, else the CPU. */
   async autoGpus(): Promise<GpuRequest> {
     await requireDaemon(this.docker, this.env);
-    return (await daemonFacts(this.docker)).nvidia ? { kind: "all" } : { kind: "none" };
+    const p = await this.gpuPath();
+    return p.kind === "nvidia-runtime" || p.kind === "cdi" ? { kind: "all" } : { kind: "none" };
+  }
+
+  /** How GPUs would reach a container on this daemon and machine, and why (gpu-path.ts decides). */
+  async gpuPath(facts?: DaemonFacts): Promise<GpuPath> {
+    const daemon = facts ?? (await daemonFacts(this.docker));
+    const dirs = cdiDirsFor(daemon, daemonAddress(this.env), this.env);
+    const cdi = await (this.deps.findCdiSpecs ?? findCdiSpecs)(dirs);
+    const hostGpus = await (this.deps.detectGpus ?? detectNvidiaGpus)();
+    return decideGpuPath({ daemon, cdi: { ...cdi, dirs }, hostGpus });
   }
 
   /**
@@ -110,18 +127,15 @@ export class DockerRuntime {
     const name = containerName(input.modelsDir);
     const wantsGpu = input.gpus.kind !== "none";
     const present = await imageId(this.docker, input.image);
-    if (wantsGpu && !present) {
-      // Checked before a pull of many gigabytes. Without the registered runtime, `--gpus` still
-      // works where the toolkit's hook is installed, so only a host without the NVIDIA driver
-      // is refused here; otherwise the daemon decides when the container starts.
-      const facts = await daemonFacts(this.docker);
-      const gpus = await (this.deps.detectGpus ?? detectNvidiaGpus)();
-      if (!facts.nvidia && gpus === 0)
-        throw gpuUnavailableError(
-          undefined,
-          `the Docker daemon has no NVIDIA runtime (its runtimes: ${facts.runtimes.join(", ") || "none"}) and this machine shows no NVIDIA driver`,
-        );
+    const facts = await daemonFacts(this.docker);
+    // Decided for --gpus none too: under a default NVIDIA runtime the container must say "no GPUs".
+    const gpuPath = await this.gpuPath(facts);
+    if (wantsGpu && gpuPath.kind === "none" && !present) {
+      // Checked before a pull of many gigabytes. With the image here, the daemon is asked instead
+      // (a hook of the toolkit's may still take --gpus), and its refusal is explained the same way.
+      throw gpuUnavailableError(undefined, gpuPath.why, gpuPath.hint);
     }
+    const containerGpus = containerGpuPath(input.gpus, gpuPath, facts);
     let images: MonitoringImages | undefined;
     if (input.monitoring) {
       // The monitoring images first: a missing one fails in seconds, before Triton's large pull.
@@ -136,6 +150,7 @@ export class DockerRuntime {
       image: input.image,
       imageId: imgId,
       gpus: input.gpus,
+      ...(containerGpus ? { gpuPath: containerGpus } : {}),
       shmBytes: input.shmBytes,
       ports: input.ports,
       host: input.host,
@@ -151,6 +166,7 @@ export class DockerRuntime {
       daemon: daemonAddress(this.env),
       settings,
       hash,
+      ...(wantsGpu ? { gpuPath } : {}),
       ...(images ? { monitoringImages: images } : {}),
     };
 
@@ -329,6 +345,23 @@ export class DockerRuntime {
   }
 }
 
+/** What the container's settings carry of the decided path (absent where it changes nothing). */
+export function containerGpuPath(
+  gpus: GpuRequest,
+  path: GpuPath,
+  facts: Pick<DaemonFacts, "defaultRuntime">,
+): ContainerGpuPath | undefined {
+  switch (path.kind) {
+    case "nvidia-runtime":
+      return { kind: "nvidia-runtime", runtime: path.runtime, isDefault: facts.defaultRuntime === path.runtime };
+    case "cdi":
+      return gpus.kind === "none" ? undefined : { kind: "cdi", devices: cdiDevices(gpus, path.spec) };
+    case "daemon":
+    case "none":
+      return gpus.kind === "none" ? undefined : { kind: "daemon" };
+  }
+}
+
 /** runc's refusal to raise RLIMIT_MEMLOCK (rlimit type 8) for the container. */
 export function isMemlockRefused(err: unknown): boolean {
   return /error setting rlimit type 8|setrlimit.*(memlock|RLIMIT_MEMLOCK)/i.test(daemonMessage(err));
@@ -342,10 +375,15 @@ export function withoutMemlock(spec: Docker.ContainerCreateOptions): Docker.Cont
 }
 
 /** Turns the daemon's refusal to create or start the container into what the user can act on. */
-export function startError(err: unknown, plan: Pick<DockerPlan, "settings" | "name">): UserError {
+export function startError(err: unknown, plan: Pick<DockerPlan, "settings" | "name" | "gpuPath">): UserError {
   if (err instanceof UserError) return err;
   const msg = daemonMessage(err);
-  if (isNoGpuDriverError(err)) return gpuUnavailableError(err, `the Docker daemon has no NVIDIA runtime ("${msg}")`);
+  if (isNoGpuDriverError(err)) {
+    const p = plan.gpuPath;
+    return p?.kind === "none"
+      ? gpuUnavailableError(err, `the Docker daemon has no NVIDIA runtime ("${msg}"); ${p.why}`, p.hint)
+      : gpuUnavailableError(err, `the Docker daemon has no NVIDIA runtime ("${msg}")`);
+  }
   const port = /(?:0\.0\.0\.0|127\.0\.0\.1|\[?::1?\]?):(\d+)/.exec(msg)?.[1] ?? /port (\d+)/.exec(msg)?.[1];
   if (/port is already allocated|address already in use|bind: /i.test(msg)) {
     const flag = port

@@ -1,7 +1,9 @@
 import { execFile } from "node:child_process";
 import { UserError } from "../../errors.js";
 import { check, type DoctorCheck } from "../doctor-check.js";
+import { detectNvidiaGpus } from "../../gpu/detect.js";
 import { connectDocker, daemonAddress, daemonFacts, NVIDIA_FIX, requireDaemon, type DaemonFacts } from "./client.js";
+import { cdiDirsFor, decideGpuPath, describeGpuPath, findCdiSpecs, type GpuPath } from "./gpu-path.js";
 
 export interface NvidiaGpu {
   index: number;
@@ -49,16 +51,25 @@ export async function nvidiaSmiGpus(run: RunCommand = defaultRun): Promise<Nvidi
 }
 
 export interface DockerDoctor {
-  daemon: { ok: true; address: string; facts: DaemonFacts } | { ok: false; address: string; error: UserError };
+  daemon:
+    | { ok: true; address: string; facts: DaemonFacts; gpuPath: GpuPath; unreadableCdi: string[] }
+    | { ok: false; address: string; error: UserError };
 }
 
-/** The daemon and its runtimes, for `doctor`. */
-export async function probeDocker(env: NodeJS.ProcessEnv): Promise<DockerDoctor> {
+/** The daemon, its runtimes and the way GPUs would reach a container, for `doctor`. */
+export async function probeDocker(
+  env: NodeJS.ProcessEnv,
+  detectGpus: () => Promise<number | undefined> = () => detectNvidiaGpus(),
+): Promise<DockerDoctor> {
   const address = daemonAddress(env);
   const docker = connectDocker(env);
   try {
     await requireDaemon(docker, env, 3_000);
-    return { daemon: { ok: true, address, facts: await daemonFacts(docker) } };
+    const facts = await daemonFacts(docker);
+    const dirs = cdiDirsFor(facts, address, env);
+    const cdi = await findCdiSpecs(dirs);
+    const gpuPath = decideGpuPath({ daemon: facts, cdi: { ...cdi, dirs }, hostGpus: await detectGpus() });
+    return { daemon: { ok: true, address, facts, gpuPath, unreadableCdi: cdi.unreadable } };
   } catch (err) {
     if (err instanceof UserError) return { daemon: { ok: false, address, error: err } };
     throw err;
@@ -84,21 +95,18 @@ export async function dockerChecks(
       ok: true,
       detail: `Docker ${d.facts.version} (API ${d.facts.apiVersion}, ${d.facts.storageDriver} storage) at ${d.address}`,
     });
-    out.push(
-      d.facts.nvidia
-        ? {
-            name: "nvidia runtime",
-            ok: true,
-            detail: `registered with Docker (runtimes: ${d.facts.runtimes.join(", ")}; default ${d.facts.defaultRuntime})`,
-          }
-        : {
-            name: "nvidia runtime",
-            ok: false,
-            warn: true,
-            detail: `not registered with Docker (runtimes: ${d.facts.runtimes.join(", ") || "none"}): \`up --runtime docker\` runs on the CPU (--gpus none)`,
-            hint: NVIDIA_FIX,
-          },
-    );
+    const p = d.gpuPath;
+    const passes = p.kind === "nvidia-runtime" || p.kind === "cdi";
+    out.push({
+      name: "docker gpus",
+      ok: passes,
+      ...(passes ? {} : { warn: true }),
+      detail:
+        `GPUs reach containers ${describeGpuPath(p)}` +
+        (passes ? "" : ": `up --runtime docker` runs on the CPU (--gpus none)") +
+        (d.unreadableCdi.length ? `; CDI files skipped: ${d.unreadableCdi.join("; ")}` : ""),
+      ...(p.kind === "none" ? { hint: p.hint } : passes ? {} : { hint: NVIDIA_FIX }),
+    });
   } else {
     out.push({
       name: "docker",

@@ -14,7 +14,7 @@ import { DockerRuntime, findOurs, removeRun } from "./docker-runtime.js";
 import { shmHinter, shmStartHint } from "./hints.js";
 import { dockerRunAlive } from "./liveness.js";
 import { followLogs } from "./logs.js";
-import { containerEvent, monitoringEvent, pullEvent } from "./events.js";
+import { containerEvent, gpuPathEvent, monitoringEvent, pullEvent } from "./events.js";
 import { parseDockerRecord, type DockerRecord } from "./record.js";
 import {
   DEFAULT_IMAGE,
@@ -100,6 +100,7 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
         },
         (p) => ctx.emit(pullEvent("docker", p)),
       );
+      if (plan.gpuPath) ctx.emit(gpuPathEvent(kind, plan.gpuPath));
       if (!plan.reuse) {
         await rt.removeReplaced(plan);
         await requireFreePorts(input.ports, input.host);

@@ -3,6 +3,7 @@ import type { DriverEvent, RuntimeKind } from "../driver.js";
 import type { PullUpdate } from "./image.js";
 
 import { bytes as short } from "../../events/size.js";
+import { describeGpuPath, type GpuPath } from "./gpu-path.js";
 
 const mb = (bytes: number) => `${(bytes / 1024 ** 2).toFixed(1)} MB`;
 
@@ -71,5 +72,16 @@ export function monitoringEvent(m: { prometheus: string; grafana: string }): Dri
     grafana: m.grafana,
     reads: { line: `monitoring: Prometheus ${m.prometheus}  Grafana ${m.grafana} (dashboard "Triton (triton-dev)")` },
     server: { monitoring: { prometheus: m.prometheus, grafana: m.grafana } },
+  };
+}
+
+/** The way GPUs reach the container (--gpus), and why that way: `up` says it before the container starts. */
+export function gpuPathEvent(runtime: RuntimeKind, p: GpuPath): DriverEvent {
+  return {
+    type: "gpus",
+    runtime,
+    path: p.kind,
+    why: p.why,
+    reads: { line: `GPUs ${describeGpuPath(p)}` },
   };
 }

@@ -18,13 +18,100 @@ export const NGC_BACKENDS = [
   "square",
 ] as const;
 
+/**
+ * NGC's tritonserver image flavours, the tag's part after the release (`24.10-py3`): the default
+ * `py3` has the standard backends; vLLM and TensorRT-LLM come only in their own flavours, each
+ * with the python backend beside it (vllm_backend's README, Triton's compatibility matrix).
+ */
+export const IMAGE_FLAVOURS = {
+  py3: NGC_BACKENDS,
+  "vllm-python-py3": ["python", "vllm"],
+  "trtllm-python-py3": ["python", "tensorrtllm"],
+} as const satisfies Record<string, readonly string[]>;
+
+export type ImageFlavour = keyof typeof IMAGE_FLAVOURS;
+
+/** Where a backend runs: the image flavour that has it, whether it needs a GPU, what it serves. */
+export interface BackendHome {
+  flavour: ImageFlavour;
+  /** It cannot run without a GPU (TensorRT engines, vLLM, TensorRT-LLM). */
+  gpu: boolean;
+  /** What its models are, for messages ("TensorRT engines"). */
+  what: string;
+}
+
+/**
+ * The one table of backend homes: lint, `up`, `status` and `manifests` read it. Which of them the
+ * local runtime serves is its facts' `backends` (local/facts.ts); every other one is named with
+ * the runtime and image that have it.
+ */
+export const BACKEND_HOMES: Readonly<Record<string, BackendHome>> = {
+  python: { flavour: "py3", gpu: false, what: "python models" },
+  onnxruntime: { flavour: "py3", gpu: false, what: "ONNX models" },
+  openvino: { flavour: "py3", gpu: false, what: "OpenVINO models" },
+  pytorch: { flavour: "py3", gpu: false, what: "TorchScript models" },
+  tensorflow: { flavour: "py3", gpu: false, what: "TensorFlow models" },
+  tensorrt: { flavour: "py3", gpu: true, what: "TensorRT engines" },
+  fil: { flavour: "py3", gpu: false, what: "forest models (FIL)" },
+  dali: { flavour: "py3", gpu: false, what: "DALI pipelines" },
+  identity: { flavour: "py3", gpu: false, what: "identity test models" },
+  repeat: { flavour: "py3", gpu: false, what: "repeat test models" },
+  square: { flavour: "py3", gpu: false, what: "square test models" },
+  vllm: { flavour: "vllm-python-py3", gpu: true, what: "vLLM models" },
+  tensorrtllm: { flavour: "trtllm-python-py3", gpu: true, what: "TensorRT-LLM models" },
+};
+
+/** The NGC image of a flavour, at the release of `base` (an NGC tritonserver tag) or of the default image. */
+export function imageOfFlavour(flavour: ImageFlavour, base: string = DEFAULT_IMAGE): string {
+  const release = /^(?:nvcr\.io\/)?nvidia\/tritonserver:(\d{2}\.\d{2})-/.exec(base)?.[1] ?? "24.10";
+  return `nvcr.io/nvidia/tritonserver:${release}-${flavour}`;
+}
+
+/** The backends an image has, when it is an NGC tritonserver flavour; undefined for any other image. */
+export function backendsOfImage(image: string): readonly string[] | undefined {
+  const m = /^(?:nvcr\.io\/)?nvidia\/tritonserver:\d{2}\.\d{2}-(.+)$/.exec(image);
+  if (!m) return undefined;
+  return (IMAGE_FLAVOURS as Record<string, readonly string[]>)[m[1]!];
+}
+
+/**
+ * Where `backend` runs, for a runtime that lacks it (`image`: the image it runs, where that
+ * decides): the clause after "backend 'x' is not in ...", and the image that has it.
+ */
+export function backendHome(
+  backend: string,
+  image?: string,
+): { where: string; image: string; home: BackendHome | undefined } {
+  const home = BACKEND_HOMES[backend];
+  if (!home)
+    return {
+      where:
+        "it is no backend of NGC's tritonserver images: it runs only in an image built with it, passed as --image to the docker or kind runtime",
+      image: "<an image with this backend>",
+      home,
+    };
+  const ref = imageOfFlavour(home.flavour, image);
+  const gpu = home.gpu ? ", on a machine with an NVIDIA GPU" : "";
+  const defaultLacks = home.flavour === "py3" ? "" : ` (the default ${DEFAULT_IMAGE} has no ${backend} backend)`;
+  return {
+    where: `${home.what} run in the docker or kind runtime with the image ${ref}${defaultLacks}${gpu}`,
+    image: ref,
+    home,
+  };
+}
+
 /** Triton in a container of the NGC image (or a compatible one). */
 export const dockerFacts: RuntimeFacts = {
   backends: NGC_BACKENDS,
-  missingBackend: (backend) => ({
-    message: `backend '${backend}' is not in the docker runtime's Triton image`,
-    hint: "Use an image that contains this backend.",
-  }),
+  imageDecides: true,
+  missingBackend: (backend, image) => {
+    const { where, image: ref } = backendHome(backend, image);
+    return {
+      message: `backend '${backend}' is not in the docker runtime's image ${image ?? DEFAULT_IMAGE}; ${where}`,
+      hint: `Serve it with that image: \`triton-dev up --runtime docker --image ${ref}\`.`,
+    };
+  },
+
   flags: ["image", "gpus", "shmSize", "monitoring"],
   flagSpecs: {
     image: { usage: "--image <ref>", help: `the Triton image (default ${DEFAULT_IMAGE})` },

@@ -77,6 +77,51 @@ export function deviceRequests(g: GpuRequest): Docker.DeviceRequest[] | undefine
   }
 }
 
+/**
+ * How the container gets its GPUs (gpu-path.ts decides): under the NVIDIA runtime, which reads
+ * NVIDIA_VISIBLE_DEVICES whatever its mode (legacy hook or CDI), so the daemon's own `--gpus` support
+ * (the toolkit's hook on dockerd's PATH) is not needed; as CDI devices; or as `docker run --gpus`
+ * sends them, for the daemon to resolve.
+ */
+export type ContainerGpuPath =
+  | { kind: "nvidia-runtime"; runtime: string; isDefault: boolean }
+  | { kind: "cdi"; devices: string[] }
+  | { kind: "daemon" };
+
+/** NVIDIA_VISIBLE_DEVICES for a request: what `docker run --gpus` puts there. */
+export function visibleDevices(g: GpuRequest): string {
+  switch (g.kind) {
+    case "none":
+      return "void";
+    case "all":
+      return "all";
+    case "count":
+      return Array.from({ length: g.count }, (_, i) => String(i)).join(",");
+    case "devices":
+      return g.ids.join(",");
+  }
+}
+
+/** The HostConfig and environment that give the container its GPUs along `path`. */
+export function gpuContainerParts(
+  g: GpuRequest,
+  path: ContainerGpuPath | undefined,
+): { hostConfig: Docker.HostConfig; env: string[] } {
+  if (path?.kind === "nvidia-runtime") {
+    // With the NVIDIA runtime as the daemon's default, an NGC image's NVIDIA_VISIBLE_DEVICES=all
+    // would hand it every GPU: --gpus none says void.
+    if (g.kind === "none") return { hostConfig: {}, env: path.isDefault ? ["NVIDIA_VISIBLE_DEVICES=void"] : [] };
+    return {
+      hostConfig: path.isDefault ? {} : { Runtime: path.runtime },
+      env: [`NVIDIA_VISIBLE_DEVICES=${visibleDevices(g)}`, "NVIDIA_DRIVER_CAPABILITIES=compute,utility"],
+    };
+  }
+  if (g.kind === "none") return { hostConfig: {}, env: [] };
+  if (path?.kind === "cdi")
+    return { hostConfig: { DeviceRequests: [{ Driver: "cdi", DeviceIDs: path.devices }] }, env: [] };
+  return { hostConfig: { DeviceRequests: deviceRequests(g)! }, env: [] };
+}
+
 const SIZE_UNITS: Record<string, number> = { "": 1, b: 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 };
 
 /** Docker's size syntax (`1g`, `512m`, `2gb`, plain bytes). */
@@ -125,6 +170,8 @@ export interface ContainerSettings {
   /** The image's content id: a re-pulled tag with new content means a new container. */
   imageId: string;
   gpus: GpuRequest;
+  /** How the GPUs reach the container (absent: --gpus none on a daemon without the NVIDIA runtime). */
+  gpuPath?: ContainerGpuPath;
   shmBytes: number;
   ports: Ports;
   host: string;
@@ -142,6 +189,7 @@ export function settingsHash(s: ContainerSettings): string {
     image: s.image,
     imageId: s.imageId,
     gpus: formatGpus(s.gpus),
+    ...(s.gpuPath ? { gpuPath: s.gpuPath } : {}),
     shm: s.shmBytes,
     ports: [s.ports.http, s.ports.grpc, s.ports.metrics],
     host: s.host,
@@ -220,6 +268,7 @@ export interface TritonContainerInput {
 export function tritonContainerSpec(i: TritonContainerInput): Docker.ContainerCreateOptions {
   const s = i.settings;
   const inside = Object.values(CONTAINER_PORTS).map(portKey);
+  const gpu = gpuContainerParts(s.gpus, s.gpuPath);
   return {
     name: i.name,
     Image: s.image,
@@ -234,7 +283,11 @@ export function tritonContainerSpec(i: TritonContainerInput): Docker.ContainerCr
     // a __pycache__ written into a served model would make poll mode reload it.
     // Only where the key is: the key itself is in a file of the user's, mounted read-only, so
     // neither `docker inspect` nor the host's process list shows it.
-    Env: ["PYTHONDONTWRITEBYTECODE=1", ...Object.entries(keyShimEnv(CONTAINER_KEY_DIR)).map(([k, v]) => `${k}=${v}`)],
+    Env: [
+      "PYTHONDONTWRITEBYTECODE=1",
+      ...gpu.env,
+      ...Object.entries(keyShimEnv(CONTAINER_KEY_DIR)).map(([k, v]) => `${k}=${v}`),
+    ],
     ExposedPorts: Object.fromEntries(inside.map((p) => [p, {}])),
     HostConfig: {
       // The staged models are relative symlinks into ../store, so both folders keep their
@@ -250,7 +303,7 @@ export function tritonContainerSpec(i: TritonContainerInput): Docker.ContainerCr
         { Name: "memlock", Soft: -1, Hard: -1 },
         { Name: "stack", Soft: 67108864, Hard: 67108864 },
       ],
-      ...(deviceRequests(s.gpus) ? { DeviceRequests: deviceRequests(s.gpus) } : {}),
+      ...gpu.hostConfig,
       ...(s.network ? { NetworkMode: s.network } : {}),
     },
     ...(s.network ? { NetworkingConfig: { EndpointsConfig: { [s.network]: { Aliases: ["triton"] } } } } : {}),

@@ -1,4 +1,4 @@
-import { NGC_BACKENDS } from "../docker/facts.js";
+import { backendHome, DEFAULT_IMAGE, NGC_BACKENDS } from "../docker/facts.js";
 import type { RuntimeFacts } from "../facts.js";
 
 /** `--cluster`'s default: one cluster per machine user, reused by every project when kept. */
@@ -7,10 +7,14 @@ export const DEFAULT_CLUSTER = "triton-dev";
 /** Triton in a local kind cluster (its nodes are Docker containers). */
 export const kindFacts: RuntimeFacts = {
   backends: NGC_BACKENDS,
-  missingBackend: (backend) => ({
-    message: `backend '${backend}' is not in the kind runtime's Triton image`,
-    hint: "Use an image that contains this backend.",
-  }),
+  imageDecides: true,
+  missingBackend: (backend, image) => {
+    const { where, image: ref } = backendHome(backend, image);
+    return {
+      message: `backend '${backend}' is not in the kind runtime's image ${image ?? DEFAULT_IMAGE}; ${where}`,
+      hint: `Serve it with that image: \`triton-dev up --runtime kind --image ${ref}\`.`,
+    };
+  },
   flags: ["image", "gpus", "shmSize", "cluster", "keepCluster", "nodeImage"],
   flagSpecs: {
     cluster: { usage: "--cluster <name>", help: `the kind cluster to create or use (default ${DEFAULT_CLUSTER})` },

@@ -1,16 +1,18 @@
+import fsp from "node:fs/promises";
 import path from "node:path";
+import { requireTrustedHome } from "../../config/home-trust.js";
 import type { Paths } from "../../config/paths.js";
 import type { ModelEnvironments } from "../../envs/model-environments.js";
 import { ServerStartError, UserError } from "../../errors.js";
 import { log as rootLog } from "../../log/logger.js";
-import { findProcesses, isOurProcess } from "../../state/process.js";
+import { findProcesses, isOurProcess, processGroupOf, runsAsUs, runsOurExecutable } from "../../state/process.js";
 import type { RunState } from "../../state/run-state.js";
 import type { AttachedRun, Leftovers, PlannedRun, RuntimeDriver } from "../driver.js";
 import { deliverRunFolder } from "../delivery.js";
 import type { LocalEnvironment } from "./environment.js";
 import type { SpawnFn } from "./local-runtime.js";
 import { setupEvent } from "./events.js";
-import { stopProcessGroup, unloadWatch } from "./process-group.js";
+import { groupMembers, stopProcessGroup, unloadWatch } from "./process-group.js";
 
 // What plans and starts a server (the managed environment, its health, pip, the key shim) is
 // loaded when `up` plans: `down` and `q` only stop one, and a stop has a second to do it in.
@@ -61,8 +63,11 @@ async function localModelEnvironments(
   say: (message: string) => void,
 ): Promise<ModelEnvironments> {
   const { EnvironmentBuilder, environmentsRootIn, modelEnvironments } = await planning();
+  const root = environmentsRootIn(paths.home, env);
+  // pip and the models' Python run from there.
+  if (env.TRITON_DEV_ENVS_DIR) requireTrustedHome(root, { what: "TRITON_DEV_ENVS_DIR" });
   const builder = new EnvironmentBuilder({
-    root: environmentsRootIn(paths.home, env),
+    root,
     base: { python: environment.venvPython, sitePackages: environment.sitePackages },
     env,
     onProgress: (p) => {
@@ -74,10 +79,74 @@ async function localModelEnvironments(
   return modelEnvironments(builder, (model, note) => say(`${model}: ${note}`));
 }
 
-/** Servers we started carry our runs folder in their --model-repository flag; nothing else is touched. */
-export function findOrphanServers(runsDir: string, procRoot = "/proc"): number[] {
+/**
+ * Servers we started: of our uid, running the managed environment's tritonserver (by
+ * /proc/PID/exe, which argv cannot fake), with our runs folder in their --model-repository flag.
+ */
+export function findOrphanServers(runsDir: string, serverBin: string, procRoot = "/proc"): number[] {
   const marker = `--model-repository=${runsDir}${path.sep}`;
-  return findProcesses((argv) => argv[0]!.endsWith("tritonserver") && argv.some((a) => a.startsWith(marker)), procRoot);
+  return findProcesses(
+    (argv, pid) => argv.some((a) => a.startsWith(marker)) && runsOurExecutable(pid, serverBin, procRoot),
+    procRoot,
+  );
+}
+
+/**
+ * The managed environment's tritonserver and python stub (what runs a python model's code), from
+ * setup's marker, read without loading setup's code (`down` stays light); undefined without one.
+ */
+async function managedBinaries(
+  paths: Pick<Paths, "envMarker" | "home">,
+): Promise<{ serverBin: string; stubBin: string } | undefined> {
+  try {
+    // A marker in a home another user can change names nothing of ours.
+    requireTrustedHome(paths.home);
+    const m = JSON.parse(await fsp.readFile(paths.envMarker, "utf8")) as { serverBin?: unknown; backendDir?: unknown };
+    if (typeof m.serverBin !== "string" || typeof m.backendDir !== "string") return undefined;
+    return { serverBin: m.serverBin, stubBin: path.join(m.backendDir, "python", "triton_python_backend_stub") };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Python stubs of ours (our uid, the managed environment's stub binary by /proc/PID/exe) serving a
+ * model of a run folder under `runsDir` (the model's path is the stub's first argument), grouped by
+ * their process group: the server that started them.
+ */
+export function findStubs(runsDir: string, stubBin: string, procRoot = "/proc"): Map<number, number[]> {
+  const prefix = `${runsDir}${path.sep}`;
+  const groups = new Map<number, number[]>();
+  const pids = findProcesses(
+    (argv, pid) => (argv[1] ?? "").startsWith(prefix) && runsOurExecutable(pid, stubBin, procRoot),
+    procRoot,
+  );
+  for (const pid of pids) {
+    const pgid = processGroupOf(pid, procRoot);
+    if (pgid !== undefined) groups.set(pgid, [...(groups.get(pgid) ?? []), pid]);
+  }
+  return groups;
+}
+
+/**
+ * End what is left of a server's process group once the server is gone (a crash): its python
+ * stubs and the processes the model code started, SIGTERM then SIGKILL after `graceMs`. Only a
+ * group holding a stub of ours is touched, and only when every member runs as us (the group is
+ * the dead server's session: nothing else can join it, but a member could have changed uid).
+ */
+async function endLeftGroup(pgid: number, stubs: number[], graceMs: number, procRoot = "/proc"): Promise<boolean> {
+  const members = (groupMembers(pgid, procRoot) ?? []).filter((m) => m.state !== "Z" && m.state !== "X");
+  if (stubs.length === 0 || members.length === 0) return false;
+  const strangers = members.filter((m) => !runsAsUs(Number(m.pid), procRoot));
+  if (strangers.length) {
+    log.warn("a process in the group of our crashed server runs as another user; it is left alone", {
+      pgid,
+      pids: strangers.map((m) => m.pid),
+    });
+    return false;
+  }
+  await stopProcessGroup(pgid, { graceMs, what: "python model processes a crashed server left" });
+  return true;
 }
 
 /** Triton as a local process: the tritonserver binary of the nvidia-pytriton wheel in the managed environment. */
@@ -174,6 +243,7 @@ export function createLocalDriver(deps: LocalDeps = {}): RuntimeDriver<LocalOpti
         }),
         handsOverTo: () => false,
         async stop(graceMs, onProgress, waitFor) {
+          // A crashed server's stubs (the models' code) may outlive it: cleanup() ends them.
           const outcome = (await alive())
             ? await stopProcessGroup(state.pid, { graceMs, unloads: unloadWatch(state, onProgress, waitFor) })
             : undefined;
@@ -200,15 +270,32 @@ export function createLocalDriver(deps: LocalDeps = {}): RuntimeDriver<LocalOpti
     doctor: async (ctx) => (await import("./doctor.js")).localChecks(ctx.paths, ctx.env),
     async cleanup(graceMs, ctx): Promise<Leftovers> {
       const orphans: number[] = [];
-      for (const pid of findOrphanServers(ctx.paths.runsDir, deps.procRoot)) {
-        await stopProcessGroup(pid, { graceMs });
-        orphans.push(pid);
+      const stubs: number[] = [];
+      // Without the managed environment no server or stub of ours can run.
+      const environment = await managedBinaries(ctx.paths);
+      if (environment) {
+        for (const pid of findOrphanServers(ctx.paths.runsDir, environment.serverBin, deps.procRoot)) {
+          await stopProcessGroup(pid, { graceMs });
+          orphans.push(pid);
+        }
+        // Stubs whose server is gone (it crashed), with the processes their model code started.
+        for (const [pgid, pids] of findStubs(ctx.paths.runsDir, environment.stubBin, deps.procRoot)) {
+          if (isOurProcess(pgid, environment.serverBin, deps.procRoot)) continue;
+          if (await endLeftGroup(pgid, pids, graceMs, deps.procRoot)) stubs.push(...pids);
+        }
       }
       return {
-        json: { orphans },
-        lines: orphans.length
-          ? [`stopped ${orphans.length} leftover tritonserver process(es) of ours: pid ${orphans.join(", ")}`]
-          : [],
+        json: { orphans, ...(stubs.length ? { orphanStubs: stubs } : {}) },
+        lines: [
+          ...(orphans.length
+            ? [`stopped ${orphans.length} leftover tritonserver process(es) of ours: pid ${orphans.join(", ")}`]
+            : []),
+          ...(stubs.length
+            ? [
+                `stopped ${stubs.length} python model process(es) a crashed server of ours left: pid ${stubs.join(", ")}`,
+              ]
+            : []),
+        ],
       };
     },
   };

@@ -70,7 +70,7 @@ function sameFile(a: string, b: string): boolean {
  * which costs a tenth of a second more than reading its version (`up`).
  */
 export async function checkManagedEnvironment(
-  paths: Pick<Paths, "envMarker" | "venv">,
+  paths: Pick<Paths, "envMarker" | "venv" | "home">,
   options: { importNumpy?: boolean } = {},
 ): Promise<EnvironmentHealth> {
   const e = await readEnvironmentMarker(paths);

@@ -4,6 +4,7 @@ import path from "node:path";
 import { execa } from "execa";
 import { z } from "zod";
 import type { Paths } from "../../config/paths.js";
+import { requireTrustedHome } from "../../config/home-trust.js";
 import { UserError } from "../../errors.js";
 import { log as rootLog } from "../../log/logger.js";
 import { writeFileAtomic } from "../../state/atomic-write.js";
@@ -79,7 +80,11 @@ export interface SetupOptions {
 }
 
 /** The marker as setup wrote it, whether or not the files it names are still there. */
-export async function readEnvironmentMarker(paths: Pick<Paths, "envMarker">): Promise<LocalEnvironment | undefined> {
+export async function readEnvironmentMarker(
+  paths: Pick<Paths, "envMarker" | "home">,
+): Promise<LocalEnvironment | undefined> {
+  // The marker names what runs: it counts only in a home no other user can change.
+  requireTrustedHome(paths.home);
   let raw: string;
   try {
     raw = await fsp.readFile(paths.envMarker, "utf8");
@@ -119,6 +124,7 @@ export async function ensureEnvironment(options: SetupOptions): Promise<LocalEnv
   const { paths } = options;
   const env = options.env ?? process.env;
   const progress = options.onProgress ?? (() => {});
+  requireTrustedHome(paths.home);
   if (!options.force && !options.repair) {
     const existing = await loadEnvironment(paths);
     if (existing && (!options.inheritSitePackages || existing.inheritedSitePackages.length > 0)) {
@@ -149,6 +155,8 @@ export async function ensureEnvironment(options: SetupOptions): Promise<LocalEnv
     progress({ step: "venv", message: `creating virtual environment ${paths.venv}` });
     await fsp.rm(paths.venv, { recursive: true, force: true });
     await fsp.mkdir(path.dirname(paths.venv), { recursive: true });
+    // Made now, or found made by someone else since the check above (mkdir takes an existing one).
+    requireTrustedHome(paths.home);
     const r = await execa(python.executable, ["-m", "venv", paths.venv], { reject: false, all: true });
     if (r.exitCode !== 0) {
       await fsp.rm(paths.venv, { recursive: true, force: true });

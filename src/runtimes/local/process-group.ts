@@ -1,7 +1,8 @@
 import fs from "node:fs";
 import { log as rootLog } from "../../log/logger.js";
 import { followFile, stripTritonPrefix } from "../../state/log-file.js";
-import { signalReaches } from "../../state/process.js";
+import { runsAsUs, signalReaches } from "../../state/process.js";
+import { openShmFolder } from "../../state/shm-folder.js";
 import { ExitTracker, exitProgress, versionsToUnload } from "../../triton/log-lines.js";
 import type { StartOptions, StopOutcome, UnloadsToWaitFor } from "../driver.js";
 import { clientForRun } from "../../triton/http-client.js";
@@ -19,7 +20,7 @@ function groupAlive(pgid: number, procRoot = "/proc"): boolean {
 }
 
 /** The processes of group `pgid` with their state letter; undefined when /proc cannot be read. */
-function groupMembers(pgid: number, procRoot = "/proc"): Array<{ pid: string; state: string }> | undefined {
+export function groupMembers(pgid: number, procRoot = "/proc"): Array<{ pid: string; state: string }> | undefined {
   let entries: string[];
   try {
     entries = fs.readdirSync(procRoot);
@@ -108,6 +109,8 @@ export interface StopOptions {
   /** When we are the parent, the child's exit promise (reaps it, so it does not linger as a zombie). */
   exited?: Promise<unknown>;
   unloads?: UnloadWatch;
+  /** What the group is, in the log: "server" unless told ("python model processes a crashed server left"). */
+  what?: string;
 }
 
 /**
@@ -188,7 +191,7 @@ export async function stopProcessGroup(pgid: number, options: StopOptions = {}):
     stopFollowing?.();
   }
   if (groupAlive(pgid)) {
-    if (!ended) log.warn("server did not stop in time; killing it", { pgid, graceMs });
+    if (!ended) log.warn(`${options.what ?? "server"} did not stop in time; killing it`, { pgid, graceMs });
     ended ??= "killed";
     await endGroup(pgid, options.shmDir);
   }
@@ -212,48 +215,66 @@ async function endGroup(pgid: number, shmDir?: string): Promise<void> {
   signalGroup(pgid, "SIGKILL");
   const killDeadline = Date.now() + 5_000;
   while (groupAlive(pgid) && Date.now() < killDeadline) await sleep(20);
-  if (!groupAlive(pgid)) removeRegions(regions, pgid);
+  if (!groupAlive(pgid)) removeRegions(regions, pgid, shmDir);
 }
 
 /**
  * The python backend's shared-memory regions (one per model instance, 1 MiB and growing with the
  * tensors it moves): Triton removes each when it unloads the instance, so a server killed before
- * that leaves them in /dev/shm, in RAM, until reboot. Only regions a member of this group maps are
- * taken, so another server's are never touched.
+ * that leaves them in /dev/shm, in RAM, until reboot. Only regions a member of this group of our
+ * uid maps are taken, so another server's are never touched; only a file directly in the shm
+ * folder whose name is of the backend's pattern, never a path as another process's maps read.
  */
 export const PYTHON_SHM_PREFIX = "triton_python_backend_shm_region_";
+/** The backend names its regions PREFIX + a UUID; nothing with a slash or a dot is one of them. */
+export const PYTHON_SHM_NAME = new RegExp(`^${PYTHON_SHM_PREFIX}[A-Za-z0-9_-]{1,128}$`);
 
-function mappedShmRegions(pgid: number, shmDir = "/dev/shm", procRoot = "/proc"): Set<string> {
-  const found = new Set<string>();
-  const want = `${shmDir.replace(/\/$/, "")}/${PYTHON_SHM_PREFIX}`;
+/** A line of /proc/PID/maps: address, perms, offset, device, inode, then the path. */
+const MAPS_LINE = /^\S+\s+\S+\s+\S+\s+\S+\s+(\d+)\s+(\/.*)$/;
+
+/** Region names (with the inode mapped) that members of group `pgid` running as us map from `shmDir`. */
+export function mappedShmRegions(pgid: number, shmDir = "/dev/shm", procRoot = "/proc"): Map<string, number> {
+  const found = new Map<string, number>();
+  const folder = `${shmDir.replace(/\/$/, "")}/`;
   for (const { pid } of groupMembers(pgid, procRoot) ?? []) {
+    if (!runsAsUs(Number(pid), procRoot)) continue;
     let maps: string;
     try {
       maps = fs.readFileSync(`${procRoot}/${pid}/maps`, "utf8");
     } catch {
-      continue; // gone meanwhile, or not ours to read
+      continue; // gone meanwhile
     }
     for (const line of maps.split("\n")) {
-      const at = line.indexOf(want);
+      const m = MAPS_LINE.exec(line);
+      if (!m) continue;
       // A mapping of a file removed meanwhile reads "... (deleted)".
-      if (at >= 0) found.add(line.slice(at).replace(/ \(deleted\)$/, ""));
+      const file = m[2]!.replace(/ \(deleted\)$/, "");
+      if (!file.startsWith(folder)) continue;
+      const name = file.slice(folder.length);
+      if (PYTHON_SHM_NAME.test(name)) found.set(name, Number(m[1]));
     }
   }
   return found;
 }
 
-function removeRegions(regions: Set<string>, pgid: number): void {
+/** Remove the regions found mapped, each only if it still is that file of ours. */
+export function removeRegions(regions: Map<string, number>, pgid: number, shmDir = "/dev/shm"): void {
+  if (regions.size === 0) return;
+  const folder = openShmFolder(shmDir);
+  if (!folder) return;
   let bytes = 0;
   let removed = 0;
-  for (const r of regions) {
-    try {
-      const size = fs.statSync(r).size;
-      fs.unlinkSync(r);
-      bytes += size;
-      removed++;
-    } catch {
-      // Removed by Triton after all, or never there.
+  try {
+    for (const [name, ino] of regions) {
+      const r = folder.remove(name, PYTHON_SHM_NAME, ino);
+      if (r.removed) {
+        bytes += r.bytes;
+        removed++;
+      } else if (r.why !== "gone")
+        log.warn("left a shared-memory file that is not the one mapped", { name, why: r.why });
     }
+  } finally {
+    folder.close();
   }
   if (removed)
     log.info("removed the shared memory the ended server left", { pgid, regions: removed, mib: bytes / 2 ** 20 });

@@ -76,6 +76,40 @@ describe("lint agrees with the backends on model files (verdicts derived from th
     expect(m.diagnostics.map((x) => x.code)).not.toContain("model-io-missing");
   });
 
+  it("ONNX sequence control inputs are counted as the onnxruntime backend counts them, never asked for as inputs", async () => {
+    const controls = (["START", "END", "READY"] as const)
+      .map((k) => `{ name: "${k}" control [ { kind: CONTROL_SEQUENCE_${k} int32_false_true: [ 0, 1 ] } ] }`)
+      .join(", ");
+    const config = `platform: "onnxruntime_onnx"
+max_batch_size: 8
+sequence_batching {
+  control_input [ ${controls}, { name: "CORRID" control [ { kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_INT32 } ] } ]
+}
+input [ { name: "INPUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUTPUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+`;
+    const m = await lintCase({
+      model: "simple_sequence",
+      config,
+      files: { "model.onnx": { onnx: "simple_sequence.onnx" } },
+      lint: "accepted",
+      derived: "onnxruntime_backend src/onnxruntime.cc ModelInstanceState: one input per sequence control kind",
+    });
+    expect(m.diagnostics.map((d) => `${d.code}: ${d.message}`)).toEqual([]);
+    expect(m.wouldLoad).toBe(true);
+    // Without the sequence batcher, the same inputs are what requests must send: then said.
+    const plain = await lintCase({
+      model: "simple_sequence",
+      config: config
+        .slice(config.indexOf("\ninput [") + 1)
+        .replace(/^/, 'platform: "onnxruntime_onnx"\nmax_batch_size: 8\n'),
+      files: { "model.onnx": { onnx: "simple_sequence.onnx" } },
+      lint: "model-io-count",
+      derived: "onnxruntime_backend src/onnxruntime.cc ModelInstanceState",
+    });
+    expect(plain.diagnostics.map((d) => d.code)).toContain("model-io-count");
+  });
+
   it("a TensorRT plan's missing data_type and dims are said to be left to Triton's auto-complete", async () => {
     const m = await lintCase(MODEL_FILE_CASES.find((x) => x.model === "tensorrt_incomplete_completed")!);
     const d = m.diagnostics.find((x) => x.code === "model-file-not-checked")!;

@@ -81,3 +81,11 @@ save(add_model(np.ones(4, dtype=np.float32)), "external.onnx", save_as_external_
 
 save(add_model(np.zeros(8 * 1024 * 1024, dtype=np.float32)), "inline32m.onnx")
 print("ok")
+
+# simple_sequence's shape (NVIDIA's server examples): the sequence batcher's control inputs are
+# graph inputs beside INPUT, which config.pbtxt lists only under sequence_batching.
+seq_in = [helper.make_tensor_value_info(n, TensorProto.INT32, ["batch", 1]) for n in ("INPUT", "START", "END", "READY", "CORRID")]
+seq_out = helper.make_tensor_value_info("OUTPUT", TensorProto.INT32, ["batch", 1])
+save(helper.make_model(helper.make_graph([helper.make_node("Sum", ["INPUT", "START", "END", "READY", "CORRID"], ["OUTPUT"])],
+                                         "simple_sequence", seq_in, [seq_out]),
+                       opset_imports=[helper.make_opsetid("", 13)]), "simple_sequence.onnx")
