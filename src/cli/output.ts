@@ -94,6 +94,8 @@ export function formatEvent(e: SessionEvent): string | undefined {
       return `tritonserver exited (${e.signal ?? `code ${e.code}`}); last log lines:\n  ${e.lastLines.join("\n  ")}`;
     case "progress":
       return `${e.runtime}: ${e.message}`;
+    case "adapted":
+      return `${e.model}: ${e.servedAs}`;
     case "hint":
       return `hint: ${e.message}`;
     case "stopping":

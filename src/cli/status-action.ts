@@ -77,7 +77,9 @@ export async function statusAction(flags: { json: boolean }, ctx: CliContext): P
       m.name,
       m.version ?? "-",
       m.state,
-      m.foreign ? ["not loaded by triton-dev", m.reason].filter(Boolean).join("; ") : (m.reason ?? ""),
+      m.foreign
+        ? ["not loaded by triton-dev", m.reason].filter(Boolean).join("; ")
+        : [m.reason, m.servedAs].filter(Boolean).join("; "),
     ]),
   ];
   output.out(table(rows));

@@ -22,6 +22,17 @@ export interface ModelEnvironments {
     userDir: string,
     onBuild?: (what: string) => void,
   ): Promise<BuiltEnvironment | undefined>;
+  /**
+   * The environment of a model the runtime serves through the python backend (reload/backend-adapter.ts):
+   * `requirement` (the backend's runtime library, pinned) written as `file`, a requirements file
+   * in the staged copy, built like a requirements.txt. Throws EnvironmentError.
+   */
+  prepareRuntime(
+    model: string,
+    file: string,
+    userFile: string,
+    onBuild?: (what: string) => void,
+  ): Promise<BuiltEnvironment | undefined>;
 }
 
 /** A python model: its config names the backend, or it has none and a version folder holds model.py. */
@@ -68,6 +79,9 @@ export function modelEnvironments(
         userFile: path.join(userDir, REQUIREMENTS_FILE),
         ...(onBuild ? { onBuild } : {}),
       });
+    },
+    async prepareRuntime(model, file, userFile, onBuild) {
+      return builder.build({ model, file, userFile, ...(onBuild ? { onBuild } : {}) });
     },
   };
 }

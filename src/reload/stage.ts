@@ -21,6 +21,13 @@ import { modelNameProblem, servableName, shownName } from "../repo/model-name.js
 export { ORIGINALS_DIR };
 
 import { stagingLayout, toUserPaths } from "../state/staged-paths.js";
+import {
+  AdapterError,
+  type AdaptedModel,
+  type BackendAdapterOptions,
+  adaptStaged,
+  servedAsOf,
+} from "./adapters/backend-adapter.js";
 
 const log = rootLog.child("stage");
 
@@ -70,7 +77,8 @@ export type StagingProblem =
   | "io-error"
   | "copy-failed"
   | "name-unsafe"
-  | "environment";
+  | "environment"
+  | "backend-adapter";
 
 const ERRNO_PROBLEMS: Record<string, StagingProblem> = {
   ENOSPC: "no-space",
@@ -178,6 +186,25 @@ export interface StagingOptions {
   environments?: ModelEnvironments;
   /** How much of a model is copied (repo/model-files.ts). */
   limits?: ModelFileLimits;
+  /**
+   * Backends the runtime serves through the python backend (adapters/backend-adapter.ts): their
+   * models' snapshots get the adapter and the runtime library's environment.
+   */
+  adapters?: BackendAdapterOptions;
+}
+
+/**
+ * How each model a run serves through an adapter is served, read from its staging repository
+ * (from any process): `status` and the dashboard say it beside the model.
+ */
+export async function servedAs(runDir: string): Promise<Map<string, string>> {
+  const { repository } = stagingLayout(runDir);
+  const out = new Map<string, string>();
+  for (const name of await servedModels(runDir)) {
+    const s = await servedAsOf(path.join(repository, name));
+    if (s) out.set(name, s);
+  }
+  return out;
 }
 
 /**
@@ -212,6 +239,9 @@ export class StagingRepository {
   private linkSeq = 0;
   private readonly environments: StagingOptions["environments"];
   private readonly limits: ModelFileLimits;
+  private readonly adapters: StagingOptions["adapters"];
+  /** The models served through an adapter, by the last snapshot written for them. */
+  private readonly adaptedModels = new Map<string, AdaptedModel>();
 
   constructor(runDir: string, options: StagingOptions = {}) {
     ({ repository: this.repository, store: this.store } = stagingLayout(runDir));
@@ -219,6 +249,12 @@ export class StagingRepository {
     this.prepare = options.prepare;
     this.environments = options.environments;
     this.limits = options.limits ?? MODEL_FILE_LIMITS;
+    this.adapters = options.adapters;
+  }
+
+  /** How `name` is served when an adapter serves it ("served through ONNX Runtime 1.20 in the python backend ..."). */
+  adapted(name: string): AdaptedModel | undefined {
+    return this.adaptedModels.get(name);
   }
 
   /**
@@ -323,7 +359,14 @@ export class StagingRepository {
         if (await fsp.stat(originals).catch(() => undefined))
           await fsp.cp(originals, path.join(dir, ORIGINALS_DIR), { recursive: true });
       } else {
-        await this.stageEnvironment(name, dir, src, options.onEnvironment);
+        const adapted = this.adapters
+          ? await adaptStaged(name, dir, src, this.adapters, options.onEnvironment)
+          : undefined;
+        if (adapted) this.adaptedModels.set(name, adapted);
+        else {
+          this.adaptedModels.delete(name);
+          await this.stageEnvironment(name, dir, src, options.onEnvironment);
+        }
       }
       if (options.prepare !== false) await this.prepare?.(dir);
       await this.point(name, dir);
@@ -340,10 +383,10 @@ export class StagingRepository {
       }
       const staging = stagingError(name, src, err);
       if (staging instanceof StagingError || !(err instanceof UserError)) throw staging;
-      throw new StagingError(name, `${name}: ${err.message}`, {
+      throw new StagingError(name, err.message.startsWith(`${name}: `) ? err.message : `${name}: ${err.message}`, {
         hint: err.hint ?? "",
         cause: err,
-        problem: "copy-failed",
+        problem: err instanceof AdapterError ? "backend-adapter" : "copy-failed",
       });
     }
   }

@@ -28,7 +28,7 @@ import { ENSEMBLE_PLATFORM } from "./backends.js";
 import { readUserText } from "./layout.js";
 import type { Pos } from "./textproto.js";
 import { type ModelIOReport, checkModelIO } from "./model-io/compare.js";
-import { RUNTIME_FACTS, serverBackends } from "../runtimes/kinds.js";
+import { RUNTIME_FACTS, adaptedServing, serverBackends } from "../runtimes/kinds.js";
 import {
   BACKEND_ERRORS,
   type LintOptions,
@@ -550,7 +550,7 @@ async function lintParsed(
   );
   checkFolderName(name, layout.dir, taken, reporter);
   reporter.diagnostics.push(...(completion?.diagnostics ?? []));
-  const extra = {
+  const extra: { notes?: string[]; completed?: true } = {
     ...(completion?.notes.length ? { notes: completion.notes } : {}),
     ...(completion?.parsed ? { completed: true } : {}),
   };
@@ -569,6 +569,9 @@ async function lintParsed(
     if (!reporter.hasError("ensemble-platform")) checkEnsembleGraph(parsed, reporter);
     // The same findings as those warnings, put as what stops the model here: the summary counts
     // it as not loading, and the ensembles that run it cannot load either.
+    // A backend the runtime serves through the python backend: said, since it is not the C++ backend.
+    const adapted = options.runtime && backend ? RUNTIME_FACTS[options.runtime].adaptedBackends?.[backend] : undefined;
+    if (adapted && !missingBackend) extra.notes = [...(extra.notes ?? []), adaptedServing(adapted, options.runtime!)];
     if (missingBackend) {
       unavailable = `needs the ${missingBackend} backend, not in the ${options.runtime} runtime`;
     } else if (reporter.diagnostics.some((d) => d.code === "gpu-unavailable")) {

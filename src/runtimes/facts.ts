@@ -36,6 +36,25 @@ export interface FlagSpec {
   help: string;
 }
 
+/** A backend a runtime serves through the python backend (RuntimeFacts.adaptedBackends). */
+export interface AdaptedBackend {
+  /** The runtime library as users know it ("ONNX Runtime"). */
+  library: string;
+  /**
+   * What pip installs into the model's environment, pinned (`onnxruntime==1.20.1`); empty when the
+   * library must already be importable there (torch: the model's requirements.txt or the managed environment).
+   */
+  requirement: string;
+  /** The Python module the adapter imports (`onnxruntime`). */
+  module: string;
+}
+
+/** "served through ONNX Runtime 1.20 in the python backend (local runtime)": as status and lint say it. */
+export function adaptedServing(a: AdaptedBackend, runtime: string): string {
+  const version = /==(\d+\.\d+)/.exec(a.requirement)?.[1];
+  return `served through ${a.library}${version ? ` ${version}` : ""} in the python backend (${runtime} runtime)`;
+}
+
 export interface RuntimeFacts {
   /** Backends it can load besides ensembles. */
   backends: readonly string[];
@@ -56,6 +75,12 @@ export interface RuntimeFacts {
    * field must name one of its backend's); absent where the image decides.
    */
   backendLibraries?: Readonly<Record<string, readonly string[]>>;
+  /**
+   * Backends it serves through Triton's python backend running the backend's own runtime library
+   * (reload/adapters/: the staged copy gets an adapter model.py, the library comes into the model's
+   * environment from PyPI, pinned); each is also in `backends`.
+   */
+  adaptedBackends?: Readonly<Record<string, AdaptedBackend>>;
   /** `up`'s flags it takes. */
   flags: readonly (keyof RuntimeFlags)[];
   /**

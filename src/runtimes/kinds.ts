@@ -11,7 +11,8 @@ import { localFacts } from "./local/facts.js";
 import type { FlagSpec, RuntimeFacts, RuntimeFlags } from "./facts.js";
 
 export type { RuntimeFacts, RuntimeFlags } from "./facts.js";
-export { RUNTIME_FLAG_NAMES } from "./facts.js";
+export { RUNTIME_FLAG_NAMES, adaptedServing } from "./facts.js";
+export type { AdaptedBackend } from "./facts.js";
 export { DEFAULT_IMAGE, BACKEND_HOMES, backendHome, backendsOfImage, imageOfFlavour } from "./docker/facts.js";
 export type { BackendHome, ImageFlavour } from "./docker/facts.js";
 export { LOCAL_ADAPTER_BACKENDS } from "./local/facts.js";

@@ -9,6 +9,8 @@ export type SessionEvent =
   | { type: "lint"; model: string; diagnostics: Diagnostic[]; staged: boolean }
   | { type: "skipped"; model: string; reason: string; diagnostics: Diagnostic[] }
   | { type: "staged"; models: string[]; repository: string }
+  /** A staged model served through the python backend running its backend's library (reload/adapters/). */
+  | { type: "adapted"; model: string; servedAs: string }
   | { type: "watching"; modelsDir: string; mode: "poll" | "explicit" }
   | EditEvent
   | { type: "starting"; runtime: RuntimeKind; pid: number | undefined; logFile: string }

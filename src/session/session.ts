@@ -23,7 +23,9 @@ import type {
   ServerHandle,
   StartedRun,
 } from "../runtimes/driver.js";
-import type { RuntimeFlags, RuntimeKind } from "../runtimes/kinds.js";
+import { RUNTIME_FACTS, adaptedServing, type RuntimeFlags, type RuntimeKind } from "../runtimes/kinds.js";
+import type { BackendAdapterOptions } from "../reload/adapters/backend-adapter.js";
+import type { ModelEnvironments } from "../envs/model-environments.js";
 import { refuseForeignFlags } from "../runtimes/flags.js";
 import { RUNTIMES, type Runtimes } from "../runtimes/registry.js";
 import { stripTritonPrefix, tailLines, tailLinesSync } from "../state/log-file.js";
@@ -111,6 +113,27 @@ export function lintOptionsFor(
     // Triton runs the models' code as it loads them, auto_complete_config included: checking it first adds nothing.
     completer: sharedConfigCompleter(),
   };
+}
+
+/**
+ * The backends `runtime` serves through the python backend (its facts' adaptedBackends), for
+ * staging; `autoComplete` is asked at each snapshot (the run's Triton completes configs, so the
+ * adapter completes them as the backend would). Undefined where the runtime adapts none.
+ */
+export function adaptersFor(
+  runtime: RuntimeKind,
+  environments: ModelEnvironments | undefined,
+  autoComplete: () => boolean,
+): BackendAdapterOptions | undefined {
+  const adapted = RUNTIME_FACTS[runtime].adaptedBackends;
+  if (!adapted || !environments) return undefined;
+  const backends = Object.fromEntries(
+    Object.entries(adapted).map(([b, a]) => [
+      b,
+      { library: a.library, requirement: a.requirement, servedAs: adaptedServing(a, runtime) },
+    ]),
+  );
+  return { backends, environments, autoComplete };
 }
 
 /**
@@ -226,9 +249,14 @@ async function lintAndStage(
       bus.emit({ type: "lint", model: m.name, diagnostics: m.diagnostics, staged: errors.length === 0 });
   }
   holdOutEnsembles(lint.models, refused, skipped, notServed, bus);
+  // Lint assumed auto-complete on; the run turns it off below only where no model needs it, and
+  // a model the adapter serves is one that does (repo/auto-complete.ts).
+  let autoComplete = true;
+  const adapters = adaptersFor(runtime, plan.environments, () => autoComplete);
   const staging = new StagingRepository(folder.runDir, {
     ...(plan.prepareStaged ? { prepare: plan.prepareStaged } : {}),
     ...(plan.environments ? { environments: plan.environments } : {}),
+    ...(adapters ? { adapters } : {}),
   });
   const wanted = (m: string) => !refused.has(m) && !skipped.has(m);
   // A model whose files cannot be copied (a dangling link, a FIFO, a full disk) is refused like
@@ -267,6 +295,11 @@ async function lintAndStage(
   // repo/auto-complete.ts); where the runtime allows it, it is off when no model needs it.
   const needs = await autoCompleteNeeds(lint.models.filter((m) => !skipped.has(m.name)));
   const autoCompleteOff = plan.canDisableAutoComplete && needs.length === 0;
+  autoComplete = !autoCompleteOff;
+  for (const m of staged) {
+    const adapted = staging.adapted(m);
+    if (adapted) bus.emit({ type: "adapted", model: m, servedAs: adapted.servedAs });
+  }
   // With auto-complete on, the python backend imports each model.py twice before it
   // serves: once in a stub that only calls auto_complete_config, once in the instance's stub. A
   // slow module-level import is paid twice (measured: an 8 s import made a 19 s `up`, so one of

@@ -6,7 +6,7 @@ import path from "node:path";
 import { refusalSummary } from "../repo/diagnostics.js";
 import type { EditSummary } from "../reload/events.js";
 import { explainIndex, stepsNotAvailable, tritonLogLines } from "../reload/load-reasons.js";
-import { servedModels } from "../reload/stage.js";
+import { servedAs, servedModels } from "../reload/stage.js";
 import { urlHost } from "../net/url.js";
 import { userPathsOf } from "../state/staged-paths.js";
 import { clientForRun } from "../triton/http-client.js";
@@ -23,6 +23,8 @@ export interface StatusModel {
   served: boolean;
   /** Served by Triton but not loaded by triton-dev (see foreignModels). */
   foreign?: boolean;
+  /** How it is served when not by its own backend ("served through ONNX Runtime 1.20 in the python backend ..."). */
+  servedAs?: string;
 }
 
 /** The run's readiness (triton/run-readiness.ts), as status shows it. */
@@ -122,7 +124,7 @@ export async function collectStatus(
     return { ...base, problem: `${described.goneWhat} is no longer running; \`triton-dev down\` cleans up its record` };
   }
   try {
-    const [served, edits] = await Promise.all([servedModels(s.runDir), readEdits(s)]);
+    const [served, edits, through] = await Promise.all([servedModels(s.runDir), readEdits(s), servedAs(s.runDir)]);
     const { readiness, index } = await readinessOf(s, served);
     let models: StatusModel[] = (
       await explainIndex(index, {
@@ -141,6 +143,7 @@ export async function collectStatus(
       state: e.state ?? "UNKNOWN",
       ...(e.reason ? { reason: e.reason } : {}),
       served: served.includes(e.name),
+      ...(through.has(e.name) ? { servedAs: through.get(e.name)! } : {}),
     }));
     // A model whose load failed with nothing earlier to serve is withdrawn from the served
     // repository (so poll mode stops retrying it) and forgotten by Triton, which then no longer

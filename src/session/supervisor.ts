@@ -14,7 +14,7 @@ import { currentRun } from "./current-run.js";
 import type { SessionEvent } from "./events.js";
 import { eventWriter, takeReloadRequest } from "./run-events.js";
 import { RunLifecycle } from "./lifecycle.js";
-import { lintOptionsFor } from "./session.js";
+import { adaptersFor, lintOptionsFor } from "./session.js";
 import { RUNTIMES, type Runtimes } from "../runtimes/registry.js";
 
 const log = rootLog.child("supervisor");
@@ -60,9 +60,11 @@ export async function runSupervisor(
   // What the runtime keeps going while the run is detached (kind: the port-forward and log
   // follower; docker: the container's log copied into the log file).
   const supervision = await run.run.supervise();
+  const adapters = adaptersFor(state.runtime, supervision.environments, () => state.autoCompleteConfig !== false);
   const staging = new StagingRepository(state.runDir, {
     ...(supervision.prepareStaged ? { prepare: supervision.prepareStaged } : {}),
     ...(supervision.environments ? { environments: supervision.environments } : {}),
+    ...(adapters ? { adapters } : {}),
   });
   await staging.load();
   log.info("the runtime's supervision is up and the staging repository read");

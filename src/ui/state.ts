@@ -31,6 +31,8 @@ export interface ModelRow {
   state: ModelState | "NOT LOADED" | "SKIPPED" | "STAGED";
   version?: string;
   reason?: string;
+  /** Served through the python backend running its backend's library: how (`adapted` events). */
+  servedAs?: string;
   config?: ConfigSummary;
   /** The version the config was read for, so a reload reads it again. */
   configFor?: string;
@@ -339,6 +341,8 @@ export function applySessionEvent(s: DashboardState, e: SessionEvent): Dashboard
       return e.staged ? s : upsertModel(s, e.model, (m) => ({ ...m, state: "NOT LOADED" }));
     case "skipped":
       return upsertModel(s, e.model, (m) => ({ ...m, state: "SKIPPED", reason: e.reason }));
+    case "adapted":
+      return upsertModel(s, e.model, (m) => ({ ...m, servedAs: e.servedAs }));
     case "staged": {
       let next = s;
       for (const name of e.models)

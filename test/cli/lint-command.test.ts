@@ -100,29 +100,31 @@ describe("runLint", () => {
 
   it("counts a model whose backend the runtime lacks, and the ensembles running it, as not loading there", async () => {
     const repo = await tempRepo();
-    const ens = `name: "ens"\nplatform: "ensemble"\nmax_batch_size: 8\n${ECHO_IO}ensemble_scheduling { step [ { model_name: "onnx" model_version: -1 input_map { key: "INPUT0" value: "INPUT0" } output_map { key: "OUTPUT0" value: "OUTPUT0" } } ] }\n`;
+    const ens = `name: "ens"\nplatform: "ensemble"\nmax_batch_size: 8\n${ECHO_IO}ensemble_scheduling { step [ { model_name: "plan" model_version: -1 input_map { key: "INPUT0" value: "INPUT0" } output_map { key: "OUTPUT0" value: "OUTPUT0" } } ] }\n`;
     await writeFiles(repo, {
       ...pythonModel("a"),
-      "onnx/config.pbtxt": `name: "onnx"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n${ECHO_IO}`,
-      "onnx/1/model.onnx": ECHO_ONNX,
+      "plan/config.pbtxt": `name: "plan"\nplatform: "tensorrt_plan"\nmax_batch_size: 8\n${ECHO_IO}`,
+      "plan/1/model.plan": "engine",
       "ens/config.pbtxt": ens,
       "ens/1/": "",
     });
     const out = capture();
     expect(await runLint(repo, { runtime: "local" }, { output: out, detectGpus: noGpu, cwd: repo })).toBe(0);
-    expect(out.text()).toContain("onnx/config.pbtxt:2:11: warning: backend 'onnxruntime' is not in the local runtime");
+    expect(out.text()).toContain("plan/config.pbtxt:2:11: warning: backend 'tensorrt' is not in the local runtime");
     expect(out.text().split("\n").at(-1)).toBe(
-      `3 models checked: 0 errors, 2 warnings (1 of 3 would load here; ens runs 'onnx', which cannot load here; onnx needs the onnxruntime backend, not in the local runtime)${acFor("local")}`,
+      `3 models checked: 0 errors, 3 warnings (1 of 3 would load here; ens runs 'plan', which cannot load here; plan needs the tensorrt backend, not in the local runtime)${acFor("local")}`,
     );
     // The docker runtime's image has that backend.
     const docker = capture();
     expect(await runLint(repo, { runtime: "docker" }, { output: docker, detectGpus: noGpu })).toBe(0);
-    expect(docker.text()).toBe(`3 models checked: 0 errors, 0 warnings (3 of 3 would load)${acFor("docker")}`);
+    expect(docker.text().split("\n").at(-1)).toBe(
+      `3 models checked: 0 errors, 1 warning (3 of 3 would load)${acFor("docker")}`,
+    );
     // No runtime named: it would load where its backend is, and the summary says the local runtime has none.
     const any = capture();
     expect(await runLint(repo, {}, { output: any, detectGpus: noGpu })).toBe(0);
-    expect(any.text()).toBe(
-      `3 models checked: 0 errors, 0 warnings (3 of 3 would load on a runtime with their backends; the local runtime has none for onnx (onnxruntime: docker or kind runtime): --runtime checks one runtime)${AC}`,
+    expect(any.text().split("\n").at(-1)).toBe(
+      `3 models checked: 0 errors, 1 warning (3 of 3 would load on a runtime with their backends; the local runtime has none for plan (tensorrt: docker or kind runtime): --runtime checks one runtime)${AC}`,
     );
   });
 

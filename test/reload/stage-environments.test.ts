@@ -18,6 +18,7 @@ afterAll(removeTempRepos);
  */
 function environments(root: string, asked: string[] = []): ModelEnvironments {
   return {
+    prepareRuntime: async () => undefined,
     async prepare(model, dir, userDir, onBuild) {
       const file = path.join(dir, "requirements.txt");
       if (!fs.existsSync(file)) return undefined;

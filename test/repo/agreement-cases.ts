@@ -490,13 +490,13 @@ export const CASES: Case[] = [
   // Model files of backends the local runtime lacks: lint warns (the config may be meant for docker), and counts them
   // as not loading here
   {
-    model: "onnx_local",
+    model: "plan_local",
     files: {
-      "onnx_local/config.pbtxt": `name: "onnx_local"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n${ECHO_IO}`,
-      "onnx_local/1/model.onnx": ECHO_ONNX,
+      "plan_local/config.pbtxt": `name: "plan_local"\nplatform: "tensorrt_plan"\nmax_batch_size: 8\n${ECHO_IO}`,
+      "plan_local/1/model.plan": "not an engine",
     },
     lint: "backend-unavailable",
-    triton: "unable to find backend library for backend 'onnxruntime'",
+    triton: "unable to find backend library for backend 'tensorrt'",
   },
   {
     model: "pytorch_no_file",
@@ -508,10 +508,10 @@ export const CASES: Case[] = [
     triton: "unable to find backend library for backend 'pytorch'",
   },
   {
-    model: "ens_runs_onnx",
-    files: ens("ens_runs_onnx", step("onnx_local", { INPUT0: "IN" }, { OUTPUT0: "OUT" })),
+    model: "ens_runs_plan",
+    files: ens("ens_runs_plan", step("plan_local", { INPUT0: "IN" }, { OUTPUT0: "OUT" })),
     lint: "ensemble-model-unavailable",
-    triton: "depends on 'onnx_local' which has no loaded version",
+    triton: "depends on 'plan_local' which has no loaded version",
   },
   // Bytes that are not UTF-8: Triton's reader refuses them outside strings and comments
   {

@@ -3,7 +3,6 @@ import type { Diagnostic } from "../../src/repo/diagnostics.js";
 import { findCycles } from "../../src/repo/rules/ensemble.js";
 import { type LintOptions, lintModel, lintRepository } from "../../src/repo/lint.js";
 import {
-  ECHO_ONNX,
   ECHO_IO,
   ECHO_MODEL_PY,
   posOf,
@@ -458,17 +457,17 @@ describe("the ensemble against the models it runs", () => {
   });
 
   it("says when the runtime cannot load a model it runs", async () => {
-    const cfg = ensembleConfig([step("onnx", { INPUT0: "IN" }, { OUTPUT0: "OUT" })]);
+    const cfg = ensembleConfig([step("plan", { INPUT0: "IN" }, { OUTPUT0: "OUT" })]);
     const onnx = {
-      "onnx/config.pbtxt": `name: "onnx"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n${ECHO_IO}`,
-      "onnx/1/model.onnx": ECHO_ONNX,
+      "plan/config.pbtxt": `name: "plan"\nplatform: "tensorrt_plan"\nmax_batch_size: 8\n${ECHO_IO}`,
+      "plan/1/model.plan": "engine",
     };
     const { diagnostics } = await lintEnsemble(cfg, onnx, { runtime: "local" });
     expectOne(
       diagnostics,
       "ensemble-model-unavailable",
-      posOf(cfg, '"onnx"'),
-      "step 0 runs 'onnx', which needs the onnxruntime backend, not in the local runtime, so this ensemble cannot load here either",
+      posOf(cfg, '"plan"'),
+      "step 0 runs 'plan', which needs the tensorrt backend, not in the local runtime, so this ensemble cannot load here either",
       "warning",
     );
   });

@@ -5,7 +5,6 @@ import { afterAll, describe, expect, it } from "vitest";
 import { UserError } from "../../src/errors.js";
 import { type LintOptions, lintRepository } from "../../src/repo/lint.js";
 import {
-  ECHO_ONNX,
   ARTICLE_FIXTURES,
   ECHO_IO,
   ECHO_MODEL_PY,
@@ -178,8 +177,8 @@ describe("lintRepository", () => {
     await writeFiles(repo, {
       ...pythonModel("py"),
       ...pythonModel("gpu", `${pythonConfig("gpu")}instance_group [ { kind: KIND_GPU } ]\n`),
-      "onnx/config.pbtxt": 'name: "onnx"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n',
-      "onnx/1/model.onnx": ECHO_ONNX,
+      "plan/config.pbtxt": 'name: "plan"\nplatform: "tensorrt_plan"\nmax_batch_size: 8\n',
+      "plan/1/model.plan": "engine",
       ...pythonModel("broken", pythonConfig("broken", ECHO_IO, -1)),
     });
     const verdicts = async (options: LintOptions) =>
@@ -189,16 +188,16 @@ describe("lintRepository", () => {
     expect(await verdicts({ runtime: "local", gpuAvailable: false })).toEqual([
       "broken: does not load",
       "gpu: does not load, needs a GPU",
-      "onnx: does not load, needs the onnxruntime backend, not in the local runtime",
+      "plan: does not load, needs the tensorrt backend, not in the local runtime",
       "py: loads",
     ]);
     // Where nothing is known of the machine or runtime, nothing stops them.
-    expect(await verdicts({})).toEqual(["broken: does not load", "gpu: loads", "onnx: loads", "py: loads"]);
+    expect(await verdicts({})).toEqual(["broken: does not load", "gpu: loads", "plan: loads", "py: loads"]);
     // At `up` a missing GPU is an error: the model does not load, and not for a "here" reason.
     expect(await verdicts({ runtime: "docker", gpuAvailable: false, gpuMissingSeverity: "error" })).toEqual([
       "broken: does not load",
       "gpu: does not load",
-      "onnx: loads",
+      "plan: loads",
       "py: loads",
     ]);
   });
@@ -386,18 +385,18 @@ describe("layouts users write: Triton's verdict, and where the file should go", 
   });
 
   it("no config with a non-python model file: the inferred backend, not in the local runtime", async () => {
-    const files = { "m/1/model.onnx": "onnx" };
+    const files = { "m/1/model.plan": "engine" };
     const { m, lines } = await lintOne(files, "m");
     expect(m).toMatchObject({
       wouldLoad: false,
-      unavailable: "needs the onnxruntime backend, not in the local runtime",
+      unavailable: "needs the tensorrt backend, not in the local runtime",
     });
     expect(lines).toEqual([
       expect.stringMatching(
         /^warning backend-unavailable m: Serve it there: `triton-dev up --runtime docker` \(or --runtime kind\)/,
       ),
     ]);
-    // Docker's image has onnxruntime: Triton completes the config from the file.
+    // Docker's image has TensorRT: Triton completes the config from the file.
     expect((await lintOne(files, "m", { runtime: "docker" })).lines).toEqual([
       expect.stringMatching(/^warning config-missing m: /),
     ]);

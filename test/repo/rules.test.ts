@@ -162,19 +162,24 @@ describe("name, platform and backend", () => {
   });
 
   it("warns when the chosen runtime lacks the backend", async () => {
-    const cfg = `name: "m"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n${ECHO_IO}`;
-    const { diagnostics } = await lint(cfg, { "m/1/model.onnx": ECHO_ONNX }, { runtime: "local" });
+    const cfg = `name: "m"\nplatform: "tensorrt_plan"\nmax_batch_size: 8\n${ECHO_IO}`;
+    const { diagnostics } = await lint(cfg, { "m/1/model.plan": "x" }, { runtime: "local" });
     const d = expectOne(
       diagnostics,
       "backend-unavailable",
-      posOf(cfg, '"onnxruntime_onnx"'),
-      "backend 'onnxruntime' is not in the local runtime, which serves python models and ensembles; ONNX models run in the docker or kind runtime with the image nvcr.io/nvidia/tritonserver:24.10-py3",
+      posOf(cfg, '"tensorrt_plan"'),
+      "backend 'tensorrt' is not in the local runtime",
       "warning",
     );
-    expect(d.hint).toContain("`triton-dev up --runtime docker`");
-    // Following the hint: the docker runtime's default image has the backend.
-    const docker = await lint(cfg, { "m/1/model.onnx": ECHO_ONNX }, { runtime: "docker" });
-    expect(summary(docker.diagnostics)).toEqual([]);
+    expect(d.hint).toContain("--runtime docker");
+    const docker = await lint(cfg, { "m/1/model.plan": "x" }, { runtime: "docker" });
+    expect(summary(docker.diagnostics).filter((x) => x.includes("backend-unavailable"))).toEqual([]);
+  });
+
+  it("takes an onnxruntime model on the local runtime, which serves it through the python backend", async () => {
+    const cfg = `name: "m"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n${ECHO_IO}`;
+    const { diagnostics } = await lint(cfg, { "m/1/model.onnx": ECHO_ONNX }, { runtime: "local" });
+    expect(summary(diagnostics)).toEqual([]);
   });
 
   it("names the image flavour a vLLM or TensorRT-LLM model runs in, which the default image is not, and following it clears the warning", async () => {

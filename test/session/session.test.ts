@@ -24,7 +24,7 @@ import { runSupervisor } from "../../src/session/supervisor.js";
 import { isOurProcess } from "../../src/state/process.js";
 import { readRunState, writeRunState, type RunState } from "../../src/state/run-state.js";
 import { FakeDriver, fakeRuntimes, type FakeDriverBehaviour } from "../helpers/fake-driver.js";
-import { ECHO_IO, ECHO_ONNX, pythonConfig, pythonModel, writeFiles } from "../repo/helpers.js";
+import { ECHO_IO, pythonConfig, pythonModel, writeFiles } from "../repo/helpers.js";
 
 interface World {
   paths: Paths;
@@ -109,15 +109,15 @@ describe("startSession with a driver", () => {
   it("holds out an ensemble whose step is not served here, naming that step, and counts both in the ready event", async () => {
     const w = await world();
     await writeFiles(w.models, {
-      // onnxruntime: not a backend of the local runtime, so the step is skipped with where it runs.
-      "onnx/config.pbtxt": `name: "onnx"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n${ECHO_IO}`,
-      "onnx/1/model.onnx": ECHO_ONNX,
+      // tensorrt: not a backend of the local runtime, so the step is skipped with where it runs.
+      "plan/config.pbtxt": `name: "plan"\nplatform: "tensorrt_plan"\nmax_batch_size: 8\n${ECHO_IO}`,
+      "plan/1/model.plan": "engine",
       "ens/config.pbtxt": `name: "ens"
 platform: "ensemble"
 max_batch_size: 8
 input [ { name: "IN" data_type: TYPE_FP32 dims: [ -1 ] } ]
 output [ { name: "OUT" data_type: TYPE_FP32 dims: [ -1 ] } ]
-ensemble_scheduling { step [ { model_name: "onnx" model_version: -1 input_map { key: "INPUT0" value: "IN" } output_map { key: "OUTPUT0" value: "OUT" } } ] }
+ensemble_scheduling { step [ { model_name: "plan" model_version: -1 input_map { key: "INPUT0" value: "IN" } output_map { key: "OUTPUT0" value: "OUT" } } ] }
 `,
       "ens/1/.keep": "",
     });
@@ -125,18 +125,18 @@ ensemble_scheduling { step [ { model_name: "onnx" model_version: -1 input_map { 
     expect(w.events.find((e) => e.type === "staged")).toMatchObject({ models: ["echo"] });
     expect(session.state.notServed).toEqual([
       expect.objectContaining({
-        model: "onnx",
+        model: "plan",
         why: "skipped",
         reason: expect.stringContaining("nvcr.io/nvidia/tritonserver:24.10-py3"),
       }),
-      { model: "ens", why: "skipped", reason: "it runs onnx (skipped), which is not served; it loads once that loads" },
+      { model: "ens", why: "skipped", reason: "it runs plan (skipped), which is not served; it loads once that loads" },
     ]);
     expect(w.events.filter((e) => e.type === "skipped").map((e) => (e as { model: string }).model)).toEqual([
-      "onnx",
+      "plan",
       "ens",
     ]);
     expect(w.events.find((e) => e.type === "ready")).toMatchObject({
-      notServed: [expect.objectContaining({ model: "onnx" }), expect.objectContaining({ model: "ens" })],
+      notServed: [expect.objectContaining({ model: "plan" }), expect.objectContaining({ model: "ens" })],
     });
     await session.stop();
   });

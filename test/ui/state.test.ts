@@ -22,6 +22,19 @@ import { containerEvent, monitoringEvent, pullEvent } from "../../src/runtimes/d
 
 const started = (): DashboardState => startEvents().reduce(applySessionEvent, initialState({ now: T0 }));
 
+describe("a model served through the python backend running its backend's library", () => {
+  it("keeps how it is served on the model's row, for the details panel", () => {
+    const s = applySessionEvent(started(), {
+      type: "adapted",
+      model: "bert_large",
+      servedAs: "served through ONNX Runtime 1.20 in the python backend (local runtime)",
+    });
+    expect(s.models.find((m) => m.name === "bert_large")?.servedAs).toBe(
+      "served through ONNX Runtime 1.20 in the python backend (local runtime)",
+    );
+  });
+});
+
 describe("the dashboard's state", () => {
   it("follows an edit through its phases into the model row and the timeline", () => {
     let s = started();

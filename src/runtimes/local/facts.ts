@@ -1,12 +1,20 @@
 import { backendHome } from "../docker/facts.js";
-import type { RuntimeFacts } from "../facts.js";
+import type { AdaptedBackend, RuntimeFacts } from "../facts.js";
 
 /**
  * Backends the local runtime serves through an adapter in Triton's python backend (their runtime
  * library in the model's environment): the one place that says which. Every other backend of
  * docker/facts.ts BACKEND_HOMES is named with the runtime and image that have it.
  */
-export const LOCAL_ADAPTER_BACKENDS: readonly string[] = [];
+export const LOCAL_ADAPTED: Readonly<Record<string, AdaptedBackend>> = {
+  onnxruntime: { library: "ONNX Runtime", requirement: "onnxruntime==1.20.1", module: "onnxruntime" },
+  openvino: { library: "OpenVINO", requirement: "openvino==2024.4.0", module: "openvino" },
+  // torch is not installed for the model (hundreds of MB, and the CUDA build is the user's
+  // choice): it comes from the model's requirements.txt or `setup --with-site-packages`.
+  pytorch: { library: "PyTorch", requirement: "", module: "torch" },
+};
+
+export const LOCAL_ADAPTER_BACKENDS: readonly string[] = Object.keys(LOCAL_ADAPTED);
 
 const servedHere = (): string =>
   LOCAL_ADAPTER_BACKENDS.length
@@ -16,6 +24,7 @@ const servedHere = (): string =>
 /** The nvidia-pytriton wheel: tritonserver 2.51 with the python backend, run as a process here. */
 export const localFacts: RuntimeFacts = {
   backends: ["python", ...LOCAL_ADAPTER_BACKENDS],
+  adaptedBackends: LOCAL_ADAPTED,
   tritonVersion: "2.51",
   missingBackend: (backend) => {
     const { where, image, home } = backendHome(backend);

@@ -31,6 +31,7 @@ export const DetailsPanel = memo(function DetailsPanel({ model, edits, width, he
         {model.reason ? ` (${model.reason})` : ""}
       </Text>,
     );
+    if (model.servedAs) push(<Line key="served">{fit(model.servedAs, inner)}</Line>);
     const c = model.config;
     if (c) {
       push(

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# On the GPU machine: TorchScript ResNet-50 served by the local runtime through its adapter
+# (PyTorch in the python backend, the instance on the GPU) against torch's own forward on the same
+# card (bench/gpu/torchscript-adapter.py). Needs .devcarry/ (bench/gpu/prepare-carry.sh) and torch
+# with CUDA in the machine's python3: `setup --with-site-packages` lets the models see it.
+# Results go to $OUT (or ./gpu-results).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+out="${OUT:-$PWD/gpu-results}"; mkdir -p "$out"
+mkdir -p /tmp/tdnode/bin
+[ -x /tmp/tdnode/bin/node ] || { python3 -c "import lzma,shutil; shutil.copyfileobj(lzma.open('.devcarry/node.xz'), open('/tmp/tdnode/bin/node','wb'))"; chmod +x /tmp/tdnode/bin/node; }
+export PATH=/tmp/tdnode/bin:$PATH
+export TRITON_DEV_HOME=/tmp/tdh TRITON_DEV_PYTHON="$(command -v python3)" PIP_NO_INDEX=1 PIP_FIND_LINKS="$PWD/.devcarry $PWD/.devnumpy /tmp/tdkeep/.devnumpy"
+td() { node .devcarry/triton-dev.mjs "$@"; }
+log() { echo "=== $* ($(date +%T))"; }
+log machine; nvidia-smi --query-gpu=name,memory.total --format=csv
+python3 -c "import torch; print('torch', torch.__version__, torch.cuda.is_available())" || exit 1
+[ -f "$TRITON_DEV_HOME/.bench-setup-done" ] || { log setup; td setup --with-site-packages || exit 1; touch "$TRITON_DEV_HOME/.bench-setup-done"; }
+repo=$(mktemp -d /tmp/ts-adapter-XXXX)
+log make; python3 bench/gpu/torchscript-adapter.py make "$repo" || exit 1
+log lint; td lint "$repo" --runtime local | tee "$out/torchscript-lint.txt"
+log up; td up --detach --models "$repo" --http-port 8000 --grpc-port 8001 --metrics-port 8002 --timeout 600 || { td status; td down; exit 1; }
+td status | tee "$out/torchscript-status.txt"
+grep -E "resnet50_ts_0.*(GPU|CPU) device" "$(ls -td $TRITON_DEV_HOME/state/runs/*/ | head -1)tritonserver.log" | head -2
+log measure; timeout "${BUDGET:-300}" python3 bench/gpu/torchscript-adapter.py measure http://127.0.0.1:8000 "$repo" | tee "$out/torchscript-adapter.txt"
+log down; td down
+log done
