@@ -14,6 +14,7 @@ import {
   isEnsemble,
 } from "./rules/ensemble.js";
 import { CONFIG_FILE, type ModelLayout, type NotAModelFolder, readRepositoryEntries, scanModel } from "./layout.js";
+import { READ_CONCURRENCY, mapPool } from "./fd-limit.js";
 import { ModelFileError, listModelFiles } from "./model-files.js";
 import type { ModelConfigJson } from "./model-config.js";
 import { modelNameProblem, servableName, shownName } from "./model-name.js";
@@ -599,7 +600,8 @@ async function analyseRepository(
   const { models: names, notModels } = await readRepositoryEntries(repo);
   const models = new Map<string, Analysed>();
   const taken = new Set(names);
-  for (const m of await Promise.all(names.map((n) => analyseModel(repo, n, options, taken)))) models.set(m.name, m);
+  for (const m of await mapPool(names, READ_CONCURRENCY, (n) => analyseModel(repo, n, options, taken)))
+    models.set(m.name, m);
   checkAcrossModels(models);
   return { models, notModels };
 }
@@ -808,10 +810,8 @@ export class RepositoryLint {
     }
     const todo = names.filter((n) => !this.loaded || changed.has(n) || !this.models.has(n));
     this.loaded = true;
-    const analysed = await Promise.all(
-      todo.map((n) =>
-        analyseModel(this.repo, n, this.options, taken, this.overlay(path.join(this.repo, n, CONFIG_FILE))),
-      ),
+    const analysed = await mapPool(todo, READ_CONCURRENCY, (n) =>
+      analyseModel(this.repo, n, this.options, taken, this.overlay(path.join(this.repo, n, CONFIG_FILE))),
     );
     for (const m of analysed) {
       this.models.set(m.name, m);
