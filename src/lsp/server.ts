@@ -26,6 +26,7 @@ import type { LintOptions } from "../repo/lint.js";
 import { type FixData, fixesFor } from "./actions.js";
 import { type Completion, type ModelSource, complete, definition, hover } from "./features.js";
 import { formatConfig } from "./format.js";
+import { type LspFramingError, framedInput } from "./framing.js";
 import { ModelTensorReader } from "./model-tensors.js";
 import { type RunVerdicts, VerdictWatch, verdictDiagnostics } from "./verdict.js";
 import { Workspace, locateConfig } from "./workspace.js";
@@ -108,7 +109,12 @@ const COMPLETION_KINDS: Record<Completion["kind"], CompletionItemKind> = {
  * running `triton-dev up` adds Triton's own verdict on the models it serves.
  */
 export function startLspServer(o: LspServerOptions): LspServer {
-  const connection = createConnection(o.input, o.output);
+  // Framing errors end the server (see framing.ts): `closed` rejects with what was wrong.
+  let fatal: (err: LspFramingError) => void = () => {};
+  const connection = createConnection(
+    framedInput(o.input, (err) => fatal(err)),
+    o.output,
+  );
   const documents = new TextDocuments(TextDocument);
   let snippets = false;
   let renames = false;
@@ -393,7 +399,22 @@ export function startLspServer(o: LspServerOptions): LspServer {
   });
 
   let resolveClosed: () => void = () => {};
-  const closed = new Promise<void>((r) => (resolveClosed = r));
+  let rejectClosed: (err: unknown) => void = () => {};
+  const closed = new Promise<void>((resolve, reject) => {
+    resolveClosed = resolve;
+    rejectClosed = reject;
+  });
+  fatal = (err) => {
+    log.debug("stopping: the editor's input cannot be read", { error: err.message });
+    verdicts?.stop();
+    void workspace
+      .close()
+      .catch(() => undefined)
+      .then(() => {
+        connection.dispose();
+        rejectClosed(err);
+      });
+  };
   const shutdown = async () => {
     verdicts?.stop();
     await workspace.close().catch((err) => log.warn("closing the workspace failed", { error: String(err) }));

@@ -3,7 +3,7 @@ import path from "node:path";
 import { UserError } from "../errors.js";
 import { log as rootLog } from "../log/logger.js";
 import { type Diagnostic, compareDiagnostics } from "../repo/diagnostics.js";
-import { CONFIG_FILE, isVersionDirName } from "../repo/layout.js";
+import { CONFIG_FILE, isIgnoredEntry, isVersionDirName } from "../repo/layout.js";
 import { type LintOptions, RepositoryLint } from "../repo/lint.js";
 import type { ParsedConfig } from "../repo/parse.js";
 import type { ModelLayout } from "../repo/layout.js";
@@ -32,6 +32,8 @@ export function locateConfig(file: string): ConfigLocation | undefined {
 interface Repo {
   lint: RepositoryLint;
   watcher?: RepositoryWatcher;
+  /** The repository folder's own entries (models added, removed, links). */
+  top?: fs.FSWatcher;
   /** Each model's findings as last published. */
   byModel: Map<string, Diagnostic[]>;
   ready: Promise<void>;
@@ -43,6 +45,20 @@ export interface WorkspaceOptions {
   watch?: boolean;
   /** Called with a file and every finding on it now (none: clear it), whenever that changes. */
   publish: (file: string, diagnostics: Diagnostic[]) => void;
+}
+
+/** An open config whose model folder is gone: said, rather than its findings silently dropped. */
+function modelFolderMissing(at: ConfigLocation, repo: string): Diagnostic {
+  return {
+    severity: "error",
+    file: at.configFile,
+    line: 1,
+    column: 1,
+    model: at.model,
+    code: "model-folder-missing",
+    message: `model folder '${at.model}' no longer exists in ${repo}: this config belongs to no model, so nothing checks the files around it and Triton does not serve it`,
+    hint: `Save the config to create ${path.join(at.model, CONFIG_FILE)} again and put the model file back in a version folder (${path.join(at.model, "1")}/), or close it if the model was removed on purpose.`,
+  };
 }
 
 /**
@@ -84,6 +100,19 @@ export class Workspace {
       (err) => log.warn("cannot read repository", { repo, error: String(err) }),
     );
     if (this.options.watch !== false) {
+      // The repository folder itself, on its own inotify watch: a model folder added or removed,
+      // or a link that leads nowhere (which the model watcher never follows), is seen at once,
+      // however many models there are.
+      try {
+        const top = fs.watch(repo, { persistent: false }, (_event, name) => {
+          if (typeof name === "string" && name && !name.includes(path.sep) && !isIgnoredEntry(name))
+            void this.changed(repo, name);
+        });
+        top.on("error", (err) => log.warn("cannot watch repository folder", { repo, error: String(err) }));
+        created.top = top;
+      } catch (err) {
+        log.warn("cannot watch repository folder", { repo, error: String(err) });
+      }
       const w = new RepositoryWatcher(repo);
       created.watcher = w;
       w.onChange((c) => void this.changed(repo, c.model));
@@ -173,6 +202,21 @@ export class Workspace {
         list.push(d.file === file ? d : { ...d, file });
       }
     }
+    // Findings no model holds are shown on every config open in the repository, where the user
+    // looks: the repository's own (a dangling link, no model at all), and an open config whose
+    // model folder is gone (nothing lints or serves it any more).
+    const extra = (file: string, ds: Diagnostic[]) => {
+      let list = byFile.get(file);
+      if (!list) byFile.set(file, (list = []));
+      list.push(...ds.map((d) => ({ ...d, file })));
+    };
+    const repoWide = r.lint.repositoryDiagnostics();
+    for (const file of this.buffers.keys()) {
+      const at = locateConfig(file);
+      if (!at || at.repo !== repo) continue;
+      if (!fs.existsSync(path.join(repo, at.model))) extra(file, [modelFolderMissing(at, repo)]);
+      if (repoWide.length) extra(file, repoWide);
+    }
     const before = this.published.get(repo) ?? new Set<string>();
     for (const [file, ds] of byFile) this.options.publish(file, ds.sort(compareDiagnostics));
     for (const file of before) if (!byFile.has(file)) this.options.publish(file, []);
@@ -199,6 +243,7 @@ export class Workspace {
 
   async close(): Promise<void> {
     this.closed = true;
+    for (const r of this.repos.values()) r.top?.close();
     await Promise.all([...this.repos.values()].map((r) => r.watcher?.close()));
   }
 }

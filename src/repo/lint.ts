@@ -847,9 +847,11 @@ export class RepositoryLint {
 
   /** `lintRepository`'s answer from what is known. */
   lintRepository(): LintResult {
-    return toResult(
-      [...this.models.values()],
-      [...(this.models.size === 0 ? [emptyRepository(this.repo)] : []), ...this.notModels.map(notAModelFolder)],
-    );
+    return toResult([...this.models.values()], this.repositoryDiagnostics());
+  }
+
+  /** The findings on the repository as a whole (`LintResult.repositoryDiagnostics`), from what is known. */
+  repositoryDiagnostics(): Diagnostic[] {
+    return [...(this.models.size === 0 ? [emptyRepository(this.repo)] : []), ...this.notModels.map(notAModelFolder)];
   }
 }
