@@ -116,8 +116,22 @@ export async function complete(
   if (!scope) return [];
   const start = ctx.prefixStart;
   const end = offset;
-  if (ctx.position === "name") return rankByPrefix(nameCompletions(ctx, scope, start, end, o), ctx.prefix);
-  return rankByPrefix(await valueCompletions(text, offset, tree, ctx, scope, src), ctx.prefix);
+  if (ctx.position === "name")
+    return capped(rankByPrefix(nameCompletions(ctx, scope, start, end, o), ctx.prefix), ctx.prefix);
+  return capped(rankByPrefix(await valueCompletions(text, offset, tree, ctx, scope, src), ctx.prefix), ctx.prefix);
+}
+
+/**
+ * The most items one completion answer holds: a repository of 20,000 models would otherwise send
+ * every name on each keystroke (megabytes). A longer list keeps the items that contain what is
+ * typed, and the server marks the answer incomplete so the editor asks again as the prefix grows.
+ */
+export const MAX_COMPLETIONS = 100;
+
+function capped(items: Completion[], prefix: string): Completion[] {
+  if (items.length <= MAX_COMPLETIONS) return items;
+  const p = prefix.replace(/^["']/, "").toLowerCase();
+  return (p ? items.filter((c) => c.label.toLowerCase().includes(p)) : items).slice(0, MAX_COMPLETIONS);
 }
 
 /** Names that begin with what is typed first (editors filter; this orders what they keep). */

@@ -24,7 +24,7 @@ import type { Diagnostic } from "../repo/diagnostics.js";
 import { CONFIG_FILE, MAX_CONFIG_BYTES } from "../repo/layout.js";
 import type { LintOptions } from "../repo/lint.js";
 import { type FixData, fixesFor } from "./actions.js";
-import { type Completion, type ModelSource, complete, definition, hover } from "./features.js";
+import { type Completion, MAX_COMPLETIONS, type ModelSource, complete, definition, hover } from "./features.js";
 import { formatConfig } from "./format.js";
 import { type LspFramingError, framedInput } from "./framing.js";
 import { ModelTensorReader } from "./model-tensors.js";
@@ -60,6 +60,13 @@ const toPath = (uri: string): string | undefined => {
   }
 };
 const toUri = (file: string): string => pathToFileURL(file).href;
+
+/** A config's own model and the models its text names (ensemble steps): what a request about it may read. */
+function modelsNamedIn(file: string, text: string): string[] {
+  const own = locateConfig(file)?.model;
+  const named = [...text.matchAll(/\bmodel_name\s*:\s*"([^"\n]*)"/g)].map((m) => m[1]!);
+  return own ? [own, ...named] : named;
+}
 
 /** Text of a file for positions: the editor's when open, else the file's if it is a small text file. */
 function readSmall(file: string): string | undefined {
@@ -149,9 +156,20 @@ export function startLspServer(o: LspServerOptions): LspServer {
   });
 
   const tensors = new ModelTensorReader();
-  const sourceFor = (file: string): { src: ModelSource; repo: string } | undefined => {
+  const sourceFor = (file: string): { src: ModelSource; repo: string | undefined } | undefined => {
     const at = locateConfig(file);
-    if (!at) return undefined;
+    if (!at) {
+      // A config in no repository: the schema's completion and hover, no other model.
+      const alone: ModelSource = {
+        self: "",
+        names: () => [],
+        config: () => undefined,
+        layout: () => undefined,
+        runs: () => undefined,
+        tensors: async () => undefined,
+      };
+      return { src: alone, repo: undefined };
+    }
     const { repo } = at;
     const src: ModelSource = {
       self: at.model,
@@ -286,10 +304,10 @@ export function startLspServer(o: LspServerOptions): LspServer {
     const d = docOf(params.textDocument.uri);
     const s = d && sourceFor(d.file);
     if (!d || !s) return [];
-    await workspace.ready(s.repo);
+    if (s.repo) await workspace.need(s.repo, modelsNamedIn(d.file, d.doc.getText()));
     const text = d.doc.getText();
     const items = await complete(text, d.doc.offsetAt(params.position), s.src, { snippets });
-    return items.map((c, i): CompletionItem => ({
+    const list = items.map((c, i): CompletionItem => ({
       label: c.label,
       kind: COMPLETION_KINDS[c.kind],
       ...(c.detail ? { detail: c.detail } : {}),
@@ -303,13 +321,14 @@ export function startLspServer(o: LspServerOptions): LspServer {
       insertTextFormat: c.snippet ? InsertTextFormat.Snippet : InsertTextFormat.PlainText,
       ...(c.retrigger ? { command: { title: "suggest", command: "editor.action.triggerSuggest" } } : {}),
     }));
+    return { isIncomplete: items.length >= MAX_COMPLETIONS, items: list };
   });
 
   connection.onHover(async (params) => {
     const d = docOf(params.textDocument.uri);
     const s = d && sourceFor(d.file);
     if (!d || !s) return null;
-    await workspace.ready(s.repo);
+    if (s.repo) await workspace.need(s.repo, modelsNamedIn(d.file, d.doc.getText()));
     const h = await hover(d.doc.getText(), d.doc.offsetAt(params.position), s.src);
     if (!h) return null;
     return {
@@ -322,7 +341,7 @@ export function startLspServer(o: LspServerOptions): LspServer {
     const d = docOf(params.textDocument.uri);
     const s = d && sourceFor(d.file);
     if (!d || !s) return null;
-    await workspace.ready(s.repo);
+    if (s.repo) await workspace.need(s.repo, modelsNamedIn(d.file, d.doc.getText()));
     const loc = definition(d.doc.getText(), d.doc.offsetAt(params.position), s.src, d.file);
     if (!loc) return null;
     const target =

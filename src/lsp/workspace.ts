@@ -1,11 +1,12 @@
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { UserError } from "../errors.js";
 import { log as rootLog } from "../log/logger.js";
 import { type Diagnostic, compareDiagnostics } from "../repo/diagnostics.js";
 import { CONFIG_FILE, isIgnoredEntry, isVersionDirName } from "../repo/layout.js";
 import { type LintOptions, RepositoryLint } from "../repo/lint.js";
-import type { ParsedConfig } from "../repo/parse.js";
+import { type ParsedConfig, parseModelConfig } from "../repo/parse.js";
 import type { ModelLayout } from "../repo/layout.js";
 import { RepositoryWatcher } from "../reload/watch.js";
 
@@ -19,13 +20,24 @@ export interface ConfigLocation {
   configFile: string;
 }
 
-export function locateConfig(file: string): ConfigLocation | undefined {
+/**
+ * Folders that are never a model: a config.pbtxt saved straight in one (a download in the home
+ * folder, a scratch file in /tmp) belongs to no repository, and taking the folder for a model would
+ * walk all of it. Such a config is checked alone.
+ */
+export function notModelFolders(env: NodeJS.ProcessEnv = process.env): string[] {
+  return [os.homedir(), os.tmpdir(), env.TMPDIR ?? "", "/tmp", "/var/tmp"].filter(Boolean).map((d) => path.resolve(d));
+}
+
+export function locateConfig(file: string, never: readonly string[] = notModelFolders()): ConfigLocation | undefined {
   if (path.basename(file) !== CONFIG_FILE) return undefined;
   let modelDir = path.dirname(file);
   if (isVersionDirName(path.basename(modelDir)) && path.dirname(modelDir) !== modelDir)
     modelDir = path.dirname(modelDir);
   const repo = path.dirname(modelDir);
-  if (repo === modelDir) return undefined;
+  // A model folder straight under / would make the whole filesystem its repository.
+  if (repo === modelDir || repo === path.parse(repo).root || never.includes(modelDir) || never.includes(repo))
+    return undefined;
   return { repo, model: path.basename(modelDir), configFile: path.join(modelDir, CONFIG_FILE) };
 }
 
@@ -37,7 +49,14 @@ interface Repo {
   /** Each model's findings as last published. */
   byModel: Map<string, Diagnostic[]>;
   ready: Promise<void>;
+  /** The repository's folders listed (nothing read yet). */
+  listed: Promise<void>;
+  /** Whether every model has been read once (until then a change reads only what it needs). */
+  indexed: boolean;
 }
+
+/** Models read per step of a repository's first reading, between which changes and requests are answered. */
+const INDEX_CHUNK = 200;
 
 export interface WorkspaceOptions {
   lint?: LintOptions;
@@ -88,16 +107,18 @@ export class Workspace {
     let r = this.repos.get(repo);
     if (r) return r;
     const lint = new RepositoryLint(repo, this.options.lint ?? {}, (f) => this.buffers.get(f));
-    const created: Repo = { lint, byModel: new Map(), ready: Promise.resolve() };
+    const created: Repo = {
+      lint,
+      byModel: new Map(),
+      ready: Promise.resolve(),
+      listed: Promise.resolve(),
+      indexed: false,
+    };
     r = created;
     this.repos.set(repo, r);
-    created.ready = lint.refresh().then(
-      () => {
-        const result = lint.lintRepository();
-        for (const m of result.models) created.byModel.set(m.name, m.diagnostics);
-        this.publishRepo(repo, created);
-      },
-      (err) => log.warn("cannot read repository", { repo, error: String(err) }),
+    created.listed = lint.refresh([], { only: true });
+    created.ready = this.index(repo, created).catch((err) =>
+      log.warn("cannot read repository", { repo, error: err instanceof Error ? err.message : String(err) }),
     );
     if (this.options.watch !== false) {
       // The repository folder itself, on its own inotify watch: a model folder added or removed,
@@ -121,12 +142,37 @@ export class Workspace {
     return r;
   }
 
+  /**
+   * Reads every model of a repository in chunks, each a refresh of its own: a change in an open
+   * config (queued on the same lint) is answered between two chunks rather than after the whole
+   * repository, and the event loop runs between them, so requests are answered while it reads.
+   */
+  private async index(repo: string, r: Repo): Promise<void> {
+    await r.listed;
+    const names = r.lint.listedNames();
+    for (let i = 0; i < names.length && !this.closed; i += INDEX_CHUNK) {
+      await r.lint.refresh(names.slice(i, i + INDEX_CHUNK), { relist: false, only: true });
+      await new Promise<void>((done) => setImmediate(done));
+    }
+    if (this.closed) return;
+    // Once whole: what lint would say of the repository (models added meanwhile included).
+    await r.lint.refresh([], { relist: true });
+    for (const m of r.lint.lintRepository().models) r.byModel.set(m.name, m.diagnostics);
+    r.indexed = true;
+    this.publishRepo(repo, r);
+  }
+
   /** An open config's text changed (or it was opened); undefined: closed, read the file again. */
   async setBuffer(file: string, text: string | undefined): Promise<void> {
     const at = locateConfig(file);
     if (text === undefined) this.buffers.delete(file);
     else this.buffers.set(file, text);
-    if (!at) return;
+    if (!at) {
+      // A config in no repository: its own text checked alone (syntax and schema), no folder read.
+      const ds = text === undefined ? [] : parseModelConfig(text, file, { model: "" }).diagnostics;
+      this.options.publish(file, ds.sort(compareDiagnostics));
+      return;
+    }
     await this.changed(at.repo, at.model, false);
   }
 
@@ -152,9 +198,9 @@ export class Workspace {
   private async relint(repo: string, model: string, relist: boolean): Promise<void> {
     if (this.closed) return;
     const r = this.repository(repo);
-    await r.ready;
     try {
-      await r.lint.refresh([model], { relist });
+      // While the repository is being read, this model and the models it runs are read first.
+      await r.lint.refresh([model], { relist, only: !r.indexed });
       const result = r.lint.lintModel(model);
       if (!result.models.some((m) => m.name === model)) r.byModel.delete(model);
       for (const m of result.models) r.byModel.set(m.name, m.diagnostics);
@@ -182,13 +228,30 @@ export class Workspace {
     return [...this.repos.keys()];
   }
 
+  /** Every model folder of the repository as listed, read yet or not. */
   modelNames(repo: string): string[] {
-    return this.repos.get(repo)?.lint.modelNames() ?? [];
+    return this.repos.get(repo)?.lint.listedNames() ?? [];
   }
 
-  /** Resolves once the repository has been read. */
+  /** Resolves once every model of the repository has been read. */
   async ready(repo: string): Promise<void> {
     await this.repository(repo).ready;
+  }
+
+  /**
+   * Resolves once the models named have been read (while the repository is being read, they are
+   * read first): what a request about a config needs of its own model and the models it runs.
+   */
+  async need(repo: string, names: Iterable<string>): Promise<void> {
+    const r = this.repository(repo);
+    await r.listed.catch(() => undefined);
+    if (r.indexed) return;
+    const listed = new Set(r.lint.listedNames());
+    const missing = [...new Set(names)].filter((n) => listed.has(n) && !r.lint.model(n));
+    if (missing.length)
+      await r.lint
+        .refresh(missing, { relist: false, only: true })
+        .catch((err) => log.warn("cannot read models", { repo, models: missing, error: String(err) }));
   }
 
   private publishRepo(repo: string, r: Repo): void {

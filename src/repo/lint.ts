@@ -766,6 +766,9 @@ export class RepositoryLint {
   private readonly baselines = new Map<string, Baseline>();
   private notModels: NotAModelFolder[] = [];
   private loaded = false;
+  /** The model folders as last listed. */
+  private listed: string[] | undefined;
+  private listedSet: ReadonlySet<string> = new Set();
   /** One refresh at a time: a later one sees what the earlier one read. */
   private queue: Promise<void> = Promise.resolve();
 
@@ -781,9 +784,9 @@ export class RepositoryLint {
    * Reads the list of models again, and the models named in `changed` (every model on the first
    * call, and any model not seen before). Throws UserError when the repository cannot be read.
    */
-  refresh(changed: Iterable<string> = [], o: { relist?: boolean } = {}): Promise<void> {
+  refresh(changed: Iterable<string> = [], o: { relist?: boolean; only?: boolean } = {}): Promise<void> {
     const wanted = new Set(changed);
-    const run = this.queue.then(() => this.doRefresh(wanted, o.relist ?? true));
+    const run = this.queue.then(() => this.doRefresh(wanted, o.relist ?? true, o.only ?? false));
     this.queue = run.catch(() => undefined);
     return run;
   }
@@ -792,33 +795,41 @@ export class RepositoryLint {
    * `relist` false: the changed models' text changed, not the repository's folders (an editor's
    * unsaved change), so the list of models is not read again, unless a changed model is not in it.
    */
-  private async doRefresh(changed: Set<string>, relist: boolean): Promise<void> {
-    let names: string[];
-    if (relist || !this.loaded || [...changed].some((n) => !this.models.has(n))) {
+  private async doRefresh(changed: Set<string>, relist: boolean, only: boolean): Promise<void> {
+    if (relist || !this.listed || [...changed].some((n) => !this.listedSet.has(n))) {
       const entries = await readRepositoryEntries(this.repo);
-      names = entries.models;
       this.notModels = entries.notModels;
-    } else {
-      names = [...this.models.keys()].sort();
+      this.listed = entries.models;
+      this.listedSet = new Set(entries.models);
     }
-    const taken = new Set(names);
+    const names = this.listed!;
+    const taken = this.listedSet;
     for (const n of [...this.models.keys()]) {
       if (!taken.has(n)) {
         this.models.delete(n);
         this.baselines.delete(n);
       }
     }
-    const todo = names.filter((n) => !this.loaded || changed.has(n) || !this.models.has(n));
-    this.loaded = true;
-    const analysed = await mapPool(todo, READ_CONCURRENCY, (n) =>
-      analyseModel(this.repo, n, this.options, taken, this.overlay(path.join(this.repo, n, CONFIG_FILE))),
-    );
-    for (const m of analysed) {
-      this.models.set(m.name, m);
-      this.baselines.set(m.name, {
-        diagnostics: m.reporter.diagnostics.length,
-        ...(m.unavailable ? { unavailable: m.unavailable } : {}),
-      });
+    const todo = only
+      ? names.filter((n) => changed.has(n))
+      : names.filter((n) => changed.has(n) || !this.models.has(n));
+    if (!only) this.loaded = true;
+    const read = (ns: string[]) =>
+      mapPool(ns, READ_CONCURRENCY, (n) =>
+        analyseModel(this.repo, n, this.options, taken, this.overlay(path.join(this.repo, n, CONFIG_FILE))),
+      );
+    for (const m of await read(todo)) this.remember(m);
+    // `only`: the models the changed ones run (ensemble steps, transitively) that were not read
+    // yet, and nothing else, so the first findings of one model of a large repository need only
+    // what they depend on.
+    let frontier = only ? todo : [];
+    while (frontier.length) {
+      const next = new Set<string>();
+      for (const n of frontier)
+        for (const s of ensembleSteps(this.models.get(n)?.parsed?.config ?? create(ModelConfigSchema)))
+          if (taken.has(s.modelName) && !this.models.has(s.modelName)) next.add(s.modelName);
+      frontier = [...next];
+      for (const m of await read(frontier)) this.remember(m);
     }
     for (const [n, m] of this.models) {
       const b = this.baselines.get(n)!;
@@ -827,6 +838,24 @@ export class RepositoryLint {
       m.errorCount = countBySeverity(m.reporter.diagnostics).errors;
     }
     checkAcrossModels(this.models);
+  }
+
+  private remember(m: Analysed): void {
+    this.models.set(m.name, m);
+    this.baselines.set(m.name, {
+      diagnostics: m.reporter.diagnostics.length,
+      ...(m.unavailable ? { unavailable: m.unavailable } : {}),
+    });
+  }
+
+  /** Every model folder of the repository as last listed (read or not yet), sorted. */
+  listedNames(): string[] {
+    return this.listed ?? [];
+  }
+
+  /** Whether every listed model has been read (a refresh without `only` has run). */
+  get complete(): boolean {
+    return this.loaded;
   }
 
   /** The model names known at the last refresh, sorted. */

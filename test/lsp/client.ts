@@ -4,6 +4,7 @@ import { pathToFileURL } from "node:url";
 import {
   type CodeAction,
   type CompletionItem,
+  type CompletionList,
   type Diagnostic,
   type Hover,
   type Location,
@@ -152,11 +153,18 @@ export class LspClient {
     }
   }
 
-  completion(file: string, line: number, character: number): Promise<CompletionItem[]> {
-    return this.connection.sendRequest("textDocument/completion", {
+  /** The items of a completion answer (a list or a CompletionList). */
+  async completion(file: string, line: number, character: number): Promise<CompletionItem[]> {
+    const r = await this.completionList(file, line, character);
+    return r.items;
+  }
+
+  async completionList(file: string, line: number, character: number): Promise<CompletionList> {
+    const r = (await this.connection.sendRequest("textDocument/completion", {
       textDocument: { uri: this.uri(file) },
       position: { line, character },
-    }) as Promise<CompletionItem[]>;
+    })) as CompletionItem[] | CompletionList | null;
+    return Array.isArray(r) ? { isIncomplete: false, items: r } : (r ?? { isIncomplete: false, items: [] });
   }
 
   hover(file: string, line: number, character: number): Promise<Hover | null> {
