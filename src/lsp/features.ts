@@ -221,13 +221,16 @@ async function valueCompletions(
   const parentName = ctx.path.at(-1)?.field.name;
   const step = enclosingStep(ctx);
   if (field.name === "model_name" && parentName === "step" && step) {
-    return src
-      .names()
-      .filter((n) => n !== src.self)
-      .map((n) => {
-        const backend = src.runs(n);
-        return str(n, "model", backend ? `model (${backend})` : "model");
-      });
+    // Of a repository's thousands of names, only those an answer can hold are looked at (see capped).
+    const p = ctx.prefix.replace(/^["']/, "").toLowerCase();
+    const fits = src.names().filter((n) => n !== src.self && (!p || n.toLowerCase().includes(p)));
+    const first = p
+      ? [...fits.filter((n) => n.toLowerCase().startsWith(p)), ...fits.filter((n) => !n.toLowerCase().startsWith(p))]
+      : fits;
+    return first.slice(0, MAX_COMPLETIONS + 1).map((n) => {
+      const backend = src.runs(n);
+      return str(n, "model", backend ? `model (${backend})` : "model");
+    });
   }
   if ((parentName === "input_map" || parentName === "output_map") && step) {
     const stepModel = scalarOf(step, "model_name");

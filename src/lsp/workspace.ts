@@ -56,7 +56,7 @@ interface Repo {
 }
 
 /** Models read per step of a repository's first reading, between which changes and requests are answered. */
-const INDEX_CHUNK = 200;
+const INDEX_CHUNK = 50;
 
 export interface WorkspaceOptions {
   lint?: LintOptions;

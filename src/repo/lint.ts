@@ -818,6 +818,7 @@ export class RepositoryLint {
       mapPool(ns, READ_CONCURRENCY, (n) =>
         analyseModel(this.repo, n, this.options, taken, this.overlay(path.join(this.repo, n, CONFIG_FILE))),
       );
+    const readNow = [...todo];
     for (const m of await read(todo)) this.remember(m);
     // `only`: the models the changed ones run (ensemble steps, transitively) that were not read
     // yet, and nothing else, so the first findings of one model of a large repository need only
@@ -829,15 +830,29 @@ export class RepositoryLint {
         for (const s of ensembleSteps(this.models.get(n)?.parsed?.config ?? create(ModelConfigSchema)))
           if (taken.has(s.modelName) && !this.models.has(s.modelName)) next.add(s.modelName);
       frontier = [...next];
+      readNow.push(...frontier);
       for (const m of await read(frontier)) this.remember(m);
     }
-    for (const [n, m] of this.models) {
+    // The rules across models: on every model, or (`only`) on the models read now and the models
+    // they run, so that a step of reading a large repository costs what it read, not the repository.
+    let scope = this.models;
+    if (only) {
+      scope = new Map();
+      const add = (n: string): void => {
+        const m = this.models.get(n);
+        if (!m || scope.has(n)) return;
+        scope.set(n, m);
+        if (m.parsed) for (const s of ensembleSteps(m.parsed.config)) add(s.modelName);
+      };
+      for (const n of readNow) add(n);
+    }
+    for (const [n, m] of scope) {
       const b = this.baselines.get(n)!;
       m.reporter.diagnostics.length = b.diagnostics;
       m.unavailable = b.unavailable;
       m.errorCount = countBySeverity(m.reporter.diagnostics).errors;
     }
-    checkAcrossModels(this.models);
+    checkAcrossModels(scope);
   }
 
   private remember(m: Analysed): void {

@@ -27,10 +27,10 @@ describe(`triton-dev lsp on ${MODELS} models`, () => {
       await fsp.writeFile(path.join(repo, name(i), "1", "model.py"), ECHO_MODEL_PY);
     }
     const io = ECHO_IO.replace("INPUT0", "IN").replace("OUTPUT0", "OUT");
-    await fsp.mkdir(path.join(repo, "ens", "1"), { recursive: true });
+    await fsp.mkdir(path.join(repo, "zens", "1"), { recursive: true });
     await fsp.writeFile(
-      cfg("ens"),
-      `name: "ens"\nplatform: "ensemble"\nmax_batch_size: 8\n${io}ensemble_scheduling { step [ { model_name: "m0003" model_version: -1 input_map { key: "INPUT0" value: "IN" } output_map { key: "OUTPUT0" value: "OUT" } } ] }\n`,
+      cfg("zens"),
+      `name: "zens"\nplatform: "ensemble"\nmax_batch_size: 8\n${io}ensemble_scheduling { step [ { model_name: "m0003" model_version: -1 input_map { key: "INPUT0" value: "IN" } output_map { key: "OUTPUT0" value: "OUT" } } ] }\n`,
     );
     client = LspClient.spawn(process.execPath, [CLI, "lsp", "--stdio"], await testEnv());
     await client.initialize(repo);
@@ -40,13 +40,13 @@ describe(`triton-dev lsp on ${MODELS} models`, () => {
     await fsp.rm(repo, { recursive: true, force: true });
   });
 
-  it("an opened ensemble's first diagnostics need only it and the model it runs, not the repository", async () => {
-    const text = (await fsp.readFile(cfg("ens"), "utf8")).replace('value: "OUT"', 'value: "OUTX"');
-    await client.open(cfg("ens"), text);
-    const ds = await client.waitForDiagnostics(cfg("ens"), (d) => d.length > 0, 120_000);
+  it("an opened ensemble (last by name) gets its first diagnostics first: they need only it and the model it runs, not the repository", async () => {
+    const text = (await fsp.readFile(cfg("zens"), "utf8")).replace('value: "OUT"', 'value: "OUTX"');
+    await client.open(cfg("zens"), text);
+    const ds = await client.waitForDiagnostics(cfg("zens"), (d) => d.length > 0, 120_000);
     // Checked against m0003's config, read for it: the step writes OUTX, which no output is.
     expect(ds.map((d) => d.message).join("\n")).toMatch(/OUTX/);
-    const firstForEns = client.published.findIndex((p) => p.uri === client.uri(cfg("ens")));
+    const firstForEns = client.published.findIndex((p) => p.uri === client.uri(cfg("zens")));
     const others = client.published.slice(0, firstForEns).filter((p) => p.count > 0);
     expect(others, "findings of other models published before the opened config's").toEqual([]);
     // The rest of the repository follows: every other model's finding.
@@ -54,14 +54,14 @@ describe(`triton-dev lsp on ${MODELS} models`, () => {
   }, 240_000);
 
   it("model names in a step: at most 100, those containing what is typed, marked incomplete", async () => {
-    const text = await fsp.readFile(cfg("ens"), "utf8");
-    await client.change(cfg("ens"), text.replace('model_name: "m0003"', 'model_name: "m12'));
+    const text = await fsp.readFile(cfg("zens"), "utf8");
+    await client.change(cfg("zens"), text.replace('model_name: "m0003"', 'model_name: "m12'));
     const line = 5;
     const character = text.split("\n")[line]!.indexOf('"m0003"') + 4;
-    const all = await client.completionList(cfg("ens"), line, character - 2);
+    const all = await client.completionList(cfg("zens"), line, character - 2);
     expect(all.items.length).toBe(100);
     expect(all.isIncomplete).toBe(true);
-    const typed = await client.completionList(cfg("ens"), line, character);
+    const typed = await client.completionList(cfg("zens"), line, character);
     expect(typed.items.length).toBeGreaterThan(0);
     expect(typed.items.every((i) => i.label.includes("m12"))).toBe(true);
   }, 60_000);
