@@ -110,8 +110,11 @@ export async function complete(
   src: ModelSource,
   o: { snippets: boolean },
 ): Promise<Completion[]> {
+  if (inComment(text, offset)) return [];
   const tree = looseParse(text);
   const ctx = cursorContext(text, offset, tree);
+  // Inside a string only a value is completed (a model or tensor name), never a field name.
+  if (ctx.quoted && ctx.position === "name") return [];
   const scope = scopeOfPath(ctx);
   if (!scope) return [];
   const start = ctx.prefixStart;
@@ -132,6 +135,21 @@ function capped(items: Completion[], prefix: string): Completion[] {
   if (items.length <= MAX_COMPLETIONS) return items;
   const p = prefix.replace(/^["']/, "").toLowerCase();
   return (p ? items.filter((c) => c.label.toLowerCase().includes(p)) : items).slice(0, MAX_COMPLETIONS);
+}
+
+/** Whether the cursor is after a `#` that starts a comment on its line (not one inside a string). */
+function inComment(text: string, offset: number): boolean {
+  const line = text.slice(text.lastIndexOf("\n", offset - 1) + 1, offset);
+  let quote: string | undefined;
+  for (let k = 0; k < line.length; k++) {
+    const c = line[k]!;
+    if (quote) {
+      if (c === "\\") k++;
+      else if (c === quote) quote = undefined;
+    } else if (c === '"' || c === "'") quote = c;
+    else if (c === "#") return true;
+  }
+  return false;
 }
 
 /** Names that begin with what is typed first (editors filter; this orders what they keep). */
@@ -203,18 +221,21 @@ async function valueCompletions(
   });
   if (field.enum) {
     const en = field.enum;
-    return en.values.map((v) => {
-      const doc = docOf(`${docKey(en.typeName)}.${v.name}`);
-      return {
-        label: v.name,
-        kind: "enum",
-        detail: en.name,
-        ...(doc ? { documentation: doc } : {}),
-        insert: v.name,
-        start,
-        end,
-      };
-    });
+    // TYPE_INVALID is the enum's zero, which lint (like Triton) refuses as a tensor's type.
+    return en.values
+      .filter((v) => v.name !== "TYPE_INVALID")
+      .map((v) => {
+        const doc = docOf(`${docKey(en.typeName)}.${v.name}`);
+        return {
+          label: v.name,
+          kind: "enum",
+          detail: en.name,
+          ...(doc ? { documentation: doc } : {}),
+          insert: v.name,
+          start,
+          end,
+        };
+      });
   }
   if (field.type === "bool") return ["true", "false"].map((v) => ({ label: v, kind: "value", insert: v, start, end }));
 
