@@ -174,8 +174,15 @@ function nameCompletions(
   const present = new Set(
     ctx.message.fields.filter((f) => f.nameEnd < start || f.nameStart > offset).map((f) => f.name),
   );
-  return fieldsOf(scope)
+  const fields = fieldsOf(scope);
+  // A oneof holds one member (version_policy's latest | all | specific, the scheduling choice):
+  // once one is set, lint refuses a second, so none is offered.
+  const setOneofs = new Set(
+    fields.filter((f) => present.has(f.name) && f.field?.oneof).map((f) => f.field!.oneof!.name),
+  );
+  return fields
     .filter((f) => f.repeated || !present.has(f.name))
+    .filter((f) => !(f.field?.oneof && setOneofs.has(f.field.oneof.name)))
     .map((f): Completion => {
       const doc = fieldDoc(f);
       let insert: string;

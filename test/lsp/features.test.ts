@@ -37,4 +37,15 @@ describe("completion", () => {
     expect(typed[0]).toBe("model_49");
     expect(typed.every((l) => l.includes("l_49"))).toBe(true);
   });
+
+  it("offers no other member of a oneof once one is set", async () => {
+    const policy = await labels("version_policy { latest { } ");
+    expect(policy).not.toContain("all");
+    expect(policy).not.toContain("specific");
+    expect(await labels("version_policy { ")).toEqual(expect.arrayContaining(["latest", "all", "specific"]));
+    const top = await labels("dynamic_batching { }\n");
+    expect(top).not.toContain("sequence_batching");
+    expect(top).not.toContain("ensemble_scheduling");
+    expect(top).toContain("instance_group");
+  });
 });
