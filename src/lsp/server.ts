@@ -142,7 +142,9 @@ export function startLspServer(o: LspServerOptions): LspServer {
       message: d.hint ? `${d.message}\nhint: ${d.hint}` : d.message,
       data: { code: d.code, ...(d.hint ? { hint: d.hint } : {}), file: d.file } satisfies FixData,
     }));
-    void connection.sendDiagnostics({ uri: toUri(file), diagnostics });
+    // Stamped with the version of the open text they are about, so an editor can drop stale ones.
+    const version = documents.get(toUri(file))?.version;
+    void connection.sendDiagnostics({ uri: toUri(file), ...(version !== undefined ? { version } : {}), diagnostics });
   };
 
   const workspace = new Workspace({

@@ -27,17 +27,25 @@ export class LspClient {
   private readonly texts = new Map<string, string>();
   private waiters: Array<() => void> = [];
   /** Every publishDiagnostics, in order (uri, count). */
-  readonly published: Array<{ uri: string; count: number; at: number }> = [];
+  readonly published: Array<{ uri: string; count: number; at: number; version?: number }> = [];
 
   constructor(
     readonly connection: ProtocolConnection,
     readonly child?: ChildProcess,
   ) {
-    connection.onNotification("textDocument/publishDiagnostics", (p: { uri: string; diagnostics: Diagnostic[] }) => {
-      this.diagnostics.set(p.uri, p.diagnostics);
-      this.published.push({ uri: p.uri, count: p.diagnostics.length, at: performance.now() });
-      for (const w of this.waiters.splice(0)) w();
-    });
+    connection.onNotification(
+      "textDocument/publishDiagnostics",
+      (p: { uri: string; version?: number; diagnostics: Diagnostic[] }) => {
+        this.diagnostics.set(p.uri, p.diagnostics);
+        this.published.push({
+          uri: p.uri,
+          count: p.diagnostics.length,
+          at: performance.now(),
+          ...(p.version !== undefined ? { version: p.version } : {}),
+        });
+        for (const w of this.waiters.splice(0)) w();
+      },
+    );
     connection.onRequest("workspace/configuration", () => []);
     connection.onRequest("client/registerCapability", () => null);
     connection.listen();

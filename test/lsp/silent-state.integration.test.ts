@@ -95,5 +95,8 @@ describe("triton-dev lsp: findings no model's config holds", () => {
     await new Promise((r) => setTimeout(r, 500));
     expect(client.diagnostics.get(client.uri(cfg("doomed")))!.map((d) => d.code)).toEqual(["model-folder-missing"]);
     expect(client.diagnostics.get(client.uri(cfg("kept")))).toEqual([]);
+    // Each answer names the version of the text it is about.
+    const last = client.published.filter((p) => p.uri === client.uri(cfg("doomed"))).at(-1)!;
+    expect(last.version).toBe(2);
   }, 60_000);
 });
