@@ -15,6 +15,15 @@
 //
 //   npm run build && node bench/lsp.mjs [--rounds 200] [--out FILE.json]
 //
+// `--scale [--sizes 200,2000,20000]`: the same server on generated repositories of that many
+// python models (every tenth an ensemble of one of them), each started fresh: open-to-first-
+// diagnostics of one model's config (while the rest of the repository is still being read), the
+// slowest answer to a request sent every 50 ms meanwhile (peer: the same request once the
+// repository is read), keystroke p95 (a didChange to its publishDiagnostics), a new model folder
+// named by an open ensemble seen (its finding gone), a model_name completion's size and time, and
+// VmRSS once the repository is read. Goals (issue): requests within 100 ms while reading, a new
+// folder within 1 s at 20,000 models.
+//
 // Goals (issue): diagnostics p95 < 50 ms, completion p95 < 30 ms, RSS < 150 MB. Starts no Triton.
 import { spawn } from "node:child_process";
 import fs from "node:fs";
@@ -36,6 +45,10 @@ const OUT = flag("--out", undefined);
 const MODELS = 200;
 
 requireBuild();
+if (args.includes("--scale")) {
+  await scaleBench((flag("--sizes", "200,2000,20000") ?? "").split(",").map(Number).filter(Boolean));
+  process.exit(0);
+}
 const random = rng(26);
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "triton-dev-lsp-bench-"));
 const repo = path.join(work, "models");
@@ -273,3 +286,177 @@ if (OUT)
     OUT,
     JSON.stringify({ rounds: ROUNDS, openMs, diagMs, complMs, stepMs, rttMs, peerLintMs, rssMb, hwmMb }, null, 2),
   );
+
+// --- --scale ------------------------------------------------------------------------------------
+async function scaleBench(sizes) {
+  const rows = [
+    [
+      "models",
+      "first diag ms",
+      "req max ms (reading)",
+      "req p50 ms (read)",
+      "keystroke p95 ms",
+      "new folder ms",
+      "completion items",
+      "completion ms",
+      "index s",
+      "RSS MB",
+    ],
+  ];
+  const pct = (xs, p) => {
+    const a = [...xs].sort((x, y) => x - y);
+    return a[Math.min(a.length - 1, Math.floor((p / 100) * a.length))];
+  };
+  for (const n of sizes) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), `triton-dev-lsp-scale-${n}-`));
+    const models = path.join(dir, "models");
+    const py = `class TritonPythonModel:\n    def execute(self, requests):\n        return []\n`;
+    const cfg = (name) =>
+      `name: "${name}"\nbackend: "python"\nmax_batch_size: 8\ninput [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]\noutput [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]\n`;
+    const ens = (name, step) =>
+      `name: "${name}"\nplatform: "ensemble"\nmax_batch_size: 8\ninput [ { name: "IN" data_type: TYPE_FP32 dims: [ 4 ] } ]\noutput [ { name: "OUT" data_type: TYPE_FP32 dims: [ 4 ] } ]\nensemble_scheduling { step [ { model_name: "${step}" model_version: -1 input_map { key: "INPUT0" value: "IN" } output_map { key: "OUTPUT0" value: "OUT" } } ] }\n`;
+    const names = [];
+    for (let i = 0; i < n; i++) {
+      const name = `m${String(i).padStart(5, "0")}`;
+      names.push(name);
+      fs.mkdirSync(path.join(models, name, "1"), { recursive: true });
+      if (i % 10 === 9) {
+        fs.writeFileSync(path.join(models, name, "config.pbtxt"), ens(name, names[i - 1]));
+        fs.writeFileSync(path.join(models, name, "1", ".keep"), "");
+      } else {
+        fs.writeFileSync(path.join(models, name, "config.pbtxt"), cfg(name));
+        fs.writeFileSync(path.join(models, name, "1", "model.py"), py);
+      }
+    }
+    const env = { ...process.env, TRITON_DEV_STATE_DIR: path.join(dir, "state"), CI: "1" };
+    const child = spawn(process.execPath, [CLI, "lsp", "--stdio"], { env, stdio: ["pipe", "pipe", "inherit"] });
+    const conn = createProtocolConnection(new StreamMessageReader(child.stdout), new StreamMessageWriter(child.stdin));
+    const waiters = [];
+    conn.onNotification("textDocument/publishDiagnostics", (p) => {
+      for (const w of [...waiters])
+        if (w.uri === p.uri && w.want(p.diagnostics)) {
+          waiters.splice(waiters.indexOf(w), 1);
+          w.resolve(p.diagnostics);
+        }
+    });
+    conn.listen();
+    const diag = (uri, want) => new Promise((resolve) => waiters.push({ uri, want, resolve }));
+    await conn.sendRequest("initialize", {
+      processId: process.pid,
+      rootUri: pathToFileURL(models).href,
+      capabilities: {},
+    });
+    await conn.sendNotification("initialized", {});
+    const target = names[Math.floor(n / 2)];
+    const file = path.join(models, target, "config.pbtxt");
+    const uri = pathToFileURL(file).href;
+    let text = cfg(target);
+    const started = performance.now();
+    const first = diag(uri, () => true);
+    await conn.sendNotification("textDocument/didOpen", {
+      textDocument: { uri, languageId: "pbtxt", version: 1, text },
+    });
+    // Requests while the repository is read: every 50 ms, until it is read (or 240 s).
+    const reading = [];
+    let indexed = false;
+    const probe = (async () => {
+      while (!indexed && performance.now() - started < 240_000) {
+        const t = performance.now();
+        await conn.sendRequest("triton-dev/bench-probe", {}).catch(() => undefined);
+        reading.push(performance.now() - t);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    })();
+    await first;
+    const firstMs = performance.now() - started;
+    // Keystrokes: break and fix a type, each to its publish.
+    const keys = [];
+    let version = 1;
+    for (let r = 0; r < 30; r++) {
+      const broken = r % 2 === 0;
+      text = cfg(target).replace("TYPE_FP32", broken ? "TYPE_FP3" : "TYPE_FP32");
+      const t = performance.now();
+      const got = diag(uri, (ds) =>
+        broken ? ds.some((d) => d.code === "config-enum") : !ds.some((d) => d.code === "config-enum"),
+      );
+      await conn.sendNotification("textDocument/didChange", {
+        textDocument: { uri, version: ++version },
+        contentChanges: [{ text }],
+      });
+      await got;
+      keys.push(performance.now() - t);
+    }
+    // The repository read whole: an ensemble whose step names a folder that is then created.
+    const late = "zz_late_model";
+    const ensFile = path.join(models, names[9], "config.pbtxt");
+    const ensUri = pathToFileURL(ensFile).href;
+    const ensText = ens(names[9], late);
+    const missing = diag(ensUri, (ds) => ds.length > 0);
+    await conn.sendNotification("textDocument/didOpen", {
+      textDocument: { uri: ensUri, languageId: "pbtxt", version: 1, text: ensText },
+    });
+    await missing;
+    // Wait for the whole repository (the server's RSS and its requests once read).
+    const indexStart = started;
+    const everyone = (async () => {
+      const deadline = performance.now() + 600_000;
+      while (performance.now() < deadline) {
+        const st = fs.readFileSync(`/proc/${child.pid}/status`, "utf8");
+        const cpu = fs.readFileSync(`/proc/${child.pid}/stat`, "utf8").split(" ");
+        // Reading is done when the server sits idle: no CPU over 1 s.
+        const ticks = Number(cpu[13]) + Number(cpu[14]);
+        await new Promise((r) => setTimeout(r, 1000));
+        const ticks2 = fs.readFileSync(`/proc/${child.pid}/stat`, "utf8").split(" ");
+        if (Number(ticks2[13]) + Number(ticks2[14]) - ticks <= 2) return st;
+      }
+    })();
+    await everyone;
+    indexed = true;
+    await probe;
+    const indexS = (performance.now() - indexStart) / 1000;
+    const rss = Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${child.pid}/status`, "utf8"))[1]) / 1024;
+    const after = [];
+    for (let r = 0; r < 20; r++) {
+      const t = performance.now();
+      await conn.sendRequest("triton-dev/bench-probe", {}).catch(() => undefined);
+      after.push(performance.now() - t);
+    }
+    const t1 = performance.now();
+    const gone = diag(ensUri, (ds) => ds.length === 0);
+    fs.mkdirSync(path.join(models, late, "1"), { recursive: true });
+    fs.writeFileSync(path.join(models, late, "1", "model.py"), py);
+    fs.writeFileSync(path.join(models, late, "config.pbtxt"), cfg(late));
+    const seen = await Promise.race([
+      gone.then(() => performance.now() - t1),
+      new Promise((r) => setTimeout(() => r(NaN), 30_000)),
+    ]);
+    const line = ensText.split("\n").findIndex((l) => l.includes("model_name"));
+    const col = ensText.split("\n")[line].indexOf(`"${late}"`) + 1;
+    const t2 = performance.now();
+    const list = await conn.sendRequest("textDocument/completion", {
+      textDocument: { uri: ensUri },
+      position: { line, character: col },
+    });
+    const complMs = performance.now() - t2;
+    const items = Array.isArray(list) ? list.length : list.items.length;
+    rows.push([
+      n,
+      fmt(firstMs, 0),
+      fmt(Math.max(...reading, 0), 0),
+      fmt(pct(after, 50), 1),
+      fmt(pct(keys, 95), 1),
+      fmt(seen, 0),
+      items,
+      fmt(complMs, 1),
+      fmt(indexS, 1),
+      fmt(rss, 0),
+    ]);
+    await conn.sendRequest("shutdown").catch(() => undefined);
+    await conn.sendNotification("exit").catch(() => undefined);
+    await new Promise((r) => (child.exitCode !== null ? r() : child.once("exit", r)));
+    conn.dispose();
+    fs.rmSync(dir, { recursive: true, force: true });
+    console.error(`lsp --scale: ${n} models done`);
+  }
+  console.log(table(rows));
+}

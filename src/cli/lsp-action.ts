@@ -1,5 +1,7 @@
 import { resolvePaths } from "../config/paths.js";
+import { LspFramingError } from "../lsp/framing.js";
 import { startLspServer } from "../lsp/server.js";
+import type { Output } from "./output.js";
 
 export interface LspFlags {
   stdio?: boolean;
@@ -17,12 +19,24 @@ export async function runLsp(
     input: process.stdin,
     output: process.stdout,
   },
+  report?: Output,
+  exit: (code: number) => void = (code) => process.exit(code),
 ): Promise<number> {
   const server = startLspServer({
     ...io,
     paths: resolvePaths(env),
     ...(flags.disableAutoCompleteConfig ? { lint: { autoComplete: false } } : {}),
   });
-  await server.closed;
+  try {
+    await server.closed;
+  } catch (err) {
+    if (!(err instanceof LspFramingError) || !report) throw err;
+    // The protocol library keeps timers of its own (a watch on the editor's process) that would
+    // keep a server whose input is lost alive: it is ended here, once the reason is written.
+    report.err(`error: ${err.message}`);
+    if (err.hint) report.err(`  hint: ${err.hint}`);
+    exit(err.exitCode);
+    return err.exitCode;
+  }
   return 0;
 }

@@ -14,6 +14,6 @@ export function registerLspCommand(program: Command, ctx: CliContext): Command {
       "check as Triton runs with this flag: configs are not completed (a model needs its config.pbtxt)",
     )
     .action(async (flags: LspFlags) => {
-      ctx.exitCode = await (await import("./lsp-action.js")).runLsp(flags, ctx.env);
+      ctx.exitCode = await (await import("./lsp-action.js")).runLsp(flags, ctx.env, undefined, ctx.output);
     });
 }

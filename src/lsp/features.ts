@@ -110,14 +110,46 @@ export async function complete(
   src: ModelSource,
   o: { snippets: boolean },
 ): Promise<Completion[]> {
+  if (inComment(text, offset)) return [];
   const tree = looseParse(text);
   const ctx = cursorContext(text, offset, tree);
+  // Inside a string only a value is completed (a model or tensor name), never a field name.
+  if (ctx.quoted && ctx.position === "name") return [];
   const scope = scopeOfPath(ctx);
   if (!scope) return [];
   const start = ctx.prefixStart;
   const end = offset;
-  if (ctx.position === "name") return rankByPrefix(nameCompletions(ctx, scope, start, end, o), ctx.prefix);
-  return rankByPrefix(await valueCompletions(text, offset, tree, ctx, scope, src), ctx.prefix);
+  if (ctx.position === "name")
+    return capped(rankByPrefix(nameCompletions(ctx, scope, start, end, o), ctx.prefix), ctx.prefix);
+  return capped(rankByPrefix(await valueCompletions(text, offset, tree, ctx, scope, src), ctx.prefix), ctx.prefix);
+}
+
+/**
+ * The most items one completion answer holds: a repository of 20,000 models would otherwise send
+ * every name on each keystroke (megabytes). A longer list keeps the items that contain what is
+ * typed, and the server marks the answer incomplete so the editor asks again as the prefix grows.
+ */
+export const MAX_COMPLETIONS = 100;
+
+function capped(items: Completion[], prefix: string): Completion[] {
+  if (items.length <= MAX_COMPLETIONS) return items;
+  const p = prefix.replace(/^["']/, "").toLowerCase();
+  return (p ? items.filter((c) => c.label.toLowerCase().includes(p)) : items).slice(0, MAX_COMPLETIONS);
+}
+
+/** Whether the cursor is after a `#` that starts a comment on its line (not one inside a string). */
+function inComment(text: string, offset: number): boolean {
+  const line = text.slice(text.lastIndexOf("\n", offset - 1) + 1, offset);
+  let quote: string | undefined;
+  for (let k = 0; k < line.length; k++) {
+    const c = line[k]!;
+    if (quote) {
+      if (c === "\\") k++;
+      else if (c === quote) quote = undefined;
+    } else if (c === '"' || c === "'") quote = c;
+    else if (c === "#") return true;
+  }
+  return false;
 }
 
 /** Names that begin with what is typed first (editors filter; this orders what they keep). */
@@ -142,8 +174,15 @@ function nameCompletions(
   const present = new Set(
     ctx.message.fields.filter((f) => f.nameEnd < start || f.nameStart > offset).map((f) => f.name),
   );
-  return fieldsOf(scope)
+  const fields = fieldsOf(scope);
+  // A oneof holds one member (version_policy's latest | all | specific, the scheduling choice):
+  // once one is set, lint refuses a second, so none is offered.
+  const setOneofs = new Set(
+    fields.filter((f) => present.has(f.name) && f.field?.oneof).map((f) => f.field!.oneof!.name),
+  );
+  return fields
     .filter((f) => f.repeated || !present.has(f.name))
+    .filter((f) => !(f.field?.oneof && setOneofs.has(f.field.oneof.name)))
     .map((f): Completion => {
       const doc = fieldDoc(f);
       let insert: string;
@@ -189,31 +228,37 @@ async function valueCompletions(
   });
   if (field.enum) {
     const en = field.enum;
-    return en.values.map((v) => {
-      const doc = docOf(`${docKey(en.typeName)}.${v.name}`);
-      return {
-        label: v.name,
-        kind: "enum",
-        detail: en.name,
-        ...(doc ? { documentation: doc } : {}),
-        insert: v.name,
-        start,
-        end,
-      };
-    });
+    // TYPE_INVALID is the enum's zero, which lint (like Triton) refuses as a tensor's type.
+    return en.values
+      .filter((v) => v.name !== "TYPE_INVALID")
+      .map((v) => {
+        const doc = docOf(`${docKey(en.typeName)}.${v.name}`);
+        return {
+          label: v.name,
+          kind: "enum",
+          detail: en.name,
+          ...(doc ? { documentation: doc } : {}),
+          insert: v.name,
+          start,
+          end,
+        };
+      });
   }
   if (field.type === "bool") return ["true", "false"].map((v) => ({ label: v, kind: "value", insert: v, start, end }));
 
   const parentName = ctx.path.at(-1)?.field.name;
   const step = enclosingStep(ctx);
   if (field.name === "model_name" && parentName === "step" && step) {
-    return src
-      .names()
-      .filter((n) => n !== src.self)
-      .map((n) => {
-        const backend = src.runs(n);
-        return str(n, "model", backend ? `model (${backend})` : "model");
-      });
+    // Of a repository's thousands of names, only those an answer can hold are looked at (see capped).
+    const p = ctx.prefix.replace(/^["']/, "").toLowerCase();
+    const fits = src.names().filter((n) => n !== src.self && (!p || n.toLowerCase().includes(p)));
+    const first = p
+      ? [...fits.filter((n) => n.toLowerCase().startsWith(p)), ...fits.filter((n) => !n.toLowerCase().startsWith(p))]
+      : fits;
+    return first.slice(0, MAX_COMPLETIONS + 1).map((n) => {
+      const backend = src.runs(n);
+      return str(n, "model", backend ? `model (${backend})` : "model");
+    });
   }
   if ((parentName === "input_map" || parentName === "output_map") && step) {
     const stepModel = scalarOf(step, "model_name");

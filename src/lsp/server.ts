@@ -24,8 +24,9 @@ import type { Diagnostic } from "../repo/diagnostics.js";
 import { CONFIG_FILE, MAX_CONFIG_BYTES } from "../repo/layout.js";
 import type { LintOptions } from "../repo/lint.js";
 import { type FixData, fixesFor } from "./actions.js";
-import { type Completion, type ModelSource, complete, definition, hover } from "./features.js";
+import { type Completion, MAX_COMPLETIONS, type ModelSource, complete, definition, hover } from "./features.js";
 import { formatConfig } from "./format.js";
+import { type LspFramingError, framedInput } from "./framing.js";
 import { ModelTensorReader } from "./model-tensors.js";
 import { type RunVerdicts, VerdictWatch, verdictDiagnostics } from "./verdict.js";
 import { Workspace, locateConfig } from "./workspace.js";
@@ -59,6 +60,13 @@ const toPath = (uri: string): string | undefined => {
   }
 };
 const toUri = (file: string): string => pathToFileURL(file).href;
+
+/** A config's own model and the models its text names (ensemble steps): what a request about it may read. */
+function modelsNamedIn(file: string, text: string): string[] {
+  const own = locateConfig(file)?.model;
+  const named = [...text.matchAll(/\bmodel_name\s*:\s*"([^"\n]*)"/g)].map((m) => m[1]!);
+  return own ? [own, ...named] : named;
+}
 
 /** Text of a file for positions: the editor's when open, else the file's if it is a small text file. */
 function readSmall(file: string): string | undefined {
@@ -108,7 +116,12 @@ const COMPLETION_KINDS: Record<Completion["kind"], CompletionItemKind> = {
  * running `triton-dev up` adds Triton's own verdict on the models it serves.
  */
 export function startLspServer(o: LspServerOptions): LspServer {
-  const connection = createConnection(o.input, o.output);
+  // Framing errors end the server (see framing.ts): `closed` rejects with what was wrong.
+  let fatal: (err: LspFramingError) => void = () => {};
+  const connection = createConnection(
+    framedInput(o.input, (err) => fatal(err)),
+    o.output,
+  );
   const documents = new TextDocuments(TextDocument);
   let snippets = false;
   let renames = false;
@@ -129,7 +142,9 @@ export function startLspServer(o: LspServerOptions): LspServer {
       message: d.hint ? `${d.message}\nhint: ${d.hint}` : d.message,
       data: { code: d.code, ...(d.hint ? { hint: d.hint } : {}), file: d.file } satisfies FixData,
     }));
-    void connection.sendDiagnostics({ uri: toUri(file), diagnostics });
+    // Stamped with the version of the open text they are about, so an editor can drop stale ones.
+    const version = documents.get(toUri(file))?.version;
+    void connection.sendDiagnostics({ uri: toUri(file), ...(version !== undefined ? { version } : {}), diagnostics });
   };
 
   const workspace = new Workspace({
@@ -143,9 +158,20 @@ export function startLspServer(o: LspServerOptions): LspServer {
   });
 
   const tensors = new ModelTensorReader();
-  const sourceFor = (file: string): { src: ModelSource; repo: string } | undefined => {
+  const sourceFor = (file: string): { src: ModelSource; repo: string | undefined } | undefined => {
     const at = locateConfig(file);
-    if (!at) return undefined;
+    if (!at) {
+      // A config in no repository: the schema's completion and hover, no other model.
+      const alone: ModelSource = {
+        self: "",
+        names: () => [],
+        config: () => undefined,
+        layout: () => undefined,
+        runs: () => undefined,
+        tensors: async () => undefined,
+      };
+      return { src: alone, repo: undefined };
+    }
     const { repo } = at;
     const src: ModelSource = {
       self: at.model,
@@ -280,10 +306,10 @@ export function startLspServer(o: LspServerOptions): LspServer {
     const d = docOf(params.textDocument.uri);
     const s = d && sourceFor(d.file);
     if (!d || !s) return [];
-    await workspace.ready(s.repo);
+    if (s.repo) await workspace.need(s.repo, modelsNamedIn(d.file, d.doc.getText()));
     const text = d.doc.getText();
     const items = await complete(text, d.doc.offsetAt(params.position), s.src, { snippets });
-    return items.map((c, i): CompletionItem => ({
+    const list = items.map((c, i): CompletionItem => ({
       label: c.label,
       kind: COMPLETION_KINDS[c.kind],
       ...(c.detail ? { detail: c.detail } : {}),
@@ -297,13 +323,14 @@ export function startLspServer(o: LspServerOptions): LspServer {
       insertTextFormat: c.snippet ? InsertTextFormat.Snippet : InsertTextFormat.PlainText,
       ...(c.retrigger ? { command: { title: "suggest", command: "editor.action.triggerSuggest" } } : {}),
     }));
+    return { isIncomplete: items.length >= MAX_COMPLETIONS, items: list };
   });
 
   connection.onHover(async (params) => {
     const d = docOf(params.textDocument.uri);
     const s = d && sourceFor(d.file);
     if (!d || !s) return null;
-    await workspace.ready(s.repo);
+    if (s.repo) await workspace.need(s.repo, modelsNamedIn(d.file, d.doc.getText()));
     const h = await hover(d.doc.getText(), d.doc.offsetAt(params.position), s.src);
     if (!h) return null;
     return {
@@ -316,7 +343,7 @@ export function startLspServer(o: LspServerOptions): LspServer {
     const d = docOf(params.textDocument.uri);
     const s = d && sourceFor(d.file);
     if (!d || !s) return null;
-    await workspace.ready(s.repo);
+    if (s.repo) await workspace.need(s.repo, modelsNamedIn(d.file, d.doc.getText()));
     const loc = definition(d.doc.getText(), d.doc.offsetAt(params.position), s.src, d.file);
     if (!loc) return null;
     const target =
@@ -393,7 +420,22 @@ export function startLspServer(o: LspServerOptions): LspServer {
   });
 
   let resolveClosed: () => void = () => {};
-  const closed = new Promise<void>((r) => (resolveClosed = r));
+  let rejectClosed: (err: unknown) => void = () => {};
+  const closed = new Promise<void>((resolve, reject) => {
+    resolveClosed = resolve;
+    rejectClosed = reject;
+  });
+  fatal = (err) => {
+    log.debug("stopping: the editor's input cannot be read", { error: err.message });
+    verdicts?.stop();
+    void workspace
+      .close()
+      .catch(() => undefined)
+      .then(() => {
+        connection.dispose();
+        rejectClosed(err);
+      });
+  };
   const shutdown = async () => {
     verdicts?.stop();
     await workspace.close().catch((err) => log.warn("closing the workspace failed", { error: String(err) }));

@@ -1,11 +1,12 @@
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { UserError } from "../errors.js";
 import { log as rootLog } from "../log/logger.js";
 import { type Diagnostic, compareDiagnostics } from "../repo/diagnostics.js";
-import { CONFIG_FILE, isVersionDirName } from "../repo/layout.js";
+import { CONFIG_FILE, isIgnoredEntry, isVersionDirName } from "../repo/layout.js";
 import { type LintOptions, RepositoryLint } from "../repo/lint.js";
-import type { ParsedConfig } from "../repo/parse.js";
+import { type ParsedConfig, parseModelConfig } from "../repo/parse.js";
 import type { ModelLayout } from "../repo/layout.js";
 import { RepositoryWatcher } from "../reload/watch.js";
 
@@ -19,23 +20,43 @@ export interface ConfigLocation {
   configFile: string;
 }
 
-export function locateConfig(file: string): ConfigLocation | undefined {
+/**
+ * Folders that are never a model: a config.pbtxt saved straight in one (a download in the home
+ * folder, a scratch file in /tmp) belongs to no repository, and taking the folder for a model would
+ * walk all of it. Such a config is checked alone.
+ */
+export function notModelFolders(env: NodeJS.ProcessEnv = process.env): string[] {
+  return [os.homedir(), os.tmpdir(), env.TMPDIR ?? "", "/tmp", "/var/tmp"].filter(Boolean).map((d) => path.resolve(d));
+}
+
+export function locateConfig(file: string, never: readonly string[] = notModelFolders()): ConfigLocation | undefined {
   if (path.basename(file) !== CONFIG_FILE) return undefined;
   let modelDir = path.dirname(file);
   if (isVersionDirName(path.basename(modelDir)) && path.dirname(modelDir) !== modelDir)
     modelDir = path.dirname(modelDir);
   const repo = path.dirname(modelDir);
-  if (repo === modelDir) return undefined;
+  // A model folder straight under / would make the whole filesystem its repository.
+  if (repo === modelDir || repo === path.parse(repo).root || never.includes(modelDir) || never.includes(repo))
+    return undefined;
   return { repo, model: path.basename(modelDir), configFile: path.join(modelDir, CONFIG_FILE) };
 }
 
 interface Repo {
   lint: RepositoryLint;
   watcher?: RepositoryWatcher;
+  /** The repository folder's own entries (models added, removed, links). */
+  top?: fs.FSWatcher;
   /** Each model's findings as last published. */
   byModel: Map<string, Diagnostic[]>;
   ready: Promise<void>;
+  /** The repository's folders listed (nothing read yet). */
+  listed: Promise<void>;
+  /** Whether every model has been read once (until then a change reads only what it needs). */
+  indexed: boolean;
 }
+
+/** Models read per step of a repository's first reading, between which changes and requests are answered. */
+const INDEX_CHUNK = 50;
 
 export interface WorkspaceOptions {
   lint?: LintOptions;
@@ -43,6 +64,20 @@ export interface WorkspaceOptions {
   watch?: boolean;
   /** Called with a file and every finding on it now (none: clear it), whenever that changes. */
   publish: (file: string, diagnostics: Diagnostic[]) => void;
+}
+
+/** An open config whose model folder is gone: said, rather than its findings silently dropped. */
+function modelFolderMissing(at: ConfigLocation, repo: string): Diagnostic {
+  return {
+    severity: "error",
+    file: at.configFile,
+    line: 1,
+    column: 1,
+    model: at.model,
+    code: "model-folder-missing",
+    message: `model folder '${at.model}' no longer exists in ${repo}: this config belongs to no model, so nothing checks the files around it and Triton does not serve it`,
+    hint: `Save the config to create ${path.join(at.model, CONFIG_FILE)} again and put the model file back in a version folder (${path.join(at.model, "1")}/), or close it if the model was removed on purpose.`,
+  };
 }
 
 /**
@@ -72,18 +107,33 @@ export class Workspace {
     let r = this.repos.get(repo);
     if (r) return r;
     const lint = new RepositoryLint(repo, this.options.lint ?? {}, (f) => this.buffers.get(f));
-    const created: Repo = { lint, byModel: new Map(), ready: Promise.resolve() };
+    const created: Repo = {
+      lint,
+      byModel: new Map(),
+      ready: Promise.resolve(),
+      listed: Promise.resolve(),
+      indexed: false,
+    };
     r = created;
     this.repos.set(repo, r);
-    created.ready = lint.refresh().then(
-      () => {
-        const result = lint.lintRepository();
-        for (const m of result.models) created.byModel.set(m.name, m.diagnostics);
-        this.publishRepo(repo, created);
-      },
-      (err) => log.warn("cannot read repository", { repo, error: String(err) }),
+    created.listed = lint.refresh([], { only: true });
+    created.ready = this.index(repo, created).catch((err) =>
+      log.warn("cannot read repository", { repo, error: err instanceof Error ? err.message : String(err) }),
     );
     if (this.options.watch !== false) {
+      // The repository folder itself, on its own inotify watch: a model folder added or removed,
+      // or a link that leads nowhere (which the model watcher never follows), is seen at once,
+      // however many models there are.
+      try {
+        const top = fs.watch(repo, { persistent: false }, (_event, name) => {
+          if (typeof name === "string" && name && !name.includes(path.sep) && !isIgnoredEntry(name))
+            void this.changed(repo, name);
+        });
+        top.on("error", (err) => log.warn("cannot watch repository folder", { repo, error: String(err) }));
+        created.top = top;
+      } catch (err) {
+        log.warn("cannot watch repository folder", { repo, error: String(err) });
+      }
       const w = new RepositoryWatcher(repo);
       created.watcher = w;
       w.onChange((c) => void this.changed(repo, c.model));
@@ -92,12 +142,37 @@ export class Workspace {
     return r;
   }
 
+  /**
+   * Reads every model of a repository in chunks, each a refresh of its own: a change in an open
+   * config (queued on the same lint) is answered between two chunks rather than after the whole
+   * repository, and the event loop runs between them, so requests are answered while it reads.
+   */
+  private async index(repo: string, r: Repo): Promise<void> {
+    await r.listed;
+    const names = r.lint.listedNames();
+    for (let i = 0; i < names.length && !this.closed; i += INDEX_CHUNK) {
+      await r.lint.refresh(names.slice(i, i + INDEX_CHUNK), { relist: false, only: true });
+      await new Promise<void>((done) => setImmediate(done));
+    }
+    if (this.closed) return;
+    // Once whole: what lint would say of the repository (models added meanwhile included).
+    await r.lint.refresh([], { relist: true });
+    for (const m of r.lint.lintRepository().models) r.byModel.set(m.name, m.diagnostics);
+    r.indexed = true;
+    this.publishRepo(repo, r);
+  }
+
   /** An open config's text changed (or it was opened); undefined: closed, read the file again. */
   async setBuffer(file: string, text: string | undefined): Promise<void> {
     const at = locateConfig(file);
     if (text === undefined) this.buffers.delete(file);
     else this.buffers.set(file, text);
-    if (!at) return;
+    if (!at) {
+      // A config in no repository: its own text checked alone (syntax and schema), no folder read.
+      const ds = text === undefined ? [] : parseModelConfig(text, file, { model: "" }).diagnostics;
+      this.options.publish(file, ds.sort(compareDiagnostics));
+      return;
+    }
     await this.changed(at.repo, at.model, false);
   }
 
@@ -123,9 +198,9 @@ export class Workspace {
   private async relint(repo: string, model: string, relist: boolean): Promise<void> {
     if (this.closed) return;
     const r = this.repository(repo);
-    await r.ready;
     try {
-      await r.lint.refresh([model], { relist });
+      // While the repository is being read, this model and the models it runs are read first.
+      await r.lint.refresh([model], { relist, only: !r.indexed });
       const result = r.lint.lintModel(model);
       if (!result.models.some((m) => m.name === model)) r.byModel.delete(model);
       for (const m of result.models) r.byModel.set(m.name, m.diagnostics);
@@ -153,13 +228,30 @@ export class Workspace {
     return [...this.repos.keys()];
   }
 
+  /** Every model folder of the repository as listed, read yet or not. */
   modelNames(repo: string): string[] {
-    return this.repos.get(repo)?.lint.modelNames() ?? [];
+    return this.repos.get(repo)?.lint.listedNames() ?? [];
   }
 
-  /** Resolves once the repository has been read. */
+  /** Resolves once every model of the repository has been read. */
   async ready(repo: string): Promise<void> {
     await this.repository(repo).ready;
+  }
+
+  /**
+   * Resolves once the models named have been read (while the repository is being read, they are
+   * read first): what a request about a config needs of its own model and the models it runs.
+   */
+  async need(repo: string, names: Iterable<string>): Promise<void> {
+    const r = this.repository(repo);
+    await r.listed.catch(() => undefined);
+    if (r.indexed) return;
+    const listed = new Set(r.lint.listedNames());
+    const missing = [...new Set(names)].filter((n) => listed.has(n) && !r.lint.model(n));
+    if (missing.length)
+      await r.lint
+        .refresh(missing, { relist: false, only: true })
+        .catch((err) => log.warn("cannot read models", { repo, models: missing, error: String(err) }));
   }
 
   private publishRepo(repo: string, r: Repo): void {
@@ -172,6 +264,21 @@ export class Workspace {
         if (!list) byFile.set(file, (list = []));
         list.push(d.file === file ? d : { ...d, file });
       }
+    }
+    // Findings no model holds are shown on every config open in the repository, where the user
+    // looks: the repository's own (a dangling link, no model at all), and an open config whose
+    // model folder is gone (nothing lints or serves it any more).
+    const extra = (file: string, ds: Diagnostic[]) => {
+      let list = byFile.get(file);
+      if (!list) byFile.set(file, (list = []));
+      list.push(...ds.map((d) => ({ ...d, file })));
+    };
+    const repoWide = r.lint.repositoryDiagnostics();
+    for (const file of this.buffers.keys()) {
+      const at = locateConfig(file);
+      if (!at || at.repo !== repo) continue;
+      if (!fs.existsSync(path.join(repo, at.model))) extra(file, [modelFolderMissing(at, repo)]);
+      if (repoWide.length) extra(file, repoWide);
     }
     const before = this.published.get(repo) ?? new Set<string>();
     for (const [file, ds] of byFile) this.options.publish(file, ds.sort(compareDiagnostics));
@@ -199,6 +306,7 @@ export class Workspace {
 
   async close(): Promise<void> {
     this.closed = true;
+    for (const r of this.repos.values()) r.top?.close();
     await Promise.all([...this.repos.values()].map((r) => r.watcher?.close()));
   }
 }

@@ -1,5 +1,6 @@
 import type { Dirent, Stats } from "node:fs";
 import fsp from "node:fs/promises";
+import { retryFdLimit } from "./fd-limit.js";
 import path from "node:path";
 import { UserError, explainFsError } from "../errors.js";
 
@@ -62,7 +63,7 @@ export function isVersionDirName(name: string): boolean {
 
 async function readDirSafe(dir: string): Promise<Dirent[]> {
   try {
-    return await fsp.readdir(dir, { withFileTypes: true });
+    return await retryFdLimit(() => fsp.readdir(dir, { withFileTypes: true }));
   } catch {
     return [];
   }
@@ -143,7 +144,7 @@ async function classifyEntry(
 export async function readRepositoryEntries(repo: string): Promise<RepositoryEntries> {
   let entries: Dirent[];
   try {
-    entries = await fsp.readdir(repo, { withFileTypes: true });
+    entries = await retryFdLimit(() => fsp.readdir(repo, { withFileTypes: true }));
   } catch (err) {
     throw new UserError(`cannot read model repository ${repo}`, {
       hint: "Pass the folder that holds one sub-folder per model.",
@@ -239,7 +240,7 @@ export async function readUserText(
   }
   if (st.size > maxBytes) return { unreadable: tooLarge(st.size, maxBytes) };
   try {
-    return { text: await fsp.readFile(file, "utf8") };
+    return { text: await retryFdLimit(() => fsp.readFile(file, "utf8")) };
   } catch (err) {
     const { is, hint } = explainFsError(err);
     return { unreadable: { message: `it ${is}`, hint } };

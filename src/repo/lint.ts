@@ -14,6 +14,7 @@ import {
   isEnsemble,
 } from "./rules/ensemble.js";
 import { CONFIG_FILE, type ModelLayout, type NotAModelFolder, readRepositoryEntries, scanModel } from "./layout.js";
+import { READ_CONCURRENCY, mapPool } from "./fd-limit.js";
 import { ModelFileError, listModelFiles } from "./model-files.js";
 import type { ModelConfigJson } from "./model-config.js";
 import { modelNameProblem, servableName, shownName } from "./model-name.js";
@@ -616,7 +617,8 @@ async function analyseRepository(
   const { models: names, notModels } = await readRepositoryEntries(repo);
   const models = new Map<string, Analysed>();
   const taken = new Set(names);
-  for (const m of await Promise.all(names.map((n) => analyseModel(repo, n, options, taken)))) models.set(m.name, m);
+  for (const m of await mapPool(names, READ_CONCURRENCY, (n) => analyseModel(repo, n, options, taken)))
+    models.set(m.name, m);
   checkAcrossModels(models);
   return { models, notModels };
 }
@@ -781,6 +783,9 @@ export class RepositoryLint {
   private readonly baselines = new Map<string, Baseline>();
   private notModels: NotAModelFolder[] = [];
   private loaded = false;
+  /** The model folders as last listed. */
+  private listed: string[] | undefined;
+  private listedSet: ReadonlySet<string> = new Set();
   /** One refresh at a time: a later one sees what the earlier one read. */
   private queue: Promise<void> = Promise.resolve();
 
@@ -796,9 +801,9 @@ export class RepositoryLint {
    * Reads the list of models again, and the models named in `changed` (every model on the first
    * call, and any model not seen before). Throws UserError when the repository cannot be read.
    */
-  refresh(changed: Iterable<string> = [], o: { relist?: boolean } = {}): Promise<void> {
+  refresh(changed: Iterable<string> = [], o: { relist?: boolean; only?: boolean } = {}): Promise<void> {
     const wanted = new Set(changed);
-    const run = this.queue.then(() => this.doRefresh(wanted, o.relist ?? true));
+    const run = this.queue.then(() => this.doRefresh(wanted, o.relist ?? true, o.only ?? false));
     this.queue = run.catch(() => undefined);
     return run;
   }
@@ -807,43 +812,82 @@ export class RepositoryLint {
    * `relist` false: the changed models' text changed, not the repository's folders (an editor's
    * unsaved change), so the list of models is not read again, unless a changed model is not in it.
    */
-  private async doRefresh(changed: Set<string>, relist: boolean): Promise<void> {
-    let names: string[];
-    if (relist || !this.loaded || [...changed].some((n) => !this.models.has(n))) {
+  private async doRefresh(changed: Set<string>, relist: boolean, only: boolean): Promise<void> {
+    if (relist || !this.listed || [...changed].some((n) => !this.listedSet.has(n))) {
       const entries = await readRepositoryEntries(this.repo);
-      names = entries.models;
       this.notModels = entries.notModels;
-    } else {
-      names = [...this.models.keys()].sort();
+      this.listed = entries.models;
+      this.listedSet = new Set(entries.models);
     }
-    const taken = new Set(names);
+    const names = this.listed!;
+    const taken = this.listedSet;
     for (const n of [...this.models.keys()]) {
       if (!taken.has(n)) {
         this.models.delete(n);
         this.baselines.delete(n);
       }
     }
-    const todo = names.filter((n) => !this.loaded || changed.has(n) || !this.models.has(n));
-    this.loaded = true;
-    const analysed = await Promise.all(
-      todo.map((n) =>
+    const todo = only
+      ? names.filter((n) => changed.has(n))
+      : names.filter((n) => changed.has(n) || !this.models.has(n));
+    if (!only) this.loaded = true;
+    const read = (ns: string[]) =>
+      mapPool(ns, READ_CONCURRENCY, (n) =>
         analyseModel(this.repo, n, this.options, taken, this.overlay(path.join(this.repo, n, CONFIG_FILE))),
-      ),
-    );
-    for (const m of analysed) {
-      this.models.set(m.name, m);
-      this.baselines.set(m.name, {
-        diagnostics: m.reporter.diagnostics.length,
-        ...(m.unavailable ? { unavailable: m.unavailable } : {}),
-      });
+      );
+    const readNow = [...todo];
+    for (const m of await read(todo)) this.remember(m);
+    // `only`: the models the changed ones run (ensemble steps, transitively) that were not read
+    // yet, and nothing else, so the first findings of one model of a large repository need only
+    // what they depend on.
+    let frontier = only ? todo : [];
+    while (frontier.length) {
+      const next = new Set<string>();
+      for (const n of frontier)
+        for (const s of ensembleSteps(this.models.get(n)?.parsed?.config ?? create(ModelConfigSchema)))
+          if (taken.has(s.modelName) && !this.models.has(s.modelName)) next.add(s.modelName);
+      frontier = [...next];
+      readNow.push(...frontier);
+      for (const m of await read(frontier)) this.remember(m);
     }
-    for (const [n, m] of this.models) {
+    // The rules across models: on every model, or (`only`) on the models read now and the models
+    // they run, so that a step of reading a large repository costs what it read, not the repository.
+    let scope = this.models;
+    if (only) {
+      scope = new Map();
+      const add = (n: string): void => {
+        const m = this.models.get(n);
+        if (!m || scope.has(n)) return;
+        scope.set(n, m);
+        if (m.parsed) for (const s of ensembleSteps(m.parsed.config)) add(s.modelName);
+      };
+      for (const n of readNow) add(n);
+    }
+    for (const [n, m] of scope) {
       const b = this.baselines.get(n)!;
       m.reporter.diagnostics.length = b.diagnostics;
       m.unavailable = b.unavailable;
       m.errorCount = countBySeverity(m.reporter.diagnostics).errors;
     }
-    checkAcrossModels(this.models);
+    checkAcrossModels(scope);
+  }
+
+  private remember(m: Analysed): void {
+    this.models.set(m.name, m);
+    this.baselines.set(m.name, {
+      diagnostics: m.reporter.diagnostics.length,
+      ...(m.unavailable ? { unavailable: m.unavailable } : {}),
+    });
+  }
+
+  /** Every model folder of the repository as last listed (read or not yet), sorted. */
+  listedNames(): string[] {
+    return this.listed ?? [];
+  }
+
+  /** Whether every listed model has been read (a refresh without `only` has run). */
+  get complete(): boolean {
+    return this.loaded;
   }
 
   /** The model names known at the last refresh, sorted. */
@@ -864,9 +908,11 @@ export class RepositoryLint {
 
   /** `lintRepository`'s answer from what is known. */
   lintRepository(): LintResult {
-    return toResult(
-      [...this.models.values()],
-      [...(this.models.size === 0 ? [emptyRepository(this.repo)] : []), ...this.notModels.map(notAModelFolder)],
-    );
+    return toResult([...this.models.values()], this.repositoryDiagnostics());
+  }
+
+  /** The findings on the repository as a whole (`LintResult.repositoryDiagnostics`), from what is known. */
+  repositoryDiagnostics(): Diagnostic[] {
+    return [...(this.models.size === 0 ? [emptyRepository(this.repo)] : []), ...this.notModels.map(notAModelFolder)];
   }
 }

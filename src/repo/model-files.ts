@@ -2,6 +2,7 @@ import type { Stats } from "node:fs";
 import fs from "node:fs";
 import { createHash } from "node:crypto";
 import fsp from "node:fs/promises";
+import { retryFdLimit } from "./fd-limit.js";
 import os from "node:os";
 import path from "node:path";
 import { UserError, explainFsError } from "../errors.js";
@@ -177,7 +178,7 @@ export async function listModelFiles(dir: string, model: string, options: WalkOp
   const walk = async (at: string, real: string, rel: string, depth: number): Promise<void> => {
     let names: string[];
     try {
-      names = (await fsp.readdir(at)).filter((n) => !isIgnoredEntry(n)).sort();
+      names = (await retryFdLimit(() => fsp.readdir(at))).filter((n) => !isIgnoredEntry(n)).sort();
     } catch (err) {
       fsProblem(at, err);
       return;

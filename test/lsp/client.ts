@@ -4,6 +4,7 @@ import { pathToFileURL } from "node:url";
 import {
   type CodeAction,
   type CompletionItem,
+  type CompletionList,
   type Diagnostic,
   type Hover,
   type Location,
@@ -26,17 +27,25 @@ export class LspClient {
   private readonly texts = new Map<string, string>();
   private waiters: Array<() => void> = [];
   /** Every publishDiagnostics, in order (uri, count). */
-  readonly published: Array<{ uri: string; count: number; at: number }> = [];
+  readonly published: Array<{ uri: string; count: number; at: number; version?: number }> = [];
 
   constructor(
     readonly connection: ProtocolConnection,
     readonly child?: ChildProcess,
   ) {
-    connection.onNotification("textDocument/publishDiagnostics", (p: { uri: string; diagnostics: Diagnostic[] }) => {
-      this.diagnostics.set(p.uri, p.diagnostics);
-      this.published.push({ uri: p.uri, count: p.diagnostics.length, at: performance.now() });
-      for (const w of this.waiters.splice(0)) w();
-    });
+    connection.onNotification(
+      "textDocument/publishDiagnostics",
+      (p: { uri: string; version?: number; diagnostics: Diagnostic[] }) => {
+        this.diagnostics.set(p.uri, p.diagnostics);
+        this.published.push({
+          uri: p.uri,
+          count: p.diagnostics.length,
+          at: performance.now(),
+          ...(p.version !== undefined ? { version: p.version } : {}),
+        });
+        for (const w of this.waiters.splice(0)) w();
+      },
+    );
     connection.onRequest("workspace/configuration", () => []);
     connection.onRequest("client/registerCapability", () => null);
     connection.listen();
@@ -152,11 +161,18 @@ export class LspClient {
     }
   }
 
-  completion(file: string, line: number, character: number): Promise<CompletionItem[]> {
-    return this.connection.sendRequest("textDocument/completion", {
+  /** The items of a completion answer (a list or a CompletionList). */
+  async completion(file: string, line: number, character: number): Promise<CompletionItem[]> {
+    const r = await this.completionList(file, line, character);
+    return r.items;
+  }
+
+  async completionList(file: string, line: number, character: number): Promise<CompletionList> {
+    const r = (await this.connection.sendRequest("textDocument/completion", {
       textDocument: { uri: this.uri(file) },
       position: { line, character },
-    }) as Promise<CompletionItem[]>;
+    })) as CompletionItem[] | CompletionList | null;
+    return Array.isArray(r) ? { isIncomplete: false, items: r } : (r ?? { isIncomplete: false, items: [] });
   }
 
   hover(file: string, line: number, character: number): Promise<Hover | null> {

@@ -1,4 +1,5 @@
 import fsp from "node:fs/promises";
+import { retryFdLimit } from "../fd-limit.js";
 import path from "node:path";
 import {
   GraphProtoSchema,
@@ -192,7 +193,7 @@ async function readValueInfo(wire: WireFile, field: Field): Promise<ModelTensor>
 export async function readOnnxModel(file: string): Promise<OnnxModelInfo> {
   let fh: fsp.FileHandle;
   try {
-    fh = await fsp.open(file, "r");
+    fh = await retryFdLimit(() => fsp.open(file, "r"));
   } catch (err) {
     throw new OnnxReadError("unreadable", file, `cannot open ${path.basename(file)}`, { cause: err });
   }

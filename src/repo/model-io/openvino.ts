@@ -1,4 +1,5 @@
 import fsp from "node:fs/promises";
+import { retryFdLimit } from "../fd-limit.js";
 import path from "node:path";
 import type { DataTypeName } from "../model-config.js";
 import type { ModelTensor } from "./onnx.js";
@@ -89,7 +90,7 @@ export async function readOpenVinoModel(file: string): Promise<{ inputs: ModelTe
     const st = await fsp.stat(file);
     if (st.size > MAX_IR_XML_BYTES)
       throw new OpenVinoReadError(file, `${path.basename(file)} is ${st.size} bytes, larger than any IR's XML`);
-    text = await fsp.readFile(file, "utf8");
+    text = await retryFdLimit(() => fsp.readFile(file, "utf8"));
   } catch (err) {
     if (err instanceof OpenVinoReadError) throw err;
     throw new OpenVinoReadError(file, `cannot read ${path.basename(file)}`, { cause: err });

@@ -1,4 +1,5 @@
 import fsp from "node:fs/promises";
+import { retryFdLimit } from "../fd-limit.js";
 import path from "node:path";
 import zlib from "node:zlib";
 import type { ModelContext, Reporter } from "../rules.js";
@@ -23,7 +24,7 @@ const MAX_ENTRIES = 100_000;
 export async function torchScriptForwardArgs(file: string): Promise<string[][] | undefined> {
   let fh: fsp.FileHandle;
   try {
-    fh = await fsp.open(file, "r");
+    fh = await retryFdLimit(() => fsp.open(file, "r"));
   } catch {
     return undefined;
   }
