@@ -702,7 +702,7 @@ async function runOne(
       const session = await SystemShmSession.create(api, setup.payloads);
       try {
         deps.progress?.(
-          `${served}: inputs in ${session.regions.length} shared memory region(s) (${session.regions[0]!.name.replace(/_\d+$/, "_*")})`,
+          `${served}: inputs in ${session.regions.length} shared memory region(s) (${session.regions[0]!.file.replace(/_\d+$/, "_*")})`,
         );
         await sweepBuiltin(t, o, served, setup, gpuProbe, deps, sweep, session.refs);
       } finally {

@@ -29,9 +29,15 @@ const log = createLogger("triton-dev:perf:shm");
 export const SHM_ALIGNMENT = 64;
 
 export interface RegionLayout {
-  /** The region's name at Triton, also the shm object's name. */
+  /**
+   * The region's name at Triton: 128 random bits, unrelated to the file. Inference is open to every
+   * local user and names a region only by this, so it must not be derivable from `ls /dev/shm`;
+   * registration and status, which would list it, take the run's key.
+   */
   name: string;
-  /** shm_open's name: "/" + name, as Triton's register takes it. */
+  /** The shm object's name in /dev/shm, `triton_dev_perf_<session>_<n>` (leftover cleanup reads its pid). */
+  file: string;
+  /** shm_open's name: "/" + file, as Triton's register takes it. */
   key: string;
   byteSize: number;
   /** One per input of the payload, in its order. */
@@ -45,14 +51,24 @@ export function shmSessionId(pid = process.pid): string {
 
 export const SHM_PREFIX = "triton_dev_perf_";
 
-/** One region per payload, `triton_dev_perf_<session>_<n>`, each input at an aligned offset. */
+/** A fresh region name at Triton: 128 random bits in hex. */
+export function randomRegionName(): string {
+  return randomBytes(16).toString("hex");
+}
+
+/**
+ * One region per payload, in the file `triton_dev_perf_<session>_<n>` under a fresh random name
+ * at Triton, each input at an aligned offset.
+ */
 export function layoutRegions(
   payloads: readonly RawTensor[][],
   session: string,
   alignment = SHM_ALIGNMENT,
+  regionName: () => string = randomRegionName,
 ): RegionLayout[] {
   return payloads.map((inputs, n) => {
-    const name = `${SHM_PREFIX}${session}_${n}`;
+    const file = `${SHM_PREFIX}${session}_${n}`;
+    const name = regionName();
     let offset = 0;
     const refs = inputs.map((t) => {
       const ref = { region: name, offset, byteSize: t.data.length };
@@ -60,7 +76,7 @@ export function layoutRegions(
       return ref;
     });
     // A region of 0 bytes cannot be mapped: an all-empty payload still takes one aligned block.
-    return { name, key: `/${name}`, byteSize: Math.max(offset, alignment), inputs: refs };
+    return { name, file, key: `/${file}`, byteSize: Math.max(offset, alignment), inputs: refs };
   });
 }
 
@@ -120,7 +136,7 @@ export class SystemShmSession {
     const s = new SystemShmSession(api, regions, [], []);
     try {
       for (const [n, region] of regions.entries()) {
-        const file = path.join(shmDir, region.name);
+        const file = path.join(shmDir, region.file);
         const bytes = Buffer.alloc(region.byteSize);
         payloads[n]!.forEach((t, i) => t.data.copy(bytes, region.inputs[i]!.offset));
         // wx: never take over an object someone else made; 0600: Triton runs as this user.
@@ -175,11 +191,14 @@ export class SystemShmSession {
 }
 
 const OWNER = new RegExp(`^${SHM_PREFIX}(\\d+)_[0-9a-f]+_\\d+$`);
+/** Region names at Triton as `layoutRegions` makes them. */
+const REGION_NAME = /^[0-9a-f]{32}$/;
 
 /**
  * What a perf killed outright (SIGKILL, a crash of node itself) left: its shm objects and its
- * registrations at this server. Only names of our pattern whose pid is gone are touched; returns
- * the names removed. Never throws: a leftover is no reason to refuse the run.
+ * registrations at this server. Only files of our pattern whose pid is gone are touched, and only
+ * registrations of such a file (their key) under a name of ours; returns the file names removed.
+ * Never throws: a leftover is no reason to refuse the run.
  */
 export async function removeLeftovers(
   api: SystemShmApi,
@@ -193,9 +212,12 @@ export async function removeLeftovers(
   };
   const removed: string[] = [];
   const regions = await api.status().catch(() => []);
-  for (const r of regions.filter((r) => dead(r.name))) {
+  for (const r of regions.filter((r) => REGION_NAME.test(r.name) && r.key.startsWith("/") && dead(r.key.slice(1)))) {
+    const file = r.key.slice(1);
     await api.unregister(r.name).then(
-      () => removed.push(r.name),
+      () => {
+        if (!removed.includes(file)) removed.push(file);
+      },
       (err: unknown) => log.warn(`unregister leftover ${r.name}: ${(err as Error).message}`),
     );
   }

@@ -1,3 +1,4 @@
+import { execFile } from "node:child_process";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -88,7 +89,7 @@ describe("perf --shared-memory system (real Triton)", () => {
         expect(viaShm.outputs.length).toBeGreaterThan(0);
         expect(viaShm.outputs).toEqual(body.outputs);
         // The server reads the region itself: other bytes in it give other outputs.
-        const file = path.join("/dev/shm", region.name);
+        const file = path.join("/dev/shm", region.file);
         const bytes = await fs.readFile(file);
         if (payload[0]!.datatype === "BYTES") bytes.write("z", region.inputs[0]!.offset + 4);
         else bytes.fill(0, region.inputs[0]!.offset, region.inputs[0]!.offset + region.inputs[0]!.byteSize);
@@ -125,8 +126,8 @@ describe("perf --shared-memory system (real Triton)", () => {
     const during = await api.status();
     const pid = run.child.pid!;
     expect(during.length).toBeGreaterThan(0);
-    expect(during.every((s) => s.name.startsWith(`${SHM_PREFIX}${pid}_`) && s.key === `/${s.name}`)).toBe(true);
-    expect((await ours(pid)).sort()).toEqual(during.map((s) => s.name).sort());
+    expect(during.every((s) => s.key.startsWith(`/${SHM_PREFIX}${pid}_`))).toBe(true);
+    expect((await ours(pid)).sort()).toEqual(during.map((s) => s.key.slice(1)).sort());
     expect(await run.exit).toBe(0);
     expect(run.stdout()).toMatch(/inputs in system shared memory \(outputs in the response body\)/);
     const rows = (await fs.readFile(csv, "utf8")).trim().split("\n");
@@ -165,6 +166,100 @@ describe("perf --shared-memory system (real Triton)", () => {
     // This run's regions (named by its pid): another perf on the machine may hold its own meanwhile.
     expect(await ours(j.child.pid!)).toEqual([]);
   }, 240_000);
+
+  // Inference is open to every local user and names a region only by its name: another user who
+  // lists /dev/shm must not be able to derive it and read perf's inputs or write into its region.
+  it.skipIf(process.getuid?.() !== 0)(
+    "keeps its region names at Triton random and apart from its /dev/shm files, so another local user cannot name them",
+    async () => {
+      const run = spawnPerfCli(
+        [
+          "image_classifier",
+          "--shared-memory",
+          "system",
+          "--concurrency-range",
+          "1",
+          "-p",
+          "3000",
+          "-r",
+          "3",
+          "--no-history",
+        ],
+        env,
+      );
+      try {
+        await run.waitFor(/window 1:/, 90_000);
+        const pid = run.child.pid!;
+        const files = await ours(pid);
+        const registered = await api.status();
+        // uid 65534 lists /dev/shm and names each of perf's files as a region, as input and as output.
+        const tried = await new Promise<{ code: number; out: string }>((resolve) =>
+          execFile(
+            "setpriv",
+            [
+              "--reuid=65534",
+              "--regid=65534",
+              "--clear-groups",
+              process.execPath,
+              "--input-type=module",
+              "-e",
+              `
+              import fs from "node:fs";
+              const base = "http://127.0.0.1:" + process.env.PORT + "/v2/models/image_classifier/infer";
+              const names = fs.readdirSync("/dev/shm").filter((n) => n.startsWith(process.env.PREFIX));
+              const shape = [1, 3, 224, 224];
+              const tries = [];
+              for (const name of names) {
+                const region = { shared_memory_region: name, shared_memory_byte_size: 3 * 224 * 224 * 4 };
+                const asInput = { inputs: [{ name: "input_1", datatype: "FP32", shape, parameters: region }] };
+                const asOutput = {
+                  inputs: [{ name: "input_1", datatype: "FP32", shape, data: new Array(3 * 224 * 224).fill(0) }],
+                  outputs: [{ name: "predictions", parameters: { ...region, shared_memory_byte_size: 4000 } }],
+                };
+                for (const body of [asInput, asOutput]) {
+                  const r = await fetch(base, { method: "POST", body: JSON.stringify(body) });
+                  tries.push({ status: r.status, text: (await r.text()).slice(0, 300) });
+                }
+              }
+              process.stdout.write(JSON.stringify({ names, tries }));
+              `,
+            ],
+            {
+              env: { PATH: process.env.PATH, PORT: String(ports.http), PREFIX: `${SHM_PREFIX}${pid}_` },
+              timeout: 60_000,
+              maxBuffer: 16 * 1024 * 1024,
+            },
+            (err, stdout, stderr) =>
+              resolve({
+                code: err ? Number((err as { code?: unknown }).code ?? 1) || 1 : 0,
+                out: `${stdout}${stderr}`,
+              }),
+          ),
+        );
+        expect(tried.code, tried.out).toBe(0);
+        const r = JSON.parse(tried.out) as { names: string[]; tries: { status: number; text: string }[] };
+        expect(r.names.sort()).toEqual(files.sort());
+        expect(r.tries).toHaveLength(2 * files.length);
+        for (const t of r.tries) {
+          expect(t.status, t.text).toBe(400);
+          expect(t.text).toMatch(/Unable to find shared memory region/);
+        }
+        // The names Triton holds (read with the key) are random, none of them a file's name.
+        expect(files.length).toBeGreaterThan(0);
+        expect(registered.map((r) => r.key).sort()).toEqual(files.map((f) => `/${f}`).sort());
+        for (const r of registered) {
+          expect(r.name).toMatch(/^[0-9a-f]{32}$/);
+          for (const f of files) expect(r.name).not.toContain(f);
+        }
+      } finally {
+        // Its windows are long enough for the look above; it need not finish them.
+        run.child.kill("SIGINT");
+        await run.exit;
+      }
+      expect(await api.status()).toEqual([]);
+    },
+    180_000,
+  );
 
   it("unregisters and unlinks its regions when interrupted mid-run", async () => {
     const run = spawnPerfCli(

@@ -31,20 +31,37 @@ describe("layoutRegions", () => {
       ],
       "42_abc",
     );
-    expect(regions.map((r) => [r.name, r.key])).toEqual([
+    expect(regions.map((r) => [r.file, r.key])).toEqual([
       ["triton_dev_perf_42_abc_0", "/triton_dev_perf_42_abc_0"],
       ["triton_dev_perf_42_abc_1", "/triton_dev_perf_42_abc_1"],
     ]);
+    const name = regions[0]!.name;
     expect(regions[0]!.inputs).toEqual([
-      { region: "triton_dev_perf_42_abc_0", offset: 0, byteSize: 10 },
-      { region: "triton_dev_perf_42_abc_0", offset: 64, byteSize: 64 },
-      { region: "triton_dev_perf_42_abc_0", offset: 128, byteSize: 1 },
+      { region: name, offset: 0, byteSize: 10 },
+      { region: name, offset: 64, byteSize: 64 },
+      { region: name, offset: 128, byteSize: 1 },
     ]);
     expect(regions[0]!.byteSize).toBe(192);
     // An empty tensor takes no room; the next one starts where it would have.
     expect(regions[1]!.inputs.map((i) => i.offset)).toEqual([0, 256, 256]);
     expect(regions[1]!.byteSize).toBe(320);
     for (const r of regions) for (const i of r.inputs) expect(i.offset % SHM_ALIGNMENT).toBe(0);
+  });
+
+  it("names each region at Triton with 128 fresh random bits, unrelated to its file", () => {
+    const regions = layoutRegions(
+      Array.from({ length: 8 }, () => [tensor("a", 1, 1)]),
+      "42_abc",
+    );
+    const names = regions.map((r) => r.name);
+    for (const r of regions) {
+      expect(r.name).toMatch(/^[0-9a-f]{32}$/);
+      expect(r.name).not.toContain("42_abc");
+      expect(r.file).not.toContain(r.name);
+    }
+    expect(new Set(names).size).toBe(names.length);
+    const again = layoutRegions([[tensor("a", 1, 1)]], "42_abc")[0]!;
+    expect(names).not.toContain(again.name);
   });
 
   it("never plans a region of 0 bytes (it could not be mapped)", () => {
@@ -114,8 +131,9 @@ describe("SystemShmSession", () => {
     const api = new RecordingApi();
     const s = await SystemShmSession.create(api, payloads, { session: "t", shmDir: dir });
     expect((await fs.readdir(dir)).sort()).toEqual(["triton_dev_perf_t_0", "triton_dev_perf_t_1"]);
+    expect(s.regions.map((r) => r.file)).toEqual(["triton_dev_perf_t_0", "triton_dev_perf_t_1"]);
     for (const [n, region] of s.regions.entries()) {
-      const bytes = await fs.readFile(path.join(dir, region.name));
+      const bytes = await fs.readFile(path.join(dir, region.file));
       expect(bytes.length).toBe(region.byteSize);
       payloads[n]!.forEach((t, i) => {
         const ref = s.refs[n]![i]!;
@@ -123,17 +141,17 @@ describe("SystemShmSession", () => {
       });
       expect(api.registered.get(region.name)).toEqual({
         name: region.name,
-        key: `/${region.name}`,
+        key: `/${region.file}`,
         offset: 0,
         byteSize: region.byteSize,
       });
-      expect((await fs.stat(path.join(dir, region.name))).mode & 0o777).toBe(0o600);
+      expect((await fs.stat(path.join(dir, region.file))).mode & 0o777).toBe(0o600);
     }
     await s.close();
     await s.close();
     expect(await fs.readdir(dir)).toEqual([]);
     expect(api.registered.size).toBe(0);
-    expect(api.unregistered.sort()).toEqual(["triton_dev_perf_t_0", "triton_dev_perf_t_1"]);
+    expect(api.unregistered.sort()).toEqual(s.regions.map((r) => r.name).sort());
   });
 
   it("undoes what it made when Triton refuses a region, and says so as a UserError", async () => {
@@ -143,7 +161,8 @@ describe("SystemShmSession", () => {
     expect((err as UserError).cause).toBeInstanceOf(SharedMemoryApiError);
     expect(await fs.readdir(dir)).toEqual([]);
     expect(api.registered.size).toBe(0);
-    expect(api.unregistered).toEqual(["triton_dev_perf_t_0"]);
+    expect(api.unregistered).toHaveLength(1);
+    expect(api.unregistered[0]).toMatch(/^[0-9a-f]{32}$/);
   });
 
   it("never takes over (nor removes) an shm object that is already there", async () => {
@@ -171,13 +190,18 @@ describe("removeLeftovers", () => {
       };
       for (const n of Object.values(names)) await fs.writeFile(path.join(dir, n), "x");
       const api = new RecordingApi();
-      await api.register(names.dead, `/${names.dead}`, 0, 1);
-      await api.register(names.live, `/${names.live}`, 0, 1);
+      const [dead, live, other] = ["a".repeat(32), "b".repeat(32), "c".repeat(32)];
+      await api.register(dead, `/${names.dead}`, 0, 1);
+      await api.register(live, `/${names.live}`, 0, 1);
       await api.register("someone_elses", "/someone_elses", 0, 1);
+      // A name not of ours over a dead perf's file: not ours to unregister.
+      await api.register("theirs", `/${names.deadToo}`, 0, 1);
+      await api.register(other, `/${names.foreign}`, 0, 1);
       const removed = await removeLeftovers(api, { shmDir: dir, alive: (pid) => pid === 222 });
       expect(removed.sort()).toEqual([names.dead, names.deadToo]);
+      expect(api.unregistered).toEqual([dead]);
       expect((await fs.readdir(dir)).sort()).toEqual([names.foreign, names.lookalike, names.live].sort());
-      expect([...api.registered.keys()].sort()).toEqual(["someone_elses", names.live]);
+      expect([...api.registered.keys()].sort()).toEqual([live, other, "someone_elses", "theirs"].sort());
     } finally {
       await fs.rm(dir, { recursive: true, force: true });
     }
