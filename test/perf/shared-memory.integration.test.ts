@@ -241,7 +241,7 @@ describe("perf --shared-memory system (real Triton)", () => {
         expect(r.names.sort()).toEqual(files.sort());
         expect(r.tries).toHaveLength(2 * files.length);
         for (const t of r.tries) {
-          expect(t.status, t.text).toBe(400);
+          expect(t.status, t.text).toBe(404);
           expect(t.text).toMatch(/Unable to find shared memory region/);
         }
         // The names Triton holds (read with the key) are random, none of them a file's name.
