@@ -39,10 +39,7 @@ export function requireTrustedHome(home: string, options: TrustOptions & { what?
  * writer of the record checks here first. A folder not made yet is judged by the one it would be
  * made in.
  */
-export function requireTrustedState(
-  paths: { home: string; stateDir: string },
-  options: TrustOptions = {},
-): void {
+export function requireTrustedState(paths: { home: string; stateDir: string }, options: TrustOptions = {}): void {
   const underHome = path.resolve(paths.stateDir) === path.join(path.resolve(paths.home), "state");
   const what = underHome ? "TRITON_DEV_HOME's state folder" : "TRITON_DEV_STATE_DIR";
   const hint = `Nothing in it was read or stopped. Point ${underHome ? "TRITON_DEV_HOME" : "TRITON_DEV_STATE_DIR"} at a folder of your own that no other user can write, or, if it is yours, make it so: \`chown -R $(id -u) ${paths.stateDir} && chmod go-w ${paths.stateDir}\`. Remove one another user made before using it.`;

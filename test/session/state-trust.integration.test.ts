@@ -69,15 +69,16 @@ describe("a state folder another user made", () => {
       const watcher = target(process.execPath, ["-e", "setTimeout(() => {}, 300_000)"]);
       const state = plantedState(server, watcher, sleepBin);
       const env = await testEnv({ TRITON_DEV_STATE_DIR: state });
-      for (const cmd of [["status"], ["down"]]) {
-        const r = await runCli(cmd, env, 120_000);
-        expect(r.code, `${cmd[0]}: ${r.stdout}${r.stderr}`).toBe(1);
+      const results = [];
+      for (const cmd of ["status", "down"]) results.push({ cmd, ...(await runCli([cmd], env, 120_000)) });
+      expect(alive(server)).toBe(true);
+      expect(alive(watcher)).toBe(true);
+      for (const r of results) {
+        expect(r.code, `${r.cmd}: ${r.stdout}${r.stderr}`).toBe(1);
         expect(r.stderr).toContain(state);
         expect(r.stderr).toMatch(/owned by .*65534/);
         expect(r.stderr).toContain("TRITON_DEV_STATE_DIR");
       }
-      expect(alive(server)).toBe(true);
-      expect(alive(watcher)).toBe(true);
       expect(fs.existsSync(path.join(state, "run.json"))).toBe(true);
     },
     240_000,
