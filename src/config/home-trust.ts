@@ -31,3 +31,22 @@ export function requireTrustedHome(home: string, options: TrustOptions & { what?
       requireTrustedFolder(dir, `triton-dev will not run anything from ${dir} (under ${what})`, hint, trust);
   }
 }
+
+/**
+ * Throw UntrustedFolderError unless the state folder (the run record, the run folders `down`
+ * prunes) and every folder above it are ours or root's and writable by no one else. A record
+ * another user can write would have `down` stop, and prune, whatever it names: every reader and
+ * writer of the record checks here first. A folder not made yet is judged by the one it would be
+ * made in.
+ */
+export function requireTrustedState(paths: { home: string; stateDir: string }, options: TrustOptions = {}): void {
+  const underHome = path.resolve(paths.stateDir) === path.join(path.resolve(paths.home), "state");
+  const what = underHome ? "TRITON_DEV_HOME's state folder" : "TRITON_DEV_STATE_DIR";
+  const hint = `Nothing in it was read or stopped. Point ${underHome ? "TRITON_DEV_HOME" : "TRITON_DEV_STATE_DIR"} at a folder of your own that no other user can write, or, if it is yours, make it so: \`chown -R $(id -u) ${paths.stateDir} && chmod go-w ${paths.stateDir}\`. Remove one another user made before using it.`;
+  let existing = path.resolve(paths.stateDir);
+  while (!fs.existsSync(existing) && existing !== path.dirname(existing)) existing = path.dirname(existing);
+  requireTrustedFolder(existing, `triton-dev will not use its state folder ${paths.stateDir} (${what})`, hint, {
+    ...options,
+    lexical: true,
+  });
+}

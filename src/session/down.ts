@@ -1,4 +1,6 @@
+import type fs from "node:fs";
 import fsp from "node:fs/promises";
+import { requireTrustedState } from "../config/home-trust.js";
 import path from "node:path";
 import type { Paths } from "../config/paths.js";
 import type { StopReport, UnloadsToWaitFor } from "../runtimes/driver.js";
@@ -63,8 +65,19 @@ export function stopWaitsFor(repository: string, env: NodeJS.ProcessEnv = proces
   return (loaded) => unloadsRunningCode(repository, loaded);
 }
 
-/** Keep the newest `keep` run folders (their logs help after a crash); remove the rest. */
-export async function pruneRuns(paths: Paths, keep: number): Promise<void> {
+/**
+ * Keep the newest `keep` run folders (their logs help after a crash); remove the rest. Only real
+ * folders of ours are removed: a link (the `runs` folder itself or an entry in it) is never
+ * followed, since whoever could plant one would have us remove what it points at.
+ */
+export async function pruneRuns(paths: Paths, keep: number, uid = process.geteuid?.() ?? 0): Promise<void> {
+  requireTrustedState(paths);
+  const ours = (st: fs.Stats) => st.isDirectory() && !st.isSymbolicLink() && (st.uid === uid || st.uid === 0);
+  try {
+    if (!ours(await fsp.lstat(paths.runsDir))) return;
+  } catch {
+    return;
+  }
   let names: string[];
   try {
     names = (await fsp.readdir(paths.runsDir)).sort();
@@ -74,6 +87,9 @@ export async function pruneRuns(paths: Paths, keep: number): Promise<void> {
   const live = (await readRunState(paths).catch(() => undefined))?.runDir;
   for (const n of names.slice(0, Math.max(0, names.length - keep))) {
     const dir = path.join(paths.runsDir, n);
-    if (dir !== live) await fsp.rm(dir, { recursive: true, force: true });
+    if (dir === live) continue;
+    const st = await fsp.lstat(dir).catch(() => undefined);
+    // fs.rm does not follow links inside the folder; the folder itself is checked here.
+    if (st && ours(st)) await fsp.rm(dir, { recursive: true, force: true });
   }
 }

@@ -1,5 +1,6 @@
 import fsp from "node:fs/promises";
 import { z } from "zod";
+import { requireTrustedState } from "../config/home-trust.js";
 import type { Paths } from "../config/paths.js";
 import { UserError } from "../errors.js";
 import { writeFileAtomic } from "./atomic-write.js";
@@ -65,11 +66,14 @@ export const runStateSchema = z.object({
 export type RunState = z.infer<typeof runStateSchema>;
 
 export async function writeRunState(paths: Paths, state: RunState): Promise<void> {
+  requireTrustedState(paths);
   // 0600: the record holds the key that unlocks Triton's repository API.
   await writeFileAtomic(paths.runFile, JSON.stringify(state, null, 2) + "\n", 0o600);
 }
 
+/** The recorded run; UntrustedFolderError when another user can change the state folder (nothing is read). */
 export async function readRunState(paths: Paths): Promise<RunState | undefined> {
+  requireTrustedState(paths);
   let raw: string;
   try {
     raw = await fsp.readFile(paths.runFile, "utf8");
@@ -99,6 +103,7 @@ export async function readRunState(paths: Paths): Promise<RunState | undefined> 
 }
 
 export async function removeRunState(paths: Paths): Promise<void> {
+  requireTrustedState(paths);
   await fsp.rm(paths.runFile, { force: true });
 }
 

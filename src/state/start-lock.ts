@@ -1,5 +1,6 @@
 import fsp from "node:fs/promises";
 import path from "node:path";
+import { requireTrustedState } from "../config/home-trust.js";
 import type { Paths } from "../config/paths.js";
 import { UserError } from "../errors.js";
 import { isOurProcess } from "./process.js";
@@ -27,7 +28,9 @@ export async function acquireStartLock(
   execPath = process.execPath,
 ): Promise<StartLock> {
   const file = path.join(paths.stateDir, "start.lock");
-  await fsp.mkdir(paths.stateDir, { recursive: true });
+  requireTrustedState(paths);
+  // 0700: the run folders under it hold copies of the models' code and their logs.
+  await fsp.mkdir(paths.stateDir, { recursive: true, mode: 0o700 });
   const me: Holder = { pid: process.pid, modelsDir, since: new Date().toISOString() };
   for (let attempt = 0; attempt < 2; attempt++) {
     try {

@@ -3,6 +3,7 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { resolvePaths } from "../../src/config/paths.js";
+import { UntrustedFolderError } from "../../src/config/folder-trust.js";
 import { UserError } from "../../src/errors.js";
 import { acquireStartLock } from "../../src/state/start-lock.js";
 import { tempDir } from "../helpers/cli.js";
@@ -39,5 +40,18 @@ describe("the start lock", () => {
     await lock.release();
     await lock.release();
     await expect(fs.access(path.join(paths.stateDir, "start.lock"))).rejects.toThrow();
+  });
+
+  it("makes a new state folder 0700 (its run folders hold the models' code and logs), and refuses one others can write", async () => {
+    const root = await tempDir("lock-mode");
+    const paths = resolvePaths({ TRITON_DEV_STATE_DIR: path.join(root, "state"), TRITON_DEV_HOME: "/unused" });
+    await (await acquireStartLock(paths, "/models")).release();
+    expect((await fs.stat(paths.stateDir)).mode & 0o777).toBe(0o700);
+    await fs.chmod(root, 0o777);
+    const err = await acquireStartLock(paths, "/models").catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UntrustedFolderError);
+    expect((err as Error).message).toContain(`${root} can be written by every user`);
+    await fs.chmod(root, 0o700);
+    await fs.rm(root, { recursive: true, force: true });
   });
 });
