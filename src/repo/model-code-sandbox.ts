@@ -16,7 +16,9 @@ const logger = log.child("repo");
  *   PID and mount namespaces of its own (inside a user namespace when not root), and the launcher
  *   pivots into a new root holding only the model's folder, its Python environments and the
  *   interpreter's prefix (read-only), a private /tmp and /dev/shm, /proc and a /dev of four
- *   devices. As root it runs as nobody (65534); every capability is dropped.
+ *   devices. As root it runs as nobody (65534); every capability is dropped. The program itself
+ *   starts with NON_DUMPABLE_PRELUDE, so that no other process of that uid can ptrace it or read
+ *   its /proc files.
  * - `plain`: no walls, for a user who trusts the repository and names it
  *   (TRITON_DEV_MODEL_CODE_CONTAINMENT=plain): the limits, the environment allowlist and the
  *   killing of what it started still apply; its files are as readable and writable as the user's.
@@ -96,6 +98,31 @@ export const CONTAIN_PREFIX = "triton-dev-contain:";
 export const CANNOT_WALL_IN = 97;
 /** The uid model code runs as when triton-dev runs as root. */
 export const NOBODY_UID = 65534;
+/**
+ * The first lines of every Python program run through contain(), before it imports anything of
+ * the model's: the process is made non-dumpable, and that is checked. The walls run it as an
+ * unprivileged uid that other processes may share (nobody, 65534, when triton-dev is root), and a
+ * dumpable process of that uid is theirs to PTRACE_ATTACH and to read through /proc/PID/mem,
+ * environ, fd and root; a non-dumpable one's /proc files belong to root and ptrace needs
+ * CAP_SYS_PTRACE. It has to be done here, in the program itself: execve makes the launcher's
+ * program dumpable again. Where it cannot be done, the program says so and exits with
+ * CANNOT_WALL_IN: nothing of the model's ran.
+ */
+export const NON_DUMPABLE_PRELUDE = String.raw`
+import sys as _sys
+if _sys.platform.startswith("linux"):
+    import ctypes as _ctypes
+    _libc = _ctypes.CDLL(None, use_errno=True)
+    # PR_SET_DUMPABLE (4) to 0, then PR_GET_DUMPABLE (3) must answer 0.
+    if _libc.prctl(4, 0, 0, 0, 0) != 0 or _libc.prctl(3, 0, 0, 0, 0) != 0:
+        _sys.stderr.write("triton-dev-contain: cannot make the process non-dumpable\n")
+        _sys.stderr.flush()
+        import os as _os
+        _os._exit(97)
+    del _ctypes, _libc
+del _sys
+`;
+
 /** $HOME and $TMPDIR inside the walls: the private /tmp is the scratch folder. */
 const WALLED_HOME = "/tmp/home";
 const WALLED_TMP = "/tmp";

@@ -299,6 +299,55 @@ interface Seen {
   home: string;
 }
 
+/**
+ * What another process of the uid model code runs as tries on it (its pid the argument): each of
+ * its /proc files opened or listed, and PTRACE_ATTACH (detached again at once where it worked),
+ * printed as what worked or the error.
+ */
+const ATTACK = String.raw`
+import ctypes, errno, json, os, sys
+pid = int(sys.argv[1])
+r = {}
+def attempt(tag, f):
+    try:
+        f()
+        r[tag] = "done"
+    except OSError as e:
+        r[tag] = errno.errorcode.get(e.errno, str(e.errno))
+def read(name):
+    with open("/proc/%d/%s" % (pid, name), "rb") as f:
+        f.read(1)
+attempt("environ", lambda: read("environ"))
+attempt("mem", lambda: open("/proc/%d/mem" % pid, "rb").close())
+attempt("fd", lambda: os.listdir("/proc/%d/fd" % pid))
+attempt("root", lambda: os.listdir("/proc/%d/root/" % pid))
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.ptrace(16, pid, None, None) == 0:  # PTRACE_ATTACH
+    r["ptrace"] = "attached"
+    os.waitpid(pid, 0x40000000)  # __WALL: its stop, then PTRACE_DETACH
+    libc.ptrace(17, pid, None, None)
+else:
+    r["ptrace"] = errno.errorcode.get(ctypes.get_errno(), "?")
+print(json.dumps(r))
+`;
+
+/** The pid of the process running the driver on `file` (its argv: the interpreter, -B, ..., file), waited for up to 30 s. */
+async function drivingProcess(file: string): Promise<number | undefined> {
+  for (let i = 0; i < 300; i++) {
+    for (const d of fs.readdirSync("/proc")) {
+      if (!/^\d+$/.test(d)) continue;
+      try {
+        const argv = fs.readFileSync(`/proc/${d}/cmdline`, "utf8").split("\0").filter(Boolean);
+        if (argv[1] === "-B" && argv.at(-1) === file) return Number(d);
+      } catch {
+        // gone meanwhile
+      }
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return undefined;
+}
+
 /** A unix socket listener at `where` (a path, or "\0name" for an abstract one) counting who connected. */
 async function listener(where: string): Promise<{ connections: () => number; close: () => Promise<void> }> {
   let n = 0;
@@ -443,6 +492,60 @@ class TritonPythonModel:
       );
       expect(res.stderr).toContain(`chmod -R o+rX ${dir}`);
       expect(res.code).toBe(1);
+    },
+    120_000,
+  );
+
+  it.skipIf(!root)(
+    "as root, another process of the uid model code runs as can neither ptrace it nor read its /proc files",
+    async () => {
+      const base = await tempRepo();
+      const repo = path.join(base, "models");
+      const dir = path.join(repo, "m");
+      const file = path.join(dir, "1", "model.py");
+      // Written by the test when it is done: the model sees its own folder as it is now.
+      const release = path.join(dir, "release");
+      await writeFiles(repo, {
+        "m/1/model.py": `# ${randomUUID()}
+import os, time
+class TritonPythonModel:
+    @staticmethod
+    def auto_complete_config(config):
+        for _ in range(600):
+            if os.path.exists(${JSON.stringify(release)}):
+                break
+            time.sleep(0.05)
+        return config
+`,
+      });
+      const completing = createConfigCompleter({ cacheDir: path.join(base, "cache"), timeoutMs: 60_000 }).complete({
+        model: "m",
+        dir,
+        file,
+        config: { name: "m", backend: "python", max_batch_size: 0, input: [], output: [] },
+      });
+      try {
+        const pid = await drivingProcess(file);
+        expect(pid, "the process running the model's code").toBeDefined();
+        const uid = /^Uid:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
+        expect(uid).toBe("65534");
+        const { stdout } = await execFileP(
+          "setpriv",
+          ["--reuid=65534", "--regid=65534", "--clear-groups", python, "-I", "-S", "-c", ATTACK, String(pid)],
+          { timeout: 20_000 },
+        );
+        expect(JSON.parse(stdout)).toEqual({
+          environ: "EACCES",
+          mem: "EACCES",
+          fd: "EACCES",
+          root: "EACCES",
+          ptrace: "EPERM",
+        });
+      } finally {
+        await fsp.writeFile(release, "");
+      }
+      const out = await completing;
+      expect(out.outcome, JSON.stringify(out)).toBe("completed");
     },
     120_000,
   );
