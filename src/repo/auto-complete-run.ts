@@ -13,6 +13,7 @@ import {
   launcherRefusal,
   limitsFrom,
   ModelCodeIsolationError,
+  NON_DUMPABLE_PRELUDE,
   type Contained,
   type ContainRequest,
 } from "./model-code-sandbox.js";
@@ -29,7 +30,9 @@ const logger = log.child("repo");
  * Logger, ...) is not loadable outside the stub, so the script puts placeholders in its place:
  * model code may name them at import time, and Logger writes to stderr.
  */
-const DRIVER = String.raw`
+const DRIVER =
+  NON_DUMPABLE_PRELUDE +
+  String.raw`
 import json, os, sys, traceback, types
 utils_dir, model_file = sys.argv[1], sys.argv[2]
 version_dir = os.path.dirname(model_file)

@@ -6,8 +6,9 @@
  * bound read-only (the folders it is told to keep, the interpreter's prefix and the system's
  * library folders), a private /tmp for scratch, a fresh /proc, a /dev of null, zero, random and
  * urandom, and a few /etc files of its own, then pivots into it and brings the loopback interface
- * up. It forks the program with the resource limits set, as an unprivileged uid (65534 when it is
- * root outside any user namespace; the caller's own uid, mapped, in a user namespace), with every
+ * up. It forks the program with the resource limits set, as an unprivileged uid (when it is root
+ * outside any user namespace, uid and gid `sandbox_uid`, an account of model code's own, or 65534
+ * where that is not mapped; the caller's own uid, mapped, in a user namespace), with every
  * capability dropped and no_new_privs set, waits for it, and kills everything that program left
  * behind before it exits with the program's status. It says what it could not do on stderr, one
  * line each, starting with `triton-dev-contain:`; when the walls cannot be built, or the program
@@ -38,6 +39,17 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_NOATIME, MS_NODIRATIME
 MNT_DETACH = 2
 CLONE_NEWUSER = 0x10000000
 NOBODY = 65534
+def mapped(n, which):
+    """Whether n is mapped in this process's user namespace (which: uid_map or gid_map)."""
+    try:
+        with open("/proc/self/" + which) as f:
+            for line in f:
+                inside, _, count = map(int, line.split())
+                if inside <= n < inside + count:
+                    return True
+    except (OSError, ValueError):
+        pass
+    return False
 def mount(src, target, fstype, flags, data=None):
     b = lambda s: s.encode() if s is not None else None
     if libc.mount(b(src), b(target), b(fstype), ctypes.c_ulong(flags), b(data)) != 0:
@@ -186,8 +198,8 @@ def wall_in(run_uid, home):
     me = cfg.get("user") or {}
     users = {0: "root", NOBODY: "nobody"}
     if run_uid not in users:
-        users[run_uid] = me.get("name") or "user"
-    gid = me.get("gid", 0) if in_userns else NOBODY
+        users[run_uid] = (me.get("name") or "user") if in_userns else "triton-dev-model"
+    gid = me.get("gid", 0) if in_userns else run_uid
     with open(inside("/etc/passwd"), "w") as f:
         for uid, name in sorted(users.items()):
             g = gid if uid == run_uid else uid
@@ -199,9 +211,9 @@ def wall_in(run_uid, home):
     with open(inside("/etc/hosts"), "w") as f:
         f.write("127.0.0.1 localhost\n::1 localhost\n")
     os.makedirs(inside(home), mode=0o700, exist_ok=True)
-    # In a user namespace its root is the caller, whom the program runs as; from real root, nobody.
+    # In a user namespace its root is the caller, whom the program runs as; from real root, the run uid.
     if not in_userns:
-        os.chown(inside(home), NOBODY, NOBODY)
+        os.chown(inside(home), run_uid, run_uid)
     os.chdir(new)
     pivot_root(".", ".")
     if libc.umount2(b".", MNT_DETACH) != 0:
@@ -230,9 +242,15 @@ in_userns = bool(cfg.get("userns"))
 run_uid = None
 home = cfg.get("home")
 if cfg.get("walls"):
-    # Root outside any user namespace runs the code as nobody; in a user namespace (a normal
-    # user's), as the user's own uid, which is all that namespace maps.
-    run_uid = (cfg.get("user") or {}).get("uid", 0) if in_userns else NOBODY
+    # Root outside any user namespace runs the code as an account of its own, which no other
+    # process shares (nobody where that uid is not mapped: root in a container's user namespace);
+    # in a user namespace (a normal user's), as the user's own uid, which is all that namespace maps.
+    own = cfg.get("sandbox_uid", NOBODY)
+    run_uid = (
+        (cfg.get("user") or {}).get("uid", 0)
+        if in_userns
+        else (own if mapped(own, "uid_map") and mapped(own, "gid_map") else NOBODY)
+    )
     try:
         wall_in(run_uid, home)
     except OSError as e:
@@ -240,7 +258,7 @@ if cfg.get("walls"):
         sys.exit(CANNOT)
 
 def become(uid):
-    """As uid, with no capability left: nobody, from root outside any user namespace; in the user
+    """As uid, with no capability left: the run uid, from root outside any user namespace; in the user
     namespace of a normal user's run, the user's own uid, mapped back in a namespace of its own."""
     me = cfg.get("user") or {}
     if uid is not None and in_userns and uid != 0:
@@ -255,10 +273,10 @@ def become(uid):
     libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
     for cap in range(64):
         libc.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP: exec as uid 0 regains nothing
-    if uid == NOBODY and not in_userns:
+    if uid is not None and not in_userns:
         os.setgroups([])
-        os.setresgid(NOBODY, NOBODY, NOBODY)
-        os.setresuid(NOBODY, NOBODY, NOBODY)
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
     header = (ctypes.c_uint32 * 2)(0x20080522, 0)
     data = (ctypes.c_uint32 * 6)()
     if libc.capset(header, data) != 0:
@@ -338,6 +356,7 @@ if child == 0:
             # What the uid it runs as cannot read it cannot run: said once, plainly, not as an import error.
             for p in [argv[0]] + cfg.get("readable", []):
                 if not os.access(p, os.R_OK | (os.X_OK if os.path.isdir(p) or p == argv[0] else 0)):
+                    say("runs as: uid %d" % os.getuid())
                     say("unreadable: " + p)
                     os._exit(CANNOT)
         os.chdir(cfg["cwd"])

@@ -16,7 +16,9 @@ const logger = log.child("repo");
  *   PID and mount namespaces of its own (inside a user namespace when not root), and the launcher
  *   pivots into a new root holding only the model's folder, its Python environments and the
  *   interpreter's prefix (read-only), a private /tmp and /dev/shm, /proc and a /dev of four
- *   devices. As root it runs as nobody (65534); every capability is dropped.
+ *   devices. As root it runs as SANDBOX_UID, a uid of its own (nobody, 65534, where that uid is not
+ *   mapped); every capability is dropped. The program itself starts with NON_DUMPABLE_PRELUDE, so
+ *   that no other process of its uid can ptrace it or read its /proc files.
  * - `plain`: no walls, for a user who trusts the repository and names it
  *   (TRITON_DEV_MODEL_CODE_CONTAINMENT=plain): the limits, the environment allowlist and the
  *   killing of what it started still apply; its files are as readable and writable as the user's.
@@ -94,8 +96,41 @@ const MARKER = "TRITON_DEV_CONTAINED";
 export const CONTAIN_PREFIX = "triton-dev-contain:";
 /** The launcher's exit status when the walls could not be built, or the program could not be read: nothing ran. */
 export const CANNOT_WALL_IN = 97;
-/** The uid model code runs as when triton-dev runs as root. */
+/** The uid model code runs as when triton-dev runs as root and SANDBOX_UID is not mapped (a container's). */
 export const NOBODY_UID = 65534;
+/**
+ * The uid (and gid) model code runs as when triton-dev runs as root: one no other process runs
+ * as, so that none shares its uid (nobody's is any daemon's that drops to it). Below 2^31, so
+ * tools that read uids as signed numbers see it as it is; above systemd's container range
+ * (524288-1879048191) and below its foreign range (0x7FFE0000-0x7FFEFFFF); no distribution
+ * gives it to a user or a service.
+ */
+export const SANDBOX_UID = 0x7ffd0000;
+/**
+ * The first lines of every Python program run through contain(), before it imports anything of
+ * the model's: the process is made non-dumpable, and that is checked. The walls run it as an
+ * unprivileged uid that other processes may share (nobody, 65534, when triton-dev is root), and a
+ * dumpable process of that uid is theirs to PTRACE_ATTACH and to read through /proc/PID/mem,
+ * environ, fd and root; a non-dumpable one's /proc files belong to root and ptrace needs
+ * CAP_SYS_PTRACE. It has to be done here, in the program itself: execve makes the launcher's
+ * program dumpable again. Where it cannot be done, the program says so and exits with
+ * CANNOT_WALL_IN: nothing of the model's ran.
+ */
+export const NON_DUMPABLE_PRELUDE = String.raw`
+import sys as _sys
+if _sys.platform.startswith("linux"):
+    import ctypes as _ctypes
+    _libc = _ctypes.CDLL(None, use_errno=True)
+    # PR_SET_DUMPABLE (4) to 0, then PR_GET_DUMPABLE (3) must answer 0.
+    if _libc.prctl(4, 0, 0, 0, 0) != 0 or _libc.prctl(3, 0, 0, 0, 0) != 0:
+        _sys.stderr.write("triton-dev-contain: cannot make the process non-dumpable\n")
+        _sys.stderr.flush()
+        import os as _os
+        _os._exit(97)
+    del _ctypes, _libc
+del _sys
+`;
+
 /** $HOME and $TMPDIR inside the walls: the private /tmp is the scratch folder. */
 const WALLED_HOME = "/tmp/home";
 const WALLED_TMP = "/tmp";
@@ -239,6 +274,7 @@ function launcherSettings(o: {
     cwd: walls ? WALLED_HOME : o.root,
     cgroups: o.cgroups,
     userns: uid !== 0,
+    sandbox_uid: SANDBOX_UID,
     user: { uid, gid: typeof process.getgid === "function" ? process.getgid() : 0, name },
     limits: {
       RLIMIT_AS: o.limits.memoryBytes,
@@ -251,7 +287,7 @@ function launcherSettings(o: {
 /** Why the walls could not be had, as a user-fixable error saying what to do. */
 function isolationError(p: Probe): ModelCodeIsolationError {
   const unreadable = p.said?.find((l) => l.startsWith("unreadable: "))?.slice("unreadable: ".length);
-  if (unreadable) return unreadableError(unreadable);
+  if (unreadable) return unreadableError(unreadable, runUidSaid(p.said ?? []));
   const plainHint =
     "or, only if you trust this repository's code, set TRITON_DEV_MODEL_CODE_CONTAINMENT=plain to run it without walls";
   const hint =
@@ -263,7 +299,7 @@ function isolationError(p: Probe): ModelCodeIsolationError {
   return new ModelCodeIsolationError(`it cannot be walled in here (${p.why ?? "unknown"})`, hint);
 }
 
-function unreadableError(p: string): ModelCodeIsolationError {
+function unreadableError(p: string, runUid = SANDBOX_UID): ModelCodeIsolationError {
   const uid = currentUid();
   if (uid !== 0)
     return new ModelCodeIsolationError(
@@ -271,9 +307,15 @@ function unreadableError(p: string): ModelCodeIsolationError {
       `Make it readable to you (\`chmod -R u+rX ${p}\`).`,
     );
   return new ModelCodeIsolationError(
-    `${p} is not readable by uid ${NOBODY_UID} (nobody), which model code runs as when triton-dev runs as root`,
+    `${p} is not readable by uid ${runUid} (${runUid === NOBODY_UID ? "nobody" : "an account of model code's own"}), which model code runs as when triton-dev runs as root`,
     `Make the model's folder and its Python environment readable by others (\`chmod -R o+rX ${p}\`), or run triton-dev as a normal user.`,
   );
+}
+
+/** The uid the launcher said the program runs as (`runs as: uid N`), where it said one. */
+function runUidSaid(said: string[]): number | undefined {
+  const m = said.map((l) => /^runs as: uid (\d+)$/.exec(l)).find(Boolean);
+  return m ? Number(m[1]) : undefined;
 }
 
 /** The tasks this uid runs now: RLIMIT_NPROC counts them all, so the model's allowance comes on top. */
@@ -412,10 +454,16 @@ export async function contain(req: ContainRequest): Promise<Contained> {
   const cgroups = makeCgroups(limits);
   const uid = currentUid();
   const walls = mode === "namespaces";
-  // RLIMIT_NPROC counts every process of the uid it runs as: nobody's elsewhere on the machine
-  // (root's walled runs), or all the user's (plain); in a user namespace of its own the count
-  // starts afresh.
-  const nprocBase = walls ? (uid === 0 ? processesOfUser(NOBODY_UID) : 0) : uid > 0 ? processesOfUser(uid) : 0;
+  // RLIMIT_NPROC counts every process of the uid it runs as: SANDBOX_UID's (or nobody's, where
+  // the launcher falls back to it) elsewhere on the machine (root's walled runs), or all the
+  // user's (plain); in a user namespace of its own the count starts afresh.
+  const nprocBase = walls
+    ? uid === 0
+      ? Math.max(processesOfUser(SANDBOX_UID), processesOfUser(NOBODY_UID))
+      : 0
+    : uid > 0
+      ? processesOfUser(uid)
+      : 0;
   const settings = launcherSettings({
     keep: req.keep,
     readable: req.readable ?? [],
@@ -454,5 +502,7 @@ export async function contain(req: ContainRequest): Promise<Contained> {
 /** The launcher's lines (without its prefix) as the error they amount to, when it could not start the program. */
 export function launcherRefusal(said: string[]): ModelCodeIsolationError {
   const unreadable = said.find((l) => l.startsWith("unreadable: "))?.slice("unreadable: ".length);
-  return unreadable ? unreadableError(unreadable) : isolationError({ mode: "plain", why: said.join("; "), said });
+  return unreadable
+    ? unreadableError(unreadable, runUidSaid(said))
+    : isolationError({ mode: "plain", why: said.join("; "), said });
 }

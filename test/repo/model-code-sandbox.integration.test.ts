@@ -4,7 +4,7 @@
  * outside the scratch folder is refused and nothing is left behind, $HOME is an empty folder to
  * it, its memory and process counts are bounded, and it sees nothing of the machine but its own
  * folder and Python: no socket, no planted variable, no /run, /root or /home, and as root it runs
- * as nobody. Where it cannot be walled in, it is not run. The limits are made small
+ * as a uid of its own. Where it cannot be walled in, it is not run. The limits are made small
  * here (TRITON_DEV_MODEL_CODE_MEMORY_MB, TRITON_DEV_MODEL_CODE_PROCESSES) so the hostile code
  * stays cheap on a shared machine: every loop in it is bounded.
  */
@@ -20,7 +20,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { resolvePaths } from "../../src/config/paths.js";
 import { EnvironmentBuilder } from "../../src/envs/builder.js";
 import { createConfigCompleter } from "../../src/repo/auto-complete-run.js";
-import { containmentMode } from "../../src/repo/model-code-sandbox.js";
+import { containmentMode, NOBODY_UID, SANDBOX_UID } from "../../src/repo/model-code-sandbox.js";
 import { CLI, runCli, testEnv } from "../helpers/cli.js";
 import { managedPython, moduleWheel, offlinePip } from "../helpers/wheels.js";
 import { removeTempRepos, tempRepo, writeFiles } from "./helpers.js";
@@ -299,6 +299,81 @@ interface Seen {
   home: string;
 }
 
+/**
+ * What another process of the uid model code runs as tries on it (its pid the argument): each of
+ * its /proc files opened or listed, and PTRACE_ATTACH (detached again at once where it worked),
+ * printed as what worked or the error.
+ */
+const ATTACK = String.raw`
+import ctypes, errno, json, os, sys
+pid = int(sys.argv[1])
+r = {}
+def attempt(tag, f):
+    try:
+        f()
+        r[tag] = "done"
+    except OSError as e:
+        r[tag] = errno.errorcode.get(e.errno, str(e.errno))
+def read(name):
+    with open("/proc/%d/%s" % (pid, name), "rb") as f:
+        f.read(1)
+attempt("environ", lambda: read("environ"))
+attempt("mem", lambda: open("/proc/%d/mem" % pid, "rb").close())
+attempt("fd", lambda: os.listdir("/proc/%d/fd" % pid))
+attempt("root", lambda: os.listdir("/proc/%d/root/" % pid))
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.ptrace(16, pid, None, None) == 0:  # PTRACE_ATTACH
+    r["ptrace"] = "attached"
+    os.waitpid(pid, 0x40000000)  # __WALL: its stop, then PTRACE_DETACH
+    libc.ptrace(17, pid, None, None)
+else:
+    r["ptrace"] = errno.errorcode.get(ctypes.get_errno(), "?")
+print(json.dumps(r))
+`;
+
+/**
+ * Runs its arguments as root of a new user namespace mapping ids 0-65535 to the same host ids, as
+ * a container's does: the map written by its parent, which may map more than its own id.
+ */
+const IN_CONTAINER_USERNS = String.raw`
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+ready_r, ready_w = os.pipe()
+go_r, go_w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    if libc.unshare(0x10000000) != 0:  # CLONE_NEWUSER
+        os._exit(90)
+    os.write(ready_w, b"x")
+    os.read(go_r, 1)
+    os.setresgid(0, 0, 0)
+    os.setresuid(0, 0, 0)
+    os.execv(sys.argv[1], sys.argv[1:])
+os.read(ready_r, 1)
+for m in ("uid_map", "gid_map"):
+    with open("/proc/%d/%s" % (pid, m), "w") as f:
+        f.write("0 0 65536\n")
+os.write(go_w, b"x")
+sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+`;
+
+/** The pid of the process running the driver on `file` (argv: the interpreter, -B, ..., file), waited for 30 s. */
+async function drivingProcess(file: string): Promise<number | undefined> {
+  for (let i = 0; i < 300; i++) {
+    for (const d of fs.readdirSync("/proc")) {
+      if (!/^\d+$/.test(d)) continue;
+      try {
+        const argv = fs.readFileSync(`/proc/${d}/cmdline`, "utf8").split("\0").filter(Boolean);
+        if (argv[1] === "-B" && argv.at(-1) === file) return Number(d);
+      } catch {
+        // gone meanwhile
+      }
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return undefined;
+}
+
 /** A unix socket listener at `where` (a path, or "\0name" for an abstract one) counting who connected. */
 async function listener(where: string): Promise<{ connections: () => number; close: () => Promise<void> }> {
   let n = 0;
@@ -408,7 +483,7 @@ describe.skipIf(!managed || !linux)("what model code run by lint sees", () => {
           // A normal user's run as that user, mapped back in its user namespace.
           expect.soft(seen.uid).toEqual([user, user, user]);
         } else if (root) {
-          expect.soft(seen.uid).toEqual([65534, 65534, 65534]);
+          expect.soft(seen.uid).toEqual([SANDBOX_UID, SANDBOX_UID, SANDBOX_UID]);
         } else {
           expect.soft(seen.uid[0]).toBe(process.getuid!());
         }
@@ -422,7 +497,7 @@ describe.skipIf(!managed || !linux)("what model code run by lint sees", () => {
   );
 
   it.skipIf(!root)(
-    "as root, refuses a model folder that nobody (the uid model code runs as) cannot read, naming it and what to do",
+    "as root, refuses a model folder that others (the uid model code runs as) cannot read, naming it and what to do",
     async () => {
       const base = await tempRepo();
       const repo = path.join(base, "models");
@@ -439,10 +514,98 @@ class TritonPythonModel:
       await fsp.chmod(dir, 0o700);
       const res = await runCli(["lint", repo, "--run-model-code"], await testEnv(), 120_000);
       expect(res.stderr).toContain(
-        `model code not run: ${dir} is not readable by uid 65534 (nobody), which model code runs as when triton-dev runs as root`,
+        `model code not run: ${dir} is not readable by uid ${SANDBOX_UID} (an account of model code's own), which model code runs as when triton-dev runs as root`,
       );
       expect(res.stderr).toContain(`chmod -R o+rX ${dir}`);
       expect(res.code).toBe(1);
+    },
+    120_000,
+  );
+
+  it.skipIf(!root)(
+    "as root, model code runs as a uid nobody else has, and neither nobody nor another process of its uid can ptrace it or read its /proc files",
+    async () => {
+      const base = await tempRepo();
+      const repo = path.join(base, "models");
+      const dir = path.join(repo, "m");
+      const file = path.join(dir, "1", "model.py");
+      // Written by the test when it is done: the model sees its own folder as it is now.
+      const release = path.join(dir, "release");
+      await writeFiles(repo, {
+        "m/1/model.py": `# ${randomUUID()}
+import os, time
+class TritonPythonModel:
+    @staticmethod
+    def auto_complete_config(config):
+        for _ in range(600):
+            if os.path.exists(${JSON.stringify(release)}):
+                break
+            time.sleep(0.05)
+        return config
+`,
+      });
+      const completing = createConfigCompleter({ cacheDir: path.join(base, "cache"), timeoutMs: 60_000 }).complete({
+        model: "m",
+        dir,
+        file,
+        config: { name: "m", backend: "python", max_batch_size: 0, input: [], output: [] },
+      });
+      try {
+        const pid = await drivingProcess(file);
+        expect(pid, "the process running the model's code").toBeDefined();
+        const uid = Number(/^Uid:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]);
+        expect(uid).toBe(SANDBOX_UID);
+        expect(fs.readFileSync("/etc/passwd", "utf8")).not.toMatch(new RegExp(`^[^:]*:[^:]*:${SANDBOX_UID}:`, "m"));
+        // nobody, as any local daemon that drops to it runs; and the worst case, a process of its own uid.
+        for (const as of [NOBODY_UID, SANDBOX_UID]) {
+          const { stdout } = await execFileP(
+            "setpriv",
+            [`--reuid=${as}`, `--regid=${as}`, "--clear-groups", python, "-I", "-S", "-c", ATTACK, String(pid)],
+            { timeout: 20_000 },
+          );
+          expect(JSON.parse(stdout), `as uid ${as}`).toEqual({
+            environ: "EACCES",
+            mem: "EACCES",
+            fd: "EACCES",
+            root: "EACCES",
+            ptrace: "EPERM",
+          });
+        }
+      } finally {
+        await fsp.writeFile(release, "");
+      }
+      const out = await completing;
+      expect(out.outcome, JSON.stringify(out)).toBe("completed");
+    },
+    120_000,
+  );
+
+  it.skipIf(!root)(
+    "as root in a user namespace that does not map its own uid (a container's 65536), runs model code as nobody",
+    async () => {
+      const base = await tempRepo();
+      const repo = path.join(base, "models");
+      await writeFiles(repo, {
+        "m/1/model.py": `# ${randomUUID()}
+import os
+class TritonPythonModel:
+    @staticmethod
+    def auto_complete_config(config):
+        raise RuntimeError("UIDS %s END" % (list(os.getresuid()),))
+`,
+      });
+      const env = await testEnv();
+      const out = await new Promise<string>((resolve) =>
+        execFile(
+          python,
+          ["-I", "-S", "-c", IN_CONTAINER_USERNS, process.execPath, CLI, "lint", repo, "--run-model-code"],
+          { env, timeout: 120_000, maxBuffer: 16 * 1024 * 1024 },
+          (_err, stdout, stderr) => resolve(String(stdout) + String(stderr)),
+        ),
+      );
+      const m = /UIDS (\[.*?\]) END/.exec(out.replace(/\\"/g, '"'));
+      expect(m, out).not.toBeNull();
+      expect(JSON.parse(m![1]!)).toEqual([NOBODY_UID, NOBODY_UID, NOBODY_UID]);
     },
     120_000,
   );
