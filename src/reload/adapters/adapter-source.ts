@@ -332,6 +332,21 @@ def dims_of(shape):
     return [d if isinstance(d, int) and d >= 0 else -1 for d in (shape or [])]
 
 
+def dims_refused(name, n, model_shape, spec, batched):
+    """The dims refusal both backends word alike (spec: the config's dims, with the batch dim if batched)."""
+    specified = (
+        " dimensions (an initial batch dimension because max_batch_size > 0 followed by the explicit tensor "
+        "shape, making complete shape " + shape_str(spec) + ")"
+        if batched
+        else " dimensions (shape " + shape_str(spec) + ")"
+    )
+    return ModelConfigRefused(
+        "model '" + name + "', tensor '" + n + "': the model expects " + str(len(model_shape))
+        + " dimensions (shape " + shape_str(model_shape) + ") but the model configuration specifies "
+        + str(len(spec)) + specified
+    )
+
+
 def compare_dims(name, n, model_shape, dims, mbs, exact=False):
     """onnxruntime_utils.cc CompareDimsSupported."""
     if mbs > 0:
@@ -346,20 +361,11 @@ def compare_dims(name, n, model_shape, dims, mbs, exact=False):
             m == f for m, f in zip(model_shape, full) if exact or m != -1
         )
         if not ok:
-            raise ModelConfigRefused(
-                "model '" + name + "', tensor '" + n + "': the model expects " + str(len(model_shape))
-                + " dimensions (shape " + shape_str(model_shape) + ") but the model configuration specifies "
-                + str(len(full)) + " dimensions (an initial batch dimension because max_batch_size > 0 followed by "
-                "the explicit tensor shape, making complete shape " + shape_str(full) + ")"
-            )
+            raise dims_refused(name, n, model_shape, full, batched=True)
     else:
         ok = len(model_shape) == len(dims) and all(m == d for m, d in zip(model_shape, dims) if exact or m != -1)
         if not ok:
-            raise ModelConfigRefused(
-                "model '" + name + "', tensor '" + n + "': the model expects " + str(len(model_shape))
-                + " dimensions (shape " + shape_str(model_shape) + ") but the model configuration specifies "
-                + str(len(dims)) + " dimensions (shape " + shape_str(dims) + ")"
-            )
+            raise dims_refused(name, n, model_shape, dims, batched=False)
 
 
 # openvino_backend's device properties, by their parameter names (ParseParameters).
@@ -441,20 +447,11 @@ def ov_compare_dims(name, n, shape, dims, mbs):
         full = [mbs] + list(dims)
         ok = len(model_shape) == len(full) and all(match(model_shape[i], full[i]) for i in range(1, len(full)) if full[i] != -1)
         if not ok:
-            raise ModelConfigRefused(
-                "model '" + name + "', tensor '" + n + "': the model expects " + str(len(model_shape))
-                + " dimensions (shape " + shape_str(model_shape) + ") but the model configuration specifies "
-                + str(len(full)) + " dimensions (an initial batch dimension because max_batch_size > 0 followed by "
-                "the explicit tensor shape, making complete shape " + shape_str(full) + ")"
-            )
+            raise dims_refused(name, n, model_shape, full, batched=True)
     else:
         ok = len(model_shape) == len(dims) and all(match(m, d) for m, d in zip(model_shape, dims))
         if not ok:
-            raise ModelConfigRefused(
-                "model '" + name + "', tensor '" + n + "': the model expects " + str(len(model_shape))
-                + " dimensions (shape " + shape_str(model_shape) + ") but the model configuration specifies "
-                + str(len(dims)) + " dimensions (shape " + shape_str(dims) + ")"
-            )
+            raise dims_refused(name, n, model_shape, dims, batched=False)
 
 
 TORCH_DTYPES = {
