@@ -180,7 +180,11 @@ async function runFolder(paths: Paths, plan: PlannedRun): Promise<RunFolder> {
     plan.reuse?.runId ??
     `${new Date().toISOString().replace(/[-:]/g, "").replace(/\..*/, "")}-${randomBytes(3).toString("hex")}`;
   const runDir = plan.reuse?.runDir ?? path.join(paths.runsDir, runId);
-  await fsp.mkdir(runDir, { recursive: true });
+  // The staged copies of the user's models, Triton's log and the run's record: for the user alone,
+  // whatever the state folder's own mode (an existing one, or TRITON_DEV_STATE_DIR elsewhere).
+  // Every runtime reads it as this user or as root (the docker and kind containers).
+  await fsp.mkdir(runDir, { recursive: true, mode: 0o700 });
+  await fsp.chmod(runDir, 0o700);
   return { runId, runDir, repository: path.join(runDir, "repository"), logFile: path.join(runDir, "tritonserver.log") };
 }
 

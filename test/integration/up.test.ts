@@ -43,6 +43,8 @@ describe("up --detach on the sample models (real Triton)", () => {
     const r = await runCli(["status", "--json"], env);
     expect(r.code).toBe(0);
     const s = JSON.parse(r.stdout);
+    // The run's folder (staged copies of the user's models, Triton's log) is the user's alone.
+    expect((await fs.stat(path.dirname(s.logFile))).mode & 0o777).toBe(0o700);
     expect(s.running).toBe(true);
     expect(s.runtime).toBe("local");
     expect(s.endpoints.http).toBe(`http://127.0.0.1:${ports.http}`);
