@@ -1,6 +1,7 @@
 import path from "node:path";
 import { CONFIG_FILE } from "../repo/layout.js";
-import { looseParse } from "./syntax.js";
+import { editDistance } from "../repo/suggest.js";
+import { type LooseField, type LooseMessage, looseParse } from "./syntax.js";
 
 /**
  * The quick fixes of lint's findings whose fix is mechanical, read from what the finding says
@@ -46,7 +47,10 @@ function wordAt(text: string, offset: number): { start: number; end: number; inn
 export function fixesFor(data: FixData, text: string, offset: number): Fix[] {
   const hint = data.hint ?? "";
   const fixes: Fix[] = [];
-  const meant = /Did you mean (?:([a-z_]+): )?["']?([A-Za-z0-9_.-]+)["']?\?/.exec(hint);
+  // A quoted name may hold any character (a TensorFlow tensor is "input_1:0").
+  const meant =
+    /Did you mean (?:([a-z_]+): )?'([^'\n]+)'\?/.exec(hint) ??
+    /Did you mean (?:([a-z_]+): )?"?([A-Za-z0-9_.-]+)"?\?/.exec(hint);
   if (meant) {
     const w = wordAt(text, offset);
     const current = text.slice(w.inner.start, w.inner.end);
@@ -62,7 +66,7 @@ export function fixesFor(data: FixData, text: string, offset: number): Fix[] {
       });
     }
   }
-  const set = /^Set ([a-z_]+): ([A-Za-z0-9_-]+)\./.exec(hint);
+  const set = /^(?:Set|Write) ([a-z_]+): ([A-Za-z0-9_-]+)(?:\.| to )/.exec(hint);
   if (set) {
     const w = wordAt(text, offset);
     const current = text.slice(w.inner.start, w.inner.end);
@@ -100,6 +104,7 @@ export function fixesFor(data: FixData, text: string, offset: number): Fix[] {
       });
     }
   }
+  fixes.push(...valueFixes(data, hint, text, offset));
   if (data.code === "config-in-version-folder") {
     const modelDir = path.dirname(path.dirname(data.file));
     fixes.push({
@@ -123,4 +128,78 @@ export function fixesFor(data: FixData, text: string, offset: number): Fix[] {
     });
   }
   return fixes;
+}
+
+/** The nearest of true and false to a misspelt bool (`ture`, `flase`, `True`), when one is near. */
+export function nearestBool(word: string): "true" | "false" | undefined {
+  const w = word.toLowerCase();
+  const t = editDistance(w, "true", 2);
+  const f = editDistance(w, "false", 2);
+  if (t <= 2 && t < f) return "true";
+  if (f <= 2 && f < t) return "false";
+  return undefined;
+}
+
+/** Fixes that rewrite the value (or remove the field) a finding points at, read from its hint. */
+function valueFixes(data: FixData, hint: string, text: string, offset: number): Fix[] {
+  const w = wordAt(text, offset);
+  const current = text.slice(w.start, w.end);
+  const quoted = current.startsWith('"') || current.startsWith("'");
+  const replace = (title: string, to: string, preferred = true): Fix => ({
+    title,
+    kind: "replace",
+    start: w.start,
+    end: w.end,
+    text: to,
+    preferred,
+  });
+  const out: Fix[] = [];
+  if (/ takes true or false\.$/.test(hint) && current && !quoted) {
+    const b = nearestBool(current);
+    if (b) out.push(replace(`Change '${current}' to '${b}'`, b));
+  }
+  if (hint.startsWith("Quote the value: ") && current && !quoted)
+    out.push(replace(`Quote '${current}'`, JSON.stringify(current)));
+  if (hint.startsWith("Write numbers without quotes: ") && quoted) {
+    const inner = text.slice(w.inner.start, w.inner.end);
+    if (/^[-+0-9.eExXa-fA-F]+$/.test(inner)) out.push(replace(`Write ${inner} without quotes`, inner));
+  }
+  if (data.code === "dims-invalid" && /^Use -1 /.test(hint) && /^-?\d+$/.test(current) && current !== "-1")
+    out.push(replace(`Change ${current} to -1 (a variable size)`, "-1", current !== "0"));
+  const del = /^Delete (?:the )?([a-z_]+)(?: line)?[.,: ]/.exec(hint);
+  if (del) {
+    const field = fieldAt(looseParse(text), del[1]!, offset);
+    if (field)
+      out.push({ title: `Delete ${del[1]}`, kind: "replace", ...deletion(text, field), text: "", preferred: true });
+  }
+  return out;
+}
+
+/** The innermost field named `name` whose text holds `offset` (where the finding points). */
+function fieldAt(m: LooseMessage, name: string, offset: number): LooseField | undefined {
+  for (const f of m.fields) {
+    if (offset < f.nameStart || offset > f.end) continue;
+    for (const v of f.values) {
+      if (v.kind === "message" && offset > v.start && offset < v.end) {
+        const inner = fieldAt(v, name, offset);
+        if (inner) return inner;
+      }
+    }
+    if (f.name === name) return f;
+  }
+  return undefined;
+}
+
+/** The span removing a field: its whole lines when it has them to itself, else the field and the blanks after it. */
+function deletion(text: string, f: LooseField): { start: number; end: number } {
+  const lineStart = text.lastIndexOf("\n", f.nameStart - 1) + 1;
+  let lineEnd = text.indexOf("\n", f.end);
+  if (lineEnd < 0) lineEnd = text.length;
+  const before = text.slice(lineStart, f.nameStart);
+  const after = text.slice(f.end, lineEnd);
+  if (/^\s*$/.test(before) && /^\s*(#.*)?$/.test(after))
+    return { start: lineStart, end: Math.min(text.length, lineEnd + 1) };
+  let end = f.end;
+  while (end < text.length && (text[end] === " " || text[end] === "\t")) end++;
+  return { start: f.nameStart, end };
 }
