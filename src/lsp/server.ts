@@ -25,7 +25,7 @@ import { CONFIG_FILE, MAX_CONFIG_BYTES } from "../repo/layout.js";
 import type { LintOptions } from "../repo/lint.js";
 import { type FixData, fixesFor } from "./actions.js";
 import { type Completion, MAX_COMPLETIONS, type ModelSource, complete, definition, hover } from "./features.js";
-import { formatConfig } from "./format.js";
+import { formatEdits } from "./format.js";
 import { type LspFramingError, framedInput } from "./framing.js";
 import { ModelTensorReader } from "./model-tensors.js";
 import { type RunVerdicts, VerdictWatch, verdictDiagnostics } from "./verdict.js";
@@ -414,9 +414,7 @@ export function startLspServer(o: LspServerOptions): LspServer {
     if (!d) return [];
     const text = d.doc.getText();
     const unit = params.options.insertSpaces ? " ".repeat(Math.min(8, params.options.tabSize || 2)) : "\t";
-    const formatted = formatConfig(text, unit);
-    if (formatted === undefined || formatted === text) return [];
-    return [{ range: { start: { line: 0, character: 0 }, end: d.doc.positionAt(text.length) }, newText: formatted }];
+    return formatEdits(text, unit) ?? [];
   });
 
   let resolveClosed: () => void = () => {};
