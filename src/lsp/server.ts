@@ -27,6 +27,7 @@ import { type FixData, fixesFor } from "./actions.js";
 import { type Completion, MAX_COMPLETIONS, type ModelSource, complete, definition, hover } from "./features.js";
 import { formatEdits } from "./format.js";
 import { type LspFramingError, framedInput } from "./framing.js";
+import { guardUntilInitialized } from "./lifecycle.js";
 import { ModelTensorReader } from "./model-tensors.js";
 import { type RunVerdicts, VerdictWatch, verdictDiagnostics } from "./verdict.js";
 import { Workspace, locateConfig } from "./workspace.js";
@@ -118,9 +119,11 @@ const COMPLETION_KINDS: Record<Completion["kind"], CompletionItemKind> = {
 export function startLspServer(o: LspServerOptions): LspServer {
   // Framing errors end the server (see framing.ts): `closed` rejects with what was wrong.
   let fatal: (err: LspFramingError) => void = () => {};
-  const connection = createConnection(
-    framedInput(o.input, (err) => fatal(err)),
-    o.output,
+  const { connection, initialized } = guardUntilInitialized(
+    createConnection(
+      framedInput(o.input, (err) => fatal(err)),
+      o.output,
+    ),
   );
   const documents = new TextDocuments(TextDocument);
   let snippets = false;
@@ -255,6 +258,7 @@ export function startLspServer(o: LspServerOptions): LspServer {
   connection.onInitialize((params) => {
     snippets = params.capabilities.textDocument?.completion?.completionItem?.snippetSupport === true;
     renames = params.capabilities.workspace?.workspaceEdit?.resourceOperations?.includes("rename") === true;
+    initialized();
     return {
       capabilities: {
         textDocumentSync: TextDocumentSyncKind.Incremental,
