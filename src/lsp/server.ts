@@ -12,6 +12,7 @@ import {
   InsertTextFormat,
   MarkupKind,
   type Range,
+  SemanticTokensRequest,
   TextDocumentSyncKind,
   TextDocuments,
   type WorkspaceEdit,
@@ -29,6 +30,7 @@ import { formatEdits } from "./format.js";
 import { type LspFramingError, framedInput } from "./framing.js";
 import { guardUntilInitialized } from "./lifecycle.js";
 import { ModelTensorReader } from "./model-tensors.js";
+import { SEMANTIC_TOKENS_LEGEND, encodeSemanticTokens, semanticTokens } from "./semantic-tokens.js";
 import { type RunVerdicts, VerdictWatch, verdictDiagnostics } from "./verdict.js";
 import { Workspace, locateConfig } from "./workspace.js";
 
@@ -267,6 +269,7 @@ export function startLspServer(o: LspServerOptions): LspServer {
         definitionProvider: true,
         codeActionProvider: { codeActionKinds: [CodeActionKind.QuickFix] },
         documentFormattingProvider: true,
+        semanticTokensProvider: { legend: SEMANTIC_TOKENS_LEGEND, full: true },
       },
       serverInfo: { name: "triton-dev" },
     };
@@ -419,6 +422,11 @@ export function startLspServer(o: LspServerOptions): LspServer {
     const text = d.doc.getText();
     const unit = params.options.insertSpaces ? " ".repeat(Math.min(8, params.options.tabSize || 2)) : "\t";
     return formatEdits(text, unit) ?? [];
+  });
+
+  connection.onRequest(SemanticTokensRequest.type, (params) => {
+    const d = docOf(params.textDocument.uri);
+    return { data: d ? encodeSemanticTokens(semanticTokens(d.doc.getText())) : [] };
   });
 
   let resolveClosed: () => void = () => {};
