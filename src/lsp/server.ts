@@ -11,8 +11,10 @@ import {
   DiagnosticSeverity,
   InsertTextFormat,
   MarkupKind,
+  MessageType,
   type Range,
   SemanticTokensRequest,
+  ShowMessageNotification,
   TextDocumentSyncKind,
   TextDocuments,
   type WorkspaceEdit,
@@ -29,6 +31,7 @@ import { type Completion, MAX_COMPLETIONS, type ModelSource, complete, definitio
 import { formatEdits } from "./format.js";
 import { type LspFramingError, framedInput } from "./framing.js";
 import { guardUntilInitialized } from "./lifecycle.js";
+import { DEFAULT_SETTINGS, type GpuCount, type LspSettings, lintOptionsOf, readSettings } from "./settings.js";
 import { ModelTensorReader } from "./model-tensors.js";
 import { SEMANTIC_TOKENS_LEGEND, encodeSemanticTokens, semanticTokens } from "./semantic-tokens.js";
 import { type RunVerdicts, VerdictWatch, verdictDiagnostics } from "./verdict.js";
@@ -47,6 +50,12 @@ export interface LspServerOptions {
   watch?: boolean;
   /** How often the run's state is read (ms). */
   verdictIntervalMs?: number;
+  /** Settings before the editor sends any (`--disable-auto-complete-config`). */
+  settings?: Partial<LspSettings>;
+  /** This machine's GPUs, for the "auto" GPU setting (absent: unknown, no GPU check). */
+  gpuCount?: GpuCount;
+  /** The runtimes the `runtime` setting may name. */
+  runtimeKinds?: readonly string[];
 }
 
 export interface LspServer {
@@ -257,7 +266,32 @@ export function startLspServer(o: LspServerOptions): LspServer {
       })
     : undefined;
 
-  connection.onInitialize((params) => {
+  // The editor's settings: read at initialize and whenever they change; lint runs with what they give.
+  let settings: LspSettings = { ...DEFAULT_SETTINGS, ...o.settings };
+  let lintKey = "";
+  const applySettings = async (raw: unknown, atStart: boolean) => {
+    const r = readSettings(raw, settings, o.runtimeKinds ?? []);
+    for (const p of r.problems) {
+      log.warn(p);
+      // A notification: the editor shows it, nothing waits for an answer.
+      void connection.sendNotification(ShowMessageNotification.type, { type: MessageType.Warning, message: p });
+    }
+    settings = r.settings;
+    const lint = { ...o.lint, ...(await lintOptionsOf(settings, o.gpuCount)) };
+    const key = JSON.stringify(lint);
+    if (key === lintKey) return;
+    lintKey = key;
+    if (atStart) await workspace.setLint(lint);
+    else
+      void workspace
+        .setLint(lint)
+        .then(() => lastVerdicts && applyVerdicts())
+        .catch((err) => log.error("applying settings failed", { error: String(err) }));
+  };
+  connection.onDidChangeConfiguration((p) => applySettings(p.settings, false));
+
+  connection.onInitialize(async (params) => {
+    await applySettings(params.initializationOptions, true);
     snippets = params.capabilities.textDocument?.completion?.completionItem?.snippetSupport === true;
     renames = params.capabilities.workspace?.workspaceEdit?.resourceOperations?.includes("rename") === true;
     initialized();
