@@ -47,5 +47,10 @@ describe("before initialize", () => {
     await client.open(f, pythonConfig("echo").replace("max_batch_size", "max_batch_sise"));
     const ds = await client.waitForDiagnostics(f, (d) => d.length > 0);
     expect(ds.map((d) => d.code)).toEqual(["config-unknown-field"]);
+    // Each publication names the version of the text it is about.
+    expect(client.published.filter((p) => p.uri === uri).at(-1)!.version).toBe(1);
+    await client.change(f, pythonConfig("echo"));
+    await client.waitForDiagnostics(f, (d) => d.length === 0);
+    expect(client.published.filter((p) => p.uri === uri).at(-1)!.version).toBe(2);
   });
 });
