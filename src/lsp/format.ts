@@ -123,13 +123,16 @@ export function formatEdits(text: string, indentUnit = "  "): LineEdit[] | undef
         });
         break;
       }
-      edits.push({
-        range: {
-          start: { line: li, character: 0 },
-          end: li + 1 < n || f.endsWithBreak ? { line: li + 1, character: 0 } : { line: li, character: from.length },
-        },
-        newText: "",
-      });
+      const withBreak = li + 1 < n || f.endsWithBreak;
+      // (An empty last line without a break is nothing to delete.)
+      if (withBreak || from.length > 0)
+        edits.push({
+          range: {
+            start: { line: li, character: 0 },
+            end: withBreak ? { line: li + 1, character: 0 } : { line: li, character: from.length },
+          },
+          newText: "",
+        });
       continue;
     }
     if (to !== from)
