@@ -166,6 +166,18 @@ function valueFixes(data: FixData, hint: string, text: string, offset: number): 
   }
   if (data.code === "dims-invalid" && /^Use -1 /.test(hint) && /^-?\d+$/.test(current) && current !== "-1")
     out.push(replace(`Change ${current} to -1 (a variable size)`, "-1", current !== "0"));
+  const colon = /^Separate the field and its value with a colon: ([a-z_]+):/.exec(hint);
+  if (colon && text.slice(w.start, w.end) === colon[1]) {
+    const gap = /^[ \t]*/.exec(text.slice(w.end))![0].length;
+    out.push({
+      title: `Add ':' after ${colon[1]}`,
+      kind: "replace",
+      start: w.end,
+      end: w.end + gap,
+      text: ": ",
+      preferred: true,
+    });
+  }
   const del = /^Delete (?:the )?([a-z_]+)(?: line)?[.,: ]/.exec(hint);
   if (del) {
     const field = fieldAt(looseParse(text), del[1]!, offset);

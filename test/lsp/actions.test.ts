@@ -87,7 +87,13 @@ describe("quick fixes read from lint's hints", () => {
     expect(r.text).toBe(PIPE);
   });
 
-  it("a string left unquoted, a number quoted, a dimension of 0, a field an ensemble cannot have", async () => {
+  it("a step asking for a version its model does not have: model_version: -1", async () => {
+    const r = await fix(file("pipe"), PIPE.replace("model_version: -1", "model_version: 3"), "ensemble-model-version");
+    expect(r.title).toBe("Set model_version: -1");
+    expect(r.text).toBe(PIPE);
+  });
+
+  it("a string left unquoted, a number quoted, a bad dimension, a missing colon, a field an ensemble cannot have", async () => {
     const f = file("echo");
     const base = pythonConfig("echo");
     let r = await fix(f, base.replace('backend: "python"', "backend: python"), "config-schema");
@@ -99,6 +105,10 @@ describe("quick fixes read from lint's hints", () => {
     await client.close(f);
     r = await fix(f, base.replace("dims: [ -1 ]", "dims: [ -2 ]"), "dims-invalid");
     expect(r.title).toBe("Change -2 to -1 (a variable size)");
+    expect(r.text).toBe(base);
+    await client.close(f);
+    r = await fix(f, base.replace('name: "echo"', 'name "echo"'), "config-syntax");
+    expect(r.title).toBe("Add ':' after name");
     expect(r.text).toBe(base);
     r = await fix(
       file("pipe"),
