@@ -122,6 +122,11 @@
       (find-file session-gpu-file)
       (wait-for (lambda () (and (eglot-managed-p) (flymake-diagnostics))) 60)
       (say "gpu" (vconcat (diags)))
+      ;; The setting changed (as after editing .dir-locals.el), then M-x eglot-signal-didChangeConfiguration.
+      (setq-default eglot-workspace-configuration '(:triton-dev (:gpu t)))
+      (eglot-signal-didChangeConfiguration (eglot-current-server))
+      (wait-for (lambda () (null (flymake-diagnostics))) 30)
+      (say "gpu_setting_changed" (vconcat (diags)))
 
       (let* ((server (eglot-current-server))
              (proc (jsonrpc--process server)))
