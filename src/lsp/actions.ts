@@ -178,6 +178,17 @@ function valueFixes(data: FixData, hint: string, text: string, offset: number): 
       preferred: true,
     });
   }
+  const add = /^Add (input|output) (\{ name: "[^"\n]*".*\}) to config\.pbtxt\.$/.exec(hint);
+  if (add && data.code === "model-io-missing") {
+    const at = addition(text, add[1]!, add[2]!);
+    out.push({
+      title: `Add ${add[1]} ${/"([^"]*)"/.exec(add[2]!)![0]} as the model file has it`,
+      kind: "replace",
+      ...at,
+      end: at.start,
+      preferred: true,
+    });
+  }
   const del = /^Delete (?:the )?([a-z_]+)(?: line)?[.,: ]/.exec(hint);
   if (del) {
     const field = fieldAt(looseParse(text), del[1]!, offset);
@@ -214,4 +225,29 @@ function deletion(text: string, f: LooseField): { start: number; end: number } {
   let end = f.end;
   while (end < text.length && (text[end] === " " || text[end] === "\t")) end++;
   return { start: f.nameStart, end };
+}
+
+/**
+ * Where a tensor the model file has goes: after the last entry of the config's top-level `input`
+ * (or `output`) list, on a line of its own when the list has them; a config without one gets the list.
+ */
+function addition(text: string, kind: string, entry: string): { start: number; text: string } {
+  const field = looseParse(text)
+    .fields.filter((f) => f.name === kind && f.values.length > 0)
+    .pop();
+  const last = field?.values[field.values.length - 1];
+  if (!field || !last || last.kind !== "message") {
+    const sep = text.length === 0 || text.endsWith("\n") ? "" : "\n";
+    return { start: text.length, text: `${sep}${kind} [ ${entry} ]\n` };
+  }
+  const isList = text.slice(field.nameEnd, field.values[0]!.start).includes("[");
+  const lineStart = text.lastIndexOf("\n", last.start - 1) + 1;
+  const ownLine = /^\s*$/.test(text.slice(lineStart, last.start));
+  const indent = ownLine ? /^[ \t]*/.exec(text.slice(lineStart))![0] : "";
+  if (!isList)
+    return {
+      start: field.end,
+      text: `\n${/^[ \t]*/.exec(text.slice(text.lastIndexOf("\n", field.nameStart - 1) + 1))![0]}${kind} ${entry}`,
+    };
+  return { start: last.end, text: ownLine ? `,\n${indent}${entry}` : `, ${entry}` };
 }

@@ -1,6 +1,6 @@
 import path from "node:path";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
-import { pythonConfig, pythonModel, removeTempRepos, tempRepo, writeFiles } from "../repo/helpers.js";
+import { ECHO_ONNX, pythonConfig, pythonModel, removeTempRepos, tempRepo, writeFiles } from "../repo/helpers.js";
 import { LspClient, applyEdits } from "./client.js";
 
 // Quick fixes for findings whose fix is one obvious edit, through the real server: each fix,
@@ -85,6 +85,17 @@ describe("quick fixes read from lint's hints", () => {
     r = await fix(file("pipe"), PIPE.replace('key: "OUTPUT0"', 'key: "OUTPUT00"'), "ensemble-unknown-output");
     expect(r.title).toBe("Change 'OUTPUT00' to 'OUTPUT0'");
     expect(r.text).toBe(PIPE);
+  });
+
+  it("an input the model file has and the config does not list: added to the config's input list", async () => {
+    const onnx = (io: string) =>
+      `name: "onnx_echo"\nbackend: "onnxruntime"\nmax_batch_size: 8\ninput [\n  {\n    name: "${io}"\n    data_type: TYPE_FP32\n    dims: [ -1 ]\n  }\n]\noutput [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n`;
+    await writeFiles(repo, { "onnx_echo/config.pbtxt": onnx("INPUT0"), "onnx_echo/1/model.onnx": ECHO_ONNX });
+    const r = await fix(file("onnx_echo"), onnx("extra"), "model-io-missing");
+    expect(r.title).toBe('Add input "INPUT0" as the model file has it');
+    expect(r.text).toBe(
+      onnx("extra").replace("  }\n]", '  },\n  { name: "INPUT0" data_type: TYPE_FP32 dims: [-1] }\n]'),
+    );
   });
 
   it("a step asking for a version its model does not have: model_version: -1", async () => {
