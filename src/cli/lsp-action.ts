@@ -1,6 +1,8 @@
 import { resolvePaths } from "../config/paths.js";
+import { detectNvidiaGpus } from "../gpu/detect.js";
 import { LspFramingError } from "../lsp/framing.js";
 import { startLspServer } from "../lsp/server.js";
+import { RUNTIME_KINDS } from "../runtimes/kinds.js";
 import type { Output } from "./output.js";
 
 export interface LspFlags {
@@ -21,11 +23,14 @@ export async function runLsp(
   },
   report?: Output,
   exit: (code: number) => void = (code) => process.exit(code),
+  detectGpus: () => Promise<number | undefined> = () => detectNvidiaGpus(),
 ): Promise<number> {
   const server = startLspServer({
     ...io,
     paths: resolvePaths(env),
-    ...(flags.disableAutoCompleteConfig ? { lint: { autoComplete: false } } : {}),
+    ...(flags.disableAutoCompleteConfig ? { settings: { autoComplete: false } } : {}),
+    gpuCount: detectGpus,
+    runtimeKinds: RUNTIME_KINDS,
   });
   try {
     await server.closed;

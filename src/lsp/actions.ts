@@ -1,6 +1,7 @@
 import path from "node:path";
 import { CONFIG_FILE } from "../repo/layout.js";
-import { looseParse } from "./syntax.js";
+import { editDistance } from "../repo/suggest.js";
+import { type LooseField, type LooseMessage, looseParse } from "./syntax.js";
 
 /**
  * The quick fixes of lint's findings whose fix is mechanical, read from what the finding says
@@ -46,7 +47,10 @@ function wordAt(text: string, offset: number): { start: number; end: number; inn
 export function fixesFor(data: FixData, text: string, offset: number): Fix[] {
   const hint = data.hint ?? "";
   const fixes: Fix[] = [];
-  const meant = /Did you mean (?:([a-z_]+): )?["']?([A-Za-z0-9_.-]+)["']?\?/.exec(hint);
+  // A quoted name may hold any character (a TensorFlow tensor is "input_1:0").
+  const meant =
+    /Did you mean (?:([a-z_]+): )?'([^'\n]+)'\?/.exec(hint) ??
+    /Did you mean (?:([a-z_]+): )?"?([A-Za-z0-9_.-]+)"?\?/.exec(hint);
   if (meant) {
     const w = wordAt(text, offset);
     const current = text.slice(w.inner.start, w.inner.end);
@@ -62,7 +66,7 @@ export function fixesFor(data: FixData, text: string, offset: number): Fix[] {
       });
     }
   }
-  const set = /^Set ([a-z_]+): ([A-Za-z0-9_-]+)\./.exec(hint);
+  const set = /^(?:Set|Write) ([a-z_]+): ([A-Za-z0-9_-]+)(?:\.| to )/.exec(hint);
   if (set) {
     const w = wordAt(text, offset);
     const current = text.slice(w.inner.start, w.inner.end);
@@ -100,6 +104,7 @@ export function fixesFor(data: FixData, text: string, offset: number): Fix[] {
       });
     }
   }
+  fixes.push(...valueFixes(data, hint, text, offset));
   if (data.code === "config-in-version-folder") {
     const modelDir = path.dirname(path.dirname(data.file));
     fixes.push({
@@ -123,4 +128,126 @@ export function fixesFor(data: FixData, text: string, offset: number): Fix[] {
     });
   }
   return fixes;
+}
+
+/** The nearest of true and false to a misspelt bool (`ture`, `flase`, `True`), when one is near. */
+export function nearestBool(word: string): "true" | "false" | undefined {
+  const w = word.toLowerCase();
+  const t = editDistance(w, "true", 2);
+  const f = editDistance(w, "false", 2);
+  if (t <= 2 && t < f) return "true";
+  if (f <= 2 && f < t) return "false";
+  return undefined;
+}
+
+/** Fixes that rewrite the value (or remove the field) a finding points at, read from its hint. */
+function valueFixes(data: FixData, hint: string, text: string, offset: number): Fix[] {
+  const w = wordAt(text, offset);
+  const current = text.slice(w.start, w.end);
+  const quoted = current.startsWith('"') || current.startsWith("'");
+  const replace = (title: string, to: string, preferred = true): Fix => ({
+    title,
+    kind: "replace",
+    start: w.start,
+    end: w.end,
+    text: to,
+    preferred,
+  });
+  const out: Fix[] = [];
+  if (/ takes true or false\.$/.test(hint) && current && !quoted) {
+    const b = nearestBool(current);
+    if (b) out.push(replace(`Change '${current}' to '${b}'`, b));
+  }
+  if (hint.startsWith("Quote the value: ") && current && !quoted)
+    out.push(replace(`Quote '${current}'`, JSON.stringify(current)));
+  if (hint.startsWith("Write numbers without quotes: ") && quoted) {
+    const inner = text.slice(w.inner.start, w.inner.end);
+    if (/^[-+0-9.eExXa-fA-F]+$/.test(inner)) out.push(replace(`Write ${inner} without quotes`, inner));
+  }
+  if (data.code === "dims-invalid" && /^Use -1 /.test(hint) && /^-?\d+$/.test(current) && current !== "-1")
+    out.push(replace(`Change ${current} to -1 (a variable size)`, "-1", current !== "0"));
+  const colon = /^Separate the field and its value with a colon: ([a-z_]+):/.exec(hint);
+  if (colon && text.slice(w.start, w.end) === colon[1]) {
+    const gap = /^[ \t]*/.exec(text.slice(w.end))![0].length;
+    out.push({
+      title: `Add ':' after ${colon[1]}`,
+      kind: "replace",
+      start: w.end,
+      end: w.end + gap,
+      text: ": ",
+      preferred: true,
+    });
+  }
+  const add = /^Add (input|output) (\{ name: "[^"\n]*".*\}) to config\.pbtxt\.$/.exec(hint);
+  if (add && data.code === "model-io-missing") {
+    const at = addition(text, add[1]!, add[2]!);
+    out.push({
+      title: `Add ${add[1]} ${/"([^"]*)"/.exec(add[2]!)![0]} as the model file has it`,
+      kind: "replace",
+      ...at,
+      end: at.start,
+      preferred: true,
+    });
+  }
+  const del = /^Delete (?:the )?([a-z_]+)(?: line)?[.,: ]/.exec(hint);
+  if (del) {
+    const field = fieldAt(looseParse(text), del[1]!, offset);
+    if (field)
+      out.push({ title: `Delete ${del[1]}`, kind: "replace", ...deletion(text, field), text: "", preferred: true });
+  }
+  return out;
+}
+
+/** The innermost field named `name` whose text holds `offset` (where the finding points). */
+function fieldAt(m: LooseMessage, name: string, offset: number): LooseField | undefined {
+  for (const f of m.fields) {
+    if (offset < f.nameStart || offset > f.end) continue;
+    for (const v of f.values) {
+      if (v.kind === "message" && offset > v.start && offset < v.end) {
+        const inner = fieldAt(v, name, offset);
+        if (inner) return inner;
+      }
+    }
+    if (f.name === name) return f;
+  }
+  return undefined;
+}
+
+/** The span removing a field: its whole lines when it has them to itself, else the field and the blanks after it. */
+function deletion(text: string, f: LooseField): { start: number; end: number } {
+  const lineStart = text.lastIndexOf("\n", f.nameStart - 1) + 1;
+  let lineEnd = text.indexOf("\n", f.end);
+  if (lineEnd < 0) lineEnd = text.length;
+  const before = text.slice(lineStart, f.nameStart);
+  const after = text.slice(f.end, lineEnd);
+  if (/^\s*$/.test(before) && /^\s*(#.*)?$/.test(after))
+    return { start: lineStart, end: Math.min(text.length, lineEnd + 1) };
+  let end = f.end;
+  while (end < text.length && (text[end] === " " || text[end] === "\t")) end++;
+  return { start: f.nameStart, end };
+}
+
+/**
+ * Where a tensor the model file has goes: after the last entry of the config's top-level `input`
+ * (or `output`) list, on a line of its own when the list has them; a config without one gets the list.
+ */
+function addition(text: string, kind: string, entry: string): { start: number; text: string } {
+  const field = looseParse(text)
+    .fields.filter((f) => f.name === kind && f.values.length > 0)
+    .pop();
+  const last = field?.values[field.values.length - 1];
+  if (!field || !last || last.kind !== "message") {
+    const sep = text.length === 0 || text.endsWith("\n") ? "" : "\n";
+    return { start: text.length, text: `${sep}${kind} [ ${entry} ]\n` };
+  }
+  const isList = text.slice(field.nameEnd, field.values[0]!.start).includes("[");
+  const lineStart = text.lastIndexOf("\n", last.start - 1) + 1;
+  const ownLine = /^\s*$/.test(text.slice(lineStart, last.start));
+  const indent = ownLine ? /^[ \t]*/.exec(text.slice(lineStart))![0] : "";
+  if (!isList)
+    return {
+      start: field.end,
+      text: `\n${/^[ \t]*/.exec(text.slice(text.lastIndexOf("\n", field.nameStart - 1) + 1))![0]}${kind} ${entry}`,
+    };
+  return { start: last.end, text: ownLine ? `,\n${indent}${entry}` : `, ${entry}` };
 }

@@ -11,7 +11,10 @@ import {
   DiagnosticSeverity,
   InsertTextFormat,
   MarkupKind,
+  MessageType,
   type Range,
+  SemanticTokensRequest,
+  ShowMessageNotification,
   TextDocumentSyncKind,
   TextDocuments,
   type WorkspaceEdit,
@@ -25,9 +28,12 @@ import { CONFIG_FILE, MAX_CONFIG_BYTES } from "../repo/layout.js";
 import type { LintOptions } from "../repo/lint.js";
 import { type FixData, fixesFor } from "./actions.js";
 import { type Completion, MAX_COMPLETIONS, type ModelSource, complete, definition, hover } from "./features.js";
-import { formatConfig } from "./format.js";
+import { formatEdits } from "./format.js";
 import { type LspFramingError, framedInput } from "./framing.js";
+import { guardUntilInitialized } from "./lifecycle.js";
+import { DEFAULT_SETTINGS, type GpuCount, type LspSettings, lintOptionsOf, readSettings } from "./settings.js";
 import { ModelTensorReader } from "./model-tensors.js";
+import { SEMANTIC_TOKENS_LEGEND, encodeSemanticTokens, semanticTokens } from "./semantic-tokens.js";
 import { type RunVerdicts, VerdictWatch, verdictDiagnostics } from "./verdict.js";
 import { Workspace, locateConfig } from "./workspace.js";
 
@@ -44,6 +50,12 @@ export interface LspServerOptions {
   watch?: boolean;
   /** How often the run's state is read (ms). */
   verdictIntervalMs?: number;
+  /** Settings before the editor sends any (`--disable-auto-complete-config`). */
+  settings?: Partial<LspSettings>;
+  /** This machine's GPUs, for the "auto" GPU setting (absent: unknown, no GPU check). */
+  gpuCount?: GpuCount;
+  /** The runtimes the `runtime` setting may name. */
+  runtimeKinds?: readonly string[];
 }
 
 export interface LspServer {
@@ -118,9 +130,11 @@ const COMPLETION_KINDS: Record<Completion["kind"], CompletionItemKind> = {
 export function startLspServer(o: LspServerOptions): LspServer {
   // Framing errors end the server (see framing.ts): `closed` rejects with what was wrong.
   let fatal: (err: LspFramingError) => void = () => {};
-  const connection = createConnection(
-    framedInput(o.input, (err) => fatal(err)),
-    o.output,
+  const { connection, initialized } = guardUntilInitialized(
+    createConnection(
+      framedInput(o.input, (err) => fatal(err)),
+      o.output,
+    ),
   );
   const documents = new TextDocuments(TextDocument);
   let snippets = false;
@@ -252,9 +266,35 @@ export function startLspServer(o: LspServerOptions): LspServer {
       })
     : undefined;
 
-  connection.onInitialize((params) => {
+  // The editor's settings: read at initialize and whenever they change; lint runs with what they give.
+  let settings: LspSettings = { ...DEFAULT_SETTINGS, ...o.settings };
+  let lintKey = "";
+  const applySettings = async (raw: unknown, atStart: boolean) => {
+    const r = readSettings(raw, settings, o.runtimeKinds ?? []);
+    for (const p of r.problems) {
+      log.warn(p);
+      // A notification: the editor shows it, nothing waits for an answer.
+      void connection.sendNotification(ShowMessageNotification.type, { type: MessageType.Warning, message: p });
+    }
+    settings = r.settings;
+    const lint = { ...o.lint, ...(await lintOptionsOf(settings, o.gpuCount)) };
+    const key = JSON.stringify(lint);
+    if (key === lintKey) return;
+    lintKey = key;
+    if (atStart) await workspace.setLint(lint);
+    else
+      void workspace
+        .setLint(lint)
+        .then(() => lastVerdicts && applyVerdicts())
+        .catch((err) => log.error("applying settings failed", { error: String(err) }));
+  };
+  connection.onDidChangeConfiguration((p) => applySettings(p.settings, false));
+
+  connection.onInitialize(async (params) => {
+    await applySettings(params.initializationOptions, true);
     snippets = params.capabilities.textDocument?.completion?.completionItem?.snippetSupport === true;
     renames = params.capabilities.workspace?.workspaceEdit?.resourceOperations?.includes("rename") === true;
+    initialized();
     return {
       capabilities: {
         textDocumentSync: TextDocumentSyncKind.Incremental,
@@ -263,6 +303,7 @@ export function startLspServer(o: LspServerOptions): LspServer {
         definitionProvider: true,
         codeActionProvider: { codeActionKinds: [CodeActionKind.QuickFix] },
         documentFormattingProvider: true,
+        semanticTokensProvider: { legend: SEMANTIC_TOKENS_LEGEND, full: true },
       },
       serverInfo: { name: "triton-dev" },
     };
@@ -414,9 +455,12 @@ export function startLspServer(o: LspServerOptions): LspServer {
     if (!d) return [];
     const text = d.doc.getText();
     const unit = params.options.insertSpaces ? " ".repeat(Math.min(8, params.options.tabSize || 2)) : "\t";
-    const formatted = formatConfig(text, unit);
-    if (formatted === undefined || formatted === text) return [];
-    return [{ range: { start: { line: 0, character: 0 }, end: d.doc.positionAt(text.length) }, newText: formatted }];
+    return formatEdits(text, unit) ?? [];
+  });
+
+  connection.onRequest(SemanticTokensRequest.type, (params) => {
+    const d = docOf(params.textDocument.uri);
+    return { data: d ? encodeSemanticTokens(semanticTokens(d.doc.getText())) : [] };
   });
 
   let resolveClosed: () => void = () => {};

@@ -97,6 +97,24 @@ export class Workspace {
 
   constructor(private readonly options: WorkspaceOptions) {}
 
+  /**
+   * New lint options (the editor's settings changed): every repository is read again with them
+   * and each open config's findings published anew.
+   */
+  async setLint(lint: LintOptions): Promise<void> {
+    this.options.lint = lint;
+    const old = [...this.repos.values()];
+    this.repos.clear();
+    for (const r of old) r.top?.close();
+    await Promise.all(old.map((r) => r.watcher?.close().catch(() => undefined)));
+    const models = new Map<string, { repo: string; model: string }>();
+    for (const file of this.buffers.keys()) {
+      const at = locateConfig(file);
+      if (at) models.set(`${at.repo}\0${at.model}`, at);
+    }
+    await Promise.all([...models.values()].map((at) => this.changed(at.repo, at.model)));
+  }
+
   /** The text lint reads for a config: the editor's when open. */
   bufferOf(file: string): string | undefined {
     return this.buffers.get(file);

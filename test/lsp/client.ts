@@ -242,3 +242,21 @@ export function positionOf(text: string, needle: string, delta = 0, nth = 0): { 
   const line = before.split("\n").length - 1;
   return { line, character: before.length - before.lastIndexOf("\n") - 1 };
 }
+
+/** `text` with LSP text edits applied (non-overlapping, as a server sends them), last first. */
+export function applyEdits(
+  text: string,
+  edits: Array<{
+    range: { start: { line: number; character: number }; end: { line: number; character: number } };
+    newText: string;
+  }>,
+): string {
+  const lineStarts = [0];
+  for (let i = 0; i < text.length; i++) if (text[i] === "\n") lineStarts.push(i + 1);
+  const at = (p: { line: number; character: number }) =>
+    p.line >= lineStarts.length ? text.length : Math.min(text.length, lineStarts[p.line]! + p.character);
+  const sorted = [...edits].sort((a, b) => at(b.range.start) - at(a.range.start));
+  let out = text;
+  for (const e of sorted) out = out.slice(0, at(e.range.start)) + e.newText + out.slice(at(e.range.end));
+  return out;
+}

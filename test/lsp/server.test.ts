@@ -2,7 +2,7 @@ import fsp from "node:fs/promises";
 import path from "node:path";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ECHO_ONNX, pythonConfig, pythonModel, removeTempRepos, tempRepo, writeFiles } from "../repo/helpers.js";
-import { LspClient, positionOf } from "./client.js";
+import { LspClient, applyEdits, positionOf } from "./client.js";
 
 // The server in this process, driven by the protocol library's own client over streams; the
 // same over a real child's stdio is lsp.integration.test.ts.
@@ -30,6 +30,8 @@ max_batch_size: 8
 input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
 output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
 `;
+
+const ECHO_IO_LINES = `input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\noutput [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n`;
 
 let repo: string;
 let client: LspClient;
@@ -230,14 +232,34 @@ describe("hover and go to definition", () => {
 });
 
 describe("formatting", () => {
+  it("keeps CRLF line breaks and normalises the spacing around colons", async () => {
+    const f = file("echo");
+    const lf = `name:"echo"\nbackend :  "python"\nmax_batch_size:    8 # batches\n\n\n${ECHO_IO_LINES}`;
+    const text = lf.replace(/\n/g, "\r\n");
+    await client.open(f, text);
+    const edits = await client.format(f);
+    const out = applyEdits(text, edits);
+    expect(out).toBe(
+      `name: "echo"\r\nbackend: "python"\r\nmax_batch_size: 8 # batches\r\n\r\n${ECHO_IO_LINES.replace(/\n/g, "\r\n")}`,
+    );
+    expect(out.replace(/\r\n/g, "")).not.toContain("\n");
+    // The untouched lines' edits are absent: three lines respaced and one blank line removed.
+    expect(edits).toHaveLength(4);
+  });
+
   it("re-indents and spaces, keeping comments and the order of fields", async () => {
     const f = file("echo");
     const text = `# the echo model\nname:"echo"   \nbackend: "python" # runs model.py\nmax_batch_size: 8\ninput [\n{ name: "INPUT0"\n data_type: TYPE_FP32\n      dims: [ -1 ] } ]\n\n\n\noutput [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]`;
     await client.open(f, text);
-    const [edit] = await client.format(f);
-    expect(edit!.newText).toBe(
-      `# the echo model\nname: "echo"\nbackend: "python" # runs model.py\nmax_batch_size: 8\ninput [\n  { name: "INPUT0"\n    data_type: TYPE_FP32\n    dims: [ -1 ] } ]\n\noutput [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n`,
-    );
+    const edits = await client.format(f);
+    const want = `# the echo model\nname: "echo"\nbackend: "python" # runs model.py\nmax_batch_size: 8\ninput [\n  { name: "INPUT0"\n    data_type: TYPE_FP32\n    dims: [ -1 ] } ]\n\noutput [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]\n`;
+    expect(applyEdits(text, edits)).toBe(want);
+    // Only the lines that change are edited: the comment, backend and max_batch_size lines are not.
+    const touched = new Set(edits.map((e) => e.range.start.line));
+    expect([0, 2, 3, 4].filter((l) => touched.has(l))).toEqual([]);
+    // Formatted text gives no edit.
+    await client.change(f, want);
+    expect(await client.format(f)).toEqual([]);
     // A half-typed file is left alone.
     await client.change(f, "name: {");
     expect(await client.format(f)).toEqual([]);

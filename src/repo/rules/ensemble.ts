@@ -323,7 +323,13 @@ export function checkEnsembleGraph(parsed: ParsedConfig, r: Reporter): void {
     if (outputs.has(t.name) || inCycle.has(t.name)) continue;
     if (!t.producedBy && !t.isEnsembleInput) {
       const use = t.consumedBy[0]!;
-      knownNames ??= [...tensors.values()].filter((x) => x.producedBy || x.isEnsembleInput).map((x) => x.name);
+      // Every ensemble input, used or not: a typo in the only step reading one leaves it unused.
+      knownNames ??= [
+        ...new Set([
+          ...[...tensors.values()].filter((x) => x.producedBy || x.isEnsembleInput).map((x) => x.name),
+          ...c.input.map((x) => x.name).filter(Boolean),
+        ]),
+      ];
       const near = r.suggest(t.name, knownNames);
       r.error(
         "ensemble-tensor-not-produced",
@@ -336,11 +342,16 @@ export function checkEnsembleGraph(parsed: ParsedConfig, r: Reporter): void {
       continue;
     }
     if (t.producedBy && t.next.size === 0) {
+      // A typo of an ensemble output that nothing writes is the likeliest reason.
+      const near = r.suggest(
+        t.name,
+        c.output.map((o) => o.name).filter((n) => n && !tensors.get(n)?.producedBy),
+      );
       r.error(
         "ensemble-tensor-unused",
         `${entryPath(t.producedBy.step, "output_map", t.producedBy.key)}.value#value`,
         `ensemble tensor '${t.name}' written by step ${t.producedBy.step} is never used`,
-        "Feed it to a later step or an ensemble output, or remove it from output_map (mapping every model output is optional).",
+        `${near ? `Did you mean '${near}'? ` : ""}Feed it to a later step or an ensemble output, or remove it from output_map (mapping every model output is optional).`,
       );
       continue;
     }
