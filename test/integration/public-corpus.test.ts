@@ -72,7 +72,11 @@ const SOURCES: Record<string, Record<string, Outcome>> = {
       reason: /No module named 'torch'.*add torch to .*resnet50_python\/requirements\.txt/,
     },
     // TorchScript on KIND_GPU: the pytorch backend, on a GPU.
-    add_sub: { kind: "elsewhere", where: /needs a GPU \(KIND_GPU\)/ },
+    add_sub: {
+      kind: "elsewhere",
+      where:
+        /needs a GPU \(KIND_GPU\) and this machine has none; it runs on a machine with an NVIDIA GPU, with this runtime or the docker or kind runtime \(`--gpus all`, image nvcr\.io\/nvidia\/tritonserver:24\.10-py3\)/,
+    },
   },
   vllm_backend: {
     vllm_model: {
