@@ -195,6 +195,8 @@ interface StagedRepository {
   refused: Set<string>;
   skipped: Set<string>;
   notServed: NonNullable<RunState["notServed"]>;
+  /** What serves each skipped model, once per distinct hint: where its backend runs, or a GPU. */
+  skipHints: string[];
   autoCompleteOff: boolean;
   /** Why python models import their model.py twice in this run (config auto-complete is on), if they do. */
   autoCompleteNote?: string;
@@ -221,6 +223,7 @@ async function lintAndStage(
   const refused = new Set<string>();
   const skipped = new Set<string>();
   const notServed: StagedRepository["notServed"] = [];
+  const skipHints = new Set<string>();
   for (const m of lint.models) {
     const errors = m.diagnostics.filter((d) => d.severity === "error");
     // A backend this runtime lacks (its warning names where the model runs): skipped with that,
@@ -236,6 +239,7 @@ async function lintAndStage(
         diagnostics: [],
       });
       notServed.push({ model: m.name, why: "skipped", reason });
+      skipHints.add(elsewhere[0]!.hint ?? GPU_HINT);
       continue;
     }
     const gpu = m.diagnostics.filter((d) => d.code === "gpu-unavailable");
@@ -243,6 +247,7 @@ async function lintAndStage(
       skipped.add(m.name);
       bus.emit({ type: "skipped", model: m.name, reason: plan.gpuSkipReason, diagnostics: gpu });
       notServed.push({ model: m.name, why: "skipped", reason: plan.gpuSkipReason });
+      skipHints.add(GPU_HINT);
       continue;
     }
     if (errors.length) {
@@ -320,6 +325,7 @@ async function lintAndStage(
     refused,
     skipped,
     notServed,
+    skipHints: [...skipHints],
     autoCompleteOff,
     ...(autoCompleteNote ? { autoCompleteNote } : {}),
   };
@@ -474,7 +480,7 @@ async function startLocked(
   const forget = () => (plan.reuse ? Promise.resolve() : fsp.rm(folder.runDir, { recursive: true, force: true }));
   if (staged.staging.names().length === 0) {
     await forget();
-    throw nothingToServe(modelsDir, staged.notServed);
+    throw nothingToServe(modelsDir, staged.notServed, staged.skipHints);
   }
   const delivered = await plan.deliver({ runDir: folder.runDir, repository: folder.repository });
   if (lifecycle.signal.aborted) {
@@ -731,14 +737,23 @@ function heldOut(m: LintedModel, reason: string): Diagnostic {
  * Every model was refused or skipped: a server with nothing to serve is not what anyone asked for,
  * so `up` stops before starting it, with each model's reason.
  */
-function nothingToServe(modelsDir: string, notServed: StagedRepository["notServed"]): UserError {
+function nothingToServe(
+  modelsDir: string,
+  notServed: StagedRepository["notServed"],
+  skipHints: readonly string[],
+): UserError {
   const lines = notServed.map((n) => `  ${n.model}: ${n.why}, ${n.reason}`);
+  // Every model skipped: the skips' own hints, since a GPU alone does not serve a backend the
+  // default image lacks (vLLM, TensorRT-LLM name their image).
   return new UserError(`nothing to serve: no model of ${modelsDir} can load here\n${lines.join("\n")}`, {
     hint: notServed.some((n) => n.why === "refused")
       ? "Fix what lint found (`triton-dev lint` shows every finding), then run `triton-dev up` again."
-      : "Serve on a machine or runtime with a GPU (for example `--runtime docker --gpus all`), or add a CPU model.",
+      : (skipHints.length ? skipHints : [GPU_HINT]).join(" "),
   });
 }
+
+const GPU_HINT =
+  "Serve on a machine or runtime with a GPU (for example `--runtime docker --gpus all`), or add a CPU model.";
 
 /** A start that failed as the user reads it: what happened, and the runtime's advice from the log. */
 function startFailure(err: unknown, plan: PlannedRun, logFile: string): unknown {

@@ -30,7 +30,7 @@ describe("up --detach on the sample models (real Triton)", () => {
     expect(up.stdout).toMatch(/5 of 6 models? READY/);
     // The GPU sample model is skipped on a machine without a GPU, plainly and without failing `up`.
     expect(up.stdout).toMatch(
-      /resnet50_fp16: skipped, it needs a GPU \(KIND_GPU\) and this machine has none \(.*config\.pbtxt:\d+:\d+/,
+      /resnet50_fp16: skipped, it needs a GPU \(KIND_GPU\) and this machine has none; it runs on a machine with an NVIDIA GPU, with this runtime or the docker or kind runtime \(`--gpus all`, image nvcr\.io\/nvidia\/tritonserver:24\.10-py3\) \(.*config\.pbtxt:\d+:\d+/,
     );
     client = new TritonHttpClient(`http://127.0.0.1:${ports.http}`, { timeoutMs: 60_000 });
   }, 300_000);
@@ -62,7 +62,8 @@ describe("up --detach on the sample models (real Triton)", () => {
     // The model `up` left out is listed too, with why, although Triton never saw it.
     expect(byName.resnet50_fp16).toMatchObject({
       state: "SKIPPED",
-      reason: "it needs a GPU (KIND_GPU) and this machine has none",
+      reason:
+        "it needs a GPU (KIND_GPU) and this machine has none; it runs on a machine with an NVIDIA GPU, with this runtime or the docker or kind runtime (`--gpus all`, image nvcr.io/nvidia/tritonserver:24.10-py3)",
     });
     const plain = await runCli(["status"], env);
     expect(plain.stdout).toMatch(/resnet50_fp16\s+\S*\s*SKIPPED/);

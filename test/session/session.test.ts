@@ -201,6 +201,27 @@ describe("a start that fails", () => {
     expect(w.driver.calls).not.toContain("start");
     expect(await runFolders(w.paths)).toEqual([]);
   });
+
+  it("when every model is skipped for its backend, hints where that backend runs, not a GPU alone (vllm_backend's sample)", async () => {
+    const w = await world();
+    await fsp.rm(path.join(w.models, "echo"), { recursive: true });
+    await writeFiles(w.models, {
+      "vllm_model/config.pbtxt": 'backend: "vllm"\ninstance_group [ { count: 1 kind: KIND_MODEL } ]\n',
+      "vllm_model/1/model.json": '{"model": "facebook/opt-125m"}\n',
+    });
+    const err = await w.start().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(UserError);
+    expect((err as UserError).message).toMatch(/nothing to serve/);
+    // The default image has no vllm backend: `--runtime docker --gpus all` would fail there too.
+    expect((err as UserError).hint).toContain(
+      "`triton-dev up --runtime docker --image nvcr.io/nvidia/tritonserver:24.10-vllm-python-py3`",
+    );
+    expect((err as UserError).hint).not.toContain("--gpus all");
+    expect(w.driver.calls).not.toContain("start");
+  });
 });
 
 describe("a stop asked for during the start (Ctrl-C)", () => {

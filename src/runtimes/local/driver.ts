@@ -9,6 +9,7 @@ import { findProcesses, isOurProcess, processGroupOf, runsAsUs, runsOurExecutabl
 import type { RunState } from "../../state/run-state.js";
 import type { AttachedRun, Leftovers, PlannedRun, RuntimeDriver } from "../driver.js";
 import { deliverRunFolder } from "../delivery.js";
+import { DEFAULT_IMAGE } from "../docker/facts.js";
 import type { LocalEnvironment } from "./environment.js";
 import type { SpawnFn } from "./local-runtime.js";
 import { setupEvent } from "./events.js";
@@ -204,7 +205,8 @@ export function createLocalDriver(deps: LocalDeps = {}): RuntimeDriver<LocalOpti
       const gpus = await (deps.detectGpus ?? detectNvidiaGpus)();
       return {
         gpus,
-        gpuSkipReason: "it needs a GPU (KIND_GPU) and this machine has none",
+        // Where it runs, as the backends this runtime lacks are named: here it needs only a GPU.
+        gpuSkipReason: `it needs a GPU (KIND_GPU) and this machine has none; it runs on a machine with an NVIDIA GPU, with this runtime or the docker or kind runtime (\`--gpus all\`, image ${DEFAULT_IMAGE})`,
         canDisableAutoComplete: true,
         // Triton reads the run folder where it is.
         deliver: (folder) => deliverRunFolder(folder, ctx),
