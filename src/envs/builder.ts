@@ -132,6 +132,11 @@ export class EnvironmentBuilder {
     this.env = pipEnv(o.env ?? process.env);
   }
 
+  /** The managed environment's Python: what a model without a requirements.txt runs in. */
+  get basePython(): string {
+    return this.o.base.python;
+  }
+
   /** The stub's Python and pinned packages, asked once from the managed environment. */
   base(): Promise<EnvironmentBase> {
     this.basePromise ??= probeBase(this.o.base, this.o.stubPackages ?? ["numpy"]);

@@ -27,6 +27,11 @@ export const PYTHON_CODES = codes({
   "execution-env-missing": { severity: "error", description: "an EXECUTION_ENV_PATH that does not exist" },
   "python-model-class": { severity: "error", description: "a model.py without class TritonPythonModel" },
   "python-model-execute": { severity: "warning", description: "a TritonPythonModel without an execute method" },
+  "python-import-missing": {
+    severity: "error or warning",
+    description:
+      "a module the model's files import at load that its environment lacks (every one at once, with the pip package to add; a warning while the environment is not built)",
+  },
 });
 
 const MODEL_DIRECTORY_VAR = "$$TRITON_MODEL_DIRECTORY";

@@ -1,0 +1,287 @@
+import fs from "node:fs";
+import path from "node:path";
+import { execa } from "execa";
+import type { Diagnostic } from "../repo/diagnostics.js";
+import { packageFor } from "../triton/python-errors.js";
+import { canonicalName, REQUIREMENTS_FILE } from "./requirements.js";
+
+/**
+ * Every module a python model imports at load that its environment lacks, found in one pass
+ * instead of one ModuleNotFoundError per load (the stub stops at the first). The model's files are
+ * read by Python's `ast` only: nothing of the repository is imported or run, so this needs no
+ * sandbox (repo/model-code-sandbox.ts is for code that runs). Whether a module is there is asked of
+ * the interpreter the stub will run (`importlib.util.find_spec` of the top-level name, which
+ * searches the path without importing it), started isolated (`-I`: no PYTHONPATH, no user site, no
+ * current folder) so the repository's own folders are not on its path.
+ *
+ * Only imports the stub certainly runs count: statements directly in a module's body (not under
+ * `try`, `if` or a function), in the model file and in the local modules it imports that way. A
+ * file that changes `sys.path` or imports through `importlib` is left out: what it imports depends
+ * on code.
+ */
+
+/** Provided by the python backend's stub, not by any package. */
+const STUB_MODULES = ["triton_python_backend_utils"];
+/** Beyond these the model is judged by the files it holds (a repository of thousands is not read whole). */
+const MAX_FILES = 200;
+const MAX_FILE_BYTES = 1024 * 1024;
+
+const SCRIPT = String.raw`
+import ast, json, os, sys, importlib.util
+req = json.loads(sys.stdin.read())
+search = req["search"]
+MAX_FILES, MAX_BYTES = req["maxFiles"], req["maxBytes"]
+
+def local_path(name, base_dirs):
+    parts = name.split(".")
+    for d in base_dirs:
+        p = os.path.join(d, *parts)
+        if os.path.isfile(p + ".py"):
+            return p + ".py"
+        if os.path.isfile(os.path.join(p, "__init__.py")):
+            return os.path.join(p, "__init__.py")
+        if os.path.isdir(p):
+            return p
+    return None
+
+def is_local(top):
+    for d in search:
+        p = os.path.join(d, top)
+        if os.path.isfile(p + ".py") or os.path.isdir(p) or any(
+            f.startswith(top + ".") and f.endswith(".so") for f in os.listdir(d) if os.path.isfile(os.path.join(d, f))
+        ):
+            return True
+    return False
+
+DYNAMIC = ("sys.path", "importlib", "__import__", "site.addsitedir", "os.chdir")
+seen, found, skipped = set(), [], []
+queue = [req["entry"]]
+while queue and len(seen) < MAX_FILES:
+    f = queue.pop(0)
+    if f in seen or not os.path.isfile(f):
+        continue
+    seen.add(f)
+    try:
+        if os.path.getsize(f) > MAX_BYTES:
+            skipped.append([f, "too large"])
+            continue
+        with open(f, "rb") as h:
+            src = h.read()
+        tree = ast.parse(src, filename=f)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OSError) as e:
+        skipped.append([f, type(e).__name__])
+        continue
+    text = src.decode("utf-8", "replace")
+    if any(d in text for d in DYNAMIC):
+        skipped.append([f, "dynamic"])
+        continue
+    here = os.path.dirname(f)
+    for node in tree.body:
+        names = []
+        if isinstance(node, ast.Import):
+            names = [(a.name, None) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here
+                for _ in range(node.level - 1):
+                    base = os.path.dirname(base)
+                mod = node.module.split(".") if node.module else []
+                for a in node.names:
+                    p = local_path(".".join(mod + [a.name]), [base]) or (local_path(".".join(mod), [base]) if mod else None)
+                    if p and p.endswith(".py"):
+                        queue.append(p)
+                continue
+            names = [(node.module, [a.name for a in node.names])]
+        for name, members in names:
+            top = name.split(".")[0]
+            if top in ("__future__",) or top in req["stub"]:
+                continue
+            if is_local(top):
+                p = local_path(name, search)
+                if p and p.endswith(".py"):
+                    queue.append(p)
+                for m in members or []:
+                    q = local_path(name + "." + m, search)
+                    if q and q.endswith(".py"):
+                        queue.append(q)
+                continue
+            found.append({"file": f, "line": node.lineno, "column": node.col_offset + 1, "module": name, "top": top})
+
+specs = {}
+def spec_of(top):
+    if top not in specs:
+        try:
+            specs[top] = importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            specs[top] = None
+    return specs[top]
+
+missing = []
+for imp in found:
+    top, name = imp["top"], imp["module"]
+    spec = spec_of(top)
+    if spec is None:
+        imp["key"] = top
+        missing.append(imp)
+    elif spec.origin is None and spec.submodule_search_locations is not None and "." in name:
+        # A namespace package (google): the part below it decides (google.protobuf), looked up in its folders.
+        sub = name.split(".")[1]
+        if not any(
+            os.path.exists(os.path.join(d, sub)) or os.path.exists(os.path.join(d, sub + ".py"))
+            for d in spec.submodule_search_locations
+        ):
+            imp["key"] = top + "." + sub
+            missing.append(imp)
+print(json.dumps({"missing": missing, "files": sorted(seen), "skipped": skipped}))
+`;
+
+export interface MissingImport {
+  /** The file (absolute) and place of the import statement. */
+  file: string;
+  line: number;
+  column: number;
+  /** The module as written (`google.protobuf.json_format`). */
+  module: string;
+  /** What is missing: the top-level name, or `google.protobuf` below a namespace package. */
+  missing: string;
+  /** The pip package that provides it, and whether its name differs from the module's. */
+  package: string;
+  differs: boolean;
+}
+
+export interface ImportCheck {
+  missing: MissingImport[];
+  /** The files read (the model file and the local modules it imports). */
+  files: string[];
+  /** Files left out: unparsable, too large, or with imports that depend on code (`sys.path`). */
+  skipped: Array<{ file: string; why: string }>;
+}
+
+/** A version folder's model file and the folders its imports are looked up in besides the environment. */
+export interface ImportCheckRequest {
+  /** The model file (`<model>/<version>/model.py`). */
+  entry: string;
+  /** The interpreter the stub runs: the model's environment's, or the managed one. */
+  python: string;
+  timeoutMs?: number;
+}
+
+/** The package to add for a module missing below a namespace package (`google.protobuf`): a few are known. */
+const NAMESPACE_PACKAGES: Readonly<Record<string, string>> = {
+  "google.protobuf": "protobuf",
+  "google.cloud": "google-cloud-core",
+};
+
+function packageOf(missing: string): { package: string; differs: boolean } {
+  const ns = NAMESPACE_PACKAGES[missing];
+  if (ns) return { package: ns, differs: true };
+  return packageFor(missing.split(".")[0]!);
+}
+
+/**
+ * The model file's missing imports. The stub puts the version folder on the path (and the model's
+ * folder holds its config): a module there is the model's own. Throws only when the interpreter
+ * cannot run at all; a file it cannot read or parse is in `skipped` (its load says what is wrong).
+ */
+export async function findMissingImports(req: ImportCheckRequest): Promise<ImportCheck> {
+  const versionDir = path.dirname(req.entry);
+  const search = [versionDir, path.dirname(versionDir)];
+  const r = await execa(req.python, ["-I", "-B", "-c", SCRIPT], {
+    input: JSON.stringify({
+      entry: req.entry,
+      search,
+      stub: STUB_MODULES,
+      maxFiles: MAX_FILES,
+      maxBytes: MAX_FILE_BYTES,
+    }),
+    // The interpreter's own folder, never the repository's: nothing there is on its path.
+    cwd: path.dirname(req.python),
+    reject: false,
+    timeout: req.timeoutMs ?? 30_000,
+    extendEnv: false,
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LANG: "C.UTF-8" },
+  });
+  if (r.exitCode !== 0) {
+    throw new Error(
+      `the import check did not run with ${req.python}: ${String(r.stderr).split("\n").slice(-2).join(" ")}`,
+    );
+  }
+  const out = JSON.parse(r.stdout) as {
+    missing: Array<{ file: string; line: number; column: number; module: string; key: string }>;
+    files: string[];
+    skipped: Array<[string, string]>;
+  };
+  return {
+    missing: out.missing.map((m) => {
+      // All of `google` missing: the part the package provides names it (google.protobuf -> protobuf).
+      const key =
+        Object.keys(NAMESPACE_PACKAGES).find((ns) => m.module === ns || m.module.startsWith(`${ns}.`)) ?? m.key;
+      return { file: m.file, line: m.line, column: m.column, module: m.module, missing: key, ...packageOf(key) };
+    }),
+    files: out.files,
+    skipped: out.skipped.map(([file, why]) => ({ file, why })),
+  };
+}
+
+/**
+ * Leaves out modules whose package a requirements file already names (canonical): before the
+ * environment is built, what it will hold is known only by those names.
+ */
+export function withoutListed(missing: MissingImport[], listed: ReadonlySet<string>): MissingImport[] {
+  return missing.filter((m) => !listed.has(canonicalName(m.package)) && !listed.has(canonicalName(m.missing)));
+}
+
+/** One entry per missing module, first place first: `cv2 (opencv-python-headless)`. */
+function distinct(missing: MissingImport[]): MissingImport[] {
+  const byName = new Map<string, MissingImport>();
+  for (const m of missing) if (!byName.has(m.missing)) byName.set(m.missing, m);
+  return [...byName.values()];
+}
+
+function named(m: MissingImport): string {
+  return m.differs ? `'${m.missing}' (package ${m.package})` : `'${m.missing}'`;
+}
+
+/**
+ * The one sentence that names them all and where to list them; `files` maps a staged path back
+ * to the user's (up reads the staged copy).
+ */
+export function describeMissingImports(
+  model: string,
+  modelDir: string,
+  missing: MissingImport[],
+  o: { asUser?: (file: string) => string; notBuilt?: boolean } = {},
+): { message: string; hint: string; diagnostics: Diagnostic[] } {
+  const asUser = o.asUser ?? ((f: string) => f);
+  const all = distinct(missing);
+  const requirements = path.join(modelDir, REQUIREMENTS_FILE);
+  const packages = [...new Set(all.map((m) => m.package))];
+  const env = o.notBuilt
+    ? "that neither the managed environment nor requirements.txt provides"
+    : "the model's environment lacks";
+  const message = `${model} imports ${all.length === 1 ? "a module" : `${all.length} modules`} ${env}: ${all.map(named).join(", ")}`;
+  const hint = `Add ${packages.length === 1 ? "this line" : "these lines"} to ${requirements} (triton-dev builds the model an environment from it): ${packages.join(", ")}.`;
+  const diagnostics: Diagnostic[] = missing.map((m, i) => ({
+    severity: o.notBuilt ? "warning" : "error",
+    file: asUser(m.file),
+    line: m.line,
+    column: m.column,
+    message: o.notBuilt
+      ? `'${m.module}' is in neither the managed environment nor a package requirements.txt names: unless a package listed there provides it, the load fails with "No module named '${m.missing}'"`
+      : `'${m.module}' is not installed in the model's environment: the load fails with "No module named '${m.missing}'"${i === 0 && all.length > 1 ? ` (all ${all.length} missing: ${all.map((x) => x.missing).join(", ")})` : ""}`,
+    hint: `Add ${m.package}${m.differs ? ` (the package that provides '${m.missing}')` : ""} to ${requirements}; triton-dev builds the model an environment from it.`,
+    model,
+    code: "python-import-missing",
+  }));
+  return { message, hint, diagnostics };
+}
+
+/** The model file a python config names (`default_model_filename`), model.py otherwise. */
+export function modelFileName(config: string | undefined): string {
+  return /^\s*default_model_filename\s*:\s*["']([^"'\n]+)["']/m.exec(config ?? "")?.[1] ?? "model.py";
+}
+
+/** The model file of each version folder that has one (`default_model_filename` or model.py). */
+export function modelFiles(modelDir: string, versions: string[], fileName = "model.py"): string[] {
+  return versions.map((v) => path.join(modelDir, v, fileName)).filter((f) => fs.existsSync(f));
+}
