@@ -2,7 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { execa } from "execa";
 import type { Diagnostic } from "../repo/diagnostics.js";
-import { packageFor } from "../triton/python-errors.js";
+import { packageFor } from "../module-packages.js";
 import { canonicalName, REQUIREMENTS_FILE } from "./requirements.js";
 
 /**
