@@ -55,7 +55,31 @@ describe("a python model's dependencies (real Triton, local runtime)", () => {
     );
     await fsp.writeFile(path.join(repo, "packed", "1", "model.py"), OFFSET_MODEL);
     await fsp.writeFile(path.join(repo, "packed", "requirements.txt"), "numpy==1.24.4\n");
+    // Environments Triton cannot find when triton-dev starts it here: lint and up say the same.
+    for (const [name, value] of [
+      ["relenv", "envs/python-3-11.tar.gz"],
+      ["absenv", "/nonexistent/triton-dev-env.tar.gz"],
+    ]) {
+      await fsp.mkdir(path.join(repo, name!, "1"), { recursive: true });
+      await fsp.writeFile(
+        path.join(repo, name!, "config.pbtxt"),
+        OFFSET_CONFIG.replace('"offset"', `"${name}"`) +
+          `parameters: { key: "EXECUTION_ENV_PATH" value: { string_value: "${value}" } }\n`,
+      );
+      await fsp.writeFile(path.join(repo, name!, "1", "model.py"), OFFSET_MODEL);
+    }
   }, 60_000);
+
+  /** `<severity>: <message>` of each EXECUTION_ENV_PATH finding printed at its file:line:col, once each. */
+  const envFindings = (out: string) =>
+    out
+      .split("\n")
+      .map((l) => /^\S*config\.pbtxt:\d+:\d+: (error|warning): (EXECUTION_ENV_PATH .*)$/.exec(l.trim()))
+      .filter((m): m is RegExpExecArray => !!m)
+      .map((m) => `${m[1]}: ${m[2]}`)
+      .filter((l, i, all) => all.indexOf(l) === i)
+      .sort();
+  let linted: string[] = [];
 
   afterAll(async () => {
     if (env) await runCli(["down"], env);
@@ -74,6 +98,15 @@ describe("a python model's dependencies (real Triton, local runtime)", () => {
       `hint: Add opencv-python-headless (the package that provides 'cv2') to ${path.join(repo, "vision", "requirements.txt")}`,
     );
     expect(r.stdout).not.toMatch(/packed.*error/);
+    linted = envFindings(r.stdout);
+    expect(linted).toEqual([
+      expect.stringMatching(
+        /^error: EXECUTION_ENV_PATH '\/nonexistent\/triton-dev-env\.tar\.gz' names .* does not exist/,
+      ),
+      expect.stringMatching(
+        /^error: EXECUTION_ENV_PATH 'envs\/python-3-11\.tar\.gz' is relative: .*Failed to get the canonical path/,
+      ),
+    ]);
     expect(r.code).toBe(1);
   }, 60_000);
 
@@ -83,6 +116,7 @@ describe("a python model's dependencies (real Triton, local runtime)", () => {
       "vision imports 3 modules the model's environment lacks: 'cv2' (package opencv-python-headless), 'PIL' (package pillow), 'requests'",
     );
     expect(up.stdout).toContain(`packed: ${path.join(repo, "packed", "requirements.txt")} is not used`);
+    expect(envFindings(up.stdout)).toEqual(linted);
     const status = JSON.parse((await runCli(["status", "--json"], env)).stdout) as {
       models: Array<{ name: string; state: string; reason?: string }>;
     };
@@ -90,6 +124,7 @@ describe("a python model's dependencies (real Triton, local runtime)", () => {
     expect(byName.get("packed")?.state).toBe("READY");
     expect(byName.get("offset")?.state).toBe("READY");
     expect(byName.get("vision")).toMatchObject({ state: "REFUSED" });
+    expect([byName.get("relenv")?.state, byName.get("absenv")?.state]).toEqual(["REFUSED", "REFUSED"]);
     expect(byName.get("vision")?.reason).toMatch(
       /'cv2' \(package opencv-python-headless\), 'PIL' \(package pillow\), 'requests'/,
     );
