@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import { execa } from "execa";
+import { spawn, type ChildProcess } from "node:child_process";
 import type { Diagnostic } from "../repo/diagnostics.js";
 import { packageFor } from "../module-packages.js";
 import { canonicalName, REQUIREMENTS_FILE } from "./requirements.js";
@@ -27,112 +27,126 @@ const MAX_FILES = 200;
 const MAX_FILE_BYTES = 1024 * 1024;
 
 const SCRIPT = String.raw`
-import ast, json, os, sys, importlib.util
-req = json.loads(sys.stdin.read())
-search = req["search"]
-MAX_FILES, MAX_BYTES = req["maxFiles"], req["maxBytes"]
+import ast, json, os, sys, importlib, importlib.util
 
-def local_path(name, base_dirs):
-    parts = name.split(".")
-    for d in base_dirs:
-        p = os.path.join(d, *parts)
-        if os.path.isfile(p + ".py"):
-            return p + ".py"
-        if os.path.isfile(os.path.join(p, "__init__.py")):
-            return os.path.join(p, "__init__.py")
-        if os.path.isdir(p):
-            return p
-    return None
+def check(req):
+    search = req["search"]
+    MAX_FILES, MAX_BYTES = req["maxFiles"], req["maxBytes"]
 
-def is_local(top):
-    for d in search:
-        p = os.path.join(d, top)
-        if os.path.isfile(p + ".py") or os.path.isdir(p) or any(
-            f.startswith(top + ".") and f.endswith(".so") for f in os.listdir(d) if os.path.isfile(os.path.join(d, f))
-        ):
-            return True
-    return False
+    def local_path(name, base_dirs):
+        parts = name.split(".")
+        for d in base_dirs:
+            p = os.path.join(d, *parts)
+            if os.path.isfile(p + ".py"):
+                return p + ".py"
+            if os.path.isfile(os.path.join(p, "__init__.py")):
+                return os.path.join(p, "__init__.py")
+            if os.path.isdir(p):
+                return p
+        return None
 
-DYNAMIC = ("sys.path", "importlib", "__import__", "site.addsitedir", "os.chdir")
-seen, found, skipped = set(), [], []
-queue = [req["entry"]]
-while queue and len(seen) < MAX_FILES:
-    f = queue.pop(0)
-    if f in seen or not os.path.isfile(f):
-        continue
-    seen.add(f)
-    try:
-        if os.path.getsize(f) > MAX_BYTES:
-            skipped.append([f, "too large"])
+    def is_local(top):
+        for d in search:
+            p = os.path.join(d, top)
+            if not os.path.isdir(d):
+                continue
+            if os.path.isfile(p + ".py") or os.path.isdir(p) or any(
+                f.startswith(top + ".") and f.endswith(".so") for f in os.listdir(d) if os.path.isfile(os.path.join(d, f))
+            ):
+                return True
+        return False
+
+    DYNAMIC = ("sys.path", "importlib", "__import__", "site.addsitedir", "os.chdir")
+    seen, found, skipped = set(), [], []
+    queue = [req["entry"]]
+    while queue and len(seen) < MAX_FILES:
+        f = queue.pop(0)
+        if f in seen or not os.path.isfile(f):
             continue
-        with open(f, "rb") as h:
-            src = h.read()
-        tree = ast.parse(src, filename=f)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, OSError) as e:
-        skipped.append([f, type(e).__name__])
-        continue
-    text = src.decode("utf-8", "replace")
-    if any(d in text for d in DYNAMIC):
-        skipped.append([f, "dynamic"])
-        continue
-    here = os.path.dirname(f)
-    for node in tree.body:
-        names = []
-        if isinstance(node, ast.Import):
-            names = [(a.name, None) for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = here
-                for _ in range(node.level - 1):
-                    base = os.path.dirname(base)
-                mod = node.module.split(".") if node.module else []
-                for a in node.names:
-                    p = local_path(".".join(mod + [a.name]), [base]) or (local_path(".".join(mod), [base]) if mod else None)
+        seen.add(f)
+        try:
+            if os.path.getsize(f) > MAX_BYTES:
+                skipped.append([f, "too large"])
+                continue
+            with open(f, "rb") as h:
+                src = h.read()
+            tree = ast.parse(src, filename=f)
+        except (SyntaxError, ValueError, RecursionError, MemoryError, OSError) as e:
+            skipped.append([f, type(e).__name__])
+            continue
+        text = src.decode("utf-8", "replace")
+        if any(d in text for d in DYNAMIC):
+            skipped.append([f, "dynamic"])
+            continue
+        here = os.path.dirname(f)
+        for node in tree.body:
+            names = []
+            if isinstance(node, ast.Import):
+                names = [(a.name, None) for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = here
+                    for _ in range(node.level - 1):
+                        base = os.path.dirname(base)
+                    mod = node.module.split(".") if node.module else []
+                    for a in node.names:
+                        p = local_path(".".join(mod + [a.name]), [base]) or (local_path(".".join(mod), [base]) if mod else None)
+                        if p and p.endswith(".py"):
+                            queue.append(p)
+                    continue
+                names = [(node.module, [a.name for a in node.names])]
+            for name, members in names:
+                top = name.split(".")[0]
+                if top in ("__future__",) or top in req["stub"]:
+                    continue
+                if is_local(top):
+                    p = local_path(name, search)
                     if p and p.endswith(".py"):
                         queue.append(p)
-                continue
-            names = [(node.module, [a.name for a in node.names])]
-        for name, members in names:
-            top = name.split(".")[0]
-            if top in ("__future__",) or top in req["stub"]:
-                continue
-            if is_local(top):
-                p = local_path(name, search)
-                if p and p.endswith(".py"):
-                    queue.append(p)
-                for m in members or []:
-                    q = local_path(name + "." + m, search)
-                    if q and q.endswith(".py"):
-                        queue.append(q)
-                continue
-            found.append({"file": f, "line": node.lineno, "column": node.col_offset + 1, "module": name, "top": top})
+                    for m in members or []:
+                        q = local_path(name + "." + m, search)
+                        if q and q.endswith(".py"):
+                            queue.append(q)
+                    continue
+                found.append({"file": f, "line": node.lineno, "column": node.col_offset + 1, "module": name, "top": top})
 
-specs = {}
-def spec_of(top):
-    if top not in specs:
-        try:
-            specs[top] = importlib.util.find_spec(top)
-        except (ImportError, ValueError):
-            specs[top] = None
-    return specs[top]
+    specs = {}
+    def spec_of(top):
+        if top not in specs:
+            try:
+                specs[top] = importlib.util.find_spec(top)
+            except (ImportError, ValueError):
+                specs[top] = None
+        return specs[top]
 
-missing = []
-for imp in found:
-    top, name = imp["top"], imp["module"]
-    spec = spec_of(top)
-    if spec is None:
-        imp["key"] = top
-        missing.append(imp)
-    elif spec.origin is None and spec.submodule_search_locations is not None and "." in name:
-        # A namespace package (google): the part below it decides (google.protobuf), looked up in its folders.
-        sub = name.split(".")[1]
-        if not any(
-            os.path.exists(os.path.join(d, sub)) or os.path.exists(os.path.join(d, sub + ".py"))
-            for d in spec.submodule_search_locations
-        ):
-            imp["key"] = top + "." + sub
+    missing = []
+    for imp in found:
+        top, name = imp["top"], imp["module"]
+        spec = spec_of(top)
+        if spec is None:
+            imp["key"] = top
             missing.append(imp)
-print(json.dumps({"missing": missing, "files": sorted(seen), "skipped": skipped}))
+        elif spec.origin is None and spec.submodule_search_locations is not None and "." in name:
+            # A namespace package (google): the part below it decides (google.protobuf), looked up in its folders.
+            sub = name.split(".")[1]
+            if not any(
+                os.path.exists(os.path.join(d, sub)) or os.path.exists(os.path.join(d, sub + ".py"))
+                for d in spec.submodule_search_locations
+            ):
+                imp["key"] = top + "." + sub
+                missing.append(imp)
+    return {"missing": missing, "files": sorted(seen), "skipped": skipped}
+
+
+# One request per line, one answer per line: a worker kept while requests come (lint reads thousands).
+for line in sys.stdin:
+    importlib.invalidate_caches()
+    try:
+        answer = check(json.loads(line))
+    except Exception as e:
+        answer = {"error": "%s: %s" % (type(e).__name__, e)}
+    sys.stdout.write(json.dumps(answer) + "\n")
+    sys.stdout.flush()
 `;
 
 export interface MissingImport {
@@ -178,6 +192,116 @@ function packageOf(missing: string): { package: string; differs: boolean } {
   return packageFor(missing.split(".")[0]!);
 }
 
+/** How long a worker waits for the next request before it ends (a lint run asks thousands in a row). */
+const WORKER_IDLE_MS = 2_000;
+
+/**
+ * One Python per interpreter, kept while requests come: a lint of 2,000 python models would
+ * otherwise start 2,000 interpreters. Requests are answered in order, one JSON line each.
+ */
+class ImportWorker {
+  private readonly child: ChildProcess;
+  private readonly waiting: Array<{ resolve: (a: Record<string, unknown>) => void; reject: (e: Error) => void }> = [];
+  private buffer = "";
+  private idle: NodeJS.Timeout | undefined;
+  private dead: Error | undefined;
+
+  constructor(
+    readonly python: string,
+    private readonly onEnd: () => void,
+  ) {
+    this.child = spawn(python, ["-I", "-B", "-c", SCRIPT], {
+      // The interpreter's own folder, never the repository's: nothing there is on its path.
+      cwd: path.dirname(python),
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LANG: "C.UTF-8" },
+      stdio: ["pipe", "pipe", "ignore"],
+    });
+    this.child.stdout!.setEncoding("utf8");
+    this.child.stdout!.on("data", (chunk: string) => {
+      this.buffer += chunk;
+      for (let nl = this.buffer.indexOf("\n"); nl >= 0; nl = this.buffer.indexOf("\n")) {
+        const line = this.buffer.slice(0, nl);
+        this.buffer = this.buffer.slice(nl + 1);
+        const next = this.waiting.shift();
+        try {
+          next?.resolve(JSON.parse(line) as Record<string, unknown>);
+        } catch (err) {
+          next?.reject(err as Error);
+        }
+      }
+      this.armIdle();
+    });
+    this.child.on("error", (err) => this.end(err));
+    this.child.on("exit", (code, signal) => this.end(new Error(`${python} ended (${signal ?? `code ${code}`})`)));
+    this.child.stdin!.on("error", (err) => this.end(err));
+  }
+
+  ask(req: Record<string, unknown>, timeoutMs: number): Promise<Record<string, unknown>> {
+    if (this.dead) return Promise.reject(this.dead);
+    if (this.idle) clearTimeout(this.idle);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.child.kill("SIGKILL");
+        this.end(new Error(`the import check took over ${timeoutMs} ms`));
+      }, timeoutMs);
+      timer.unref();
+      this.waiting.push({
+        resolve: (a) => {
+          clearTimeout(timer);
+          resolve(a);
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      });
+      this.hold(true);
+      this.child.stdin!.write(JSON.stringify(req) + "\n");
+    });
+  }
+
+  /**
+   * Held (keeping the process alive) only while a request waits: an idle worker never delays the
+   * exit of `lint`, and ends with it (its stdin closes).
+   */
+  private hold(on: boolean): void {
+    for (const h of [this.child, this.child.stdin, this.child.stdout] as Array<{ ref(): void; unref(): void } | null>)
+      if (on) h?.ref();
+      else h?.unref();
+  }
+
+  private armIdle(): void {
+    if (this.idle) clearTimeout(this.idle);
+    if (this.waiting.length > 0) return;
+    this.hold(false);
+    this.idle = setTimeout(() => this.child.stdin!.end(), WORKER_IDLE_MS);
+    this.idle.unref();
+  }
+
+  private end(err: Error): void {
+    if (this.dead) return;
+    this.dead = err;
+    if (this.idle) clearTimeout(this.idle);
+    for (const w of this.waiting.splice(0)) w.reject(err);
+    this.onEnd();
+  }
+}
+
+const workers = new Map<string, ImportWorker>();
+
+function workerFor(python: string): ImportWorker {
+  let w = workers.get(python);
+  if (!w) {
+    const created: ImportWorker = new ImportWorker(python, () => {
+      if (workers.get(python) === created) workers.delete(python);
+    });
+    w = created;
+    workers.set(python, w);
+    // A worker that ends between requests is started again by the next one.
+  }
+  return w;
+}
+
 /**
  * The model file's missing imports. The stub puts the version folder on the path (and the model's
  * folder holds its config): a module there is the model's own. Throws only when the interpreter
@@ -186,27 +310,12 @@ function packageOf(missing: string): { package: string; differs: boolean } {
 export async function findMissingImports(req: ImportCheckRequest): Promise<ImportCheck> {
   const versionDir = path.dirname(req.entry);
   const search = [versionDir, path.dirname(versionDir)];
-  const r = await execa(req.python, ["-I", "-B", "-c", SCRIPT], {
-    input: JSON.stringify({
-      entry: req.entry,
-      search,
-      stub: STUB_MODULES,
-      maxFiles: MAX_FILES,
-      maxBytes: MAX_FILE_BYTES,
-    }),
-    // The interpreter's own folder, never the repository's: nothing there is on its path.
-    cwd: path.dirname(req.python),
-    reject: false,
-    timeout: req.timeoutMs ?? 30_000,
-    extendEnv: false,
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LANG: "C.UTF-8" },
-  });
-  if (r.exitCode !== 0) {
-    throw new Error(
-      `the import check did not run with ${req.python}: ${String(r.stderr).split("\n").slice(-2).join(" ")}`,
-    );
-  }
-  const out = JSON.parse(r.stdout) as {
+  const answer = await workerFor(req.python).ask(
+    { entry: req.entry, search, stub: STUB_MODULES, maxFiles: MAX_FILES, maxBytes: MAX_FILE_BYTES },
+    req.timeoutMs ?? 30_000,
+  );
+  if (typeof answer.error === "string") throw new Error(`the import check failed on ${req.entry}: ${answer.error}`);
+  const out = answer as unknown as {
     missing: Array<{ file: string; line: number; column: number; module: string; key: string }>;
     files: string[];
     skipped: Array<[string, string]>;
