@@ -31,6 +31,7 @@ import ast, json, os, sys, importlib, importlib.util
 
 def check(req):
     search = req["search"]
+    root = os.path.realpath(search[-1])
     MAX_FILES, MAX_BYTES = req["maxFiles"], req["maxBytes"]
 
     def local_path(name, base_dirs):
@@ -64,6 +65,10 @@ def check(req):
         if f in seen or not os.path.isfile(f):
             continue
         seen.add(f)
+        # Only the model's own files: a link leading out of its folder is not read.
+        if not os.path.realpath(f).startswith(root + os.sep):
+            skipped.append([f, "outside the model"])
+            continue
         try:
             if os.path.getsize(f) > MAX_BYTES:
                 skipped.append([f, "too large"])

@@ -86,4 +86,15 @@ describe("missing imports of a python model", () => {
     expect(r.missing).toEqual([]);
     expect(r.skipped.map((s) => s.why)).toEqual(["SyntaxError"]);
   });
+
+  it("reads no file a link leads to outside the model folder", async () => {
+    const outside = path.join(dir, "outside.py");
+    await fsp.writeFile(outside, "import cv2\n");
+    const entry = await model({ "1/helper_target.py": "" });
+    await fsp.writeFile(entry, "import helper\n");
+    await fsp.symlink(outside, path.join(path.dirname(entry), "helper.py"));
+    const r = await findMissingImports({ entry, python });
+    expect(r.missing).toEqual([]);
+    expect(r.skipped).toEqual([{ file: path.join(path.dirname(entry), "helper.py"), why: "outside the model" }]);
+  });
 });
