@@ -11,8 +11,8 @@ import { canonicalName, REQUIREMENTS_FILE } from "./requirements.js";
  * read by Python's `ast` only: nothing of the repository is imported or run, so this needs no
  * sandbox (repo/model-code-sandbox.ts is for code that runs). Whether a module is there is asked of
  * the interpreter the stub will run (`importlib.util.find_spec` of the top-level name, which
- * searches the path without importing it), started isolated (`-I`: no PYTHONPATH, no user site, no
- * current folder) so the repository's own folders are not on its path.
+ * searches the path without importing it), started in its own bin folder with only the variables
+ * that change the stub's path (PYTHONPATH, the user site), so the repository's folders are not on it.
  *
  * Only imports the stub certainly runs count: statements directly in a module's body (not under
  * `try`, `if` or a function), in the model file and in the local modules it imports that way. A
@@ -183,6 +183,8 @@ export interface ImportCheckRequest {
   /** The interpreter the stub runs: the model's environment's, or the managed one. */
   python: string;
   timeoutMs?: number;
+  /** The environment tritonserver (and so the stub) runs with: its PYTHONPATH and user site count. */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** The package to add for a module missing below a namespace package (`google.protobuf`): a few are known. */
@@ -213,12 +215,13 @@ class ImportWorker {
 
   constructor(
     readonly python: string,
+    env: NodeJS.ProcessEnv,
     private readonly onEnd: () => void,
   ) {
-    this.child = spawn(python, ["-I", "-B", "-c", SCRIPT], {
+    this.child = spawn(python, ["-B", "-c", SCRIPT], {
       // The interpreter's own folder, never the repository's: nothing there is on its path.
       cwd: path.dirname(python),
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", LANG: "C.UTF-8" },
+      env,
       stdio: ["pipe", "pipe", "ignore"],
     });
     this.child.stdout!.setEncoding("utf8");
@@ -294,14 +297,26 @@ class ImportWorker {
 
 const workers = new Map<string, ImportWorker>();
 
-function workerFor(python: string): ImportWorker {
-  let w = workers.get(python);
+/**
+ * What the stub's Python sees of the environment besides its own folders: PYTHONPATH and the user
+ * site (HOME, PYTHONUSERBASE), which tritonserver passes on to it; nothing else reaches the check.
+ */
+function checkEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = { PATH: env.PATH ?? "/usr/bin:/bin", LANG: "C.UTF-8" };
+  for (const k of ["HOME", "PYTHONPATH", "PYTHONUSERBASE", "PYTHONNOUSERSITE"]) if (env[k]) out[k] = env[k];
+  return out;
+}
+
+function workerFor(python: string, env: NodeJS.ProcessEnv): ImportWorker {
+  const e = checkEnv(env);
+  const id = JSON.stringify([python, e]);
+  let w = workers.get(id);
   if (!w) {
-    const created: ImportWorker = new ImportWorker(python, () => {
-      if (workers.get(python) === created) workers.delete(python);
+    const created: ImportWorker = new ImportWorker(python, e, () => {
+      if (workers.get(id) === created) workers.delete(id);
     });
     w = created;
-    workers.set(python, w);
+    workers.set(id, w);
     // A worker that ends between requests is started again by the next one.
   }
   return w;
@@ -315,7 +330,7 @@ function workerFor(python: string): ImportWorker {
 export async function findMissingImports(req: ImportCheckRequest): Promise<ImportCheck> {
   const versionDir = path.dirname(req.entry);
   const search = [versionDir, path.dirname(versionDir)];
-  const answer = await workerFor(req.python).ask(
+  const answer = await workerFor(req.python, req.env ?? process.env).ask(
     { entry: req.entry, search, stub: STUB_MODULES, maxFiles: MAX_FILES, maxBytes: MAX_FILE_BYTES },
     req.timeoutMs ?? 30_000,
   );

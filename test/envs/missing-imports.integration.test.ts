@@ -87,6 +87,16 @@ describe("missing imports of a python model", () => {
     expect(r.skipped.map((s) => s.why)).toEqual(["SyntaxError"]);
   });
 
+  it("counts a module on the PYTHONPATH tritonserver passes on to the stub", async () => {
+    const lib = await fsp.mkdtemp(path.join(dir, "lib-"));
+    await fsp.writeFile(path.join(lib, "vendored_thing.py"), "");
+    const entry = await model({ "1/model.py": "import vendored_thing\n" });
+    expect((await findMissingImports({ entry, python, env: {} })).missing.map((m) => m.missing)).toEqual([
+      "vendored_thing",
+    ]);
+    expect((await findMissingImports({ entry, python, env: { PYTHONPATH: lib } })).missing).toEqual([]);
+  });
+
   it("reads no file a link leads to outside the model folder", async () => {
     const outside = path.join(dir, "outside.py");
     await fsp.writeFile(outside, "import cv2\n");
