@@ -27,7 +27,7 @@ const MAX_FILES = 200;
 const MAX_FILE_BYTES = 1024 * 1024;
 
 const SCRIPT = String.raw`
-import ast, json, os, sys, importlib, importlib.util
+import ast, json, os, sys, importlib.util
 
 def check(req):
     search = req["search"]
@@ -46,14 +46,16 @@ def check(req):
                 return p
         return None
 
+    listed = {}
+
     def is_local(top):
         for d in search:
             p = os.path.join(d, top)
             if not os.path.isdir(d):
                 continue
-            if os.path.isfile(p + ".py") or os.path.isdir(p) or any(
-                f.startswith(top + ".") and f.endswith(".so") for f in os.listdir(d) if os.path.isfile(os.path.join(d, f))
-            ):
+            if d not in listed:
+                listed[d] = [f for f in os.listdir(d) if f.endswith(".so")]
+            if os.path.isfile(p + ".py") or os.path.isdir(p) or any(f.startswith(top + ".") for f in listed[d]):
                 return True
         return False
 
@@ -144,8 +146,9 @@ def check(req):
 
 
 # One request per line, one answer per line: a worker kept while requests come (lint reads thousands).
+# The environments asked about do not change while a worker lives (a built one never does; the
+# worker ends when idle), so the importer's folder caches are kept between requests.
 for line in sys.stdin:
-    importlib.invalidate_caches()
     try:
         answer = check(json.loads(line))
     except Exception as e:
