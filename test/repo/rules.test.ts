@@ -1081,7 +1081,7 @@ describe("EXECUTION_ENV_PATH", () => {
     ).toEqual([]);
   });
 
-  it("checks an absolute path only where Triton runs on this machine, and warns of a relative one", async () => {
+  it("checks an absolute path only where Triton runs on this machine, and refuses a relative one there (a warning for a container)", async () => {
     const absolute = withEnv("/nonexistent/triton-dev-env.tar.gz");
     const local = await lint(absolute, undefined, { runtime: "local" });
     expect(local.diagnostics.map((d) => d.code)).toEqual(["execution-env-missing"]);
