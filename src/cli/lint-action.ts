@@ -174,6 +174,61 @@ async function builtEnvironments(env: NodeJS.ProcessEnv = process.env): Promise<
   };
 }
 
+/**
+ * Which modules a python model imports that its environment lacks, read from its files by `ast`
+ * (nothing of the repository runs): judged in the environment `up` built from its requirements.txt,
+ * or, before it is built, in the managed one with the packages requirements.txt names taken as
+ * there (warnings then: a listed package may provide a module under another name). Without the
+ * managed environment, or for a runtime whose image's Python decides, nothing is said.
+ */
+async function importChecker(
+  runtime: RuntimeKind | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<LintOptions["importChecker"]> {
+  if (runtime && !RUNTIME_FACTS[runtime].buildsEnvironments) return undefined;
+  const paths = resolvePaths(env);
+  try {
+    requireTrustedHome(paths.home);
+  } catch {
+    return undefined;
+  }
+  const marker = await readManagedEnvironment(paths.envMarker);
+  if (!marker) return undefined;
+  const [{ EnvironmentBuilder, environmentsRootIn }, imports, { checkRequirementsFile }, { canonicalName }] =
+    await Promise.all([
+      import("../envs/builder.js"),
+      import("../envs/missing-imports.js"),
+      import("../envs/requirements-check.js"),
+      import("../envs/requirements.js"),
+    ]);
+  const builder = new EnvironmentBuilder({ root: environmentsRootIn(paths.home, env), base: marker, env });
+  return async (model, dir, configText) => {
+    const requirements = path.join(dir, "requirements.txt");
+    let python = marker.python;
+    let listed: Set<string> | undefined;
+    if (fs.existsSync(requirements)) {
+      const found = await builder.find(requirements).catch(() => "not-built" as const);
+      if (typeof found === "object") python = found.python;
+      else if (found === "not-built") {
+        const resolved = checkRequirementsFile(requirements, dir, { model }).resolved;
+        listed = new Set((resolved?.requirements ?? []).map((r) => canonicalName(r.name)));
+      }
+    }
+    const versions = fs
+      .readdirSync(dir, { withFileTypes: true })
+      .filter((e) => e.isDirectory() && /^\d+$/.test(e.name))
+      .map((e) => e.name);
+    const missing = [];
+    for (const entry of imports.modelFiles(dir, versions, imports.modelFileName(configText))) {
+      const r = await imports.findMissingImports({ entry, python }).catch(() => undefined);
+      if (r) missing.push(...r.missing);
+    }
+    const left = listed ? imports.withoutListed(missing, listed) : missing;
+    if (left.length === 0) return [];
+    return imports.describeMissingImports(model, dir, left, { notBuilt: listed !== undefined }).diagnostics;
+  };
+}
+
 /** The managed environment's Python and site-packages, from the marker `triton-dev setup` writes. */
 async function readManagedEnvironment(file: string): Promise<{ python: string; sitePackages: string } | undefined> {
   try {
@@ -263,6 +318,8 @@ export async function runLint(dir: string, flags: LintFlags, deps: LintDeps = {}
     requireTrustedHome(resolvePaths(process.env).home);
     options.completer = createConfigCompleter({ interpreterFor: await builtEnvironments(), refuse: "throw" });
   }
+  const checker = await importChecker(flags.runtime);
+  if (checker) options.importChecker = checker;
   const result = await lintRepository(repo, options);
   const explained = flags.explain === undefined ? undefined : result.models.find((m) => m.name === flags.explain);
   if (flags.explain !== undefined && !explained) {

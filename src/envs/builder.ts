@@ -54,6 +54,11 @@ export interface EnvironmentBuilderOptions {
   pipTimeoutMs?: number;
   /** How long to wait for another triton-dev building the same environment. */
   lockWaitMs?: number;
+  /**
+   * How often a build says it is still going, with its time so far: pip prints nothing while it
+   * downloads a large wheel or builds one, and a cold environment takes 10-90 s.
+   */
+  progressEveryMs?: number;
 }
 
 export interface BuiltEnvironment {
@@ -130,6 +135,11 @@ export class EnvironmentBuilder {
 
   constructor(private readonly o: EnvironmentBuilderOptions) {
     this.env = pipEnv(o.env ?? process.env);
+  }
+
+  /** The managed environment's Python: what a model without a requirements.txt runs in. */
+  get basePython(): string {
+    return this.o.base.python;
   }
 
   /** The stub's Python and pinned packages, asked once from the managed environment. */
@@ -291,8 +301,50 @@ export class EnvironmentBuilder {
     };
 
     req.onBuild?.(`building the environment for ${describe(normalized)}`);
+    const beat = setInterval(
+      () =>
+        this.progress(
+          req.model,
+          key,
+          `still building its environment (${describe(normalized)}): ${Math.round((Date.now() - started) / 1000)} s so far`,
+        ),
+      this.o.progressEveryMs ?? 5_000,
+    );
+    beat.unref();
+    try {
+      return await this.resolveAndInstall(req, resolved, base, key, dir, {
+        started,
+        logFile,
+        constraints,
+        pipFile,
+        cwd,
+        fail,
+      });
+    } finally {
+      clearInterval(beat);
+    }
+  }
+
+  /** pip's dry run against the stub's pins, then the venv and the install (under create's progress timer). */
+  private async resolveAndInstall(
+    req: EnvironmentRequest,
+    resolved: ResolvedRequirements,
+    base: EnvironmentBase,
+    key: string,
+    dir: string,
+    f: {
+      started: number;
+      logFile: string;
+      constraints: string;
+      pipFile: string;
+      cwd: string;
+      fail: (lines: string[], cause?: unknown) => never;
+    },
+  ): Promise<BuiltEnvironment> {
+    const { started, logFile, constraints, pipFile, cwd, fail } = f;
+    const normalized = resolved.requirements.map((r) => r.text);
     this.progress(req.model, key, `resolving ${describe(normalized)} against the stub's ${base.pins.join(", ")}`);
-    const report = path.join(logs, `${key}.report.json`);
+    const report = path.join(path.dirname(logFile), `${key}.report.json`);
     const dry = await this.pip(
       this.o.base.python,
       ["--dry-run", "--report", report, "-r", pipFile, "-c", constraints],

@@ -13,14 +13,20 @@ function withoutComments(config: string): string {
   return config.replace(/#[^\n]*/g, "");
 }
 
-/** Whether the config names the python backend (the only one EXECUTION_ENV_PATH means anything to). */
+/**
+ * Whether the config names the python backend (the only one EXECUTION_ENV_PATH means anything to).
+ * Text format quotes a string with `"` or `'`: both are Triton's.
+ */
 export function isPythonConfig(config: string): boolean {
-  return /\bbackend\s*:\s*"python"/.test(withoutComments(config));
+  return /\bbackend\s*:\s*(["'])python\1/.test(withoutComments(config));
 }
 
-/** Whether the user's config already picks an execution environment (theirs is kept). */
+/**
+ * Whether the user's config already picks an execution environment (theirs is kept, and its
+ * requirements.txt is not installed: a conda-pack environment brings its own numpy).
+ */
 export function setsExecutionEnv(config: string): boolean {
-  return new RegExp(`key\\s*:\\s*"${EXECUTION_ENV_KEY}"`).test(withoutComments(config));
+  return new RegExp(`key\\s*:\\s*(["'])${EXECUTION_ENV_KEY}\\1`).test(withoutComments(config));
 }
 
 function quote(s: string): string {

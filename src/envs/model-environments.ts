@@ -1,8 +1,16 @@
 import fs from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
-import type { BuiltEnvironment, EnvironmentBuilder } from "./builder.js";
+import { log as rootLog } from "../log/logger.js";
+import { EnvironmentError, type BuiltEnvironment, type EnvironmentBuilder } from "./builder.js";
 import { isPythonConfig, setsExecutionEnv } from "./execution-env.js";
+import {
+  describeMissingImports,
+  findMissingImports,
+  modelFileName,
+  modelFiles,
+  type MissingImport,
+} from "./missing-imports.js";
 import { REQUIREMENTS_FILE } from "./requirements.js";
 
 /**
@@ -53,6 +61,39 @@ export function requirementsOf(dir: string): string {
   return path.join(dir, REQUIREMENTS_FILE);
 }
 
+const log = rootLog.child("envs");
+
+/**
+ * Every module the model's files import at load that `python` (the environment the stub will run)
+ * lacks, refused together before Triton loads the model: its load would stop at the first with
+ * "No module named ..." and the next load at the second. Read by `ast`, never run (missing-imports.ts).
+ */
+async function refuseMissingImports(
+  model: string,
+  dir: string,
+  userDir: string,
+  python: string,
+  config: string | undefined,
+): Promise<void> {
+  const versions = (await fsp.readdir(dir, { withFileTypes: true }).catch(() => []))
+    .filter((e) => e.isDirectory() && /^\d+$/.test(e.name))
+    .map((e) => e.name);
+  const missing: MissingImport[] = [];
+  for (const entry of modelFiles(dir, versions, modelFileName(config))) {
+    try {
+      missing.push(...(await findMissingImports({ entry, python })).missing);
+    } catch (err) {
+      // The check is a help, never a gate of its own: the load then says what is missing.
+      log.warn("import check did not run", { model, error: String(err) });
+      return;
+    }
+  }
+  if (missing.length === 0) return;
+  const asUser = (f: string) => (f.startsWith(dir + path.sep) ? path.join(userDir, path.relative(dir, f)) : f);
+  const said = describeMissingImports(model, userDir, missing, { asUser });
+  throw new EnvironmentError(model, said.message, { hint: said.hint, refused: true, diagnostics: said.diagnostics });
+}
+
 export function modelEnvironments(
   builder: EnvironmentBuilder,
   onNote?: (model: string, note: string) => void,
@@ -60,8 +101,12 @@ export function modelEnvironments(
   return {
     async prepare(model, dir, userDir, onBuild) {
       const file = requirementsOf(dir);
-      if (!fs.existsSync(file)) return undefined;
       const { python, config } = await isPythonModel(dir);
+      if (!fs.existsSync(file)) {
+        if (python && !(config !== undefined && setsExecutionEnv(config)))
+          await refuseMissingImports(model, dir, userDir, builder.basePython, config);
+        return undefined;
+      }
       if (!python) {
         onNote?.(model, `${path.join(userDir, REQUIREMENTS_FILE)} is not used: only python models get an environment`);
         return undefined;
@@ -73,12 +118,20 @@ export function modelEnvironments(
         );
         return undefined;
       }
-      return builder.build({
+      const built = await builder.build({
         model,
         file,
         userFile: path.join(userDir, REQUIREMENTS_FILE),
         ...(onBuild ? { onBuild } : {}),
       });
+      await refuseMissingImports(
+        model,
+        dir,
+        userDir,
+        built ? path.join(built.dir, "bin", "python") : builder.basePython,
+        config,
+      );
+      return built;
     },
     async prepareRuntime(model, file, userFile, onBuild) {
       return builder.build({ model, file, userFile, ...(onBuild ? { onBuild } : {}) });

@@ -470,6 +470,9 @@ async function analyseModel(
       ),
     );
   }
+  if (analysed.backend === "python" && options.importChecker && !setsExecutionEnv(layout.configText ?? "")) {
+    analysed.reporter.diagnostics.push(...(await options.importChecker(layout.name, layout.dir, layout.configText)));
+  }
   analysed.errorCount = countBySeverity(analysed.reporter.diagnostics).errors;
   return analysed;
 }

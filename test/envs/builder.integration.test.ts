@@ -21,8 +21,8 @@ describe("EnvironmentBuilder (real pip, local wheels)", () => {
   let env: NodeJS.ProcessEnv;
   let work: string;
   const progress: EnvironmentProgress[] = [];
-  const builder = () =>
-    new EnvironmentBuilder({ root, base: { python, sitePackages }, env, onProgress: (p) => progress.push(p) });
+  const builder = (o: { progressEveryMs?: number } = {}) =>
+    new EnvironmentBuilder({ root, base: { python, sitePackages }, env, onProgress: (p) => progress.push(p), ...o });
   /** A requirements.txt in a model folder of its own. */
   const requirements = async (model: string, text: string) => {
     const dir = path.join(work, model);
@@ -78,6 +78,19 @@ describe("EnvironmentBuilder (real pip, local wheels)", () => {
     expect(again).toMatchObject({ cached: true, dir: built.dir, key: built.key, packages: ["tdgreet==1.0"] });
     console.info(`environment build: cold ${(coldMs / 1000).toFixed(2)} s, cached ${cachedMs} ms`);
     expect(cachedMs).toBeLessThan(coldMs);
+  }, 120_000);
+
+  it("says while it builds which model's environment, for what, and its time so far, until it is ready", async () => {
+    const from = progress.length;
+    // A set no other test builds; a beat every 50 ms, which pip's own start outlasts.
+    const built = (await builder({ progressEveryMs: 50 }).build(await requirements("beat", "tdgreet<1.5\n")))!;
+    expect(built.cached).toBe(false);
+    const said = progress.slice(from).filter((p) => p.model === "beat" && p.line === undefined);
+    const beats = said.filter((p) => /^still building its environment \(tdgreet<1\.5\): \d+ s so far$/.test(p.message));
+    expect(beats.length).toBeGreaterThanOrEqual(1);
+    const at = (re: RegExp) => said.findIndex((p) => re.test(p.message));
+    expect(at(/^resolving tdgreet<1\.5/)).toBeLessThan(at(/^still building/));
+    expect(at(/^environment [0-9a-f]{20} ready in/)).toBe(said.length - 1);
   }, 120_000);
 
   it("builds one environment for two models asking for the same set at once", async () => {

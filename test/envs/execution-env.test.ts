@@ -28,4 +28,11 @@ describe("the staged config's EXECUTION_ENV_PATH", () => {
     expect(setsExecutionEnv(withExecutionEnv(CONFIG, "/e"))).toBe(true);
     expect(setsExecutionEnv('# parameters: { key: "EXECUTION_ENV_PATH" }\n')).toBe(false);
   });
+
+  it("is seen in either of text format's quotes, so a packed environment's requirements.txt is never installed", () => {
+    const single = "backend: 'python'\nparameters: { key: 'EXECUTION_ENV_PATH' value: { string_value: '/e' } }\n";
+    expect(isPythonConfig(single)).toBe(true);
+    expect(setsExecutionEnv(single)).toBe(true);
+    expect(setsExecutionEnv(`parameters: { key: 'EXECUTION_ENV_PATH" }`)).toBe(false);
+  });
 });

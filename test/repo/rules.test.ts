@@ -1081,7 +1081,7 @@ describe("EXECUTION_ENV_PATH", () => {
     ).toEqual([]);
   });
 
-  it("checks an absolute path only where Triton runs on this machine, and warns of a relative one", async () => {
+  it("checks an absolute path only where Triton runs on this machine, and refuses a relative one there (a warning for a container)", async () => {
     const absolute = withEnv("/nonexistent/triton-dev-env.tar.gz");
     const local = await lint(absolute, undefined, { runtime: "local" });
     expect(local.diagnostics.map((d) => d.code)).toEqual(["execution-env-missing"]);
@@ -1090,7 +1090,15 @@ describe("EXECUTION_ENV_PATH", () => {
     const plain = await lint(absolute);
     expect(plain.diagnostics.map((d) => d.code)).toEqual(["execution-env-missing"]);
     expect(plain.diagnostics[0]!.hint).toContain("lint with --runtime docker");
-    const relative = await lint(withEnv("env.tar.gz"));
-    expect(relative.diagnostics.map((d) => [d.code, d.severity])).toEqual([["execution-env-relative", "warning"]]);
+    const relative = withEnv("env.tar.gz");
+    // Where triton-dev starts tritonserver here (in its own run folder) a relative path is never
+    // found: lint and up refuse it alike.
+    for (const runtime of [undefined, "local"] as const) {
+      const found = await lint(relative, undefined, runtime ? { runtime } : {});
+      expect(found.diagnostics.map((d) => [d.code, d.severity])).toEqual([["execution-env-relative", "error"]]);
+      expect(found.diagnostics[0]!.message).toContain("Failed to get the canonical path");
+    }
+    const docker = await lint(relative, undefined, { runtime: "docker" });
+    expect(docker.diagnostics.map((d) => [d.code, d.severity])).toEqual([["execution-env-relative", "warning"]]);
   });
 });

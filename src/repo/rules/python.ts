@@ -21,12 +21,17 @@ export const PYTHON_CODES = codes({
     description: "a python model's default_model_filename that breaks the stub's command line",
   },
   "execution-env-relative": {
-    severity: "warning",
-    description: "a relative EXECUTION_ENV_PATH, which depends on where tritonserver started",
+    severity: "error or warning",
+    description:
+      "a relative EXECUTION_ENV_PATH: found from tritonserver's start folder (error here: triton-dev's run folder)",
   },
   "execution-env-missing": { severity: "error", description: "an EXECUTION_ENV_PATH that does not exist" },
   "python-model-class": { severity: "error", description: "a model.py without class TritonPythonModel" },
   "python-model-execute": { severity: "warning", description: "a TritonPythonModel without an execute method" },
+  "python-import-missing": {
+    severity: "error or warning",
+    description: "a module the model's files import at load that its environment lacks, with the pip package to add",
+  },
 });
 
 const MODEL_DIRECTORY_VAR = "$$TRITON_MODEL_DIRECTORY";
@@ -55,19 +60,31 @@ function checkExecutionEnv(ctx: ModelContext, r: Reporter): void {
   if (!env) return;
   const { value, inModel, resolved } = env;
   const at = "parameters{EXECUTION_ENV_PATH}.string_value#value";
-  if (!inModel && !path.isAbsolute(value)) {
-    r.warning(
-      "execution-env-relative",
-      at,
-      `EXECUTION_ENV_PATH '${value}' is relative, so it depends on the folder tritonserver was started in`,
-      `Write it as "${MODEL_DIRECTORY_VAR}/${value.replace(/^\.\//, "")}" (the model's folder) or as an absolute path.`,
-    );
-    return;
-  }
   // An absolute path is this machine's only where Triton sees this machine's files (no container's
   // mounts between). Without --runtime it is judged as `up` judges it where it runs Triton here
   // (the local runtime, `auto`'s fallback), so lint never passes what `up` then refuses.
   const runtime = ctx.options.runtime;
+  if (!inModel && !path.isAbsolute(value)) {
+    const fix = `Write it as "${MODEL_DIRECTORY_VAR}/${value.replace(/^\.\//, "")}" (the model's folder) or as an absolute path.`;
+    // triton-dev starts tritonserver here in a run folder of its own, where the path never is
+    // (measured: "Failed to get the canonical path for <value>"); a container's start folder is the image's.
+    if (!runtime || !RUNTIME_FACTS[runtime].stagingSeenAs) {
+      r.error(
+        "execution-env-relative",
+        at,
+        `EXECUTION_ENV_PATH '${value}' is relative: the python backend looks for it from the folder tritonserver runs in, a run folder of triton-dev's on this machine, where it is not, and fails the load ("Failed to get the canonical path")`,
+        fix,
+      );
+      return;
+    }
+    r.warning(
+      "execution-env-relative",
+      at,
+      `EXECUTION_ENV_PATH '${value}' is relative, so it depends on the folder tritonserver was started in`,
+      fix,
+    );
+    return;
+  }
   if (!inModel && runtime && RUNTIME_FACTS[runtime].stagingSeenAs) return;
   if (fs.existsSync(resolved)) return;
   r.error(

@@ -45,6 +45,12 @@ export interface LintOptions {
    * meant for another machine), an error when about to serve (`up`), where Triton refuses it.
    */
   gpuMissingSeverity?: Severity;
+  /**
+   * Reads a python model's imports (envs/missing-imports.ts, by `ast`, never run) and says which
+   * its environment lacks. `lint` passes one; `up` refuses the same imports when it stages the
+   * model, in the environment it has just built.
+   */
+  importChecker?: (model: string, dir: string, configText: string | undefined) => Promise<Diagnostic[]>;
 }
 
 /** Everything the rules need about one model whose config parsed. */
