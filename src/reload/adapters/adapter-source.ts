@@ -368,8 +368,34 @@ def compare_dims(name, n, model_shape, dims, mbs, exact=False):
             raise dims_refused(name, n, model_shape, dims, batched=False)
 
 
-# openvino_backend's device properties, by their parameter names (ParseParameters).
+# openvino_backend's CPU properties, by their parameter names, in the order ParseParameters reads them.
 OV_PROPERTIES = ("INFERENCE_NUM_THREADS", "COMPILATION_NUM_THREADS", "HINT_BF16", "NUM_STREAMS", "PERFORMANCE_HINT")
+
+
+def ov_property(key, value):
+    """openvino_backend's ParseParameterHelper: the value lower-cased, checked, and the OpenVINO
+    property it sets (name, value), or its refusal in its words."""
+    v = value.lower()
+    number = v.isdigit() or v == ""
+    if key in ("INFERENCE_NUM_THREADS", "COMPILATION_NUM_THREADS"):
+        if not number:
+            raise ModelConfigRefused("expected the parameter '" + key + "' to be a non-negative number, got " + v)
+        return key, int(v or 0)
+    if key == "HINT_BF16":
+        if v != "yes":
+            raise ModelConfigRefused("expected the parameter '" + key + "' to be YES, got " + v)
+        return "INFERENCE_PRECISION_HINT", "bf16"
+    if key == "NUM_STREAMS":
+        if v in ("auto", "numa"):
+            return key, v.upper()
+        if not number:
+            raise ModelConfigRefused("expected the parameter '" + key + "' to be either AUTO/NUMA/<int_value>, got " + v)
+        return key, int(v or 0)
+    if v not in ("latency", "throughput", "cumulative_throughput"):
+        raise ModelConfigRefused(
+            "expected the parameter '" + key + "' to be LATENCY/THROUGHPUT/CUMULATIVE_THROUGHPUT, got " + v
+        )
+    return key, v.upper()
 
 
 class OpenVinoServing:
@@ -407,7 +433,7 @@ class OpenVinoServing:
             n = io.get("name", "")
             if n not in outs:
                 raise ModelConfigRefused("unexpected inference output '" + n + "', allowed outputs are: " + ", ".join(sorted(outs)))
-            ov_compare_dims(name, n, outs[n].get_partial_shape(), config_dims(io), mbs)
+            ov_compare_dims(name, n, outs[n].get_partial_shape(), config_dims(io), mbs, exact=True)
             ppp.output(n).tensor().set_element_type(ov_type(ov, name, "output", n, io.get("data_type", "")))
         model = ppp.build()
         if mbs:
@@ -417,8 +443,10 @@ class OpenVinoServing:
         props = {}
         for key in OV_PROPERTIES:
             v = param(cfg, key)
-            if v is not None:
-                props[key] = v
+            # ReadParameter: an empty value is as good as none.
+            if v:
+                k, value = ov_property(key, v)
+                props[k] = value
         self.compiled = core.compile_model(model, "CPU", props)
         self.request = self.compiled.create_infer_request()
 
@@ -432,11 +460,13 @@ def ov_type(ov, name, kind, n, dtype):
     t = {v: k for k, v in OV_TYPES.items()}.get(dtype)
     if t is None:
         raise ModelConfigRefused("unsupported datatype " + dtype + " for " + kind + " '" + n + "' for model '" + name + "'")
-    return ov.Type(t)
+    # ov.Type has no constructor from the IR's names, but an attribute for each.
+    return getattr(ov.Type, t)
 
 
-def ov_compare_dims(name, n, shape, dims, mbs):
-    """openvino_utils.cc CompareDimsSupported."""
+def ov_compare_dims(name, n, shape, dims, mbs, exact=False):
+    """openvino_utils.cc CompareDimsSupported; exact (outputs): a -1 in the config matches only a
+    dynamic dim. The batch dim is never compared: the C++ backend sets it to max_batch_size first."""
     model_shape = [d.get_length() if d.is_static else -1 for d in shape]
     match = lambda m, c: m == -1 or m == c
     if mbs > 0:
@@ -445,7 +475,9 @@ def ov_compare_dims(name, n, shape, dims, mbs):
                 "model '" + name + "', tensor '" + n + "': for the model to support batching the shape should have at least 1 dimension"
             )
         full = [mbs] + list(dims)
-        ok = len(model_shape) == len(full) and all(match(model_shape[i], full[i]) for i in range(1, len(full)) if full[i] != -1)
+        ok = len(model_shape) == len(full) and all(
+            match(model_shape[i], full[i]) for i in range(1, len(full)) if exact or full[i] != -1
+        )
         if not ok:
             raise dims_refused(name, n, model_shape, full, batched=True)
     else:
