@@ -451,7 +451,9 @@ class OpenVinoServing:
         self.request = self.compiled.create_infer_request()
 
     def run(self, feeds, names):
-        result = self.request.infer(feeds)
+        # The inputs are read where Triton put them (no copy into OpenVINO's tensors). The outputs
+        # are copied: shared, the next infer of this execute would overwrite responses not yet sent.
+        result = self.request.infer(feeds, share_inputs=True)
         by_name = {k.get_any_name(): v for k, v in result.items()}
         return [by_name[n] for n in names]
 
