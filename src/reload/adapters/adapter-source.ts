@@ -440,14 +440,25 @@ class OpenVinoServing:
             # The C++ backend fixes the batch at max_batch_size and pads; a dynamic batch serves
             # the same requests without the padding.
             ov.set_batch(model, -1)
-        props = {}
+        props = []
         for key in OV_PROPERTIES:
             v = param(cfg, key)
             # ReadParameter: an empty value is as good as none.
             if v:
-                k, value = ov_property(key, v)
-                props[k] = value
-        self.compiled = core.compile_model(model, "CPU", props)
+                props.append(ov_property(key, v))
+        # ConfigureOpenvinoCore: each property set on the core's CPU device, one at a time, then
+        # LoadModel; OpenVINO's own refusals (2024.4's CPU plugin takes no COMPILATION_NUM_THREADS)
+        # come worded as the backend's RETURN_IF_OPENVINO_ERROR words them.
+        for k, value in props:
+            try:
+                core.set_property("CPU", {k: value})
+            except Exception as e:
+                raise ModelConfigRefused("openvino error in configuring openvino core : " + str(e)) from None
+        auto_batching = mbs != 0 and not parse_yes(param(cfg, "SKIP_OV_DYNAMIC_BATCHSIZE", ""))
+        try:
+            self.compiled = core.compile_model(model, "CPU", {"ALLOW_AUTO_BATCHING": auto_batching})
+        except Exception as e:
+            raise ModelConfigRefused("openvino error in loading model : " + str(e)) from None
         self.request = self.compiled.create_infer_request()
 
     def run(self, feeds, names):
@@ -456,6 +467,11 @@ class OpenVinoServing:
         result = self.request.infer(feeds, share_inputs=True)
         by_name = {k.get_any_name(): v for k, v in result.items()}
         return [by_name[n] for n in names]
+
+
+def parse_yes(v):
+    """openvino_backend's ParseBoolParameter: "yes" in any case is true, anything else false."""
+    return (v or "").lower() == "yes"
 
 
 def ov_type(ov, name, kind, n, dtype):
