@@ -101,7 +101,8 @@ const { env, ports, stop } = await startServer({
       path.join(models, "mlp", "config.pbtxt"),
       `platform: "onnxruntime_onnx"\nmax_batch_size: ${Math.max(BATCH, 1)}\ninstance_group [ { count: 1 kind: KIND_CPU } ]\n` +
         `parameters: { key: "intra_op_thread_count" value: { string_value: "${THREADS}" } }\n` +
-        `parameters: { key: "inter_op_thread_count" value: { string_value: "1" } }\n`,
+        `parameters: { key: "inter_op_thread_count" value: { string_value: "1" } }\n` +
+        `parameters: { key: "TRITON_DEV_ADAPTER_PROFILE" value: { string_value: "yes" } }\n`,
     );
     await fsp.mkdir(path.join(models, "echo", "1"), { recursive: true });
     await fsp.writeFile(
@@ -192,6 +193,24 @@ try {
   console.log(
     `median ratio: server compute / direct ${fmt(med(ratios.map((x) => x.s)), 2)}, end to end / direct ${fmt(med(ratios.map((x) => x.e)), 2)}; beyond the python floor ${fmt(med(ratios.map((x) => x.beyond)))} us`,
   );
+  // The adapter's own profile (TRITON_DEV_ADAPTER_PROFILE): medians inside the stub, every 100 executes.
+  const log = await fsp.readFile(path.join(status.repository, "..", "tritonserver.log"), "utf8").catch(() => "");
+  const profiles = log.split("\n").filter((l) => l.includes("triton-dev adapter profile:"));
+  const inStub = profiles
+    .map((l) =>
+      / (\d+) executes, median execute ([\d.]+) us, the runtime's run ([\d.]+) us, the adapter's own ([\d.]+) us/.exec(
+        l,
+      ),
+    )
+    .filter(Boolean);
+  if (inStub.length > 0) {
+    const col = (i) => inStub.map((m) => Number(m[i]));
+    console.log(
+      `in the stub (${inStub.length} windows of 100 executes, median of their medians): execute ${fmt(med(col(2)))} us, ` +
+        `ONNX Runtime's run ${fmt(med(col(3)))} us, the adapter's own ${fmt(med(col(4)))} us ` +
+        `(windows' range ${fmt(Math.min(...col(4)))}-${fmt(Math.max(...col(4)))} us)`,
+    );
+  }
 } finally {
   await stop();
 }

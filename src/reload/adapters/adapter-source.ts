@@ -15,6 +15,7 @@ export const ADAPTER_MODEL_PY = String.raw`
 # instance groups, sequences, ensembles) is Triton's own and unchanged.
 import json
 import os
+import time
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
@@ -592,6 +593,41 @@ class TorchScriptServing:
 SERVINGS = {"onnxruntime": OnnxRuntimeServing, "openvino": OpenVinoServing, "pytorch": TorchScriptServing}
 
 
+class AdapterProfile:
+    """With the model parameter TRITON_DEV_ADAPTER_PROFILE "yes" (bench/onnx-adapter.mjs sets it):
+    the medians of each execute, of the runtime's run within it, and of the rest (the adapter's own
+    Python: reading the inputs, batching, building the responses), logged every 100 executes. Medians
+    inside the stub hold still where a busy machine's end-to-end times do not."""
+
+    EVERY = 100
+
+    def __init__(self, name, serving):
+        self.name = name
+        self.samples = []
+        self.in_run = 0.0
+        run = serving.run
+
+        def timed(feeds, names):
+            start = time.perf_counter()
+            try:
+                return run(feeds, names)
+            finally:
+                self.in_run += time.perf_counter() - start
+
+        serving.run = timed
+
+    def record(self, total):
+        self.samples.append((total, self.in_run, total - self.in_run))
+        self.in_run = 0.0
+        if len(self.samples) >= self.EVERY:
+            total, run, own = (np.median(np.array(self.samples), axis=0) * 1e6).tolist()
+            info(
+                "triton-dev adapter profile: model '%s', %d executes, median execute %.1f us, the runtime's run %.1f us, "
+                "the adapter's own %.1f us" % (self.name, len(self.samples), total, run, own)
+            )
+            self.samples = []
+
+
 class TritonPythonModel:
     def initialize(self, args):
         cfg = json.loads(args["model_config"])
@@ -609,8 +645,18 @@ class TritonPythonModel:
         self.max_batch_size = int(cfg.get("max_batch_size", 0) or 0)
         self.output_names = [o["name"] for o in cfg.get("output", []) or []]
         self.output_types = {o["name"]: NUMPY.get(o.get("data_type"), None) for o in cfg.get("output", []) or []}
+        profiled = (param(cfg, "TRITON_DEV_ADAPTER_PROFILE", "") or "").lower() == "yes"
+        self.profile = AdapterProfile(self.name, self.serving) if profiled else None
 
     def execute(self, requests):
+        if self.profile is None:
+            return self.execute_requests(requests)
+        start = time.perf_counter()
+        responses = self.execute_requests(requests)
+        self.profile.record(time.perf_counter() - start)
+        return responses
+
+    def execute_requests(self, requests):
         # Triton's scheduler already gathered these requests; a batching model runs them as one
         # batch (the C++ backends do), then each request gets its rows back.
         if self.max_batch_size > 0 and len(requests) > 1:
