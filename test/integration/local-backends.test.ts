@@ -44,6 +44,12 @@ def mlp(batch):
 save(mlp("N"), "ort_batch")
 save(mlp(2), "ort_named", file="net.onnx", external=True)
 save(mlp("N"), "ort_refused")
+g = helper.make_graph([helper.make_node("Identity", ["s"], ["s_out"])], "strings",
+                      [helper.make_tensor_value_info("s", T.STRING, ["N", 2])],
+                      [helper.make_tensor_value_info("s_out", T.STRING, ["N", 2])])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 8
+save(m, "ort_strings")
 `;
 
 /** onnxruntime itself, in the environment the run built for the models: the reference answers. */
@@ -79,6 +85,10 @@ output [ { name: "probs" data_type: TYPE_FP32 dims: [ 2, 3 ] }, { name: "x64" da
 max_batch_size: 4
 input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 4 ] } ]
 output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 4 ] } ]
+`,
+  // String tensors: Triton's bytes go to onnxruntime as str and come back as bytes.
+  ort_strings: `platform: "onnxruntime_onnx"
+max_batch_size: 4
 `,
   ort_refused: `platform: "onnxruntime_onnx"
 max_batch_size: 4
@@ -175,6 +185,15 @@ describe("onnxruntime models on the local runtime (real Triton, real onnxruntime
     expect(cfg.input.map((i) => [i.name, i.data_type, i.dims])).toEqual([["x", "TYPE_FP32", [4]]]);
     expect(cfg.output.map((o) => o.name).sort()).toEqual(["probs", "x64"]);
     expect(cfg.dynamic_batching).toBeDefined();
+    const [strings] = await tritonclient(ports, [
+      {
+        kind: "infer",
+        protocol: "http",
+        model: "ort_strings",
+        inputs: [{ name: "s", datatype: "BYTES", shape: [1, 2], data: ["ok", "héllo"] } as never],
+      },
+    ]);
+    expect(output(strings, "s_out").data).toEqual(["ok", "héllo"]);
   }, 120_000);
 
   it("runs requests Triton batched together as one batch, each answered with its own rows", async () => {

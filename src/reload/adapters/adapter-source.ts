@@ -204,6 +204,7 @@ class OnnxRuntimeServing:
         for i in self.session.get_inputs():
             self.inputs[i.name] = (ORT_TYPES.get(i.type, "TYPE_INVALID"), dims_of(i.shape))
         self.input_count = len(self.inputs)
+        self.string_inputs = [n for n, (t, _) in self.inputs.items() if t == "TYPE_STRING"]
         overridable = {}
         for i in self.session.get_overridable_initializers():
             overridable[i.name] = (ORT_TYPES.get(i.type, "TYPE_INVALID"), dims_of(i.shape))
@@ -307,8 +308,9 @@ class OnnxRuntimeServing:
 
     def run(self, feeds, names):
         # Strings go to onnxruntime as str; Triton hands them over as bytes.
-        for k, v in feeds.items():
-            if v.dtype == np.object_:
+        for k in self.string_inputs:
+            v = feeds.get(k)
+            if v is not None and v.dtype == np.object_:
                 feeds[k] = np.array([x.decode("utf-8") if isinstance(x, bytes) else x for x in v.ravel()], dtype=object).reshape(v.shape)
         return self.session.run(names, feeds)
 
@@ -645,6 +647,8 @@ class TritonPythonModel:
         self.max_batch_size = int(cfg.get("max_batch_size", 0) or 0)
         self.output_names = [o["name"] for o in cfg.get("output", []) or []]
         self.output_types = {o["name"]: NUMPY.get(o.get("data_type"), None) for o in cfg.get("output", []) or []}
+        # Only string outputs need converting; the rest go to Triton as the runtime returned them.
+        self.string_outputs = any(o.get("data_type") == "TYPE_STRING" for o in cfg.get("output", []) or [])
         profiled = (param(cfg, "TRITON_DEV_ADAPTER_PROFILE", "") or "").lower() == "yes"
         self.profile = AdapterProfile(self.name, self.serving) if profiled else None
 
@@ -670,6 +674,8 @@ class TritonPythonModel:
         return {t.name(): t.as_numpy() for t in request.inputs()}
 
     def respond(self, outputs):
+        if not self.string_outputs:
+            return pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor(n, v) for n, v in zip(self.output_names, outputs)])
         tensors = []
         for n, v in zip(self.output_names, outputs):
             if v.dtype.kind == "U":
