@@ -2,14 +2,19 @@
 // ONNX Runtime alone on the same model, batch and threads, in one run on this machine:
 //
 //   direct       InferenceSession.run in one Python process (the model's own environment, so the
-//                same onnxruntime build), input already in memory
+//                same onnxruntime build), input already in memory: p50, and mean (Triton's compute
+//                time is a mean: server/direct divides mean by mean, and on a busy machine both
+//                carry the outliers that p50 drops)
 //   server       Triton's compute_infer time per request (/v2/models/M/stats): the python backend's
 //                hand-over to the stub, the adapter, session.run, the outputs back; no transport
 //   end to end   a tritonclient HTTP request per batch, p50 (adds the HTTP transport and the client)
 //   python floor a python model that returns its input (same tensor, same server): what the python
 //                backend's hand-over costs with no model at all
 //
-// The ratios server/direct and end-to-end/direct are the adapter's cost.
+// The ratios server/direct and end-to-end/direct are the adapter's cost; "beyond floor" (p50s only,
+// the figure that holds still on a busy machine) is the adapter's end-to-end p50 less the python
+// floor's end-to-end p50 and direct's p50: what the adapter's own Python and a model run after a
+// wait (caches cold, unlike direct's back-to-back loop) add to the python backend's hand-over.
 //
 // usage: node bench/onnx-adapter.mjs [--batch 8] [--requests 300] [--threads 1] [--hidden 1024] [--rounds 3]
 import fs from "node:fs";
@@ -96,7 +101,8 @@ const { env, ports, stop } = await startServer({
       path.join(models, "mlp", "config.pbtxt"),
       `platform: "onnxruntime_onnx"\nmax_batch_size: ${Math.max(BATCH, 1)}\ninstance_group [ { count: 1 kind: KIND_CPU } ]\n` +
         `parameters: { key: "intra_op_thread_count" value: { string_value: "${THREADS}" } }\n` +
-        `parameters: { key: "inter_op_thread_count" value: { string_value: "1" } }\n`,
+        `parameters: { key: "inter_op_thread_count" value: { string_value: "1" } }\n` +
+        `parameters: { key: "TRITON_DEV_ADAPTER_PROFILE" value: { string_value: "yes" } }\n`,
     );
     await fsp.mkdir(path.join(models, "echo", "1"), { recursive: true });
     await fsp.writeFile(
@@ -125,9 +131,12 @@ try {
     [
       "round",
       "direct p50 us",
+      "direct mean us",
       "server compute us",
       "end-to-end p50 us",
       "python floor us",
+      "floor e2e p50 us",
+      "beyond floor us",
       "server/direct",
       "e2e/direct",
     ],
@@ -160,15 +169,18 @@ try {
       if (res.code !== 0) throw new Error(`bench: ${which} failed: ${res.stderr}`);
       got[which] = JSON.parse(res.stdout);
     }
-    const s = got.client.compute_us / got.direct.p50_us;
+    const s = got.client.compute_us / got.direct.mean_us;
     const e = got.client.p50_us / got.direct.p50_us;
-    ratios.push({ s, e });
+    ratios.push({ s, e, beyond: got.client.p50_us - got.echo.p50_us - got.direct.p50_us });
     rows.push([
       String(r + 1),
       fmt(got.direct.p50_us),
+      fmt(got.direct.mean_us),
       fmt(got.client.compute_us),
       fmt(got.client.p50_us),
       fmt(got.echo.compute_us),
+      fmt(got.echo.p50_us),
+      fmt(got.client.p50_us - got.echo.p50_us - got.direct.p50_us),
       fmt(s, 2),
       fmt(e, 2),
     ]);
@@ -179,8 +191,26 @@ try {
   );
   console.log(table(rows));
   console.log(
-    `median ratio: server compute / direct ${fmt(med(ratios.map((x) => x.s)), 2)}, end to end / direct ${fmt(med(ratios.map((x) => x.e)), 2)}`,
+    `median ratio: server compute / direct ${fmt(med(ratios.map((x) => x.s)), 2)}, end to end / direct ${fmt(med(ratios.map((x) => x.e)), 2)}; beyond the python floor ${fmt(med(ratios.map((x) => x.beyond)))} us`,
   );
+  // The adapter's own profile (TRITON_DEV_ADAPTER_PROFILE): medians inside the stub, every 100 executes.
+  const log = await fsp.readFile(path.join(status.repository, "..", "tritonserver.log"), "utf8").catch(() => "");
+  const profiles = log.split("\n").filter((l) => l.includes("triton-dev adapter profile:"));
+  const inStub = profiles
+    .map((l) =>
+      / (\d+) executes, median execute ([\d.]+) us, the runtime's run ([\d.]+) us, the adapter's own ([\d.]+) us/.exec(
+        l,
+      ),
+    )
+    .filter(Boolean);
+  if (inStub.length > 0) {
+    const col = (i) => inStub.map((m) => Number(m[i]));
+    console.log(
+      `in the stub (${inStub.length} windows of 100 executes, median of their medians): execute ${fmt(med(col(2)))} us, ` +
+        `ONNX Runtime's run ${fmt(med(col(3)))} us, the adapter's own ${fmt(med(col(4)))} us ` +
+        `(windows' range ${fmt(Math.min(...col(4)))}-${fmt(Math.max(...col(4)))} us)`,
+    );
+  }
 } finally {
   await stop();
 }

@@ -36,7 +36,10 @@ def outputs_of(result, names):
         arr = result.as_numpy(name)
         if arr is None:
             continue
-        out[name] = {"shape": list(arr.shape), "data": arr.reshape(-1).tolist()}
+        data = arr.reshape(-1).tolist()
+        # BYTES come back as bytes, which JSON has no form for: as text.
+        data = [x.decode("utf-8", "replace") if isinstance(x, bytes) else x for x in data]
+        out[name] = {"shape": list(arr.shape), "data": data}
     return out
 
 

@@ -44,6 +44,12 @@ def mlp(batch):
 save(mlp("N"), "ort_batch")
 save(mlp(2), "ort_named", file="net.onnx", external=True)
 save(mlp("N"), "ort_refused")
+g = helper.make_graph([helper.make_node("Identity", ["s"], ["s_out"])], "strings",
+                      [helper.make_tensor_value_info("s", T.STRING, ["N", 2])],
+                      [helper.make_tensor_value_info("s_out", T.STRING, ["N", 2])])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 8
+save(m, "ort_strings")
 `;
 
 /** onnxruntime itself, in the environment the run built for the models: the reference answers. */
@@ -79,6 +85,10 @@ output [ { name: "probs" data_type: TYPE_FP32 dims: [ 2, 3 ] }, { name: "x64" da
 max_batch_size: 4
 input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 4 ] } ]
 output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 4 ] } ]
+`,
+  // String tensors: Triton's bytes go to onnxruntime as str and come back as bytes.
+  ort_strings: `platform: "onnxruntime_onnx"
+max_batch_size: 4
 `,
   ort_refused: `platform: "onnxruntime_onnx"
 max_batch_size: 4
@@ -175,6 +185,15 @@ describe("onnxruntime models on the local runtime (real Triton, real onnxruntime
     expect(cfg.input.map((i) => [i.name, i.data_type, i.dims])).toEqual([["x", "TYPE_FP32", [4]]]);
     expect(cfg.output.map((o) => o.name).sort()).toEqual(["probs", "x64"]);
     expect(cfg.dynamic_batching).toBeDefined();
+    const [strings] = await tritonclient(ports, [
+      {
+        kind: "infer",
+        protocol: "http",
+        model: "ort_strings",
+        inputs: [{ name: "s", datatype: "BYTES", shape: [1, 2], data: ["ok", "héllo"] } as never],
+      },
+    ]);
+    expect(output(strings, "s_out").data).toEqual(["ok", "héllo"]);
   }, 120_000);
 
   it("runs requests Triton batched together as one batch, each answered with its own rows", async () => {
@@ -209,6 +228,157 @@ describe("onnxruntime models on the local runtime (real Triton, real onnxruntime
     expect(await fsp.readdir(path.join(repo, "ort_batch", "1"))).toEqual(["model.onnx"]);
     const lint = await runCli(["lint", repo, "--runtime", "local"], env);
     expect(lint.stdout).toContain("note: served through ONNX Runtime 1.20 in the python backend (local runtime)");
+  }, 120_000);
+});
+
+/** OpenVINO itself, in the environment the run built for the model: the reference answers. */
+const DIRECT_OV = String.raw`
+import json, sys
+import numpy as np
+import openvino as ov
+path, rows = sys.argv[1], json.loads(sys.argv[2])
+compiled = ov.Core().compile_model(path, "CPU", {"INFERENCE_NUM_THREADS": 1, "PERFORMANCE_HINT": "LATENCY"})
+out = compiled.create_infer_request().infer({"x": np.array(rows, dtype=np.float32)})
+by_name = {k.get_any_name(): v for k, v in out.items()}
+print(json.dumps({"version": ov.__version__, "probs": by_name["probs"].reshape(-1).tolist(), "x32": by_name["x32"].reshape(-1).tolist()}))
+`;
+
+/** The IR test/fixtures/openvino/make-ir.py converted from ONNX with OpenVINO's own converter. */
+const OV_IR = path.join(ROOT, "test/fixtures/openvino/mlp");
+
+const OV_CONFIGS: Record<string, string> = {
+  // Inputs and outputs left to the openvino backend's auto-complete; parameters it maps to CPU properties.
+  ov_batch: `backend: "openvino"
+max_batch_size: 8
+dynamic_batching { max_queue_delay_microseconds: 50000 }
+parameters: { key: "INFERENCE_NUM_THREADS" value: { string_value: "1" } }
+parameters: { key: "PERFORMANCE_HINT" value: { string_value: "latency" } }
+`,
+  ov_fixed: `backend: "openvino"
+max_batch_size: 0
+input [ { name: "x" data_type: TYPE_FP32 dims: [ 2, 4 ] } ]
+output [ { name: "probs" data_type: TYPE_FP32 dims: [ -1, 3 ] }, { name: "x32" data_type: TYPE_INT32 dims: [ -1, 4 ] } ]
+`,
+  // ParseParameterHelper accepts LATENCY, THROUGHPUT or CUMULATIVE_THROUGHPUT only.
+  ov_refused: `backend: "openvino"
+max_batch_size: 8
+parameters: { key: "PERFORMANCE_HINT" value: { string_value: "Fastest" } }
+`,
+};
+
+/**
+ * The local runtime serves OpenVINO IR models (backend "openvino", model.xml and model.bin)
+ * through Triton's python backend running OpenVINO from PyPI: answers compared with OpenVINO
+ * called directly on the same IR, and what the openvino backend refuses refused in its words.
+ */
+describe("openvino models on the local runtime (real Triton, real OpenVINO)", () => {
+  let repo: string;
+  let env: NodeJS.ProcessEnv;
+  let ports: { http: number; grpc: number; metrics: number };
+  let runDir: string;
+
+  beforeAll(async () => {
+    repo = await tempDir("local-openvino");
+    for (const [name, text] of Object.entries(OV_CONFIGS)) {
+      await fsp.cp(OV_IR, path.join(repo, name, "1"), { recursive: true });
+      await fsp.writeFile(path.join(repo, name, "config.pbtxt"), text);
+    }
+    env = await testEnv();
+    ports = await freePorts();
+    // The first run builds the environment with openvino from PyPI; later runs find it cached.
+    const up = await runCli(
+      ["up", "--detach", "--runtime", "local", "--models", repo, ...portArgs(ports)],
+      env,
+      600_000,
+    );
+    expect(up.stderr + up.stdout).toContain("served through OpenVINO 2024.4 in the python backend (local runtime)");
+    runDir = JSON.parse((await runCli(["status", "--json"], env)).stdout).repository.replace(/\/repository$/, "");
+  }, 660_000);
+
+  afterAll(async () => {
+    if (env) await runCli(["down"], env);
+    if (env?.TRITON_DEV_STATE_DIR) await fsp.rm(env.TRITON_DEV_STATE_DIR, { recursive: true, force: true });
+    if (repo) await fsp.rm(repo, { recursive: true, force: true });
+  });
+
+  const direct = async (model: string, rows: number[][]) => {
+    const staged = await fsp.readFile(path.join(runDir, "repository", model, "config.pbtxt"), "utf8");
+    const envDir = /key: "EXECUTION_ENV_PATH" value: \{ string_value: "([^"]+)"/.exec(staged)![1]!;
+    const r = await execa(path.join(envDir, "bin", "python"), [
+      "-c",
+      DIRECT_OV,
+      path.join(repo, model, "1", "model.xml"),
+      JSON.stringify(rows),
+    ]);
+    return JSON.parse(r.stdout) as { version: string; probs: number[]; x32: number[] };
+  };
+
+  it("answers as OpenVINO itself: a batch over HTTP and gRPC with the auto-completed config, and a fixed shape", async () => {
+    const x = { name: "x", datatype: "FP32", shape: [3, 4], data: ROWS.flat() };
+    const [http, grpc, fixed] = await tritonclient(ports, [
+      { kind: "infer", protocol: "http", model: "ov_batch", inputs: [x] },
+      { kind: "infer", protocol: "grpc", model: "ov_batch", inputs: [x] },
+      {
+        kind: "infer",
+        protocol: "http",
+        model: "ov_fixed",
+        inputs: [{ ...x, shape: [2, 4], data: ROWS.slice(0, 2).flat() }],
+      },
+    ]);
+    const want = await direct("ov_batch", ROWS);
+    expect(want.version).toMatch(/^2024\.4\.0/);
+    for (const a of [http, grpc]) {
+      expect(output(a, "probs").shape).toEqual([3, 3]);
+      expect(output(a, "probs").data).toEqual(want.probs);
+      expect(output(a, "x32").data).toEqual(want.x32);
+    }
+    const wantFixed = await direct("ov_fixed", ROWS.slice(0, 2));
+    expect(output(fixed, "probs").shape).toEqual([2, 3]);
+    expect(output(fixed, "probs").data).toEqual(wantFixed.probs);
+    // Triton holds the config the openvino backend would have completed from the IR.
+    const cfg = (await fetch(`http://127.0.0.1:${ports.http}/v2/models/ov_batch/config`).then((r) => r.json())) as {
+      input: Array<{ name: string; data_type: string; dims: number[] }>;
+      output: Array<{ name: string; data_type: string; dims: number[] }>;
+    };
+    expect(cfg.input.map((i) => [i.name, i.data_type, i.dims])).toEqual([["x", "TYPE_FP32", [4]]]);
+    expect(cfg.output.map((o) => [o.name, o.data_type, o.dims]).sort()).toEqual([
+      ["probs", "TYPE_FP32", [3]],
+      ["x32", "TYPE_INT32", [4]],
+    ]);
+  }, 120_000);
+
+  it("runs requests Triton batched together as one batch, each answered with its own rows", async () => {
+    const answers = await Promise.all(
+      ROWS.map((row) =>
+        tritonclient(ports, [
+          {
+            kind: "infer",
+            protocol: "http",
+            model: "ov_batch",
+            inputs: [{ name: "x", datatype: "FP32", shape: [1, 4], data: row }],
+          },
+        ]),
+      ),
+    );
+    const want = await direct("ov_batch", ROWS);
+    answers.forEach(([a], i) => expect(output(a, "probs").data).toEqual(want.probs.slice(i * 3, i * 3 + 3)));
+  }, 120_000);
+
+  it("refuses what the openvino backend refuses, in its words; status and lint say how it is served", async () => {
+    const status = JSON.parse((await runCli(["status", "--json"], env)).stdout) as {
+      models: Array<{ name: string; state: string; reason?: string; servedAs?: string }>;
+    };
+    const refused = status.models.find((m) => m.name === "ov_refused")!;
+    expect(refused.state).toBe("UNAVAILABLE");
+    expect(refused.reason).toContain(
+      "expected the parameter 'PERFORMANCE_HINT' to be LATENCY/THROUGHPUT/CUMULATIVE_THROUGHPUT, got fastest",
+    );
+    const served = status.models.find((m) => m.name === "ov_batch")!;
+    expect(served.state).toBe("READY");
+    expect(served.servedAs).toBe("served through OpenVINO 2024.4 in the python backend (local runtime)");
+    expect(await fsp.readdir(path.join(repo, "ov_batch", "1"))).toEqual(["model.bin", "model.xml"]);
+    const lint = await runCli(["lint", repo, "--runtime", "local"], env);
+    expect(lint.stdout).toContain("note: served through OpenVINO 2024.4 in the python backend (local runtime)");
   }, 120_000);
 });
 

@@ -15,6 +15,7 @@ export const ADAPTER_MODEL_PY = String.raw`
 # instance groups, sequences, ensembles) is Triton's own and unchanged.
 import json
 import os
+import time
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
@@ -203,6 +204,7 @@ class OnnxRuntimeServing:
         for i in self.session.get_inputs():
             self.inputs[i.name] = (ORT_TYPES.get(i.type, "TYPE_INVALID"), dims_of(i.shape))
         self.input_count = len(self.inputs)
+        self.string_inputs = [n for n, (t, _) in self.inputs.items() if t == "TYPE_STRING"]
         overridable = {}
         for i in self.session.get_overridable_initializers():
             overridable[i.name] = (ORT_TYPES.get(i.type, "TYPE_INVALID"), dims_of(i.shape))
@@ -306,8 +308,9 @@ class OnnxRuntimeServing:
 
     def run(self, feeds, names):
         # Strings go to onnxruntime as str; Triton hands them over as bytes.
-        for k, v in feeds.items():
-            if v.dtype == np.object_:
+        for k in self.string_inputs:
+            v = feeds.get(k)
+            if v is not None and v.dtype == np.object_:
                 feeds[k] = np.array([x.decode("utf-8") if isinstance(x, bytes) else x for x in v.ravel()], dtype=object).reshape(v.shape)
         return self.session.run(names, feeds)
 
@@ -368,8 +371,34 @@ def compare_dims(name, n, model_shape, dims, mbs, exact=False):
             raise dims_refused(name, n, model_shape, dims, batched=False)
 
 
-# openvino_backend's device properties, by their parameter names (ParseParameters).
+# openvino_backend's CPU properties, by their parameter names, in the order ParseParameters reads them.
 OV_PROPERTIES = ("INFERENCE_NUM_THREADS", "COMPILATION_NUM_THREADS", "HINT_BF16", "NUM_STREAMS", "PERFORMANCE_HINT")
+
+
+def ov_property(key, value):
+    """openvino_backend's ParseParameterHelper: the value lower-cased, checked, and the OpenVINO
+    property it sets (name, value), or its refusal in its words."""
+    v = value.lower()
+    number = v.isdigit() or v == ""
+    if key in ("INFERENCE_NUM_THREADS", "COMPILATION_NUM_THREADS"):
+        if not number:
+            raise ModelConfigRefused("expected the parameter '" + key + "' to be a non-negative number, got " + v)
+        return key, int(v or 0)
+    if key == "HINT_BF16":
+        if v != "yes":
+            raise ModelConfigRefused("expected the parameter '" + key + "' to be YES, got " + v)
+        return "INFERENCE_PRECISION_HINT", "bf16"
+    if key == "NUM_STREAMS":
+        if v in ("auto", "numa"):
+            return key, v.upper()
+        if not number:
+            raise ModelConfigRefused("expected the parameter '" + key + "' to be either AUTO/NUMA/<int_value>, got " + v)
+        return key, int(v or 0)
+    if v not in ("latency", "throughput", "cumulative_throughput"):
+        raise ModelConfigRefused(
+            "expected the parameter '" + key + "' to be LATENCY/THROUGHPUT/CUMULATIVE_THROUGHPUT, got " + v
+        )
+    return key, v.upper()
 
 
 class OpenVinoServing:
@@ -407,36 +436,58 @@ class OpenVinoServing:
             n = io.get("name", "")
             if n not in outs:
                 raise ModelConfigRefused("unexpected inference output '" + n + "', allowed outputs are: " + ", ".join(sorted(outs)))
-            ov_compare_dims(name, n, outs[n].get_partial_shape(), config_dims(io), mbs)
+            ov_compare_dims(name, n, outs[n].get_partial_shape(), config_dims(io), mbs, exact=True)
             ppp.output(n).tensor().set_element_type(ov_type(ov, name, "output", n, io.get("data_type", "")))
         model = ppp.build()
         if mbs:
             # The C++ backend fixes the batch at max_batch_size and pads; a dynamic batch serves
             # the same requests without the padding.
             ov.set_batch(model, -1)
-        props = {}
+        props = []
         for key in OV_PROPERTIES:
             v = param(cfg, key)
-            if v is not None:
-                props[key] = v
-        self.compiled = core.compile_model(model, "CPU", props)
+            # ReadParameter: an empty value is as good as none.
+            if v:
+                props.append(ov_property(key, v))
+        # ConfigureOpenvinoCore: each property set on the core's CPU device, one at a time, then
+        # LoadModel; OpenVINO's own refusals (2024.4's CPU plugin takes no COMPILATION_NUM_THREADS)
+        # come worded as the backend's RETURN_IF_OPENVINO_ERROR words them.
+        for k, value in props:
+            try:
+                core.set_property("CPU", {k: value})
+            except Exception as e:
+                raise ModelConfigRefused("openvino error in configuring openvino core : " + str(e)) from None
+        auto_batching = mbs != 0 and not parse_yes(param(cfg, "SKIP_OV_DYNAMIC_BATCHSIZE", ""))
+        try:
+            self.compiled = core.compile_model(model, "CPU", {"ALLOW_AUTO_BATCHING": auto_batching})
+        except Exception as e:
+            raise ModelConfigRefused("openvino error in loading model : " + str(e)) from None
         self.request = self.compiled.create_infer_request()
 
     def run(self, feeds, names):
-        result = self.request.infer(feeds)
+        # The inputs are read where Triton put them (no copy into OpenVINO's tensors). The outputs
+        # are copied: shared, the next infer of this execute would overwrite responses not yet sent.
+        result = self.request.infer(feeds, share_inputs=True)
         by_name = {k.get_any_name(): v for k, v in result.items()}
         return [by_name[n] for n in names]
+
+
+def parse_yes(v):
+    """openvino_backend's ParseBoolParameter: "yes" in any case is true, anything else false."""
+    return (v or "").lower() == "yes"
 
 
 def ov_type(ov, name, kind, n, dtype):
     t = {v: k for k, v in OV_TYPES.items()}.get(dtype)
     if t is None:
         raise ModelConfigRefused("unsupported datatype " + dtype + " for " + kind + " '" + n + "' for model '" + name + "'")
-    return ov.Type(t)
+    # ov.Type has no constructor from the IR's names, but an attribute for each.
+    return getattr(ov.Type, t)
 
 
-def ov_compare_dims(name, n, shape, dims, mbs):
-    """openvino_utils.cc CompareDimsSupported."""
+def ov_compare_dims(name, n, shape, dims, mbs, exact=False):
+    """openvino_utils.cc CompareDimsSupported; exact (outputs): a -1 in the config matches only a
+    dynamic dim. The batch dim is never compared: the C++ backend sets it to max_batch_size first."""
     model_shape = [d.get_length() if d.is_static else -1 for d in shape]
     match = lambda m, c: m == -1 or m == c
     if mbs > 0:
@@ -445,7 +496,9 @@ def ov_compare_dims(name, n, shape, dims, mbs):
                 "model '" + name + "', tensor '" + n + "': for the model to support batching the shape should have at least 1 dimension"
             )
         full = [mbs] + list(dims)
-        ok = len(model_shape) == len(full) and all(match(model_shape[i], full[i]) for i in range(1, len(full)) if full[i] != -1)
+        ok = len(model_shape) == len(full) and all(
+            match(model_shape[i], full[i]) for i in range(1, len(full)) if exact or full[i] != -1
+        )
         if not ok:
             raise dims_refused(name, n, model_shape, full, batched=True)
     else:
@@ -542,6 +595,41 @@ class TorchScriptServing:
 SERVINGS = {"onnxruntime": OnnxRuntimeServing, "openvino": OpenVinoServing, "pytorch": TorchScriptServing}
 
 
+class AdapterProfile:
+    """With the model parameter TRITON_DEV_ADAPTER_PROFILE "yes" (bench/onnx-adapter.mjs sets it):
+    the medians of each execute, of the runtime's run within it, and of the rest (the adapter's own
+    Python: reading the inputs, batching, building the responses), logged every 100 executes. Medians
+    inside the stub hold still where a busy machine's end-to-end times do not."""
+
+    EVERY = 100
+
+    def __init__(self, name, serving):
+        self.name = name
+        self.samples = []
+        self.in_run = 0.0
+        run = serving.run
+
+        def timed(feeds, names):
+            start = time.perf_counter()
+            try:
+                return run(feeds, names)
+            finally:
+                self.in_run += time.perf_counter() - start
+
+        serving.run = timed
+
+    def record(self, total):
+        self.samples.append((total, self.in_run, total - self.in_run))
+        self.in_run = 0.0
+        if len(self.samples) >= self.EVERY:
+            total, run, own = (np.median(np.array(self.samples), axis=0) * 1e6).tolist()
+            info(
+                "triton-dev adapter profile: model '%s', %d executes, median execute %.1f us, the runtime's run %.1f us, "
+                "the adapter's own %.1f us" % (self.name, len(self.samples), total, run, own)
+            )
+            self.samples = []
+
+
 class TritonPythonModel:
     def initialize(self, args):
         cfg = json.loads(args["model_config"])
@@ -559,8 +647,20 @@ class TritonPythonModel:
         self.max_batch_size = int(cfg.get("max_batch_size", 0) or 0)
         self.output_names = [o["name"] for o in cfg.get("output", []) or []]
         self.output_types = {o["name"]: NUMPY.get(o.get("data_type"), None) for o in cfg.get("output", []) or []}
+        # Only string outputs need converting; the rest go to Triton as the runtime returned them.
+        self.string_outputs = any(o.get("data_type") == "TYPE_STRING" for o in cfg.get("output", []) or [])
+        profiled = (param(cfg, "TRITON_DEV_ADAPTER_PROFILE", "") or "").lower() == "yes"
+        self.profile = AdapterProfile(self.name, self.serving) if profiled else None
 
     def execute(self, requests):
+        if self.profile is None:
+            return self.execute_requests(requests)
+        start = time.perf_counter()
+        responses = self.execute_requests(requests)
+        self.profile.record(time.perf_counter() - start)
+        return responses
+
+    def execute_requests(self, requests):
         # Triton's scheduler already gathered these requests; a batching model runs them as one
         # batch (the C++ backends do), then each request gets its rows back.
         if self.max_batch_size > 0 and len(requests) > 1:
@@ -574,6 +674,8 @@ class TritonPythonModel:
         return {t.name(): t.as_numpy() for t in request.inputs()}
 
     def respond(self, outputs):
+        if not self.string_outputs:
+            return pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor(n, v) for n, v in zip(self.output_names, outputs)])
         tensors = []
         for n, v in zip(self.output_names, outputs):
             if v.dtype.kind == "U":
