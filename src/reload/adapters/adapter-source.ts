@@ -125,11 +125,15 @@ def sequence_controls(cfg):
     for ci in seq.get("control_input", []) or []:
         for c in ci.get("control", []) or []:
             kind = c.get("kind", "CONTROL_SEQUENCE_START")
-            dtype = c.get("data_type") or (
-                "TYPE_INT32" if c.get("int32_false_true") else
-                "TYPE_FP32" if c.get("fp32_false_true") else
-                "TYPE_BOOL" if c.get("bool_false_true") else "TYPE_INVALID"
-            )
+            # Triton's JSON of the config has "data_type": "TYPE_INVALID" for a control that sets
+            # none (the *_false_true kinds): their own field decides then.
+            dtype = c.get("data_type")
+            if dtype in (None, "", "TYPE_INVALID"):
+                dtype = (
+                    "TYPE_INT32" if c.get("int32_false_true") else
+                    "TYPE_FP32" if c.get("fp32_false_true") else
+                    "TYPE_BOOL" if c.get("bool_false_true") else "TYPE_INVALID"
+                )
             out.append((ci.get("name", ""), kind, dtype))
     return out
 
