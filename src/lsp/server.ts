@@ -28,6 +28,7 @@ import { type Completion, MAX_COMPLETIONS, type ModelSource, complete, definitio
 import { formatConfig } from "./format.js";
 import { type LspFramingError, framedInput } from "./framing.js";
 import { ModelTensorReader } from "./model-tensors.js";
+import { Navigation } from "./navigation.js";
 import { type RunVerdicts, VerdictWatch, verdictDiagnostics } from "./verdict.js";
 import { Workspace, locateConfig } from "./workspace.js";
 
@@ -158,6 +159,7 @@ export function startLspServer(o: LspServerOptions): LspServer {
   });
 
   const tensors = new ModelTensorReader();
+  const navigation = new Navigation({ connection, documents, workspace });
   const sourceFor = (file: string): { src: ModelSource; repo: string | undefined } | undefined => {
     const at = locateConfig(file);
     if (!at) {
@@ -263,6 +265,7 @@ export function startLspServer(o: LspServerOptions): LspServer {
         definitionProvider: true,
         codeActionProvider: { codeActionKinds: [CodeActionKind.QuickFix] },
         documentFormattingProvider: true,
+        ...navigation.initialize(params),
       },
       serverInfo: { name: "triton-dev" },
     };
@@ -331,7 +334,8 @@ export function startLspServer(o: LspServerOptions): LspServer {
     const s = d && sourceFor(d.file);
     if (!d || !s) return null;
     if (s.repo) await workspace.need(s.repo, modelsNamedIn(d.file, d.doc.getText()));
-    const h = await hover(d.doc.getText(), d.doc.offsetAt(params.position), s.src);
+    const offset = d.doc.offsetAt(params.position);
+    const h = await navigation.hover(d.file, d.doc.getText(), offset, await hover(d.doc.getText(), offset, s.src));
     if (!h) return null;
     return {
       contents: { kind: MarkupKind.Markdown, value: h.markdown },
@@ -344,14 +348,16 @@ export function startLspServer(o: LspServerOptions): LspServer {
     const s = d && sourceFor(d.file);
     if (!d || !s) return null;
     if (s.repo) await workspace.need(s.repo, modelsNamedIn(d.file, d.doc.getText()));
-    const loc = definition(d.doc.getText(), d.doc.offsetAt(params.position), s.src, d.file);
-    if (!loc) return null;
+    const offset = d.doc.offsetAt(params.position);
+    const loc = definition(d.doc.getText(), offset, s.src, d.file);
     const target =
-      documents.get(toUri(loc.file)) ?? TextDocument.create(toUri(loc.file), "pbtxt", 0, textOf(loc.file) ?? "");
-    return {
-      uri: toUri(loc.file),
-      range: { start: target.positionAt(loc.start), end: target.positionAt(loc.end) },
-    };
+      loc &&
+      (documents.get(toUri(loc.file)) ?? TextDocument.create(toUri(loc.file), "pbtxt", 0, textOf(loc.file) ?? ""));
+    const first =
+      loc && target
+        ? { uri: toUri(loc.file), range: { start: target.positionAt(loc.start), end: target.positionAt(loc.end) } }
+        : null;
+    return navigation.definitions(d.file, d.doc.getText(), offset, first);
   });
 
   connection.onCodeAction((params) => {
@@ -450,6 +456,7 @@ export function startLspServer(o: LspServerOptions): LspServer {
       if (at) void workspace.changed(at.repo, at.model);
     }
   });
+  navigation.listen();
   documents.listen(connection);
   connection.listen();
   return { connection, closed };
