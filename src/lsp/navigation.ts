@@ -45,6 +45,14 @@ import { type Workspace, locateConfig } from "./workspace.js";
  * each of them again.
  */
 
+const toPath = (uri: string): string | undefined => {
+  try {
+    return uri.startsWith("file:") ? fileURLToPath(uri) : undefined;
+  } catch {
+    return undefined;
+  }
+};
+
 /** A config's text as the editor has it (open) or lint read it. */
 export interface ConfigText {
   model: string;
@@ -278,6 +286,29 @@ export function occurrences(target: Target, repo: NavRepo, trees = new TreeCache
   return out;
 }
 
+/** Why a tensor cannot take `name`: its model (or ensemble) already has a tensor of that name. */
+function tensorNameTaken(
+  target: Extract<Target, { kind: "tensor" }>,
+  name: string,
+  repo: NavRepo,
+  trees: TreeCache,
+): string | undefined {
+  const c = repo.config(target.model);
+  if (!c) return undefined;
+  const tree = trees.get(c);
+  const decls = tensorDecls(c.text, tree);
+  if (target.io !== "internal" && decls[target.io].some((d) => d.name === name))
+    return `is already an ${target.io} of '${target.model}'`;
+  // An ensemble's tensors share one namespace: its inputs, outputs and what its steps pass on.
+  const steps = stepsIn(tree);
+  const used =
+    decls.input.some((d) => d.name === name) ||
+    decls.output.some((d) => d.name === name) ||
+    steps.some((s) => [...s.input_map, ...s.output_map].some((e) => e.value?.token.value === name));
+  if (steps.length && used) return `already names a tensor of ensemble '${target.model}'`;
+  return undefined;
+}
+
 const code = (s: string) => `\`${s.replace(/`/g, "'")}\``;
 
 /** The markdown of a tensor's hover: what it is, its type and shape, and where it is used. */
@@ -331,7 +362,7 @@ export interface NavigationOptions {
  */
 export class Navigation {
   private documentChanges = false;
-  private fileRenames = false;
+  private folderRenames = false;
   private readonly trees = new TreeCache();
 
   constructor(private readonly o: NavigationOptions) {}
@@ -339,7 +370,12 @@ export class Navigation {
   initialize(params: InitializeParams): ServerCapabilities {
     const ws = params.capabilities.workspace?.workspaceEdit;
     this.documentChanges = ws?.documentChanges === true;
-    this.fileRenames = this.documentChanges && ws?.resourceOperations?.includes("rename") === true;
+    // Neovim before 0.9 announces renames but fails on a folder ("E502: is a directory", fixed by
+    // neovim/neovim#22289): it gets the edits and the message, as an editor without renames does.
+    const info = params.clientInfo;
+    const [major = 0, minor = 0] = (info?.version ?? "").split(".").map(Number);
+    const foldersFail = info?.name === "Neovim" && major === 0 && minor < 9;
+    this.folderRenames = this.documentChanges && ws?.resourceOperations?.includes("rename") === true && !foldersFail;
     return {
       referencesProvider: true,
       renameProvider: { prepareProvider: true },
@@ -381,9 +417,17 @@ export class Navigation {
     };
     const ensembles = (): ConfigText[] => {
       const out: ConfigText[] = [];
+      // The editor's open configs of this repository, by model (a few), looked up once.
+      const opened = new Map<string, string>();
+      for (const doc of this.o.documents.all()) {
+        const p = toPath(doc.uri);
+        const loc = p ? locateConfig(p) : undefined;
+        if (loc?.repo === repo && p === loc.configFile) opened.set(loc.model, doc.getText());
+      }
+      opened.set(at.model, text);
       for (const model of this.o.workspace.modelNames(repo)) {
         const f = path.join(repo, model, CONFIG_FILE);
-        const open = model === at.model ? text : this.o.documents.get(this.uri(f))?.getText();
+        const open = opened.get(model);
         if (open !== undefined) {
           if (stepsIn(this.trees.get({ model, file: f, text: open })).length) out.push({ model, file: f, text: open });
           continue;
@@ -409,13 +453,8 @@ export class Navigation {
   private docOf(uri: string): { doc: TextDocument; file: string } | undefined {
     const doc = this.o.documents.get(uri);
     if (!doc || doc.getText().length > MAX_CONFIG_BYTES) return undefined;
-    let file: string;
-    try {
-      file = fileURLToPath(uri);
-    } catch {
-      return undefined;
-    }
-    if (path.basename(file) !== CONFIG_FILE) return undefined;
+    const file = toPath(uri);
+    if (!file || path.basename(file) !== CONFIG_FILE) return undefined;
     return { doc, file };
   }
 
@@ -578,6 +617,10 @@ export class Navigation {
           );
         if (fs.existsSync(from)) move = { from, to };
       }
+      if (r.target.kind === "tensor") {
+        const taken = tensorNameTaken(r.target, newName, r.nav, this.trees);
+        if (taken) throw new ResponseError(ErrorCodes.InvalidParams, `'${newName}' ${taken}: pick another name`);
+      }
       const byFile = this.editsByFile(r.occ, r.nav, newName);
       if (!byFile.size && !move) return null;
       let edit: WorkspaceEdit;
@@ -590,7 +633,7 @@ export class Navigation {
         edit = {
           documentChanges: [
             ...docEdits,
-            ...(move && this.fileRenames
+            ...(move && this.folderRenames
               ? [{ kind: "rename" as const, oldUri: this.uri(move.from), newUri: this.uri(move.to) }]
               : []),
           ],
@@ -598,7 +641,7 @@ export class Navigation {
       } else {
         edit = { changes: Object.fromEntries([...byFile].map(([file, e]) => [this.uri(file), e.edits])) };
       }
-      if (move && !this.fileRenames)
+      if (move && !this.folderRenames)
         void connection.sendNotification(ShowMessageNotification.type, {
           type: MessageType.Warning,
           message: `Renamed '${oldName}' to '${newName}' in the configs; move the folder ${move.from} to ${move.to} yourself: Triton takes a model's name from its folder, and this editor cannot rename folders.`,

@@ -68,6 +68,7 @@ ensemble_scheduling {
 `;
 
 const ECHO = pythonConfig("echo");
+const ECHO_INPUT_LIST = 'input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]';
 
 let repo: string;
 let client: LspClient;
@@ -324,6 +325,53 @@ describe("rename", () => {
       expect(messages[0]).toMatch(/move the folder .*\/echo to .*\/echo2 yourself/);
     } finally {
       await plain.stop();
+    }
+  });
+});
+
+describe("rename refusals and old clients", () => {
+  it("a tensor name its model or ensemble already has is refused", async () => {
+    await client.open(file("twice"), TWICE);
+    await expect(
+      request("textDocument/rename", file("twice"), positionOf(TWICE, '"MID"', 2), { newName: "Y" }),
+    ).rejects.toThrow(/'Y' already names a tensor of ensemble 'twice'/);
+    await client.open(file("echo"), ECHO);
+    await client.change(
+      file("echo"),
+      ECHO.replace(
+        ECHO_INPUT_LIST,
+        `${ECHO_INPUT_LIST.slice(0, -2)}, { name: "B" data_type: TYPE_FP32 dims: [ -1 ] } ]`,
+      ),
+    );
+    await expect(
+      request("textDocument/rename", file("echo"), positionOf(ECHO, "INPUT0", 1), { newName: "B" }),
+    ).rejects.toThrow(/'B' is already an input of 'echo'/);
+  });
+
+  it("Neovim before 0.9, which fails on a folder rename, gets the edits and the message instead", async () => {
+    const nvim = LspClient.inProcess({ watch: false });
+    const messages: string[] = [];
+    nvim.connection.onNotification("window/showMessage", (m: { message: string }) => messages.push(m.message));
+    try {
+      await nvim.connection.sendRequest("initialize", {
+        processId: process.pid,
+        rootUri: nvim.uri(repo),
+        clientInfo: { name: "Neovim", version: "0.7.2" },
+        capabilities: {
+          workspace: { workspaceEdit: { documentChanges: true, resourceOperations: ["rename", "create", "delete"] } },
+        },
+      });
+      await nvim.connection.sendNotification("initialized", {});
+      await nvim.open(file("echo"), ECHO);
+      const edit = (await nvim.connection.sendRequest("textDocument/rename", {
+        textDocument: { uri: nvim.uri(file("echo")) },
+        position: positionOf(ECHO, "echo", 1),
+        newName: "echo2",
+      })) as WorkspaceEdit;
+      expect(edit.documentChanges!.map((c) => ("kind" in c ? c.kind : "edit"))).toEqual(["edit", "edit", "edit"]);
+      await expect.poll(() => messages).toHaveLength(1);
+    } finally {
+      await nvim.stop();
     }
   });
 });
