@@ -132,13 +132,15 @@ function stepsIn(tree: LooseMessage): Step[] {
   });
 }
 
-/** A string value's span without its quotes (a half-typed string: to where it stops). */
-function inner(s: LooseScalar, text: string): { start: number; end: number } {
-  if (s.token.type !== "string") return { start: s.start, end: s.end };
-  const q = text[s.start];
-  const closed = s.end - s.start >= 2 && text[s.end - 1] === q;
-  return { start: s.start + 1, end: closed ? s.end - 1 : s.end };
+/** A value's span without its quotes, when it is a string (a half-typed string: to where it stops). */
+function innerSpan(text: string, start: number, end: number): { start: number; end: number } {
+  const q = text[start];
+  if (q !== '"' && q !== "'") return { start, end };
+  const closed = end - start >= 2 && text[end - 1] === q;
+  return { start: start + 1, end: closed ? end - 1 : end };
 }
+
+const inner = (s: LooseScalar, text: string) => innerSpan(text, s.start, s.end);
 
 /** The kind of an ensemble's own tensor: declared as its input, its output, or only passed between steps. */
 function ensembleTensorKind(text: string, tree: LooseMessage, name: string): "input" | "output" | "internal" {
@@ -171,7 +173,7 @@ export function targetAt(
   if (!at || at.role !== "value" || at.token.type !== "string") return undefined;
   const names = at.path.map((f) => f.name);
   const value = at.token.value;
-  const span = inner({ kind: "scalar", token: at.token, start: at.token.start, end: at.token.end }, text);
+  const span = innerSpan(text, at.token.start, at.token.end);
   if (names.length === 1 && names[0] === "name")
     return { target: { kind: "model", model: self }, ...span, declaration: true };
   if (names.length === 2 && (names[0] === "input" || names[0] === "output") && names[1] === "name")
@@ -227,15 +229,7 @@ export function occurrences(target: Target, repo: NavRepo, trees = new TreeCache
           out.push({
             file: own.file,
             model: own.model,
-            ...inner(
-              {
-                kind: "scalar",
-                token: { type: "string", value: d.name, start: d.start, end: d.end },
-                start: d.start,
-                end: d.end,
-              },
-              own.text,
-            ),
+            ...innerSpan(own.text, d.start, d.end),
             declaration: true,
           });
     }
