@@ -22,7 +22,8 @@ import {
   type TextEdit,
   type WorkspaceEdit,
 } from "vscode-languageserver/node";
-import { isEnsemble } from "../repo/rules/ensemble.js";
+import { ENSEMBLE_PLATFORM } from "../repo/backends.js";
+import type { ModelConfig } from "../repo/gen/model_config_pb.js";
 import { CONFIG_FILE, MAX_CONFIG_BYTES } from "../repo/layout.js";
 import { modelNameProblem } from "../repo/model-name.js";
 import { type Hover, tensorDecls } from "./features.js";
@@ -44,6 +45,10 @@ import { type Workspace, locateConfig } from "./workspace.js";
  * from lint's parsed configs, so a repository of thousands of models is walked without parsing
  * each of them again.
  */
+
+/** Whether a parsed config runs steps (as lint's ensemble rules take it). */
+const isEnsemble = (c: ModelConfig): boolean =>
+  c.platform === ENSEMBLE_PLATFORM || c.schedulingChoice.case === "ensembleScheduling";
 
 const toPath = (uri: string): string | undefined => {
   try {
