@@ -117,7 +117,15 @@ const messagesOf = (m: LooseMessage, name: string): LooseMessage[] =>
     .filter((f) => f.name === name)
     .flatMap((f) => f.values.filter((v): v is LooseMessage => v.kind === "message"));
 
+/** The steps of a tree, read once per tree (trees are kept per text, see TreeCache). */
+const stepsRead = new WeakMap<LooseMessage, Step[]>();
 function stepsIn(tree: LooseMessage): Step[] {
+  let steps = stepsRead.get(tree);
+  if (!steps) stepsRead.set(tree, (steps = readSteps(tree)));
+  return steps;
+}
+
+function readSteps(tree: LooseMessage): Step[] {
   const steps = messagesOf(tree, "ensemble_scheduling").flatMap((e) => messagesOf(e, "step"));
   return steps.map((message, index) => {
     const entries = (map: string): MapEntry[] =>
@@ -425,9 +433,9 @@ export class Navigation {
       }
       opened.set(at.model, text);
       for (const model of this.o.workspace.modelNames(repo)) {
-        const f = path.join(repo, model, CONFIG_FILE);
         const open = opened.get(model);
         if (open !== undefined) {
+          const f = path.join(repo, model, CONFIG_FILE);
           if (stepsIn(this.trees.get({ model, file: f, text: open })).length) out.push({ model, file: f, text: open });
           continue;
         }
@@ -435,10 +443,10 @@ export class Navigation {
         const t = m?.layout.configText;
         if (t === undefined) continue;
         // Lint's parsed config says which models are ensembles; only a config that did not parse is read loosely.
-        const isOne = m!.parsed
-          ? isEnsemble(m!.parsed.config)
-          : stepsIn(this.trees.get({ model, file: f, text: t })).length > 0;
-        if (isOne) out.push({ model, file: f, text: t });
+        if (m!.parsed && !isEnsemble(m!.parsed.config)) continue;
+        const f = path.join(repo, model, CONFIG_FILE);
+        if (m!.parsed || stepsIn(this.trees.get({ model, file: f, text: t })).length)
+          out.push({ model, file: f, text: t });
       }
       return out;
     };
@@ -674,16 +682,16 @@ export class Navigation {
     for (const repo of this.o.workspace.repositories()) {
       for (const model of this.o.workspace.modelNames(repo)) {
         if (out.length >= SYMBOL_CAP) return out;
-        const f = path.join(repo, model, CONFIG_FILE);
-        const m = this.o.workspace.model(repo, model);
-        const io = m?.parsed
-          ? { input: m.parsed.config.input.map((x) => x.name), output: m.parsed.config.output.map((x) => x.name) }
-          : undefined;
-        const hits = io
-          ? (["input", "output"] as const).flatMap((k) => io[k].filter(matches).map((name) => ({ k, name })))
-          : [];
+        // Most models match nothing: they cost a look at their names, nothing allocated or read.
         const self = matches(model);
+        const config = this.o.workspace.model(repo, model)?.parsed?.config;
+        const hits: Array<{ k: "input" | "output"; name: string }> = [];
+        if (config) {
+          for (const x of config.input) if (matches(x.name)) hits.push({ k: "input", name: x.name });
+          for (const x of config.output) if (matches(x.name)) hits.push({ k: "output", name: x.name });
+        }
         if (!self && !hits.length) continue;
+        const f = path.join(repo, model, CONFIG_FILE);
         const text = this.textOf(f, repo, model) ?? "";
         const tree = this.trees.get({ model, file: f, text });
         if (self) {
