@@ -357,6 +357,15 @@ export function tensorHoverText(
 
 const SYMBOL_CAP = 100;
 
+interface RepoIndex {
+  /** The lint's generation it was built at. */
+  generation: number;
+  /** The ensembles as lint read them. */
+  ensembles: ConfigText[];
+  /** Every model with its name lowercased for workspace symbols, and its tensors' names. */
+  models: Array<{ model: string; lower: string; inputs: string[]; outputs: string[] }>;
+}
+
 export interface NavigationOptions {
   connection: Connection;
   documents: TextDocuments<TextDocument>;
@@ -371,6 +380,7 @@ export class Navigation {
   private documentChanges = false;
   private folderRenames = false;
   private readonly trees = new TreeCache();
+  private readonly indexes = new Map<string, RepoIndex>();
 
   constructor(private readonly o: NavigationOptions) {}
 
@@ -423,8 +433,8 @@ export class Navigation {
       return t === undefined ? undefined : { model, file: f, text: t };
     };
     const ensembles = (): ConfigText[] => {
-      const out: ConfigText[] = [];
-      // The editor's open configs of this repository, by model (a few), looked up once.
+      // The editor's open configs of this repository, by model (a few), looked up once: their
+      // text, not what lint last read, says whether they are ensembles.
       const opened = new Map<string, string>();
       for (const doc of this.o.documents.all()) {
         const p = toPath(doc.uri);
@@ -432,25 +442,45 @@ export class Navigation {
         if (loc?.repo === repo && p === loc.configFile) opened.set(loc.model, doc.getText());
       }
       opened.set(at.model, text);
-      for (const model of this.o.workspace.modelNames(repo)) {
-        const open = opened.get(model);
-        if (open !== undefined) {
-          const f = path.join(repo, model, CONFIG_FILE);
-          if (stepsIn(this.trees.get({ model, file: f, text: open })).length) out.push({ model, file: f, text: open });
-          continue;
-        }
-        const m = this.o.workspace.model(repo, model);
-        const t = m?.layout.configText;
-        if (t === undefined) continue;
-        // Lint's parsed config says which models are ensembles; only a config that did not parse is read loosely.
-        if (m!.parsed && !isEnsemble(m!.parsed.config)) continue;
+      const out = this.indexOf(repo).ensembles.filter((e) => !opened.has(e.model));
+      for (const [model, open] of opened) {
         const f = path.join(repo, model, CONFIG_FILE);
-        if (m!.parsed || stepsIn(this.trees.get({ model, file: f, text: t })).length)
-          out.push({ model, file: f, text: t });
+        if (stepsIn(this.trees.get({ model, file: f, text: open })).length) out.push({ model, file: f, text: open });
       }
       return out;
     };
     return { nav: { self, config, ensembles }, repo };
+  }
+
+  /**
+   * What navigation needs of every model of a repository (which are ensembles, the tensor names),
+   * kept until lint reads anything again (its generation): a request then looks at the
+   * repository's ensembles, not at each of its models.
+   */
+  private indexOf(repo: string): RepoIndex {
+    const lint = this.o.workspace.repository(repo).lint;
+    const known = this.indexes.get(repo);
+    if (known?.generation === lint.generation) return known;
+    const index: RepoIndex = { generation: lint.generation, ensembles: [], models: [] };
+    for (const model of this.o.workspace.modelNames(repo)) {
+      const m = this.o.workspace.model(repo, model);
+      const c = m?.parsed?.config;
+      index.models.push({
+        model,
+        lower: model.toLowerCase(),
+        inputs: c ? c.input.map((x) => x.name) : [],
+        outputs: c ? c.output.map((x) => x.name) : [],
+      });
+      const t = m?.layout.configText;
+      if (t === undefined) continue;
+      // Lint's parsed config says which models are ensembles; only a config that did not parse is read loosely.
+      if (c && !isEnsemble(c)) continue;
+      const f = path.join(repo, model, CONFIG_FILE);
+      if (c || stepsIn(this.trees.get({ model, file: f, text: t })).length)
+        index.ensembles.push({ model, file: f, text: t });
+    }
+    this.indexes.set(repo, index);
+    return index;
   }
 
   private complete(repo: string | undefined): boolean {
@@ -680,16 +710,13 @@ export class Navigation {
     const out: SymbolInformation[] = [];
     const matches = (s: string) => !q || s.toLowerCase().includes(q);
     for (const repo of this.o.workspace.repositories()) {
-      for (const model of this.o.workspace.modelNames(repo)) {
+      for (const { model, lower, inputs, outputs } of this.indexOf(repo).models) {
         if (out.length >= SYMBOL_CAP) return out;
         // Most models match nothing: they cost a look at their names, nothing allocated or read.
-        const self = matches(model);
-        const config = this.o.workspace.model(repo, model)?.parsed?.config;
+        const self = !q || lower.includes(q);
         const hits: Array<{ k: "input" | "output"; name: string }> = [];
-        if (config) {
-          for (const x of config.input) if (matches(x.name)) hits.push({ k: "input", name: x.name });
-          for (const x of config.output) if (matches(x.name)) hits.push({ k: "output", name: x.name });
-        }
+        for (const name of inputs) if (matches(name)) hits.push({ k: "input", name });
+        for (const name of outputs) if (matches(name)) hits.push({ k: "output", name });
         if (!self && !hits.length) continue;
         const f = path.join(repo, model, CONFIG_FILE);
         const text = this.textOf(f, repo, model) ?? "";

@@ -212,6 +212,19 @@ describe("references", () => {
     expect(uses).toHaveLength(3);
   });
 
+  it("an ensemble saved elsewhere after a first answer is found by the next one", async () => {
+    await client.open(file("pipe"), PIPE);
+    const p = positionOf(PIPE, '"echo"', 2);
+    const refs = () =>
+      request<Location[]>("textDocument/references", file("pipe"), p, { context: { includeDeclaration: true } });
+    expect(await refs()).toHaveLength(4);
+    await writeFiles(repo, { "pipe2/config.pbtxt": PIPE.replace('"pipe"', '"pipe2"'), "pipe2/1/": "" });
+    await client.connection.sendNotification("workspace/didChangeWatchedFiles", {
+      changes: [{ uri: client.uri(file("pipe2")), type: 1 }],
+    });
+    await expect.poll(async () => where(await refs()), { timeout: 15_000 }).toContain("pipe2/config.pbtxt:8:19-23");
+  });
+
   it("a tensor: its declaration and every ensemble map that names it", async () => {
     await client.open(file("echo"), ECHO);
     const locs = await request<Location[]>("textDocument/references", file("echo"), positionOf(ECHO, "OUTPUT0", 1), {
