@@ -34,6 +34,7 @@ import { guardUntilInitialized } from "./lifecycle.js";
 import { DEFAULT_SETTINGS, type GpuCount, type LspSettings, lintOptionsOf, readSettings } from "./settings.js";
 import { ModelTensorReader } from "./model-tensors.js";
 import { SEMANTIC_TOKENS_LEGEND, encodeSemanticTokens, semanticTokens } from "./semantic-tokens.js";
+import { Navigation } from "./navigation.js";
 import { type RunVerdicts, VerdictWatch, verdictDiagnostics } from "./verdict.js";
 import { Workspace, locateConfig } from "./workspace.js";
 
@@ -172,6 +173,7 @@ export function startLspServer(o: LspServerOptions): LspServer {
   });
 
   const tensors = new ModelTensorReader();
+  const navigation = new Navigation({ connection, documents, workspace });
   const sourceFor = (file: string): { src: ModelSource; repo: string | undefined } | undefined => {
     const at = locateConfig(file);
     if (!at) {
@@ -304,6 +306,7 @@ export function startLspServer(o: LspServerOptions): LspServer {
         codeActionProvider: { codeActionKinds: [CodeActionKind.QuickFix] },
         documentFormattingProvider: true,
         semanticTokensProvider: { legend: SEMANTIC_TOKENS_LEGEND, full: true },
+        ...navigation.initialize(params),
       },
       serverInfo: { name: "triton-dev" },
     };
@@ -372,7 +375,8 @@ export function startLspServer(o: LspServerOptions): LspServer {
     const s = d && sourceFor(d.file);
     if (!d || !s) return null;
     if (s.repo) await workspace.need(s.repo, modelsNamedIn(d.file, d.doc.getText()));
-    const h = await hover(d.doc.getText(), d.doc.offsetAt(params.position), s.src);
+    const offset = d.doc.offsetAt(params.position);
+    const h = await navigation.hover(d.file, d.doc.getText(), offset, await hover(d.doc.getText(), offset, s.src));
     if (!h) return null;
     return {
       contents: { kind: MarkupKind.Markdown, value: h.markdown },
@@ -385,14 +389,16 @@ export function startLspServer(o: LspServerOptions): LspServer {
     const s = d && sourceFor(d.file);
     if (!d || !s) return null;
     if (s.repo) await workspace.need(s.repo, modelsNamedIn(d.file, d.doc.getText()));
-    const loc = definition(d.doc.getText(), d.doc.offsetAt(params.position), s.src, d.file);
-    if (!loc) return null;
+    const offset = d.doc.offsetAt(params.position);
+    const loc = definition(d.doc.getText(), offset, s.src, d.file);
     const target =
-      documents.get(toUri(loc.file)) ?? TextDocument.create(toUri(loc.file), "pbtxt", 0, textOf(loc.file) ?? "");
-    return {
-      uri: toUri(loc.file),
-      range: { start: target.positionAt(loc.start), end: target.positionAt(loc.end) },
-    };
+      loc &&
+      (documents.get(toUri(loc.file)) ?? TextDocument.create(toUri(loc.file), "pbtxt", 0, textOf(loc.file) ?? ""));
+    const first =
+      loc && target
+        ? { uri: toUri(loc.file), range: { start: target.positionAt(loc.start), end: target.positionAt(loc.end) } }
+        : null;
+    return navigation.definitions(d.file, d.doc.getText(), offset, first);
   });
 
   connection.onCodeAction((params) => {
@@ -494,6 +500,7 @@ export function startLspServer(o: LspServerOptions): LspServer {
       if (at) void workspace.changed(at.repo, at.model);
     }
   });
+  navigation.listen();
   documents.listen(connection);
   connection.listen();
   return { connection, closed };

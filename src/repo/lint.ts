@@ -791,6 +791,7 @@ export class RepositoryLint {
   private listedSet: ReadonlySet<string> = new Set();
   /** One refresh at a time: a later one sees what the earlier one read. */
   private queue: Promise<void> = Promise.resolve();
+  private readings = 0;
 
   constructor(
     repo: string,
@@ -873,6 +874,12 @@ export class RepositoryLint {
       m.errorCount = countBySeverity(m.reporter.diagnostics).errors;
     }
     checkAcrossModels(scope);
+    this.readings++;
+  }
+
+  /** How many refreshes have finished: a cache of what is known is stale once this moves. */
+  get generation(): number {
+    return this.readings;
   }
 
   private remember(m: Analysed): void {

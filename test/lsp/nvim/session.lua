@@ -97,6 +97,103 @@ if not loc then return finish(7) end
 vim.lsp.util.jump_to_location(loc, client.offset_encoding)
 say("definition", { file = vim.api.nvim_buf_get_name(0), line = vim.api.nvim_win_get_cursor(0)[1] })
 
+-- Navigation, as a user reaches it in 0.7: each list command fills the quickfix list.
+local models = vim.fn.fnamemodify(file, ":h:h")
+local rel = function(f) return vim.fn.fnamemodify(f, ":p"):sub(#models + 2) end
+local shown = {}
+local show_message = vim.lsp.handlers["window/showMessage"]
+vim.lsp.handlers["window/showMessage"] = function(err, result, ctx, config)
+  table.insert(shown, result.message)
+  return show_message(err, result, ctx, config)
+end
+local function back_to_pipeline()
+  vim.cmd("cclose")
+  vim.api.nvim_set_current_buf(pbuf)
+end
+local function quickfix(run, title)
+  vim.fn.setqflist({}, "r", { title = "", items = {} })
+  run()
+  vim.wait(30000, function() return vim.fn.getqflist({ title = 0 }).title:find(title, 1, true) ~= nil end, 50)
+  local items = vim.tbl_map(function(i)
+    return { file = rel(vim.api.nvim_buf_get_name(i.bufnr)), lnum = i.lnum, col = i.col, text = i.text }
+  end, vim.fn.getqflist())
+  back_to_pipeline()
+  return items
+end
+local function cursor_on(needle, delta)
+  for i, l in ipairs(vim.api.nvim_buf_get_lines(pbuf, 0, -1, false)) do
+    local c = l:find(needle, 1, true)
+    if c then
+      vim.api.nvim_win_set_cursor(0, { i, c - 1 + (delta or 0) })
+      return i - 1, c - 1 + (delta or 0)
+    end
+  end
+end
+vim.api.nvim_set_current_buf(pbuf)
+
+-- The outline (:lua vim.lsp.buf.document_symbol()).
+say("document_symbols", quickfix(vim.lsp.buf.document_symbol, "Symbols in"))
+
+-- K on a tensor name in an ensemble map: its type, dims and the steps that use it.
+local hrow, hcol = cursor_on('"TEXT_INPUT"', 2)
+res = client.request_sync("textDocument/hover", {
+  textDocument = { uri = vim.uri_from_bufnr(pbuf) },
+  position = { line = hrow, character = hcol },
+}, 10000, pbuf)
+value = res and res.result and res.result.contents and res.result.contents.value or ""
+say("hover_tensor", { text = value })
+
+-- :lua vim.lsp.buf.references() on the tensor, then on a model name.
+say("references_tensor", quickfix(vim.lsp.buf.references, "References"))
+cursor_on('"bert_tokenizer"', 2)
+say("references_model", quickfix(vim.lsp.buf.references, "References"))
+
+-- :lua vim.lsp.buf.rename("TEXT") on the tensor: the ensemble and the step model's config change.
+cursor_on('"TEXT_INPUT"', 2)
+local tokenizer = models .. "/bert_tokenizer/config.pbtxt"
+local tbuf = vim.fn.bufnr(tokenizer)
+vim.lsp.buf.rename("TEXT")
+ok = vim.wait(30000, function()
+  return vim.fn.join(vim.api.nvim_buf_get_lines(tbuf, 0, -1, false), "\n"):find('name: "TEXT"', 1, true) ~= nil
+end, 50)
+local function lines_with(buf, needle)
+  return vim.tbl_filter(function(l) return l:find(needle, 1, true) ~= nil end, vim.api.nvim_buf_get_lines(buf, 0, -1, false))
+end
+vim.cmd("silent wall")
+-- Both files say TEXT now: the ensemble has nothing to report.
+local clean = vim.wait(30000, function() return #vim.diagnostic.get(pbuf) == 0 end, 50)
+say("rename_tensor", {
+  pipeline = lines_with(pbuf, "TEXT"),
+  tokenizer = lines_with(tbuf, "TEXT"),
+  diagnostics = #vim.diagnostic.get(pbuf),
+  clean = clean,
+})
+if not ok then return finish(8) end
+
+-- Renaming a model: its config's name and the step's model_name; Neovim 0.7 cannot move folders,
+-- so the server says which folder to move.
+cursor_on('"sentiment_classifier"', 2)
+vim.lsp.buf.rename("sentiment_model")
+local classifier = models .. "/sentiment_classifier/config.pbtxt"
+ok = vim.wait(30000, function()
+  local b = vim.fn.bufnr(classifier)
+  return b > 0 and #lines_with(b, 'name: "sentiment_model"') > 0 and #shown > 0
+end, 50)
+say("rename_model", {
+  pipeline = lines_with(pbuf, "sentiment_"),
+  classifier = lines_with(vim.fn.bufnr(classifier), 'name: "'),
+  messages = shown,
+  folder_still_there = vim.fn.isdirectory(models .. "/sentiment_classifier"),
+})
+if not ok then return finish(9) end
+
+-- :lua vim.lsp.buf.workspace_symbol("mask") across the repository.
+say("workspace_symbols", quickfix(function() vim.lsp.buf.workspace_symbol("mask") end, "Symbols matching"))
+
+-- Folding ranges (0.7 has no LSP folding of its own: the answer as its client receives it).
+res = client.request_sync("textDocument/foldingRange", { textDocument = { uri = vim.uri_from_bufnr(pbuf) } }, 10000, pbuf)
+say("folding", res and res.result or vim.NIL)
+
 vim.lsp.stop_client(client.id)
 vim.wait(5000, function() return vim.tbl_isempty(vim.lsp.get_active_clients()) end, 50)
 say("stopped", { clients = #vim.lsp.get_active_clients() })
