@@ -327,19 +327,29 @@ describe("the side-by-side check of the winner against the runner-up", () => {
     });
   });
 
-  it("calls anything else a tie, which keeps the search's winner", () => {
-    // Ahead in two rounds of three: no evidence against the winner.
+  it("goes with the one that led a majority of the rounds by more than the noise", () => {
+    // The runner-up led two rounds of three: it wins, as one instance should have in the issue.
     expect(confirmVerdict(rounds([100, 204], [100, 97], [100, 203]), quiet, quiet)).toMatchObject({
-      verdict: "tied",
-      pick: "winner",
+      verdict: "overturned",
+      pick: "runnerUp",
+      led: { winner: 1, runnerUp: 2 },
     });
     expect(confirmVerdict(rounds([200, 104], [100, 197], [200, 103]), quiet, quiet)).toMatchObject({
-      verdict: "tied",
+      verdict: "confirmed",
       pick: "winner",
+      led: { winner: 2, runnerUp: 1 },
     });
+  });
+
+  it("declares no winner within the noise, and keeps the one it is told to (the user's config)", () => {
     // Ahead in every round, but by less than the noise the two were measured in.
     const c = confirmVerdict(rounds([100, 106], [100, 108], [100, 107]), measured(0.1), quiet);
-    expect(c).toMatchObject({ verdict: "tied", pick: "winner", band: 0.1 });
-    expect(confirmVerdict([], quiet, quiet)).toMatchObject({ verdict: "tied", pick: "winner" });
+    expect(c).toMatchObject({ verdict: "within noise", pick: "winner", band: 0.1, led: { winner: 0, runnerUp: 0 } });
+    // One round each beyond the noise and one inside it: no majority.
+    expect(confirmVerdict(rounds([100, 150], [150, 100], [100, 101]), quiet, quiet, "runnerUp")).toMatchObject({
+      verdict: "within noise",
+      pick: "runnerUp",
+    });
+    expect(confirmVerdict([], quiet, quiet)).toMatchObject({ verdict: "within noise", pick: "winner" });
   });
 });
