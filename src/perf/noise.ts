@@ -37,10 +37,11 @@ export interface LevelNoise {
   p99Us: FigureNoise;
 }
 
-/** Two figures, and the noise (spread, a fraction) each was measured in, where known. */
+/** A figure, the noise (spread, a fraction) it was measured in, and its windows' range, where known. */
 export interface Noisy {
   value: number;
   noise?: number | undefined;
+  range?: { min: number; max: number } | undefined;
 }
 
 /** The band a relative difference of two figures must exceed: the larger noise, MIN_STEP at least. */
@@ -50,11 +51,17 @@ export function noiseBand(a: Noisy, b: Noisy): number {
 
 export type NoiseVerdict = "higher" | "lower" | "within noise";
 
-/** How `b` stands against `a`: higher or lower beyond the noise band, or within it. */
+/**
+ * How `b` stands against `a`: higher or lower beyond the noise band, or within it. Where both
+ * windows' ranges are known, windows of one that reach into the other's range are within noise
+ * too, whatever the ratio: some window of each measured what a window of the other did.
+ */
 export function compareNoisy(a: Noisy, b: Noisy): { verdict: NoiseVerdict; ratio: number; band: number } {
   const band = noiseBand(a, b);
   const ratio = a.value > 0 ? b.value / a.value : b.value > 0 ? Infinity : 1;
-  const verdict = ratio > 1 + band ? "higher" : ratio < 1 - band ? "lower" : "within noise";
+  const apart = (lo: Noisy, hi: Noisy) => !lo.range || !hi.range || hi.range.min > lo.range.max;
+  const verdict =
+    ratio > 1 + band && apart(a, b) ? "higher" : ratio < 1 - band && apart(b, a) ? "lower" : "within noise";
   return { verdict, ratio, band };
 }
 

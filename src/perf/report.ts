@@ -7,7 +7,7 @@ import {
   streamTableCells,
 } from "./stream-report.js";
 import type { Protocol } from "./protocol.js";
-import { compareNoisy, plusMinus, spread, type NoiseVerdict } from "./noise.js";
+import { compareNoisy, plusMinus, spread, type Noisy, type NoiseVerdict } from "./noise.js";
 
 /**
  * The spread of a level's throughput over its merged windows: measured by this version, else
@@ -15,9 +15,19 @@ import { compareNoisy, plusMinus, spread, type NoiseVerdict } from "./noise.js";
  * where there are none (perf_analyzer's levels).
  */
 export function throughputNoise(l: LevelResult): number | undefined {
-  if (l.noise) return l.noise.throughput.spread;
-  const used = (l.windows ?? []).filter((w) => w.success > 0).slice(-3);
-  return used.length >= 2 ? spread(used.map((w) => w.throughput)) : undefined;
+  return noisyThroughput(l).noise;
+}
+
+/** A level's throughput with its noise and its windows' range, for compareNoisy. */
+export function noisyThroughput(l: LevelResult): Noisy {
+  if (l.noise) return { value: l.throughput, noise: l.noise.throughput.spread, range: l.noise.throughput };
+  const used = (l.windows ?? [])
+    .filter((w) => w.success > 0)
+    .slice(-3)
+    .map((w) => w.throughput);
+  return used.length >= 2
+    ? { value: l.throughput, noise: spread(used), range: { min: Math.min(...used), max: Math.max(...used) } }
+    : { value: l.throughput };
 }
 
 /** What the last column says of a level: cut short, unstable, a warm-up that did not settle. */
@@ -399,10 +409,7 @@ export function diffSweeps(now: SweepResult, before: SweepResult): LevelDiff[] {
   for (const l of now.levels) {
     const b = before.levels.find((x) => x.value === l.value && x.requests > 0);
     if (!b || l.requests === 0) continue;
-    const c = compareNoisy(
-      { value: b.throughput, noise: throughputNoise(b) },
-      { value: l.throughput, noise: throughputNoise(l) },
-    );
+    const c = compareNoisy(noisyThroughput(b), noisyThroughput(l));
     out.push({
       value: l.value,
       throughputPct: pct(l.throughput, b.throughput),
@@ -457,10 +464,7 @@ export function compareSweeps(sweeps: readonly SweepResult[]): ComparisonRow[] {
       verdict: ls.map((l, i) =>
         i === 0 || !l || !first || l.requests === 0 || first.requests === 0
           ? undefined
-          : compareNoisy(
-              { value: first.throughput, noise: throughputNoise(first) },
-              { value: l.throughput, noise: throughputNoise(l) },
-            ).verdict,
+          : compareNoisy(noisyThroughput(first), noisyThroughput(l)).verdict,
       ),
       ...(sweeps.some(isStreamingSweep)
         ? {

@@ -43,8 +43,8 @@ import {
   confirmVerdict,
   exhaustive,
   hillClimb,
-  improves,
   noiseBand,
+  withinNoiseOfStart,
   paretoFront,
   rank,
   type Evaluate,
@@ -575,13 +575,7 @@ export async function runTune(o: TuneOptions, deps: TuneDeps): Promise<TuneRepor
   const startTrial = trials.find((t) => t.key === startKey && t.status === "ok" && t.measured);
   const checkedAgainstStart =
     confirmation && [confirmation.winner, confirmation.runnerUp].includes(startTrial?.index ?? -1);
-  if (
-    winner &&
-    startTrial &&
-    winner !== startTrial &&
-    !checkedAgainstStart &&
-    !improves(startTrial, winner, o.objective)
-  ) {
+  if (winner && startTrial && !checkedAgainstStart && withinNoiseOfStart(winner, startTrial, o.objective)) {
     const band = noiseBand(startTrial, winner);
     keptWithinNoise =
       `${winner.key} measured ${winner.measured!.throughput.toFixed(1)} infer/s against your config's ${startTrial.measured!.throughput.toFixed(1)}, ` +

@@ -293,6 +293,15 @@ export function improves(from: Trial, to: Trial, o: Objective): boolean {
   return b > a;
 }
 
+/**
+ * Whether the best found is no better than the user's config beyond the noise either was
+ * measured in: then no setting changes (tune keeps the config as it is, and says why).
+ */
+export function withinNoiseOfStart(best: Trial, start: Trial | undefined, o: Objective): boolean {
+  if (!start || start.key === best.key || start.status !== "ok" || !start.measured) return false;
+  return !improves(start, best, o);
+}
+
 /** One round of the side-by-side check: both candidates measured one after the other. */
 export interface ConfirmRound {
   /** Throughput of the search's winner, and of the runner-up, in this round. */

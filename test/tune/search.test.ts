@@ -8,6 +8,7 @@ import {
   dominatedMargin,
   improves,
   windowsNoise,
+  withinNoiseOfStart,
   exhaustive,
   hillClimb,
   paretoFront,
@@ -351,5 +352,27 @@ describe("the side-by-side check of the winner against the runner-up", () => {
       pick: "runnerUp",
     });
     expect(confirmVerdict([], quiet, quiet)).toMatchObject({ verdict: "within noise", pick: "winner" });
+  });
+});
+
+describe("a winner within the noise of the user's config", () => {
+  const trial = (key: string, throughput: number, noise: number): Trial => ({
+    index: 0,
+    key,
+    candidate: {} as Trial["candidate"],
+    status: "ok",
+    measured: { throughput, p50Us: 1, p95Us: 1, p99Us: 1, errors: 0, noise },
+    elapsedMs: 0,
+  });
+
+  it("keeps the user's config unless the best found beats it by more than the noise", () => {
+    const start = trial("1 inst", 100, 0.05);
+    // 4% ahead, measured in 5% noise: the config stays.
+    expect(withinNoiseOfStart(trial("2 inst", 104, 0.01), start, {})).toBe(true);
+    // 8% ahead: a real difference.
+    expect(withinNoiseOfStart(trial("2 inst", 108, 0.01), start, {})).toBe(false);
+    // Nothing to keep: the best is the config itself, or the config was not measured.
+    expect(withinNoiseOfStart(start, start, {})).toBe(false);
+    expect(withinNoiseOfStart(trial("2 inst", 104, 0.01), undefined, {})).toBe(false);
   });
 });
