@@ -342,10 +342,19 @@ describe("the side-by-side check of the winner against the runner-up", () => {
     });
   });
 
+  it("takes the rounds' own spread as the noise where a busy search window made the search's wider", () => {
+    // Twice the throughput in every round; one of the search's windows was hit (120% spread).
+    const c = confirmVerdict(rounds([100, 205], [100, 198], [100, 210]), measured(1.2), quiet);
+    expect(c).toMatchObject({ verdict: "overturned", pick: "runnerUp", led: { runnerUp: 3 } });
+    expect(c.band).toBeLessThan(0.1);
+  });
+
   it("declares no winner within the noise, and keeps the one it is told to (the user's config)", () => {
-    // Ahead in every round, but by less than the noise the two were measured in.
-    const c = confirmVerdict(rounds([100, 106], [100, 108], [100, 107]), measured(0.1), quiet);
-    expect(c).toMatchObject({ verdict: "within noise", pick: "winner", band: 0.1, led: { winner: 0, runnerUp: 0 } });
+    // Ahead in every round, but by less than the noise the two were measured in, and the rounds
+    // themselves spread as widely.
+    const c = confirmVerdict(rounds([100, 112], [100, 96], [100, 107]), measured(0.2), quiet);
+    expect(c).toMatchObject({ verdict: "within noise", pick: "winner", led: { winner: 0, runnerUp: 0 } });
+    expect(c.band).toBeCloseTo(16 / 105, 2);
     // One round each beyond the noise and one inside it: no majority.
     expect(confirmVerdict(rounds([100, 150], [150, 100], [100, 101]), quiet, quiet, "runnerUp")).toMatchObject({
       verdict: "within noise",
