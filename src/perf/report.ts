@@ -427,7 +427,7 @@ const signed = (x: number) => `${x >= 0 ? "+" : ""}${x.toFixed(1)}%`;
 export function formatDiff(kind: LevelKind, diffs: readonly LevelDiff[]): string[] {
   return diffs.map(
     (d) =>
-      `  ${kind} ${g6(d.value)}: throughput ${signed(d.throughputPct)}${d.withinNoise === undefined ? "" : d.withinNoise ? ` (within noise, ±${d.noisePct.toFixed(1)}%)` : ` (beyond the noise, ±${d.noisePct.toFixed(1)}%)`}, p50 ${signed(d.p50Pct)}, p99 ${signed(d.p99Pct)}`,
+      `  ${kind} ${g6(d.value)}: throughput ${signed(d.throughputPct)}${d.withinNoise ? ` (within the noise, ±${d.noisePct.toFixed(1)}%)` : ` (beyond the noise, ±${d.noisePct.toFixed(1)}%)`}, p50 ${signed(d.p50Pct)}, p99 ${signed(d.p99Pct)}`,
   );
 }
 

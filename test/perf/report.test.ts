@@ -180,6 +180,6 @@ describe("reports", () => {
     // A history diff says the same of a change inside the noise.
     const d = diffSweeps(b, a);
     expect(d[0]).toMatchObject({ withinNoise: true });
-    expect(formatDiff("concurrency", d)[0]).toMatch(/throughput \+4\.0% \(within noise, ±10\.0%\)/);
+    expect(formatDiff("concurrency", d)[0]).toMatch(/throughput \+4\.0% \(within the noise, ±10\.0%\)/);
   });
 });
