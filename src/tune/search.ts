@@ -326,9 +326,9 @@ export interface Confirmation {
 /**
  * The side-by-side check of the search's winner against its runner-up: measured in alternating
  * rounds, so whatever else the machine does weighs on both alike. A round counts for the one
- * ahead by more than the noise (the larger of the search's own measurements of the two, or the
- * spread of the rounds' ratios where that is smaller; 2% at least); a round inside it counts for
- * neither. The one that led a majority of the rounds that way wins.
+ * ahead by more than the noise (the larger of the search's own measurements of the two, or half
+ * the spread of the rounds' ratios where that is smaller; 2% at least); a round inside it counts
+ * for neither. The one that led a majority of the rounds that way wins.
  * Anything else is within noise, and then `onTie` is kept: the user's config where it is one of
  * the two (no setting changes on a difference the machine could have made), else the search's
  * winner.
@@ -340,10 +340,12 @@ export function confirmVerdict(
   onTie: "winner" | "runnerUp" = "winner",
 ): Confirmation {
   const ratios = rounds.filter((r) => r.winner > 0 && r.runnerUp > 0).map((r) => r.runnerUp / r.winner);
-  // The search's noise, unless the rounds' ratios agree more closely than that: rounds that agree
-  // with each other were measured on a quieter machine than a search window hit by a busy moment.
+  // The search's noise (two figures, each as uncertain as its windows' spread), unless the rounds'
+  // ratios, each already of the two, agree more closely than that (half their spread either way
+  // of their middle): rounds that agree with each other ran on a quieter machine than a search
+  // window hit by a busy moment.
   const searchBand = Math.max(winner.measured?.noise ?? 0, runnerUp.measured?.noise ?? 0);
-  const band = Math.max(MIN_STEP, ratios.length >= 3 ? Math.min(searchBand, spread(ratios)) : searchBand);
+  const band = Math.max(MIN_STEP, ratios.length >= 3 ? Math.min(searchBand, spread(ratios) / 2) : searchBand);
   const led = {
     winner: ratios.filter((x) => x < 1 - band).length,
     runnerUp: ratios.filter((x) => x > 1 + band).length,
