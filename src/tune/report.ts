@@ -4,7 +4,7 @@
  */
 import type { TuneReport, TunedTrial } from "./run.js";
 import { compareNoisy, plusMinus } from "../perf/noise.js";
-import type { Confirmation } from "./search.js";
+import { roundsLed, type Confirmation } from "./search.js";
 
 const gpuPct = (t: TunedTrial): number | undefined => {
   const g = t.level?.gpu?.gpus ?? [];
@@ -169,23 +169,20 @@ export function toCsv(r: TuneReport): string {
 }
 
 /** One line on what the side-by-side check found, and which of the two is kept. */
-export function describeConfirmation(
-  c: Confirmation,
-  winnerKey: string,
-  runnerUpKey: string,
-  rounds = c.led.winner + c.led.runnerUp,
-): string {
+export function describeConfirmation(c: Confirmation, winnerKey: string, runnerUpKey: string, rounds?: number): string {
+  const led = c.led ?? { winner: 0, runnerUp: 0 };
+  const n = rounds ?? led.winner + led.runnerUp;
   const pct = (x: number) => `${x >= 0 ? "+" : ""}${(x * 100).toFixed(1)}%`;
   const noise = `±${(c.band * 100).toFixed(1)}%`;
-  const what = `${runnerUpKey} at ${pct(c.ratio - 1)} of ${winnerKey} (median of ${rounds} rounds, noise ${noise})`;
+  const what = `${runnerUpKey} at ${pct(c.ratio - 1)} of ${winnerKey}, the median`;
   if (c.verdict === "confirmed")
-    return `confirmed: ${winnerKey} led ${c.led.winner} of ${rounds} rounds by more than the noise; ${what}`;
+    return `confirmed: ${winnerKey} led ${led.winner}/${n} rounds beyond the noise ${noise}; ${what}`;
   if (c.verdict === "overturned")
-    return `overturned: ${runnerUpKey} led ${c.led.runnerUp} of ${rounds} rounds by more than the noise; ${what}; ${runnerUpKey} wins`;
+    return `overturned: ${runnerUpKey} led ${led.runnerUp}/${n} rounds beyond the noise ${noise}; ${runnerUpKey} wins; ${what}`;
   const kept = c.pick === "winner" ? winnerKey : runnerUpKey;
   return (
-    `within noise: neither led a majority of the ${rounds} rounds by more than ${noise} ` +
-    `(${winnerKey} ${c.led.winner}, ${runnerUpKey} ${c.led.runnerUp}); ${what}; no winner is declared, ${kept} is kept`
+    `within noise: neither led a majority of ${n} rounds beyond ${noise} (${winnerKey} ${led.winner}, ${runnerUpKey} ${led.runnerUp}); ` +
+    `no winner is declared, ${kept} is kept; ${what}`
   );
 }
 
@@ -195,7 +192,8 @@ export function formatConfirmation(r: TuneReport): string {
   if (r.confirmation) {
     const c = r.confirmation;
     const rounds = c.rounds.map((x) => `${x.winner.toFixed(1)}/${x.runnerUp.toFixed(1)}`).join(", ");
-    const line = `side by side (${rounds} infer/s): ${describeConfirmation(c, key(c.winner), key(c.runnerUp), c.rounds.length)}`;
+    const counted = { ...c, led: c.led ?? roundsLed(c.rounds, c.band) };
+    const line = `side by side (${rounds} infer/s): ${describeConfirmation(counted, key(c.winner), key(c.runnerUp), c.rounds.length)}`;
     return r.keptWithinNoise ? `${line}\n${r.keptWithinNoise}` : line;
   }
   const not = r.notConfirmed ? `not checked side by side against the runner-up: ${r.notConfirmed}` : "";

@@ -319,8 +319,14 @@ export interface Confirmation {
   ratio: number;
   /** The noise of the search's measurements of the two (2% at least), which a round's lead must exceed. */
   band: number;
-  /** Rounds each led by more than the band; the rest were within it. */
-  led: { winner: number; runnerUp: number };
+  /** Rounds each led by more than the band; the rest were within it (absent in reports saved before it was counted). */
+  led?: { winner: number; runnerUp: number };
+}
+
+/** The rounds each of the two led by more than `band`. */
+export function roundsLed(rounds: readonly ConfirmRound[], band: number): { winner: number; runnerUp: number } {
+  const ratios = rounds.filter((r) => r.winner > 0 && r.runnerUp > 0).map((r) => r.runnerUp / r.winner);
+  return { winner: ratios.filter((x) => x < 1 - band).length, runnerUp: ratios.filter((x) => x > 1 + band).length };
 }
 
 /**
@@ -346,10 +352,7 @@ export function confirmVerdict(
   // window hit by a busy moment.
   const searchBand = Math.max(winner.measured?.noise ?? 0, runnerUp.measured?.noise ?? 0);
   const band = Math.max(MIN_STEP, ratios.length >= 3 ? Math.min(searchBand, spread(ratios) / 2) : searchBand);
-  const led = {
-    winner: ratios.filter((x) => x < 1 - band).length,
-    runnerUp: ratios.filter((x) => x > 1 + band).length,
-  };
+  const led = roundsLed(rounds, band);
   if (ratios.length === 0) return { verdict: "within noise", pick: onTie, ratio: 0, band, led };
   const sorted = [...ratios].sort((a, b) => a - b);
   const ratio = sorted[Math.floor(sorted.length / 2)]!;
