@@ -30,6 +30,7 @@ export interface PerfFlags {
   measurementInterval: number;
   stabilityPercentage: number;
   maxTrials: number;
+  maxWarmup?: number;
   batchSize: number;
   shape: Array<[string, number[]]>;
   inputData: string;
@@ -143,6 +144,7 @@ export async function perfAction(
     windowMs: flags.measurementInterval,
     stabilityPct: flags.stabilityPercentage,
     maxTrials: flags.maxTrials,
+    ...(flags.maxWarmup !== undefined ? { maxWarmupMs: flags.maxWarmup } : {}),
     batchSize: flags.batchSize,
     shapes,
     inputData,

@@ -115,6 +115,11 @@ export function registerPerfCommand(program: Command, ctx: CliContext): Command 
       intOption("--max-trials", 3),
       10,
     )
+    .option(
+      "--max-warmup <ms>",
+      "each level warms up until two short windows agree, this long at most (default: three measurement windows; 0: no warm-up)",
+      intOption("--max-warmup", 0),
+    )
     .option("-b, --batch-size <n>", "batch size of each request", parsePositiveInt("--batch-size"), 1)
     .option(
       "--shape <NAME:d1,d2>",

@@ -83,6 +83,13 @@ export class LoadGenerator {
     return this.inFlight;
   }
 
+  /** Requests completed (answered or failed) in the window open now. */
+  get completedInWindow(): number {
+    let errors = 0;
+    for (const n of this.window.errors.values()) errors += n;
+    return this.window.success + errors;
+  }
+
   start(): void {
     this.window = emptyWindow(performance.now());
     if (this.mode.kind === "concurrency") {

@@ -3,7 +3,9 @@ import type { ControlClient } from "./control.js";
 import { isUnreachableError } from "./control.js";
 import { GpuSampler, type GpuProbe, type GpuStats } from "./gpu.js";
 import { LatencyHistogram, type LatencySummary } from "./histogram.js";
+import { performance } from "node:perf_hooks";
 import { LoadGenerator, type Distribution, type LoadMode, type WindowData } from "./load.js";
+import { figureNoise, type LevelNoise } from "./noise.js";
 import { breakdown, diffSnapshots, snapshotOf, type ServerBreakdown, type StatsSnapshot } from "./server-stats.js";
 import { SequencePool, type SequenceIds, type SequenceSettings } from "./sequences.js";
 import { isStable, type StabilityRule } from "./stability.js";
@@ -52,6 +54,13 @@ export interface LevelResult {
   stream?: StreamSummary;
   /** Set when the level ended before its measurement did (interrupted, server gone). */
   partial?: string;
+  /** The windows before the measured ones, until two in a row agreed (`warmUp`); absent: none run. */
+  warmup?: WarmupResult;
+  /** Wall-clock start and end of the windows the figures were merged from. */
+  measuredFrom?: string;
+  measuredTo?: string;
+  /** Each figure's spread over the windows it was merged from. */
+  noise?: LevelNoise;
   /** Why the caller's `stopEarly` ended the level before the stability rule held. */
   stoppedEarly?: string;
 }
@@ -82,6 +91,47 @@ export interface ProfileContext {
   stopEarly?: (windows: readonly WindowSummary[]) => string | undefined;
   /** A stateful model: requests go as sequences, with ids from `ids` (shared by the sweep's levels). */
   sequences?: { settings: SequenceSettings; ids: SequenceIds };
+  /** The warm-up before each level's measured windows; absent or `maxMs` 0: none. */
+  warmup?: WarmupRule;
+  /** Told when a level's warm-up ended (settled or not). */
+  onWarmup?: (e: { kind: LevelKind; value: number; warmup: WarmupResult }) => void;
+}
+
+/**
+ * How a level warms up before it is measured: short windows, each at least `windowMs` long and
+ * lasting until `minRequests` completed (at most the measurement window), until two in a row
+ * agree within the stability threshold, or `maxMs` has passed. A model whose first calls do extra
+ * work (a JIT compiling, a cache filling, a second instance's first request) has those calls in
+ * windows that do not agree with the ones after them, so they fall in the warm-up, not the figures.
+ */
+export interface WarmupRule {
+  windowMs: number;
+  /** The longest a warm-up window waits for `minRequests`. */
+  maxWindowMs: number;
+  minRequests: number;
+  /** The warm-up's whole length at most; 0: no warm-up. */
+  maxMs: number;
+}
+
+/** The default warm-up for a measurement window: windows of a fifth of it, three windows' time at most. */
+export function defaultWarmup(windowMs: number, maxMs = 3 * windowMs): WarmupRule {
+  return {
+    windowMs: Math.min(windowMs, Math.max(100, Math.round(windowMs / 5))),
+    maxWindowMs: windowMs,
+    minRequests: 20,
+    maxMs,
+  };
+}
+
+export interface WarmupResult {
+  /** Whether two warm-up windows in a row agreed; false: `maxMs` passed first (or requests failed). */
+  settled: boolean;
+  windows: WindowSummary[];
+  durationMs: number;
+  /** Requests completed during the warm-up: none of them is in the figures. */
+  requests: number;
+  startedAt: string;
+  endedAt: string;
 }
 
 /** Triton stopped answering during a run. */
@@ -139,6 +189,23 @@ function abortableSleep(ms: number, signal?: AbortSignal): Promise<boolean> {
   });
 }
 
+/** A window's bounds on the wall clock (performance.now() counts from the process's start). */
+const wallClock = (ms: number) => new Date(performance.timeOrigin + ms).toISOString();
+
+/** The spread of each figure over some windows (those with a completed request). */
+export function windowNoise(windows: readonly WindowData[], batchSize: number): LevelNoise | undefined {
+  const used = windows.filter((w) => w.success > 0 && w.endMs > w.startMs);
+  if (used.length === 0) return undefined;
+  const summaries = used.map((w) => w.histogram.summary());
+  return {
+    windows: used.length,
+    throughput: figureNoise(used.map((w) => (w.success * batchSize * 1000) / (w.endMs - w.startMs)))!,
+    avgLatencyUs: figureNoise(summaries.map((x) => x.avgUs))!,
+    p50Us: figureNoise(summaries.map((x) => x.p50Us))!,
+    p99Us: figureNoise(summaries.map((x) => x.p99Us))!,
+  };
+}
+
 function summariseWindow(w: WindowData, batchSize: number): WindowSummary {
   const durationMs = w.endMs - w.startMs;
   const errors = [...w.errors.values()].reduce((a, b) => a + b, 0);
@@ -178,6 +245,7 @@ export function mergeWindows(
   const clientRecvUs = requests ? used.reduce((a, w) => a + w.recvUsSum, 0) / requests : 0;
   const delayed = used.reduce((a, w) => a + w.delayed, 0);
   const streamed = used.flatMap((w): StreamWindow[] => (w.stream ? [w.stream] : []));
+  const noise = windowNoise(used, batchSize);
   return {
     kind,
     value,
@@ -198,6 +266,10 @@ export function mergeWindows(
     ...(kind === "rate" ? { delayed } : {}),
     ...(server ? { server } : {}),
     ...(streamed.length ? { stream: summariseStream(streamed, durationMs) } : {}),
+    ...(used.length
+      ? { measuredFrom: wallClock(used[0]!.startMs), measuredTo: wallClock(used[used.length - 1]!.endMs) }
+      : {}),
+    ...(noise ? { noise } : {}),
   };
 }
 
@@ -251,17 +323,33 @@ export async function measureLevel(ctx: ProfileContext, kind: LevelKind, value: 
     const server = a && b ? breakdown(diffSnapshots(a, b), ctx.model, ctx.composing) : undefined;
     return {
       ...mergeWindows(kind, value, windows, k, stable, ctx.batchSize, server),
+      ...(warmup ? { warmup } : {}),
       ...(gpu ? { gpu } : {}),
       ...(partial ? { partial } : {}),
       ...(stoppedEarly ? { stoppedEarly } : {}),
     };
   };
 
-  sampler?.start();
+  let warmup: WarmupResult | undefined;
   gen.start();
   let failure: Error | undefined;
   try {
-    for (let trial = 1; trial <= ctx.maxTrials; trial++) {
+    if (ctx.warmup && ctx.warmup.maxMs > 0) {
+      const w = await warmUp(gen, ctx.warmup, ctx.rule.thresholdPct, ctx.batchSize, ctx.signal);
+      if (!w) failure = new InterruptedError(undefined);
+      else {
+        warmup = w;
+        ctx.onWarmup?.({ kind, value, warmup });
+        // The server's counters from here on: the warm-up's requests are in none of the figures.
+        try {
+          snaps[0] = await fetchSnapshot();
+        } catch {
+          snaps[0] = undefined;
+        }
+      }
+    }
+    if (!failure) sampler?.start();
+    for (let trial = 1; trial <= ctx.maxTrials && !failure; trial++) {
       if (!(await abortableSleep(ctx.windowMs, ctx.signal))) {
         // The window cut short by Ctrl-C is dropped: it is shorter than the others.
         failure = new InterruptedError(undefined);
@@ -326,6 +414,60 @@ export async function measureLevel(ctx: ProfileContext, kind: LevelKind, value: 
   if (failure instanceof AllFailingError)
     throw new AllFailingError(failure.message, result("too many requests failed"));
   return result()!;
+}
+
+/**
+ * Run `rule`'s warm-up windows on a started generator; undefined when aborted. Ends once the last
+ * two windows agree within `thresholdPct` (throughput and average latency, isStable's test), after
+ * `rule.maxMs`, or at a window whose every request failed (the measurement then says why).
+ */
+export async function warmUp(
+  gen: LoadGenerator,
+  rule: WarmupRule,
+  thresholdPct: number,
+  batchSize: number,
+  signal?: AbortSignal,
+): Promise<WarmupResult | undefined> {
+  const started = performance.now();
+  const windows: WindowData[] = [];
+  let settled = false;
+  const poll = Math.max(10, Math.min(50, rule.windowMs / 4));
+  for (;;) {
+    const opened = performance.now();
+    // At least rule.windowMs, and long enough for minRequests (the measurement window at most):
+    // two windows of a handful of slow requests would agree or not by chance.
+    for (;;) {
+      if (!(await abortableSleep(poll, signal))) return undefined;
+      const elapsed = performance.now() - opened;
+      if (elapsed >= rule.maxWindowMs) break;
+      if (elapsed >= rule.windowMs && gen.completedInWindow >= rule.minRequests) break;
+    }
+    const w = gen.cut();
+    windows.push(w);
+    const figures = windows.map((x) => summariseWindow(x, batchSize));
+    const last = figures[figures.length - 1]!;
+    if (last.success === 0 && last.errors > 0) break;
+    if (
+      isStable(
+        figures.map((f) => ({ throughput: f.throughput, latencyUs: f.avgLatencyUs })),
+        { windows: 2, thresholdPct },
+      )
+    ) {
+      settled = true;
+      break;
+    }
+    if (performance.now() - started >= rule.maxMs) break;
+  }
+  const first = windows[0]!;
+  const lastW = windows[windows.length - 1]!;
+  return {
+    settled,
+    windows: windows.map((w) => summariseWindow(w, batchSize)),
+    durationMs: lastW.endMs - first.startMs,
+    requests: windows.reduce((a, w) => a + w.success, 0),
+    startedAt: wallClock(first.startMs),
+    endedAt: wallClock(lastW.endMs),
+  };
 }
 
 /** A failure share as the user reads it: never "100%" while a request succeeded, never "10%" above the 10% limit. */

@@ -7,6 +7,39 @@ import {
   streamTableCells,
 } from "./stream-report.js";
 import type { Protocol } from "./protocol.js";
+import { compareNoisy, plusMinus, spread, type Noisy, type NoiseVerdict } from "./noise.js";
+
+/**
+ * The spread of a level's throughput over its merged windows: measured by this version, else
+ * taken from the windows a saved run kept (the last three that completed requests); undefined
+ * where there are none (perf_analyzer's levels).
+ */
+export function throughputNoise(l: LevelResult): number | undefined {
+  return noisyThroughput(l).noise;
+}
+
+/** A level's throughput with its noise and its windows' range, for compareNoisy. */
+export function noisyThroughput(l: LevelResult): Noisy {
+  if (l.noise) return { value: l.throughput, noise: l.noise.throughput.spread, range: l.noise.throughput };
+  const used = (l.windows ?? [])
+    .filter((w) => w.success > 0)
+    .slice(-3)
+    .map((w) => w.throughput);
+  return used.length >= 2
+    ? { value: l.throughput, noise: spread(used), range: { min: Math.min(...used), max: Math.max(...used) } }
+    : { value: l.throughput };
+}
+
+/** What the last column says of a level: cut short, unstable, a warm-up that did not settle. */
+function levelState(l: LevelResult): string {
+  const parts = [
+    ...(l.partial ? [l.partial] : !l.stable ? ["unstable"] : []),
+    ...(l.warmup && !l.warmup.settled ? ["warm-up did not settle"] : []),
+  ];
+  return parts.length ? `(${parts.join(", ")})` : "";
+}
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)}s`;
 
 /** One sweep over one served model (the model itself, or one variant of it). */
 export interface SweepResult {
@@ -166,6 +199,11 @@ export function formatTable(sweep: SweepResult): string {
     "Server",
     "Batch",
     "Errors",
+    "±Infer/s",
+    "±p50",
+    "±p99",
+    "±Avg",
+    "Warm-up",
     "",
   ];
   const rows = [...sweep.levels]
@@ -188,17 +226,36 @@ export function formatTable(sweep: SweepResult): string {
       ms(l.server?.avgRequestUs),
       l.server && l.server.avgBatchSize > 0 ? l.server.avgBatchSize.toFixed(1) : "-",
       String(l.errorCount),
-      l.partial ? `(${l.partial})` : l.stable ? "" : "(unstable)",
+      plusMinus(l.noise?.throughput.spread ?? throughputNoise(l)),
+      plusMinus(l.noise?.p50Us.spread),
+      plusMinus(l.noise?.p99Us.spread),
+      plusMinus(l.noise?.avgLatencyUs.spread),
+      l.warmup ? seconds(l.warmup.durationMs) : "-",
+      levelState(l),
     ]);
   return textTable([head, ...rows]);
 }
 
 /** A decoupled model's sweep: requests and responses, time to first response, inter-response latency. */
 function formatStreamTable(sweep: SweepResult): string {
-  const head = [sweep.kind === "concurrency" ? "Concurrency" : "Rate/s", ...STREAM_TABLE_HEAD, ""];
+  const head = [
+    sweep.kind === "concurrency" ? "Concurrency" : "Rate/s",
+    ...STREAM_TABLE_HEAD,
+    "±Req/s",
+    "±Avg",
+    "Warm-up",
+    "",
+  ];
   const rows = [...sweep.levels]
     .sort((a, b) => a.value - b.value)
-    .map((l) => [g6(l.value), ...streamTableCells(l), l.partial ? `(${l.partial})` : l.stable ? "" : "(unstable)"]);
+    .map((l) => [
+      g6(l.value),
+      ...streamTableCells(l),
+      plusMinus(l.noise?.throughput.spread ?? throughputNoise(l)),
+      plusMinus(l.noise?.avgLatencyUs.spread),
+      l.warmup ? seconds(l.warmup.durationMs) : "-",
+      levelState(l),
+    ]);
   return textTable([head, ...rows]);
 }
 
@@ -338,6 +395,10 @@ export interface LevelDiff {
   throughputPct: number;
   p50Pct: number;
   p99Pct: number;
+  /** The larger throughput noise of the two runs (2% at least), as a percentage. */
+  noisePct: number;
+  /** The throughput change is smaller than that noise: no verdict. */
+  withinNoise: boolean;
 }
 
 const pct = (now: number, before: number) => (before > 0 ? ((now - before) / before) * 100 : 0);
@@ -348,11 +409,14 @@ export function diffSweeps(now: SweepResult, before: SweepResult): LevelDiff[] {
   for (const l of now.levels) {
     const b = before.levels.find((x) => x.value === l.value && x.requests > 0);
     if (!b || l.requests === 0) continue;
+    const c = compareNoisy(noisyThroughput(b), noisyThroughput(l));
     out.push({
       value: l.value,
       throughputPct: pct(l.throughput, b.throughput),
       p50Pct: pct(l.latency.p50Us, b.latency.p50Us),
       p99Pct: pct(l.latency.p99Us, b.latency.p99Us),
+      noisePct: c.band * 100,
+      withinNoise: c.verdict === "within noise",
     });
   }
   return out.sort((a, b) => a.value - b.value);
@@ -363,7 +427,7 @@ const signed = (x: number) => `${x >= 0 ? "+" : ""}${x.toFixed(1)}%`;
 export function formatDiff(kind: LevelKind, diffs: readonly LevelDiff[]): string[] {
   return diffs.map(
     (d) =>
-      `  ${kind} ${g6(d.value)}: throughput ${signed(d.throughputPct)}, p50 ${signed(d.p50Pct)}, p99 ${signed(d.p99Pct)}`,
+      `  ${kind} ${g6(d.value)}: throughput ${signed(d.throughputPct)}${d.withinNoise ? ` (within the noise, ±${d.noisePct.toFixed(1)}%)` : ` (beyond the noise, ±${d.noisePct.toFixed(1)}%)`}, p50 ${signed(d.p50Pct)}, p99 ${signed(d.p99Pct)}`,
   );
 }
 
@@ -373,6 +437,13 @@ export interface ComparisonRow {
   p50Us: Array<number | undefined>;
   /** Throughput of each variant divided by the first variant's. */
   ratio: Array<number | undefined>;
+  /** Each variant's throughput noise: the spread of its windows (a fraction). */
+  noise: Array<number | undefined>;
+  /**
+   * Each variant against the first: higher or lower by more than the noise either was measured
+   * in (2% at least), or within it, when no variant wins (the first's own entry is undefined).
+   */
+  verdict: Array<NoiseVerdict | undefined>;
   /** Streamed sweeps (decoupled models): each variant's time to first response, p50. */
   firstResponseP50Us?: Array<number | undefined>;
 }
@@ -382,12 +453,19 @@ export function compareSweeps(sweeps: readonly SweepResult[]): ComparisonRow[] {
   const values = [...new Set(sweeps.flatMap((s) => s.levels.map((l) => l.value)))].sort((a, b) => a - b);
   return values.map((value) => {
     const ls = sweeps.map((s) => s.levels.find((l) => l.value === value));
-    const base = ls[0]?.throughput;
+    const first = ls[0];
+    const base = first?.throughput;
     return {
       value,
       throughput: ls.map((l) => l?.throughput),
       p50Us: ls.map((l) => l?.latency.p50Us),
       ratio: ls.map((l) => (l && base ? l.throughput / base : undefined)),
+      noise: ls.map((l) => (l ? throughputNoise(l) : undefined)),
+      verdict: ls.map((l, i) =>
+        i === 0 || !l || !first || l.requests === 0 || first.requests === 0
+          ? undefined
+          : compareNoisy(noisyThroughput(first), noisyThroughput(l)).verdict,
+      ),
       ...(sweeps.some(isStreamingSweep)
         ? {
             firstResponseP50Us: ls.map((l) =>
@@ -405,17 +483,23 @@ export function formatComparison(sweeps: readonly SweepResult[], rows: readonly 
   const streamed = rows.some((r) => r.firstResponseP50Us);
   const head = [
     sweeps[0]?.kind === "rate" ? "Rate/s" : "Concurrency",
-    ...labels.flatMap((l) => (streamed ? [`${l} req/s`, "p50 ms", "TTFT p50"] : [`${l} infer/s`, "p50 ms"])),
+    ...labels.flatMap((l) => (streamed ? [`${l} req/s`, "±", "p50 ms", "TTFT p50"] : [`${l} infer/s`, "±", "p50 ms"])),
     ...labels.slice(1).map((l) => `${l} / ${labels[0]}`),
   ];
   const body = rows.map((r) => [
     g6(r.value),
     ...r.throughput.flatMap((t, i) => [
       t === undefined ? "-" : rate(t),
+      t === undefined ? "-" : plusMinus(r.noise?.[i]),
       r.p50Us[i] === undefined ? "-" : ms(r.p50Us[i]),
       ...(streamed ? [ms(r.firstResponseP50Us?.[i])] : []),
     ]),
-    ...r.ratio.slice(1).map((x) => (x === undefined ? "-" : `${x.toFixed(2)}x`)),
+    // A ratio inside the noise names no winner.
+    ...r.ratio
+      .slice(1)
+      .map((x, i) =>
+        x === undefined ? "-" : `${x.toFixed(2)}x${r.verdict?.[i + 1] === "within noise" ? " (within noise)" : ""}`,
+      ),
   ]);
   return textTable([head, ...body]);
 }

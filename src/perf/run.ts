@@ -20,6 +20,7 @@ import {
   InterruptedError,
   ServerGoneError,
   measureLevel,
+  defaultWarmup,
   type LevelKind,
   type LevelResult,
   type ProfileContext,
@@ -66,6 +67,11 @@ export interface PerfOptions {
   windowMs: number;
   stabilityPct: number;
   maxTrials: number;
+  /**
+   * The longest each level warms up before its measured windows (`profile.ts` WarmupRule); absent:
+   * three measurement windows; 0: no warm-up.
+   */
+  maxWarmupMs?: number;
   batchSize: number;
   shapes: Record<string, number[]>;
   inputData: InputDataSource;
@@ -502,6 +508,11 @@ async function sweepBuiltin(
     ...(deps.stopLevelEarly ? { stopEarly: deps.stopLevelEarly } : {}),
     ...(setup.sequence && ids ? { sequences: { settings: setup.sequence, ids } } : {}),
     onWindow: (e) => deps.progress?.(windowProgressLine(served, e, setup.stream !== undefined)),
+    warmup: defaultWarmup(o.windowMs, o.maxWarmupMs),
+    onWarmup: ({ kind, value, warmup: w }) =>
+      deps.progress?.(
+        `${served}: ${kind} ${value}, warm-up ${w.settled ? "settled" : "did not settle"} after ${w.windows.length} window(s), ${(w.durationMs / 1000).toFixed(1)} s, ${w.requests} request(s) not counted`,
+      ),
   };
   for (const value of o.levels) {
     if (deps.signal?.aborted) {

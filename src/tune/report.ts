@@ -3,7 +3,8 @@
  * Pareto front, the winner as a diff of the user's config.pbtxt, and CSV.
  */
 import type { TuneReport, TunedTrial } from "./run.js";
-import type { Confirmation } from "./search.js";
+import { compareNoisy, plusMinus } from "../perf/noise.js";
+import { roundsLed, type Confirmation } from "./search.js";
 
 const gpuPct = (t: TunedTrial): number | undefined => {
   const g = t.level?.gpu?.gpus ?? [];
@@ -37,21 +38,32 @@ export function formatRanking(r: TuneReport): string {
   const byIndex = new Map(r.trials.map((t) => [t.index, t]));
   const gpu = r.trials.some((t) => t.level?.gpu);
   const front = new Set(r.pareto);
-  const head = ["#", "config", "Infer/s", "p50", "p99", "Queue", "Compute", ...(gpu ? ["GPU%"] : []), "result"];
+  const head = ["#", "config", "Infer/s", "±", "p50", "p99", "Queue", "Compute", ...(gpu ? ["GPU%"] : []), "result"];
   const rows = [head];
+  const win = r.winner === undefined ? undefined : byIndex.get(r.winner)?.measured;
   r.ranking.forEach((i, n) => {
     const t = byIndex.get(i)!;
+    // A candidate closer to the winner than the noise either was measured in did not lose to it.
+    const tie =
+      win && t.measured && i !== r.winner && t.status === "ok"
+        ? compareNoisy(
+            { value: win.throughput, noise: win.noise },
+            { value: t.measured.throughput, noise: t.measured.noise },
+          )
+        : undefined;
+    const withinNoise = tie?.verdict === "within noise" ? ", within noise of the winner" : "";
     const s = t.level?.server;
     const compute = s ? s.computeInputUs + s.computeInferUs + s.computeOutputUs : undefined;
     const early = t.stoppedEarly ? ", stopped early (dominated)" : "";
     const result =
       t.status === "ok"
-        ? `${i === r.winner ? "winner" : "ok"}${front.has(i) ? ", pareto" : ""}${t.servedModel === r.model ? ", your config" : ""}${early}`
+        ? `${i === r.winner ? "winner" : "ok"}${withinNoise}${front.has(i) ? ", pareto" : ""}${t.servedModel === r.model ? ", your config" : ""}${early}`
         : `${t.status}: ${t.why ?? ""}${t.servedModel === r.model ? " (your config)" : ""}${early}`;
     rows.push([
       String(n + 1),
       config(t),
       t.measured ? rate(t.measured.throughput) : "-",
+      t.measured ? plusMinus(t.measured.noise) : "-",
       ms(t.measured?.p50Us),
       ms(t.measured?.p99Us),
       ms(s?.queueUs),
@@ -156,13 +168,22 @@ export function toCsv(r: TuneReport): string {
   return [CSV_HEAD, ...rows].map((r) => r.join(",")).join("\n") + "\n";
 }
 
-/** One line on what the side-by-side check found. */
-export function describeConfirmation(c: Confirmation, winnerKey: string, runnerUpKey: string): string {
+/** One line on what the side-by-side check found, and which of the two is kept. */
+export function describeConfirmation(c: Confirmation, winnerKey: string, runnerUpKey: string, rounds?: number): string {
+  const led = c.led ?? { winner: 0, runnerUp: 0 };
+  const n = rounds ?? led.winner + led.runnerUp;
   const pct = (x: number) => `${x >= 0 ? "+" : ""}${(x * 100).toFixed(1)}%`;
-  const what = `${runnerUpKey} at ${pct(c.ratio - 1)} of ${winnerKey} (noise ±${(c.band * 100).toFixed(1)}%)`;
-  if (c.verdict === "confirmed") return `confirmed: ${what}`;
-  if (c.verdict === "overturned") return `overturned: ${what}; ${runnerUpKey} wins`;
-  return `tied: ${what}; ${winnerKey} is kept`;
+  const noise = `±${(c.band * 100).toFixed(1)}%`;
+  const what = `${runnerUpKey} at ${pct(c.ratio - 1)} of ${winnerKey}, the median`;
+  if (c.verdict === "confirmed")
+    return `confirmed: ${winnerKey} led ${led.winner}/${n} rounds beyond the noise ${noise}; ${what}`;
+  if (c.verdict === "overturned")
+    return `overturned: ${runnerUpKey} led ${led.runnerUp}/${n} rounds beyond the noise ${noise}; ${runnerUpKey} wins; ${what}`;
+  const kept = c.pick === "winner" ? winnerKey : runnerUpKey;
+  return (
+    `within noise: neither led a majority of ${n} rounds beyond ${noise} (${winnerKey} ${led.winner}, ${runnerUpKey} ${led.runnerUp}); ` +
+    `no winner is declared, ${kept} is kept; ${what}`
+  );
 }
 
 /** What the side-by-side check of the winner against the runner-up found, or why there was none. */
@@ -171,9 +192,12 @@ export function formatConfirmation(r: TuneReport): string {
   if (r.confirmation) {
     const c = r.confirmation;
     const rounds = c.rounds.map((x) => `${x.winner.toFixed(1)}/${x.runnerUp.toFixed(1)}`).join(", ");
-    return `side by side (${rounds} infer/s): ${describeConfirmation(c, key(c.winner), key(c.runnerUp))}`;
+    const counted = { ...c, led: c.led ?? roundsLed(c.rounds, c.band) };
+    const line = `side by side (${rounds} infer/s): ${describeConfirmation(counted, key(c.winner), key(c.runnerUp), c.rounds.length)}`;
+    return r.keptWithinNoise ? `${line}\n${r.keptWithinNoise}` : line;
   }
-  return r.notConfirmed ? `not checked side by side against the runner-up: ${r.notConfirmed}` : "";
+  const not = r.notConfirmed ? `not checked side by side against the runner-up: ${r.notConfirmed}` : "";
+  return [not, r.keptWithinNoise ?? ""].filter(Boolean).join("\n");
 }
 
 export function formatSummary(r: TuneReport): string {

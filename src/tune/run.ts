@@ -43,6 +43,8 @@ import {
   confirmVerdict,
   exhaustive,
   hillClimb,
+  noiseBand,
+  withinNoiseOfStart,
   paretoFront,
   rank,
   type Evaluate,
@@ -174,6 +176,8 @@ export interface TuneReport {
   confirmation?: TuneConfirmation;
   /** Why they were not, when two were inside the budget (interrupted, one would not load again). */
   notConfirmed?: string;
+  /** Set when the best found was within the noise of the user's config, which is then kept: why. */
+  keptWithinNoise?: string;
   /** The user's config.pbtxt fields the winner changes. */
   diff: Array<{ field: string; before: string | undefined; after: string | undefined }>;
   edits?: ConfigEdits;
@@ -202,7 +206,7 @@ function measuredOf(l: LevelResult): Measured {
     p95Us: l.latency.p95Us,
     p99Us: l.latency.p99Us,
     errors: l.errorCount,
-    noise: windowsNoise(l.windows),
+    noise: l.noise?.throughput.spread ?? windowsNoise(l.windows),
   };
 }
 
@@ -519,8 +523,9 @@ export async function runTune(o: TuneOptions, deps: TuneDeps): Promise<TuneRepor
           `  round ${i + 1}: ${a.key} ${round.winner.toFixed(1)} infer/s, ${b.key} ${round.runnerUp.toFixed(1)} infer/s`,
         );
       }
-      const c = confirmVerdict(rounds, a, b);
-      deps.progress?.(`  ${describeConfirmation(c, a.key, b.key)}`);
+      // Within the noise, the user's config stays where it is one of the two.
+      const c = confirmVerdict(rounds, a, b, candidateKey(b.candidate) === startKey ? "runnerUp" : "winner");
+      deps.progress?.(`  ${describeConfirmation(c, a.key, b.key, rounds.length)}`);
       return { ...c, winner: a.index, runnerUp: b.index, rounds };
     } finally {
       for (const v of staged) await removeVariant(staging, v).catch(() => undefined);
@@ -563,6 +568,22 @@ export async function runTune(o: TuneOptions, deps: TuneDeps): Promise<TuneRepor
       ranking = [runnerUp, ...ranking.filter((t) => t !== runnerUp)];
     }
   }
+  // No setting changes on a difference smaller than the noise it was measured in: a winner that
+  // is not the user's config must beat it by more than that, unless the side-by-side check
+  // already measured the two against each other.
+  let keptWithinNoise: string | undefined;
+  const startTrial = trials.find((t) => t.key === startKey && t.status === "ok" && t.measured);
+  const checkedAgainstStart =
+    confirmation && [confirmation.winner, confirmation.runnerUp].includes(startTrial?.index ?? -1);
+  if (winner && startTrial && !checkedAgainstStart && withinNoiseOfStart(winner, startTrial, o.objective)) {
+    const band = noiseBand(startTrial, winner);
+    keptWithinNoise =
+      `${winner.key} measured ${winner.measured!.throughput.toFixed(1)} infer/s against your config's ${startTrial.measured!.throughput.toFixed(1)}, ` +
+      `within the noise of ±${(band * 100).toFixed(1)}%: no winner is declared, your config is kept`;
+    deps.progress?.(keptWithinNoise);
+    winner = startTrial;
+    ranking = [startTrial, ...ranking.filter((t) => t !== startTrial)];
+  }
   const edits = winner ? editsBetween(start, winner.candidate, space.kind) : undefined;
   const report: TuneReport = {
     model: o.model,
@@ -579,6 +600,7 @@ export async function runTune(o: TuneOptions, deps: TuneDeps): Promise<TuneRepor
     ...(winner ? { winner: winner.index } : {}),
     ...(confirmation ? { confirmation } : {}),
     ...(notConfirmed ? { notConfirmed } : {}),
+    ...(keptWithinNoise ? { keptWithinNoise } : {}),
     diff: edits ? describeConfigEdits(userText, edits) : [],
     ...(edits ? { edits } : {}),
     ended: result.ended,

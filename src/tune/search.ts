@@ -5,7 +5,10 @@
  * (or the candidate or time budget, or Ctrl-C, ends it first). Measurement is a callback, so the
  * search itself is pure and its every branch testable.
  */
+import { MIN_STEP, spread } from "../perf/noise.js";
 import { candidateKey, sameList, type Candidate, type SearchSpace } from "./space.js";
+
+export { MIN_STEP, spread };
 
 export interface LatencyBudget {
   percentile: "p95" | "p99";
@@ -224,16 +227,6 @@ export async function hillClimb(
 /** Every window of a candidate below this share of the reference's throughput: it cannot win. */
 export const DOMINATED_SHARE = 0.8;
 
-/** The smallest relative change taken as real, however quiet the windows were. */
-export const MIN_STEP = 0.02;
-
-/** (max - min) / mean of some figures; 0 for fewer than two. */
-export function spread(values: readonly number[]): number {
-  if (values.length < 2) return 0;
-  const mean = values.reduce((a, b) => a + b, 0) / values.length;
-  return mean > 0 ? (Math.max(...values) - Math.min(...values)) / mean : 0;
-}
-
 /**
  * The noise of a level's windows: the spread of the throughput of those its figure was merged
  * from (the last three), leaving out the first, which is warm-up, when there are others.
@@ -300,6 +293,15 @@ export function improves(from: Trial, to: Trial, o: Objective): boolean {
   return b > a;
 }
 
+/**
+ * Whether the best found is no better than the user's config beyond the noise either was
+ * measured in: then no setting changes (tune keeps the config as it is, and says why).
+ */
+export function withinNoiseOfStart(best: Trial, start: Trial | undefined, o: Objective): boolean {
+  if (!start || start.key === best.key || start.status !== "ok" || !start.measured) return false;
+  return !improves(start, best, o);
+}
+
 /** One round of the side-by-side check: both candidates measured one after the other. */
 export interface ConfirmRound {
   /** Throughput of the search's winner, and of the runner-up, in this round. */
@@ -307,7 +309,7 @@ export interface ConfirmRound {
   runnerUp: number;
 }
 
-export type ConfirmVerdict = "confirmed" | "overturned" | "tied";
+export type ConfirmVerdict = "confirmed" | "overturned" | "within noise";
 
 export interface Confirmation {
   verdict: ConfirmVerdict;
@@ -315,31 +317,49 @@ export interface Confirmation {
   pick: "winner" | "runnerUp";
   /** The median of the rounds' runner-up / winner throughput ratios. */
   ratio: number;
-  /** The noise of the search's measurements of the two (2% at least), which the median must exceed. */
+  /** The noise of the search's measurements of the two (2% at least), which a round's lead must exceed. */
   band: number;
+  /** Rounds each led by more than the band; the rest were within it (absent in reports saved before it was counted). */
+  led?: { winner: number; runnerUp: number };
+}
+
+/** The rounds each of the two led by more than `band`. */
+export function roundsLed(rounds: readonly ConfirmRound[], band: number): { winner: number; runnerUp: number } {
+  const ratios = rounds.filter((r) => r.winner > 0 && r.runnerUp > 0).map((r) => r.runnerUp / r.winner);
+  return { winner: ratios.filter((x) => x < 1 - band).length, runnerUp: ratios.filter((x) => x > 1 + band).length };
 }
 
 /**
  * The side-by-side check of the search's winner against its runner-up: measured in alternating
- * rounds, so whatever else the machine does weighs on both alike. Each round gives a ratio
- * (runner-up / winner). The runner-up takes the win only when it was ahead in every round and
- * their median is ahead by more than the noise of the search's own measurements of the two (2% at
- * least); the winner is confirmed when it was ahead the same way. Anything else is a tie, and a
- * tie keeps the search's winner: rounds that disagree are no evidence against it.
+ * rounds, so whatever else the machine does weighs on both alike. A round counts for the one
+ * ahead by more than the noise (the larger of the search's own measurements of the two, or half
+ * the spread of the rounds' ratios where that is smaller; 2% at least); a round inside it counts
+ * for neither. The one that led a majority of the rounds that way wins.
+ * Anything else is within noise, and then `onTie` is kept: the user's config where it is one of
+ * the two (no setting changes on a difference the machine could have made), else the search's
+ * winner.
  */
 export function confirmVerdict(
   rounds: readonly ConfirmRound[],
   winner: Pick<Trial, "measured">,
   runnerUp: Pick<Trial, "measured">,
+  onTie: "winner" | "runnerUp" = "winner",
 ): Confirmation {
   const ratios = rounds.filter((r) => r.winner > 0 && r.runnerUp > 0).map((r) => r.runnerUp / r.winner);
-  const band = Math.max(MIN_STEP, winner.measured?.noise ?? 0, runnerUp.measured?.noise ?? 0);
-  if (ratios.length === 0) return { verdict: "tied", pick: "winner", ratio: 0, band };
+  // The search's noise (two figures, each as uncertain as its windows' spread), unless the rounds'
+  // ratios, each already of the two, agree more closely than that (half their spread either way
+  // of their middle): rounds that agree with each other ran on a quieter machine than a search
+  // window hit by a busy moment.
+  const searchBand = Math.max(winner.measured?.noise ?? 0, runnerUp.measured?.noise ?? 0);
+  const band = Math.max(MIN_STEP, ratios.length >= 3 ? Math.min(searchBand, spread(ratios) / 2) : searchBand);
+  const led = roundsLed(rounds, band);
+  if (ratios.length === 0) return { verdict: "within noise", pick: onTie, ratio: 0, band, led };
   const sorted = [...ratios].sort((a, b) => a - b);
   const ratio = sorted[Math.floor(sorted.length / 2)]!;
-  if (sorted[0]! > 1 && ratio > 1 + band) return { verdict: "overturned", pick: "runnerUp", ratio, band };
-  if (sorted[sorted.length - 1]! < 1 && ratio < 1 - band) return { verdict: "confirmed", pick: "winner", ratio, band };
-  return { verdict: "tied", pick: "winner", ratio, band };
+  const majority = Math.floor(rounds.length / 2) + 1;
+  if (led.runnerUp >= majority) return { verdict: "overturned", pick: "runnerUp", ratio, band, led };
+  if (led.winner >= majority) return { verdict: "confirmed", pick: "winner", ratio, band, led };
+  return { verdict: "within noise", pick: onTie, ratio, band, led };
 }
 
 /** Measure every candidate (the exhaustive sweep the bench compares against). */

@@ -261,7 +261,7 @@ describe("triton-dev perf (real Triton, sample models)", () => {
     expect(r.stdout).toMatch(/^avg latency \(ms\)$/m);
     expect(r.stdout).toMatch(/throughput \(infer\/s\)/);
     expect(r.stdout).toMatch(
-      /compared with the previous run \(.*\):\n {2}concurrency 2: throughput [+-]\d+\.\d%, p50 [+-]\d+\.\d%, p99 [+-]\d+\.\d%/,
+      /compared with the previous run \(.*\):\n {2}concurrency 2: throughput [+-]\d+\.\d% \((within|beyond) the noise, ±\d+\.\d%\), p50 [+-]\d+\.\d%, p99 [+-]\d+\.\d%/,
     );
     expect(r.stdout).toMatch(/saved: .*perf\/sleeper\/.*\.json/);
   }, 60_000);

@@ -8,6 +8,7 @@ import {
   describeClientServerGap,
   diffSweeps,
   formatComparison,
+  formatDiff,
   formatTable,
   parseCsv,
   seriesOf,
@@ -84,15 +85,35 @@ describe("reports", () => {
   });
 
   it("prints a table with the breakdown, batch size, errors and stability", () => {
-    const t = formatTable(sweep([level(1, 2314.66, 414), { ...level(2, 2343.86, 653), stable: false }]));
+    const noisy: Partial<LevelResult> = {
+      noise: {
+        windows: 3,
+        throughput: { min: 2280, max: 2350, spread: 0.03 },
+        p50Us: { min: 410, max: 416, spread: 0.015 },
+        p99Us: { min: 900, max: 1010, spread: 0.12 },
+        avgLatencyUs: { min: 450, max: 460, spread: 0.02 },
+      },
+      warmup: { settled: true, windows: [], durationMs: 1800, requests: 40, startedAt: "", endedAt: "" },
+    };
+    const unsettled: Partial<LevelResult> = {
+      stable: false,
+      warmup: { settled: false, windows: [], durationMs: 15_000, requests: 9, startedAt: "", endedAt: "" },
+    };
+    const t = formatTable(
+      sweep([
+        { ...level(1, 2314.66, 414), ...noisy },
+        { ...level(2, 2343.86, 653), ...unsettled },
+      ]),
+    );
     const lines = t.split("\n");
     expect(lines[0]).toMatch(
-      /^Concurrency\s+Infer\/s\s+Send\s+Net\+Srv\s+Queue\s+In\s+Infer\s+Out\s+Recv\s+p50\s+p90\s+p95\s+p99\s+Avg\s+Server\s+Batch\s+Errors$/,
+      /^Concurrency\s+Infer\/s\s+Send\s+Net\+Srv\s+Queue\s+In\s+Infer\s+Out\s+Recv\s+p50\s+p90\s+p95\s+p99\s+Avg\s+Server\s+Batch\s+Errors\s+±Infer\/s\s+±p50\s+±p99\s+±Avg\s+Warm-up$/,
     );
+    // Each figure's spread over its windows, and the warm-up's length, after perf_analyzer's columns.
     expect(lines[1]).toMatch(
-      /^1\s+2315\s+0\.04\s+0\.12\s+0\.02\s+0\.01\s+0\.20\s+0\.04\s+0\.00\s+0\.41\s+.*\s+0\.46\s+0\.28\s+4\.0\s+0$/,
+      /^1\s+2315\s+0\.04\s+0\.12\s+0\.02\s+0\.01\s+0\.20\s+0\.04\s+0\.00\s+0\.41\s+.*\s+0\.46\s+0\.28\s+4\.0\s+0\s+±3\.0%\s+±1\.5%\s+±12%\s+±2\.0%\s+1\.8s$/,
     );
-    expect(lines[2]).toMatch(/4\s+\(unstable\)$/);
+    expect(lines[2]).toMatch(/4\s+-\s+-\s+-\s+-\s+15\.0s\s+\(unstable, warm-up did not settle\)$/);
   });
 
   it("notes where client latency is well above the server's time per request, and only there", () => {
@@ -136,10 +157,29 @@ describe("reports", () => {
     const on = sweep([level(64, 1850, 34500)], "dynamic batching");
     const rows = compareSweeps([off, on]);
     expect(rows[0]!.ratio[1]).toBeCloseTo(1850 / 450);
-    expect(formatComparison([off, on], rows)).toMatch(/64\s+450\s+142\s+1850\s+34\.5\s+4\.11x/);
+    expect(formatComparison([off, on], rows)).toMatch(/64\s+450\s+-\s+142\s+1850\s+-\s+34\.5\s+4\.11x$/);
+    expect(rows[0]!.verdict).toEqual([undefined, "higher"]);
     const d = diffSweeps(sweep([level(1, 110, 900)]), sweep([level(1, 100, 1000), level(2, 1, 1)]));
+    expect(d[0]).toMatchObject({ withinNoise: false, noisePct: 2 });
     expect(d).toHaveLength(1);
     expect(d[0]!.throughputPct).toBeCloseTo(10);
     expect(d[0]!.p50Pct).toBeCloseTo(-10);
+  });
+
+  it("names no winner where two variants differ by less than the noise either was measured in", () => {
+    const windows = (...t: number[]) =>
+      t.map((throughput) => ({ durationMs: 1000, success: throughput, errors: 0, throughput, avgLatencyUs: 1000 }));
+    // The same config twice: 1000 and 1040 infer/s, windows spread 10% and 8%.
+    const a = sweep([{ ...level(1, 1000, 900), windows: windows(950, 1000, 1050) }], "a");
+    const b = sweep([{ ...level(1, 1040, 880), windows: windows(1000, 1040, 1080) }], "b");
+    const rows = compareSweeps([a, b]);
+    expect(rows[0]!.verdict).toEqual([undefined, "within noise"]);
+    expect(rows[0]!.noise[0]).toBeCloseTo(0.1);
+    const text = formatComparison([a, b], rows);
+    expect(text).toMatch(/1000\s+±10%\s+0\.90\s+1040\s+±7\.7%\s+0\.88\s+1\.04x \(within noise\)$/m);
+    // A history diff says the same of a change inside the noise.
+    const d = diffSweeps(b, a);
+    expect(d[0]).toMatchObject({ withinNoise: true });
+    expect(formatDiff("concurrency", d)[0]).toMatch(/throughput \+4\.0% \(within the noise, ±10\.0%\)/);
   });
 });

@@ -86,6 +86,9 @@ describe("streaming report", () => {
       "p99",
       "Out/s",
       "Errors",
+      "±Req/s",
+      "±Avg",
+      "Warm-up",
     ]);
     const cells = rows.map((r) => r.trim().split(/\s+/));
     // Sorted by load; concurrency 1 had one response per request, so no inter-response latency.
@@ -104,6 +107,9 @@ describe("streaming report", () => {
       "120",
       "2.00",
       "2",
+      "-",
+      "-",
+      "-",
     ]);
     expect(cells[1]).toEqual([
       "2",
@@ -120,6 +126,9 @@ describe("streaming report", () => {
       "120",
       "12.0",
       "2",
+      "-",
+      "-",
+      "-",
     ]);
   });
 
@@ -198,13 +207,15 @@ describe("streaming report", () => {
     expect(head!.split(/\s{2,}/)).toEqual([
       "Concurrency",
       "instances=1 req/s",
+      "±",
       "p50 ms",
       "TTFT p50",
       "instances=2 req/s",
+      "±",
       "p50 ms",
       "TTFT p50",
       "instances=2 / instances=1",
     ]);
-    expect(row!.trim().split(/\s+/)).toEqual(["1", "2.00", "60.0", "20.0", "4.00", "60.0", "20.0", "2.00x"]);
+    expect(row!.trim().split(/\s+/)).toEqual(["1", "2.00", "-", "60.0", "20.0", "4.00", "-", "60.0", "20.0", "2.00x"]);
   });
 });

@@ -8,6 +8,7 @@ import {
   dominatedMargin,
   improves,
   windowsNoise,
+  withinNoiseOfStart,
   exhaustive,
   hillClimb,
   paretoFront,
@@ -327,19 +328,65 @@ describe("the side-by-side check of the winner against the runner-up", () => {
     });
   });
 
-  it("calls anything else a tie, which keeps the search's winner", () => {
-    // Ahead in two rounds of three: no evidence against the winner.
+  it("goes with the one that led a majority of the rounds by more than the noise", () => {
+    // The runner-up led two rounds of three: it wins, as one instance should have in the issue.
     expect(confirmVerdict(rounds([100, 204], [100, 97], [100, 203]), quiet, quiet)).toMatchObject({
-      verdict: "tied",
-      pick: "winner",
+      verdict: "overturned",
+      pick: "runnerUp",
+      led: { winner: 1, runnerUp: 2 },
     });
     expect(confirmVerdict(rounds([200, 104], [100, 197], [200, 103]), quiet, quiet)).toMatchObject({
-      verdict: "tied",
+      verdict: "confirmed",
       pick: "winner",
+      led: { winner: 2, runnerUp: 1 },
     });
-    // Ahead in every round, but by less than the noise the two were measured in.
-    const c = confirmVerdict(rounds([100, 106], [100, 108], [100, 107]), measured(0.1), quiet);
-    expect(c).toMatchObject({ verdict: "tied", pick: "winner", band: 0.1 });
-    expect(confirmVerdict([], quiet, quiet)).toMatchObject({ verdict: "tied", pick: "winner" });
+  });
+
+  it("takes the rounds' own spread as the noise where a busy search window made the search's wider", () => {
+    // Twice the throughput in every round; one of the search's windows was hit (120% spread).
+    const c = confirmVerdict(rounds([100, 205], [100, 198], [100, 210]), measured(1.2), quiet);
+    expect(c).toMatchObject({ verdict: "overturned", pick: "runnerUp", led: { runnerUp: 3 } });
+    expect(c.band).toBeLessThan(0.1);
+    // A busy machine throughout (as the suite saw it): the rounds spread, two of three clear.
+    expect(confirmVerdict(rounds([198, 82], [136, 102], [161, 57]), measured(0.13), measured(0.99))).toMatchObject({
+      verdict: "confirmed",
+      pick: "winner",
+      led: { winner: 2, runnerUp: 0 },
+    });
+  });
+
+  it("declares no winner within the noise, and keeps the one it is told to (the user's config)", () => {
+    // Ahead in two rounds, behind in one, the rounds spread widely: one round clear of the noise.
+    const c = confirmVerdict(rounds([100, 112], [100, 96], [100, 107]), measured(0.2), quiet);
+    expect(c).toMatchObject({ verdict: "within noise", pick: "winner", led: { winner: 0, runnerUp: 1 } });
+    expect(c.band).toBeCloseTo(16 / 105 / 2, 2);
+    // One round each beyond the noise and one inside it: no majority.
+    expect(confirmVerdict(rounds([100, 150], [150, 100], [100, 101]), quiet, quiet, "runnerUp")).toMatchObject({
+      verdict: "within noise",
+      pick: "runnerUp",
+    });
+    expect(confirmVerdict([], quiet, quiet)).toMatchObject({ verdict: "within noise", pick: "winner" });
+  });
+});
+
+describe("a winner within the noise of the user's config", () => {
+  const trial = (key: string, throughput: number, noise: number): Trial => ({
+    index: 0,
+    key,
+    candidate: {} as Trial["candidate"],
+    status: "ok",
+    measured: { throughput, p50Us: 1, p95Us: 1, p99Us: 1, errors: 0, noise },
+    elapsedMs: 0,
+  });
+
+  it("keeps the user's config unless the best found beats it by more than the noise", () => {
+    const start = trial("1 inst", 100, 0.05);
+    // 4% ahead, measured in 5% noise: the config stays.
+    expect(withinNoiseOfStart(trial("2 inst", 104, 0.01), start, {})).toBe(true);
+    // 8% ahead: a real difference.
+    expect(withinNoiseOfStart(trial("2 inst", 108, 0.01), start, {})).toBe(false);
+    // Nothing to keep: the best is the config itself, or the config was not measured.
+    expect(withinNoiseOfStart(start, start, {})).toBe(false);
+    expect(withinNoiseOfStart(trial("2 inst", 104, 0.01), undefined, {})).toBe(false);
   });
 });

@@ -125,6 +125,6 @@ describe("the dashboard's tune (t)", () => {
     expect(f).toContain("+  instance_group[KIND_CPU].count: 2");
     expect(f).toMatch(/1\s+2 inst, batch<=8 pref\[\] delay 0us\s+190/);
     expect(f).toMatch(/winner, pareto/);
-    expect(f).toContain("side by side (190.0/99.0, 185.0/97.0, 192.0/100.0 infer/s): confirmed: a at -48.0% of b");
+    expect(f).toContain("side by side (190.0/99.0, 185.0/97.0, 192.0/100.0 infer/s): confirmed: b led 3/3 rounds");
   });
 });

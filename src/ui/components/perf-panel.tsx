@@ -1,7 +1,8 @@
 import { Text } from "ink";
 import { memo, type ReactElement } from "react";
 import type { LevelResult } from "../../perf/profile.js";
-import { chart, seriesOf } from "../../perf/report.js";
+import { plusMinus } from "../../perf/noise.js";
+import { chart, seriesOf, throughputNoise } from "../../perf/report.js";
 import { isStreamingSweep } from "../../perf/stream-report.js";
 import { duration, fit, perSec, usAsMs } from "../format.js";
 import type { PerfState } from "../state.js";
@@ -27,6 +28,7 @@ const COLS: Array<[string, number]> = [
   ["infer", 7],
   ["batch", 5],
   ["errors", 6],
+  ["±infer", 7],
 ];
 
 /** A decoupled model's columns: responses, time to first response, inter-response latency. */
@@ -126,6 +128,8 @@ export const PerfPanel = memo(function PerfPanel({ perf, now, width, height }: P
             usAsMs(l.server?.computeInferUs),
             l.server && l.server.avgBatchSize > 0 ? l.server.avgBatchSize.toFixed(1) : "—",
             String(l.errorCount),
+            // The throughput's spread over its windows: a difference between levels inside it is noise.
+            plusMinus(throughputNoise(l)),
           ];
       push(
         <Line key={`l${l.value}`}>
