@@ -247,7 +247,10 @@ describe("name, platform and backend", () => {
       expect(hint).not.toMatch(/to run here/);
       expect(hint).toContain("the local runtime has no pytorch backend");
     } else {
-      expect(hint).toMatch(/^Use kind: KIND_CPU to run here/);
+      // Through PyTorch in the model's environment: the hint names what else KIND_CPU needs here.
+      expect(hint).toMatch(
+        /^Use kind: KIND_CPU to run here, with torch in the model's environment \(list torch in a requirements\.txt/,
+      );
     }
     // A backend that runs only on a GPU never suggests KIND_CPU.
     const trt = await lint(onGpu("tensorrt"), { "m/1/model.plan": "x" }, { runtime: "docker", gpuAvailable: false });

@@ -41,6 +41,10 @@ function gpuHint(ctx: ModelContext): string {
   const has = runtime ? serverBackends(runtime, ctx.options.image) : undefined;
   if (backend && runtime && has && !has.includes(backend))
     return `KIND_CPU alone does not make it run here: the ${runtime} runtime has no ${backend} backend (see the backend finding for where it runs).`;
+  // TorchScript runs here through PyTorch in the model's environment, which triton-dev never
+  // installs unasked: KIND_CPU alone would lead to "torch is not importable" at load.
+  if (backend === "pytorch" && runtime === "local")
+    return "Use kind: KIND_CPU to run here, with torch in the model's environment (list torch in a requirements.txt beside config.pbtxt, or run `triton-dev setup --with-site-packages` from a Python that has it); or KIND_AUTO to use a GPU wherever there is one.";
   return "Use kind: KIND_CPU to run here, or KIND_AUTO to use a GPU wherever there is one.";
 }
 
