@@ -13,7 +13,14 @@ import {
   ensembleSteps,
   isEnsemble,
 } from "./rules/ensemble.js";
-import { CONFIG_FILE, type ModelLayout, type NotAModelFolder, readRepositoryEntries, scanModel } from "./layout.js";
+import {
+  CONFIG_FILE,
+  type ModelLayout,
+  type NotAModelFolder,
+  classifyEntry,
+  readRepositoryEntries,
+  scanModel,
+} from "./layout.js";
 import { READ_CONCURRENCY, mapPool } from "./fd-limit.js";
 import { ModelFileError, listModelFiles } from "./model-files.js";
 import type { ModelConfigJson } from "./model-config.js";
@@ -788,6 +795,11 @@ export class RepositoryLint {
   private listedSet: ReadonlySet<string> = new Set();
   /** One refresh at a time: a later one sees what the earlier one read. */
   private queue: Promise<void> = Promise.resolve();
+  /**
+   * The ensembles that name each model in a step, by the name they use (the model may not
+   * exist): what a change of that model can change, found without a pass over every model.
+   */
+  private readonly usersOf = new Map<string, Set<string>>();
 
   constructor(
     repo: string,
@@ -801,7 +813,7 @@ export class RepositoryLint {
    * Reads the list of models again, and the models named in `changed` (every model on the first
    * call, and any model not seen before). Throws UserError when the repository cannot be read.
    */
-  refresh(changed: Iterable<string> = [], o: { relist?: boolean; only?: boolean } = {}): Promise<void> {
+  refresh(changed: Iterable<string> = [], o: { relist?: boolean | "entries"; only?: boolean } = {}): Promise<void> {
     const wanted = new Set(changed);
     const run = this.queue.then(() => this.doRefresh(wanted, o.relist ?? true, o.only ?? false));
     this.queue = run.catch(() => undefined);
@@ -811,20 +823,26 @@ export class RepositoryLint {
   /**
    * `relist` false: the changed models' text changed, not the repository's folders (an editor's
    * unsaved change), so the list of models is not read again, unless a changed model is not in it.
+   * `"entries"`: only the changed names' entries are looked at again (a watcher saw them change),
+   * not the whole folder, which at 20,000 models costs more than the model read.
    */
-  private async doRefresh(changed: Set<string>, relist: boolean, only: boolean): Promise<void> {
-    if (relist || !this.listed || [...changed].some((n) => !this.listedSet.has(n))) {
+  private async doRefresh(changed: Set<string>, relist: boolean | "entries", only: boolean): Promise<void> {
+    if (relist === true || !this.listed) {
       const entries = await readRepositoryEntries(this.repo);
       this.notModels = entries.notModels;
       this.listed = entries.models;
       this.listedSet = new Set(entries.models);
+    } else if (relist === "entries" || [...changed].some((n) => !this.listedSet.has(n))) {
+      await this.relistEntries(changed);
     }
     const names = this.listed!;
     const taken = this.listedSet;
+    /** Models gone from the listing: the ensembles that ran them are checked again. */
+    const gone: string[] = [];
     for (const n of [...this.models.keys()]) {
       if (!taken.has(n)) {
-        this.models.delete(n);
-        this.baselines.delete(n);
+        this.forget(n);
+        gone.push(n);
       }
     }
     const todo = only
@@ -850,19 +868,10 @@ export class RepositoryLint {
       readNow.push(...frontier);
       for (const m of await read(frontier)) this.remember(m);
     }
-    // The rules across models: on every model, or (`only`) on the models read now and the models
-    // they run, so that a step of reading a large repository costs what it read, not the repository.
-    let scope = this.models;
-    if (only) {
-      scope = new Map();
-      const add = (n: string): void => {
-        const m = this.models.get(n);
-        if (!m || scope.has(n)) return;
-        scope.set(n, m);
-        if (m.parsed) for (const s of ensembleSteps(m.parsed.config)) add(s.modelName);
-      };
-      for (const n of readNow) add(n);
-    }
+    // The rules across models, on the models linked by ensemble steps (either way) to those read
+    // now or gone: a model's findings across models depend on nothing outside those links, so the
+    // rest keep theirs, and a change costs what it touches, not the repository.
+    const scope = this.linkedTo([...readNow, ...gone]);
     for (const [n, m] of scope) {
       const b = this.baselines.get(n)!;
       m.reporter.diagnostics.length = b.diagnostics;
@@ -872,7 +881,73 @@ export class RepositoryLint {
     checkAcrossModels(scope);
   }
 
+  /**
+   * The models joined to `names` through ensemble steps, in either direction and transitively
+   * (their connected part of the step graph): checking the rules across models on it gives each
+   * of its models what a check on the whole repository gives (the graph's other parts share no
+   * model with it, and cycles are found from the same starts in the same order).
+   */
+  private linkedTo(names: Iterable<string>): Map<string, Analysed> {
+    const scope = new Map<string, Analysed>();
+    const seen = new Set<string>();
+    const queue = [...names];
+    while (queue.length) {
+      const n = queue.pop()!;
+      if (seen.has(n)) continue;
+      seen.add(n);
+      const m = this.models.get(n);
+      if (m) {
+        scope.set(n, m);
+        if (m.parsed) for (const s of ensembleSteps(m.parsed.config)) queue.push(s.modelName);
+      }
+      for (const u of this.usersOf.get(n) ?? []) queue.push(u);
+    }
+    return scope;
+  }
+
+  /** Lists again only the repository's entries named (a model folder added, removed, or a link changed). */
+  private async relistEntries(names: Iterable<string>): Promise<void> {
+    const listed = new Set(this.listed);
+    const notModels = new Map(this.notModels.map((e) => [e.name, e]));
+    for (const n of new Set(names)) {
+      const kind = await classifyEntry(this.repo, n);
+      notModels.delete(n);
+      if (kind === "model") listed.add(n);
+      else {
+        listed.delete(n);
+        if (typeof kind === "object") notModels.set(n, kind);
+      }
+    }
+    this.listed = [...listed].sort();
+    this.listedSet = listed;
+    this.notModels = [...notModels.values()].sort((a, b) => (a.name < b.name ? -1 : 1));
+  }
+
+  private unindex(name: string): void {
+    const old = this.models.get(name);
+    if (old?.parsed)
+      for (const s of ensembleSteps(old.parsed.config)) {
+        const users = this.usersOf.get(s.modelName);
+        users?.delete(name);
+        if (users?.size === 0) this.usersOf.delete(s.modelName);
+      }
+  }
+
+  private forget(name: string): void {
+    this.unindex(name);
+    this.models.delete(name);
+    this.baselines.delete(name);
+  }
+
   private remember(m: Analysed): void {
+    // Kept in its place in the map (lintRepository lists models in the order first read).
+    this.unindex(m.name);
+    if (m.parsed)
+      for (const s of ensembleSteps(m.parsed.config)) {
+        let users = this.usersOf.get(s.modelName);
+        if (!users) this.usersOf.set(s.modelName, (users = new Set()));
+        users.add(m.name);
+      }
     this.models.set(m.name, m);
     this.baselines.set(m.name, {
       diagnostics: m.reporter.diagnostics.length,
@@ -903,7 +978,26 @@ export class RepositoryLint {
 
   /** `lintModel`'s answer from what is known: the model and every ensemble that runs it. */
   lintModel(name: string): LintResult {
-    return toResult([...modelAndUsers(this.models, name)].sort().map((n) => this.models.get(n)!));
+    const wanted = new Set<string>();
+    const queue = [name];
+    while (queue.length) {
+      const n = queue.pop()!;
+      if (wanted.has(n)) continue;
+      wanted.add(n);
+      queue.push(...(this.usersOf.get(n) ?? []));
+    }
+    return toResult(
+      [...wanted]
+        .filter((n) => this.models.has(n))
+        .sort()
+        .map((n) => this.models.get(n)!),
+    );
+  }
+
+  /** Each of the named models' findings as `lintRepository` gives them (a model not read yet: none). */
+  diagnosticsOf(names: Iterable<string>): Map<string, Diagnostic[]> {
+    const known = [...names].map((n) => this.models.get(n)).filter((m): m is Analysed => !!m);
+    return new Map(toResult(known).models.map((m) => [m.name, m.diagnostics]));
   }
 
   /** `lintRepository`'s answer from what is known. */
