@@ -61,8 +61,15 @@ interface Repo {
   indexed: boolean;
 }
 
-/** Models read per step of a repository's first reading, between which changes and requests are answered. */
-const INDEX_CHUNK = 50;
+/**
+ * A step of a repository's first reading, between which changes and requests are answered: a
+ * keystroke's lint waits for the step in progress, so a step is sized to take about STEP_MS
+ * (fewer models on a slow or busy machine), between STEP_MIN (the reads in flight at once) and
+ * STEP_MAX models.
+ */
+const STEP_MS = 30;
+const STEP_MIN = 8;
+const STEP_MAX = 200;
 /** Models whose findings are gathered and published per step once the repository is read. */
 const PUBLISH_CHUNK = 500;
 
@@ -114,7 +121,7 @@ export class Workspace {
   repository(repo: string): Repo {
     let r = this.repos.get(repo);
     if (r) return r;
-    const lint = new RepositoryLint(repo, this.options.lint ?? {}, (f) => this.buffers.get(f));
+    const lint = new RepositoryLint(repo, this.options.lint ?? {}, (f) => this.buffers.get(f), true);
     const created: Repo = {
       lint,
       byModel: new Map(),
@@ -161,11 +168,17 @@ export class Workspace {
   private async index(repo: string, r: Repo): Promise<void> {
     await r.listed;
     const names = r.lint.listedNames();
-    for (let i = 0; i < names.length && !this.closed; i += INDEX_CHUNK) {
-      const chunk = names.slice(i, i + INDEX_CHUNK);
+    let size = 2 * STEP_MIN;
+    for (let i = 0; i < names.length && !this.closed;) {
+      const chunk = names.slice(i, i + size);
+      i += chunk.length;
       // A model already read (opened, or run by one opened) is not read twice.
       const unread = chunk.filter((n) => !r.lint.model(n));
+      const started = performance.now();
       if (unread.length) await r.lint.refresh(unread, { relist: false, only: true });
+      const took = performance.now() - started;
+      if (unread.length >= size / 2)
+        size = Math.round(clamp(size * clamp(STEP_MS / Math.max(took, 1), 0.5, 2), STEP_MIN, STEP_MAX));
       for (const n of chunk) this.watchModel(r, n);
       await yieldToEvents();
     }
@@ -189,7 +202,7 @@ export class Workspace {
     if (!r.watcher) return;
     const m = r.lint.model(name);
     if (m) r.watcher.watch(name, m.layout.subdirs, recheck);
-    else if (!r.lint.listedNames().includes(name)) r.watcher.unwatch(name);
+    else if (!r.lint.isListed(name)) r.watcher.unwatch(name);
   }
 
   /** An open config's text changed (or it was opened); undefined: closed, read the file again. */
@@ -277,8 +290,7 @@ export class Workspace {
     const r = this.repository(repo);
     await r.listed.catch(() => undefined);
     if (r.indexed) return;
-    const listed = new Set(r.lint.listedNames());
-    const missing = [...new Set(names)].filter((n) => listed.has(n) && !r.lint.model(n));
+    const missing = [...new Set(names)].filter((n) => r.lint.isListed(n) && !r.lint.model(n));
     if (missing.length)
       await r.lint
         .refresh(missing, { relist: false, only: true })
@@ -377,6 +389,8 @@ export class Workspace {
     await Promise.resolve();
   }
 }
+
+const clamp = (x: number, lo: number, hi: number) => Math.min(hi, Math.max(lo, x));
 
 /** Lets I/O and the editor's requests run before the next step of a long job. */
 function yieldToEvents(): Promise<void> {

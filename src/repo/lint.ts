@@ -630,13 +630,17 @@ async function analyseRepository(
   return { models, notModels };
 }
 
-/** The rules across models (ensembles against the models they run); adds to the ensembles' findings. */
-function checkAcrossModels(models: Map<string, Analysed>): void {
+/**
+ * The rules across models (ensembles against the models they run); adds to the ensembles'
+ * findings. `models`: those checked, which hold every model they run; `names`: the repository's,
+ * which a missing step's hint suggests from.
+ */
+function checkAcrossModels(models: Map<string, Analysed>, names: Iterable<string> = models.keys()): void {
   const cyclic = checkEnsembleCycles(models, (n) => models.get(n)!.reporter);
   for (const name of ensembleOrder(models)) {
     const m = models.get(name)!;
     if (m.reporter.hasError("ensemble-platform")) continue;
-    checkEnsembleSteps(m.parsed!, name, models, m.reporter, cyclic);
+    checkEnsembleSteps(m.parsed!, name, models, m.reporter, cyclic, names);
     for (const [s, step] of ensembleSteps(m.parsed!.config).entries()) {
       const dep = models.get(step.modelName);
       // A step model with errors is already an error here (ensemble-model-invalid).
@@ -769,6 +773,20 @@ function modelAndUsers(models: Map<string, Analysed>, name: string): Set<string>
   return wanted;
 }
 
+const NO_SOURCE = new SourceMap();
+
+/**
+ * A model that is no ensemble as the rules across models need it: its config without the source
+ * map its findings were placed by, and a reporter that holds only its findings (nothing is added
+ * to them later: the rules across models report on ensembles).
+ */
+function slim(m: Analysed): Analysed {
+  if (!m.parsed || isEnsemble(m.parsed.config)) return m;
+  const reporter = new Reporter(m.name, undefined, m.layout.configFile);
+  reporter.diagnostics.push(...m.reporter.diagnostics);
+  return { ...m, parsed: { ...m.parsed, source: NO_SOURCE }, reporter };
+}
+
 /** The unsaved text of a config.pbtxt open in an editor, by the file's absolute path; undefined: read the file. */
 export type ConfigOverlay = (configFile: string) => string | undefined;
 
@@ -805,6 +823,12 @@ export class RepositoryLint {
     repo: string,
     private readonly options: LintOptions = {},
     private readonly overlay: ConfigOverlay = () => undefined,
+    /**
+     * Keep of each model only what later checks read: a model that is no ensemble gets no finding
+     * after it is read (the rules across models report on ensembles), so its config's source map
+     * is dropped unless it is open. A third of the memory of a repository of 20,000 models.
+     */
+    private readonly lean = false,
   ) {
     this.repo = path.resolve(repo);
   }
@@ -827,13 +851,15 @@ export class RepositoryLint {
    * not the whole folder, which at 20,000 models costs more than the model read.
    */
   private async doRefresh(changed: Set<string>, relist: boolean | "entries", only: boolean): Promise<void> {
+    let relisted = false;
     if (relist === true || !this.listed) {
+      relisted = !!this.listed;
       const entries = await readRepositoryEntries(this.repo);
       this.notModels = entries.notModels;
       this.listed = entries.models;
       this.listedSet = new Set(entries.models);
     } else if (relist === "entries" || [...changed].some((n) => !this.listedSet.has(n))) {
-      await this.relistEntries(changed);
+      relisted = await this.relistEntries(changed);
     }
     const names = this.listed!;
     const taken = this.listedSet;
@@ -850,9 +876,11 @@ export class RepositoryLint {
       : names.filter((n) => changed.has(n) || !this.models.has(n));
     if (!only) this.loaded = true;
     const read = (ns: string[]) =>
-      mapPool(ns, READ_CONCURRENCY, (n) =>
-        analyseModel(this.repo, n, this.options, taken, this.overlay(path.join(this.repo, n, CONFIG_FILE))),
-      );
+      mapPool(ns, READ_CONCURRENCY, async (n) => {
+        const open = this.overlay(path.join(this.repo, n, CONFIG_FILE));
+        const m = await analyseModel(this.repo, n, this.options, taken, open);
+        return this.lean && open === undefined ? slim(m) : m;
+      });
     const readNow = [...todo];
     for (const m of await read(todo)) this.remember(m);
     // `only`: the models the changed ones run (ensemble steps, transitively) that were not read
@@ -871,14 +899,17 @@ export class RepositoryLint {
     // The rules across models, on the models linked by ensemble steps (either way) to those read
     // now or gone: a model's findings across models depend on nothing outside those links, so the
     // rest keep theirs, and a change costs what it touches, not the repository.
-    const scope = this.linkedTo([...readNow, ...gone]);
+    // A missing step's hint names the repository's models: when they change, every ensemble with
+    // a missing (or unservable) step is checked again.
+    const hinted = relisted ? [...this.usersOf.keys()].filter((n) => !this.models.has(n) || modelNameProblem(n)) : [];
+    const scope = this.linkedTo([...readNow, ...gone, ...hinted]);
     for (const [n, m] of scope) {
       const b = this.baselines.get(n)!;
       m.reporter.diagnostics.length = b.diagnostics;
       m.unavailable = b.unavailable;
       m.errorCount = countBySeverity(m.reporter.diagnostics).errors;
     }
-    checkAcrossModels(scope);
+    checkAcrossModels(scope, this.listed);
   }
 
   /**
@@ -906,7 +937,7 @@ export class RepositoryLint {
   }
 
   /** Lists again only the repository's entries named (a model folder added, removed, or a link changed). */
-  private async relistEntries(names: Iterable<string>): Promise<void> {
+  private async relistEntries(names: Iterable<string>): Promise<boolean> {
     const listed = new Set(this.listed);
     const notModels = new Map(this.notModels.map((e) => [e.name, e]));
     for (const n of new Set(names)) {
@@ -918,9 +949,11 @@ export class RepositoryLint {
         if (typeof kind === "object") notModels.set(n, kind);
       }
     }
+    const changed = listed.size !== this.listedSet.size || [...listed].some((n) => !this.listedSet.has(n));
     this.listed = [...listed].sort();
     this.listedSet = listed;
     this.notModels = [...notModels.values()].sort((a, b) => (a.name < b.name ? -1 : 1));
+    return changed;
   }
 
   private unindex(name: string): void {
@@ -958,6 +991,11 @@ export class RepositoryLint {
   /** Every model folder of the repository as last listed (read or not yet), sorted. */
   listedNames(): string[] {
     return this.listed ?? [];
+  }
+
+  /** Whether a model folder of that name was listed. */
+  isListed(name: string): boolean {
+    return this.listedSet.has(name);
   }
 
   /** Whether every listed model has been read (a refresh without `only` has run). */
@@ -1002,7 +1040,11 @@ export class RepositoryLint {
 
   /** `lintRepository`'s answer from what is known. */
   lintRepository(): LintResult {
-    return toResult([...this.models.values()], this.repositoryDiagnostics());
+    // In the listing's order, as lintRepository's (models read later are not last).
+    return toResult(
+      this.modelNames().map((n) => this.models.get(n)!),
+      this.repositoryDiagnostics(),
+    );
   }
 
   /** The findings on the repository as a whole (`LintResult.repositoryDiagnostics`), from what is known. */
