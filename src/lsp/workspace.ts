@@ -8,7 +8,7 @@ import { CONFIG_FILE, isIgnoredEntry, isVersionDirName } from "../repo/layout.js
 import { type LintOptions, RepositoryLint } from "../repo/lint.js";
 import { type ParsedConfig, parseModelConfig } from "../repo/parse.js";
 import type { ModelLayout } from "../repo/layout.js";
-import { RepositoryWatcher } from "../reload/watch.js";
+import { ModelFolderWatch } from "./model-watch.js";
 
 const log = rootLog.child("lsp");
 
@@ -43,11 +43,17 @@ export function locateConfig(file: string, never: readonly string[] = notModelFo
 
 interface Repo {
   lint: RepositoryLint;
-  watcher?: RepositoryWatcher;
+  watcher?: ModelFolderWatch;
   /** The repository folder's own entries (models added, removed, links). */
   top?: fs.FSWatcher;
-  /** Each model's findings as last published. */
-  byModel: Map<string, Diagnostic[]>;
+  /** Each model's findings as last published, by the file an editor shows them on. */
+  byModel: Map<string, Map<string, Diagnostic[]>>;
+  /** The models holding findings on each file. */
+  byFile: Map<string, Set<string>>;
+  /** Findings no model holds, on the open configs (see publishRepo). */
+  extra: Map<string, Diagnostic[]>;
+  /** Files whose findings changed since they were last published. */
+  dirty: Set<string>;
   ready: Promise<void>;
   /** The repository's folders listed (nothing read yet). */
   listed: Promise<void>;
@@ -55,8 +61,17 @@ interface Repo {
   indexed: boolean;
 }
 
-/** Models read per step of a repository's first reading, between which changes and requests are answered. */
-const INDEX_CHUNK = 50;
+/**
+ * A step of a repository's first reading, between which changes and requests are answered: a
+ * keystroke's lint waits for the step in progress, so a step is sized to take about STEP_MS
+ * (fewer models on a slow or busy machine), between STEP_MIN (the reads in flight at once) and
+ * STEP_MAX models.
+ */
+const STEP_MS = 30;
+const STEP_MIN = 8;
+const STEP_MAX = 200;
+/** Models whose findings are gathered and published per step once the repository is read. */
+const PUBLISH_CHUNK = 500;
 
 export interface WorkspaceOptions {
   lint?: LintOptions;
@@ -105,8 +120,10 @@ export class Workspace {
     this.options.lint = lint;
     const old = [...this.repos.values()];
     this.repos.clear();
-    for (const r of old) r.top?.close();
-    await Promise.all(old.map((r) => r.watcher?.close().catch(() => undefined)));
+    for (const r of old) {
+      r.top?.close();
+      r.watcher?.close();
+    }
     const models = new Map<string, { repo: string; model: string }>();
     for (const file of this.buffers.keys()) {
       const at = locateConfig(file);
@@ -124,10 +141,13 @@ export class Workspace {
   repository(repo: string): Repo {
     let r = this.repos.get(repo);
     if (r) return r;
-    const lint = new RepositoryLint(repo, this.options.lint ?? {}, (f) => this.buffers.get(f));
+    const lint = new RepositoryLint(repo, this.options.lint ?? {}, (f) => this.buffers.get(f), true);
     const created: Repo = {
       lint,
       byModel: new Map(),
+      byFile: new Map(),
+      extra: new Map(),
+      dirty: new Set(),
       ready: Promise.resolve(),
       listed: Promise.resolve(),
       indexed: false,
@@ -144,18 +164,18 @@ export class Workspace {
       // however many models there are.
       try {
         const top = fs.watch(repo, { persistent: false }, (_event, name) => {
-          if (typeof name === "string" && name && !name.includes(path.sep) && !isIgnoredEntry(name))
+          if (typeof name === "string" && name && !name.includes(path.sep) && !isIgnoredEntry(name)) {
+            // Watched before it is read, so that what is written into a new folder meanwhile is seen.
+            created.watcher?.watch(name);
             void this.changed(repo, name);
+          }
         });
         top.on("error", (err) => log.warn("cannot watch repository folder", { repo, error: String(err) }));
         created.top = top;
       } catch (err) {
         log.warn("cannot watch repository folder", { repo, error: String(err) });
       }
-      const w = new RepositoryWatcher(repo);
-      created.watcher = w;
-      w.onChange((c) => void this.changed(repo, c.model));
-      w.start().catch((err) => log.warn("cannot watch repository", { repo, error: String(err) }));
+      created.watcher = new ModelFolderWatch(repo, (model) => void this.changed(repo, model));
     }
     return r;
   }
@@ -168,16 +188,41 @@ export class Workspace {
   private async index(repo: string, r: Repo): Promise<void> {
     await r.listed;
     const names = r.lint.listedNames();
-    for (let i = 0; i < names.length && !this.closed; i += INDEX_CHUNK) {
-      await r.lint.refresh(names.slice(i, i + INDEX_CHUNK), { relist: false, only: true });
-      await new Promise<void>((done) => setImmediate(done));
+    let size = 2 * STEP_MIN;
+    for (let i = 0; i < names.length && !this.closed;) {
+      const chunk = names.slice(i, i + size);
+      i += chunk.length;
+      // A model already read (opened, or run by one opened) is not read twice.
+      const unread = chunk.filter((n) => !r.lint.model(n));
+      const started = performance.now();
+      if (unread.length) await r.lint.refresh(unread, { relist: false, only: true });
+      const took = performance.now() - started;
+      if (unread.length >= size / 2)
+        size = Math.round(clamp(size * clamp(STEP_MS / Math.max(took, 1), 0.5, 2), STEP_MIN, STEP_MAX));
+      for (const n of chunk) this.watchModel(r, n);
+      await yieldToEvents();
     }
     if (this.closed) return;
-    // Once whole: what lint would say of the repository (models added meanwhile included).
-    await r.lint.refresh([], { relist: true });
-    for (const m of r.lint.lintRepository().models) r.byModel.set(m.name, m.diagnostics);
+    // Once whole: what lint would say of the repository. Each step above ran the rules across
+    // models on what it read and what that is joined to, so nothing is checked twice; models added
+    // or removed meanwhile came through the repository folder's watch, and without that watch the
+    // folder is listed again.
+    await r.lint.refresh([], { relist: !r.top });
     r.indexed = true;
-    this.publishRepo(repo, r);
+    const all = r.lint.modelNames();
+    for (let i = 0; i < all.length && !this.closed; i += PUBLISH_CHUNK) {
+      for (const [name, ds] of r.lint.diagnosticsOf(all.slice(i, i + PUBLISH_CHUNK))) this.setModel(r, repo, name, ds);
+      this.publishRepo(repo, r);
+      await yieldToEvents();
+    }
+  }
+
+  /** Watches a model read (its folder and version folders) for saves made elsewhere. */
+  private watchModel(r: Repo, name: string, recheck = false): void {
+    if (!r.watcher) return;
+    const m = r.lint.model(name);
+    if (m) r.watcher.watch(name, m.layout.subdirs, recheck);
+    else if (!r.lint.isListed(name)) r.watcher.unwatch(name);
   }
 
   /** An open config's text changed (or it was opened); undefined: closed, read the file again. */
@@ -218,10 +263,11 @@ export class Workspace {
     const r = this.repository(repo);
     try {
       // While the repository is being read, this model and the models it runs are read first.
-      await r.lint.refresh([model], { relist, only: !r.indexed });
+      await r.lint.refresh([model], { relist: relist ? "entries" : false, only: !r.indexed });
+      if (relist) this.watchModel(r, model, true);
       const result = r.lint.lintModel(model);
-      if (!result.models.some((m) => m.name === model)) r.byModel.delete(model);
-      for (const m of result.models) r.byModel.set(m.name, m.diagnostics);
+      if (!result.models.some((m) => m.name === model)) this.setModel(r, repo, model, undefined);
+      for (const m of result.models) this.setModel(r, repo, m.name, m.diagnostics);
       this.publishRepo(repo, r);
     } catch (err) {
       // A repository that cannot be read (gone, no permission) is no reason to stop serving the
@@ -264,44 +310,76 @@ export class Workspace {
     const r = this.repository(repo);
     await r.listed.catch(() => undefined);
     if (r.indexed) return;
-    const listed = new Set(r.lint.listedNames());
-    const missing = [...new Set(names)].filter((n) => listed.has(n) && !r.lint.model(n));
+    const missing = [...new Set(names)].filter((n) => r.lint.isListed(n) && !r.lint.model(n));
     if (missing.length)
       await r.lint
         .refresh(missing, { relist: false, only: true })
         .catch((err) => log.warn("cannot read models", { repo, models: missing, error: String(err) }));
   }
 
-  private publishRepo(repo: string, r: Repo): void {
-    const byFile = new Map<string, Diagnostic[]>();
-    for (const ds of r.byModel.values()) {
-      for (const d of ds) {
-        const file = this.fileOf(d, repo);
-        if (!file) continue;
-        let list = byFile.get(file);
-        if (!list) byFile.set(file, (list = []));
-        list.push(d.file === file ? d : { ...d, file });
-      }
+  /** A model's findings now (undefined: it is gone), put on the files an editor shows them on. */
+  private setModel(r: Repo, repo: string, name: string, ds: Diagnostic[] | undefined): void {
+    for (const file of r.byModel.get(name)?.keys() ?? []) {
+      r.dirty.add(file);
+      const holders = r.byFile.get(file);
+      holders?.delete(name);
+      if (holders?.size === 0) r.byFile.delete(file);
     }
+    if (!ds?.length) {
+      r.byModel.delete(name);
+      return;
+    }
+    const byFile = new Map<string, Diagnostic[]>();
+    for (const d of ds) {
+      const file = this.fileOf(d, repo);
+      if (!file) continue;
+      let list = byFile.get(file);
+      if (!list) byFile.set(file, (list = []));
+      list.push(d.file === file ? d : { ...d, file });
+    }
+    r.byModel.set(name, byFile);
+    for (const file of byFile.keys()) {
+      r.dirty.add(file);
+      let holders = r.byFile.get(file);
+      if (!holders) r.byFile.set(file, (holders = new Set()));
+      holders.add(name);
+    }
+  }
+
+  /**
+   * Publishes the files whose findings changed (and every open config of the repository, whose
+   * findings are answered for each version of its text), not the whole repository: at 20,000
+   * models that is 20,000 notifications and a stat of every finding's file per keystroke.
+   */
+  private publishRepo(repo: string, r: Repo): void {
     // Findings no model holds are shown on every config open in the repository, where the user
     // looks: the repository's own (a dangling link, no model at all), and an open config whose
     // model folder is gone (nothing lints or serves it any more).
-    const extra = (file: string, ds: Diagnostic[]) => {
-      let list = byFile.get(file);
-      if (!list) byFile.set(file, (list = []));
-      list.push(...ds.map((d) => ({ ...d, file })));
-    };
+    const extra = new Map<string, Diagnostic[]>();
     const repoWide = r.lint.repositoryDiagnostics();
     for (const file of this.buffers.keys()) {
       const at = locateConfig(file);
       if (!at || at.repo !== repo) continue;
-      if (!fs.existsSync(path.join(repo, at.model))) extra(file, [modelFolderMissing(at, repo)]);
-      if (repoWide.length) extra(file, repoWide);
+      const ds: Diagnostic[] = [];
+      if (!fs.existsSync(path.join(repo, at.model))) ds.push(modelFolderMissing(at, repo));
+      ds.push(...repoWide.map((d) => ({ ...d, file })));
+      if (ds.length) extra.set(file, ds);
+      r.dirty.add(file);
     }
+    for (const file of r.extra.keys()) r.dirty.add(file);
+    r.extra = extra;
     const before = this.published.get(repo) ?? new Set<string>();
-    for (const [file, ds] of byFile) this.options.publish(file, ds.sort(compareDiagnostics));
-    for (const file of before) if (!byFile.has(file)) this.options.publish(file, []);
-    this.published.set(repo, new Set(byFile.keys()));
+    this.published.set(repo, before);
+    for (const file of r.dirty) {
+      const ds: Diagnostic[] = [];
+      for (const name of r.byFile.get(file) ?? []) ds.push(...(r.byModel.get(name)?.get(file) ?? []));
+      ds.push(...(extra.get(file) ?? []));
+      if (ds.length) {
+        this.options.publish(file, ds.sort(compareDiagnostics));
+        before.add(file);
+      } else if (before.delete(file)) this.options.publish(file, []);
+    }
+    r.dirty.clear();
   }
 
   /**
@@ -324,7 +402,17 @@ export class Workspace {
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const r of this.repos.values()) r.top?.close();
-    await Promise.all([...this.repos.values()].map((r) => r.watcher?.close()));
+    for (const r of this.repos.values()) {
+      r.top?.close();
+      r.watcher?.close();
+    }
+    await Promise.resolve();
   }
+}
+
+const clamp = (x: number, lo: number, hi: number) => Math.min(hi, Math.max(lo, x));
+
+/** Lets I/O and the editor's requests run before the next step of a long job. */
+function yieldToEvents(): Promise<void> {
+  return new Promise<void>((done) => setImmediate(done));
 }

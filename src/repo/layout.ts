@@ -112,7 +112,7 @@ export interface RepositoryEntries {
  * controller all follow: a directory, or a symbolic link that resolves to one (Triton stats the
  * entries of its repository, so it follows links too); never an ignored name.
  */
-async function classifyEntry(
+export async function classifyEntry(
   repo: string,
   name: string,
   dirent?: Dirent,

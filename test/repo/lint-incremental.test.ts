@@ -27,14 +27,20 @@ describe("RepositoryLint (an editor's lint, kept between changes)", () => {
       "pipe/1/": "",
     });
     const kept = new RepositoryLint(repo, opts);
+    // The editor's: without the source maps of models that are no ensemble, the same answers.
+    const lean = new RepositoryLint(repo, opts, undefined, true);
     await kept.refresh();
+    await lean.refresh();
     expect(kept.lintRepository()).toEqual(await lintRepository(repo, opts));
+    expect(lean.lintRepository()).toEqual(kept.lintRepository());
 
     // The step model loses the output the ensemble maps: the ensemble's error comes with the model's lint.
     await fsp.writeFile(path.join(repo, "echo/config.pbtxt"), pythonConfig("echo").replace("OUTPUT0", "RESULT"));
     await kept.refresh(["echo"]);
+    await lean.refresh(["echo"]);
     const after = kept.lintModel("echo");
     expect(after).toEqual(await lintModel(repo, "echo", opts));
+    expect(lean.lintModel("echo")).toEqual(after);
     expect(after.models.map((m) => m.name)).toEqual(["echo", "pipe"]);
     expect(after.errorCount).toBeGreaterThan(0);
 
@@ -48,6 +54,18 @@ describe("RepositoryLint (an editor's lint, kept between changes)", () => {
     await writeFiles(repo, pythonModel("third"));
     await kept.refresh();
     expect(kept.modelNames()).toEqual(["echo", "pipe", "third"]);
+    expect(kept.lintRepository()).toEqual(await lintRepository(repo, opts));
+
+    // Told only of the entries a watcher saw change, not listing the folder again: the same.
+    await fsp.rm(path.join(repo, "third"), { recursive: true });
+    await writeFiles(repo, pythonModel("fourth"));
+    await kept.refresh(["third", "fourth"], { relist: "entries" });
+    expect(kept.modelNames()).toEqual(["echo", "fourth", "pipe"]);
+    expect(kept.lintRepository()).toEqual(await lintRepository(repo, opts));
+    // The step model removed: the ensemble that runs it says so, told of the model alone.
+    await fsp.rm(path.join(repo, "echo"), { recursive: true });
+    await kept.refresh(["echo"], { relist: "entries" });
+    expect(kept.lintModel("echo")).toEqual(await lintModel(repo, "echo", opts));
     expect(kept.lintRepository()).toEqual(await lintRepository(repo, opts));
   });
 

@@ -529,6 +529,11 @@ export function checkEnsembleSteps(
   models: Map<string, RepoModel>,
   r: Reporter,
   cyclic: ReadonlySet<string> = new Set(),
+  /**
+   * The repository's model names, which a missing step's hint suggests from (an editor's lint
+   * knows them before it has read every model).
+   */
+  names: Iterable<string> = models.keys(),
 ): void {
   const c = parsed.config;
   if (c.schedulingChoice.case !== "ensembleScheduling") return;
@@ -589,7 +594,7 @@ export function checkEnsembleSteps(
     if (name === self || (cyclic.has(self) && cyclic.has(name))) return; // reported as a cycle
     const unsafe = modelNameProblem(name);
     if (unsafe) {
-      const rename = servableName(name, new Set(models.keys()));
+      const rename = servableName(name, new Set(names));
       r.error(
         "ensemble-model-name-unsafe",
         at,
@@ -606,7 +611,7 @@ export function checkEnsembleSteps(
         hintFor(
           r,
           name,
-          [...models.keys()].filter((n) => n !== self),
+          [...names].filter((n) => n !== self),
           "model",
         ),
       );
