@@ -7,7 +7,7 @@ import { CLI, copySampleModels, testEnv } from "../helpers/cli.js";
 // Neovim as a real editor (headless): the README's setup, then open a config with a typo, see the
 // diagnostic, apply its quick fix, complete a field, hover, and jump from an ensemble step to the
 // step model's config; then navigation as 0.7's own commands give it: the outline, a tensor's
-// hover, references, renaming a tensor and a model, workspace symbols and folding
+// hover, references, renaming a tensor and a model, workspace symbols, folding and semantic tokens
 // (test/lsp/nvim/session.lua).
 
 const hasNvim = spawnSync("nvim", ["--version"]).status === 0;
@@ -108,6 +108,25 @@ describe.skipIf(!hasNvim)("triton-dev lsp in Neovim", () => {
     // Folding: the header comment and every multi-line block (0.7 receives them; it folds by its own methods).
     expect(at("folding")).toContainEqual({ startLine: 0, endLine: 3, kind: "comment" });
     expect(at("folding")).toContainEqual({ startLine: 24, endLine: 62 });
+    // Semantic tokens, decoded with the legend Neovim was given: each token's text and type.
+    const st = at("semantic_tokens") as { data: number[]; legend: string[]; lines: string[] };
+    const tokens: string[] = [];
+    for (let i = 0, line = 0, col = 0; i < st.data.length; i += 5) {
+      const [dl, dc, len, type] = st.data.slice(i, i + 4) as [number, number, number, number];
+      col = dl === 0 ? col + dc : dc;
+      line += dl;
+      tokens.push(`${st.legend[type]} ${st.lines[line]!.slice(col, col + len)}`);
+    }
+    expect(tokens[0]).toMatch(/^comment #/);
+    expect(tokens).toEqual(
+      expect.arrayContaining([
+        "property name",
+        'string "sentiment_pipeline"',
+        "property platform",
+        "enumMember TYPE_STRING",
+        "number 1",
+      ]),
+    );
     expect(at("stopped").clients).toBe(0);
   });
 });

@@ -194,6 +194,15 @@ say("workspace_symbols", quickfix(function() vim.lsp.buf.workspace_symbol("mask"
 res = client.request_sync("textDocument/foldingRange", { textDocument = { uri = vim.uri_from_bufnr(pbuf) } }, 10000, pbuf)
 say("folding", res and res.result or vim.NIL)
 
+-- Semantic tokens (0.7 does not ask for them itself: the answer as its client receives it, with
+-- the legend the server announced to it).
+res = client.request_sync("textDocument/semanticTokens/full", { textDocument = { uri = vim.uri_from_bufnr(pbuf) } }, 10000, pbuf)
+say("semantic_tokens", {
+  data = res and res.result and res.result.data or vim.NIL,
+  legend = client.server_capabilities.semanticTokensProvider.legend.tokenTypes,
+  lines = vim.api.nvim_buf_get_lines(pbuf, 0, -1, false),
+})
+
 vim.lsp.stop_client(client.id)
 vim.wait(5000, function() return vim.tbl_isempty(vim.lsp.get_active_clients()) end, 50)
 say("stopped", { clients = #vim.lsp.get_active_clients() })
