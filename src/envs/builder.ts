@@ -1,7 +1,6 @@
 import fs from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
-import { execa } from "execa";
 import { UserError } from "../errors.js";
 import { log as rootLog } from "../log/logger.js";
 import type { Diagnostic } from "../repo/diagnostics.js";
@@ -21,6 +20,9 @@ import {
   type EnvironmentBase,
   type RequirementLine,
 } from "./requirements.js";
+
+/** execa, loaded when something is built or probed: `lint` only looks environments up, and starts faster without it. */
+const loadExeca = async () => (await import("execa")).execa;
 
 const log = rootLog.child("envs");
 
@@ -360,6 +362,7 @@ export class EnvironmentBuilder {
     this.progress(req.model, key, `installing ${fresh.length ? fresh.join(", ") : "nothing new"} into ${dir}`);
     await fsp.rm(dir, { recursive: true, force: true });
     try {
+      const execa = await loadExeca();
       const venv = await execa(this.o.base.python, ["-m", "venv", "--without-pip", dir], { reject: false, all: true });
       if (venv.exitCode !== 0) fail(String(venv.all).split("\n"));
       const python = path.join(dir, "bin", "python");
@@ -408,6 +411,7 @@ export class EnvironmentBuilder {
   ): Promise<{ exitCode: number; lines: string[] }> {
     const argv = ["-m", "pip", "install", "--progress-bar", "off", ...args];
     await fsp.appendFile(logFile, `$ ${python} ${argv.join(" ")}\n`);
+    const execa = await loadExeca();
     const child = execa(python, argv, {
       cwd,
       env: this.env,
@@ -574,6 +578,7 @@ const BASE_SCRIPT = [
 ].join("\n");
 
 async function probeBase(base: BaseInterpreter, stubPackages: string[]): Promise<EnvironmentBase> {
+  const execa = await loadExeca();
   const r = await execa(base.python, ["-c", BASE_SCRIPT, ...stubPackages], { reject: false, all: true });
   if (r.exitCode !== 0) {
     throw new UserError(

@@ -445,7 +445,8 @@ describe("triton-dev perf (real Triton, sample models)", () => {
     expect(p.stderr()).toMatch(
       /error: interrupted \(Ctrl-C\) during concurrency 4; the results above are those measured until then/,
     );
-    expect(tableRows(p.stdout()).get(4)?.join(" ")).toMatch(/\(interrupted\)$/);
+    // A level cut short may also say its warm-up did not settle (a busy machine): "(interrupted, ...)".
+    expect(tableRows(p.stdout()).get(4)?.join(" ")).toMatch(/\(interrupted(, [^)]*)?\)$/);
     const state = JSON.parse(await fs.readFile(path.join(env.TRITON_DEV_STATE_DIR!, "run.json"), "utf8"));
     expect(await fs.readdir(state.repository)).not.toContain("image_classifier__perf_nobatch");
     const status = JSON.parse((await runCli(["status", "--json"], env)).stdout);
