@@ -2,26 +2,10 @@ import path from "node:path";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ECHO_ONNX, pythonConfig, pythonModel, removeTempRepos, tempRepo, writeFiles } from "../repo/helpers.js";
 import { LspClient, applyEdits } from "./client.js";
+import { PIPE } from "./fixtures.js";
 
 // Quick fixes for findings whose fix is one obvious edit, through the real server: each fix,
 // applied as the editor applies it, leaves the config without that finding.
-
-const PIPE = `name: "pipe"
-platform: "ensemble"
-max_batch_size: 8
-input [ { name: "IN" data_type: TYPE_FP32 dims: [ -1 ] } ]
-output [ { name: "OUT" data_type: TYPE_FP32 dims: [ -1 ] } ]
-ensemble_scheduling {
-  step [
-    {
-      model_name: "echo"
-      model_version: -1
-      input_map { key: "INPUT0" value: "IN" }
-      output_map { key: "OUTPUT0" value: "OUT" }
-    }
-  ]
-}
-`;
 
 let repo: string;
 let client: LspClient;

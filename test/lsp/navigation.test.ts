@@ -13,27 +13,11 @@ import type {
 } from "vscode-languageserver-protocol";
 import { pythonConfig, pythonModel, removeTempRepos, tempRepo, writeFiles } from "../repo/helpers.js";
 import { LspClient, positionOf } from "./client.js";
+import { PIPE } from "./fixtures.js";
 
 // Navigation against the server in this process, driven by the protocol library's own client:
 // tensor hover and definitions, references, rename, the outline, folding and workspace symbols
 // across a repository of a python model and two ensembles that run it.
-
-const PIPE = `name: "pipe"
-platform: "ensemble"
-max_batch_size: 8
-input [ { name: "IN" data_type: TYPE_FP32 dims: [ -1 ] } ]
-output [ { name: "OUT" data_type: TYPE_FP32 dims: [ -1 ] } ]
-ensemble_scheduling {
-  step [
-    {
-      model_name: "echo"
-      model_version: -1
-      input_map { key: "INPUT0" value: "IN" }
-      output_map { key: "OUTPUT0" value: "OUT" }
-    }
-  ]
-}
-`;
 
 // Two steps through an internal tensor MID.
 const TWICE = `# echo twice

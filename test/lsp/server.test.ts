@@ -3,26 +3,10 @@ import path from "node:path";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ECHO_ONNX, pythonConfig, pythonModel, removeTempRepos, tempRepo, writeFiles } from "../repo/helpers.js";
 import { LspClient, applyEdits, positionOf } from "./client.js";
+import { PIPE } from "./fixtures.js";
 
 // The server in this process, driven by the protocol library's own client over streams; the
 // same over a real child's stdio is lsp.integration.test.ts.
-
-const PIPE = `name: "pipe"
-platform: "ensemble"
-max_batch_size: 8
-input [ { name: "IN" data_type: TYPE_FP32 dims: [ -1 ] } ]
-output [ { name: "OUT" data_type: TYPE_FP32 dims: [ -1 ] } ]
-ensemble_scheduling {
-  step [
-    {
-      model_name: "echo"
-      model_version: -1
-      input_map { key: "INPUT0" value: "IN" }
-      output_map { key: "OUTPUT0" value: "OUT" }
-    }
-  ]
-}
-`;
 
 const ONNX_CONFIG = `name: "onnx_echo"
 backend: "onnxruntime"
