@@ -6,7 +6,7 @@ import { ModelInstanceGroup_KindSchema, ModelInstanceGroup_Kind } from "../gen/m
 import { type ModelContext, type Reporter, enumName } from "./reporter.js";
 import { seenAsModel, codes, type ModelRule, type RuleArea } from "./rule.js";
 import { ENSEMBLE_PLATFORM } from "../backends.js";
-import { BACKEND_HOMES, backendHome, serverBackends } from "../../runtimes/kinds.js";
+import { BACKEND_HOMES, RUNTIME_FACTS, backendHome, serverBackends } from "../../runtimes/kinds.js";
 
 export const INSTANCES_CODES = codes({
   "instance-count-negative": { severity: "warning", description: "an instance group count below 0" },
@@ -41,10 +41,11 @@ function gpuHint(ctx: ModelContext): string {
   const has = runtime ? serverBackends(runtime, ctx.options.image) : undefined;
   if (backend && runtime && has && !has.includes(backend))
     return `KIND_CPU alone does not make it run here: the ${runtime} runtime has no ${backend} backend (see the backend finding for where it runs).`;
-  // TorchScript runs here through PyTorch in the model's environment, which triton-dev never
-  // installs unasked: KIND_CPU alone would lead to "torch is not importable" at load.
-  if (backend === "pytorch" && runtime === "local")
-    return "Use kind: KIND_CPU to run here, with torch in the model's environment (list torch in a requirements.txt beside config.pbtxt, or run `triton-dev setup --with-site-packages` from a Python that has it); or KIND_AUTO to use a GPU wherever there is one.";
+  // A backend served through an adapter whose library triton-dev never installs unasked (torch for
+  // TorchScript on the local runtime): KIND_CPU alone would lead to "torch is not importable" at load.
+  const adapted = backend && runtime ? RUNTIME_FACTS[runtime].adaptedBackends?.[backend] : undefined;
+  if (adapted && !adapted.requirement)
+    return `Use kind: KIND_CPU to run here, with ${adapted.module} in the model's environment (list ${adapted.module} in a requirements.txt beside config.pbtxt, or run \`triton-dev setup --with-site-packages\` from a Python that has it); or KIND_AUTO to use a GPU wherever there is one.`;
   return "Use kind: KIND_CPU to run here, or KIND_AUTO to use a GPU wherever there is one.";
 }
 
