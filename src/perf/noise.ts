@@ -7,6 +7,15 @@
 /** The smallest relative difference taken as real, however quiet the windows were. */
 export const MIN_STEP = 0.02;
 
+/**
+ * The same floor for figures of two sweeps measured one after the other (`--compare`, a run
+ * against the history): a sweep's windows agree more closely than two sweeps do, as the load on
+ * a shared machine drifts between them. Two sweeps of one and the same config, one after the
+ * other on a busy 2-core machine, differed by 2.05% while each sweep's windows spread 0.1% and
+ * 1.9% (test/perf/perf-warmup.integration.test.ts); no verdict between sweeps rests on less than 5%.
+ */
+export const BETWEEN_SWEEPS = 0.05;
+
 /** (max - min) / mean of some figures; 0 for fewer than two. */
 export function spread(values: readonly number[]): number {
   if (values.length < 2) return 0;
@@ -44,9 +53,9 @@ export interface Noisy {
   range?: { min: number; max: number } | undefined;
 }
 
-/** The band a relative difference of two figures must exceed: the larger noise, MIN_STEP at least. */
-export function noiseBand(a: Noisy, b: Noisy): number {
-  return Math.max(MIN_STEP, a.noise ?? 0, b.noise ?? 0);
+/** The band a relative difference of two figures must exceed: the larger noise, `floor` at least. */
+export function noiseBand(a: Noisy, b: Noisy, floor = MIN_STEP): number {
+  return Math.max(floor, a.noise ?? 0, b.noise ?? 0);
 }
 
 export type NoiseVerdict = "higher" | "lower" | "within noise";
@@ -56,8 +65,12 @@ export type NoiseVerdict = "higher" | "lower" | "within noise";
  * windows' ranges are known, windows of one that reach into the other's range are within noise
  * too, whatever the ratio: some window of each measured what a window of the other did.
  */
-export function compareNoisy(a: Noisy, b: Noisy): { verdict: NoiseVerdict; ratio: number; band: number } {
-  const band = noiseBand(a, b);
+export function compareNoisy(
+  a: Noisy,
+  b: Noisy,
+  floor = MIN_STEP,
+): { verdict: NoiseVerdict; ratio: number; band: number } {
+  const band = noiseBand(a, b, floor);
   const ratio = a.value > 0 ? b.value / a.value : b.value > 0 ? Infinity : 1;
   const apart = (lo: Noisy, hi: Noisy) => !lo.range || !hi.range || hi.range.min > lo.range.max;
   const verdict =

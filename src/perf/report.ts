@@ -7,7 +7,7 @@ import {
   streamTableCells,
 } from "./stream-report.js";
 import type { Protocol } from "./protocol.js";
-import { compareNoisy, plusMinus, spread, type Noisy, type NoiseVerdict } from "./noise.js";
+import { BETWEEN_SWEEPS, compareNoisy, plusMinus, spread, type Noisy, type NoiseVerdict } from "./noise.js";
 
 /**
  * The spread of a level's throughput over its merged windows: measured by this version, else
@@ -409,7 +409,7 @@ export function diffSweeps(now: SweepResult, before: SweepResult): LevelDiff[] {
   for (const l of now.levels) {
     const b = before.levels.find((x) => x.value === l.value && x.requests > 0);
     if (!b || l.requests === 0) continue;
-    const c = compareNoisy(noisyThroughput(b), noisyThroughput(l));
+    const c = compareNoisy(noisyThroughput(b), noisyThroughput(l), BETWEEN_SWEEPS);
     out.push({
       value: l.value,
       throughputPct: pct(l.throughput, b.throughput),
@@ -464,7 +464,7 @@ export function compareSweeps(sweeps: readonly SweepResult[]): ComparisonRow[] {
       verdict: ls.map((l, i) =>
         i === 0 || !l || !first || l.requests === 0 || first.requests === 0
           ? undefined
-          : compareNoisy(noisyThroughput(first), noisyThroughput(l)).verdict,
+          : compareNoisy(noisyThroughput(first), noisyThroughput(l), BETWEEN_SWEEPS).verdict,
       ),
       ...(sweeps.some(isStreamingSweep)
         ? {

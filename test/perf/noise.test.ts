@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { compareNoisy, figureNoise, MIN_STEP, plusMinus, spread } from "../../src/perf/noise.js";
+import { BETWEEN_SWEEPS, compareNoisy, figureNoise, MIN_STEP, plusMinus, spread } from "../../src/perf/noise.js";
 
 describe("noise", () => {
   it("is the windows' spread, (max - min) / mean, shown as ±", () => {
@@ -17,6 +17,15 @@ describe("noise", () => {
     expect(compareNoisy({ value: 100, noise: 0.05 }, { value: 106, noise: 0.01 }).verdict).toBe("higher");
     expect(compareNoisy({ value: 100, noise: 0.05 }, { value: 94, noise: 0.01 }).verdict).toBe("lower");
     expect(compareNoisy({ value: 100 }, { value: 101.5 })).toMatchObject({ verdict: "within noise", band: MIN_STEP });
+  });
+
+  it("between two sweeps, names nothing within 5% however quiet each sweep's windows were", () => {
+    // Two sweeps of one config on a busy machine: 2.05% apart, windows spread 0.1% and 1.9%.
+    const a = { value: 99.57, noise: 0.001 };
+    const b = { value: 97.54, noise: 0.019 };
+    expect(compareNoisy(a, b).verdict).toBe("lower");
+    expect(compareNoisy(a, b, BETWEEN_SWEEPS)).toMatchObject({ verdict: "within noise", band: BETWEEN_SWEEPS });
+    expect(compareNoisy(a, { value: 94, noise: 0.019 }, BETWEEN_SWEEPS).verdict).toBe("lower");
   });
 
   it("calls windows whose ranges overlap within noise, whatever the ratio", () => {
