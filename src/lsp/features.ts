@@ -9,6 +9,7 @@ import {
   cursorContext,
   looseParse,
   scalarOf,
+  stepMessages,
   tokenAt,
 } from "./syntax.js";
 
@@ -277,7 +278,7 @@ async function valueCompletions(
       }
       // An input_map value is an ensemble input or what another step wrote.
       const produced = new Set<string>();
-      for (const s of stepsOf(tree)) {
+      for (const s of stepMessages(tree)) {
         if (s === step) continue;
         for (const f of s.fields.filter((x) => x.name === "output_map"))
           for (const m of f.values)
@@ -331,16 +332,6 @@ async function valueCompletions(
 
 function declText(d: TensorDecl): string | undefined {
   return d.dataType || d.dims ? `${d.dataType ?? "?"} ${d.dims ?? ""}`.trim() : undefined;
-}
-
-function stepsOf(tree: LooseMessage): LooseMessage[] {
-  const out: LooseMessage[] = [];
-  for (const f of tree.fields.filter((x) => x.name === "ensemble_scheduling"))
-    for (const m of f.values)
-      if (m.kind === "message")
-        for (const s of m.fields.filter((x) => x.name === "step"))
-          for (const v of s.values) if (v.kind === "message") out.push(v);
-  return out;
 }
 
 export interface Hover {
@@ -453,7 +444,7 @@ export function definition(text: string, offset: number, src: ModelSource, selfF
       if (decl) return { file: selfFile, start: decl.start, end: decl.end };
       if (parent === "input_map") {
         // Written by another step's output_map.
-        for (const s of stepsOf(tree)) {
+        for (const s of stepMessages(tree)) {
           for (const f of s.fields.filter((x) => x.name === "output_map"))
             for (const m of f.values) {
               if (m.kind !== "message") continue;

@@ -33,7 +33,10 @@ import {
   type LooseScalar,
   looseParse,
   looseTokens,
+  messagesOf,
+  scalarNodeOf,
   scalarOf,
+  stepMessages,
   tokenAt,
 } from "./syntax.js";
 import { type Workspace, locateConfig } from "./workspace.js";
@@ -103,20 +106,6 @@ interface Step {
   output_map: MapEntry[];
 }
 
-const firstScalar = (m: LooseMessage, name: string): LooseScalar | undefined => {
-  for (const f of m.fields)
-    if (f.name === name) {
-      const v = f.values.find((x): x is LooseScalar => x.kind === "scalar");
-      if (v) return v;
-    }
-  return undefined;
-};
-
-const messagesOf = (m: LooseMessage, name: string): LooseMessage[] =>
-  m.fields
-    .filter((f) => f.name === name)
-    .flatMap((f) => f.values.filter((v): v is LooseMessage => v.kind === "message"));
-
 /** The steps of a tree, read once per tree (trees are kept per text, see TreeCache). */
 const stepsRead = new WeakMap<LooseMessage, Step[]>();
 function stepsIn(tree: LooseMessage): Step[] {
@@ -126,15 +115,14 @@ function stepsIn(tree: LooseMessage): Step[] {
 }
 
 function readSteps(tree: LooseMessage): Step[] {
-  const steps = messagesOf(tree, "ensemble_scheduling").flatMap((e) => messagesOf(e, "step"));
-  return steps.map((message, index) => {
+  return stepMessages(tree).map((message, index) => {
     const entries = (map: string): MapEntry[] =>
       messagesOf(message, map).map((e) => {
-        const key = firstScalar(e, "key");
-        const value = firstScalar(e, "value");
+        const key = scalarNodeOf(e, "key");
+        const value = scalarNodeOf(e, "value");
         return { message: e, ...(key ? { key } : {}), ...(value ? { value } : {}) };
       });
-    const model = firstScalar(message, "model_name");
+    const model = scalarNodeOf(message, "model_name");
     return {
       index,
       message,
@@ -219,7 +207,7 @@ export function occurrences(target: Target, repo: NavRepo, trees = new TreeCache
   const own = repo.config(target.model);
   const ownTree = own ? trees.get(own) : undefined;
   if (target.kind === "model") {
-    const name = ownTree && firstScalar(ownTree, "name");
+    const name = ownTree && scalarNodeOf(ownTree, "name");
     if (own && name) out.push({ file: own.file, model: own.model, ...inner(name, own.text), declaration: true });
     for (const e of repo.ensembles()) {
       const text = e.text;
@@ -722,7 +710,7 @@ export class Navigation {
         const text = this.textOf(f, repo, model) ?? "";
         const tree = this.trees.get({ model, file: f, text });
         if (self) {
-          const name = firstScalar(tree, "name");
+          const name = scalarNodeOf(tree, "name");
           const span = name ? inner(name, text) : { start: 0, end: 0 };
           out.push({
             name: model,
@@ -759,7 +747,7 @@ export function documentSymbols(doc: TextDocument, tree: LooseMessage, folder: s
     end: doc.positionAt(Math.max(start, end)),
   });
   const fieldRange = (f: LooseField) => range(f.nameStart, f.end);
-  const nameOf = firstScalar(tree, "name");
+  const nameOf = scalarNodeOf(tree, "name");
   const runs = scalarOf(tree, "backend") ?? scalarOf(tree, "platform");
   const children: DocumentSymbol[] = [];
   const entryOf = (
@@ -786,7 +774,7 @@ export function documentSymbols(doc: TextDocument, tree: LooseMessage, folder: s
     if (f.name === "input" || f.name === "output") {
       kind = SymbolKind.Array;
       kids = msgs.map((m) => {
-        const n = firstScalar(m, "name");
+        const n = scalarNodeOf(m, "name");
         const dims = m.fields
           .find((x) => x.name === "dims")
           ?.values.filter((x): x is LooseScalar => x.kind === "scalar")

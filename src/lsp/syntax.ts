@@ -289,12 +289,29 @@ export function tokenAt(tree: LooseMessage, offset: number): TokenAt | undefined
   }
 }
 
-/** The first scalar value of a field of `message`, by name. */
-export function scalarOf(message: LooseMessage, name: string): string | undefined {
+/** The first scalar of a field of `message`, by name, with its span. */
+export function scalarNodeOf(message: LooseMessage, name: string): LooseScalar | undefined {
   for (const f of message.fields) {
     if (f.name !== name) continue;
     const v = f.values.find((x): x is LooseScalar => x.kind === "scalar");
-    if (v) return v.token.value;
+    if (v) return v;
   }
   return undefined;
+}
+
+/** The first scalar value of a field of `message`, by name. */
+export function scalarOf(message: LooseMessage, name: string): string | undefined {
+  return scalarNodeOf(message, name)?.token.value;
+}
+
+/** The message values of every field of `message` with that name, in order. */
+export function messagesOf(message: LooseMessage, name: string): LooseMessage[] {
+  return message.fields
+    .filter((f) => f.name === name)
+    .flatMap((f) => f.values.filter((v): v is LooseMessage => v.kind === "message"));
+}
+
+/** An ensemble's steps, in order: the messages of `ensemble_scheduling { step [...] }`. */
+export function stepMessages(tree: LooseMessage): LooseMessage[] {
+  return messagesOf(tree, "ensemble_scheduling").flatMap((e) => messagesOf(e, "step"));
 }

@@ -120,10 +120,7 @@ export class Workspace {
     this.options.lint = lint;
     const old = [...this.repos.values()];
     this.repos.clear();
-    for (const r of old) {
-      r.top?.close();
-      r.watcher?.close();
-    }
+    for (const r of old) unwatch(r);
     const models = new Map<string, { repo: string; model: string }>();
     for (const file of this.buffers.keys()) {
       const at = locateConfig(file);
@@ -400,14 +397,17 @@ export class Workspace {
     return this.buffers.has(config) || fs.existsSync(config) ? config : undefined;
   }
 
-  async close(): Promise<void> {
+  close(): Promise<void> {
     this.closed = true;
-    for (const r of this.repos.values()) {
-      r.top?.close();
-      r.watcher?.close();
-    }
-    await Promise.resolve();
+    for (const r of this.repos.values()) unwatch(r);
+    return Promise.resolve();
   }
+}
+
+/** Ends a repository's watches: its folder's, and its models' and version folders'. */
+function unwatch(r: Repo): void {
+  r.top?.close();
+  r.watcher?.close();
 }
 
 const clamp = (x: number, lo: number, hi: number) => Math.min(hi, Math.max(lo, x));

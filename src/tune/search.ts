@@ -323,9 +323,14 @@ export interface Confirmation {
   led?: { winner: number; runnerUp: number };
 }
 
+/** Each round's runner-up / winner throughput, of the rounds where both answered. */
+function roundRatios(rounds: readonly ConfirmRound[]): number[] {
+  return rounds.filter((r) => r.winner > 0 && r.runnerUp > 0).map((r) => r.runnerUp / r.winner);
+}
+
 /** The rounds each of the two led by more than `band`. */
 export function roundsLed(rounds: readonly ConfirmRound[], band: number): { winner: number; runnerUp: number } {
-  const ratios = rounds.filter((r) => r.winner > 0 && r.runnerUp > 0).map((r) => r.runnerUp / r.winner);
+  const ratios = roundRatios(rounds);
   return { winner: ratios.filter((x) => x < 1 - band).length, runnerUp: ratios.filter((x) => x > 1 + band).length };
 }
 
@@ -345,7 +350,7 @@ export function confirmVerdict(
   runnerUp: Pick<Trial, "measured">,
   onTie: "winner" | "runnerUp" = "winner",
 ): Confirmation {
-  const ratios = rounds.filter((r) => r.winner > 0 && r.runnerUp > 0).map((r) => r.runnerUp / r.winner);
+  const ratios = roundRatios(rounds);
   // The search's noise (two figures, each as uncertain as its windows' spread), unless the rounds'
   // ratios, each already of the two, agree more closely than that (half their spread either way
   // of their middle): rounds that agree with each other ran on a quieter machine than a search
