@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # On the GPU machine: TorchScript ResNet-50 served by the local runtime through its adapter
 # (PyTorch in the python backend, the instance on the GPU) against torch's own forward on the same
-# card (bench/gpu/torchscript-adapter.py). Needs .devcarry/ (bench/gpu/prepare-carry.sh) and torch
-# with CUDA in the machine's python3: `setup --with-site-packages` lets the models see it.
+# card (bench/gpu/torchscript-adapter.py), for each way the adapter passes tensors (numpy round trip,
+# DLPack inputs, DLPack inputs and outputs), over HTTP and over CUDA shared memory, in one run.
+# Needs .devcarry/ (bench/gpu/prepare-carry.sh) and torch with CUDA in the machine's python3:
+# `setup --with-site-packages` lets the models see it.
 # Results go to $OUT (or ./gpu-results).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -21,7 +23,12 @@ log make; python3 bench/gpu/torchscript-adapter.py make "$repo" || exit 1
 log lint; td lint "$repo" --runtime local | tee "$out/torchscript-lint.txt"
 log up; td up --detach --models "$repo" --http-port 8000 --grpc-port 8001 --metrics-port 8002 --timeout 600 || { td status; td down; exit 1; }
 td status | tee "$out/torchscript-status.txt"
-grep -E "resnet50_ts_0.*(GPU|CPU) device" "$(ls -td $TRITON_DEV_HOME/state/runs/*/ | head -1)tritonserver.log" | head -2
+staged=$(td status --json | python3 -c "import json, sys; print(json.load(sys.stdin)['repository'])")
+tslog="$staged/../tritonserver.log"
+# Each model's instance and where the python backend lets its inputs be (the staged FORCE_CPU_ONLY_INPUT_TENSORS).
+grep -E "resnet50_ts[a-z_]*_0.*(GPU|CPU) device|FORCE_CPU_ONLY_INPUT_TENSORS is off|Forcing CPU only input tensors" "$tslog" | cut -c1-300 | head -12
+grep -h -E "TRITON_DEV_TORCH_TENSORS|FORCE_CPU_ONLY_INPUT_TENSORS" "$staged"/resnet50_ts*/config.pbtxt | head -6
 log measure; timeout "${BUDGET:-300}" python3 bench/gpu/torchscript-adapter.py measure http://127.0.0.1:8000 "$repo" | tee "$out/torchscript-adapter.txt"
+grep -i -E "traceback|error" "$tslog" | grep -i resnet50_ts | tail -8 | cut -c1-600
 log down; td down
 log done

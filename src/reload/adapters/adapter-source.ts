@@ -23,6 +23,10 @@ import triton_python_backend_utils as pb_utils
 # The parameters staging writes into the staged config.pbtxt.
 P_BACKEND = "TRITON_DEV_ADAPTED_BACKEND"
 P_FILE = "TRITON_DEV_ADAPTED_FILE"
+P_TORCH_TENSORS = "TRITON_DEV_TORCH_TENSORS"
+# The python backend's own: "no" lets Triton hand over inputs in GPU memory where they already are.
+P_FORCE_CPU_INPUTS = "FORCE_CPU_ONLY_INPUT_TENSORS"
+TORCH_TENSOR_MODES = ("numpy", "dlpack_in", "dlpack")
 
 # Triton's data types and numpy's; BF16 has no numpy type.
 NUMPY = {
@@ -538,6 +542,8 @@ class TorchScriptServing:
                 "not importable in this model's environment (" + str(e) + "): list torch in a requirements.txt beside "
                 "config.pbtxt, or run 'triton-dev setup --with-site-packages' from a Python that has it"
             ) from None
+        import torch.utils.dlpack
+
         self.torch = torch
         self.library = "PyTorch " + torch.__version__
         gpu = instance_kind == "KIND_GPU" and torch.cuda.is_available()
@@ -580,20 +586,71 @@ class TorchScriptServing:
             if not (sep and idx.isdigit()):
                 raise ModelConfigRefused("output '" + n + "' does not follow <name>__<index> naming convention")
             self.output_index.append((n, int(idx)))
+        # How tensors cross the python backend (P_TORCH_TENSORS, staged by backend-adapter.ts):
+        # "numpy" reads the inputs as numpy views of the stub's shared memory and hands back host
+        # copies of the outputs; "dlpack_in" takes the inputs through DLPack, where Triton put them
+        # (GPU memory with FORCE_CPU_ONLY_INPUT_TENSORS "no" when they come from the GPU: CUDA
+        # shared memory, a GPU model before this one in an ensemble); "dlpack" also leaves the
+        # outputs where torch wrote them and hands them to Triton through DLPack.
+        mode = (param(cfg, P_TORCH_TENSORS, "") or "numpy").lower()
+        if mode not in TORCH_TENSOR_MODES:
+            raise ModelConfigRefused(
+                "parameter '" + P_TORCH_TENSORS + "' must be one of " + ", ".join(TORCH_TENSOR_MODES) + ", got '" + mode + "'"
+            )
+        gpu_inputs = (param(cfg, P_FORCE_CPU_INPUTS, "") or "").lower() == "no"
+        if self.device.type != "cuda":
+            # On the CPU the outputs must reach the host either way: the numpy path, as it always was.
+            mode = "numpy"
+        if mode == "numpy" and gpu_inputs:
+            # as_numpy cannot read GPU memory, which Triton may hand over once the model lets it.
+            mode = "dlpack_in"
+        self.tensors = mode
+        self.dlpack_in = mode in ("dlpack", "dlpack_in")
+        self.dlpack_out = mode == "dlpack"
+
+    def feeds_of(self, request):
+        from_dlpack = self.torch.utils.dlpack.from_dlpack
+        feeds = {}
+        for t in request.inputs():
+            try:
+                feeds[t.name()] = from_dlpack(t.to_dlpack())
+            except Exception:
+                # BYTES tensors have no DLPack form: torch refuses them in run as it did before.
+                feeds[t.name()] = t.as_numpy()
+        return feeds
+
+    def concat(self, parts):
+        if all(isinstance(p, self.torch.Tensor) for p in parts):
+            return self.torch.cat(parts, dim=0)
+        return np.concatenate(parts, axis=0)
+
+    def tensor(self, name, v):
+        if v.dtype == self.torch.bool:
+            # Older python backends read no DLPack bool; a host copy is what the numpy path sends anyway.
+            return pb_utils.Tensor(name, v.cpu().numpy())
+        # The pb_utils tensor holds the capsule, so torch's memory stays until Triton has copied it.
+        return pb_utils.Tensor.from_dlpack(name, self.torch.utils.dlpack.to_dlpack(v.contiguous()))
 
     def run(self, feeds, names):
         torch = self.torch
         ordered = [None] * len(self.input_index)
         for n, v in feeds.items():
             if n in self.input_index:
-                ordered[self.input_index[n]] = torch.from_numpy(np.ascontiguousarray(v)).to(self.device, non_blocking=True)
+                t = v if isinstance(v, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(v))
+                ordered[self.input_index[n]] = t.to(self.device, non_blocking=True)
         ctx = torch.inference_mode() if self.inference_mode else torch.no_grad()
         with ctx:
             out = self.module(*ordered)
         if not isinstance(out, (tuple, list)):
             out = [out]
         by_name = {n: out[i] for n, i in self.output_index}
-        return [by_name[n].detach().cpu().numpy() for n in names]
+        if not self.dlpack_out:
+            return [by_name[n].detach().cpu().numpy() for n in names]
+        outs = [by_name[n].detach() for n in names]
+        if self.device.type == "cuda":
+            # A DLPack capsule carries no stream: pb_utils would read outputs torch has not finished.
+            torch.cuda.current_stream(self.device).synchronize()
+        return outs
 
 
 SERVINGS = {"onnxruntime": OnnxRuntimeServing, "openvino": OpenVinoServing, "pytorch": TorchScriptServing}
@@ -648,6 +705,9 @@ class TritonPythonModel:
         kind = "KIND_" + kind if not kind.startswith("KIND_") else kind
         device = int(args.get("model_instance_device_id", "0") or 0)
         self.serving = SERVINGS[backend](cfg, self.name, path, kind, device)
+        # TorchScript may take and give tensors through DLPack; the other runtimes read numpy.
+        self.dlpack_in = getattr(self.serving, "dlpack_in", False)
+        self.dlpack_out = getattr(self.serving, "dlpack_out", False)
         self.max_batch_size = int(cfg.get("max_batch_size", 0) or 0)
         self.output_names = [o["name"] for o in cfg.get("output", []) or []]
         self.output_types = {o["name"]: NUMPY.get(o.get("data_type"), None) for o in cfg.get("output", []) or []}
@@ -675,9 +735,13 @@ class TritonPythonModel:
         return [self.execute_one(r) for r in requests]
 
     def feeds_of(self, request):
+        if self.dlpack_in:
+            return self.serving.feeds_of(request)
         return {t.name(): t.as_numpy() for t in request.inputs()}
 
     def respond(self, outputs):
+        if self.dlpack_out:
+            return pb_utils.InferenceResponse(output_tensors=[self.serving.tensor(n, v) for n, v in zip(self.output_names, outputs)])
         if not self.string_outputs:
             return pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor(n, v) for n, v in zip(self.output_names, outputs)])
         tensors = []
@@ -702,7 +766,8 @@ class TritonPythonModel:
             if list(f) != names or any(f[k].shape[1:] != feeds[0][k].shape[1:] for k in names):
                 raise _ShapesDiffer()
         sizes = [next(iter(f.values())).shape[0] if f else 0 for f in feeds]
-        merged = {k: np.concatenate([f[k] for f in feeds], axis=0) for k in names}
+        concat = self.serving.concat if self.dlpack_in else (lambda parts: np.concatenate(parts, axis=0))
+        merged = {k: concat([f[k] for f in feeds]) for k in names}
         try:
             outputs = self.serving.run(merged, self.output_names)
         except Exception as e:

@@ -5,7 +5,7 @@ import { REQUIREMENTS_FILE } from "../../envs/requirements.js";
 import type { ModelEnvironments } from "../../envs/model-environments.js";
 import { UserError } from "../../errors.js";
 import { findTopLevelField, removeField, setField } from "../../repo/config-edit.js";
-import type { ModelInputJson, ModelOutputJson } from "../../repo/model-config.js";
+import type { ModelConfigJson, ModelInputJson, ModelOutputJson } from "../../repo/model-config.js";
 import { ORIGINALS_DIR } from "../../repo/model-files.js";
 import { backendCompletion } from "../../repo/model-io/completion.js";
 import { ADAPTER_MODEL_PY } from "./adapter-source.js";
@@ -20,6 +20,37 @@ export const ADAPTER_FILE = "triton_dev_adapter.py";
 /** The staged config's parameters the adapter reads. */
 export const ADAPTED_BACKEND_PARAM = "TRITON_DEV_ADAPTED_BACKEND";
 export const ADAPTED_FILE_PARAM = "TRITON_DEV_ADAPTED_FILE";
+/**
+ * How the TorchScript adapter passes tensors: "numpy" (numpy views in, host copies out), "dlpack_in"
+ * (inputs through DLPack, where Triton put them), "dlpack" (outputs too stay where torch wrote them).
+ */
+export const TORCH_TENSORS_PARAM = "TRITON_DEV_TORCH_TENSORS";
+/**
+ * The python backend's own parameter (python_backend README, "Input Tensor Device Placement"):
+ * "no" lets Triton hand inputs over in GPU memory when they are there already (CUDA shared memory,
+ * a GPU model before this one in an ensemble) instead of copying them to the host first.
+ */
+export const FORCE_CPU_ONLY_INPUTS_PARAM = "FORCE_CPU_ONLY_INPUT_TENSORS";
+
+/**
+ * The parameters the staged config adds for where a model's tensors live: a TorchScript model that
+ * may have a GPU instance (a KIND_GPU group, or KIND_AUTO or no instance_group, which Triton makes
+ * GPU instances wherever it sees a GPU) takes its inputs where Triton has them and gives its
+ * outputs from the GPU, through DLPack, with no host round trip. What the user's config sets of
+ * either is theirs and never added again. Other backends' adapters read numpy on the CPU: none.
+ */
+export function tensorPlacementParameters(backend: string, json: ModelConfigJson): Array<[string, string]> {
+  if (backend !== "pytorch") return [];
+  const groups = json.instance_group ?? [];
+  const mayUseGpu =
+    groups.length === 0 || groups.some((g) => g.kind === undefined || g.kind === "KIND_GPU" || g.kind === "KIND_AUTO");
+  if (!mayUseGpu) return [];
+  const own = json.parameters ?? {};
+  const out: Array<[string, string]> = [];
+  if (!(FORCE_CPU_ONLY_INPUTS_PARAM in own)) out.push([FORCE_CPU_ONLY_INPUTS_PARAM, "no"]);
+  if (!(TORCH_TENSORS_PARAM in own)) out.push([TORCH_TENSORS_PARAM, "dlpack"]);
+  return out;
+}
 
 /** Where in a snapshot the runtime library's requirement is written (a dot folder: never walked, hashed or served). */
 const RUNTIME_REQUIREMENTS = path.join(ORIGINALS_DIR, ".runtime", "requirements.txt");
@@ -174,6 +205,7 @@ function stagedConfig(
       added.push("dynamic_batching { }");
   }
   added.push(parameter(ADAPTED_BACKEND_PARAM, completion.backend), parameter(ADAPTED_FILE_PARAM, completion.modelFile));
+  for (const [key, value] of tensorPlacementParameters(completion.backend, json)) added.push(parameter(key, value));
   const sep = out.length === 0 || out.endsWith("\n") ? "" : "\n";
   return `${out}${sep}\n# Added by triton-dev to the staged copy: served through ${adapted.library} in the python backend.\n${added.join("\n")}\n`;
 }

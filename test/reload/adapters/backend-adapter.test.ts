@@ -4,7 +4,13 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ModelEnvironments } from "../../../src/envs/model-environments.js";
-import { ADAPTER_FILE, type BackendAdapterOptions } from "../../../src/reload/adapters/backend-adapter.js";
+import {
+  ADAPTER_FILE,
+  type BackendAdapterOptions,
+  FORCE_CPU_ONLY_INPUTS_PARAM,
+  TORCH_TENSORS_PARAM,
+  tensorPlacementParameters,
+} from "../../../src/reload/adapters/backend-adapter.js";
 import { StagingRepository, servedAs } from "../../../src/reload/stage.js";
 import { hashModelDir } from "../../../src/repo/model-files.js";
 import { ECHO_ONNX } from "../../repo/helpers.js";
@@ -29,6 +35,11 @@ const ADAPTERS = (asked: string[], autoComplete = true): BackendAdapterOptions =
       library: "ONNX Runtime",
       requirement: "onnxruntime==1.20.1",
       servedAs: "served through ONNX Runtime 1.20 in the python backend (local runtime)",
+    },
+    pytorch: {
+      library: "PyTorch",
+      requirement: "",
+      servedAs: "served through PyTorch in the python backend (local runtime)",
     },
   },
   environments: environments(asked),
@@ -109,5 +120,83 @@ output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 8 ] } ]
     );
     expect(staging.adapted("echo")).toBeUndefined();
     expect(await servedAs(runDir)).toEqual(new Map());
+  });
+
+  it("lets a TorchScript model on a GPU instance take and give GPU tensors, keeping what the user's config sets", async () => {
+    const torch = (groups: string, params = "") =>
+      `platform: "pytorch_libtorch"\nmax_batch_size: 8\n` +
+      `input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 4 ] } ]\n` +
+      `output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 4 ] } ]\n${groups}${params}`;
+    const { repo, runDir } = await repoWith({
+      gpu: { config: torch("instance_group [ { count: 1 kind: KIND_GPU } ]\n"), file: "model.pt" },
+      cpu: { config: torch("instance_group [ { count: 2 kind: KIND_CPU } ]\n"), file: "model.pt" },
+      own: {
+        config: torch(
+          "instance_group [ { kind: KIND_GPU } ]\n",
+          `parameters: { key: "${FORCE_CPU_ONLY_INPUTS_PARAM}" value: { string_value: "yes" } }\n` +
+            `parameters: { key: "${TORCH_TENSORS_PARAM}" value: { string_value: "numpy" } }\n`,
+        ),
+        file: "model.pt",
+      },
+    });
+    const staging = new StagingRepository(runDir, { adapters: ADAPTERS([]) });
+    await staging.init(repo);
+    const staged = async (m: string) => fsp.readFile(path.join(staging.repository, m, "config.pbtxt"), "utf8");
+    const gpu = await staged("gpu");
+    expect(gpu).toContain(`key: "${FORCE_CPU_ONLY_INPUTS_PARAM}" value: { string_value: "no" }`);
+    expect(gpu).toContain(`key: "${TORCH_TENSORS_PARAM}" value: { string_value: "dlpack" }`);
+    const cpu = await staged("cpu");
+    expect(cpu).not.toContain(FORCE_CPU_ONLY_INPUTS_PARAM);
+    expect(cpu).not.toContain(TORCH_TENSORS_PARAM);
+    // The user's values stay, once each; the user's own file is untouched.
+    const own = await staged("own");
+    expect(own.match(new RegExp(FORCE_CPU_ONLY_INPUTS_PARAM, "g"))).toHaveLength(1);
+    expect(own).toContain(`key: "${FORCE_CPU_ONLY_INPUTS_PARAM}" value: { string_value: "yes" }`);
+    expect(own.match(new RegExp(TORCH_TENSORS_PARAM, "g"))).toHaveLength(1);
+    expect(own).toContain(`key: "${TORCH_TENSORS_PARAM}" value: { string_value: "numpy" }`);
+    expect(await fsp.readFile(path.join(repo, "gpu", "config.pbtxt"), "utf8")).not.toContain(
+      FORCE_CPU_ONLY_INPUTS_PARAM,
+    );
+  });
+});
+
+describe("where an adapted model's tensors live (tensorPlacementParameters)", () => {
+  const both = [
+    [FORCE_CPU_ONLY_INPUTS_PARAM, "no"],
+    [TORCH_TENSORS_PARAM, "dlpack"],
+  ];
+  it("gives a TorchScript model that may run on a GPU both parameters", () => {
+    expect(tensorPlacementParameters("pytorch", { instance_group: [{ kind: "KIND_GPU" }] })).toEqual(both);
+    // KIND_AUTO, a group without a kind, or no group at all: Triton makes GPU instances where it sees a GPU.
+    expect(tensorPlacementParameters("pytorch", { instance_group: [{ kind: "KIND_AUTO" }] })).toEqual(both);
+    expect(tensorPlacementParameters("pytorch", { instance_group: [{ count: 2 }] })).toEqual(both);
+    expect(tensorPlacementParameters("pytorch", {})).toEqual(both);
+    expect(
+      tensorPlacementParameters("pytorch", { instance_group: [{ kind: "KIND_CPU" }, { kind: "KIND_GPU" }] }),
+    ).toEqual(both);
+  });
+
+  it("never overrides what the user set", () => {
+    expect(
+      tensorPlacementParameters("pytorch", {
+        instance_group: [{ kind: "KIND_GPU" }],
+        parameters: { [FORCE_CPU_ONLY_INPUTS_PARAM]: { string_value: "yes" } },
+      }),
+    ).toEqual([[TORCH_TENSORS_PARAM, "dlpack"]]);
+    expect(
+      tensorPlacementParameters("pytorch", {
+        parameters: {
+          [FORCE_CPU_ONLY_INPUTS_PARAM]: { string_value: "no" },
+          [TORCH_TENSORS_PARAM]: { string_value: "numpy" },
+        },
+      }),
+    ).toEqual([]);
+  });
+
+  it("leaves CPU instances and the numpy-reading adapters unchanged", () => {
+    expect(tensorPlacementParameters("pytorch", { instance_group: [{ kind: "KIND_CPU" }] })).toEqual([]);
+    expect(tensorPlacementParameters("pytorch", { instance_group: [{ kind: "KIND_MODEL" }] })).toEqual([]);
+    expect(tensorPlacementParameters("onnxruntime", { instance_group: [{ kind: "KIND_GPU" }] })).toEqual([]);
+    expect(tensorPlacementParameters("openvino", {})).toEqual([]);
   });
 });
