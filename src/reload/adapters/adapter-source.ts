@@ -625,11 +625,18 @@ class TorchScriptServing:
         return np.concatenate(parts, axis=0)
 
     def tensor(self, name, v):
-        if v.dtype == self.torch.bool:
-            # Older python backends read no DLPack bool; a host copy is what the numpy path sends anyway.
-            return pb_utils.Tensor(name, v.cpu().numpy())
-        # The pb_utils tensor holds the capsule, so torch's memory stays until Triton has copied it.
-        return pb_utils.Tensor.from_dlpack(name, self.torch.utils.dlpack.to_dlpack(v.contiguous()))
+        if not isinstance(v, self.torch.Tensor):
+            return pb_utils.Tensor(name, v)
+        # Older python backends read no DLPack bool; a host copy is what the numpy path sends anyway.
+        if self.dlpack_out and v.dtype != self.torch.bool:
+            try:
+                # The pb_utils tensor holds the capsule, so torch's memory stays until Triton has copied it.
+                return pb_utils.Tensor.from_dlpack(name, self.torch.utils.dlpack.to_dlpack(v.contiguous()))
+            except Exception as e:
+                # A python backend that refuses the capsule: host copies from now on, as the numpy path sends.
+                self.dlpack_out = False
+                warn("triton-dev adapter: outputs go through the host from now on; DLPack refused: " + str(e))
+        return pb_utils.Tensor(name, v.detach().cpu().numpy())
 
     def run(self, feeds, names):
         torch = self.torch
