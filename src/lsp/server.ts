@@ -111,28 +111,7 @@ export function startLspServer(o: LspServerOptions): LspServer {
       })
     : undefined;
 
-  // The editor's settings: read at initialize and whenever they change; lint runs with what they give.
-  let settings: LspSettings = { ...DEFAULT_SETTINGS, ...o.settings };
-  let lintKey = "";
-  const applySettings = async (raw: unknown, atStart: boolean) => {
-    const r = readSettings(raw, settings, o.runtimeKinds ?? []);
-    for (const p of r.problems) {
-      log.warn(p);
-      // A notification: the editor shows it, nothing waits for an answer.
-      void connection.sendNotification(ShowMessageNotification.type, { type: MessageType.Warning, message: p });
-    }
-    settings = r.settings;
-    const lint = { ...o.lint, ...(await lintOptionsOf(settings, o.gpuCount)) };
-    const key = JSON.stringify(lint);
-    if (key === lintKey) return;
-    lintKey = key;
-    if (atStart) await workspace.setLint(lint);
-    else
-      void workspace
-        .setLint(lint)
-        .then(() => lastVerdicts && applyVerdicts())
-        .catch((err) => log.error("applying settings failed", { error: String(err) }));
-  };
+  const applySettings = settingsApplier(o, connection, workspace, () => lastVerdicts && applyVerdicts());
   connection.onDidChangeConfiguration((p) => applySettings(p.settings, false));
 
   connection.onInitialize(async (params) => {
@@ -182,13 +161,73 @@ export function startLspServer(o: LspServerOptions): LspServer {
   listenForCodeActions(ctx);
   listenForDocumentText(ctx);
 
+  const closing = serverEnd(connection, workspace, verdicts);
+  fatal = closing.fatal;
+  connection.onShutdown(() => closing.shutdown());
+  connection.onExit(() => void closing.shutdown());
+  connection.onDidChangeWatchedFiles((p) => {
+    for (const c of p.changes) {
+      const f = toPath(c.uri);
+      const at = f ? locateConfig(f) : undefined;
+      if (at) void workspace.changed(at.repo, at.model);
+    }
+  });
+  navigation.listen();
+  documents.listen(connection);
+  connection.listen();
+  return { connection, closed: closing.closed };
+}
+
+/**
+ * The editor's settings: read at initialize and whenever they change; lint runs with what they
+ * give, and the workspace is linted again only when that changes. A setting it cannot take is
+ * shown to the user and logged.
+ */
+function settingsApplier(
+  o: LspServerOptions,
+  connection: Connection,
+  workspace: Workspace,
+  relinted: () => void,
+): (raw: unknown, atStart: boolean) => Promise<void> {
+  let settings: LspSettings = { ...DEFAULT_SETTINGS, ...o.settings };
+  let lintKey = "";
+  return async (raw, atStart) => {
+    const r = readSettings(raw, settings, o.runtimeKinds ?? []);
+    for (const p of r.problems) {
+      log.warn(p);
+      // A notification: the editor shows it, nothing waits for an answer.
+      void connection.sendNotification(ShowMessageNotification.type, { type: MessageType.Warning, message: p });
+    }
+    settings = r.settings;
+    const lint = { ...o.lint, ...(await lintOptionsOf(settings, o.gpuCount)) };
+    const key = JSON.stringify(lint);
+    if (key === lintKey) return;
+    lintKey = key;
+    if (atStart) await workspace.setLint(lint);
+    else
+      void workspace
+        .setLint(lint)
+        .then(relinted)
+        .catch((err) => log.error("applying settings failed", { error: String(err) }));
+  };
+}
+
+/**
+ * How the server ends: `shutdown`/`exit` from the editor resolve `closed` once the workspace's
+ * watches are closed; input that cannot be read (`fatal`) rejects it with why.
+ */
+function serverEnd(
+  connection: Connection,
+  workspace: Workspace,
+  verdicts: VerdictWatch | undefined,
+): { closed: Promise<void>; fatal: (err: LspFramingError) => void; shutdown: () => Promise<void> } {
   let resolveClosed: () => void = () => {};
   let rejectClosed: (err: unknown) => void = () => {};
   const closed = new Promise<void>((resolve, reject) => {
     resolveClosed = resolve;
     rejectClosed = reject;
   });
-  fatal = (err) => {
+  const fatal = (err: LspFramingError) => {
     log.debug("stopping: the editor's input cannot be read", { error: err.message });
     verdicts?.stop();
     void workspace
@@ -204,17 +243,5 @@ export function startLspServer(o: LspServerOptions): LspServer {
     await workspace.close().catch((err) => log.warn("closing the workspace failed", { error: String(err) }));
     resolveClosed();
   };
-  connection.onShutdown(() => shutdown());
-  connection.onExit(() => void shutdown());
-  connection.onDidChangeWatchedFiles((p) => {
-    for (const c of p.changes) {
-      const f = toPath(c.uri);
-      const at = f ? locateConfig(f) : undefined;
-      if (at) void workspace.changed(at.repo, at.model);
-    }
-  });
-  navigation.listen();
-  documents.listen(connection);
-  connection.listen();
-  return { connection, closed };
+  return { closed, fatal, shutdown };
 }
