@@ -51,15 +51,22 @@ function describeChar(c: string): string {
   return `'${c}'`;
 }
 
-/** Splits `text` into tokens, ending with one `eof` token. Throws TextSyntaxError. */
+/**
+ * Splits `text` into tokens, ending with one `eof` token. Throws TextSyntaxError.
+ *
+ * The LSP re-tokenizes on every keystroke and lint on every config, so the loop stays one function
+ * over plain locals (`pos`, `line`, `lineStart`): only whitespace and comments cross lines, and
+ * they are skipped here; numbers and strings, which never do, are scanned by the functions below
+ * from a start position and return their token's end.
+ */
 export function tokenize(text: string): Token[] {
   const tokens: Token[] = [];
   let pos = 0;
   let line = 1;
   let lineStart = 0;
-  const here = (offset = pos): Pos => ({ line, column: offset - lineStart + 1, offset });
 
-  const skipSpace = (): void => {
+  for (;;) {
+    // Whitespace and comments.
     for (;;) {
       const c = text[pos];
       if (c === "\n") {
@@ -71,143 +78,10 @@ export function tokenize(text: string): Token[] {
       } else if (c === "#") {
         while (pos < text.length && text[pos] !== "\n") pos++;
       } else {
-        return;
+        break;
       }
     }
-  };
-
-  const expectDelimiter = (start: Pos): void => {
-    const c = text[pos];
-    if (c !== undefined && (isLetterOrDigit(c) || c === "-" || c === "+" || c === ".")) {
-      throw new TextSyntaxError(`invalid number '${text.slice(start.offset, pos + 1)}'`, start);
-    }
-  };
-
-  const scanNumber = (start: Pos): Token => {
-    if (text[pos] === "0" && (text[pos + 1] === "x" || text[pos + 1] === "X")) {
-      pos += 2;
-      const digits = pos;
-      while (isHex(text[pos])) pos++;
-      if (pos === digits) throw new TextSyntaxError("invalid hexadecimal number", start);
-      expectDelimiter(start);
-      return { type: "int", text: text.slice(start.offset, pos), pos: start, end: pos };
-    }
-    if (text[pos] === "0" && isOctal(text[pos + 1])) {
-      pos++;
-      while (isOctal(text[pos])) pos++;
-      expectDelimiter(start);
-      return { type: "int", text: text.slice(start.offset, pos), pos: start, end: pos };
-    }
-    let isFloat = false;
-    if (text[pos] === "0") pos++;
-    else while (isDigit(text[pos])) pos++;
-    if (text[pos] === ".") {
-      isFloat = true;
-      pos++;
-      while (isDigit(text[pos])) pos++;
-    }
-    if (text[pos] === "e" || text[pos] === "E") {
-      isFloat = true;
-      pos++;
-      if (text[pos] === "+" || text[pos] === "-") pos++;
-      const digits = pos;
-      while (isDigit(text[pos])) pos++;
-      if (pos === digits) throw new TextSyntaxError("invalid exponent in number", start);
-    }
-    const end = pos;
-    if (text[pos] === "f" || text[pos] === "F") {
-      isFloat = true;
-      pos++;
-    }
-    expectDelimiter(start);
-    return { type: isFloat ? "float" : "int", text: text.slice(start.offset, end), pos: start, end: pos };
-  };
-
-  const scanString = (start: Pos, quote: string): Token => {
-    pos++;
-    let value = "";
-    for (;;) {
-      const c = text[pos];
-      if (c === undefined) {
-        throw new TextSyntaxError("unterminated string", start, `Close the string with ${quote}.`);
-      }
-      if (c === quote) {
-        pos++;
-        return { type: "string", value, pos: start, end: pos };
-      }
-      if (c === "\n" || c === "\0") {
-        throw new TextSyntaxError(
-          `${describeChar(c)} inside a string`,
-          c === "\n" ? start : here(),
-          c === "\n" ? `Close the string with ${quote} before the end of the line, or write \\n.` : undefined,
-        );
-      }
-      if (c === "\\") {
-        const escPos = here();
-        pos++;
-        value += scanEscape(escPos);
-        continue;
-      }
-      value += c;
-      pos++;
-    }
-  };
-
-  // Decoded values only name map keys in paths; the library decodes bytes exactly.
-  const scanEscape = (escPos: Pos): string => {
-    const c = text[pos];
-    if (c === undefined) throw new TextSyntaxError("unterminated escape sequence", escPos);
-    const simple: Record<string, string> = {
-      n: "\n",
-      t: "\t",
-      r: "\r",
-      a: "\x07",
-      b: "\b",
-      f: "\f",
-      v: "\v",
-      "\\": "\\",
-      "'": "'",
-      '"': '"',
-      "?": "?",
-    };
-    if (c in simple) {
-      pos++;
-      return simple[c] ?? "";
-    }
-    if (c === "x" || c === "X") {
-      pos++;
-      const start = pos;
-      while (pos - start < 2 && isHex(text[pos])) pos++;
-      if (pos === start) throw new TextSyntaxError("invalid \\x escape: expected hex digits", escPos);
-      return String.fromCharCode(parseInt(text.slice(start, pos), 16));
-    }
-    if (isOctal(c)) {
-      const start = pos;
-      while (pos - start < 3 && isOctal(text[pos])) pos++;
-      const n = parseInt(text.slice(start, pos), 8);
-      if (n > 255) throw new TextSyntaxError(`octal escape \\${text.slice(start, pos)} out of range`, escPos);
-      return String.fromCharCode(n);
-    }
-    if (c === "u" || c === "U") {
-      const len = c === "u" ? 4 : 8;
-      pos++;
-      const hex = text.slice(pos, pos + len);
-      if (hex.length !== len || !/^[0-9a-fA-F]+$/.test(hex)) {
-        throw new TextSyntaxError(`invalid unicode escape \\${c}${hex}`, escPos);
-      }
-      pos += len;
-      const cp = parseInt(hex, 16);
-      if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
-        throw new TextSyntaxError(`invalid unicode escape \\${c}${hex}`, escPos);
-      }
-      return String.fromCodePoint(cp);
-    }
-    throw new TextSyntaxError(`invalid escape \\${c}`, escPos, "Write a literal backslash as \\\\.");
-  };
-
-  for (;;) {
-    skipSpace();
-    const start = here();
+    const start: Pos = { line, column: pos - lineStart + 1, offset: pos };
     const c = text[pos];
     if (c === undefined) {
       tokens.push({ type: "eof", pos: start, end: pos });
@@ -237,12 +111,17 @@ export function tokenize(text: string): Token[] {
         }
         continue;
       case '"':
-      case "'":
-        tokens.push(scanString(start, c));
+      case "'": {
+        const t = scanString(text, start, c);
+        tokens.push(t);
+        pos = t.end;
         continue;
+      }
     }
     if (isDigit(c) || (c === "." && isDigit(text[pos + 1]))) {
-      tokens.push(scanNumber(start));
+      const t = scanNumber(text, start);
+      tokens.push(t);
+      pos = t.end;
       continue;
     }
     if (isLetter(c)) {
@@ -251,28 +130,173 @@ export function tokenize(text: string): Token[] {
       tokens.push({ type: "identifier", value: text.slice(start.offset, pos), pos: start, end: pos });
       continue;
     }
-    const cp = String.fromCodePoint(text.codePointAt(pos) ?? 0);
-    if (cp === "\uFEFF") {
+    throw unexpectedCharacter(text, start);
+  }
+}
+
+/** The position `offset` on the line of `start` (numbers and strings never cross a line). */
+const onLineOf = (start: Pos, offset: number): Pos => ({
+  line: start.line,
+  column: start.column + (offset - start.offset),
+  offset,
+});
+
+/** A number ends at a delimiter: `12ab` or `1.2.3` is one invalid number, not two tokens. */
+function expectDelimiter(text: string, start: Pos, pos: number): void {
+  const c = text[pos];
+  if (c !== undefined && (isLetterOrDigit(c) || c === "-" || c === "+" || c === ".")) {
+    throw new TextSyntaxError(`invalid number '${text.slice(start.offset, pos + 1)}'`, start);
+  }
+}
+
+/** A number token from `start`: hexadecimal, octal, decimal or float (`1.5e3`, `2f`). */
+function scanNumber(text: string, start: Pos): Token {
+  let pos = start.offset;
+  if (text[pos] === "0" && (text[pos + 1] === "x" || text[pos + 1] === "X")) {
+    pos += 2;
+    const digits = pos;
+    while (isHex(text[pos])) pos++;
+    if (pos === digits) throw new TextSyntaxError("invalid hexadecimal number", start);
+    expectDelimiter(text, start, pos);
+    return { type: "int", text: text.slice(start.offset, pos), pos: start, end: pos };
+  }
+  if (text[pos] === "0" && isOctal(text[pos + 1])) {
+    pos++;
+    while (isOctal(text[pos])) pos++;
+    expectDelimiter(text, start, pos);
+    return { type: "int", text: text.slice(start.offset, pos), pos: start, end: pos };
+  }
+  let isFloat = false;
+  if (text[pos] === "0") pos++;
+  else while (isDigit(text[pos])) pos++;
+  if (text[pos] === ".") {
+    isFloat = true;
+    pos++;
+    while (isDigit(text[pos])) pos++;
+  }
+  if (text[pos] === "e" || text[pos] === "E") {
+    isFloat = true;
+    pos++;
+    if (text[pos] === "+" || text[pos] === "-") pos++;
+    const digits = pos;
+    while (isDigit(text[pos])) pos++;
+    if (pos === digits) throw new TextSyntaxError("invalid exponent in number", start);
+  }
+  const end = pos;
+  if (text[pos] === "f" || text[pos] === "F") {
+    isFloat = true;
+    pos++;
+  }
+  expectDelimiter(text, start, pos);
+  return { type: isFloat ? "float" : "int", text: text.slice(start.offset, end), pos: start, end: pos };
+}
+
+/** A string token from its opening quote at `start`, its value decoded. */
+function scanString(text: string, start: Pos, quote: string): Token {
+  let pos = start.offset + 1;
+  let value = "";
+  for (;;) {
+    const c = text[pos];
+    if (c === undefined) {
+      throw new TextSyntaxError("unterminated string", start, `Close the string with ${quote}.`);
+    }
+    if (c === quote) {
+      pos++;
+      return { type: "string", value, pos: start, end: pos };
+    }
+    if (c === "\n" || c === "\0") {
       throw new TextSyntaxError(
-        "unexpected byte-order mark",
-        start,
-        "Save the file as UTF-8 without a byte-order mark (BOM).",
+        `${describeChar(c)} inside a string`,
+        c === "\n" ? start : onLineOf(start, pos),
+        c === "\n" ? `Close the string with ${quote} before the end of the line, or write \\n.` : undefined,
       );
     }
-    // Files are read as UTF-8, and a byte sequence that is not UTF-8 arrives as U+FFFD.
-    if (cp === "\uFFFD") {
-      throw new TextSyntaxError(
-        "unexpected byte that is not UTF-8 text (or a U+FFFD character)",
-        start,
-        "Save the file as UTF-8; outside strings and comments a config holds only field names, numbers and punctuation.",
-      );
+    if (c === "\\") {
+      const escape = scanEscape(text, pos + 1, onLineOf(start, pos));
+      value += escape.value;
+      pos = escape.end;
+      continue;
     }
-    throw new TextSyntaxError(
-      `unexpected ${describeChar(cp)}`,
+    value += c;
+    pos++;
+  }
+}
+
+const SIMPLE_ESCAPES: Record<string, string> = {
+  n: "\n",
+  t: "\t",
+  r: "\r",
+  a: "\x07",
+  b: "\b",
+  f: "\f",
+  v: "\v",
+  "\\": "\\",
+  "'": "'",
+  '"': '"',
+  "?": "?",
+};
+
+/**
+ * The escape after a backslash (`pos` is just past it): its decoded text and where it ends.
+ * Decoded values only name map keys in paths; the library decodes bytes exactly.
+ */
+function scanEscape(text: string, pos: number, escPos: Pos): { value: string; end: number } {
+  const c = text[pos];
+  if (c === undefined) throw new TextSyntaxError("unterminated escape sequence", escPos);
+  if (Object.hasOwn(SIMPLE_ESCAPES, c)) return { value: SIMPLE_ESCAPES[c]!, end: pos + 1 };
+  if (c === "x" || c === "X") {
+    pos++;
+    const start = pos;
+    while (pos - start < 2 && isHex(text[pos])) pos++;
+    if (pos === start) throw new TextSyntaxError("invalid \\x escape: expected hex digits", escPos);
+    return { value: String.fromCharCode(parseInt(text.slice(start, pos), 16)), end: pos };
+  }
+  if (isOctal(c)) {
+    const start = pos;
+    while (pos - start < 3 && isOctal(text[pos])) pos++;
+    const n = parseInt(text.slice(start, pos), 8);
+    if (n > 255) throw new TextSyntaxError(`octal escape \\${text.slice(start, pos)} out of range`, escPos);
+    return { value: String.fromCharCode(n), end: pos };
+  }
+  if (c === "u" || c === "U") {
+    const len = c === "u" ? 4 : 8;
+    pos++;
+    const hex = text.slice(pos, pos + len);
+    if (hex.length !== len || !/^[0-9a-fA-F]+$/.test(hex)) {
+      throw new TextSyntaxError(`invalid unicode escape \\${c}${hex}`, escPos);
+    }
+    const cp = parseInt(hex, 16);
+    if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+      throw new TextSyntaxError(`invalid unicode escape \\${c}${hex}`, escPos);
+    }
+    return { value: String.fromCodePoint(cp), end: pos + len };
+  }
+  throw new TextSyntaxError(`invalid escape \\${c}`, escPos, "Write a literal backslash as \\\\.");
+}
+
+/** What to say about a character that starts no token (a BOM, a byte that is not UTF-8, `=`, ...). */
+function unexpectedCharacter(text: string, start: Pos): TextSyntaxError {
+  const cp = String.fromCodePoint(text.codePointAt(start.offset) ?? 0);
+  if (cp === "\uFEFF") {
+    return new TextSyntaxError(
+      "unexpected byte-order mark",
       start,
-      cp === "=" ? "Text format separates a field and its value with ':' (or nothing before '{')." : undefined,
+      "Save the file as UTF-8 without a byte-order mark (BOM).",
     );
   }
+  // Files are read as UTF-8, and a byte sequence that is not UTF-8 arrives as U+FFFD.
+  if (cp === "\uFFFD") {
+    return new TextSyntaxError(
+      "unexpected byte that is not UTF-8 text (or a U+FFFD character)",
+      start,
+      "Save the file as UTF-8; outside strings and comments a config holds only field names, numbers and punctuation.",
+    );
+  }
+  return new TextSyntaxError(
+    `unexpected ${describeChar(cp)}`,
+    start,
+    cp === "=" ? "Text format separates a field and its value with ':' (or nothing before '{')." : undefined,
+  );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { chooseConcurrency, sweepDone } from "../../src/tune/run.js";
+import { chooseConcurrency, sweepDone } from "../../src/tune/concurrency.js";
 
 describe("chooseConcurrency", () => {
   const levels = [
