@@ -18,6 +18,7 @@ export class FakeClock implements Clock {
   #next = 1;
   readonly #timers = new Map<number, FakeTimer>();
   readonly #scheduled: Array<() => void> = [];
+  readonly #sleepers: Array<() => void> = [];
 
   constructor(start = Date.UTC(2026, 0, 1)) {
     this.#now = start;
@@ -45,7 +46,13 @@ export class FakeClock implements Clock {
   }
 
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    for (const r of this.#sleepers.splice(0)) r();
     return sleepOn(this, ms, signal);
+  }
+
+  /** Resolves the next time some code sleeps on this clock (a poll pausing between checks). */
+  sleeping(): Promise<void> {
+    return new Promise((resolve) => this.#sleepers.push(resolve));
   }
 
   /** How many timers (sleeps included) are waiting. */

@@ -372,6 +372,7 @@ async function waitUntilReady(
   stillLoading: () => string | undefined,
   signal: AbortSignal,
   readiness: WaitStrategy | undefined,
+  exited: AbortSignal,
 ): Promise<RepositoryIndexEntry[]> {
   const clock = o.clock ?? REAL_CLOCK;
   const readyBy = clock.now() + o.readyTimeoutMs;
@@ -380,7 +381,7 @@ async function waitUntilReady(
     timeoutMs: o.readyTimeoutMs,
     intervalMs: 250,
     clock,
-    signal,
+    signal: AbortSignal.any([signal, exited]),
     abortIf: async () => {
       throwIfInterrupted(signal);
       const e = exitInfo();
@@ -687,7 +688,12 @@ async function readyModels(
   readiness: WaitStrategy | undefined,
 ): Promise<RepositoryIndexEntry[]> {
   let exitInfo: { code: number | null; signal: NodeJS.Signals | null } | undefined;
-  void handle.exited.then((e) => (exitInfo = e));
+  // The exit ends the pause between readiness checks: a crash is said at once.
+  const exited = new AbortController();
+  void handle.exited.then((e) => {
+    exitInfo = e;
+    exited.abort();
+  });
   const index = await waitUntilReady(
     clientForRun(state),
     o,
@@ -697,6 +703,7 @@ async function readyModels(
     stillLoading,
     signal,
     readiness,
+    exited.signal,
   );
   const names = staged.staging.names();
   return explainIndex(index, {

@@ -23,6 +23,7 @@ import { collectStatus } from "../../src/session/status.js";
 import { runSupervisor } from "../../src/session/supervisor.js";
 import { isOurProcess } from "../../src/state/process.js";
 import { readRunState, writeRunState, type RunState } from "../../src/state/run-state.js";
+import { FakeClock } from "../../src/fake-clock.js";
 import { FakeDriver, fakeRuntimes, type FakeDriverBehaviour } from "../helpers/fake-driver.js";
 import { ECHO_IO, pythonConfig, pythonModel, writeFiles } from "../repo/helpers.js";
 
@@ -172,10 +173,15 @@ describe("a start that fails", () => {
   });
 
   it("stops the server and removes the record when the server never becomes ready", async () => {
-    const w = await world({ liveGate: new Promise(() => {}) }, { readyTimeoutMs: 200 });
-    const err = await w.start().catch((e: unknown) => e);
+    const clock = new FakeClock();
+    const w = await world({ liveGate: new Promise(() => {}) }, { readyTimeoutMs: 120_000, clock });
+    const starting = w.start().catch((e: unknown) => e);
+    // The readiness wait's first pause: from here the timeout is on the clock.
+    await clock.sleeping();
+    await clock.advance(120_000);
+    const err = await starting;
     expect(err).toBeInstanceOf(ServerStartError);
-    expect((err as Error).message).toMatch(/Triton at 127\.0\.0\.1:\d+/);
+    expect((err as Error).message).toMatch(/Triton at 127\.0\.0\.1:\d+ not ready after 120 s/);
     expect(w.driver.calls).toContain("server-stopped");
     expect(w.driver.running).toEqual([]);
     expect(await readRunState(w.paths)).toBeUndefined();
