@@ -95,7 +95,8 @@ export async function forgetFailedLoad(
   name: string,
   versions: readonly string[],
 ): Promise<boolean> {
-  const deadline = (ctx.clock ?? REAL_CLOCK).now() + ctx.loadTimeoutMs + (ctx.mode === "poll" ? 2 * ctx.pollSecs * 1000 : 0);
+  const deadline =
+    (ctx.clock ?? REAL_CLOCK).now() + ctx.loadTimeoutMs + (ctx.mode === "poll" ? 2 * ctx.pollSecs * 1000 : 0);
   let from = fileSize(ctx.logFile);
   try {
     if (ctx.mode === "explicit") {
