@@ -188,6 +188,28 @@ describe("a start that fails", () => {
     expect(types(w.events)).toEqual(expect.arrayContaining(["stopping", "stopped"]));
   });
 
+  it("waits for what the planned run's readiness strategy says, on the run's clock, and its timeout names it", async () => {
+    const clock = new FakeClock();
+    const looked: string[] = [];
+    const w = await world(
+      {
+        readiness: ({ host, ports }) => ({
+          description: `the fake pod at ${host}:${ports.http} running`,
+          check: async () => (looked.push("pod"), false),
+        }),
+      },
+      { readyTimeoutMs: 60_000, clock },
+    );
+    const starting = w.start().catch((e: unknown) => e);
+    await clock.sleeping();
+    await clock.advance(60_000);
+    const err = await starting;
+    expect(err).toBeInstanceOf(ServerStartError);
+    expect((err as Error).message).toMatch(/the fake pod at 127\.0\.0\.1:\d+ running not ready after 60 s/);
+    expect(looked.length).toBeGreaterThan(1);
+    expect(w.driver.running).toEqual([]);
+  });
+
   it("says what the server's exit during start was, with the driver's advice", async () => {
     const w = await world({ exitDuringStart: { code: 1, signal: null } });
     const err = await w.start().catch((e: unknown) => e);
@@ -421,16 +443,12 @@ describe("handing the run to a detached watcher", () => {
     const session = await w.start();
     session.handle.release();
     session.lifecycle.handOver();
-    const supervising = runSupervisor(
-      w.paths,
-      () => {},
-      {},
-      fakeRuntimes(w.driver),
-      new EventEmitter() as unknown as NodeJS.Process,
-      50,
-    );
+    const clock = new FakeClock();
+    const supervising = runSupervisor(w.paths, () => {}, {}, fakeRuntimes(w.driver), new EventEmitter(), 1000, clock);
     await until(() => fs.existsSync(path.join(session.state.runDir, "supervisor.ready")));
     await w.driver.close();
+    // The liveness poll's next look, on the clock.
+    await clock.advance(1000);
     await supervising;
     expect(w.driver.calls).toContain("supervision-stopped");
   });
