@@ -4,10 +4,9 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { resolvePaths, type Paths } from "../config/paths.js";
 import { EventBus } from "../events/bus.js";
-import { startSession, type UpOptions } from "../session/session.js";
-import { RunLifecycle } from "../session/lifecycle.js";
+import type { UpOptions } from "../session/session.js";
+import { createRunOwner, type RunOwner } from "../session/run-owner.js";
 import type { SessionEvent } from "../session/events.js";
-import { stripTritonPrefix, tailLines } from "../state/log-file.js";
 import { recordSupervisor, spawnSupervisor, waitForSupervisor } from "../session/supervisor.js";
 import { currentRun, watcherOf } from "../session/current-run.js";
 import { readinessOf } from "../session/status.js";
@@ -173,86 +172,22 @@ export async function upAction(flags: UpFlags, ctx: CliContext): Promise<void> {
         runTune: async (o, deps) => (await import("../tune/run.js")).runTune(o, deps),
       })
     : undefined;
-  // The run's phases (session/lifecycle.ts): what a signal or the dashboard's `q` does depends on them.
-  const run = new RunLifecycle(bus);
-  // What the terminal shows once the dashboard is gone: everything if the start failed,
-  // otherwise how the run ended.
-  const replay: SessionEvent[] = [];
-  if (dashboard)
-    bus.on(
-      (e) =>
-        (run.phase === "starting" || e.type === "server-exited" || e.type === "stopping" || e.type === "stopped") &&
-        replay.push(e),
-    );
-  else bus.on(printEvents(output, flags.json));
-  const closeDashboard = async () => {
-    if (!dashboard) return;
-    await dashboard.close();
-    for (const e of replay) {
-      const line = formatEvent(e);
-      if (line) output.out(line);
-    }
-  };
-  // The dashboard leaves the screen before the run's stop says what it does.
-  if (dashboard) run.beforeStop(() => dashboard.detach());
+  // The run's owner (session/run-owner.ts): every trigger that stops the run (a signal, the
+  // server's exit, the dashboard's `q`) goes through its dispatch, by the run's phase.
+  const owner = createRunOwner(bus);
+  const screen = renderEvents(bus, owner, dashboard, output, flags.json);
   // Signals are handled from the start: a Ctrl-C while Triton starts (or its models load, which
-  // can take minutes) stops the server it started, instead of leaving one nobody owns. Until the
-  // models are staged nothing outlives this process, and it ends at once as it always did.
-  const unlisten = () => {
-    process.off("SIGINT", onSignal);
-    process.off("SIGTERM", onSignal);
-    process.off("SIGHUP", onSignal);
-  };
-  const onSignal = (sig: NodeJS.Signals) => {
-    const asked = run.requestStop(`received ${sig}`);
-    if (asked === "already-stopping") return;
-    if (asked === "nothing-started") {
-      unlisten();
-      process.kill(process.pid, sig);
-      return;
-    }
-    // Removed only after this signal is handled: signal-exit (execa's and Ink's exit hook)
-    // re-raises a signal it finds no other listener for, which would kill this process
-    // before it stops the server. A second Ctrl-C later still ends it at once.
-    setImmediate(unlisten);
-  };
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
-  process.on("SIGHUP", onSignal);
+  // can take minutes) stops the server it started, instead of leaving one nobody owns.
+  owner.listen();
   // q or Ctrl-C in the dashboard (raw mode turns Ctrl-C into a key, not SIGINT).
-  void dashboard?.quitRequested.then(() => {
-    if (run.requestStop("quit from the dashboard") !== "already-stopping") unlisten();
-  });
-  const session = await startSession(
-    paths,
-    {
-      lifecycle: run,
-      runtime: flags.runtime,
-      modelsDir: path.resolve(flags.models),
-      reload: flags.reload,
-      pollSecs: flags.pollSecs,
-      ports: { http: flags.httpPort, grpc: flags.grpcPort, metrics: flags.metricsPort },
-      host: flags.host,
-      detached: flags.detach,
-      readyTimeoutMs: flags.timeout * 1000,
-      // Each runtime's driver takes its own and refuses the others'.
-      runtimeFlags: Object.fromEntries(
-        (Object.keys(RUNTIME_FLAG_NAMES) as Array<keyof RuntimeFlags>).map((k) => [k, flags[k]]),
-      ) as RuntimeFlags,
-    },
-    bus,
-    env,
-  ).catch(async (err: unknown) => {
-    unlisten();
-    await closeDashboard();
+  void dashboard?.quitRequested.then(() => owner.dispatch({ type: "dashboard-quit" }));
+  const session = await owner.start(paths, upOptionsOf(flags), env).catch(async (err: unknown) => {
+    await screen.close();
     throw err;
   });
-  // From here the dashboard's frame tells the story; only how the run ends is replayed.
-  replay.length = 0;
+  screen.started();
   if (flags.detach) {
-    unlisten();
-    session.handle.release();
-    run.handOver();
+    owner.handOver(session);
     const pid = spawnSupervisor(session.state, cliPath(ctx), env);
     await recordSupervisor(paths, session.state, pid);
     if (!(await waitForSupervisor(session.state, pid))) {
@@ -263,31 +198,76 @@ export async function upAction(flags: UpFlags, ctx: CliContext): Promise<void> {
     await reportDetached(session.state, session.models, ctx, flags.json, flags.requireReady);
     return;
   }
-  void session.handle.exited.then(async (e) => {
-    if (run.phase === "stopping" || run.phase === "stopped") return;
-    unlisten();
-    // Stopped from another shell (`down`) or crashed: either way the run is over, and so is
-    // everything that served it: the watcher would otherwise keep this process acting on edits
-    // for a server that is gone (and the python stubs of a killed server are stopped with it).
-    const lines = (await tailLines(session.state.logFile, 8)).map(stripTritonPrefix);
-    bus.emit({ type: "server-exited", code: e.code, signal: e.signal, lastLines: lines });
-    if (e.signal !== "SIGTERM" && e.code !== 0) ctx.exitCode = 1;
-    await run.stop("the server exited");
-  });
-  const controller = await session.watch();
-  const stopping = () => run.phase === "stopping" || run.phase === "stopped";
-  // A signal during watch() stopped the session while the watcher was starting.
-  if (stopping()) await controller.close();
-  else
+  const controller = await owner.watch(session);
+  if (controller)
     dashboard?.attach({
       baseUrl: session.client.baseUrl,
       repositoryKey: session.state.repositoryKey,
       metricsUrl: `http://${urlHost(session.state.host)}:${session.state.ports.metrics}/metrics`,
-      reload: (model) => controller.reload(model),
+      reload: (model) => owner.dispatch({ type: "reload-request", model }),
       userPaths: userPathsOf(session.state),
       served: () => servedModels(session.state.runDir),
     });
-  if (!flags.json && !dashboard && !stopping()) output.out("serving; press Ctrl-C to stop");
-  await run.stopped;
-  await closeDashboard();
+  if (!flags.json && !dashboard && !owner.stopping) output.out("serving; press Ctrl-C to stop");
+  await owner.lifecycle.stopped;
+  // Stopped from another shell (`down`) or crashed: a crash is this command's failure.
+  if (owner.failed) ctx.exitCode = 1;
+  await screen.close();
+}
+
+/** What the session is asked to start, from `up`'s flags. */
+function upOptionsOf(flags: UpFlags): Omit<UpOptions, "lifecycle" | "clock"> {
+  return {
+    runtime: flags.runtime,
+    modelsDir: path.resolve(flags.models),
+    reload: flags.reload,
+    pollSecs: flags.pollSecs,
+    ports: { http: flags.httpPort, grpc: flags.grpcPort, metrics: flags.metricsPort },
+    host: flags.host,
+    detached: flags.detach,
+    readyTimeoutMs: flags.timeout * 1000,
+    // Each runtime's driver takes its own and refuses the others'.
+    runtimeFlags: Object.fromEntries(
+      (Object.keys(RUNTIME_FLAG_NAMES) as Array<keyof RuntimeFlags>).map((k) => [k, flags[k]]),
+    ) as RuntimeFlags,
+  };
+}
+
+/**
+ * The run's events on the terminal: printed as lines, or shown by the dashboard and, once it is
+ * gone, replayed: everything if the start failed, otherwise how the run ended.
+ */
+function renderEvents(
+  bus: EventBus<SessionEvent>,
+  owner: RunOwner,
+  dashboard: Dashboard | undefined,
+  output: CliContext["output"],
+  json: boolean,
+): { started(): void; close(): Promise<void> } {
+  const replay: SessionEvent[] = [];
+  if (!dashboard) {
+    bus.on(printEvents(output, json));
+    return { started: () => {}, close: async () => {} };
+  }
+  bus.on(
+    (e) =>
+      (owner.lifecycle.phase === "starting" ||
+        e.type === "server-exited" ||
+        e.type === "stopping" ||
+        e.type === "stopped") &&
+      replay.push(e),
+  );
+  // The dashboard leaves the screen before the run's stop says what it does.
+  owner.lifecycle.beforeStop(() => dashboard.detach());
+  return {
+    // From here the dashboard's frame tells the story; only how the run ends is replayed.
+    started: () => void (replay.length = 0),
+    close: async () => {
+      await dashboard.close();
+      for (const e of replay) {
+        const line = formatEvent(e);
+        if (line) output.out(line);
+      }
+    },
+  };
 }

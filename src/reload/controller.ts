@@ -1,3 +1,4 @@
+import { REAL_CLOCK, type Clock } from "../clock.js";
 import fs from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
@@ -48,6 +49,8 @@ export interface ReloadControllerOptions {
    */
   userPaths?: (text: string) => string;
   now?: () => number;
+  /** The time the waits for loads and unloads run on (../clock.ts); default: real time. */
+  clock?: Clock;
 }
 
 /** Phases an edit ends with. */
@@ -79,6 +82,7 @@ export class ReloadController {
   /** Models whose next run reloads even when their files match what is served. */
   private readonly forced = new Set<string>();
   private readonly now: () => number;
+  private readonly clock: Clock;
   private closed = false;
   /** The last write of the edits file (see emit). */
   private recording: Promise<void> = Promise.resolve();
@@ -87,7 +91,8 @@ export class ReloadController {
   private readonly lintOptions: LintOptions;
 
   constructor(private readonly o: ReloadControllerOptions) {
-    this.now = o.now ?? Date.now;
+    this.clock = o.clock ?? REAL_CLOCK;
+    this.now = o.now ?? (() => this.clock.now());
     this.lintOptions = {
       ...o.lint,
       ...(o.autoCompleteConfig !== undefined ? { autoComplete: o.autoCompleteConfig } : {}),
@@ -162,7 +167,7 @@ export class ReloadController {
     const deadline = this.now() + (this.o.loadTimeoutMs ?? 120_000);
     let current = index;
     while (busy(current) && this.now() < deadline && !this.closed) {
-      await new Promise((r) => setTimeout(r, 100));
+      await this.clock.sleep(100);
       current = (await this.o.client.repositoryIndex().catch(() => current)) as T[];
     }
     return current;
@@ -190,6 +195,7 @@ export class ReloadController {
         logFile: this.o.logFile,
         loadTimeoutMs: this.o.loadTimeoutMs ?? 120_000,
         closed: () => this.closed,
+        clock: this.clock,
       },
       model,
       versions,
@@ -566,7 +572,7 @@ export class ReloadController {
         if (done) return;
         done = true;
         stopFollowing();
-        clearInterval(timer);
+        this.clock.clearInterval(timer);
         resolve(r);
       };
       const stopFollowing = followFile(
@@ -588,7 +594,7 @@ export class ReloadController {
         // pending costs nothing.
         20,
       );
-      const timer = setInterval(() => {
+      const timer = this.clock.setInterval(() => {
         if (this.now() >= deadline || this.closed)
           finish({ ok: false, reason: `Triton did not finish loading it within ${Math.round(timeout / 1000)} s` });
       }, 50);
@@ -614,7 +620,7 @@ export class ReloadController {
     while (this.now() < deadline && !this.closed) {
       const ready = await this.o.client.isModelReady(model);
       if (!ready) return;
-      await new Promise((r) => setTimeout(r, 100));
+      await this.clock.sleep(100);
     }
   }
 }

@@ -1,3 +1,4 @@
+import { REAL_CLOCK, type Clock } from "../clock.js";
 import fs from "node:fs";
 import { log as rootLog } from "../log/logger.js";
 import { followFile, stripTritonPrefix } from "../state/log-file.js";
@@ -80,6 +81,8 @@ export interface ForgetContext {
   loadTimeoutMs: number;
   /** Stop waiting (the controller is closing). */
   closed: () => boolean;
+  /** The time the deadline runs on (../clock.ts); default: real time. */
+  clock?: Clock;
 }
 
 /**
@@ -92,7 +95,8 @@ export async function forgetFailedLoad(
   name: string,
   versions: readonly string[],
 ): Promise<boolean> {
-  const deadline = Date.now() + ctx.loadTimeoutMs + (ctx.mode === "poll" ? 2 * ctx.pollSecs * 1000 : 0);
+  const deadline =
+    (ctx.clock ?? REAL_CLOCK).now() + ctx.loadTimeoutMs + (ctx.mode === "poll" ? 2 * ctx.pollSecs * 1000 : 0);
   let from = fileSize(ctx.logFile);
   try {
     if (ctx.mode === "explicit") {
@@ -130,17 +134,18 @@ function waitForLines(
   deadline: number,
   done: (line: string) => boolean,
 ): Promise<boolean> {
+  const clock = ctx.clock ?? REAL_CLOCK;
   return new Promise((resolve) => {
     let finished = false;
     const finish = (ok: boolean) => {
       if (finished) return;
       finished = true;
       stop();
-      clearInterval(timer);
+      clock.clearInterval(timer);
       resolve(ok);
     };
     const stop = followFile(ctx.logFile, from, (raw) => done(stripTritonPrefix(raw)) && finish(true), 20);
-    const timer = setInterval(() => (Date.now() >= deadline || ctx.closed()) && finish(false), 50);
+    const timer = clock.setInterval(() => (clock.now() >= deadline || ctx.closed()) && finish(false), 50);
   });
 }
 

@@ -1,3 +1,4 @@
+import { REAL_CLOCK, type Clock } from "../clock.js";
 import fsp from "node:fs/promises";
 import type { Stats } from "node:fs";
 import path from "node:path";
@@ -48,22 +49,13 @@ export interface WatcherOptions {
 }
 
 /**
- * The time the watcher settles bursts by: the current time and one-shot timers. The real one is
- * Node's; a test gives one whose time moves only when it says, so it can tell a 60 ms settle from
- * a 3 s one without waiting either out.
+ * The time the watcher settles bursts by: the current time and one-shot timers of the run's clock
+ * (../clock.ts). A test gives a FakeClock, whose time moves only when it says, so it can tell a
+ * 60 ms settle from a 3 s one without waiting either out.
  */
-export interface WatchTimers {
-  now(): number;
-  /** Returns a handle that only this clock's clearTimeout takes. */
-  setTimeout(fn: () => void, ms: number): unknown;
-  clearTimeout(timer: unknown): void;
-}
+export type WatchTimers = Pick<Clock, "now" | "setTimeout" | "clearTimeout">;
 
-export const REAL_TIMERS: WatchTimers = {
-  now: () => Date.now(),
-  setTimeout: (fn, ms) => setTimeout(fn, ms),
-  clearTimeout: (timer) => clearTimeout(timer as NodeJS.Timeout),
-};
+export const REAL_TIMERS: WatchTimers = REAL_CLOCK;
 
 /**
  * chokidar drops a file's change event that comes within 50 ms of the previous one it emitted

@@ -12,6 +12,7 @@ import type { Paths } from "../config/paths.js";
 import type { ModelEnvironments } from "../envs/model-environments.js";
 import type { RunState } from "../state/run-state.js";
 import type { DriverEvent } from "../events/driver-event.js";
+import type { WaitStrategy } from "../triton/readiness.js";
 import type { DoctorCheck } from "./doctor-check.js";
 import type { RuntimeFlags, RuntimeKind } from "./kinds.js";
 
@@ -165,6 +166,18 @@ export interface PlannedRun {
   start(o: StartOptions): Promise<StartedRun>;
   /** Advice for a server that exited during start, from its log. */
   startHint(logFile: string): string | undefined;
+  /**
+   * What "started" means for this run, waited for (on the run's clock, within --timeout) before its
+   * models are read (triton/readiness.ts strategies). Absent: Triton answering live at the ports.
+   */
+  readonly readiness?: (o: ReadinessInput) => WaitStrategy;
+}
+
+/** What a readiness strategy may look at: where the server answers, and a client for it. */
+export interface ReadinessInput {
+  readonly host: string;
+  readonly ports: Ports;
+  readonly client: { isLive(): Promise<boolean>; isReady(): Promise<boolean> };
 }
 
 export interface StartedRun {

@@ -3,10 +3,11 @@ import type { LintOptions } from "../repo/lint.js";
 import type { Diagnostic } from "../repo/diagnostics.js";
 import { ReloadController } from "../reload/controller.js";
 import type { StagingRepository } from "../reload/stage.js";
-import { RepositoryWatcher } from "../reload/watch.js";
+import { RepositoryWatcher, type ModelWatcher } from "../reload/watch.js";
+import { REAL_CLOCK, type Clock } from "../clock.js";
 import { editsFile, type RunState } from "../state/run-state.js";
 import { userPathsOf } from "../state/staged-paths.js";
-import { clientForRun, type RepositoryIndexEntry } from "../triton/http-client.js";
+import { clientForRun, type RepositoryIndexEntry, type TritonHttpClient } from "../triton/http-client.js";
 import type { SessionEvent } from "./events.js";
 
 /**
@@ -43,18 +44,35 @@ export interface WatchInput {
   before?: (controller: ReloadController) => Promise<void> | void;
 }
 
+/**
+ * What a run's reload controller is built from: the models folder's watcher and the client of the
+ * run's server (factories, as both depend on the run), and the clock its waits run on. Defaulted;
+ * a test replaces any of them.
+ */
+export interface ControllerParts {
+  watcher?: (modelsDir: string, clock: Clock) => ModelWatcher;
+  tritonClient?: (state: RunState) => TritonHttpClient;
+  clock?: Clock;
+}
+
+export const defaultWatcher = (modelsDir: string, clock: Clock): ModelWatcher =>
+  new RepositoryWatcher(modelsDir, { timers: clock });
+
 /** The reload controller a run's watcher runs, the same in the foreground and in a detached run. */
 export function createController(
   state: RunState,
   staging: StagingRepository,
   bus: EventBus<SessionEvent>,
   lint: LintOptions,
+  parts: ControllerParts = {},
 ): ReloadController {
+  const clock = parts.clock ?? REAL_CLOCK;
   return new ReloadController({
     modelsDir: state.modelsDir,
-    watcher: new RepositoryWatcher(state.modelsDir),
+    watcher: (parts.watcher ?? defaultWatcher)(state.modelsDir, clock),
     staging,
-    client: clientForRun(state),
+    client: (parts.tritonClient ?? clientForRun)(state),
+    clock,
     mode: state.reload,
     pollSecs: state.pollSecs,
     logFile: state.logFile,
@@ -86,6 +104,7 @@ export class RunLifecycle {
   constructor(
     private readonly bus: EventBus<SessionEvent>,
     phase: "starting" | "ready" = "starting",
+    private readonly parts: ControllerParts = {},
   ) {
     this.#phase = phase;
     this.stopped = new Promise<void>((resolve) => (this.#stopped = resolve));
@@ -152,7 +171,7 @@ export class RunLifecycle {
    * folder. A stop that came first starts no watcher (it would keep the process alive).
    */
   async watch(input: WatchInput): Promise<ReloadController> {
-    const controller = createController(input.state, input.staging, this.bus, input.lintOptions);
+    const controller = createController(input.state, input.staging, this.bus, input.lintOptions, this.parts);
     if (this.#phase !== "ready") {
       await controller.close();
       return controller;

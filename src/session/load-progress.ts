@@ -1,3 +1,4 @@
+import { REAL_CLOCK, type Clock } from "../clock.js";
 import { followFile, stripTritonPrefix } from "../state/log-file.js";
 import { loadEnded, loadStarted } from "../triton/log-lines.js";
 
@@ -51,7 +52,8 @@ export interface LoadProgressOptions {
    * example, config auto-complete importing each model.py twice).
    */
   note?: string;
-  now?: () => number;
+  /** The time the reports run on (a test's FakeClock moves it); the log itself is read on real time. */
+  clock?: Clock;
   /** How often the log is read. */
   readMs?: number;
 }
@@ -66,20 +68,24 @@ export function followModelLoads(
   report: (message: string) => void,
   o: LoadProgressOptions,
 ): { stop(): void; describe(): string | undefined } {
-  const tracker = new ModelLoadTracker(o.now);
+  const clock = o.clock ?? REAL_CLOCK;
+  const tracker = new ModelLoadTracker(() => clock.now());
   const stopFollowing = followFile(logFile, o.fromOffset, (l) => tracker.line(l), o.readMs ?? 250);
   let noted = false;
-  const timer = setInterval(() => {
-    const loading = tracker.describe();
-    if (!loading) return;
-    const note = !noted && o.note ? `; ${o.note}` : "";
-    noted ||= note !== "";
-    report(`still loading: ${loading}${note}`);
-  }, o.everyMs ?? 5_000);
-  timer.unref();
+  const timer = clock.setInterval(
+    () => {
+      const loading = tracker.describe();
+      if (!loading) return;
+      const note = !noted && o.note ? `; ${o.note}` : "";
+      noted ||= note !== "";
+      report(`still loading: ${loading}${note}`);
+    },
+    o.everyMs ?? 5_000,
+    { unref: true },
+  );
   return {
     stop: () => {
-      clearInterval(timer);
+      clock.clearInterval(timer);
       stopFollowing();
     },
     describe: () => tracker.describe(),

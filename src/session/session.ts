@@ -34,7 +34,15 @@ import { removeRunState, writeRunState, type RunState } from "../state/run-state
 import { userPathsOf } from "../state/staged-paths.js";
 import { acquireStartLock } from "../state/start-lock.js";
 import { clientForRun, TritonHttpClient, TritonHttpError, type RepositoryIndexEntry } from "../triton/http-client.js";
-import { ReadinessAbortedError, ReadinessTimeoutError, waitFor } from "../triton/readiness.js";
+import {
+  ReadinessAbortedError,
+  ReadinessTimeoutError,
+  modelsSettled,
+  tritonLive,
+  waitFor,
+  type WaitStrategy,
+} from "../triton/readiness.js";
+import { REAL_CLOCK, type Clock } from "../clock.js";
 import { currentRun, watcherOf } from "./current-run.js";
 import { stopWaitsFor } from "./down.js";
 import { followModelLoads } from "./load-progress.js";
@@ -61,6 +69,8 @@ export interface UpOptions {
    * StartInterruptedError instead of leaving a server nobody owns.
    */
   lifecycle?: RunLifecycle;
+  /** The time the readiness waits and the load progress run on (../clock.ts); a test passes a FakeClock. */
+  clock?: Clock;
 }
 
 function throwIfInterrupted(signal: AbortSignal | undefined): void {
@@ -359,38 +369,41 @@ async function waitUntilReady(
   logFile: string,
   exitInfo: () => { code: number | null; signal: NodeJS.Signals | null } | undefined,
   bus: EventBus<SessionEvent>,
-  startedAt: number,
   stillLoading: () => string | undefined,
   signal: AbortSignal,
+  readiness: WaitStrategy | undefined,
+  exited: AbortSignal,
 ): Promise<RepositoryIndexEntry[]> {
-  await waitFor(
-    { description: `Triton at ${o.host}:${o.ports.http}`, check: () => client.isLive() },
-    {
-      timeoutMs: o.readyTimeoutMs,
-      intervalMs: 250,
-      abortIf: async () => {
-        throwIfInterrupted(signal);
-        const e = exitInfo();
-        if (e) {
-          const lines = (await tailLines(logFile, 8)).map(stripTritonPrefix);
-          bus.emit({ type: "server-exited", code: e.code, signal: e.signal, lastLines: lines });
-          throw new ReadinessAbortedError(
-            `tritonserver exited during start (${e.signal ?? `code ${e.code}`}); last log lines:\n  ${lines.join("\n  ")}`,
-          );
-        }
-      },
-      detail: () => {
-        const loading = stillLoading();
-        const last = tailLinesSync(logFile, 1)[0];
-        return [
-          loading ? `still loading: ${loading}` : undefined,
-          last ? `last log line: ${stripTritonPrefix(last)}` : "it wrote no log yet",
-        ]
-          .filter(Boolean)
-          .join("; ");
-      },
+  const clock = o.clock ?? REAL_CLOCK;
+  const readyBy = clock.now() + o.readyTimeoutMs;
+  // What the runtime's plan says started means (its readiness strategy), else Triton answering live.
+  await waitFor(readiness ?? tritonLive(client, `Triton at ${o.host}:${o.ports.http}`), {
+    timeoutMs: o.readyTimeoutMs,
+    intervalMs: 250,
+    clock,
+    signal: AbortSignal.any([signal, exited]),
+    abortIf: async () => {
+      throwIfInterrupted(signal);
+      const e = exitInfo();
+      if (e) {
+        const lines = (await tailLines(logFile, 8)).map(stripTritonPrefix);
+        bus.emit({ type: "server-exited", code: e.code, signal: e.signal, lastLines: lines });
+        throw new ReadinessAbortedError(
+          `tritonserver exited during start (${e.signal ?? `code ${e.code}`}); last log lines:\n  ${lines.join("\n  ")}`,
+        );
+      }
     },
-  );
+    detail: () => {
+      const loading = stillLoading();
+      const last = tailLinesSync(logFile, 1)[0];
+      return [
+        loading ? `still loading: ${loading}` : undefined,
+        last ? `last log line: ${stripTritonPrefix(last)}` : "it wrote no log yet",
+      ]
+        .filter(Boolean)
+        .join("; ");
+    },
+  });
   await client.repositoryIndex().catch((err: unknown) => {
     if (!(err instanceof TritonHttpError && err.status === 403)) throw err;
     // Fail closed (triton/key-shim.ts): without the library the API takes no key at all.
@@ -404,7 +417,14 @@ async function waitUntilReady(
       },
     );
   });
-  return settledIndex(client, o.readyTimeoutMs - (Date.now() - startedAt), signal);
+  // Every model settled (none LOADING/UNLOADING) within what is left of the timeout, at least 5 s;
+  // past it the index is taken as it stands.
+  return modelsSettled(client, {
+    timeoutMs: Math.max(readyBy - clock.now(), 5_000),
+    clock,
+    signal,
+    abortIf: () => throwIfInterrupted(signal),
+  });
 }
 
 /**
@@ -496,13 +516,18 @@ async function startLocked(
   const loads = followModelLoads(
     folder.logFile,
     (message) => bus.emit({ type: "progress", runtime, step: "models", message }),
-    { fromOffset: logOffset, ...(staged.autoCompleteNote ? { note: staged.autoCompleteNote } : {}) },
+    {
+      fromOffset: logOffset,
+      ...(o.clock ? { clock: o.clock } : {}),
+      ...(staged.autoCompleteNote ? { note: staged.autoCompleteNote } : {}),
+    },
   );
   try {
     // A Ctrl-C while the runtime was starting (a container or cluster takes seconds) lands here.
     throwIfInterrupted(lifecycle.signal);
     await writeRunState(paths, state);
-    const models = await readyModels(state, handle, staged, o, bus, startedAt, loads.describe, lifecycle.signal);
+    const readiness = plan.readiness?.({ host: o.host, ports: o.ports, client: clientForRun(state) });
+    const models = await readyModels(state, handle, staged, o, bus, loads.describe, lifecycle.signal, readiness);
     loads.stop();
     bus.emit({
       type: "ready",
@@ -658,21 +683,27 @@ async function readyModels(
   staged: StagedRepository,
   o: UpOptions,
   bus: EventBus<SessionEvent>,
-  startedAt: number,
   stillLoading: () => string | undefined,
   signal: AbortSignal,
+  readiness: WaitStrategy | undefined,
 ): Promise<RepositoryIndexEntry[]> {
   let exitInfo: { code: number | null; signal: NodeJS.Signals | null } | undefined;
-  void handle.exited.then((e) => (exitInfo = e));
+  // The exit ends the pause between readiness checks: a crash is said at once.
+  const exited = new AbortController();
+  void handle.exited.then((e) => {
+    exitInfo = e;
+    exited.abort();
+  });
   const index = await waitUntilReady(
     clientForRun(state),
     o,
     state.logFile,
     () => exitInfo,
     bus,
-    startedAt,
     stillLoading,
     signal,
+    readiness,
+    exited.signal,
   );
   const names = staged.staging.names();
   return explainIndex(index, {
@@ -771,20 +802,4 @@ function startFailure(err: unknown, plan: PlannedRun, logFile: string): unknown 
     });
   }
   return err;
-}
-
-/** Wait until no model is LOADING/UNLOADING, then return the index. */
-async function settledIndex(
-  client: TritonHttpClient,
-  timeoutMs: number,
-  signal?: AbortSignal,
-): Promise<RepositoryIndexEntry[]> {
-  const deadline = Date.now() + Math.max(timeoutMs, 5_000);
-  for (;;) {
-    throwIfInterrupted(signal);
-    const index = await client.repositoryIndex();
-    const busy = index.filter((m) => m.state === "LOADING" || m.state === "UNLOADING");
-    if (busy.length === 0 || Date.now() > deadline) return index;
-    await new Promise((r) => setTimeout(r, 250));
-  }
 }

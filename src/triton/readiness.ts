@@ -1,3 +1,4 @@
+import { REAL_CLOCK, type Clock } from "../clock.js";
 import { TritonDevError } from "../errors.js";
 
 /**
@@ -32,22 +33,22 @@ export interface WaitOptions {
   abortIf?: () => void | Promise<void>;
   /** Extra context for the timeout message, computed when the timeout happens (last log lines). */
   detail?: () => string | undefined;
-  now?: () => number;
-  sleep?: (ms: number) => Promise<void>;
+  /** The time the deadline and the pauses between checks run on. */
+  clock?: Clock;
+  /** A pause between checks ends early when this aborts (a Ctrl-C is seen at once, not after the pause). */
+  signal?: AbortSignal;
 }
 
-const defaultSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
 export async function waitFor(strategy: WaitStrategy, options: WaitOptions): Promise<void> {
-  const now = options.now ?? Date.now;
-  const sleep = options.sleep ?? defaultSleep;
+  const clock = options.clock ?? REAL_CLOCK;
   const interval = options.intervalMs ?? 200;
-  const deadline = now() + options.timeoutMs;
+  const deadline = clock.now() + options.timeoutMs;
   for (;;) {
     await options.abortIf?.();
     if (await strategy.check()) return;
-    if (now() >= deadline) throw new ReadinessTimeoutError(strategy.description, options.timeoutMs, options.detail?.());
-    await sleep(interval);
+    if (clock.now() >= deadline)
+      throw new ReadinessTimeoutError(strategy.description, options.timeoutMs, options.detail?.());
+    await clock.sleep(interval, options.signal);
   }
 }
 
@@ -73,4 +74,33 @@ export function logLine(
   description = `log line ${pattern}`,
 ): WaitStrategy {
   return { description, check: async () => lines().some((l) => pattern.test(l)) };
+}
+
+/** Triton answers /v2/health/live: the server is up (its models may still load). */
+export function tritonLive(client: { isLive(): Promise<boolean> }, description: string): WaitStrategy {
+  return { description, check: () => client.isLive() };
+}
+
+/**
+ * Every model of the repository settled (none LOADING or UNLOADING): the index once it is, or as it
+ * stands at the deadline (a slow model is then reported as it is, not as a failed start).
+ */
+export async function modelsSettled<M extends { state?: string }>(
+  client: { repositoryIndex(): Promise<M[]> },
+  o: Pick<WaitOptions, "timeoutMs" | "clock" | "signal" | "abortIf">,
+): Promise<M[]> {
+  let index: M[] = [];
+  const settled: WaitStrategy = {
+    description: "every model loaded or failed",
+    async check() {
+      index = await client.repositoryIndex();
+      return !index.some((m) => m.state === "LOADING" || m.state === "UNLOADING");
+    },
+  };
+  try {
+    await waitFor(settled, { ...o, intervalMs: 250 });
+  } catch (err) {
+    if (!(err instanceof ReadinessTimeoutError)) throw err;
+  }
+  return index;
 }

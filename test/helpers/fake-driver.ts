@@ -50,6 +50,8 @@ export interface FakeDriverBehaviour {
   exitDuringStart?: { code: number | null; signal: NodeJS.Signals | null };
   /** The server answers /v2/health/live only once this resolves (models loading). */
   liveGate?: Promise<void>;
+  /** The planned run's readiness strategy (default: the session's, Triton answering live). */
+  readiness?: PlannedRun["readiness"];
   /** A server of an earlier run to reuse (docker's reattach): its run folder. */
   reuse?: { runId: string; runDir: string };
   /** Models the server reports in its index, by name, and their state (default: every staged model READY). */
@@ -146,6 +148,7 @@ export class FakeDriver implements RuntimeDriver {
       deliver: async (folder) => this.deliver(folder),
       start: async (o) => this.start(o),
       startHint: () => "the fake driver's advice",
+      ...(b.readiness ? { readiness: b.readiness } : {}),
     };
   }
 

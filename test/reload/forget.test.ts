@@ -11,6 +11,7 @@ import {
 import { servedModels, StagingRepository } from "../../src/reload/stage.js";
 import { TritonHttpClient } from "../../src/triton/http-client.js";
 import { pythonModel, removeTempRepos, tempRepo, writeFiles } from "../repo/helpers.js";
+import { FakeClock } from "../../src/fake-clock.js";
 
 afterAll(removeTempRepos);
 
@@ -103,20 +104,26 @@ describe("having Triton forget a failed load", () => {
     await staging.init(src);
     const logFile = path.join(run, "tritonserver.log");
     await fsp.writeFile(logFile, line("started"));
-    const ok = await forgetFailedLoad(
+    const clock = new FakeClock();
+    const forgetting = forgetFailedLoad(
       {
         client: new TritonHttpClient("http://127.0.0.1:9"),
         staging,
         mode: "poll",
         pollSecs: 0,
         logFile,
-        loadTimeoutMs: 300,
+        loadTimeoutMs: 120_000,
         closed: () => false,
+        clock,
       },
       "bad",
       ["1"],
     );
-    expect(ok).toBe(false);
+    await clock.waiting();
+    await clock.advance(119_950);
+    expect(fs.existsSync(path.join(staging.repository, "bad"))).toBe(true);
+    await clock.advance(50);
+    expect(await forgetting).toBe(false);
     expect(fs.existsSync(path.join(staging.repository, "bad"))).toBe(false);
   });
 });

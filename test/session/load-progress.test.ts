@@ -2,7 +2,15 @@ import fsp from "node:fs/promises";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ModelLoadTracker, followModelLoads } from "../../src/session/load-progress.js";
+import { FakeClock } from "../../src/fake-clock.js";
 import { removeTempRepos, tempRepo } from "../repo/helpers.js";
+
+/** Until the log's follower (real file reads every 10 ms) has seen what `seen` asks; bounded. */
+async function logRead(seen: () => boolean): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (!seen() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  expect(seen()).toBe(true);
+}
 
 afterAll(removeTempRepos);
 
@@ -55,28 +63,30 @@ describe("followModelLoads", () => {
     const log = path.join(dir, "tritonserver.log");
     await fsp.writeFile(log, `${LOG.loadingSlow}\n`);
     const reports: string[] = [];
+    const clock = new FakeClock();
     const follow = followModelLoads(log, (m) => reports.push(m), {
       fromOffset: 0,
-      everyMs: 100,
       readMs: 10,
       note: "auto-complete is on",
+      clock,
     });
     try {
-      const deadline = Date.now() + 5_000;
-      while (reports.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-      expect(reports[0]).toMatch(/^still loading: slow \(\d+ s\); auto-complete is on$/);
-      expect(reports[1]).toMatch(/^still loading: slow \(\d+ s\)$/);
-      expect(follow.describe()).toMatch(/^slow \(\d+ s\)$/);
+      // The log is read on real time (a file), the reports on the clock's.
+      await logRead(() => follow.describe() !== undefined);
+      await clock.advance(4_999);
+      expect(reports).toEqual([]);
+      await clock.advance(1);
+      await clock.advance(5_000);
+      expect(reports).toEqual(["still loading: slow (5 s); auto-complete is on", "still loading: slow (10 s)"]);
+      expect(follow.describe()).toBe("slow (10 s)");
       await fsp.appendFile(log, `${LOG.loadedSlow}\n`);
-      while (follow.describe() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-      await new Promise((r) => setTimeout(r, 150));
-      const count = reports.length;
-      await new Promise((r) => setTimeout(r, 250));
-      expect(reports.length).toBe(count);
-      expect(follow.describe()).toBeUndefined();
+      await logRead(() => follow.describe() === undefined);
+      await clock.advance(15_000);
+      expect(reports).toHaveLength(2);
     } finally {
       follow.stop();
     }
+    expect(clock.pending).toBe(0);
   });
 
   it("reads only what the server wrote after the given offset (a reused log is appended to)", async () => {

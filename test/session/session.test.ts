@@ -23,6 +23,7 @@ import { collectStatus } from "../../src/session/status.js";
 import { runSupervisor } from "../../src/session/supervisor.js";
 import { isOurProcess } from "../../src/state/process.js";
 import { readRunState, writeRunState, type RunState } from "../../src/state/run-state.js";
+import { FakeClock } from "../../src/fake-clock.js";
 import { FakeDriver, fakeRuntimes, type FakeDriverBehaviour } from "../helpers/fake-driver.js";
 import { ECHO_IO, pythonConfig, pythonModel, writeFiles } from "../repo/helpers.js";
 
@@ -172,14 +173,41 @@ describe("a start that fails", () => {
   });
 
   it("stops the server and removes the record when the server never becomes ready", async () => {
-    const w = await world({ liveGate: new Promise(() => {}) }, { readyTimeoutMs: 200 });
-    const err = await w.start().catch((e: unknown) => e);
+    const clock = new FakeClock();
+    const w = await world({ liveGate: new Promise(() => {}) }, { readyTimeoutMs: 120_000, clock });
+    const starting = w.start().catch((e: unknown) => e);
+    // The readiness wait's first pause: from here the timeout is on the clock.
+    await clock.sleeping();
+    await clock.advance(120_000);
+    const err = await starting;
     expect(err).toBeInstanceOf(ServerStartError);
-    expect((err as Error).message).toMatch(/Triton at 127\.0\.0\.1:\d+/);
+    expect((err as Error).message).toMatch(/Triton at 127\.0\.0\.1:\d+ not ready after 120 s/);
     expect(w.driver.calls).toContain("server-stopped");
     expect(w.driver.running).toEqual([]);
     expect(await readRunState(w.paths)).toBeUndefined();
     expect(types(w.events)).toEqual(expect.arrayContaining(["stopping", "stopped"]));
+  });
+
+  it("waits for what the planned run's readiness strategy says, on the run's clock, and its timeout names it", async () => {
+    const clock = new FakeClock();
+    const looked: string[] = [];
+    const w = await world(
+      {
+        readiness: ({ host, ports }) => ({
+          description: `the fake pod at ${host}:${ports.http} running`,
+          check: async () => (looked.push("pod"), false),
+        }),
+      },
+      { readyTimeoutMs: 60_000, clock },
+    );
+    const starting = w.start().catch((e: unknown) => e);
+    await clock.sleeping();
+    await clock.advance(60_000);
+    const err = await starting;
+    expect(err).toBeInstanceOf(ServerStartError);
+    expect((err as Error).message).toMatch(/the fake pod at 127\.0\.0\.1:\d+ running not ready after 60 s/);
+    expect(looked.length).toBeGreaterThan(1);
+    expect(w.driver.running).toEqual([]);
   });
 
   it("says what the server's exit during start was, with the driver's advice", async () => {
@@ -415,16 +443,12 @@ describe("handing the run to a detached watcher", () => {
     const session = await w.start();
     session.handle.release();
     session.lifecycle.handOver();
-    const supervising = runSupervisor(
-      w.paths,
-      () => {},
-      {},
-      fakeRuntimes(w.driver),
-      new EventEmitter() as unknown as NodeJS.Process,
-      50,
-    );
+    const clock = new FakeClock();
+    const supervising = runSupervisor(w.paths, () => {}, {}, fakeRuntimes(w.driver), new EventEmitter(), 1000, clock);
     await until(() => fs.existsSync(path.join(session.state.runDir, "supervisor.ready")));
     await w.driver.close();
+    // The liveness poll's next look, on the clock.
+    await clock.advance(1000);
     await supervising;
     expect(w.driver.calls).toContain("supervision-stopped");
   });

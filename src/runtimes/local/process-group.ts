@@ -1,3 +1,4 @@
+import { REAL_CLOCK, type Clock } from "../../clock.js";
 import fs from "node:fs";
 import { log as rootLog } from "../../log/logger.js";
 import { followFile, stripTritonPrefix } from "../../state/log-file.js";
@@ -50,8 +51,6 @@ function signalGroup(pgid: number, signal: NodeJS.Signals): void {
     if ((err as NodeJS.ErrnoException).code !== "ESRCH") throw err;
   }
 }
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /**
  * What tritonserver's exit waits for, followed in its log: `down` and the dashboard's `q` say which
@@ -111,6 +110,8 @@ export interface StopOptions {
   unloads?: UnloadWatch;
   /** What the group is, in the log: "server" unless told ("python model processes a crashed server left"). */
   what?: string;
+  /** The time the grace and kill waits run on (../../clock.ts); the outcome's `ms` is measured on real time. */
+  clock?: Clock;
 }
 
 /**
@@ -122,6 +123,7 @@ export interface StopOptions {
  */
 export async function stopProcessGroup(pgid: number, options: StopOptions = {}): Promise<StopOutcome> {
   const graceMs = options.graceMs ?? 15_000;
+  const clock = options.clock ?? REAL_CLOCK;
   const started = Date.now();
   if (!groupAlive(pgid)) return { ms: 0, ended: "gone" };
   const watch = options.unloads;
@@ -152,7 +154,7 @@ export async function stopProcessGroup(pgid: number, options: StopOptions = {}):
           fileSize(watch.logFile),
           (raw) => {
             if (tracker.feed(stripTritonPrefix(raw))) tell();
-            if (tracker.done()) allUnloadedAt ??= Date.now();
+            if (tracker.done()) allUnloadedAt ??= clock.now();
             if (tracker.canEnd()) canEnd = true;
           },
           20,
@@ -161,8 +163,8 @@ export async function stopProcessGroup(pgid: number, options: StopOptions = {}):
   let ended: StopOutcome["ended"] | undefined;
   try {
     signalGroup(pgid, "SIGTERM");
-    const deadline = Date.now() + graceMs;
-    while (Date.now() < deadline) {
+    const deadline = clock.now() + graceMs;
+    while (clock.now() < deadline) {
       if (!groupAlive(pgid)) {
         ended = "exited";
         break;
@@ -177,7 +179,7 @@ export async function stopProcessGroup(pgid: number, options: StopOptions = {}):
         });
         break;
       }
-      if (allUnloadedAt !== undefined && Date.now() - allUnloadedAt >= (watch?.settleMs ?? 250)) {
+      if (allUnloadedAt !== undefined && clock.now() - allUnloadedAt >= (watch?.settleMs ?? 250)) {
         ended = "unloaded";
         log.info("every model unloaded; Triton still waits, so it is stopped now", {
           pgid,
@@ -185,7 +187,7 @@ export async function stopProcessGroup(pgid: number, options: StopOptions = {}):
         });
         break;
       }
-      await sleep(waits ? 20 : 50);
+      await clock.sleep(waits ? 20 : 50);
     }
   } finally {
     stopFollowing?.();
@@ -193,7 +195,7 @@ export async function stopProcessGroup(pgid: number, options: StopOptions = {}):
   if (groupAlive(pgid)) {
     if (!ended) log.warn(`${options.what ?? "server"} did not stop in time; killing it`, { pgid, graceMs });
     ended ??= "killed";
-    await endGroup(pgid, options.shmDir);
+    await endGroup(pgid, options.shmDir, clock);
   }
   if (options.exited) await options.exited;
   const outcome: StopOutcome = {
@@ -209,12 +211,12 @@ export async function stopProcessGroup(pgid: number, options: StopOptions = {}):
  * SIGKILL the group and remove the shared memory its members mapped. The group is stopped first
  * (SIGSTOP) so that no stub starts or maps a region between reading the maps and the kill.
  */
-async function endGroup(pgid: number, shmDir?: string): Promise<void> {
+async function endGroup(pgid: number, shmDir?: string, clock: Clock = REAL_CLOCK): Promise<void> {
   signalGroup(pgid, "SIGSTOP");
   const regions = mappedShmRegions(pgid, shmDir);
   signalGroup(pgid, "SIGKILL");
-  const killDeadline = Date.now() + 5_000;
-  while (groupAlive(pgid) && Date.now() < killDeadline) await sleep(20);
+  const killDeadline = clock.now() + 5_000;
+  while (groupAlive(pgid) && clock.now() < killDeadline) await clock.sleep(20);
   if (!groupAlive(pgid)) removeRegions(regions, pgid, shmDir);
 }
 
