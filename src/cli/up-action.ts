@@ -11,6 +11,7 @@ import { stripTritonPrefix, tailLines } from "../state/log-file.js";
 import { recordSupervisor, spawnSupervisor, waitForSupervisor } from "../session/supervisor.js";
 import { currentRun, watcherOf } from "../session/current-run.js";
 import { readinessOf } from "../session/status.js";
+import { recordedRun } from "../session/measured-run.js";
 import type { RunState } from "../state/run-state.js";
 import { userPathsOf } from "../state/staged-paths.js";
 import { servedModels } from "../reload/stage.js";
@@ -169,7 +170,11 @@ export async function upAction(flags: UpFlags, ctx: CliContext): Promise<void> {
         bus,
         env,
         ownsServer: true,
-        runPerf: async (o, deps) => (await import("../perf/run.js")).runPerf(o, deps),
+        runPerf: async (o, deps) =>
+          (await import("../perf/run.js")).runPerf(o, {
+            ...deps,
+            run: recordedRun(deps.env),
+          }),
         runTune: async (o, deps) => (await import("../tune/run.js")).runTune(o, deps),
       })
     : undefined;

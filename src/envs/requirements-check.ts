@@ -344,7 +344,7 @@ export function checkRequirementsFile(file: string, modelDir: string, o: CheckOp
     const rel = path.relative(modelDir, p);
     return inside(o.userDir, path.join(o.userDir, rel));
   };
-  const report = (f: string, at: Position, code: string, message: string, hint: string) => {
+  const report = (f: string, at: Position, code: Diagnostic["code"], message: string, hint: string) => {
     result.diagnostics.push({
       severity: "error",
       file: f,

@@ -31,7 +31,14 @@ import { type Completion, MAX_COMPLETIONS, type ModelSource, complete, definitio
 import { formatEdits } from "./format.js";
 import { type LspFramingError, framedInput } from "./framing.js";
 import { guardUntilInitialized } from "./lifecycle.js";
-import { DEFAULT_SETTINGS, type GpuCount, type LspSettings, lintOptionsOf, readSettings } from "./settings.js";
+import {
+  DEFAULT_SETTINGS,
+  type GpuCount,
+  type LintFacts,
+  type LspSettings,
+  lintOptionsOf,
+  readSettings,
+} from "./settings.js";
 import { ModelTensorReader } from "./model-tensors.js";
 import { SEMANTIC_TOKENS_LEGEND, encodeSemanticTokens, semanticTokens } from "./semantic-tokens.js";
 import { Navigation } from "./navigation.js";
@@ -57,6 +64,8 @@ export interface LspServerOptions {
   gpuCount?: GpuCount;
   /** The runtimes the `runtime` setting may name. */
   runtimeKinds?: readonly string[];
+  /** What lint knows of each of them (runtimes/kinds.ts `lintFacts`). */
+  lintFacts?: LintFacts;
 }
 
 export interface LspServer {
@@ -279,7 +288,7 @@ export function startLspServer(o: LspServerOptions): LspServer {
       void connection.sendNotification(ShowMessageNotification.type, { type: MessageType.Warning, message: p });
     }
     settings = r.settings;
-    const lint = { ...o.lint, ...(await lintOptionsOf(settings, o.gpuCount)) };
+    const lint = { ...o.lint, ...(await lintOptionsOf(settings, o.gpuCount, o.lintFacts)) };
     const key = JSON.stringify(lint);
     if (key === lintKey) return;
     lintKey = key;

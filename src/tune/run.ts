@@ -22,6 +22,7 @@ import {
   variantName,
   VariantError,
   type StagingTarget,
+  lintOfRun,
   type Variant,
 } from "../perf/variants.js";
 import {
@@ -32,7 +33,7 @@ import {
   renameConfig,
   type ConfigEdits,
 } from "../repo/config-edit.js";
-import { currentRun } from "../session/current-run.js";
+import { recordedRun } from "../session/measured-run.js";
 import { writeFileAtomic } from "../state/atomic-write.js";
 import type { RunState } from "../state/run-state.js";
 import type { ModelConfigSummary } from "../triton/grpc-client.js";
@@ -55,8 +56,8 @@ import {
   type ConfirmRound,
   type Trial,
   windowsNoise,
+  describeConfirmation,
 } from "./search.js";
-import { describeConfirmation } from "./report.js";
 import {
   allCandidates,
   applySpaceFile,
@@ -211,7 +212,7 @@ function measuredOf(l: LevelResult): Measured {
 }
 
 async function liveRun(env: NodeJS.ProcessEnv): Promise<RunState> {
-  const run = await currentRun(resolvePaths(env), env);
+  const run = await recordedRun(env).find();
   if (!run)
     throw new UserError("nothing is running, so there is no server to tune on", {
       hint: "Start Triton with `triton-dev up --detach`; tune stages its candidates into the repository it serves.",
@@ -326,6 +327,7 @@ export async function runTune(o: TuneOptions, deps: TuneDeps): Promise<TuneRepor
   };
   const perfDeps = {
     env: deps.env,
+    run: recordedRun(deps.env),
     ...(deps.signal ? { signal: deps.signal } : {}),
     progress: (line: string) => tlog.debug(line),
   };
@@ -360,7 +362,7 @@ export async function runTune(o: TuneOptions, deps: TuneDeps): Promise<TuneRepor
     repository: state.repository,
     reload: state.reload,
     client: clientForRun(state),
-    lint: { runtime: state.runtime },
+    lint: lintOfRun(state),
   };
   const startKey = candidateKey(start);
   const details = new Map<number, Pick<TunedTrial, "servedModel" | "level" | "phases" | "stoppedEarly">>();
