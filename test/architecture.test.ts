@@ -96,6 +96,16 @@ describe("the rooms of src/", () => {
     ).toEqual([]);
   });
 
+  it("has no loop between folders, type imports included", () => {
+    const rooms = [...new Set(graph.files.map(roomOf))];
+    expect(
+      circles(
+        rooms,
+        local.map((e) => [roomOf(e.from), roomOf(e.to)]),
+      ),
+    ).toEqual([]);
+  });
+
   it("keeps lint below the runtimes and perf below the session, type imports included", () => {
     // Lint takes the runtime's facts as data (LintOptions.server, from runtimes/kinds.ts lintFacts).
     expect(

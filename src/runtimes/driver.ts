@@ -14,10 +14,10 @@ import type { RunState } from "../state/run-state.js";
 import type { DriverEvent } from "../events/driver-event.js";
 import type { DoctorCheck } from "./doctor-check.js";
 import type { RuntimeFlags } from "./facts.js";
-import type { RuntimeKind } from "./runtime-kind.js";
+import type { RuntimeKind } from "../runtime-kind.js";
 
 export type { RuntimeFlags } from "./facts.js";
-export type { RuntimeKind } from "./runtime-kind.js";
+export type { RuntimeKind } from "../runtime-kind.js";
 export type { DriverEvent } from "../events/driver-event.js";
 export type ReloadMode = "poll" | "explicit";
 

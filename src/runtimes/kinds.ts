@@ -10,7 +10,7 @@ import { kindFacts } from "./kind/facts.js";
 import { localFacts } from "./local/facts.js";
 import { adaptedServing, type FlagSpec, type RuntimeFacts, type RuntimeFlags } from "./facts.js";
 import { BACKEND_HOMES, backendHome } from "./docker/facts.js";
-import type { RuntimeKind } from "./runtime-kind.js";
+import type { RuntimeKind } from "../runtime-kind.js";
 
 export type { RuntimeFacts, RuntimeFlags } from "./facts.js";
 export { RUNTIME_FLAG_NAMES, adaptedServing } from "./facts.js";
@@ -38,7 +38,7 @@ export const RUNTIMES = {
   cluster: { facts: clusterFacts, load: () => import("./cluster/driver.js") },
 } as const satisfies Record<RuntimeKind, RuntimeEntry>;
 
-export type { RuntimeKind } from "./runtime-kind.js";
+export type { RuntimeKind } from "../runtime-kind.js";
 export const RUNTIME_KINDS = Object.keys(RUNTIMES) as RuntimeKind[];
 export const RUNTIME_FACTS = Object.fromEntries(RUNTIME_KINDS.map((k) => [k, RUNTIMES[k].facts])) as Record<
   RuntimeKind,
