@@ -52,7 +52,8 @@ export async function dashboardAction(flags: DashboardFlags, ctx: CliContext): P
             ...deps,
             run: recordedRun(deps.env),
           }),
-        runTune: async (o, deps) => (await import("../tune/run.js")).runTune(o, deps),
+        runTune: async (o, deps) =>
+          (await import("../tune/run.js")).runTune(o, { ...deps, run: recordedRun(deps.env) }),
       })
     : undefined;
   if (!dashboard) bus.on(printEvents(output, flags.json));

@@ -175,7 +175,8 @@ export async function upAction(flags: UpFlags, ctx: CliContext): Promise<void> {
             ...deps,
             run: recordedRun(deps.env),
           }),
-        runTune: async (o, deps) => (await import("../tune/run.js")).runTune(o, deps),
+        runTune: async (o, deps) =>
+          (await import("../tune/run.js")).runTune(o, { ...deps, run: recordedRun(deps.env) }),
       })
     : undefined;
   // The run's phases (session/lifecycle.ts): what a signal or the dashboard's `q` does depends on them.

@@ -14,7 +14,7 @@ import { HttpControl } from "../perf/control.js";
 import type { LevelResult } from "../perf/profile.js";
 import { InputDataError } from "../perf/input-data.js";
 import { MissingShapesError, type InputDataSource } from "../perf/inputs.js";
-import { runPerf, type PerfOptions } from "../perf/run.js";
+import { runPerf, type MeasuredRun, type PerfOptions } from "../perf/run.js";
 import type { Protocol } from "../perf/protocol.js";
 import {
   removeVariant,
@@ -33,7 +33,6 @@ import {
   renameConfig,
   type ConfigEdits,
 } from "../repo/config-edit.js";
-import { recordedRun } from "../session/measured-run.js";
 import { writeFileAtomic } from "../state/atomic-write.js";
 import type { RunState } from "../state/run-state.js";
 import type { ModelConfigSummary } from "../triton/grpc-client.js";
@@ -101,6 +100,8 @@ export interface TuneOptions {
 
 export interface TuneDeps {
   env: NodeJS.ProcessEnv;
+  /** The run tuned on, whose repository candidates are staged into (session/measured-run.ts `recordedRun`). */
+  run: MeasuredRun;
   signal?: AbortSignal;
   progress?: (line: string) => void;
   /** Called after each candidate, for a live view (the dashboard's panel). */
@@ -211,8 +212,8 @@ function measuredOf(l: LevelResult): Measured {
   };
 }
 
-async function liveRun(env: NodeJS.ProcessEnv): Promise<RunState> {
-  const run = await recordedRun(env).find();
+async function liveRun(recorded: MeasuredRun): Promise<RunState> {
+  const run = await recorded.find();
   if (!run)
     throw new UserError("nothing is running, so there is no server to tune on", {
       hint: "Start Triton with `triton-dev up --detach`; tune stages its candidates into the repository it serves.",
@@ -297,7 +298,7 @@ export function sweepDone(
 export async function runTune(o: TuneOptions, deps: TuneDeps): Promise<TuneReport> {
   const started = (deps.now ?? Date.now)();
   const now = deps.now ?? Date.now;
-  const state = await liveRun(deps.env);
+  const state = await liveRun(deps.run);
   const config = await servedConfig(state, o.model);
   const configFile = path.join(state.modelsDir, o.model, "config.pbtxt");
   const servedFile = path.join(state.repository, o.model, "config.pbtxt");
@@ -327,7 +328,7 @@ export async function runTune(o: TuneOptions, deps: TuneDeps): Promise<TuneRepor
   };
   const perfDeps = {
     env: deps.env,
-    run: recordedRun(deps.env),
+    run: deps.run,
     ...(deps.signal ? { signal: deps.signal } : {}),
     progress: (line: string) => tlog.debug(line),
   };
