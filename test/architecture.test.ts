@@ -6,6 +6,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { ROOT } from "./helpers/cli.js";
+import { circles, importGraph, room as roomOf } from "../bench/import-graph.mjs";
 
 const SRC = path.join(ROOT, "src");
 
@@ -79,6 +80,56 @@ describe("the rooms of src/", () => {
     expect(cycles).toEqual([]);
   });
 
+  // Type imports load nothing, but a reader follows them as much as any: a circle of them is a set
+  // of files none of which can be read first (bench/import-graph.mjs measures the same graph).
+  const graph = importGraph(SRC);
+  const local = graph.edges.filter((e) => /\.tsx?$/.test(e.to));
+  const typeViolations = (from: (f: string) => boolean, to: (t: string) => boolean): string[] =>
+    local.filter((e) => from(e.from) && to(e.to)).map((e) => `${e.from} imports ${e.to} (${e.kind})`);
+
+  it("has no import circle, type imports included", () => {
+    expect(
+      circles(
+        graph.files,
+        local.map((e) => [e.from, e.to]),
+      ),
+    ).toEqual([]);
+  });
+
+  it("has no loop between folders, type imports included", () => {
+    const rooms = [...new Set(graph.files.map(roomOf))];
+    expect(
+      circles(
+        rooms,
+        local.map((e) => [roomOf(e.from), roomOf(e.to)]),
+      ),
+    ).toEqual([]);
+  });
+
+  it("keeps lint below the runtimes and perf below the session, type imports included", () => {
+    // Lint takes the runtime's facts as data (LintOptions.server, from runtimes/kinds.ts lintFacts).
+    expect(
+      typeViolations(
+        (f) => roomOf(f) === "repo",
+        (t) => roomOf(t) === "runtimes",
+      ),
+    ).toEqual([]);
+    // Perf takes the run it measures as a parameter (PerfDeps.run, from session/measured-run.ts).
+    expect(
+      typeViolations(
+        (f) => roomOf(f) === "perf",
+        (t) => roomOf(t) === "session",
+      ),
+    ).toEqual([]);
+    // The driver interface and the run record name the runtimes without reaching the table that loads the drivers.
+    expect(
+      typeViolations(
+        (f) => f === "runtimes/driver.ts" || roomOf(f) === "state",
+        (t) => ["runtimes/kinds.ts", "runtimes/registry.ts"].includes(t),
+      ),
+    ).toEqual([]);
+  });
+
   it("branches on a runtime's name only inside src/runtimes/", () => {
     const names = fs
       .readdirSync(path.join(SRC, "runtimes"), { withFileTypes: true })
@@ -102,7 +153,6 @@ describe("the rooms of src/", () => {
     const allowed = (t: string) =>
       !t.includes("/") ||
       ["repo", "log", "config"].includes(room(t)) ||
-      t === "runtimes/kinds.ts" ||
       // config-edit.ts writes the user's config.pbtxt for `tune --apply` (a leaf of node:fs only).
       t === "state/atomic-write.ts" ||
       // lint checks a requirements.txt with the rules `up` refuses it by (leaves of node:fs only).
@@ -126,7 +176,7 @@ describe("the rooms of src/", () => {
         (t) =>
           t === "repo/lint.ts" ||
           t === "repo/rules.ts" ||
-          (t.includes("/") && !t.startsWith("repo/") && t !== "runtimes/kinds.ts" && t.endsWith(".ts")),
+          (t.includes("/") && !t.startsWith("repo/") && t.endsWith(".ts")),
       ),
     ).toEqual([]);
     // Outside repo/, the rules are reached through repo/rules.ts (the table) or repo/lint.ts.
@@ -260,13 +310,11 @@ describe("the rooms of src/", () => {
     ).toEqual([]);
   });
 
-  it("keeps tune/ on perf's machinery: no runtime, reload, session beyond the recorded run, CLI or dashboard", () => {
+  it("keeps tune/ on perf's machinery, given the run it tunes on: no runtime, reload, session, CLI or dashboard", () => {
     expect(
       violations(
         (f) => room(f) === "tune",
-        (t) =>
-          ["runtimes", "reload", "cli", "ui"].includes(room(t)) ||
-          (room(t) === "session" && t !== "session/current-run.ts"),
+        (t) => ["runtimes", "reload", "cli", "ui", "session"].includes(room(t)),
       ),
     ).toEqual([]);
   });
@@ -324,13 +372,13 @@ describe("the rooms of src/", () => {
     expect(loops).toEqual([]);
   });
 
-  it("keeps perf/ on Triton's wire and the recorded run: no runtime code, reload, CLI or dashboard", () => {
+  it("keeps perf/ on Triton's wire, given the run it measures: no session, runtime code, reload, CLI or dashboard", () => {
     const allowed = (t: string) =>
       !t.includes("/") ||
       !t.endsWith(".ts") ||
       ["perf", "triton", "repo", "state", "net", "config", "log"].includes(room(t)) ||
-      // The run it measures, its status (a model's reason), and which runtime shares /dev/shm.
-      ["session/current-run.ts", "session/status.ts", "runtimes/kinds.ts"].includes(t);
+      // Which runtime shares /dev/shm, and the facts a variant is linted by (the run itself is a parameter).
+      t === "runtimes/kinds.ts";
     expect(
       violations(
         (f) => room(f) === "perf",

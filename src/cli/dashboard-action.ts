@@ -8,6 +8,7 @@ import { clientForRun } from "../triton/http-client.js";
 import { servedModels } from "../reload/stage.js";
 import { userPathsOf } from "../state/staged-paths.js";
 import { endpointsOf } from "../session/status.js";
+import { recordedRun } from "../session/measured-run.js";
 import { currentRun, runAlive } from "../session/current-run.js";
 import type { RunState } from "../state/run-state.js";
 import { loadDashboard } from "../ui/load-dashboard.js";
@@ -46,8 +47,13 @@ export async function dashboardAction(flags: DashboardFlags, ctx: CliContext): P
         bus,
         env,
         ownsServer: false,
-        runPerf: async (o, deps) => (await import("../perf/run.js")).runPerf(o, deps),
-        runTune: async (o, deps) => (await import("../tune/run.js")).runTune(o, deps),
+        runPerf: async (o, deps) =>
+          (await import("../perf/run.js")).runPerf(o, {
+            ...deps,
+            run: recordedRun(deps.env),
+          }),
+        runTune: async (o, deps) =>
+          (await import("../tune/run.js")).runTune(o, { ...deps, run: recordedRun(deps.env) }),
       })
     : undefined;
   if (!dashboard) bus.on(printEvents(output, flags.json));

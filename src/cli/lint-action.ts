@@ -5,7 +5,7 @@ import { UsageError } from "../errors.js";
 import { type Diagnostic, countBySeverity, displayPath, formatDiagnostic } from "../repo/diagnostics.js";
 import { type LintOptions, type LintResult, type LintedModel, lintRepository } from "../repo/lint.js";
 import { ruleTable } from "../repo/rules.js";
-import { BACKEND_HOMES, imageOfFlavour, RUNTIME_FACTS, type RuntimeKind } from "../runtimes/kinds.js";
+import { BACKEND_HOMES, imageOfFlavour, lintFacts, RUNTIME_FACTS, type RuntimeKind } from "../runtimes/kinds.js";
 import { detectNvidiaGpus } from "../gpu/detect.js";
 import { resolvePaths } from "../config/paths.js";
 import { requireTrustedHome } from "../config/home-trust.js";
@@ -29,18 +29,24 @@ export interface LintFlags {
   listRules?: boolean;
 }
 
-/** `lint --list-rules`: one line per code (code, severity, area, what it means), or the rows as JSON. */
+/**
+ * `lint --list-rules`: one line per code any command reports (code, severity, area, the commands
+ * that report it, what it means), or the rows as JSON.
+ */
 export function listRules(output: Output, json = false): number {
   const rows = ruleTable();
   if (json) {
     output.out(JSON.stringify(rows, null, 2));
     return 0;
   }
-  const header = { code: "CODE", severity: "SEVERITY", area: "AREA", description: "MEANING" };
-  const width = (k: "code" | "severity" | "area") => Math.max(...[header, ...rows].map((r) => r[k].length));
-  const [code, severity, area] = [width("code"), width("severity"), width("area")];
-  for (const r of [header, ...rows])
-    output.out(`${r.code.padEnd(code)}  ${r.severity.padEnd(severity)}  ${r.area.padEnd(area)}  ${r.description}`);
+  const header = { code: "CODE", severity: "SEVERITY", area: "AREA", by: "REPORTED BY", description: "MEANING" };
+  const lines = [header, ...rows.map((r) => ({ ...r, by: r.commands.join(",") }))];
+  const width = (k: "code" | "severity" | "area" | "by") => Math.max(...lines.map((r) => r[k].length));
+  const [code, severity, area, by] = [width("code"), width("severity"), width("area"), width("by")];
+  for (const r of lines)
+    output.out(
+      `${r.code.padEnd(code)}  ${r.severity.padEnd(severity)}  ${r.area.padEnd(area)}  ${r.by.padEnd(by)}  ${r.description}`,
+    );
   output.out(`${rows.length} codes`);
   return 0;
 }
@@ -294,15 +300,15 @@ export async function runLint(dir: string, flags: LintFlags, deps: LintDeps = {}
   const autoComplete = autoCompleteAssumption(flags);
   // On is an assumption (how `up` will run Triton), so it is left for the rules to say so; off is what
   // the user told us.
-  const options: LintOptions = { gpuMissingSeverity: "warning", ...(autoComplete.on ? {} : { autoComplete: false }) };
-  if (flags.runtime) options.runtime = flags.runtime;
-  if (flags.image) {
-    if (!flags.runtime || !RUNTIME_FACTS[flags.runtime].imageDecides)
-      throw new UsageError("--image goes with --runtime docker, kind or cluster", {
-        hint: "Name the runtime that would run the image, e.g. `triton-dev lint --runtime docker --image <ref>`.",
-      });
-    options.image = flags.image;
-  }
+  if (flags.image && (!flags.runtime || !RUNTIME_FACTS[flags.runtime].imageDecides))
+    throw new UsageError("--image goes with --runtime docker, kind or cluster", {
+      hint: "Name the runtime that would run the image, e.g. `triton-dev lint --runtime docker --image <ref>`.",
+    });
+  const options: LintOptions = {
+    gpuMissingSeverity: "warning",
+    ...(autoComplete.on ? {} : { autoComplete: false }),
+    ...lintFacts(flags.runtime, flags.image),
+  };
   if (flags.gpu !== undefined) {
     options.gpuAvailable = flags.gpu;
   } else {

@@ -10,7 +10,10 @@ export function registerLintCommand(program: Command, ctx: CliContext, deps: Omi
     .description("Check a model repository the way Triton will: configs, version folders, model files and ensembles.")
     .argument("[dir]", "the model repository", "models")
     .option("--json", "print the diagnostics (or, with --list-rules, the rules) as JSON", false)
-    .option("--list-rules", "list every code lint reports, with its severity and what it means, and check nothing")
+    .option(
+      "--list-rules",
+      "list every code any command reports, with its severity, the commands and what it means, and check nothing",
+    )
     .addOption(
       new Option("--runtime <runtime>", "also check that this runtime has every backend the models need").choices(
         RUNTIME_KINDS,

@@ -2,7 +2,7 @@ import { resolvePaths } from "../config/paths.js";
 import { detectNvidiaGpus } from "../gpu/detect.js";
 import { LspFramingError } from "../lsp/framing.js";
 import { startLspServer } from "../lsp/server.js";
-import { RUNTIME_KINDS } from "../runtimes/kinds.js";
+import { RUNTIME_KINDS, lintFacts, type RuntimeKind } from "../runtimes/kinds.js";
 import type { Output } from "./output.js";
 
 export interface LspFlags {
@@ -31,6 +31,7 @@ export async function runLsp(
     ...(flags.disableAutoCompleteConfig ? { settings: { autoComplete: false } } : {}),
     gpuCount: detectGpus,
     runtimeKinds: RUNTIME_KINDS,
+    lintFacts: (runtime, image) => lintFacts(runtime as RuntimeKind | undefined, image),
   });
   try {
     await server.closed;

@@ -5,7 +5,14 @@ import { UsageError, UserError } from "../errors.js";
 import { countBySeverity, displayPath, formatDiagnostic } from "../repo/diagnostics.js";
 import { lintRepository } from "../repo/lint.js";
 import { listModelFiles } from "../repo/model-files.js";
-import { BACKEND_HOMES, backendsOfImage, DEFAULT_IMAGE, imageOfFlavour, type ImageFlavour } from "../runtimes/kinds.js";
+import {
+  BACKEND_HOMES,
+  backendsOfImage,
+  DEFAULT_IMAGE,
+  imageOfFlavour,
+  lintFacts,
+  type ImageFlavour,
+} from "../runtimes/kinds.js";
 import {
   isContainedPath,
   isDnsLabel,
@@ -316,7 +323,7 @@ async function lintFirst(dir: string, gpus: number, output: Output, cwd: string)
   const result = await lintRepository(repo, {
     // The image's Triton, as the kind runtime runs it; the backends are judged against the image
     // the Deployment runs (backendDecisions), in words of images, not of a runtime.
-    runtime: "kind",
+    ...lintFacts("kind"),
     gpuAvailable: gpus > 0,
     ...(gpus > 0 ? { gpuCount: gpus } : {}),
     // The pod gets exactly --gpus GPUs: a KIND_GPU model without one would fail to load there.

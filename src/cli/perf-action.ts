@@ -15,6 +15,7 @@ import {
   type SweepResult,
 } from "../perf/report.js";
 import { runPerf, type PerfOptions, type PerfReport } from "../perf/run.js";
+import { recordedRun } from "../session/measured-run.js";
 import { describeSequences, parseSequenceIdRange } from "../perf/sequences.js";
 import { isStreamingSweep } from "../perf/stream-report.js";
 import { parseCompareFlag } from "../perf/variants.js";
@@ -172,7 +173,7 @@ export async function perfAction(
   process.on("SIGTERM", onSignal);
   let report: PerfReport;
   try {
-    report = await runPerf(o, { env, signal: ac.signal, progress: (line) => output.err(line) });
+    report = await runPerf(o, { env, run: recordedRun(env), signal: ac.signal, progress: (line) => output.err(line) });
   } finally {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);

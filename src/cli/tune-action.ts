@@ -2,6 +2,7 @@ import fsp from "node:fs/promises";
 import path from "node:path";
 import { formatChart, formatConfirmation, formatDiff, formatRanking, formatSummary, toCsv } from "../tune/report.js";
 import { runTune, type TuneOptions, type TuneReport } from "../tune/run.js";
+import { recordedRun } from "../session/measured-run.js";
 import type { CliContext, Output } from "./output.js";
 import type { Protocol } from "../perf/protocol.js";
 
@@ -90,7 +91,7 @@ export async function tuneAction(model: string, flags: TuneFlags, ctx: CliContex
   process.on("SIGTERM", onSignal);
   let report: TuneReport;
   try {
-    report = await runTune(o, { env, signal: ac.signal, progress: (line) => output.err(line) });
+    report = await runTune(o, { env, run: recordedRun(env), signal: ac.signal, progress: (line) => output.err(line) });
   } finally {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);

@@ -10,6 +10,7 @@ import type { SessionEvent } from "../session/events.js";
 import { recordSupervisor, spawnSupervisor, waitForSupervisor } from "../session/supervisor.js";
 import { currentRun, watcherOf } from "../session/current-run.js";
 import { readinessOf } from "../session/status.js";
+import { recordedRun } from "../session/measured-run.js";
 import type { RunState } from "../state/run-state.js";
 import { userPathsOf } from "../state/staged-paths.js";
 import { servedModels } from "../reload/stage.js";
@@ -168,8 +169,13 @@ export async function upAction(flags: UpFlags, ctx: CliContext): Promise<void> {
         bus,
         env,
         ownsServer: true,
-        runPerf: async (o, deps) => (await import("../perf/run.js")).runPerf(o, deps),
-        runTune: async (o, deps) => (await import("../tune/run.js")).runTune(o, deps),
+        runPerf: async (o, deps) =>
+          (await import("../perf/run.js")).runPerf(o, {
+            ...deps,
+            run: recordedRun(deps.env),
+          }),
+        runTune: async (o, deps) =>
+          (await import("../tune/run.js")).runTune(o, { ...deps, run: recordedRun(deps.env) }),
       })
     : undefined;
   // The run's owner (session/run-owner.ts): every trigger that stops the run (a signal, the

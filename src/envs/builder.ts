@@ -3,7 +3,7 @@ import fsp from "node:fs/promises";
 import path from "node:path";
 import { UserError } from "../errors.js";
 import { log as rootLog } from "../log/logger.js";
-import type { Diagnostic } from "../repo/diagnostics.js";
+import type { EnvFinding } from "./finding.js";
 import { writeFileAtomic } from "../state/atomic-write.js";
 import { classifyPipFailure, errorExcerpt, type PipFailure } from "./pip-errors.js";
 import {
@@ -93,11 +93,11 @@ export class EnvironmentError extends UserError {
   override name = "EnvironmentError";
   readonly model: string;
   readonly refused: boolean;
-  readonly diagnostics: Diagnostic[];
+  readonly diagnostics: EnvFinding[];
   constructor(
     model: string,
     message: string,
-    options: { hint: string; refused: boolean; diagnostics: Diagnostic[]; cause?: unknown },
+    options: { hint: string; refused: boolean; diagnostics: EnvFinding[]; cause?: unknown },
   ) {
     super(message, { hint: options.hint, cause: options.cause });
     this.model = model;
@@ -460,7 +460,7 @@ export class EnvironmentBuilder {
           .map((l) => l.replace(/^ERROR:\s*/, ""))
           .join(" | ")}`;
     const hint = `${f.hint} pip's full output is in ${logFile}.`;
-    const diagnostic: Diagnostic = {
+    const diagnostic: EnvFinding = {
       severity: "error",
       file: f.culprit?.file ?? req.userFile,
       line: f.culprit?.line ?? 1,

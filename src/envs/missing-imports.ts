@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { spawn, type ChildProcess } from "node:child_process";
-import type { Diagnostic } from "../repo/diagnostics.js";
+import type { EnvFinding } from "./finding.js";
 import { packageFor } from "../module-packages.js";
 import { canonicalName, REQUIREMENTS_FILE } from "./requirements.js";
 
@@ -383,7 +383,7 @@ export function describeMissingImports(
   modelDir: string,
   missing: MissingImport[],
   o: { asUser?: (file: string) => string; notBuilt?: boolean } = {},
-): { message: string; hint: string; diagnostics: Diagnostic[] } {
+): { message: string; hint: string; diagnostics: EnvFinding[] } {
   const asUser = o.asUser ?? ((f: string) => f);
   const all = distinct(missing);
   const requirements = path.join(modelDir, REQUIREMENTS_FILE);
@@ -393,7 +393,7 @@ export function describeMissingImports(
     : "the model's environment lacks";
   const message = `${model} imports ${all.length === 1 ? "a module" : `${all.length} modules`} ${env}: ${all.map(named).join(", ")}`;
   const hint = `Add ${packages.length === 1 ? "this line" : "these lines"} to ${requirements} (triton-dev builds the model an environment from it): ${packages.join(", ")}.`;
-  const diagnostics: Diagnostic[] = missing.map((m, i) => ({
+  const diagnostics: EnvFinding[] = missing.map((m, i) => ({
     severity: o.notBuilt ? "warning" : "error",
     file: asUser(m.file),
     line: m.line,

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { Diagnostic } from "../repo/diagnostics.js";
+import type { EnvFinding } from "./finding.js";
 import {
   decodeRequirements,
   parseRequirementsText,
@@ -182,7 +182,7 @@ export interface ResolvedRequirements {
 }
 
 export interface RequirementsCheck {
-  diagnostics: Diagnostic[];
+  diagnostics: EnvFinding[];
   allowed: AllowedSource[];
   /** Present when nothing was refused: what pip installs and the environment is named by. */
   resolved?: ResolvedRequirements;
@@ -344,7 +344,7 @@ export function checkRequirementsFile(file: string, modelDir: string, o: CheckOp
     const rel = path.relative(modelDir, p);
     return inside(o.userDir, path.join(o.userDir, rel));
   };
-  const report = (f: string, at: Position, code: string, message: string, hint: string) => {
+  const report = (f: string, at: Position, code: EnvFinding["code"], message: string, hint: string) => {
     result.diagnostics.push({
       severity: "error",
       file: f,

@@ -25,7 +25,14 @@ import { Navigation } from "./navigation.js";
 import { DiagnosticsPublisher, toPath } from "./publish.js";
 import { SEMANTIC_TOKENS_LEGEND } from "./semantic-tokens.js";
 import { servedVerdictsByFile } from "./served-verdicts.js";
-import { DEFAULT_SETTINGS, type GpuCount, type LspSettings, lintOptionsOf, readSettings } from "./settings.js";
+import {
+  DEFAULT_SETTINGS,
+  type GpuCount,
+  type LintFacts,
+  type LspSettings,
+  lintOptionsOf,
+  readSettings,
+} from "./settings.js";
 import { type RunVerdicts, VerdictWatch } from "./verdict.js";
 import { Workspace, locateConfig } from "./workspace.js";
 
@@ -48,6 +55,8 @@ export interface LspServerOptions {
   gpuCount?: GpuCount;
   /** The runtimes the `runtime` setting may name. */
   runtimeKinds?: readonly string[];
+  /** What lint knows of each of them (runtimes/kinds.ts `lintFacts`). */
+  lintFacts?: LintFacts;
 }
 
 export interface LspServer {
@@ -199,7 +208,7 @@ function settingsApplier(
       void connection.sendNotification(ShowMessageNotification.type, { type: MessageType.Warning, message: p });
     }
     settings = r.settings;
-    const lint = { ...o.lint, ...(await lintOptionsOf(settings, o.gpuCount)) };
+    const lint = { ...o.lint, ...(await lintOptionsOf(settings, o.gpuCount, o.lintFacts)) };
     const key = JSON.stringify(lint);
     if (key === lintKey) return;
     lintKey = key;

@@ -1,6 +1,5 @@
 import { z } from "zod";
 import type { LintOptions } from "../repo/lint.js";
-import type { RuntimeKind } from "../runtimes/kinds.js";
 
 /**
  * The server's settings, as the editor sends them at start (`initializationOptions`) and at any
@@ -17,7 +16,7 @@ export interface LspSettings {
   /** Triton's config auto-complete (`lint --disable-auto-complete-config` is false). */
   autoComplete: boolean;
   /** The runtime whose backends are checked (`lint --runtime`), and its image (`--image`). */
-  runtime?: RuntimeKind;
+  runtime?: string;
   image?: string;
 }
 
@@ -72,13 +71,17 @@ function sectionOf(raw: unknown): Record<string, unknown> | undefined {
   return o;
 }
 
+/**
+ * What lint knows of a runtime (one of `runtimeKinds`) and its image: runtimes/kinds.ts
+ * `lintFacts`, handed in by `triton-dev lsp`, since the language server imports no runtime.
+ */
+export type LintFacts = (runtime?: string, image?: string) => Pick<LintOptions, "server" | "gpuOnly">;
+
 /** The lint options the settings give, as `triton-dev lint` builds them from its flags. */
-export async function lintOptionsOf(s: LspSettings, gpuCount?: GpuCount): Promise<LintOptions> {
+export async function lintOptionsOf(s: LspSettings, gpuCount?: GpuCount, facts?: LintFacts): Promise<LintOptions> {
   // KIND_GPU without a GPU is a warning here as in `lint`: the config may be meant for another machine.
-  const o: LintOptions = { gpuMissingSeverity: "warning" };
+  const o: LintOptions = { gpuMissingSeverity: "warning", ...facts?.(s.runtime, s.runtime ? s.image : undefined) };
   if (!s.autoComplete) o.autoComplete = false;
-  if (s.runtime) o.runtime = s.runtime;
-  if (s.runtime && s.image) o.image = s.image;
   if (s.gpu !== "auto") o.gpuAvailable = s.gpu;
   else {
     const count = await gpuCount?.();

@@ -3,7 +3,6 @@ import path from "node:path";
 import { resolvePaths } from "../config/paths.js";
 import { BugError, UsageError, UserError } from "../errors.js";
 import { urlHost } from "../net/url.js";
-import { currentRun } from "../session/current-run.js";
 import type { RunState } from "../state/run-state.js";
 import type { ParameterValue, RawTensor } from "../triton/binary.js";
 import type { ModelConfigSummary } from "../triton/grpc-client.js";
@@ -43,12 +42,12 @@ import { GrpcStreamTransport } from "./stream-load.js";
 import { windowProgressLine } from "./stream-report.js";
 import { HttpGenerateStreamTransport } from "./generate-stream.js";
 import { userPathsOf } from "../state/staged-paths.js";
-import { collectStatus } from "../session/status.js";
 import {
   planVariants,
   removeVariant,
   stageVariant,
   VariantError,
+  lintOfRun,
   type CompareSpec,
   type StagingTarget,
   type Variant,
@@ -95,8 +94,21 @@ export interface PerfOptions {
   sequence?: Partial<SequenceSettings>;
 }
 
+/**
+ * The run `triton-dev up` recorded, which perf measures when no -u is given. The caller finds it
+ * (session/measured-run.ts `recordedRun`), so perf, below the session, imports nothing of it.
+ */
+export interface MeasuredRun {
+  /** The recorded run, undefined when none is; `alive` false when its server is gone. */
+  find(): Promise<{ state: RunState; alive: boolean } | undefined>;
+  /** What the run knows of a model Triton's index lacks (refused, skipped, withdrawn): its state and why. */
+  model(name: string): Promise<{ state: string; reason?: string } | undefined>;
+}
+
 export interface PerfDeps {
   env: NodeJS.ProcessEnv;
+  /** The run measured without -u, and what it knows of its models. */
+  run: MeasuredRun;
   signal?: AbortSignal;
   progress?: (line: string) => void;
   /** The built-in engine's `ProfileContext.stopEarly` (tune's early rejection); perf never sets it. */
@@ -140,7 +152,7 @@ export function parseUrlFlag(value: string): { host: string; port: number } {
   return { host: m[1]!.replace(/^\[|\]$/g, ""), port: Number(m[2]) };
 }
 
-async function resolveTarget(o: PerfOptions, env: NodeJS.ProcessEnv): Promise<Target> {
+async function resolveTarget(o: PerfOptions, recorded: MeasuredRun): Promise<Target> {
   let host: string;
   let port: number;
   let state: RunState | undefined;
@@ -150,7 +162,7 @@ async function resolveTarget(o: PerfOptions, env: NodeJS.ProcessEnv): Promise<Ta
     ({ host, port } = parseUrlFlag(o.url));
     metricsUrl ??= `http://${urlHost(host)}:8002/metrics`;
   } else {
-    const run = await currentRun(resolvePaths(env), env);
+    const run = await recorded.find();
     if (!run) {
       throw new UserError("nothing is running, so there is no server to measure", {
         hint: "Start Triton with `triton-dev up --detach`, or point perf at a server with -u HOST:PORT.",
@@ -184,7 +196,7 @@ async function resolveTarget(o: PerfOptions, env: NodeJS.ProcessEnv): Promise<Ta
   };
 }
 
-async function checkModel(t: Target, model: string, env: NodeJS.ProcessEnv, version?: string): Promise<void> {
+async function checkModel(t: Target, model: string, recorded: MeasuredRun, version?: string): Promise<void> {
   if (!(await t.control.isLive())) {
     throw new UserError(`Triton at ${t.endpoint} (${t.wire.name}) is not answering`, {
       hint: t.state
@@ -218,9 +230,7 @@ async function checkModel(t: Target, model: string, env: NodeJS.ProcessEnv, vers
     if (!entry) {
       // Models `up` left out (refused, skipped, or withdrawn after a failed first load) are not
       // in Triton's index, but the run knows why.
-      const known = t.state
-        ? (await collectStatus(resolvePaths(env)).catch(() => undefined))?.models?.find((m) => m.name === model)
-        : undefined;
+      const known = t.state ? await recorded.model(model).catch(() => undefined) : undefined;
       if (known) {
         throw new UserError(
           `model '${model}' is not ready (${known.state}${known.reason ? `: ${known.reason}` : ""})`,
@@ -736,7 +746,7 @@ async function planComparison(
   t: Target,
   o: PerfOptions,
   compare: CompareSpec,
-  env: NodeJS.ProcessEnv,
+  recorded: MeasuredRun,
 ): Promise<{ variants: Variant[]; staging?: StagingTarget }> {
   if (compare.kind === "versions") {
     if (o.version)
@@ -744,7 +754,7 @@ async function planComparison(
         hint: "--compare versions=1,2 measures each version it names.",
       });
     // A typo would otherwise end the run after the first versions were measured.
-    for (const v of compare.versions) await checkModel(t, o.model, env, v);
+    for (const v of compare.versions) await checkModel(t, o.model, recorded, v);
     return { variants: compare.versions.map((v) => ({ label: `version ${v}`, servedModel: o.model, version: v })) };
   }
   if (!t.state || !t.repoClient) {
@@ -769,16 +779,16 @@ async function planComparison(
       repository: t.state.repository,
       reload: t.state.reload,
       client: t.repoClient,
-      lint: { runtime: t.state.runtime },
+      lint: lintOfRun(t.state),
     },
   };
 }
 
 /** `triton-dev perf`: check the target, run the sweep (or one per variant), keep the result. */
 export async function runPerf(o: PerfOptions, deps: PerfDeps): Promise<PerfReport> {
-  const t = await resolveTarget(o, deps.env);
+  const t = await resolveTarget(o, deps.run);
   try {
-    await checkModel(t, o.model, deps.env, o.version);
+    await checkModel(t, o.model, deps.run, o.version);
     const gpuProbe =
       o.engine === "builtin"
         ? await detectGpuProbe({ env: deps.env, host: t.host, ...(t.metricsUrl ? { metricsUrl: t.metricsUrl } : {}) })
@@ -786,7 +796,7 @@ export async function runPerf(o: PerfOptions, deps: PerfDeps): Promise<PerfRepor
     const sweeps: SweepResult[] = [];
     let stoppedByVariant: PerfReport["stopped"];
     if (o.compare) {
-      const { variants, staging } = await planComparison(t, o, o.compare, deps.env);
+      const { variants, staging } = await planComparison(t, o, o.compare, deps.run);
       const staged: Variant[] = [];
       try {
         for (const v of variants) {

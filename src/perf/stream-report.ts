@@ -1,6 +1,6 @@
 import type { LatencySummary } from "./histogram.js";
 import type { LevelKind, LevelResult, WindowSummary } from "./profile.js";
-import type { SweepResult } from "./report.js";
+import type { SweepResult } from "./sweep.js";
 
 /**
  * perf_analyzer 2.51's CSV for a decoupled model (`--streaming`, measured): "Response Throughput"

@@ -8,6 +8,8 @@ import { lintModel, type LintOptions } from "../repo/lint.js";
 import { sharedConfigCompleter } from "../repo/auto-complete-run.js";
 import type { ModelConfigSummary } from "../triton/grpc-client.js";
 import type { TritonHttpClient } from "../triton/http-client.js";
+import { lintFacts } from "../runtimes/kinds.js";
+import type { RunState } from "../state/run-state.js";
 
 /** What `--compare` was asked to compare. */
 export type CompareSpec =
@@ -179,6 +181,11 @@ async function copyTree(src: string, dst: string): Promise<void> {
       await fsp.utimes(d, st.atime, st.mtime);
     }
   }
+}
+
+/** How the run's repository is linted: by its runtime's facts, as `up` lints it. */
+export function lintOfRun(state: Pick<RunState, "runtime">): LintOptions {
+  return lintFacts(state.runtime);
 }
 
 export interface StagingTarget {

@@ -1,5 +1,6 @@
 import path from "node:path";
 import { UserError } from "../errors.js";
+import type { RuleCode } from "./rules/codes.js";
 
 export type Severity = "error" | "warning";
 
@@ -19,8 +20,11 @@ export interface Diagnostic {
   hint?: string;
   /** The model the finding belongs to, when there is one. */
   model?: string;
-  /** Stable identifier of the rule, for filtering and tests (e.g. `dims-invalid`). */
-  code: string;
+  /**
+   * Stable identifier of the rule, for filtering and tests (e.g. `dims-invalid`): one of the code
+   * tables' (rules/codes.ts), whichever command reports it, so `lint --list-rules` lists it.
+   */
+  code: RuleCode;
 }
 
 /**

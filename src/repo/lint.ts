@@ -36,7 +36,6 @@ import { ENSEMBLE_PLATFORM } from "./backends.js";
 import { readUserText } from "./layout.js";
 import type { Pos } from "./textproto.js";
 import { type ModelIOReport, checkModelIO } from "./model-io/compare.js";
-import { RUNTIME_FACTS, adaptedServing, serverBackends } from "../runtimes/kinds.js";
 import {
   BACKEND_ERRORS,
   type LintOptions,
@@ -208,10 +207,10 @@ function checkWithoutConfig(layout: ModelLayout, options: LintOptions, reporter:
     );
     return undefined;
   }
-  const facts = options.runtime ? RUNTIME_FACTS[options.runtime] : undefined;
-  const has = options.runtime ? serverBackends(options.runtime, options.image) : undefined;
-  if (facts && has && !has.includes(inferred.backend)) {
-    const { message, hint } = facts.missingBackend(inferred.backend, options.image);
+  const server = options.server;
+  const has = server?.backends;
+  if (server && has && !has.includes(inferred.backend)) {
+    const { message, hint } = server.missingBackend(inferred.backend);
     reporter.warning(
       "backend-unavailable",
       undefined,
@@ -219,7 +218,7 @@ function checkWithoutConfig(layout: ModelLayout, options: LintOptions, reporter:
       hint,
       layout.dir,
     );
-    return `needs the ${inferred.backend} backend, not in the ${options.runtime} runtime`;
+    return `needs the ${inferred.backend} backend, not in the ${server.runtime} runtime`;
   }
   if (inferred.backend === "python" && !inferred.defaultModelFilename.endsWith(".py")) {
     const { message, hint } = pythonFileNameProblem(inferred.defaultModelFilename, inferred.inferredFrom);
@@ -464,7 +463,7 @@ async function analyseModel(
   const requirements = path.join(layout.dir, REQUIREMENTS_FILE);
   if (analysed.backend === "python" && !setsExecutionEnv(layout.configText ?? "") && fs.existsSync(requirements)) {
     // A runtime that installs nothing from requirements.txt (the image's Python) never hands it to pip.
-    const installs = !options.runtime || RUNTIME_FACTS[options.runtime].buildsEnvironments;
+    const installs = !options.server || options.server.buildsEnvironments;
     analysed.reporter.diagnostics.push(
       ...checkRequirementsFile(requirements, layout.dir, { model: layout.name }).diagnostics.map((d) =>
         installs
@@ -472,7 +471,7 @@ async function analyseModel(
           : {
               ...d,
               severity: "warning" as const,
-              message: `${d.message} (the ${options.runtime} runtime does not install requirements.txt; --runtime local refuses it)`,
+              message: `${d.message} (the ${options.server?.runtime} runtime does not install requirements.txt; --runtime local refuses it)`,
             },
       ),
     );
@@ -581,10 +580,10 @@ async function lintParsed(
     // The same findings as those warnings, put as what stops the model here: the summary counts
     // it as not loading, and the ensembles that run it cannot load either.
     // A backend the runtime serves through the python backend: said, since it is not the C++ backend.
-    const adapted = options.runtime && backend ? RUNTIME_FACTS[options.runtime].adaptedBackends?.[backend] : undefined;
-    if (adapted && !missingBackend) extra.notes = [...(extra.notes ?? []), adaptedServing(adapted, options.runtime!)];
+    const adapted = backend ? options.server?.adaptedBackends?.[backend] : undefined;
+    if (adapted && !missingBackend) extra.notes = [...(extra.notes ?? []), adapted.servedAs];
     if (missingBackend) {
-      unavailable = `needs the ${missingBackend} backend, not in the ${options.runtime} runtime`;
+      unavailable = `needs the ${missingBackend} backend, not in the ${options.server?.runtime} runtime`;
     } else if (reporter.diagnostics.some((d) => d.code === "gpu-unavailable")) {
       unavailable = "needs a GPU";
     }

@@ -15,7 +15,7 @@ import {
   TextSyntaxError,
   parseTree,
 } from "./textproto.js";
-import type { ErrorCode } from "./rules.js";
+import type { ErrorCode } from "./rules/codes.js";
 
 /**
  * Where each part of a parsed config.pbtxt sits in the file, by path: `max_batch_size`,

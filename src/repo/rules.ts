@@ -16,8 +16,12 @@ import { NAME_RULE, PLATFORM, PLATFORM_BACKEND_RULE, RUNTIME_FIELD_RULE } from "
 import { EXECUTION_ENV_RULE, PYTHON, STUB_COMMAND_LINE_RULE } from "./rules/python.js";
 import { REPOSITORY } from "./rules/repository.js";
 import { REQUIREMENTS } from "./rules/requirements.js";
+import { SERVING } from "./rules/serving.js";
+import { STAGING } from "./rules/staging.js";
+import { EDITOR } from "./rules/editor.js";
 import type { ModelContext, Reporter } from "./rules/reporter.js";
-import type { ModelRule, RuleArea, RuleSeverity } from "./rules/rule.js";
+import type { Command, RuleCode } from "./rules/codes.js";
+import type { ModelRule, RuleSeverity } from "./rules/rule.js";
 import { DYNAMIC_BATCHING_RULE, RESPONSE_CACHE_RULE, SCHEDULING, SEQUENCE_BATCHING_RULE } from "./rules/scheduling.js";
 import { VERSIONS, VERSIONS_RULE } from "./rules/versions.js";
 
@@ -42,21 +46,13 @@ export const AREAS = [
   MODEL_IO,
   ENSEMBLE,
   REQUIREMENTS,
+  SERVING,
+  STAGING,
+  EDITOR,
 ] as const;
 
-type Codes<A> = A extends RuleArea<infer T> ? keyof T & string : never;
-
-/** Every diagnostic code lint reports. */
-export type RuleCode = Codes<(typeof AREAS)[number]>;
-
-type CodesOf<A, S> =
-  A extends RuleArea<infer T>
-    ? { [K in keyof T & string]: T[K]["severity"] extends S ? K : never }[keyof T & string]
-    : never;
-/** The codes a check may report as errors: Reporter.error takes no other, so the table's severity is the code's. */
-export type ErrorCode = CodesOf<(typeof AREAS)[number], "error" | "error or warning">;
-/** The codes a check may report as warnings. */
-export type WarningCode = CodesOf<(typeof AREAS)[number], "warning" | "error or warning">;
+/** Every diagnostic code any command reports, and those reported as errors or as warnings (rules/codes.ts). */
+export type { ErrorCode, RuleCode, WarningCode } from "./rules/codes.js";
 
 /**
  * Core's ValidateModelConfig and friends, in the order they run on one model: a rule's `applies`
@@ -94,8 +90,13 @@ export interface RuleRow {
   code: RuleCode;
   severity: RuleSeverity;
   area: string;
+  /** The commands whose output carries it. */
+  commands: readonly Command[];
   description: string;
 }
+
+/** Lint's codes are reported by lint and by what runs lint: `up` (and its watcher) and the language server. */
+const LINT_COMMANDS: readonly Command[] = ["lint", "up", "lsp"];
 
 /** One row per code, areas in order, codes as their area lists them. */
 export function ruleTable(): RuleRow[] {
@@ -104,6 +105,7 @@ export function ruleTable(): RuleRow[] {
       code: code as RuleCode,
       severity: info.severity,
       area: a.area,
+      commands: "commands" in a && a.commands ? a.commands : LINT_COMMANDS,
       description: info.description,
     })),
   );

@@ -14,9 +14,11 @@ import type { RunState } from "../state/run-state.js";
 import type { DriverEvent } from "../events/driver-event.js";
 import type { WaitStrategy } from "../triton/readiness.js";
 import type { DoctorCheck } from "./doctor-check.js";
-import type { RuntimeFlags, RuntimeKind } from "./kinds.js";
+import type { RuntimeFlags } from "./facts.js";
+import type { RuntimeKind } from "../runtime-kind.js";
 
-export type { RuntimeFlags, RuntimeKind } from "./kinds.js";
+export type { RuntimeFlags } from "./facts.js";
+export type { RuntimeKind } from "../runtime-kind.js";
 export type { DriverEvent } from "../events/driver-event.js";
 export type ReloadMode = "poll" | "explicit";
 

@@ -8,7 +8,9 @@ import { clusterFacts } from "./cluster/facts.js";
 import { backendsOfImage, dockerFacts } from "./docker/facts.js";
 import { kindFacts } from "./kind/facts.js";
 import { localFacts } from "./local/facts.js";
-import type { FlagSpec, RuntimeFacts, RuntimeFlags } from "./facts.js";
+import { adaptedServing, type FlagSpec, type RuntimeFacts, type RuntimeFlags } from "./facts.js";
+import { BACKEND_HOMES, backendHome } from "./docker/facts.js";
+import type { RuntimeKind } from "../runtime-kind.js";
 
 export type { RuntimeFacts, RuntimeFlags } from "./facts.js";
 export { RUNTIME_FLAG_NAMES, adaptedServing } from "./facts.js";
@@ -34,9 +36,9 @@ export const RUNTIMES = {
   docker: { facts: dockerFacts, load: () => import("./docker/driver.js") },
   kind: { facts: kindFacts, load: () => import("./kind/driver.js") },
   cluster: { facts: clusterFacts, load: () => import("./cluster/driver.js") },
-} as const satisfies Record<string, RuntimeEntry>;
+} as const satisfies Record<RuntimeKind, RuntimeEntry>;
 
-export type RuntimeKind = keyof typeof RUNTIMES;
+export type { RuntimeKind } from "../runtime-kind.js";
 export const RUNTIME_KINDS = Object.keys(RUNTIMES) as RuntimeKind[];
 export const RUNTIME_FACTS = Object.fromEntries(RUNTIME_KINDS.map((k) => [k, RUNTIMES[k].facts])) as Record<
   RuntimeKind,
@@ -79,4 +81,40 @@ export function serverBackends(runtime: RuntimeKind, image?: string): readonly s
   const f = RUNTIME_FACTS[runtime];
   if (!f.imageDecides || image === undefined) return f.backends;
   return backendsOfImage(image);
+}
+
+/**
+ * What lint needs of the runtime that will serve a repository, as data (repo/rules/reporter.ts
+ * `LintServer`, matched by shape: the runtimes import nothing of lint, nor lint of them), and the
+ * backends that run only on a GPU with where they run, which lint names with or without a runtime.
+ */
+export function lintFacts(runtime?: RuntimeKind, image?: string) {
+  const gpuOnly = Object.fromEntries(
+    Object.entries(BACKEND_HOMES)
+      .filter(([, home]) => home.gpu)
+      .map(([backend]) => [backend, backendHome(backend).where]),
+  );
+  if (!runtime) return { gpuOnly };
+  const f = RUNTIME_FACTS[runtime];
+  const adapted = f.adaptedBackends;
+  const server = {
+    runtime,
+    backends: serverBackends(runtime, image),
+    missingBackend: (backend: string) => f.missingBackend(backend, image),
+    ...(f.tritonVersion ? { tritonVersion: f.tritonVersion } : {}),
+    ...(f.backendLibraries ? { backendLibraries: f.backendLibraries } : {}),
+    ...(adapted
+      ? {
+          adaptedBackends: Object.fromEntries(
+            Object.entries(adapted).map(([b, a]) => [
+              b,
+              { module: a.module, requirement: a.requirement, servedAs: adaptedServing(a, runtime) },
+            ]),
+          ),
+        }
+      : {}),
+    stagingElsewhere: f.stagingSeenAs !== undefined,
+    buildsEnvironments: f.buildsEnvironments === true,
+  };
+  return { gpuOnly, server };
 }

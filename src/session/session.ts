@@ -23,7 +23,7 @@ import type {
   ServerHandle,
   StartedRun,
 } from "../runtimes/driver.js";
-import { RUNTIME_FACTS, adaptedServing, type RuntimeFlags, type RuntimeKind } from "../runtimes/kinds.js";
+import { RUNTIME_FACTS, adaptedServing, lintFacts, type RuntimeFlags, type RuntimeKind } from "../runtimes/kinds.js";
 import type { BackendAdapterOptions } from "../reload/adapters/backend-adapter.js";
 import type { ModelEnvironments } from "../envs/model-environments.js";
 import { refuseForeignFlags } from "../runtimes/flags.js";
@@ -113,8 +113,7 @@ export function lintOptionsFor(
   image?: string,
 ): LintOptions {
   return {
-    runtime,
-    ...(image ? { image } : {}),
+    ...lintFacts(runtime, image),
     gpuAvailable: gpus === undefined ? true : gpus > 0,
     // One severity with `lint`: a config asking for a GPU is no mistake, it is for another
     // machine. `up` skips the model with the reason; the watcher does not stage its edits.

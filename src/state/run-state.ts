@@ -5,7 +5,7 @@ import type { Paths } from "../config/paths.js";
 import { UserError } from "../errors.js";
 import { writeFileAtomic } from "./atomic-write.js";
 import path from "node:path";
-import type { RuntimeKind } from "../runtimes/kinds.js";
+import type { RuntimeKind } from "../runtime-kind.js";
 
 /** The record of the current run, so `status`, `logs` and `down` work from another shell. */
 export const runStateSchema = z.object({

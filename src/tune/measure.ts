@@ -9,12 +9,12 @@ import {
   variantName,
   VariantError,
   type StagingTarget,
+  lintOfRun,
   type Variant,
 } from "../perf/variants.js";
 import { applyConfigEdits, renameConfig } from "../repo/config-edit.js";
 import { clientForRun } from "../triton/http-client.js";
 import type { TunePlan } from "./plan.js";
-import { describeConfirmation } from "./report.js";
 import {
   budgetViolation,
   clearlyDominated,
@@ -24,6 +24,7 @@ import {
   type Measured,
   type Trial,
   windowsNoise,
+  describeConfirmation,
 } from "./search.js";
 import { candidateKey, editsBetween, type Candidate } from "./space.js";
 import type { TrialPhases, TuneConfirmation, TunedTrial, TuneDeps, TuneOptions } from "./types.js";
@@ -78,7 +79,7 @@ export class CandidateBench {
       repository: state.repository,
       reload: state.reload,
       client: clientForRun(state),
-      lint: { runtime: state.runtime },
+      lint: lintOfRun(state),
     };
   }
 

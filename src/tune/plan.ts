@@ -1,11 +1,9 @@
 import fsp from "node:fs/promises";
 import path from "node:path";
-import { resolvePaths } from "../config/paths.js";
 import { UsageError, UserError } from "../errors.js";
 import { log } from "../log/logger.js";
 import { HttpControl } from "../perf/control.js";
-import type { PerfDeps, PerfOptions } from "../perf/run.js";
-import { currentRun } from "../session/current-run.js";
+import type { MeasuredRun, PerfDeps, PerfOptions } from "../perf/run.js";
 import type { RunState } from "../state/run-state.js";
 import type { ModelConfigSummary } from "../triton/grpc-client.js";
 import { clientForRun } from "../triton/http-client.js";
@@ -42,8 +40,8 @@ export interface TunePlan {
   perfDeps: PerfDeps;
 }
 
-async function liveRun(env: NodeJS.ProcessEnv): Promise<RunState> {
-  const run = await currentRun(resolvePaths(env), env);
+async function liveRun(recorded: MeasuredRun): Promise<RunState> {
+  const run = await recorded.find();
   if (!run)
     throw new UserError("nothing is running, so there is no server to tune on", {
       hint: "Start Triton with `triton-dev up --detach`; tune stages its candidates into the repository it serves.",
@@ -98,7 +96,7 @@ async function servedConfig(state: RunState, model: string): Promise<ModelConfig
  * the user's config in it, and perf's settings for every measurement.
  */
 export async function planTune(o: TuneOptions, deps: TuneDeps): Promise<TunePlan> {
-  const state = await liveRun(deps.env);
+  const state = await liveRun(deps.run);
   const config = await servedConfig(state, o.model);
   const configFile = path.join(state.modelsDir, o.model, "config.pbtxt");
   const servedFile = path.join(state.repository, o.model, "config.pbtxt");
@@ -128,6 +126,7 @@ export async function planTune(o: TuneOptions, deps: TuneDeps): Promise<TunePlan
   };
   const perfDeps: PerfDeps = {
     env: deps.env,
+    run: deps.run,
     ...(deps.signal ? { signal: deps.signal } : {}),
     progress: (line: string) => tlog.debug(line),
   };

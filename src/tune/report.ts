@@ -4,7 +4,7 @@
  */
 import type { TuneReport, TunedTrial } from "./run.js";
 import { compareNoisy, plusMinus } from "../perf/noise.js";
-import { roundsLed, type Confirmation } from "./search.js";
+import { describeConfirmation, roundsLed } from "./search.js";
 
 const gpuPct = (t: TunedTrial): number | undefined => {
   const g = t.level?.gpu?.gpus ?? [];
@@ -166,24 +166,6 @@ export function toCsv(r: TuneReport): string {
     ].map(q);
   });
   return [CSV_HEAD, ...rows].map((r) => r.join(",")).join("\n") + "\n";
-}
-
-/** One line on what the side-by-side check found, and which of the two is kept. */
-export function describeConfirmation(c: Confirmation, winnerKey: string, runnerUpKey: string, rounds?: number): string {
-  const led = c.led ?? { winner: 0, runnerUp: 0 };
-  const n = rounds ?? led.winner + led.runnerUp;
-  const pct = (x: number) => `${x >= 0 ? "+" : ""}${(x * 100).toFixed(1)}%`;
-  const noise = `±${(c.band * 100).toFixed(1)}%`;
-  const what = `${runnerUpKey} at ${pct(c.ratio - 1)} of ${winnerKey}, the median`;
-  if (c.verdict === "confirmed")
-    return `confirmed: ${winnerKey} led ${led.winner}/${n} rounds beyond the noise ${noise}; ${what}`;
-  if (c.verdict === "overturned")
-    return `overturned: ${runnerUpKey} led ${led.runnerUp}/${n} rounds beyond the noise ${noise}; ${runnerUpKey} wins; ${what}`;
-  const kept = c.pick === "winner" ? winnerKey : runnerUpKey;
-  return (
-    `within noise: neither led a majority of ${n} rounds beyond ${noise} (${winnerKey} ${led.winner}, ${runnerUpKey} ${led.runnerUp}); ` +
-    `no winner is declared, ${kept} is kept; ${what}`
-  );
 }
 
 /** What the side-by-side check of the winner against the runner-up found, or why there was none. */

@@ -1,4 +1,5 @@
 /** What `triton-dev tune` is asked, what it reports, and the records of its candidates. */
+import type { MeasuredRun } from "../perf/run.js";
 import type { LevelResult } from "../perf/profile.js";
 import type { InputDataSource } from "../perf/inputs.js";
 import type { Protocol } from "../perf/protocol.js";
@@ -32,6 +33,8 @@ export interface TuneOptions {
 
 export interface TuneDeps {
   env: NodeJS.ProcessEnv;
+  /** The run tuned on, whose repository candidates are staged into (session/measured-run.ts `recordedRun`). */
+  run: MeasuredRun;
   signal?: AbortSignal;
   progress?: (line: string) => void;
   /** Called after each candidate, for a live view (the dashboard's panel). */

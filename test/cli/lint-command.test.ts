@@ -318,19 +318,27 @@ describe("lint --explain", () => {
 });
 
 describe("lint --list-rules", () => {
-  it("lists every code of the rule table with its severity, area and meaning, one line each, and checks nothing", async () => {
+  it("lists every code of the rule table with its severity, area, commands and meaning, one line each, and checks nothing", async () => {
     const out = capture();
     // The repository argument is not looked at: this one does not exist.
     expect(await runLint("no-such-folder", { listRules: true }, { output: out })).toBe(0);
     const lines = out.text().split("\n");
     const rows = ruleTable();
-    expect(lines[0]).toMatch(/^CODE +SEVERITY +AREA +MEANING$/);
+    expect(lines[0]).toMatch(/^CODE +SEVERITY +AREA +REPORTED BY +MEANING$/);
     expect(lines.at(-1)).toBe(`${rows.length} codes`);
     expect(lines.slice(1, -1)).toHaveLength(rows.length);
     expect(lines).toContainEqual(
-      expect.stringMatching(/^io-duplicate +warning +io +two inputs or two outputs of one name$/),
+      expect.stringMatching(/^io-duplicate +warning +io +lint,up,lsp +two inputs or two outputs of one name$/),
     );
-    expect(lines).toContainEqual(expect.stringMatching(/^gpu-unavailable +error or warning +instances +a KIND_GPU/));
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^gpu-unavailable +error or warning +instances +lint,up,lsp +a KIND_GPU/),
+    );
+    // Codes raised outside lint are listed too, with the command that reports them.
+    expect(lines).toContainEqual(expect.stringMatching(/^staging-no-space +error +staging +up,status +no space/));
+    expect(lines).toContainEqual(expect.stringMatching(/^triton-load-failed +error +editor +lsp +the running Triton/));
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^requirements-install-failed +error +serving +up,status +pip could not install/),
+    );
   });
 
   it("gives the rows as JSON with --json", async () => {
@@ -342,6 +350,7 @@ describe("lint --list-rules", () => {
       code: "config-syntax",
       severity: "error",
       area: "config",
+      commands: ["lint", "up", "lsp"],
       description: "config.pbtxt is not valid protobuf text",
     });
   });

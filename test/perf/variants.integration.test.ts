@@ -2,7 +2,7 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resolvePaths } from "../../src/config/paths.js";
-import { removeVariant, stageVariant, type StagingTarget, type Variant } from "../../src/perf/variants.js";
+import { lintOfRun, removeVariant, stageVariant, type StagingTarget, type Variant } from "../../src/perf/variants.js";
 import { renameConfig } from "../../src/repo/config-edit.js";
 import { readRunState, type RunState } from "../../src/state/run-state.js";
 import { clientForRun } from "../../src/triton/http-client.js";
@@ -33,7 +33,7 @@ describe("removing a variant just after it was published (real Triton, poll mode
       repository: state.repository,
       reload: state.reload,
       client: clientForRun(state),
-      lint: { runtime: state.runtime },
+      lint: lintOfRun(state),
     };
   }, 300_000);
 

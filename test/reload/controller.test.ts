@@ -18,6 +18,7 @@ import {
   writeFiles,
 } from "../repo/helpers.js";
 import { startFakeTriton, type FakeTriton } from "./fake-triton.js";
+import { lintFacts } from "../../src/runtimes/kinds.js";
 
 afterAll(removeTempRepos);
 
@@ -112,7 +113,7 @@ async function setup(
         o.onEvent?.(e, logFile);
       },
     },
-    lint: { runtime: "local" },
+    lint: { ...lintFacts("local") },
     loadTimeoutMs: 5_000,
     ...(o.autoCompleteConfig !== undefined ? { autoCompleteConfig: o.autoCompleteConfig } : {}),
   });

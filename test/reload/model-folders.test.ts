@@ -6,6 +6,7 @@ import { lintRepository } from "../../src/repo/lint.js";
 import { StagingRepository } from "../../src/reload/stage.js";
 import { RepositoryWatcher, type ModelChange } from "../../src/reload/watch.js";
 import { ECHO_MODEL_PY, pythonConfig, pythonModel, removeTempRepos, tempRepo, writeFiles } from "../repo/helpers.js";
+import { lintFacts } from "../../src/runtimes/kinds.js";
 
 afterAll(removeTempRepos);
 
@@ -35,7 +36,7 @@ describe("which entries of a repository are models", () => {
     expect(await listModelDirs(repo)).toEqual(models);
     expect(await requireModelRepository(repo)).toEqual(models);
 
-    const lint = await lintRepository(repo, { runtime: "local" });
+    const lint = await lintRepository(repo, { ...lintFacts("local") });
     expect(lint.models.map((m) => [m.name, m.wouldLoad])).toEqual([
       ["linked", true],
       ["plain", true],

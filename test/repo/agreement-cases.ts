@@ -17,6 +17,7 @@ import {
   tempRepo,
   writeFiles,
 } from "./helpers.js";
+import { lintFacts } from "../../src/runtimes/kinds.js";
 
 export interface Case {
   model: string;
@@ -1094,7 +1095,7 @@ export async function caseRepository(): Promise<{ repo: string; lint: LintResult
   await scaffoldPythonModel(repo, SCAFFOLD);
   // As the harness runs Triton: auto-complete off (none of these models completes its config).
   const lint = await lintRepository(repo, {
-    runtime: "local",
+    ...lintFacts("local"),
     gpuAvailable: false,
     gpuMissingSeverity: "error",
     autoComplete: false,
@@ -1215,7 +1216,7 @@ export async function autoCompleteRepository(
   const repo = await tempRepo();
   for (const c of AUTO_COMPLETE_CASES) await writeFiles(repo, c.files);
   const lint = await lintRepository(repo, {
-    runtime: "local",
+    ...lintFacts("local"),
     gpuAvailable: false,
     gpuMissingSeverity: "error",
     autoComplete: true,

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type LintResult, lintRepository } from "../../src/repo/lint.js";
 import { CASES, SCAFFOLD, caseRepository } from "./agreement-cases.js";
 import { removeTempRepos, summary } from "./helpers.js";
+import { lintFacts } from "../../src/runtimes/kinds.js";
 
 afterAll(removeTempRepos);
 
@@ -56,7 +57,7 @@ describe("lint agrees with Triton", () => {
 
   it("`triton-dev lint` (GPU problems as warnings) reaches the same verdict as `up`", async () => {
     const asLint = await lintRepository(repo, {
-      runtime: "local",
+      ...lintFacts("local"),
       gpuAvailable: false,
       gpuMissingSeverity: "warning",
       autoComplete: false,

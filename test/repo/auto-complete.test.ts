@@ -11,12 +11,13 @@ import {
   tempRepo,
   writeFiles,
 } from "./helpers.js";
+import { lintFacts } from "../../src/runtimes/kinds.js";
 
 afterAll(removeTempRepos);
 
 describe("Triton's config auto-complete: which models need it", () => {
   it("is not needed by the sample models (python with full configs, an ensemble)", async () => {
-    const lint = await lintRepository(SAMPLE_MODELS, { runtime: "local", gpuAvailable: true });
+    const lint = await lintRepository(SAMPLE_MODELS, { ...lintFacts("local"), gpuAvailable: true });
     expect(await autoCompleteNeeds(lint.models)).toEqual([]);
   });
 
@@ -31,7 +32,7 @@ describe("Triton's config auto-complete: which models need it", () => {
       "onnx/config.pbtxt": 'name: "onnx"\nplatform: "onnxruntime_onnx"\n',
       "onnx/1/model.onnx": ECHO_ONNX,
     });
-    const lint = await lintRepository(repo, { runtime: "docker", gpuAvailable: true });
+    const lint = await lintRepository(repo, { ...lintFacts("docker"), gpuAvailable: true });
     const needs = await autoCompleteNeeds(lint.models);
     expect(needs.map((n) => n.model).sort()).toEqual(["completes", "noconfig", "onnx"]);
     expect(needs.find((n) => n.model === "completes")!.reason).toBe(

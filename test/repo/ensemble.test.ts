@@ -13,6 +13,7 @@ import {
   writeFiles,
   removeTempRepos,
 } from "./helpers.js";
+import { lintFacts } from "../../src/runtimes/kinds.js";
 
 afterAll(removeTempRepos);
 
@@ -462,7 +463,7 @@ describe("the ensemble against the models it runs", () => {
       "plan/config.pbtxt": `name: "plan"\nplatform: "tensorrt_plan"\nmax_batch_size: 8\n${ECHO_IO}`,
       "plan/1/model.plan": "engine",
     };
-    const { diagnostics } = await lintEnsemble(cfg, onnx, { runtime: "local" });
+    const { diagnostics } = await lintEnsemble(cfg, onnx, { ...lintFacts("local") });
     expectOne(
       diagnostics,
       "ensemble-model-unavailable",

@@ -5,6 +5,7 @@ import { UserError } from "../../src/errors.js";
 import { scaffoldPythonModel, validateModelName } from "../../src/repo/init.js";
 import { lintRepository } from "../../src/repo/lint.js";
 import { summary, tempRepo, removeTempRepos } from "./helpers.js";
+import { lintFacts } from "../../src/runtimes/kinds.js";
 
 afterAll(removeTempRepos);
 
@@ -18,7 +19,7 @@ describe("scaffoldPythonModel", () => {
     ]);
     expect(fs.readFileSync(r.files[0]!, "utf8")).toContain('name: "my_model"');
     for (const runtime of ["local", "docker", "kind"] as const) {
-      const result = await lintRepository(repo, { runtime, gpuAvailable: false });
+      const result = await lintRepository(repo, { ...lintFacts(runtime), gpuAvailable: false });
       expect(summary(result.diagnostics), runtime).toEqual([]);
     }
   });

@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { ConfigCompleter, CompletionRequest } from "../../src/repo/auto-complete-run.js";
 import { lintRepository } from "../../src/repo/lint.js";
 import { ECHO_MODEL_PY, pythonConfig, removeTempRepos, summary, tempRepo, writeFiles } from "./helpers.js";
+import { lintFacts } from "../../src/runtimes/kinds.js";
 
 afterAll(removeTempRepos);
 
@@ -56,7 +57,7 @@ describe("lint without a completer runs no model code", () => {
       "m/config.pbtxt": pythonConfig("m", 'input [ { name: "INPUT0" data_type: TYPE_FP32 } ]\n', 0),
       "m/1/model.py": model,
     });
-    const r = await lintRepository(repo, { runtime: "local" });
+    const r = await lintRepository(repo, { ...lintFacts("local") });
     expect(fs.existsSync(marker)).toBe(false);
     expect(r.errorCount).toBe(0);
     const m = r.models[0]!;
@@ -91,7 +92,7 @@ describe("lint without a completer runs no model code", () => {
           hint: "Allow unprivileged user namespaces.",
         }),
     };
-    const r = await lintRepository(repo, { runtime: "local", completer: refusing });
+    const r = await lintRepository(repo, { ...lintFacts("local"), completer: refusing });
     expect(r.errorCount).toBe(0);
     const notRun = r.models[0]!.diagnostics.find((d) => d.code === "auto-complete-not-run")!;
     expect(notRun).toMatchObject({ severity: "warning", file: path.join(repo, "m", "1", "model.py") });
@@ -110,7 +111,7 @@ describe("lint without a completer runs no model code", () => {
       "m/config.pbtxt": pythonConfig("m") + "instance_group [ { kind: KIND_GPU gpus: [ -1 ] } ]\n",
       "m/1/model.py": sideEffectModel(marker),
     });
-    const r = await lintRepository(repo, { runtime: "local", gpuAvailable: true });
+    const r = await lintRepository(repo, { ...lintFacts("local"), gpuAvailable: true });
     expect(fs.existsSync(marker)).toBe(false);
     expect(summary(r.diagnostics).filter((s) => s.startsWith("error"))).toEqual([
       expect.stringMatching(/^error gpu-id-invalid@/),

@@ -16,6 +16,7 @@ import {
   writeFiles,
   removeTempRepos,
 } from "./helpers.js";
+import { lintFacts } from "../../src/runtimes/kinds.js";
 
 afterAll(removeTempRepos);
 
@@ -25,10 +26,10 @@ describe("the sample repository (models/)", () => {
     // The GPU sample model is the one finding without a GPU, and only a warning.
     [
       "for the local runtime on a machine without a GPU",
-      { runtime: "local" as const, gpuAvailable: false },
+      { ...lintFacts("local"), gpuAvailable: false },
       ["warning gpu-unavailable@32:11 instance group 1 asks for KIND_GPU, but this machine has no GPU"],
     ],
-    ["for docker on a GPU machine", { runtime: "docker" as const, gpuAvailable: true, gpuCount: 1 }, []],
+    ["for docker on a GPU machine", { ...lintFacts("docker"), gpuAvailable: true, gpuCount: 1 }, []],
   ])("lints clean %s", async (_label, options, expected) => {
     expect(fs.existsSync(SAMPLE_MODELS)).toBe(true);
     const r = await lintRepository(SAMPLE_MODELS, options);
@@ -84,7 +85,7 @@ describe("the article's configs as a repository", () => {
 
   it("reports what Triton would refuse, and why", async () => {
     const repo = await articleRepo();
-    const r = await lintRepository(repo, { runtime: "local", gpuAvailable: false });
+    const r = await lintRepository(repo, { ...lintFacts("local"), gpuAvailable: false });
     const by = (m: string) =>
       r.models.find((x) => x.name === m)!.diagnostics.map((d) => `${d.severity} ${d.code}@${d.line}:${d.column}`);
     expect(by("bert_large")).toEqual(["error platform-unknown@2:11", "warning gpu-unavailable@9:11"]);
@@ -185,7 +186,7 @@ describe("lintRepository", () => {
       (await lintRepository(repo, options)).models.map(
         (m) => `${m.name}: ${m.wouldLoad ? "loads" : "does not load"}${m.unavailable ? `, ${m.unavailable}` : ""}`,
       );
-    expect(await verdicts({ runtime: "local", gpuAvailable: false })).toEqual([
+    expect(await verdicts({ ...lintFacts("local"), gpuAvailable: false })).toEqual([
       "broken: does not load",
       "gpu: does not load, needs a GPU",
       "plan: does not load, needs the tensorrt backend, not in the local runtime",
@@ -194,7 +195,7 @@ describe("lintRepository", () => {
     // Where nothing is known of the machine or runtime, nothing stops them.
     expect(await verdicts({})).toEqual(["broken: does not load", "gpu: loads", "plan: loads", "py: loads"]);
     // At `up` a missing GPU is an error: the model does not load, and not for a "here" reason.
-    expect(await verdicts({ runtime: "docker", gpuAvailable: false, gpuMissingSeverity: "error" })).toEqual([
+    expect(await verdicts({ ...lintFacts("docker"), gpuAvailable: false, gpuMissingSeverity: "error" })).toEqual([
       "broken: does not load",
       "gpu: does not load",
       "plan: loads",
@@ -315,7 +316,7 @@ describe("the model-file rule (repo/model-files.ts) in lint", () => {
 });
 
 describe("layouts users write: Triton's verdict, and where the file should go", () => {
-  const local: LintOptions = { runtime: "local", gpuAvailable: false };
+  const local: LintOptions = { ...lintFacts("local"), gpuAvailable: false };
   async function lintOne(files: Record<string, string>, model: string, options: LintOptions = local) {
     const repo = await tempRepo();
     await writeFiles(repo, files);
@@ -377,7 +378,9 @@ describe("layouts users write: Triton's verdict, and where the file should go", 
     ["model.py", pythonConfig("m")],
     ["model.onnx", `name: "m"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n${ECHO_IO}`],
   ])("%s beside config.pbtxt instead of in m/1/: an error saying to move it there", async (file, config) => {
-    const { m, lines } = await lintOne({ "m/config.pbtxt": config, [`m/${file}`]: "x" }, "m", { runtime: "docker" });
+    const { m, lines } = await lintOne({ "m/config.pbtxt": config, [`m/${file}`]: "x" }, "m", {
+      ...lintFacts("docker"),
+    });
     expect(m.wouldLoad).toBe(false);
     expect(lines).toEqual([
       `error version-missing m/config.pbtxt: Move it into m/1/ (m/1/${file}); m/config.pbtxt stays where it is.`,
@@ -397,7 +400,7 @@ describe("layouts users write: Triton's verdict, and where the file should go", 
       ),
     ]);
     // Docker's image has TensorRT: Triton completes the config from the file.
-    expect((await lintOne(files, "m", { runtime: "docker" })).lines).toEqual([
+    expect((await lintOne(files, "m", { ...lintFacts("docker") })).lines).toEqual([
       expect.stringMatching(/^warning config-missing m: /),
     ]);
   });

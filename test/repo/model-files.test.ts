@@ -6,6 +6,7 @@ import { lintRepository } from "../../src/repo/lint.js";
 import { ModelFileError, hashModelDir, listModelFiles } from "../../src/repo/model-files.js";
 import { StagingError, StagingRepository } from "../../src/reload/stage.js";
 import { pythonModel, removeTempRepos, tempRepo, writeFiles } from "./helpers.js";
+import { lintFacts } from "../../src/runtimes/kinds.js";
 
 afterAll(removeTempRepos);
 
@@ -164,7 +165,7 @@ describe("one rule for lint, staging and hashing", () => {
     await fsp.symlink(path.join(outside, "tree"), v("outside-dir", "x"));
     execFileSync("mkfifo", [v("fifo", "x")]);
     await fsp.symlink("/dev/null", v("device", "x"));
-    const lint = await lintRepository(repo, { runtime: "local" });
+    const lint = await lintRepository(repo, { ...lintFacts("local") });
     const lintRefused = lint.models.filter((m) => !m.wouldLoad).map((m) => m.name);
     const stagingRefused: string[] = [];
     await new StagingRepository(await tempRepo()).init(

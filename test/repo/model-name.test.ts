@@ -12,6 +12,7 @@ import {
   tempRepo,
   writeFiles,
 } from "./helpers.js";
+import { lintFacts } from "../../src/runtimes/kinds.js";
 
 describe("modelNameProblem", () => {
   // Served by the real tritonserver 2.51 with the python backend, loaded and inferred over HTTP.
@@ -105,7 +106,7 @@ describe("lint of model names", () => {
       ...unnamedPython("with_space"), // taken: the suggestion for 'with space' must differ
       ...Object.assign({}, ...bad.map((n) => unnamedPython(n))),
     });
-    const r = await lintRepository(repo, { runtime: "local", gpuAvailable: false });
+    const r = await lintRepository(repo, { ...lintFacts("local"), gpuAvailable: false });
     const byName = new Map(r.models.map((m) => [m.name, m]));
     expect(byName.get("good")!.wouldLoad).toBe(true);
     expect(byName.get("with_space")!.wouldLoad).toBe(true);

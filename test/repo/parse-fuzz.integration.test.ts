@@ -16,6 +16,7 @@ import { type Diagnostic, DiagnosticError } from "../../src/repo/diagnostics.js"
 import { ModelConfigSchema } from "../../src/repo/gen/model_config_pb.js";
 import { type LintOptions, type LintResult, lintRepository } from "../../src/repo/lint.js";
 import { parseModelConfig, parseModelConfigOrThrow } from "../../src/repo/parse.js";
+import { lintFacts } from "../../src/runtimes/kinds.js";
 import { ARTICLE_FIXTURES, ECHO_MODEL_PY, SAMPLE_MODELS, removeTempRepos, tempRepo, writeFiles } from "./helpers.js";
 
 afterAll(removeTempRepos);
@@ -720,7 +721,7 @@ describe("lint fuzzing (lintRepository, every rule, ensembles across models)", (
     it("lints a valid megabyte config, and one with a random edit or byte flip", async () => {
       const unicode = fc.sample(fc.constantFrom("é", "模型", "😀", "x"), 1)[0]!;
       const text = bigModel(unicode);
-      const clean = await lintCase(text, { runtime: "local" }, LARGE_MS);
+      const clean = await lintCase(text, lintFacts("local"), LARGE_MS);
       expect(clean.models.find((m) => m.name === "fuzzed")!.diagnostics.filter((d) => d.severity === "error")).toEqual(
         [],
       );
@@ -731,7 +732,7 @@ describe("lint fuzzing (lintRepository, every rule, ensembles across models)", (
             byteEdit(Buffer.byteLength(text)).map((e) => applyBytes(Buffer.from(text), e as ByteEdit)),
           ),
           async (content) => {
-            await lintCase(content, { runtime: "local" }, LARGE_MS);
+            await lintCase(content, lintFacts("local"), LARGE_MS);
           },
         ),
         { numRuns: runs(3) },

@@ -66,7 +66,9 @@ describe("the rule table", () => {
 
   it("has every area file of src/repo/rules/ in the table", async () => {
     const dir = path.join(ROOT, "src/repo/rules");
-    const areaFiles = fs.readdirSync(dir).filter((f) => f.endsWith(".ts") && !["rule.ts", "reporter.ts"].includes(f));
+    const areaFiles = fs
+      .readdirSync(dir)
+      .filter((f) => f.endsWith(".ts") && !["rule.ts", "reporter.ts", "codes.ts"].includes(f));
     for (const f of areaFiles) {
       const exports = Object.values((await import(path.join(dir, f))) as Record<string, unknown>);
       expect(
@@ -84,7 +86,12 @@ describe("the rule table", () => {
       ]),
     );
     const inTests = codesInTests();
-    const without = rows.map((r) => r.code).filter((c) => !agreement.has(c) && !inTests.has(c));
+    // Lint's codes; those of other commands (staging, environments, the editor's verdict) come from
+    // code outside lint, typed by the table (Diagnostic.code), and are listed, not linted for.
+    const without = rows
+      .filter((r) => r.commands.includes("lint"))
+      .map((r) => r.code)
+      .filter((c) => !agreement.has(c) && !inTests.has(c));
     expect(without, "codes no test produces: add a case to test/repo/agreement-cases.ts or a unit test").toEqual([]);
   });
 

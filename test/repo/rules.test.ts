@@ -14,6 +14,7 @@ import {
   writeFiles,
   removeTempRepos,
 } from "./helpers.js";
+import { lintFacts } from "../../src/runtimes/kinds.js";
 
 afterAll(removeTempRepos);
 
@@ -142,7 +143,7 @@ describe("name, platform and backend", () => {
 
   it("catches a misspelt backend", async () => {
     const cfg = pythonConfig("m").replace('"python"', '"pyton"');
-    const { diagnostics } = await lint(cfg, undefined, { runtime: "local" });
+    const { diagnostics } = await lint(cfg, undefined, { ...lintFacts("local") });
     expect(expectOne(diagnostics, "backend-unknown", posOf(cfg, '"pyton"'), "unknown backend 'pyton'").hint).toBe(
       'Did you mean backend: "python"?',
     );
@@ -163,7 +164,7 @@ describe("name, platform and backend", () => {
 
   it("warns when the chosen runtime lacks the backend", async () => {
     const cfg = `name: "m"\nplatform: "tensorrt_plan"\nmax_batch_size: 8\n${ECHO_IO}`;
-    const { diagnostics } = await lint(cfg, { "m/1/model.plan": "x" }, { runtime: "local" });
+    const { diagnostics } = await lint(cfg, { "m/1/model.plan": "x" }, { ...lintFacts("local") });
     const d = expectOne(
       diagnostics,
       "backend-unavailable",
@@ -172,13 +173,13 @@ describe("name, platform and backend", () => {
       "warning",
     );
     expect(d.hint).toContain("--runtime docker");
-    const docker = await lint(cfg, { "m/1/model.plan": "x" }, { runtime: "docker" });
+    const docker = await lint(cfg, { "m/1/model.plan": "x" }, { ...lintFacts("docker") });
     expect(summary(docker.diagnostics).filter((x) => x.includes("backend-unavailable"))).toEqual([]);
   });
 
   it("takes an onnxruntime model on the local runtime, which serves it through the python backend", async () => {
     const cfg = `name: "m"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n${ECHO_IO}`;
-    const { diagnostics } = await lint(cfg, { "m/1/model.onnx": ECHO_ONNX }, { runtime: "local" });
+    const { diagnostics } = await lint(cfg, { "m/1/model.onnx": ECHO_ONNX }, { ...lintFacts("local") });
     expect(summary(diagnostics)).toEqual([]);
   });
 
@@ -189,7 +190,7 @@ describe("name, platform and backend", () => {
     ] as const) {
       const cfg = `name: "m"\nbackend: "${backend}"\nmax_batch_size: 0\n${ECHO_IO}`;
       for (const runtime of ["local", "docker", "kind"] as const) {
-        const { diagnostics } = await lint(cfg, { "m/1/model.json": "{}" }, { runtime });
+        const { diagnostics } = await lint(cfg, { "m/1/model.json": "{}" }, lintFacts(runtime));
         const d = expectOne(
           diagnostics,
           "backend-unavailable",
@@ -203,14 +204,14 @@ describe("name, platform and backend", () => {
       // The hint followed: the runtime with that image has the backend.
       const image = `nvcr.io/nvidia/tritonserver:${flavour}`;
       for (const runtime of ["docker", "kind", "cluster"] as const) {
-        const { diagnostics } = await lint(cfg, { "m/1/model.json": "{}" }, { runtime, image });
+        const { diagnostics } = await lint(cfg, { "m/1/model.json": "{}" }, lintFacts(runtime, image));
         expect(diagnostics.filter((x) => x.code === "backend-unavailable")).toEqual([]);
       }
       // The release of the image given is kept; an image of unknown contents is not judged.
       const other = await lint(
         cfg,
         { "m/1/model.json": "{}" },
-        { runtime: "docker", image: "nvcr.io/nvidia/tritonserver:25.01-py3" },
+        { ...lintFacts("docker", "nvcr.io/nvidia/tritonserver:25.01-py3") },
       );
       expect(other.diagnostics.find((x) => x.code === "backend-unavailable")?.hint).toContain(
         `nvcr.io/nvidia/tritonserver:25.01-${flavour.replace(/^24\.10-/, "")}`,
@@ -218,7 +219,7 @@ describe("name, platform and backend", () => {
       const custom = await lint(
         cfg,
         { "m/1/model.json": "{}" },
-        { runtime: "docker", image: "registry.example/triton-custom:1" },
+        { ...lintFacts("docker", "registry.example/triton-custom:1") },
       );
       expect(custom.diagnostics.filter((x) => x.code === "backend-unavailable")).toEqual([]);
     }
@@ -229,19 +230,19 @@ describe("name, platform and backend", () => {
     const onGpu = (backend: string) =>
       `name: "m"\nbackend: "${backend}"\nmax_batch_size: 0\n${io}instance_group [ { kind: KIND_GPU } ]\n`;
     // A python model: KIND_CPU runs it here, and following the hint clears the warning.
-    const py = await lint(onGpu("python"), { "m/1/model.py": "" }, { runtime: "local", gpuAvailable: false });
+    const py = await lint(onGpu("python"), { "m/1/model.py": "" }, { ...lintFacts("local"), gpuAvailable: false });
     expect(py.diagnostics.find((d) => d.code === "gpu-unavailable")?.hint).toMatch(/^Use kind: KIND_CPU to run here/);
     const followed = await lint(
       onGpu("python").replace("KIND_GPU", "KIND_CPU"),
       { "m/1/model.py": "" },
       {
-        runtime: "local",
+        ...lintFacts("local"),
         gpuAvailable: false,
       },
     );
     expect(followed.diagnostics.filter((d) => d.code === "gpu-unavailable")).toEqual([]);
     // TorchScript on the local runtime: KIND_CPU would not make it load here.
-    const pt = await lint(onGpu("pytorch"), { "m/1/model.pt": "x" }, { runtime: "local", gpuAvailable: false });
+    const pt = await lint(onGpu("pytorch"), { "m/1/model.pt": "x" }, { ...lintFacts("local"), gpuAvailable: false });
     const hint = pt.diagnostics.find((d) => d.code === "gpu-unavailable")?.hint ?? "";
     if (pt.diagnostics.some((d) => d.code === "backend-unavailable")) {
       expect(hint).not.toMatch(/to run here/);
@@ -253,7 +254,11 @@ describe("name, platform and backend", () => {
       );
     }
     // A backend that runs only on a GPU never suggests KIND_CPU.
-    const trt = await lint(onGpu("tensorrt"), { "m/1/model.plan": "x" }, { runtime: "docker", gpuAvailable: false });
+    const trt = await lint(
+      onGpu("tensorrt"),
+      { "m/1/model.plan": "x" },
+      { ...lintFacts("docker"), gpuAvailable: false },
+    );
     expect(trt.diagnostics.find((d) => d.code === "gpu-unavailable")?.hint).toMatch(/runs only on a GPU/);
   });
 
@@ -723,12 +728,12 @@ describe("sequence batching, caches and newer fields", () => {
       `${ECHO_IO}model_metrics { metric_control [ { metric_identifier { family: "f" } histogram_options { buckets: [ 1 ] } } ] }\n`,
     );
     expectOne(
-      (await lint(cfg, undefined, { runtime: "local" })).diagnostics,
+      (await lint(cfg, undefined, { ...lintFacts("local") })).diagnostics,
       "field-newer-than-runtime",
       posOf(cfg, "model_metrics"),
       "'model_metrics' is newer than Triton 2.51",
     );
-    expect(summary((await lint(cfg, undefined, { runtime: "docker" })).diagnostics)).toEqual([]);
+    expect(summary((await lint(cfg, undefined, { ...lintFacts("docker") })).diagnostics)).toEqual([]);
   });
 
   it("model_metrics controls are complete", async () => {
@@ -907,7 +912,7 @@ describe("version folders and model files", () => {
     );
     const saved = `name: "m"\nplatform: "tensorflow_savedmodel"\n${ECHO_IO}`;
     expectOne(
-      (await lint(saved, { "m/1/model.savedmodel": "not a folder" }, { runtime: "docker" })).diagnostics,
+      (await lint(saved, { "m/1/model.savedmodel": "not a folder" }, { ...lintFacts("docker") })).diagnostics,
       "model-file-kind",
       posOf(saved, '"tensorflow_savedmodel"'),
       "model.savedmodel must be a directory",
@@ -1005,21 +1010,21 @@ describe("the runtime field", () => {
 
   it("is an error when the library is in none of the folders Triton looks in, where the runtime fixes the backend's", async () => {
     const config = withRuntime("libtriton_nope.so");
-    const { diagnostics } = await lint(config, undefined, { runtime: "local" });
+    const { diagnostics } = await lint(config, undefined, { ...lintFacts("local") });
     expectOne(diagnostics, "runtime-missing", posOf(config, '"libtriton_nope.so"'), "runtime 'libtriton_nope.so'");
     // Where the image decides what the backend's folder holds, nothing is known to be missing.
-    expect(summary((await lint(config, undefined, { runtime: "docker" })).diagnostics)).toEqual([]);
+    expect(summary((await lint(config, undefined, { ...lintFacts("docker") })).diagnostics)).toEqual([]);
   });
 
   it("finds a library the model folder holds, as Triton does", async () => {
     const config = withRuntime("libtriton_mine.so");
     const files = { "m/1/model.py": ECHO_MODEL_PY, "m/libtriton_mine.so": "" };
-    expect(summary((await lint(config, files, { runtime: "local" })).diagnostics)).toEqual([]);
+    expect(summary((await lint(config, files, { ...lintFacts("local") })).diagnostics)).toEqual([]);
   });
 
   it("takes a name that comes back into the backend's folder, and a leading '/', as Triton 2.51 does", async () => {
     for (const lib of ["../python/libtriton_python.so", "/libtriton_python.so"]) {
-      const { diagnostics } = await lint(withRuntime(lib), undefined, { runtime: "local" });
+      const { diagnostics } = await lint(withRuntime(lib), undefined, { ...lintFacts("local") });
       expect(summary(diagnostics)).toEqual([]);
     }
   });
@@ -1027,7 +1032,7 @@ describe("the runtime field", () => {
   it("refuses a name that leads out of the version folder it is found from", async () => {
     const config = withRuntime("../libtriton_python.so");
     const files = { "m/1/model.py": ECHO_MODEL_PY, "m/libtriton_python.so": "" };
-    const { diagnostics } = await lint(config, files, { runtime: "local" });
+    const { diagnostics } = await lint(config, files, { ...lintFacts("local") });
     expectOne(
       diagnostics,
       "runtime-escapes",
@@ -1039,7 +1044,7 @@ describe("the runtime field", () => {
   it("refuses a name that leads out of the backend's folder, whatever the runtime holds", async () => {
     const config = withRuntime("../python/..");
     for (const runtime of ["local", "docker"] as const) {
-      const { diagnostics } = await lint(config, undefined, { runtime });
+      const { diagnostics } = await lint(config, undefined, lintFacts(runtime));
       expectOne(
         diagnostics,
         "runtime-escapes",
@@ -1086,9 +1091,9 @@ describe("EXECUTION_ENV_PATH", () => {
 
   it("checks an absolute path only where Triton runs on this machine, and refuses a relative one there (a warning for a container)", async () => {
     const absolute = withEnv("/nonexistent/triton-dev-env.tar.gz");
-    const local = await lint(absolute, undefined, { runtime: "local" });
+    const local = await lint(absolute, undefined, { ...lintFacts("local") });
     expect(local.diagnostics.map((d) => d.code)).toEqual(["execution-env-missing"]);
-    expect(summary((await lint(absolute, undefined, { runtime: "docker" })).diagnostics)).toEqual([]);
+    expect(summary((await lint(absolute, undefined, { ...lintFacts("docker") })).diagnostics)).toEqual([]);
     // Plain lint agrees with `up` on this machine (the local runtime), saying how to lint for a container.
     const plain = await lint(absolute);
     expect(plain.diagnostics.map((d) => d.code)).toEqual(["execution-env-missing"]);
@@ -1097,11 +1102,11 @@ describe("EXECUTION_ENV_PATH", () => {
     // Where triton-dev starts tritonserver here (in its own run folder) a relative path is never
     // found: lint and up refuse it alike.
     for (const runtime of [undefined, "local"] as const) {
-      const found = await lint(relative, undefined, runtime ? { runtime } : {});
+      const found = await lint(relative, undefined, runtime ? lintFacts(runtime) : {});
       expect(found.diagnostics.map((d) => [d.code, d.severity])).toEqual([["execution-env-relative", "error"]]);
       expect(found.diagnostics[0]!.message).toContain("Failed to get the canonical path");
     }
-    const docker = await lint(relative, undefined, { runtime: "docker" });
+    const docker = await lint(relative, undefined, { ...lintFacts("docker") });
     expect(docker.diagnostics.map((d) => [d.code, d.severity])).toEqual([["execution-env-relative", "warning"]]);
   });
 });

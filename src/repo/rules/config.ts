@@ -37,6 +37,12 @@ export const CONFIG_CODES = codes({
   },
 });
 
+declare module "./codes.js" {
+  interface CodeTables {
+    config: typeof CONFIG_CODES;
+  }
+}
+
 export const CONFIG: RuleArea<typeof CONFIG_CODES> = {
   area: "config",
   codes: CONFIG_CODES,

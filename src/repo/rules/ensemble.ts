@@ -76,6 +76,12 @@ export const ENSEMBLE_CODES = codes({
   "ensemble-cycle": { severity: "error", description: "ensembles that run each other" },
 });
 
+declare module "./codes.js" {
+  interface CodeTables {
+    ensemble: typeof ENSEMBLE_CODES;
+  }
+}
+
 /** The checks of an ensemble against the models it runs: lint.ts runs them once every model has its own. */
 export const ENSEMBLE: RuleArea<typeof ENSEMBLE_CODES> = {
   area: "ensemble",

@@ -3,7 +3,6 @@
  * runtime's Triton, model metrics, and keys given twice in a map.
  */
 import { FIELDS_AFTER_2_51 } from "../backends.js";
-import { RUNTIME_FACTS } from "../../runtimes/kinds.js";
 import type { ModelContext, Reporter } from "./reporter.js";
 import { seenAsModel, codes, type ModelRule, type RuleArea } from "./rule.js";
 
@@ -17,13 +16,19 @@ export const FIELDS_CODES = codes({
   "map-duplicate-key": { severity: "warning", description: "a key given twice in a map field; only the last is kept" },
 });
 
+declare module "./codes.js" {
+  interface CodeTables {
+    fields: typeof FIELDS_CODES;
+  }
+}
+
 /**
  * A runtime pinned to Triton 2.51 (the local one) rejects these outright, so the config cannot
  * load there: an error. Where the image decides the release, nothing is known to reject them.
  */
 function checkNewerFields(ctx: ModelContext, r: Reporter): void {
-  const runtime = ctx.options.runtime;
-  const version = runtime ? RUNTIME_FACTS[runtime].tritonVersion : undefined;
+  const runtime = ctx.options.server?.runtime;
+  const version = ctx.options.server?.tritonVersion;
   if (!runtime || version !== "2.51") return;
   for (const f of FIELDS_AFTER_2_51) {
     if (ctx.parsed.source.has(f)) {

@@ -6,7 +6,6 @@ import { ModelInstanceGroup_KindSchema, ModelInstanceGroup_Kind } from "../gen/m
 import { type ModelContext, type Reporter, enumName } from "./reporter.js";
 import { seenAsModel, codes, type ModelRule, type RuleArea } from "./rule.js";
 import { ENSEMBLE_PLATFORM } from "../backends.js";
-import { BACKEND_HOMES, RUNTIME_FACTS, backendHome, serverBackends } from "../../runtimes/kinds.js";
 
 export const INSTANCES_CODES = codes({
   "instance-count-negative": { severity: "warning", description: "an instance group count below 0" },
@@ -25,6 +24,12 @@ export const INSTANCES_CODES = codes({
   },
 });
 
+declare module "./codes.js" {
+  interface CodeTables {
+    instances: typeof INSTANCES_CODES;
+  }
+}
+
 const kindName = (k: ModelInstanceGroup_Kind): string => enumName(ModelInstanceGroup_KindSchema, k);
 
 /**
@@ -34,16 +39,16 @@ const kindName = (k: ModelInstanceGroup_Kind): string => enumName(ModelInstanceG
  */
 function gpuHint(ctx: ModelContext): string {
   const backend = ctx.autofill.backend;
-  const home = backend ? BACKEND_HOMES[backend] : undefined;
-  if (home?.gpu)
-    return `The ${backend} backend runs only on a GPU: serve this model on a machine with an NVIDIA GPU (${backendHome(backend!).where.replace(/, on a machine with an NVIDIA GPU$/, "")}).`;
-  const runtime = ctx.options.runtime;
-  const has = runtime ? serverBackends(runtime, ctx.options.image) : undefined;
-  if (backend && runtime && has && !has.includes(backend))
-    return `KIND_CPU alone does not make it run here: the ${runtime} runtime has no ${backend} backend (see the backend finding for where it runs).`;
+  const gpuOnly = backend ? ctx.options.gpuOnly?.[backend] : undefined;
+  if (gpuOnly)
+    return `The ${backend} backend runs only on a GPU: serve this model on a machine with an NVIDIA GPU (${gpuOnly.replace(/, on a machine with an NVIDIA GPU$/, "")}).`;
+  const server = ctx.options.server;
+  const has = server?.backends;
+  if (backend && server && has && !has.includes(backend))
+    return `KIND_CPU alone does not make it run here: the ${server.runtime} runtime has no ${backend} backend (see the backend finding for where it runs).`;
   // A backend served through an adapter whose library triton-dev never installs unasked (torch for
   // TorchScript on the local runtime): KIND_CPU alone would lead to "torch is not importable" at load.
-  const adapted = backend && runtime ? RUNTIME_FACTS[runtime].adaptedBackends?.[backend] : undefined;
+  const adapted = backend ? server?.adaptedBackends?.[backend] : undefined;
   if (adapted && !adapted.requirement)
     return `Use kind: KIND_CPU to run here, with ${adapted.module} in the model's environment (list ${adapted.module} in a requirements.txt beside config.pbtxt, or run \`triton-dev setup --with-site-packages\` from a Python that has it); or KIND_AUTO to use a GPU wherever there is one.`;
   return "Use kind: KIND_CPU to run here, or KIND_AUTO to use a GPU wherever there is one.";

@@ -46,6 +46,12 @@ export const IO_CODES = codes({
   "batch-output-duplicate-target": { severity: "error", description: "a batch_output that lists one target twice" },
 });
 
+declare module "./codes.js" {
+  interface CodeTables {
+    io: typeof IO_CODES;
+  }
+}
+
 /** Element count of a shape; -1 when any dimension is variable. */
 function elementCount(dims: readonly bigint[]): bigint {
   let n = 1n;

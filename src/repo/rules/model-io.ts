@@ -50,6 +50,12 @@ export const MODEL_IO_CODES = codes({
   },
 });
 
+declare module "./codes.js" {
+  interface CodeTables {
+    "model-io": typeof MODEL_IO_CODES;
+  }
+}
+
 export const MODEL_IO: RuleArea<typeof MODEL_IO_CODES> = {
   area: "model-io",
   codes: MODEL_IO_CODES,

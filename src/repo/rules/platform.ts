@@ -9,7 +9,6 @@ import { ModelInstanceGroup_Kind } from "../gen/model_config_pb.js";
 import type { ModelLayout } from "../layout.js";
 import { modelNameProblem } from "../model-name.js";
 import { closest, quoteList } from "../suggest.js";
-import { RUNTIME_FACTS, serverBackends } from "../../runtimes/kinds.js";
 import fs from "node:fs";
 import path from "node:path";
 import type { ModelContext, Reporter } from "./reporter.js";
@@ -54,6 +53,12 @@ export const PLATFORM_CODES = codes({
     description: "the runtime library's path leads out of the folder Triton found it in",
   },
 });
+
+declare module "./codes.js" {
+  interface CodeTables {
+    platform: typeof PLATFORM_CODES;
+  }
+}
 
 function checkName(ctx: ModelContext, r: Reporter): void {
   const declared = ctx.parsed.config.name;
@@ -181,7 +186,7 @@ function checkPlatformBackend(ctx: ModelContext, r: Reporter): void {
       r.error("backend-unknown", "backend#value", `unknown backend '${backend}'`, `Did you mean backend: "${near}"?`);
       return;
     }
-    if (!ctx.options.runtime) {
+    if (!ctx.options.server) {
       r.warning(
         "backend-custom",
         "backend#value",
@@ -264,16 +269,15 @@ export function tensorRtCompletes(ctx: ModelContext): boolean {
 
 /** The warning for a model whose backend the chosen runtime lacks; returns that backend. */
 export function checkRuntimeBackend(ctx: ModelContext, r: Reporter): string | undefined {
-  const runtime = ctx.options.runtime;
-  if (!runtime || r.hasError(...BACKEND_ERRORS)) return undefined;
+  const server = ctx.options.server;
+  if (!server || r.hasError(...BACKEND_ERRORS)) return undefined;
   const c = ctx.parsed.config;
   if (c.platform === ENSEMBLE_PLATFORM) return undefined;
   const backend = ctx.autofill.backend;
-  const facts = RUNTIME_FACTS[runtime];
-  const has = serverBackends(runtime, ctx.options.image);
+  const has = server.backends;
   if (!backend || !has || has.includes(backend)) return undefined;
   const where = c.backend ? "backend#value" : c.platform ? "platform#value" : undefined;
-  const { message, hint } = facts.missingBackend(backend, ctx.options.image);
+  const { message, hint } = server.missingBackend(backend);
   r.warning("backend-unavailable", where, message, hint);
   return backend;
 }
@@ -291,7 +295,7 @@ export function checkRuntimeBackend(ctx: ModelContext, r: Reporter): string | un
  * Triton reads the staged copy of the model folder, which holds what the user's folder holds and
  * nothing around it, so a path that leaves the model folder on the way is not found there. In the
  * backend's folder, a path that leads out of it is refused whether or not it meets a file; what
- * the folder holds is known only where the runtime fixes it (RUNTIME_FACTS.backendLibraries),
+ * the folder holds is known only where the runtime fixes it (LintServer.backendLibraries),
  * and there a library found nowhere is an error as well.
  */
 function checkRuntimeField(ctx: ModelContext, r: Reporter): void {
@@ -329,8 +333,8 @@ function checkRuntimeField(ctx: ModelContext, r: Reporter): void {
     );
     return;
   }
-  const runtime = ctx.options.runtime;
-  const known = runtime ? RUNTIME_FACTS[runtime].backendLibraries?.[backend] : undefined;
+  const runtime = ctx.options.server?.runtime;
+  const known = ctx.options.server?.backendLibraries?.[backend];
   if (!known || known.some((k) => inBackend === `${folder}/${k}`)) return;
   r.error(
     "runtime-missing",

@@ -5,7 +5,6 @@
  */
 import { readUserText } from "../layout.js";
 import { servableName, shownName } from "../model-name.js";
-import { RUNTIME_FACTS } from "../../runtimes/kinds.js";
 import fs from "node:fs";
 import path from "node:path";
 import type { ModelContext, Reporter } from "./reporter.js";
@@ -33,6 +32,12 @@ export const PYTHON_CODES = codes({
     description: "a module the model's files import at load that its environment lacks, with the pip package to add",
   },
 });
+
+declare module "./codes.js" {
+  interface CodeTables {
+    python: typeof PYTHON_CODES;
+  }
+}
 
 const MODEL_DIRECTORY_VAR = "$$TRITON_MODEL_DIRECTORY";
 
@@ -63,12 +68,12 @@ function checkExecutionEnv(ctx: ModelContext, r: Reporter): void {
   // An absolute path is this machine's only where Triton sees this machine's files (no container's
   // mounts between). Without --runtime it is judged as `up` judges it where it runs Triton here
   // (the local runtime, `auto`'s fallback), so lint never passes what `up` then refuses.
-  const runtime = ctx.options.runtime;
+  const server = ctx.options.server;
   if (!inModel && !path.isAbsolute(value)) {
     const fix = `Write it as "${MODEL_DIRECTORY_VAR}/${value.replace(/^\.\//, "")}" (the model's folder) or as an absolute path.`;
     // triton-dev starts tritonserver here in a run folder of its own, where the path never is
     // (measured: "Failed to get the canonical path for <value>"); a container's start folder is the image's.
-    if (!runtime || !RUNTIME_FACTS[runtime].stagingSeenAs) {
+    if (!server?.stagingElsewhere) {
       r.error(
         "execution-env-relative",
         at,
@@ -85,7 +90,7 @@ function checkExecutionEnv(ctx: ModelContext, r: Reporter): void {
     );
     return;
   }
-  if (!inModel && runtime && RUNTIME_FACTS[runtime].stagingSeenAs) return;
+  if (!inModel && server?.stagingElsewhere) return;
   if (fs.existsSync(resolved)) return;
   r.error(
     "execution-env-missing",
@@ -93,7 +98,7 @@ function checkExecutionEnv(ctx: ModelContext, r: Reporter): void {
     `EXECUTION_ENV_PATH '${value}' names ${resolved}, which does not exist: the python backend fails the load ("Failed to get the canonical path")`,
     inModel
       ? `Put the environment there (a conda-pack .tar.gz or an unpacked environment folder), or delete the parameter and list the model's packages in ${path.join(ctx.layout.dir, "requirements.txt")}, from which triton-dev builds its environment.`
-      : `Point it at an existing conda-pack .tar.gz or environment folder, or delete the parameter and list the model's packages in requirements.txt beside config.pbtxt${runtime ? "" : " (a path inside a container's image: lint with --runtime docker, which does not look for it here)"}.`,
+      : `Point it at an existing conda-pack .tar.gz or environment folder, or delete the parameter and list the model's packages in requirements.txt beside config.pbtxt${server ? "" : " (a path inside a container's image: lint with --runtime docker, which does not look for it here)"}.`,
   );
 }
 

@@ -11,17 +11,45 @@ import type { ModelLayout } from "../layout.js";
 import type { ParsedConfig } from "../parse.js";
 import { SuggestionBudget, closest } from "../suggest.js";
 import type { Pos } from "../textproto.js";
-import type { RuntimeKind } from "../../runtimes/kinds.js";
-import type { ErrorCode, RuleCode, WarningCode } from "../rules.js";
+import type { ErrorCode, RuleCode, WarningCode } from "./codes.js";
+
+/**
+ * The runtime that will serve the repository, as the data lint needs of it: runtimes/kinds.ts
+ * `lintFacts` builds it from the runtime's facts (and the image, where the image decides), so
+ * lint imports nothing of runtimes/ and sits below them.
+ */
+export interface LintServer {
+  /** Its name, for messages ("not in the docker runtime"). */
+  readonly runtime: string;
+  /** The backends its server has (the image's, where it decides); undefined: an image nothing is known of. */
+  readonly backends: readonly string[] | undefined;
+  /** What a user reads when a model's backend is not there, and where it runs instead. */
+  readonly missingBackend: (backend: string) => { message: string; hint: string };
+  /** The Triton release it always runs; undefined when the image decides. */
+  readonly tritonVersion?: string;
+  /** The libraries each backend's folder holds, where the runtime fixes them. */
+  readonly backendLibraries?: Readonly<Record<string, readonly string[]>>;
+  /**
+   * Backends it serves through the python backend: the module the adapter imports, what pip
+   * installs (empty: the library must already be there), and how lint and status say it.
+   */
+  readonly adaptedBackends?: Readonly<
+    Record<string, { readonly module: string; readonly requirement: string; readonly servedAs: string }>
+  >;
+  /** Its Triton sees the staging folder at other paths than this machine's (a container's mounts). */
+  readonly stagingElsewhere: boolean;
+  /** A python model's requirements.txt gets an environment built for it; elsewhere the image's Python. */
+  readonly buildsEnvironments: boolean;
+}
 
 export interface LintOptions {
   /** The runtime that will serve the repository; enables the backend-availability check. */
-  runtime?: RuntimeKind;
+  server?: LintServer;
   /**
-   * The image the runtime runs, where the image decides its backends (`up --image`); absent, the
-   * runtime's default image.
+   * The backends that run only on a GPU, each with where it runs (NGC's images, from
+   * runtimes/kinds.ts `lintFacts`): KIND_GPU's hint on a machine without one names it.
    */
-  image?: string;
+  gpuOnly?: Readonly<Record<string, string>>;
   /** Whether this machine has a GPU; undefined skips the KIND_GPU check. */
   gpuAvailable?: boolean;
   /** How many GPUs, when known: `gpus: [n]` beyond it is an error. */

@@ -28,6 +28,12 @@ export const REPOSITORY_CODES = codes({
   "model-files-too-large": { severity: "error", description: "a model folder with more bytes than the limit" },
 });
 
+declare module "./codes.js" {
+  interface CodeTables {
+    repository: typeof REPOSITORY_CODES;
+  }
+}
+
 export const REPOSITORY: RuleArea<typeof REPOSITORY_CODES> = {
   area: "repository",
   codes: REPOSITORY_CODES,

@@ -44,6 +44,12 @@ export const REQUIREMENTS_CODES = codes({
   },
 });
 
+declare module "./codes.js" {
+  interface CodeTables {
+    requirements: typeof REQUIREMENTS_CODES;
+  }
+}
+
 export const REQUIREMENTS: RuleArea<typeof REQUIREMENTS_CODES> = {
   area: "requirements",
   codes: REQUIREMENTS_CODES,

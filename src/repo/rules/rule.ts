@@ -1,28 +1,9 @@
 /** The shape of lint's rule table: codes with their severity and meaning, and model rules. */
-import type { RuleCode } from "../rules.js";
+import type { CodeTable, Command, RuleCode } from "./codes.js";
 import type { ModelContext, Reporter } from "./reporter.js";
 
-/**
- * How grave a code's findings are. "error or warning": the situation decides (a KIND_GPU group
- * on a machine without a GPU is a warning while linting and an error when `up` is about to serve
- * it). Any error becomes a warning when it is on a field that model code lint did not run may
- * still set (Reporter's `completable`).
- */
-export type RuleSeverity = "error" | "warning" | "error or warning";
-
-export interface CodeInfo {
-  readonly severity: RuleSeverity;
-  /** One line: what the finding means (`triton-dev lint --list-rules`). */
-  readonly description: string;
-}
-
-/** An area's diagnostic codes. */
-export type CodeTable = Readonly<Record<string, CodeInfo>>;
-
-/** Keeps a code table's codes and severities as literal types, so that reporting checks them. */
-export function codes<const T extends CodeTable>(table: T): T {
-  return table;
-}
+export { codes } from "./codes.js";
+export type { CodeInfo, CodeTable, Command, RuleSeverity } from "./codes.js";
 
 /**
  * One check of a model's config and folder. It reports under its area's codes; `applies` says
@@ -47,6 +28,8 @@ export interface RuleArea<T extends CodeTable = CodeTable> {
   readonly rules: readonly ModelRule[];
   /** Where the codes are reported when not by `rules`. */
   readonly reportedBy?: string;
+  /** The commands that report its codes (absent: lint's, which `up` and the language server run too). */
+  readonly commands?: readonly Command[];
 }
 
 /** Errors that leave the backend unknown, so the model-file and runtime checks have nothing to go on. */

@@ -49,6 +49,12 @@ export const SCHEDULING_CODES = codes({
   "sequence-slot-utilization": { severity: "error", description: "minimum_slot_utilization outside 0..1" },
 });
 
+declare module "./codes.js" {
+  interface CodeTables {
+    scheduling: typeof SCHEDULING_CODES;
+  }
+}
+
 function isDelay(p: ModelQueuePolicy | undefined): boolean {
   return !!p && p.timeoutAction === ModelQueuePolicy_TimeoutAction.DELAY && p.defaultTimeoutMicroseconds !== 0n;
 }

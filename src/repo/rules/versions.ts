@@ -32,6 +32,12 @@ export const VERSIONS_CODES = codes({
   },
 });
 
+declare module "./codes.js" {
+  interface CodeTables {
+    versions: typeof VERSIONS_CODES;
+  }
+}
+
 /**
  * Files at the top of a model folder that look like model files (python code, or a name a backend
  * loads): Triton reads model files only inside numbered version folders, so these are never read.

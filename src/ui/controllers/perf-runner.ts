@@ -15,7 +15,8 @@ export interface QuickCheck {
 
 export const QUICK_CHECK: QuickCheck = { levels: [1, 2, 3, 4], windowMs: 1000, maxTrials: 5, stabilityPct: 10 };
 
-export type RunPerf = (o: PerfOptions, deps: PerfDeps) => Promise<PerfReport>;
+/** `runPerf` with the run it measures bound by the caller (the dashboard imports nothing of the session). */
+export type RunPerf = (o: PerfOptions, deps: Omit<PerfDeps, "run">) => Promise<PerfReport>;
 
 export interface PerfRunnerOptions {
   store: Store<DashboardState>;

@@ -3,7 +3,8 @@ import type { DashboardState, TuneState } from "../state.js";
 import type { Store } from "../store.js";
 import { describeRunFailure } from "./run-failure.js";
 
-export type RunTune = (o: TuneOptions, deps: TuneDeps) => Promise<TuneReport>;
+/** `runTune` with the run it tunes on bound by the caller (the dashboard imports nothing of the session). */
+export type RunTune = (o: TuneOptions, deps: Omit<TuneDeps, "run">) => Promise<TuneReport>;
 
 /** What `t` runs: a bounded search with short windows, so the answer comes within minutes. */
 export const QUICK_TUNE: Omit<TuneOptions, "model"> = {
