@@ -5,8 +5,8 @@ import { execa } from "execa";
 import { UserError } from "../../errors.js";
 import { CONTAINER_MODELS, SYNC_CONTAINER, SYNC_MARKER } from "../../k8s/manifests.js";
 import { log as rootLog } from "../../log/logger.js";
-import { currentPod, type Pod } from "../kind/pod-status.js";
-import { lastLines, ToolCommandError, type KindTools } from "../kind/tools.js";
+import { currentPod, type Pod } from "../clients/kubectl/pod-status.js";
+import { lastLines, ToolCommandError, type KindTools } from "../clients/kubectl/tools.js";
 
 const log = rootLog.child("cluster:sync");
 

@@ -1,7 +1,7 @@
 import readline from "node:readline";
 import { execa, type ResultPromise } from "execa";
-import { UserError } from "../../errors.js";
-import { log as rootLog } from "../../log/logger.js";
+import { UserError } from "../../../errors.js";
+import { log as rootLog } from "../../../log/logger.js";
 
 const log = rootLog.child("kind:cli");
 

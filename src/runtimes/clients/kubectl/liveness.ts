@@ -1,11 +1,10 @@
-import type { KindRecord } from "./record.js";
-import { runSelector } from "./settings.js";
+import { runSelector } from "./run-label.js";
 import { KindTools, ToolCommandError } from "./tools.js";
 
 export interface KindRunRef {
   runId: string;
-  /** Where its objects are (the cluster runtime's record has the same two fields). */
-  kind?: Pick<KindRecord, "context" | "namespace"> | undefined;
+  /** Where its objects are (the kind and cluster runtimes' records both have these two fields). */
+  kind?: { context: string; namespace: string } | undefined;
 }
 
 /** How long a second ask may take when the first one ran out of time. */
