@@ -266,6 +266,23 @@ describe("the rooms of src/", () => {
     ).toEqual([]);
   });
 
+  it("keeps the FakeDriver beside the driver interface and out of every run: nothing in src/ imports it", () => {
+    const fake = "runtimes/fake-driver.ts";
+    expect(
+      violations(
+        () => true,
+        (t) => t === fake,
+      ),
+    ).toEqual([]);
+    // It stands in for driver.ts with Node and types alone, so it brings no test code into src/.
+    expect(
+      violations(
+        (f) => f === fake,
+        (t) => t.includes("/") && t.endsWith(".ts") && !t.startsWith("runtimes/") && t !== "state/run-state.ts",
+      ),
+    ).toEqual([]);
+  });
+
   it("keeps dockerode off the path of a local `up`", () => {
     const closure = new Set<string>();
     const walk = (f: string) => {

@@ -23,7 +23,7 @@ import { collectStatus } from "../../src/session/status.js";
 import { runSupervisor } from "../../src/session/supervisor.js";
 import { isOurProcess } from "../../src/state/process.js";
 import { readRunState, writeRunState, type RunState } from "../../src/state/run-state.js";
-import { FakeDriver, fakeRuntimes, type FakeDriverBehaviour } from "../helpers/fake-driver.js";
+import { FakeDriver, fakeRuntimes, type FakeDriverBehaviour } from "../../src/runtimes/fake-driver.js";
 import { ECHO_IO, pythonConfig, pythonModel, writeFiles } from "../repo/helpers.js";
 
 interface World {

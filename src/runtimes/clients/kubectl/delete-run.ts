@@ -4,7 +4,7 @@ import { ExitTracker, exitProgress, versionsToUnload } from "../../../triton/log
 import type { StopOutcome, UnloadsToWaitFor, UnloadWait } from "../../driver.js";
 import { splitLogLine } from "../../log-timestamps.js";
 import { logArgs } from "./connection.js";
-import type { KindTools } from "./tools.js";
+import type { KubectlClient } from "./kubectl-client.js";
 
 const log = rootLog.child("kubectl:delete-run");
 
@@ -33,7 +33,7 @@ export interface UnloadWatch {
  * are over (its /dev/shm is the pod's own memory-backed volume, gone with it).
  */
 export async function deleteRunObjects(
-  tools: KindTools,
+  tools: KubectlClient,
   o: { context: string; namespace: string; selector: string; kinds: readonly string[]; graceMs: number },
   watch?: UnloadWatch,
 ): Promise<StopOutcome> {
@@ -61,7 +61,7 @@ export async function whichToWaitFor(
   });
 }
 
-async function podNames(tools: KindTools, o: { context: string; namespace: string; selector: string }) {
+async function podNames(tools: KubectlClient, o: { context: string; namespace: string; selector: string }) {
   const out = await tools
     .kubectl(o.context, [`--namespace=${o.namespace}`, "get", "pods", `--selector=${o.selector}`, "--output=name"], {
       timeoutMs: 15_000,
@@ -86,7 +86,7 @@ interface Follow {
 }
 
 function followUnloads(
-  tools: KindTools,
+  tools: KubectlClient,
   o: { context: string; namespace: string },
   pods: string[],
   loaded: ReadonlyArray<{ name: string; version?: string }>,
@@ -135,7 +135,7 @@ function followUnloads(
 }
 
 async function deleteAndWait(
-  tools: KindTools,
+  tools: KubectlClient,
   o: { context: string; namespace: string; selector: string; kinds: readonly string[]; graceMs: number },
   follow: Follow | undefined,
 ): Promise<void> {
@@ -179,7 +179,7 @@ async function deleteAndWait(
 }
 
 async function deleteObjects(
-  tools: KindTools,
+  tools: KubectlClient,
   o: { context: string; namespace: string; selector: string; kinds: readonly string[]; graceMs: number },
 ): Promise<void> {
   await tools.kubectl(

@@ -1,4 +1,5 @@
 import { runSelector } from "./run-label.js";
+import type { KubectlClient } from "./kubectl-client.js";
 import { KindTools, ToolCommandError } from "./tools.js";
 
 export interface KindRunRef {
@@ -18,7 +19,7 @@ const SLOW_CLUSTER_MS = 30_000;
  */
 export async function kindRunAlive(
   ref: KindRunRef,
-  tools: KindTools = new KindTools(),
+  tools: KubectlClient = new KindTools(),
   timeoutMs = 5_000,
 ): Promise<boolean> {
   if (!ref.kind) return false;
@@ -30,7 +31,7 @@ export async function kindRunAlive(
   }
 }
 
-async function deploymentListed(ref: KindRunRef, tools: KindTools, timeoutMs: number): Promise<boolean> {
+async function deploymentListed(ref: KindRunRef, tools: KubectlClient, timeoutMs: number): Promise<boolean> {
   if (!ref.kind) return false;
   const out = await tools.kubectl(
     ref.kind.context,
