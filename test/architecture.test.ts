@@ -50,6 +50,12 @@ function rel(file: string): string {
 }
 
 const files = sourceFiles();
+/** The runtime folders of src/runtimes/: every folder but the clients they share (runtimes/clients/). */
+const runtimeFolders = () =>
+  fs
+    .readdirSync(path.join(SRC, "runtimes"), { withFileTypes: true })
+    .filter((e) => e.isDirectory() && e.name !== "clients")
+    .map((e) => e.name);
 const imports = files.flatMap(importsOf);
 const room = (f: string) => f.split("/")[0]!;
 
@@ -131,11 +137,7 @@ describe("the rooms of src/", () => {
   });
 
   it("branches on a runtime's name only inside src/runtimes/", () => {
-    const names = fs
-      .readdirSync(path.join(SRC, "runtimes"), { withFileTypes: true })
-      .filter((e) => e.isDirectory())
-      .map((e) => e.name)
-      .join("|");
+    const names = runtimeFolders().join("|");
     const branch = new RegExp(`(?:===|!==)\\s*["'](?:${names})["']|case\\s+["'](?:${names})["']\\s*:`);
     const found = files
       .filter((f) => !rel(f).startsWith("runtimes/"))
@@ -230,11 +232,7 @@ describe("the rooms of src/", () => {
   });
 
   it("adds a runtime as a folder and one line: kinds.ts lists each runtime folder once, and nothing else names one", () => {
-    const folders = fs
-      .readdirSync(path.join(SRC, "runtimes"), { withFileTypes: true })
-      .filter((e) => e.isDirectory())
-      .map((e) => e.name)
-      .sort();
+    const folders = runtimeFolders().sort();
     const kinds = fs.readFileSync(path.join(SRC, "runtimes/kinds.ts"), "utf8");
     const lines = [
       ...kinds.matchAll(
@@ -269,19 +267,44 @@ describe("the rooms of src/", () => {
     }
   });
 
-  it("keeps each runtime's facts.ts free of code: type imports only, or another runtime's facts", () => {
+  it("keeps each runtime's facts.ts free of code: type imports only, the NGC images' table, or another runtime's facts", () => {
     expect(
       violations(
         (f) => /^runtimes\/[^/]+\/facts\.ts$/.test(f),
-        (t) => !/^runtimes\/[^/]+\/facts\.ts$/.test(t),
+        (t) => !/^runtimes\/[^/]+\/facts\.ts$/.test(t) && t !== "runtimes/ngc-images.ts",
       ),
     ).toEqual([]);
     expect(
       violations(
-        (f) => f === "runtimes/facts.ts",
+        (f) => f === "runtimes/facts.ts" || f === "runtimes/ngc-images.ts",
         () => true,
       ),
     ).toEqual([]);
+  });
+
+  it("keeps each runtime to its own folder: no runtime folder imports another's, type imports included", () => {
+    // What several runtimes use lives beside them: the clients (runtimes/clients/kubectl/ for kind and
+    // cluster, runtimes/clients/container/ for docker and kind's nodes) and the runtime-neutral files
+    // at the top of runtimes/. The clients serve every runtime, so they import none.
+    const folderOf = (f: string) => /^runtimes\/([^/]+)\//.exec(f)?.[1];
+    const crossings = files.flatMap((file) => {
+      const from = rel(file);
+      const a = folderOf(from);
+      if (a === undefined) return [];
+      const text = fs.readFileSync(file, "utf8");
+      const specs = [
+        ...text.matchAll(/^\s*(?:import|export)\s+(?:type\s+)?(?:[^;"']*?\sfrom\s+)?["'](\.[^"']+)["']/gm),
+        ...text.matchAll(/import\(\s*["'](\.[^"']+)["']\s*\)/g),
+      ].map((m) => m[1]!);
+      return specs
+        .map((spec) => rel(path.resolve(path.dirname(file), spec)).replace(/\.js$/, ".ts"))
+        .filter((to) => {
+          const b = folderOf(to);
+          return b !== undefined && b !== a && b !== "clients";
+        })
+        .map((to) => `${from} imports ${to}`);
+    });
+    expect(crossings).toEqual([]);
   });
 
   it("keeps the drivers off the table of runtimes: nothing in a runtime folder imports kinds.ts, flags.ts or the registry", () => {
@@ -289,6 +312,23 @@ describe("the rooms of src/", () => {
       violations(
         (f) => /^runtimes\/[^/]+\//.test(f),
         (t) => ["runtimes/kinds.ts", "runtimes/flags.ts", "runtimes/registry.ts"].includes(t),
+      ),
+    ).toEqual([]);
+  });
+
+  it("keeps the FakeDriver beside the driver interface and out of every run: nothing in src/ imports it", () => {
+    const fake = "runtimes/fake-driver.ts";
+    expect(
+      violations(
+        () => true,
+        (t) => t === fake,
+      ),
+    ).toEqual([]);
+    // It stands in for driver.ts with Node and types alone, so it brings no test code into src/.
+    expect(
+      violations(
+        (f) => f === fake,
+        (t) => t.includes("/") && t.endsWith(".ts") && !t.startsWith("runtimes/") && t !== "state/run-state.ts",
       ),
     ).toEqual([]);
   });

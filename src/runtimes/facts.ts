@@ -62,12 +62,12 @@ export interface RuntimeFacts {
   tritonVersion?: string;
   /**
    * What a user reads when a model's backend is not there (in `image`, where the image decides),
-   * where it runs instead (docker/facts.ts BACKEND_HOMES), and how to start it there.
+   * where it runs instead (ngc-images.ts BACKEND_HOMES), and how to start it there.
    */
   missingBackend: (backend: string, image?: string) => { message: string; hint: string };
   /**
    * Its backends are the image's (`--image`): `backends` are the default image's, and an NGC
-   * flavour's are known (docker/facts.ts IMAGE_FLAVOURS); another image's are not.
+   * flavour's are known (ngc-images.ts IMAGE_FLAVOURS); another image's are not.
    */
   imageDecides?: true;
   /**

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { formatEvent, printEvents } from "../../src/cli/output.js";
-import { containerEvent, monitoringEvent, pullEvent } from "../../src/runtimes/docker/events.js";
+import { pullEvent } from "../../src/runtimes/clients/container/pull-event.js";
+import { containerEvent, monitoringEvent } from "../../src/runtimes/docker/events.js";
 import { setupEvent } from "../../src/runtimes/local/events.js";
 import type { SessionEvent } from "../../src/session/events.js";
 

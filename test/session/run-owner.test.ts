@@ -16,7 +16,7 @@ import type { SessionEvent } from "../../src/session/events.js";
 import { createRunOwner, type RunOwner } from "../../src/session/run-owner.js";
 import type { UpOptions } from "../../src/session/session.js";
 import { runSupervisor } from "../../src/session/supervisor.js";
-import { FakeDriver, fakeRuntimes, type FakeDriverBehaviour } from "../helpers/fake-driver.js";
+import { FakeDriver, fakeRuntimes, type FakeDriverBehaviour } from "../../src/runtimes/fake-driver.js";
 import { pythonModel, writeFiles } from "../repo/helpers.js";
 
 const cleanups: Array<() => Promise<void>> = [];

@@ -24,7 +24,7 @@ import { runSupervisor } from "../../src/session/supervisor.js";
 import { isOurProcess } from "../../src/state/process.js";
 import { readRunState, writeRunState, type RunState } from "../../src/state/run-state.js";
 import { FakeClock } from "../../src/fake-clock.js";
-import { FakeDriver, fakeRuntimes, type FakeDriverBehaviour } from "../helpers/fake-driver.js";
+import { FakeDriver, fakeRuntimes, type FakeDriverBehaviour } from "../../src/runtimes/fake-driver.js";
 import { ECHO_IO, pythonConfig, pythonModel, writeFiles } from "../repo/helpers.js";
 
 interface World {

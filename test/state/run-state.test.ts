@@ -5,7 +5,7 @@ import { UserError } from "../../src/errors.js";
 import { readRunState, removeRunState, writeRunState, type RunState } from "../../src/state/run-state.js";
 import { currentRun } from "../../src/session/current-run.js";
 import { createKindDriver } from "../../src/runtimes/kind/driver.js";
-import { KindTools } from "../../src/runtimes/kind/tools.js";
+import { KindTools } from "../../src/runtimes/clients/kubectl/tools.js";
 import { isOurProcess } from "../../src/state/process.js";
 import { tempDir } from "../helpers/cli.js";
 

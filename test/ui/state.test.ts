@@ -18,7 +18,8 @@ import {
 } from "../../src/ui/state.js";
 import { DIMS_ERROR, startEvents, T0 } from "./helpers.js";
 import { runReadiness } from "../../src/triton/run-readiness.js";
-import { containerEvent, monitoringEvent, pullEvent } from "../../src/runtimes/docker/events.js";
+import { pullEvent } from "../../src/runtimes/clients/container/pull-event.js";
+import { containerEvent, monitoringEvent } from "../../src/runtimes/docker/events.js";
 
 const started = (): DashboardState => startEvents().reduce(applySessionEvent, initialState({ now: T0 }));
 

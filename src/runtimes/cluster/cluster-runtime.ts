@@ -2,13 +2,13 @@ import { UserError } from "../../errors.js";
 import { renderManifests, toYaml } from "../../k8s/manifests.js";
 import { log as rootLog } from "../../log/logger.js";
 import { endpointsFor } from "../../net/url.js";
-import { clientForRun } from "../../triton/http-client.js";
+import { loadedBeforeStop } from "../loaded-at-stop.js";
 import { ReadinessAbortedError, ReadinessTimeoutError } from "../../triton/readiness.js";
-import type { GpuRequest } from "../docker/settings.js";
+import type { GpuRequest } from "../container-options.js";
 import type { Ports, ServerHandle, StartOptions, StopOutcome } from "../driver.js";
-import { KindConnection, KindPodError } from "../kind/connection.js";
-import { deleteRunObjects } from "../kind/teardown.js";
-import { KindTools, lastLines, ToolCommandError } from "../kind/tools.js";
+import { KindConnection, KindPodError } from "../clients/kubectl/connection.js";
+import { deleteRunObjects } from "../clients/kubectl/delete-run.js";
+import { KindTools, lastLines, ToolCommandError } from "../clients/kubectl/tools.js";
 import type { ClusterRecord } from "./record.js";
 import {
   clusterGpus,
@@ -328,9 +328,7 @@ function clusterHandle(
     },
     stop: (graceMs = 15_000, onProgress) => {
       stopping ??= (async () => {
-        const loaded = await clientForRun(o, { timeoutMs: 1000 })
-          .repositoryIndex()
-          .catch(() => []);
+        const loaded = await loadedBeforeStop(o, 1000);
         sync.stop();
         await connection.stop();
         await deleteRunObjects(

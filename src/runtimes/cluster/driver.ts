@@ -4,16 +4,18 @@ import { log as rootLog } from "../../log/logger.js";
 import { requireFreePorts } from "../../net/ports.js";
 import { isOurProcess, findProcesses } from "../../state/process.js";
 import type { RunState } from "../../state/run-state.js";
-import { clientForRun, type RepositoryIndexEntry } from "../../triton/http-client.js";
-import { shmHinter, shmStartHint } from "../docker/hints.js";
-import { DEFAULT_IMAGE, DEFAULT_SHM_BYTES, parseGpus, parseSize, type GpuRequest } from "../docker/settings.js";
+import type { RepositoryIndexEntry } from "../../triton/http-client.js";
+import { loadedBeforeStop } from "../loaded-at-stop.js";
+import { shmHinter, shmStartHint } from "../shm-hints.js";
+import { DEFAULT_SHM_BYTES, parseGpus, parseSize, type GpuRequest } from "../container-options.js";
+import { DEFAULT_IMAGE } from "../ngc-images.js";
 import type { AttachedRun, Leftovers, PlannedRun, RunDescription, RuntimeDriver } from "../driver.js";
 import { deliverRunFolder } from "../delivery.js";
 import { clusterFacts } from "./facts.js";
-import { KindConnection } from "../kind/connection.js";
-import { kindRunAlive } from "../kind/liveness.js";
-import { deleteRunObjects, terminatePids } from "../kind/teardown.js";
-import { KindTools } from "../kind/tools.js";
+import { KindConnection } from "../clients/kubectl/connection.js";
+import { kindRunAlive } from "../clients/kubectl/liveness.js";
+import { deleteRunObjects, terminatePids } from "../clients/kubectl/delete-run.js";
+import { KindTools } from "../clients/kubectl/tools.js";
 import { ClusterRuntime, followPods } from "./cluster-runtime.js";
 import { parseClusterRecord } from "./record.js";
 import { clusterGpus, parseNamespace, RUN_LABEL } from "./settings.js";
@@ -131,9 +133,7 @@ export function createClusterDriver(deps: ClusterDriverDeps = {}): RuntimeDriver
         }),
         handsOverTo: () => false,
         async beforeStop() {
-          loadedAtStop = await clientForRun(state, { timeoutMs: 1000 })
-            .repositoryIndex()
-            .catch(() => []);
+          loadedAtStop = await loadedBeforeStop(state, 1000);
         },
         async stop(graceMs, onProgress) {
           const deadline = Date.now() + 5_000;

@@ -1,4 +1,4 @@
-import { backendHome, DEFAULT_IMAGE, NGC_BACKENDS } from "../docker/facts.js";
+import { backendHome, DEFAULT_IMAGE, NGC_BACKENDS } from "../ngc-images.js";
 import type { RuntimeFacts } from "../facts.js";
 
 /** Triton in a Kubernetes cluster the user already has (`--context`). */

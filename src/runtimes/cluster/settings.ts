@@ -1,10 +1,9 @@
 import path from "node:path";
 import { UsageError } from "../../errors.js";
 import { CONTAINER_MODELS, isDnsLabel, type ManifestOptions } from "../../k8s/manifests.js";
-import type { GpuRequest } from "../docker/settings.js";
+import { shmQuantity, type GpuRequest } from "../container-options.js";
 import type { StartOptions } from "../driver.js";
-import { RUN_LABEL } from "../kind/settings.js";
-import { shmQuantity } from "../kind/settings.js";
+import { RUN_LABEL } from "../clients/kubectl/run-label.js";
 
 export { RUN_LABEL };
 

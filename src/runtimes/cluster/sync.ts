@@ -5,8 +5,9 @@ import { execa } from "execa";
 import { UserError } from "../../errors.js";
 import { CONTAINER_MODELS, SYNC_CONTAINER, SYNC_MARKER } from "../../k8s/manifests.js";
 import { log as rootLog } from "../../log/logger.js";
-import { currentPod, type Pod } from "../kind/pod-status.js";
-import { lastLines, ToolCommandError, type KindTools } from "../kind/tools.js";
+import { currentPod, type Pod } from "../clients/kubectl/pod-status.js";
+import type { KubectlClient } from "../clients/kubectl/kubectl-client.js";
+import { lastLines, ToolCommandError } from "../clients/kubectl/tools.js";
 
 const log = rootLog.child("cluster:sync");
 
@@ -54,7 +55,7 @@ export class SyncError extends UserError {
 }
 
 export interface SyncOptions {
-  tools: KindTools;
+  tools: KubectlClient;
   context: string;
   namespace: string;
   /** The run folder: `repository/`, `store/` and `key/` are copied. */

@@ -1,7 +1,7 @@
 import { UserError } from "../../errors.js";
 import type { AutoVerdict } from "../driver.js";
 import { givenFlags, RUNTIME_FLAG_NAMES, type RuntimeFlags } from "../facts.js";
-import { connectDocker, daemonAddress, daemonFacts } from "./client.js";
+import { connectDocker, daemonAddress, daemonFacts } from "../clients/container/client.js";
 import { cdiDirsFor, CDI_GPU_KIND, decideGpuPath, findCdiSpecs } from "./gpu-path.js";
 import { dockerFacts } from "./facts.js";
 import { DEFAULT_IMAGE } from "./settings.js";

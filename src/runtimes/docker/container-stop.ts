@@ -4,7 +4,7 @@ import { log as rootLog } from "../../log/logger.js";
 import { stripTritonPrefix } from "../../state/log-file.js";
 import { ExitTracker, exitProgress, versionsToUnload } from "../../triton/log-lines.js";
 import type { StopOutcome, UnloadsToWaitFor } from "../driver.js";
-import { splitLogLine } from "./logs.js";
+import { splitLogLine } from "../log-timestamps.js";
 
 const log = rootLog.child("docker");
 

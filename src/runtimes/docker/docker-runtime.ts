@@ -4,7 +4,8 @@ import { UserError } from "../../errors.js";
 import { detectNvidiaGpus } from "../../gpu/detect.js";
 import { log as rootLog } from "../../log/logger.js";
 import { endpointsFor, urlHost } from "../../net/url.js";
-import { clientForRun, REPOSITORY_KEY_HEADER } from "../../triton/http-client.js";
+import { REPOSITORY_KEY_HEADER } from "../../triton/http-client.js";
+import { loadedBeforeStop } from "../loaded-at-stop.js";
 import { keyArg, readRunKey } from "../../triton/key-shim.js";
 import { restrictedApiArgs } from "../../triton/server-args.js";
 import type { Endpoints, Ports, ServerHandle, StartOptions, StopOutcome } from "../driver.js";
@@ -17,8 +18,8 @@ import {
   isNoGpuDriverError,
   requireDaemon,
   statusOf,
-} from "./client.js";
-import { ensureImage, imageId, type PullUpdate } from "./image.js";
+} from "../clients/container/client.js";
+import { ensureImage, imageId, type PullUpdate } from "../clients/container/image.js";
 import { stopTritonContainer, type ContainerStopOptions } from "./container-stop.js";
 import { followLogs, type LogFollower } from "./logs.js";
 import {
@@ -341,9 +342,7 @@ export class DockerRuntime {
       follower,
       siblings,
       network: plan.settings.network,
-      // A server too busy to answer within 3 s is stopped the plain way; the connection is
-      // not kept open, which would hold Triton's exit.
-      loaded: () => clientForRun(o, { timeoutMs: 3000 }).repositoryIndex(),
+      loaded: () => loadedBeforeStop(o),
     });
   }
 }

@@ -2,7 +2,14 @@ import { execFile } from "node:child_process";
 import { UserError } from "../../errors.js";
 import { check, type DoctorCheck } from "../doctor-check.js";
 import { detectNvidiaGpus } from "../../gpu/detect.js";
-import { connectDocker, daemonAddress, daemonFacts, NVIDIA_FIX, requireDaemon, type DaemonFacts } from "./client.js";
+import {
+  connectDocker,
+  daemonAddress,
+  daemonFacts,
+  NVIDIA_FIX,
+  requireDaemon,
+  type DaemonFacts,
+} from "../clients/container/client.js";
 import { cdiDirsFor, decideGpuPath, describeGpuPath, findCdiSpecs, type GpuPath } from "./gpu-path.js";
 
 export interface NvidiaGpu {

@@ -7,14 +7,15 @@ import type { RunState } from "../../state/run-state.js";
 import type { AttachedRun, Leftovers, PlannedRun, RunDescription, RuntimeDriver, RuntimeKind } from "../driver.js";
 import { deliverRunFolder } from "../delivery.js";
 import { dockerFacts } from "./facts.js";
-import { clientForRun } from "../../triton/http-client.js";
-import { connectDocker, requireDaemon } from "./client.js";
+import { loadedBeforeStop } from "../loaded-at-stop.js";
+import { connectDocker, requireDaemon } from "../clients/container/client.js";
 import { stopTritonContainer } from "./container-stop.js";
 import { DockerRuntime, findOurs, removeRun } from "./docker-runtime.js";
-import { shmHinter, shmStartHint } from "./hints.js";
+import { shmHinter, shmStartHint } from "../shm-hints.js";
 import { dockerRunAlive } from "./liveness.js";
 import { followLogs } from "./logs.js";
-import { containerEvent, gpuPathEvent, monitoringEvent, pullEvent } from "./events.js";
+import { pullEvent } from "../clients/container/pull-event.js";
+import { containerEvent, gpuPathEvent, monitoringEvent } from "./events.js";
 import { parseDockerRecord, type DockerRecord } from "./record.js";
 import {
   DEFAULT_IMAGE,
@@ -200,7 +201,7 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
             info && extra.length && info.State.Running
               ? await stopTritonContainer(docker.getContainer(info.Id), {
                   graceMs,
-                  loaded: () => clientForRun(state, { timeoutMs: 3000 }).repositoryIndex(),
+                  loaded: () => loadedBeforeStop(state),
                   ...(onProgress ? { onProgress } : {}),
                   ...(waitFor ? { waitFor } : {}),
                 }).catch((err: unknown) => {

@@ -1,41 +1,6 @@
-/** How docker's own events read (kind pulls through the same daemon and says its pulls the same way). */
+/** How docker's own events read (its pulls read as clients/container/pull-event.ts words them, as kind's do). */
 import type { DriverEvent, RuntimeKind } from "../driver.js";
-import type { PullUpdate } from "./image.js";
-
-import { bytes as short } from "../../events/size.js";
 import { describeGpuPath, type GpuPath } from "./gpu-path.js";
-
-const mb = (bytes: number) => `${(bytes / 1024 ** 2).toFixed(1)} MB`;
-
-/**
- * A pull: a plain line when a layer starts downloading and when one is done (not for every byte
- * count), and a status line the dashboard keeps current.
- */
-export function pullEvent(runtime: RuntimeKind, p: PullUpdate): DriverEvent {
-  const total = p.layers.length;
-  const size = p.size > 0 ? `, ${short(p.downloaded)} of ${short(p.size)}` : "";
-  const line = pullLine(p);
-  return {
-    type: "pull",
-    runtime,
-    ...p,
-    reads: {
-      ...(line !== undefined ? { line } : {}),
-      status: p.finished ? `image ${p.image} ready` : `pulling ${p.image}: ${p.done}/${total} layers${size}`,
-    },
-  };
-}
-
-function pullLine(p: PullUpdate): string | undefined {
-  if (p.finished) return `pulled ${p.image}: ${p.layers.length} layer(s), ${mb(p.size)} downloaded`;
-  const l = p.changed;
-  if (!l || !p.phaseChanged) return undefined;
-  if (l.phase === "downloading")
-    return `pull ${p.image}: layer ${l.id} downloading${l.total ? ` (${mb(l.total)})` : ""}`;
-  if (l.phase === "done")
-    return `pull ${p.image}: layer ${l.id} done (${p.done}/${p.layers.length} layers, ${mb(p.downloaded)}/${mb(p.size)})`;
-  return undefined;
-}
 
 export interface ContainerReport {
   action: "created" | "reattached";

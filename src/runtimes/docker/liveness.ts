@@ -1,4 +1,4 @@
-import { connectDocker } from "./client.js";
+import { connectDocker } from "../clients/container/client.js";
 import { LABEL } from "./settings.js";
 
 export interface DockerRunRef {

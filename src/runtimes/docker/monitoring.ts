@@ -5,7 +5,7 @@ import type Docker from "dockerode";
 import { UserError } from "../../errors.js";
 import { freePort, isPortFree } from "../../net/ports.js";
 import { urlHost } from "../../net/url.js";
-import { daemonMessage, statusOf } from "./client.js";
+import { daemonMessage, statusOf } from "../clients/container/client.js";
 import { isOurs, labels } from "./settings.js";
 
 /** compose/ of this package: the same Prometheus and Grafana files for `docker compose` and `up --monitoring`. */

@@ -1,14 +1,15 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
 import type Docker from "dockerode";
-import { UsageError } from "../../errors.js";
 import { keyArg, keyShimEnv } from "../../triton/key-shim.js";
 import { serverArgs, TRITON_DEFAULT_PORTS } from "../../triton/server-args.js";
 import { dockerFacts } from "./facts.js";
 import type { Ports, StartOptions } from "../driver.js";
+import { formatGpus, type GpuRequest } from "../container-options.js";
 
 export { DEFAULT_IMAGE } from "./facts.js";
-export const DEFAULT_SHM_BYTES = 1024 ** 3;
+export { DEFAULT_SHM_BYTES, formatGpus, formatSize, parseGpus, parseSize } from "../container-options.js";
+export type { GpuRequest } from "../container-options.js";
 /** Where the staging repository and its snapshots appear inside the container (Triton's messages name these). */
 export const CONTAINER_REPOSITORY = dockerFacts.stagingSeenAs!.repository;
 export const CONTAINER_STORE = dockerFacts.stagingSeenAs!.store;
@@ -28,40 +29,6 @@ export const LABEL = {
 } as const;
 export const TOOL = "triton-dev";
 export type Role = "triton" | "prometheus" | "grafana" | "network";
-
-/** `--gpus`: none, all, a count, or explicit device ids ("0,2" or "device=0,2"). */
-export type GpuRequest =
-  { kind: "none" } | { kind: "all" } | { kind: "count"; count: number } | { kind: "devices"; ids: string[] };
-
-export function parseGpus(value: string): GpuRequest {
-  const v = value.trim().toLowerCase();
-  if (v === "none" || v === "0" || v === "") return { kind: "none" };
-  if (v === "all" || v === "-1") return { kind: "all" };
-  if (/^\d+$/.test(v)) return { kind: "count", count: Number(v) };
-  const list = v.replace(/^"?device=/, "").replace(/"$/, "");
-  const ids = list
-    .split(",")
-    .map((s) => s.trim())
-    .filter(Boolean);
-  if (ids.length > 0 && ids.every((id) => /^(\d+|gpu-[0-9a-f-]+|mig-[0-9a-z/-]+)$/i.test(id)))
-    return { kind: "devices", ids };
-  throw new UsageError(`--gpus must be all, none, a number of GPUs, or device ids like 0,1; got '${value}'`, {
-    hint: "For example --gpus all (every GPU), --gpus 1 (one GPU), --gpus device=0,2 or --gpus none (CPU only).",
-  });
-}
-
-export function formatGpus(g: GpuRequest): string {
-  switch (g.kind) {
-    case "none":
-      return "none";
-    case "all":
-      return "all";
-    case "count":
-      return String(g.count);
-    case "devices":
-      return `device=${g.ids.join(",")}`;
-  }
-}
 
 /** HostConfig.DeviceRequests for a GPU request, as `docker run --gpus` sends them. */
 export function deviceRequests(g: GpuRequest): Docker.DeviceRequest[] | undefined {
@@ -120,31 +87,6 @@ export function gpuContainerParts(
   if (path?.kind === "cdi")
     return { hostConfig: { DeviceRequests: [{ Driver: "cdi", DeviceIDs: path.devices }] }, env: [] };
   return { hostConfig: { DeviceRequests: deviceRequests(g)! }, env: [] };
-}
-
-const SIZE_UNITS: Record<string, number> = { "": 1, b: 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 };
-
-/** Docker's size syntax (`1g`, `512m`, `2gb`, plain bytes). */
-export function parseSize(value: string, flag = "--shm-size"): number {
-  const m = /^(\d+(?:\.\d+)?)\s*([bkmgt]?)i?b?$/i.exec(value.trim());
-  const n = m ? Math.round(Number(m[1]) * SIZE_UNITS[m[2]!.toLowerCase()]!) : NaN;
-  if (!Number.isFinite(n) || n <= 0) {
-    throw new UsageError(`${flag} must be a size like 1g, 512m or 2048k; got '${value}'`, {
-      hint: "Triton's python backend needs at least 1 MB per model instance; the default is 1g.",
-    });
-  }
-  return n;
-}
-
-export function formatSize(bytes: number): string {
-  for (const [unit, f] of [
-    ["g", 1024 ** 3],
-    ["m", 1024 ** 2],
-    ["k", 1024],
-  ] as const) {
-    if (bytes >= f && bytes % f === 0) return `${bytes / f}${unit}`;
-  }
-  return `${bytes}b`;
 }
 
 /**

@@ -6,7 +6,7 @@ import { UserError } from "../../errors.js";
 import { log as rootLog } from "../../log/logger.js";
 import { WORKER_MOUNT } from "./kind-config.js";
 import { contextOf, KIND_CLUSTER_LABEL, KIND_ROLE_LABEL, NODE_LABEL } from "./settings.js";
-import { ToolCommandError, type KindTools } from "./tools.js";
+import { ToolCommandError, type KindTools } from "../clients/kubectl/tools.js";
 
 const log = rootLog.child("kind:cluster");
 

@@ -1,5 +1,5 @@
 import type { DoctorCheck } from "../doctor-check.js";
-import { INSTALL_HINT, KindTools, ToolMissingError } from "./tools.js";
+import { INSTALL_HINT, KindTools, ToolMissingError } from "../clients/kubectl/tools.js";
 
 export interface ToolVersion {
   tool: "kind" | "kubectl";

@@ -4,22 +4,25 @@ import { log as rootLog } from "../../log/logger.js";
 import { isOurProcess } from "../../state/process.js";
 import { requireFreePorts } from "../../net/ports.js";
 import type { RunState } from "../../state/run-state.js";
-import { clientForRun, type RepositoryIndexEntry } from "../../triton/http-client.js";
-import { connectDocker, requireDaemon } from "../docker/client.js";
-import { pullEvent } from "../docker/events.js";
-import { shmHinter, shmStartHint } from "../docker/hints.js";
-import { DEFAULT_IMAGE, DEFAULT_SHM_BYTES, parseGpus, parseSize, type GpuRequest } from "../docker/settings.js";
+import type { RepositoryIndexEntry } from "../../triton/http-client.js";
+import { loadedBeforeStop } from "../loaded-at-stop.js";
+import { connectDocker, requireDaemon } from "../clients/container/client.js";
+import { pullEvent } from "../clients/container/pull-event.js";
+import { shmHinter, shmStartHint } from "../shm-hints.js";
+import { DEFAULT_SHM_BYTES, parseGpus, parseSize, type GpuRequest } from "../container-options.js";
+import { DEFAULT_IMAGE } from "../ngc-images.js";
 import type { AttachedRun, Leftovers, PlannedRun, RunDescription, RuntimeDriver } from "../driver.js";
 import { deliverRunFolder } from "../delivery.js";
 import { kindFacts } from "./facts.js";
 import { listClusters } from "./cluster.js";
-import { KindConnection } from "./connection.js";
+import { KindConnection } from "../clients/kubectl/connection.js";
 import { KindRuntime } from "./kind-runtime.js";
-import { kindRunAlive } from "./liveness.js";
+import { kindRunAlive } from "../clients/kubectl/liveness.js";
 import { parseKindRecord } from "./record.js";
 import { DEFAULT_CLUSTER, parseClusterName, parseNodeImage } from "./settings.js";
-import { findOurKubectls, removeLeftovers, teardownRun, terminatePids } from "./teardown.js";
-import { KindTools } from "./tools.js";
+import { terminatePids } from "../clients/kubectl/delete-run.js";
+import { findOurKubectls, removeLeftovers, teardownRun } from "./teardown.js";
+import { KindTools } from "../clients/kubectl/tools.js";
 
 const log = rootLog.child("kind");
 
@@ -145,9 +148,7 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
          * objects.
          */
         async beforeStop() {
-          loadedAtStop = await clientForRun(state, { timeoutMs: 3000 })
-            .repositoryIndex()
-            .catch(() => []);
+          loadedAtStop = await loadedBeforeStop(state);
         },
         async stop(graceMs, onProgress, waitFor) {
           // The watcher stops its port-forward and log follower on SIGTERM; it is given a moment,

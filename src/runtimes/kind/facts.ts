@@ -1,4 +1,4 @@
-import { backendHome, DEFAULT_IMAGE, NGC_BACKENDS } from "../docker/facts.js";
+import { backendHome, DEFAULT_IMAGE, NGC_BACKENDS } from "../ngc-images.js";
 import type { RuntimeFacts } from "../facts.js";
 
 /** `--cluster`'s default: one cluster per machine user, reused by every project when kept. */

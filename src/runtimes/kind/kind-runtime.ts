@@ -6,9 +6,9 @@ import { log as rootLog } from "../../log/logger.js";
 import { endpointsFor } from "../../net/url.js";
 import type { KindRecord } from "./record.js";
 import { ReadinessAbortedError, ReadinessTimeoutError } from "../../triton/readiness.js";
-import { daemonAddress, daemonFacts, NVIDIA_FIX, requireDaemon } from "../docker/client.js";
-import { ensureImage, type PullUpdate } from "../docker/image.js";
-import type { GpuRequest } from "../docker/settings.js";
+import { daemonAddress, daemonFacts, NVIDIA_FIX, requireDaemon } from "../clients/container/client.js";
+import { ensureImage, type PullUpdate } from "../clients/container/image.js";
+import type { GpuRequest } from "../container-options.js";
 import type { Ports, ReloadMode, ServerHandle, StartOptions, StopOutcome } from "../driver.js";
 import {
   allocatableGpus,
@@ -21,7 +21,7 @@ import {
   workerContainer,
   type ClusterFacts,
 } from "./cluster.js";
-import { KindConnection, KindPodError } from "./connection.js";
+import { KindConnection, KindPodError } from "../clients/kubectl/connection.js";
 import {
   KIND_CONFIG_FILES,
   nodeGpuSetupScript,
@@ -40,9 +40,10 @@ import {
   RUN_LABEL,
   SERVICE_MONITOR_CRD,
 } from "./settings.js";
-import { deleteRunObjects, runsIn, teardownRun } from "./teardown.js";
-import { clientForRun } from "../../triton/http-client.js";
-import { KindTools, lastLines, ToolCommandError } from "./tools.js";
+import { deleteRunObjects } from "../clients/kubectl/delete-run.js";
+import { runsIn, teardownRun } from "./teardown.js";
+import { loadedBeforeStop } from "../loaded-at-stop.js";
+import { KindTools, lastLines, ToolCommandError } from "../clients/kubectl/tools.js";
 
 const log = rootLog.child("kind");
 
@@ -482,9 +483,7 @@ function kindHandle(
     stop: (graceMs = 15_000, onProgress, waitFor) => {
       stopping ??= (async () => {
         // Read while the port-forward still reaches Triton: the teardown follows their unloads.
-        const loaded = await clientForRun(o, { timeoutMs: 3000 })
-          .repositoryIndex()
-          .catch(() => []);
+        const loaded = await loadedBeforeStop(o);
         await connection.stop();
         const torn = await teardownRun(rt.tools, rt.docker, record, o.runId, stateDir, graceMs, {
           loaded,

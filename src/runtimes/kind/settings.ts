@@ -1,14 +1,17 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
 import { BugError, UsageError } from "../../errors.js";
-import type { GpuRequest } from "../docker/settings.js";
+import { shmQuantity, type GpuRequest } from "../container-options.js";
 import type { StartOptions } from "../driver.js";
 import { MANAGED_NODE_LABEL } from "./kind-config.js";
 import { CONTAINER_MODELS, type ManifestOptions } from "../../k8s/manifests.js";
 
 import { DEFAULT_CLUSTER } from "./facts.js";
+import { RUN_LABEL } from "../clients/kubectl/run-label.js";
 
 export { DEFAULT_CLUSTER };
+export { RUN_LABEL, runSelector } from "../clients/kubectl/run-label.js";
+export { shmQuantity };
 /** Every object of ours lives here, so a kept cluster's other namespaces are never touched. */
 export const NAMESPACE = "triton-dev";
 
@@ -20,7 +23,6 @@ export const NODE_LABEL = {
   keep: "triton-dev.io/keep-cluster",
 } as const;
 /** On every object we apply: what `stop` and `down` delete by. */
-export const RUN_LABEL = "triton-dev.io/run";
 /** What kind puts on its node containers (docker labels). */
 export const KIND_CLUSTER_LABEL = "io.x-k8s.kind.cluster";
 export const KIND_ROLE_LABEL = "io.x-k8s.kind.role";
@@ -86,11 +88,6 @@ export function kindGpus(g: GpuRequest): number | "all" {
   }
 }
 
-/** Kubernetes' quantity for a byte count: whole MiB (1 GiB -> "1024Mi"). */
-export function shmQuantity(bytes: number): string {
-  return `${Math.max(1, Math.ceil(bytes / 1024 ** 2))}Mi`;
-}
-
 /**
  * Where a host path under the state folder appears inside the worker node (and so to a
  * hostPath volume): the node mounts the state folder at `workerMount`.
@@ -150,9 +147,4 @@ export function manifestOptions(o: StartOptions, k: KindManifestInput): Manifest
     // Inside Kubernetes' 30 s termination grace: models unload, stubs end, then the pod goes.
     exitTimeoutSecs: 10,
   };
-}
-
-/** A selector for the objects of one run. */
-export function runSelector(runId: string): string {
-  return `${RUN_LABEL}=${runId}`;
 }

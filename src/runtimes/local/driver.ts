@@ -9,7 +9,7 @@ import { findProcesses, isOurProcess, processGroupOf, runsAsUs, runsOurExecutabl
 import type { RunState } from "../../state/run-state.js";
 import type { AttachedRun, Leftovers, PlannedRun, RuntimeDriver } from "../driver.js";
 import { deliverRunFolder } from "../delivery.js";
-import { DEFAULT_IMAGE } from "../docker/facts.js";
+import { DEFAULT_IMAGE } from "../ngc-images.js";
 import type { LocalEnvironment } from "./environment.js";
 import type { SpawnFn } from "./local-runtime.js";
 import { setupEvent } from "./events.js";

@@ -1,10 +1,10 @@
-import { backendHome } from "../docker/facts.js";
+import { backendHome } from "../ngc-images.js";
 import type { AdaptedBackend, RuntimeFacts } from "../facts.js";
 
 /**
  * Backends the local runtime serves through an adapter in Triton's python backend (their runtime
  * library in the model's environment): the one place that says which. Every other backend of
- * docker/facts.ts BACKEND_HOMES is named with the runtime and image that have it.
+ * ngc-images.ts BACKEND_HOMES is named with the runtime and image that have it.
  */
 export const LOCAL_ADAPTED: Readonly<Record<string, AdaptedBackend>> = {
   onnxruntime: { library: "ONNX Runtime", requirement: "onnxruntime==1.20.1", module: "onnxruntime" },

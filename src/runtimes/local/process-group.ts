@@ -6,7 +6,7 @@ import { runsAsUs, signalReaches } from "../../state/process.js";
 import { openShmFolder } from "../../state/shm-folder.js";
 import { ExitTracker, exitProgress, versionsToUnload } from "../../triton/log-lines.js";
 import type { StartOptions, StopOutcome, UnloadsToWaitFor } from "../driver.js";
-import { clientForRun } from "../../triton/http-client.js";
+import { loadedBeforeStop } from "../loaded-at-stop.js";
 
 const log = rootLog.child("local");
 
@@ -79,9 +79,6 @@ export interface UnloadWatch {
   waitFor?: UnloadsToWaitFor;
 }
 
-/** How long a stop asks Triton for its loaded models before it stops it the plain way. */
-export const STOP_INDEX_TIMEOUT_MS = 3000;
-
 /**
  * What a stop of this run's server waits for: the model versions Triton has loaded, each reported
  * unloaded in its log (local-runtime and the driver's `down` share it).
@@ -94,9 +91,7 @@ export function unloadWatch(
   return {
     logFile: run.logFile,
     ...(waitFor ? { waitFor } : {}),
-    // A server too busy to answer within 3 s (a loaded machine) is stopped the plain way;
-    // clientForRun's connection is not kept open, which would hold Triton's exit.
-    loaded: () => clientForRun(run, { timeoutMs: STOP_INDEX_TIMEOUT_MS }).repositoryIndex(),
+    loaded: () => loadedBeforeStop(run),
     ...(onProgress ? { onProgress } : {}),
   };
 }

@@ -11,7 +11,7 @@ import path from "node:path";
 import { execa } from "execa";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { RepositorySync } from "../../../src/runtimes/cluster/sync.js";
-import { KindTools } from "../../../src/runtimes/kind/tools.js";
+import { KindTools } from "../../../src/runtimes/clients/kubectl/tools.js";
 
 let dir = "";
 let runDir = "";

@@ -1,7 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { daemonAddress, dockerOptions, isNoGpuDriverError, NVIDIA_FIX } from "../../../src/runtimes/docker/client.js";
+import {
+  daemonAddress,
+  dockerOptions,
+  isNoGpuDriverError,
+  NVIDIA_FIX,
+} from "../../../src/runtimes/clients/container/client.js";
 import { isMemlockRefused, startError, withoutMemlock } from "../../../src/runtimes/docker/docker-runtime.js";
-import { isShmError, shmHint } from "../../../src/runtimes/docker/hints.js";
+import { isShmError, shmHint } from "../../../src/runtimes/shm-hints.js";
 import { parseNvidiaSmi } from "../../../src/runtimes/docker/doctor.js";
 import type { ContainerSettings } from "../../../src/runtimes/docker/settings.js";
 

@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { UsageError, BugError, UserError } from "../../../src/errors.js";
-import { forwardedPort, logArgs, portForwardArgs } from "../../../src/runtimes/kind/connection.js";
+import { forwardedPort, logArgs, portForwardArgs } from "../../../src/runtimes/clients/kubectl/connection.js";
 import { parseKindVersion, parseKubectlVersion } from "../../../src/runtimes/kind/doctor.js";
 import { WORKER_MOUNT } from "../../../src/runtimes/kind/kind-config.js";
 import { renderManifests } from "../../../src/k8s/manifests.js";
@@ -16,7 +16,7 @@ import {
   shmQuantity,
 } from "../../../src/runtimes/kind/settings.js";
 import { findOurKubectls } from "../../../src/runtimes/kind/teardown.js";
-import { KindTools, ToolMissingError } from "../../../src/runtimes/kind/tools.js";
+import { KindTools, ToolMissingError } from "../../../src/runtimes/clients/kubectl/tools.js";
 import type { StartOptions } from "../../../src/runtimes/driver.js";
 
 const start: StartOptions = {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { compareTimestamps, parseTimestamp, sinceParam, splitLogLine } from "../../../src/runtimes/docker/logs.js";
+import { compareTimestamps, parseTimestamp, sinceParam, splitLogLine } from "../../src/runtimes/log-timestamps.js";
 
-describe("docker log timestamps", () => {
+describe("log timestamps (docker and kubectl)", () => {
   it("compare exactly at nanosecond precision, whatever the digits", () => {
     const a = parseTimestamp("2026-11-29T18:23:07.094419123Z")!;
     const b = parseTimestamp("2026-11-29T18:23:07.0944192Z")!;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { PullProgress, pullError } from "../../../src/runtimes/docker/image.js";
+import { PullProgress, pullError } from "../../../../src/runtimes/clients/container/image.js";
 
 describe("pull progress", () => {
   it("folds the daemon's stream into per-layer phases and byte counts", () => {

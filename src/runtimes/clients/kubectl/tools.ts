@@ -1,12 +1,14 @@
 import readline from "node:readline";
-import { execa, type ResultPromise } from "execa";
-import { UserError } from "../../errors.js";
-import { log as rootLog } from "../../log/logger.js";
+import { execa } from "execa";
+import { UserError } from "../../../errors.js";
+import { log as rootLog } from "../../../log/logger.js";
+import type { Child, ChildExit, KubectlClient, RunOptions, Tool } from "./kubectl-client.js";
+
+export type { Child, ChildExit, KubectlClient, RunOptions, Tool } from "./kubectl-client.js";
 
 const log = rootLog.child("kind:cli");
 
 export type Exec = typeof execa;
-export type Tool = "kind" | "kubectl" | "docker";
 
 export const KIND_VERSION = "v0.33.0";
 
@@ -65,37 +67,12 @@ export function lastLines(text: string, n: number): string {
     .join("\n");
 }
 
-export interface RunOptions {
-  input?: string;
-  /** A file fed to stdin (node-gpu-setup.sh). */
-  inputFile?: string;
-  timeoutMs?: number;
-  /** Each stderr line as it comes (kind's progress). */
-  onStderrLine?: (line: string) => void;
-}
-
-export interface ChildExit {
-  code: number | undefined;
-  signal: string | undefined;
-  stderr: string;
-  /** It could not be started (ToolMissingError when the tool is not on PATH). */
-  error?: Error;
-}
-
-/** A long-running kubectl (port-forward, logs -f). */
-export interface Child {
-  readonly pid: number | undefined;
-  readonly process: ResultPromise;
-  /** Resolves (never rejects) when it exited: its exit code, or the signal, or why it never started. */
-  readonly exited: Promise<ChildExit>;
-  kill(signal?: NodeJS.Signals): void;
-}
-
 /**
- * The kind and kubectl command-line tools, run with execa. The spawn function and the
+ * The kind, kubectl and docker command-line tools, run with execa: the KubectlClient the kind and
+ * cluster runtimes share, and kind's own CLI for the kind runtime. The spawn function and the
  * environment (PATH above all) are parameters, so tests substitute the binaries, not modules.
  */
-export class KindTools {
+export class KindTools implements KubectlClient {
   constructor(
     readonly exec: Exec = execa,
     readonly env: NodeJS.ProcessEnv = process.env,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { currentPod, parsePodList, podOutcome, type Pod } from "../../../src/runtimes/kind/pod-status.js";
+import { currentPod, parsePodList, podOutcome, type Pod } from "../../../../src/runtimes/clients/kubectl/pod-status.js";
 
 const ctx = {
   cluster: "triton-dev",

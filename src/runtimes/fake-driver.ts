@@ -3,7 +3,9 @@
  * (plan, deliver, start, a server answering Triton's HTTP API on the run's port, stop, attach,
  * leftovers), on 127.0.0.1 in this process, with every step recorded and each one able to fail,
  * wait or report the server gone. The session, `status` and `down` get it through their
- * `runtimes` parameter (runtimes/registry.ts `Runtimes`); no module is replaced.
+ * `runtimes` parameter (runtimes/registry.ts `Runtimes`); no module is replaced. It lives beside
+ * the interface it stands in for (driver.ts), so a change there shows here at once; it imports
+ * only Node and types, and nothing in src/ imports it (the architecture test checks).
  */
 import fs from "node:fs";
 import fsp from "node:fs/promises";
@@ -19,10 +21,10 @@ import type {
   ServerHandle,
   StartOptions,
   StopReport,
-} from "../../src/runtimes/driver.js";
-import type { RuntimeKind } from "../../src/runtimes/kinds.js";
-import type { RuntimeChoice, Runtimes } from "../../src/runtimes/registry.js";
-import type { RunState } from "../../src/state/run-state.js";
+} from "./driver.js";
+import type { RuntimeKind } from "./kinds.js";
+import type { RuntimeChoice, Runtimes } from "./registry.js";
+import type { RunState } from "../state/run-state.js";
 
 /** A step of the driver, as `FakeDriver.calls` records it. */
 export type FakeStep =

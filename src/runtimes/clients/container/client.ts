@@ -1,5 +1,5 @@
 import Docker from "dockerode";
-import { UserError } from "../../errors.js";
+import { UserError } from "../../../errors.js";
 
 export const DEFAULT_SOCKET = "/var/run/docker.sock";
 

@@ -1,5 +1,5 @@
-import { tailLinesSync } from "../../state/log-file.js";
-import { formatSize } from "./settings.js";
+import { tailLinesSync } from "../state/log-file.js";
+import { formatSize } from "./container-options.js";
 
 /** The python backend's own words when /dev/shm is too small (python_be / shm_manager). */
 const SHM_PATTERN =

@@ -1,16 +1,17 @@
 import fs from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
-import { UserError } from "../../errors.js";
-import { log as rootLog } from "../../log/logger.js";
-import { compareTimestamps, parseTimestamp, splitLogLine } from "../docker/logs.js";
-import type { Ports } from "../driver.js";
-import { CONTAINER_NAME } from "../../k8s/manifests.js";
+import { UserError } from "../../../errors.js";
+import { log as rootLog } from "../../../log/logger.js";
+import { compareTimestamps, parseTimestamp, splitLogLine } from "../../log-timestamps.js";
+import type { Ports } from "../../driver.js";
+import { CONTAINER_NAME } from "../../../k8s/manifests.js";
 import { currentPod, podOutcome, podSchema, type Pod, type PodOutcome } from "./pod-status.js";
-import { runSelector } from "./settings.js";
-import { lastLines, ToolCommandError, type Child, type KindTools } from "./tools.js";
+import { runSelector } from "./run-label.js";
+import type { Child, KubectlClient } from "./kubectl-client.js";
+import { lastLines, ToolCommandError } from "./tools.js";
 import { z } from "zod";
-import { ReadinessAbortedError, ReadinessTimeoutError } from "../../triton/readiness.js";
+import { ReadinessAbortedError, ReadinessTimeoutError } from "../../../triton/readiness.js";
 
 const log = rootLog.child("kind:connection");
 
@@ -18,7 +19,7 @@ const log = rootLog.child("kind:connection");
 const POD_PORTS: Ports = { http: 8000, grpc: 8001, metrics: 8002 };
 
 export interface ConnectionOptions {
-  tools: KindTools;
+  tools: KubectlClient;
   cluster: string;
   context: string;
   namespace: string;

@@ -1,5 +1,5 @@
 import type Docker from "dockerode";
-import { UserError } from "../../errors.js";
+import { UserError } from "../../../errors.js";
 import { daemonMessage, statusOf } from "./client.js";
 
 /** One event of the daemon's pull stream (the JSON lines `docker pull` renders). */

@@ -1,11 +1,11 @@
-import type { KindRecord } from "./record.js";
-import { runSelector } from "./settings.js";
+import { runSelector } from "./run-label.js";
+import type { KubectlClient } from "./kubectl-client.js";
 import { KindTools, ToolCommandError } from "./tools.js";
 
 export interface KindRunRef {
   runId: string;
-  /** Where its objects are (the cluster runtime's record has the same two fields). */
-  kind?: Pick<KindRecord, "context" | "namespace"> | undefined;
+  /** Where its objects are (the kind and cluster runtimes' records both have these two fields). */
+  kind?: { context: string; namespace: string } | undefined;
 }
 
 /** How long a second ask may take when the first one ran out of time. */
@@ -19,7 +19,7 @@ const SLOW_CLUSTER_MS = 30_000;
  */
 export async function kindRunAlive(
   ref: KindRunRef,
-  tools: KindTools = new KindTools(),
+  tools: KubectlClient = new KindTools(),
   timeoutMs = 5_000,
 ): Promise<boolean> {
   if (!ref.kind) return false;
@@ -31,7 +31,7 @@ export async function kindRunAlive(
   }
 }
 
-async function deploymentListed(ref: KindRunRef, tools: KindTools, timeoutMs: number): Promise<boolean> {
+async function deploymentListed(ref: KindRunRef, tools: KubectlClient, timeoutMs: number): Promise<boolean> {
   if (!ref.kind) return false;
   const out = await tools.kubectl(
     ref.kind.context,

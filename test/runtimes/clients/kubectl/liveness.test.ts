@@ -2,8 +2,8 @@ import fsp from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { kindRunAlive } from "../../../src/runtimes/kind/liveness.js";
-import { KindTools } from "../../../src/runtimes/kind/tools.js";
+import { kindRunAlive } from "../../../../src/runtimes/clients/kubectl/liveness.js";
+import { KindTools } from "../../../../src/runtimes/clients/kubectl/tools.js";
 
 /**
  * A real `kubectl` on PATH (a shell script) that answers slowly the first time, as a cluster on a

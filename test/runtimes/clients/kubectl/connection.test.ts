@@ -2,9 +2,9 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { KindConnection, KindPodError } from "../../../src/runtimes/kind/connection.js";
-import { KindTools, type Child, type RunOptions } from "../../../src/runtimes/kind/tools.js";
-import { ReadinessAbortedError } from "../../../src/triton/readiness.js";
+import { KindConnection, KindPodError } from "../../../../src/runtimes/clients/kubectl/connection.js";
+import { KindTools, type Child, type RunOptions } from "../../../../src/runtimes/clients/kubectl/tools.js";
+import { ReadinessAbortedError } from "../../../../src/triton/readiness.js";
 
 /** kubectl's answers, scripted: the cluster side of the connection, without a cluster. */
 class ScriptedTools extends KindTools {
@@ -94,7 +94,7 @@ describe("KindConnection", () => {
   });
 
   it("ends the run when the cluster's context disappeared (kind delete cluster)", async () => {
-    const { ToolCommandError } = await import("../../../src/runtimes/kind/tools.js");
+    const { ToolCommandError } = await import("../../../../src/runtimes/clients/kubectl/tools.js");
     let deleted = false;
     const tools = new ScriptedTools((args) => {
       if (deleted) throw new ToolCommandError("kubectl", args, 1, 'error: context "kind-c" does not exist');
