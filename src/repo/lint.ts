@@ -209,7 +209,7 @@ function checkWithoutConfig(layout: ModelLayout, options: LintOptions, reporter:
     return undefined;
   }
   const facts = options.runtime ? RUNTIME_FACTS[options.runtime] : undefined;
-  const has = options.runtime ? serverBackends(options.runtime, options.image) : undefined;
+  const has = options.runtime ? serverBackends(options.runtime, options.image, options.imageBackends) : undefined;
   if (facts && has && !has.includes(inferred.backend)) {
     const { message, hint } = facts.missingBackend(inferred.backend, options.image);
     reporter.warning(

@@ -72,11 +72,15 @@ export function runtimeFlagOptions(): Array<FlagSpec & { key: keyof RuntimeFlags
 
 /**
  * The backends a runtime's server has: its facts', or where the image decides, those of the image
- * it runs (`--image`; an NGC flavour's are known). Undefined: an image we know nothing of, whose
- * backends only its Triton can tell.
+ * it runs (`--image`; an NGC flavour's are known, another's are those `found` in it where the
+ * runtime looked). Undefined: an image we know nothing of, whose backends only its Triton can tell.
  */
-export function serverBackends(runtime: RuntimeKind, image?: string): readonly string[] | undefined {
+export function serverBackends(
+  runtime: RuntimeKind,
+  image?: string,
+  found?: readonly string[],
+): readonly string[] | undefined {
   const f = RUNTIME_FACTS[runtime];
   if (!f.imageDecides || image === undefined) return f.backends;
-  return backendsOfImage(image);
+  return backendsOfImage(image) ?? found;
 }

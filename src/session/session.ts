@@ -101,10 +101,13 @@ export function lintOptionsFor(
   autoComplete?: boolean,
   /** The image the run's Triton runs (`--image`), where the image decides its backends. */
   image?: string,
+  /** The backends the runtime found in that image, where its name does not tell them. */
+  imageBackends?: readonly string[],
 ): LintOptions {
   return {
     runtime,
     ...(image ? { image } : {}),
+    ...(imageBackends ? { imageBackends } : {}),
     gpuAvailable: gpus === undefined ? true : gpus > 0,
     // One severity with `lint`: a config asking for a GPU is no mistake, it is for another
     // machine. `up` skips the model with the reason; the watcher does not stage its edits.
@@ -218,7 +221,7 @@ async function lintAndStage(
   onStaged: () => void,
   image?: string,
 ): Promise<StagedRepository> {
-  const lintOptions = lintOptionsFor(runtime, plan.gpus, undefined, image);
+  const lintOptions = lintOptionsFor(runtime, plan.gpus, undefined, image, plan.imageBackends);
   const lint = await lintRepository(modelsDir, lintOptions);
   const refused = new Set<string>();
   const skipped = new Set<string>();
@@ -619,6 +622,7 @@ function runRecord(r: {
     ...(plan.environments ? { buildsEnvironments: true as const } : {}),
     ...(plan.gpus !== undefined ? { gpus: plan.gpus } : {}),
     ...(o.runtimeFlags?.image ? { image: o.runtimeFlags.image } : {}),
+    ...(plan.imageBackends ? { imageBackends: [...plan.imageBackends] } : {}),
     ...(staged.autoCompleteOff ? { autoCompleteConfig: false } : {}),
     ...(started.record !== undefined ? { runtimeRecord: started.record } : {}),
   };

@@ -81,6 +81,7 @@ export async function runSupervisor(
     await gpusOf(state),
     state.autoCompleteConfig !== false,
     state.image,
+    state.imageBackends,
   );
   const index = await clientForRun(state)
     .repositoryIndex()

@@ -85,6 +85,8 @@ export function portArgs(p: { http: number; grpc: number; metrics: number }): st
  * [name, state] (resnet50_fp16 is skipped: it needs one).
  */
 export const SAMPLE_CPU_READY: Array<[string, string]> = [
+  ["bert_large", "READY"],
+  ["bert_pipeline", "READY"],
   ["bert_tokenizer", "READY"],
   ["image_classifier", "READY"],
   ["sentiment_classifier", "READY"],

@@ -270,7 +270,7 @@ export function checkRuntimeBackend(ctx: ModelContext, r: Reporter): string | un
   if (c.platform === ENSEMBLE_PLATFORM) return undefined;
   const backend = ctx.autofill.backend;
   const facts = RUNTIME_FACTS[runtime];
-  const has = serverBackends(runtime, ctx.options.image);
+  const has = serverBackends(runtime, ctx.options.image, ctx.options.imageBackends);
   if (!backend || !has || has.includes(backend)) return undefined;
   const where = c.backend ? "backend#value" : c.platform ? "platform#value" : undefined;
   const { message, hint } = facts.missingBackend(backend, ctx.options.image);

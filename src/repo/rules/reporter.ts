@@ -22,6 +22,11 @@ export interface LintOptions {
    * runtime's default image.
    */
   image?: string;
+  /**
+   * The backends found in `image` where its name does not tell them (the docker runtime looks in
+   * the image it pulled: runtimes/docker/image-backends.ts); absent, what the name tells.
+   */
+  imageBackends?: readonly string[];
   /** Whether this machine has a GPU; undefined skips the KIND_GPU check. */
   gpuAvailable?: boolean;
   /** How many GPUs, when known: `gpus: [n]` beyond it is an error. */

@@ -27,7 +27,7 @@ export const LABEL = {
   role: "dev.triton-dev.role",
 } as const;
 export const TOOL = "triton-dev";
-export type Role = "triton" | "prometheus" | "grafana" | "network";
+export type Role = "triton" | "prometheus" | "grafana" | "network" | "backend-probe";
 
 /** `--gpus`: none, all, a count, or explicit device ids ("0,2" or "device=0,2"). */
 export type GpuRequest =

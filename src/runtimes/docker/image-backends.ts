@@ -1,0 +1,48 @@
+import type Docker from "dockerode";
+import { log as rootLog } from "../../log/logger.js";
+import { BACKEND_HOMES, backendsOfImage } from "./facts.js";
+import { LABEL, TOOL, type Role } from "./settings.js";
+
+const log = rootLog.child("docker");
+
+/** Where NGC's tritonserver images, and images built in their layout, keep one folder per backend. */
+export const IMAGE_BACKENDS_DIR = "/opt/tritonserver/backends";
+
+/**
+ * The backends an image holds, where its name does not tell them (no NGC tritonserver flavour: an
+ * image built or mirrored elsewhere): each backend of BACKEND_HOMES looked for in
+ * IMAGE_BACKENDS_DIR of a container created from the image and never started (the daemon's stat
+ * of a path, no file read, well under a second). Without it, a model whose backend the image
+ * lacks reaches Triton and comes back as "unable to find backend library", which names neither
+ * the image nor where the model runs. Undefined where the name tells (`backendsOfImage`) or the
+ * image has no such folder (another layout: only its Triton knows its backends).
+ */
+export async function imageBackends(docker: Docker, image: string, imageId: string): Promise<string[] | undefined> {
+  if (backendsOfImage(image) !== undefined) return undefined;
+  const container = await docker.createContainer({
+    Image: imageId,
+    // Never started: the command only has to be one the daemon accepts.
+    Entrypoint: ["/bin/true"],
+    Cmd: [],
+    Labels: { [LABEL.tool]: TOOL, [LABEL.role]: "backend-probe" satisfies Role },
+    HostConfig: { NetworkMode: "none" },
+  });
+  const exists = async (p: string) =>
+    container.infoArchive({ path: p }).then(
+      (res: { resume?: () => void }) => {
+        res.resume?.();
+        return true;
+      },
+      (err: { statusCode?: number }) => (err.statusCode === 404 ? false : Promise.reject(err)),
+    );
+  try {
+    if (!(await exists(IMAGE_BACKENDS_DIR))) return undefined;
+    const found: string[] = [];
+    for (const backend of Object.keys(BACKEND_HOMES))
+      if (await exists(`${IMAGE_BACKENDS_DIR}/${backend}`)) found.push(backend);
+    log.debug("backends found in the image", { image, found });
+    return found;
+  } finally {
+    await container.remove({ force: true }).catch(() => {});
+  }
+}
