@@ -305,7 +305,10 @@ async function lintAndStage(
   bus.emit({ type: "staged", models: staged, repository: folder.repository });
   // Triton's config auto-complete adds a fixed second to every python model load (see
   // repo/auto-complete.ts); where the runtime allows it, it is off when no model needs it.
-  const needs = await autoCompleteNeeds(lint.models.filter((m) => !skipped.has(m.name)));
+  const needs = await autoCompleteNeeds(
+    lint.models.filter((m) => !skipped.has(m.name)),
+    staging.adaptedBackends(),
+  );
   const autoCompleteOff = plan.canDisableAutoComplete && needs.length === 0;
   autoComplete = !autoCompleteOff;
   for (const m of staged) {

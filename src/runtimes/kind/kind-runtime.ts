@@ -8,6 +8,7 @@ import type { KindRecord } from "./record.js";
 import { ReadinessAbortedError, ReadinessTimeoutError } from "../../triton/readiness.js";
 import { daemonAddress, daemonFacts, NVIDIA_FIX, requireDaemon } from "../docker/client.js";
 import { ensureImage, type PullUpdate } from "../docker/image.js";
+import { imageBackends } from "../docker/image-backends.js";
 import type { GpuRequest } from "../docker/settings.js";
 import type { Ports, ReloadMode, ServerHandle, StartOptions, StopOutcome } from "../driver.js";
 import {
@@ -77,6 +78,8 @@ export interface KindPlan {
   /** GPUs per pod: a count, or every GPU the node offers. */
   gpus: number | "all";
   daemon: string;
+  /** The backends found in the image, where its name does not tell them (docker/image-backends.ts). */
+  imageBackends?: string[];
 }
 
 export type KindStep = "cluster" | "gpu" | "image" | "apply" | "pod" | "forward" | "cleanup";
@@ -173,13 +176,16 @@ export class KindRuntime {
         );
       }
     }
-    await ensureImage(this.docker, input.image, { ...(onPull ? { onProgress: onPull } : {}) });
+    const { id } = await ensureImage(this.docker, input.image, { ...(onPull ? { onProgress: onPull } : {}) });
+    // The image kind loads into its nodes is this daemon's: its backends are looked for here.
+    const found = await imageBackends(this.docker, input.image, id);
     return {
       input,
       cluster,
       context: contextOf(cluster),
       gpus,
       daemon: daemonAddress(this.env),
+      ...(found ? { imageBackends: found } : {}),
       ...(existing ? { existing } : {}),
     };
   }
