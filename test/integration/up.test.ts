@@ -251,6 +251,8 @@ describe("up: failures a user meets", () => {
     await fs.writeFile(path.join(fakeHome, "environment.json"), JSON.stringify({ ...marker, serverBin: fakeBin }));
     const ports = await freePorts();
     const models = await copySampleModels();
+    // The fake home holds no model environments: bert_large's would be built there first (pip).
+    for (const m of ["bert_large", "bert_pipeline"]) await fs.rm(path.join(models, m), { recursive: true });
     const r = await runCli(["up", "--detach", "--models", models, ...portArgs(ports)], {
       ...env,
       TRITON_DEV_HOME: fakeHome,
