@@ -9,6 +9,12 @@ const log = rootLog.child("docker");
 export const IMAGE_BACKENDS_DIR = "/opt/tritonserver/backends";
 
 /**
+ * A daemon whose storage copies an image for each container (vfs) or that is busy elsewhere may
+ * take long to create one; `up` then goes on without knowing, as for an image of another layout.
+ */
+const PROBE_TIMEOUT_MS = 30_000;
+
+/**
  * The backends an image holds, where its name does not tell them (no NGC tritonserver flavour: an
  * image built or mirrored elsewhere): each backend of BACKEND_HOMES looked for in
  * IMAGE_BACKENDS_DIR of a container created from the image and never started (the daemon's stat
@@ -17,8 +23,28 @@ export const IMAGE_BACKENDS_DIR = "/opt/tritonserver/backends";
  * the image nor where the model runs. Undefined where the name tells (`backendsOfImage`) or the
  * image has no such folder (another layout: only its Triton knows its backends).
  */
-export async function imageBackends(docker: Docker, image: string, imageId: string): Promise<string[] | undefined> {
+export async function imageBackends(
+  docker: Docker,
+  image: string,
+  imageId: string,
+  timeoutMs = PROBE_TIMEOUT_MS,
+): Promise<string[] | undefined> {
   if (backendsOfImage(image) !== undefined) return undefined;
+  const t0 = Date.now();
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => {
+      log.warn("the image's backends were not found in time: Triton will say which it lacks", { image, timeoutMs });
+      resolve(undefined);
+    }, timeoutMs);
+  });
+  // A probe past its time still removes its container when the daemon answers.
+  const found = await Promise.race([probe(docker, imageId), late]).finally(() => clearTimeout(timer));
+  log.debug("backends found in the image", { image, found, ms: Date.now() - t0 });
+  return found;
+}
+
+async function probe(docker: Docker, imageId: string): Promise<string[] | undefined> {
   const container = await docker.createContainer({
     Image: imageId,
     // Never started: the command only has to be one the daemon accepts.
@@ -40,7 +66,6 @@ export async function imageBackends(docker: Docker, image: string, imageId: stri
     const found: string[] = [];
     for (const backend of Object.keys(BACKEND_HOMES))
       if (await exists(`${IMAGE_BACKENDS_DIR}/${backend}`)) found.push(backend);
-    log.debug("backends found in the image", { image, found });
     return found;
   } finally {
     await container.remove({ force: true }).catch(() => {});
