@@ -99,7 +99,9 @@ export const SAMPLE_CPU_READY: Array<[string, string]> = [
  * (test/fixtures/docker/build-image.sh), which has only the python backend: bert_large (ONNX) and
  * the ensemble running it are skipped, saying where they run (NGC's image has the onnxruntime backend).
  */
-export const SAMPLE_STAND_IN_READY = SAMPLE_CPU_READY.filter(([name]) => name !== "bert_large" && name !== "bert_pipeline");
+export const SAMPLE_STAND_IN_READY = SAMPLE_CPU_READY.filter(
+  ([name]) => name !== "bert_large" && name !== "bert_pipeline",
+);
 
 /** What `up` says of bert_large on the stand-in image `image`: the backend, the image, where it runs. */
 export const standInSkip = (runtime: "docker" | "kind", image: string): string =>
