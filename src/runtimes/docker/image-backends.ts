@@ -68,6 +68,8 @@ async function probe(docker: Docker, imageId: string): Promise<string[] | undefi
       if (await exists(`${IMAGE_BACKENDS_DIR}/${backend}`)) found.push(backend);
     return found;
   } finally {
-    await container.remove({ force: true }).catch(() => {});
+    // Not waited for: on vfs storage the daemon deletes a copy of the whole image, which `up`
+    // need not wait on (the request is sent at once; the daemon finishes it alone).
+    container.remove({ force: true }).catch(() => {});
   }
 }
