@@ -4,13 +4,17 @@ vocabulary, mean pooling under the attention mask, a tanh layer and a two-class 
 1 MB). Its config (models/bert_large/config.pbtxt) and the tokenizer -> bert_large ensemble
 `bert_pipeline` are written by hand; run this again only when the vocabulary or the graph changes.
 
-    python3 examples/make-article.py        (numpy and onnx; the tests' own Python has both)
+    python3 examples/make-article.py [OUT]  (numpy and onnx; the tests' own Python has both)
+
+OUT defaults to models/bert_large/1/model.onnx; test/integration/local-backends.test.ts writes it
+elsewhere and checks the shipped file is the same, byte for byte.
 
 The local runtime serves bert_large through ONNX Runtime in the python backend; docker, kind and
 cluster through the onnxruntime backend of the image.
 """
 
 import os
+import sys
 
 import numpy as np
 import onnx
@@ -18,7 +22,7 @@ from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OUT = os.path.join(ROOT, "models", "bert_large", "1", "model.onnx")
+OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "models", "bert_large", "1", "model.onnx")
 SEQ, HIDDEN = 128, 64
 
 vocab = [l.rstrip("\n") for l in open(os.path.join(ROOT, "models/bert_tokenizer/1/vocab.txt"), encoding="utf-8")]

@@ -452,4 +452,12 @@ describe("the sample repository's ONNX bert_large in its ensemble (real Triton)"
     expect(output(pipeline, "PREDICTIONS").shape).toEqual([2, 2]);
     expect(output(pipeline, "PREDICTIONS").data).toEqual(want);
   }, 120_000);
+
+  it("ships the model examples/make-article.py writes from its fixed seed and the tokenizer's vocabulary", async () => {
+    const out = path.join(repo, "regenerated.onnx");
+    await execa(testToolsPython(), [path.join(ROOT, "examples/make-article.py"), out]);
+    expect(
+      Buffer.compare(await fsp.readFile(out), await fsp.readFile(path.join(SAMPLE_MODELS, "bert_large/1/model.onnx"))),
+    ).toBe(0);
+  }, 60_000);
 });
