@@ -1,25 +1,28 @@
-"""Writes the article's repository in its own formats: bert_large as a real ONNX model
-(platform "onnxruntime_onnx", fixed-seed weights: token embeddings over bert_tokenizer's vocabulary,
-mean pooling under the attention mask, a tanh layer and a two-class softmax; under 1 MB) behind the
-samples' bert_tokenizer, in the tokenizer -> classifier ensemble `article_pipeline`.
+"""Writes the sample repository's bert_large, the article's ONNX model role, as a real ONNX model
+(models/bert_large/1/model.onnx; fixed-seed weights: token embeddings over bert_tokenizer's
+vocabulary, mean pooling under the attention mask, a tanh layer and a two-class softmax; under
+1 MB). Its config (models/bert_large/config.pbtxt) and the tokenizer -> bert_large ensemble
+`bert_pipeline` are written by hand; run this again only when the vocabulary or the graph changes.
 
-    python3 examples/make-article.py        (numpy and onnx; the tests' own Python has both)
+    python3 examples/make-article.py [OUT]  (numpy and onnx; the tests' own Python has both)
 
-bert_tokenizer is copied from models/ (test/examples-article.test.ts checks the copy is current).
+OUT defaults to models/bert_large/1/model.onnx; test/integration/local-backends.test.ts writes it
+elsewhere and checks the shipped file is the same, byte for byte.
+
 The local runtime serves bert_large through ONNX Runtime in the python backend; docker, kind and
 cluster through the onnxruntime backend of the image.
 """
 
 import os
-import shutil
+import sys
 
 import numpy as np
 import onnx
 from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 
-HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "article")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "models", "bert_large", "1", "model.onnx")
 SEQ, HIDDEN = 128, 64
 
 vocab = [l.rstrip("\n") for l in open(os.path.join(ROOT, "models/bert_tokenizer/1/vocab.txt"), encoding="utf-8")]
@@ -61,11 +64,6 @@ graph = helper.make_graph(
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="triton-dev examples/make-article.py")
 model.ir_version = 8
 onnx.checker.check_model(model)
-os.makedirs(os.path.join(HERE, "bert_large", "1"), exist_ok=True)
-onnx.save(model, os.path.join(HERE, "bert_large", "1", "model.onnx"))
-
-src = os.path.join(ROOT, "models", "bert_tokenizer")
-dst = os.path.join(HERE, "bert_tokenizer")
-shutil.rmtree(dst, ignore_errors=True)
-shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
-print("wrote", os.path.join(HERE, "bert_large", "1", "model.onnx"), "and", dst)
+os.makedirs(os.path.dirname(OUT), exist_ok=True)
+onnx.save(model, OUT)
+print("wrote", OUT)

@@ -417,7 +417,19 @@ export class ReloadController {
       return;
     }
     const linted = lint.models.find((m) => m.name === model);
-    const autoComplete = this.o.autoCompleteConfig === false && linted ? await autoCompleteReason(linted) : undefined;
+    const adapted = this.o.staging.adaptedBackends();
+    // An adapted model needs Triton's auto-complete only where its backend would fill something
+    // in, which only a lint with auto-complete on tells.
+    const asCompleted =
+      this.o.autoCompleteConfig === false && linted?.backend !== undefined && adapted.includes(linted.backend)
+        ? (await lintModel(this.o.modelsDir, model, { ...this.lintOptions, autoComplete: true })).models.find(
+            (m) => m.name === model,
+          )
+        : linted;
+    const autoComplete =
+      this.o.autoCompleteConfig === false && linted && asCompleted
+        ? await autoCompleteReason(asCompleted, adapted)
+        : undefined;
     const diagnostics = [
       ...lint.diagnostics.map((d) => (own(d) ? d : ofEnsembleRunning(d))),
       ...(autoComplete && linted ? [autoCompleteOffDiagnostic(linted, autoComplete)] : []),

@@ -252,6 +252,11 @@ export class StagingRepository {
     this.adapters = options.adapters;
   }
 
+  /** The backends this run serves through an adapter (none where the runtime adapts none). */
+  adaptedBackends(): string[] {
+    return Object.keys(this.adapters?.backends ?? {});
+  }
+
   /** How `name` is served when an adapter serves it ("served through ONNX Runtime 1.20 in the python backend ..."). */
   adapted(name: string): AdaptedModel | undefined {
     return this.adaptedModels.get(name);

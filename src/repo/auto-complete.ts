@@ -22,16 +22,30 @@ export interface AutoCompleteSubject {
   dir: string;
   /** Absent when config.pbtxt is missing or unreadable. */
   config?: ModelConfigJson;
+  /** The backend Triton runs it with (lint's `backend`). */
+  backend?: string;
+  /** What auto-complete fills in from its model file, as lint read it with auto-complete on. */
+  modelIO?: { autoComplete: boolean; filled: readonly string[] };
 }
 
 /** Python files larger than this are not read: weights or data shipped as .py, not model code. */
 const MAX_SOURCE_BYTES = 4 * 1024 * 1024;
 
-/** Why Triton's auto-complete must stay on for this model, or undefined when it is a no-op for it. */
-export async function autoCompleteReason(m: AutoCompleteSubject): Promise<string | undefined> {
+/**
+ * Why Triton's auto-complete must stay on for this model, or undefined when it is a no-op for it.
+ * `adapted`: the backends the runtime serves through the python backend (its facts'
+ * adaptedBackends): their adapter completes the staged config as the backend would, so a model
+ * whose config leaves the backend nothing to fill in needs nothing of Triton's auto-complete.
+ */
+export async function autoCompleteReason(
+  m: AutoCompleteSubject,
+  adapted: readonly string[] = [],
+): Promise<string | undefined> {
   const c = m.config;
   if (!c) return `${m.name} has no readable config.pbtxt, which Triton completes from the model files`;
   if (c.platform === "ensemble" || c.ensemble_scheduling) return undefined;
+  const completesNothing = m.modelIO?.autoComplete === true && m.modelIO.filled.length === 0;
+  if (m.backend !== undefined && adapted.includes(m.backend) && completesNothing) return undefined;
   if (c.backend !== "python")
     return `${m.name} uses ${c.backend ? `the ${c.backend} backend` : `platform ${c.platform ?? "(none)"}`}, whose config Triton can complete`;
   const file = await findAutoCompleteDefinition(m.dir, m.name);
@@ -41,8 +55,11 @@ export async function autoCompleteReason(m: AutoCompleteSubject): Promise<string
 /** The models, among those given, for which Triton's auto-complete does something, with why. */
 export async function autoCompleteNeeds(
   models: readonly AutoCompleteSubject[],
+  adapted: readonly string[] = [],
 ): Promise<Array<{ model: string; reason: string }>> {
-  const reasons = await Promise.all(models.map(async (m) => ({ model: m.name, reason: await autoCompleteReason(m) })));
+  const reasons = await Promise.all(
+    models.map(async (m) => ({ model: m.name, reason: await autoCompleteReason(m, adapted) })),
+  );
   return reasons.filter((r): r is { model: string; reason: string } => r.reason !== undefined);
 }
 

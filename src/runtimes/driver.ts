@@ -148,6 +148,11 @@ export interface PlannedRun {
   readonly gpus: number | undefined;
   /** Why a KIND_GPU model is left out when the server has no GPU. */
   readonly gpuSkipReason: string;
+  /**
+   * The backends found in the image the server runs, where its name does not tell them (docker:
+   * image-backends.ts): a model whose backend is not among them is skipped, saying where it runs.
+   */
+  readonly imageBackends?: readonly string[];
   /** Triton's config auto-complete may be turned off when no model needs it (it costs every python load a second). */
   readonly canDisableAutoComplete: boolean;
   /** Run on each staged model folder before Triton sees it (local: precompile for the stub's Python). */

@@ -74,13 +74,17 @@ export function runtimeFlagOptions(): Array<FlagSpec & { key: keyof RuntimeFlags
 
 /**
  * The backends a runtime's server has: its facts', or where the image decides, those of the image
- * it runs (`--image`; an NGC flavour's are known). Undefined: an image we know nothing of, whose
- * backends only its Triton can tell.
+ * it runs (`--image`; an NGC flavour's are known, another's are those `found` in it where the
+ * runtime looked). Undefined: an image we know nothing of, whose backends only its Triton can tell.
  */
-export function serverBackends(runtime: RuntimeKind, image?: string): readonly string[] | undefined {
+export function serverBackends(
+  runtime: RuntimeKind,
+  image?: string,
+  found?: readonly string[],
+): readonly string[] | undefined {
   const f = RUNTIME_FACTS[runtime];
   if (!f.imageDecides || image === undefined) return f.backends;
-  return backendsOfImage(image);
+  return backendsOfImage(image) ?? found;
 }
 
 /**
@@ -88,7 +92,7 @@ export function serverBackends(runtime: RuntimeKind, image?: string): readonly s
  * `LintServer`, matched by shape: the runtimes import nothing of lint, nor lint of them), and the
  * backends that run only on a GPU with where they run, which lint names with or without a runtime.
  */
-export function lintFacts(runtime?: RuntimeKind, image?: string) {
+export function lintFacts(runtime?: RuntimeKind, image?: string, found?: readonly string[]) {
   const gpuOnly = Object.fromEntries(
     Object.entries(BACKEND_HOMES)
       .filter(([, home]) => home.gpu)
@@ -99,7 +103,7 @@ export function lintFacts(runtime?: RuntimeKind, image?: string) {
   const adapted = f.adaptedBackends;
   const server = {
     runtime,
-    backends: serverBackends(runtime, image),
+    backends: serverBackends(runtime, image, found),
     missingBackend: (backend: string) => f.missingBackend(backend, image),
     ...(f.tritonVersion ? { tritonVersion: f.tritonVersion } : {}),
     ...(f.backendLibraries ? { backendLibraries: f.backendLibraries } : {}),

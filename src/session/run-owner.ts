@@ -233,6 +233,7 @@ export class RunOwner {
       state.gpus ?? (await detectNvidiaGpus()),
       state.autoCompleteConfig !== false,
       state.image,
+      state.imageBackends,
     );
     const index = await this.#client(state)
       .repositoryIndex()

@@ -111,9 +111,11 @@ export function lintOptionsFor(
   autoComplete?: boolean,
   /** The image the run's Triton runs (`--image`), where the image decides its backends. */
   image?: string,
+  /** The backends the runtime found in that image, where its name does not tell them. */
+  imageBackends?: readonly string[],
 ): LintOptions {
   return {
-    ...lintFacts(runtime, image),
+    ...lintFacts(runtime, image, imageBackends),
     gpuAvailable: gpus === undefined ? true : gpus > 0,
     // One severity with `lint`: a config asking for a GPU is no mistake, it is for another
     // machine. `up` skips the model with the reason; the watcher does not stage its edits.
@@ -227,7 +229,7 @@ async function lintAndStage(
   onStaged: () => void,
   image?: string,
 ): Promise<StagedRepository> {
-  const lintOptions = lintOptionsFor(runtime, plan.gpus, undefined, image);
+  const lintOptions = lintOptionsFor(runtime, plan.gpus, undefined, image, plan.imageBackends);
   const lint = await lintRepository(modelsDir, lintOptions);
   const refused = new Set<string>();
   const skipped = new Set<string>();
@@ -311,7 +313,10 @@ async function lintAndStage(
   bus.emit({ type: "staged", models: staged, repository: folder.repository });
   // Triton's config auto-complete adds a fixed second to every python model load (see
   // repo/auto-complete.ts); where the runtime allows it, it is off when no model needs it.
-  const needs = await autoCompleteNeeds(lint.models.filter((m) => !skipped.has(m.name)));
+  const needs = await autoCompleteNeeds(
+    lint.models.filter((m) => !skipped.has(m.name)),
+    staging.adaptedBackends(),
+  );
   const autoCompleteOff = plan.canDisableAutoComplete && needs.length === 0;
   autoComplete = !autoCompleteOff;
   for (const m of staged) {
@@ -643,6 +648,7 @@ function runRecord(r: {
     ...(plan.environments ? { buildsEnvironments: true as const } : {}),
     ...(plan.gpus !== undefined ? { gpus: plan.gpus } : {}),
     ...(o.runtimeFlags?.image ? { image: o.runtimeFlags.image } : {}),
+    ...(plan.imageBackends ? { imageBackends: [...plan.imageBackends] } : {}),
     ...(staged.autoCompleteOff ? { autoCompleteConfig: false } : {}),
     ...(started.record !== undefined ? { runtimeRecord: started.record } : {}),
   };

@@ -36,6 +36,8 @@ export const runStateSchema = z.object({
     .optional(),
   /** The image `--image` named (docker, kind, cluster): which backends the run's Triton has. */
   image: z.string().optional(),
+  /** The backends the runtime found in `image` where its name does not tell them (docker). */
+  imageBackends: z.array(z.string()).optional(),
   startedAt: z.string(),
   modelsDir: z.string(),
   runDir: z.string(),

@@ -91,11 +91,11 @@ describe("runLint", () => {
     const out = capture();
     expect(await runLint(SAMPLE_MODELS, {}, { output: out, detectGpus: noGpu, cwd: ROOT })).toBe(0);
     expect(out.text().split("\n").at(-1)).toBe(
-      `6 models checked: 0 errors, 1 warning (5 of 6 would load here; resnet50_fp16 needs a GPU)${AC}`,
+      `8 models checked: 0 errors, 1 warning (7 of 8 would load here; resnet50_fp16 needs a GPU)${AC}`,
     );
     const withGpu = capture();
     expect(await runLint(SAMPLE_MODELS, {}, { output: withGpu, detectGpus: async () => 1, cwd: ROOT })).toBe(0);
-    expect(withGpu.text()).toBe(`6 models checked: 0 errors, 0 warnings (6 of 6 would load)${AC}`);
+    expect(withGpu.text()).toBe(`8 models checked: 0 errors, 0 warnings (8 of 8 would load)${AC}`);
   });
 
   it("counts a model whose backend the runtime lacks, and the ensembles running it, as not loading there", async () => {

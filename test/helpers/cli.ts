@@ -85,12 +85,27 @@ export function portArgs(p: { http: number; grpc: number; metrics: number }): st
  * [name, state] (resnet50_fp16 is skipped: it needs one).
  */
 export const SAMPLE_CPU_READY: Array<[string, string]> = [
+  ["bert_large", "READY"],
+  ["bert_pipeline", "READY"],
   ["bert_tokenizer", "READY"],
   ["image_classifier", "READY"],
   ["sentiment_classifier", "READY"],
   ["sentiment_pipeline", "READY"],
   ["text_streamer", "READY"],
 ];
+
+/**
+ * The same on the stand-in image of the docker and kind runtimes' tests
+ * (test/fixtures/docker/build-image.sh), which has only the python backend: bert_large (ONNX) and
+ * the ensemble running it are skipped, saying where they run (NGC's image has the onnxruntime backend).
+ */
+export const SAMPLE_STAND_IN_READY = SAMPLE_CPU_READY.filter(
+  ([name]) => name !== "bert_large" && name !== "bert_pipeline",
+);
+
+/** What `up` says of bert_large on the stand-in image `image`: the backend, the image, where it runs. */
+export const standInSkip = (runtime: "docker" | "kind", image: string): string =>
+  `backend 'onnxruntime' is not in the ${runtime} runtime's image ${image}; ONNX models run in the docker or kind runtime with the image nvcr.io/nvidia/tritonserver:24.10-py3`;
 
 export async function copySampleModels(): Promise<string> {
   const dir = await tempDir("models");

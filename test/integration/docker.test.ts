@@ -12,7 +12,8 @@ import {
   freePorts,
   portArgs,
   runCli,
-  SAMPLE_CPU_READY,
+  SAMPLE_STAND_IN_READY,
+  standInSkip,
   testEnv,
   type CliResult,
 } from "../helpers/cli.js";
@@ -157,7 +158,7 @@ describe.skipIf(!availability.ok)(`up --runtime docker against a real daemon${sk
     expect(r.stderr).toMatch(/--runtime local/);
   });
 
-  it("pulls the image with per-layer progress, starts the container, and every model is READY", async () => {
+  it("pulls the image with per-layer progress, starts the container, and every model its image has a backend for is READY", async () => {
     const r = await up();
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
@@ -177,7 +178,24 @@ describe.skipIf(!availability.ok)(`up --runtime docker against a real daemon${sk
     expect(pulls.some((e) => (e.changed as { phase?: string } | undefined)?.phase === "downloading")).toBe(true);
     expect(ev.find((e) => e.type === "container")).toMatchObject({ action: "created", name, image });
     const ready = ev.find((e) => e.type === "ready") as { models: Array<{ name: string; state: string }> };
-    expect(ready.models.map((m) => [m.name, m.state])).toEqual(SAMPLE_CPU_READY);
+    expect(ready.models.map((m) => [m.name, m.state])).toEqual(SAMPLE_STAND_IN_READY);
+    // The stand-in image has only the python backend (NGC's has onnxruntime): the ONNX sample is
+    // skipped naming the backend, the image and where it runs, never left to Triton's "unable to
+    // find backend library"; its ensemble waits for it.
+    const skipped = Object.fromEntries(
+      ev.filter((e) => e.type === "skipped").map((e) => [e.model as string, e.reason as string]),
+    );
+    expect(skipped.bert_large).toBe(
+      `${standInSkip("docker", image)}. Serve it with that image: \`triton-dev up --runtime docker --image nvcr.io/nvidia/tritonserver:24.10-py3\`.`,
+    );
+    expect(skipped.bert_pipeline).toMatch(/^it runs bert_large \(skipped\), which is not served/);
+    const s = JSON.parse((await runCli(["status", "--json"], env)).stdout) as {
+      models: Array<{ name: string; state: string; reason?: string }>;
+    };
+    expect(s.models.find((m) => m.name === "bert_large")).toMatchObject({
+      state: "SKIPPED",
+      reason: standInSkip("docker", image),
+    });
   }, 240_000);
 
   it("serves inference from the container, with the repository API locked to the run's key", async () => {

@@ -11,7 +11,7 @@ import {
   jsonEvents,
   portArgs,
   runCli,
-  SAMPLE_CPU_READY,
+  SAMPLE_STAND_IN_READY,
   tempDir,
   testEnv,
 } from "../helpers/cli.js";
@@ -194,7 +194,7 @@ describe.skipIf(!availability.ok)(`up --runtime kind on a real kind cluster${ski
     );
     expect(ev.find((e) => e.type === "skipped")).toMatchObject({ model: "resnet50_fp16" });
     const ready = ev.find((e) => e.type === "ready") as { models: Array<{ name: string; state: string }> };
-    expect(ready.models.map((m) => [m.name, m.state])).toEqual(SAMPLE_CPU_READY);
+    expect(ready.models.map((m) => [m.name, m.state])).toEqual(SAMPLE_STAND_IN_READY);
     // Both nodes are kind's containers of the image we named, and the cluster is kind's own.
     const nodes = await containers();
     expect(nodes.map((c) => c.Names[0]).sort()).toEqual([`/${cluster}-control-plane`, `/${cluster}-worker`]);

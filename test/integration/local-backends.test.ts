@@ -2,7 +2,7 @@ import fsp from "node:fs/promises";
 import path from "node:path";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT, freePorts, portArgs, runCli, tempDir, testEnv } from "../helpers/cli.js";
+import { ROOT, SAMPLE_MODELS, freePorts, portArgs, runCli, tempDir, testEnv } from "../helpers/cli.js";
 import { testToolsPython } from "../helpers/test-tools.js";
 import { output, tritonclient } from "../helpers/tritonclient.js";
 
@@ -394,18 +394,22 @@ print(json.dumps(out.reshape(-1).tolist()))
 `;
 
 /**
- * The article's repository in its own formats (examples/article, written by
- * examples/make-article.py): bert_large as a real ONNX model behind the samples' tokenizer, in the
- * tokenizer -> classifier ensemble, on the local runtime.
+ * The article's ONNX model role in the sample repository (models/bert_large, written by
+ * examples/make-article.py): a real ONNX model behind the samples' tokenizer, in the tokenizer ->
+ * classifier ensemble bert_pipeline, on the local runtime.
  */
-describe("the article's ONNX bert_large in its ensemble (examples/article, real Triton)", () => {
+describe("the sample repository's ONNX bert_large in its ensemble (real Triton)", () => {
   let env: NodeJS.ProcessEnv;
   let ports: { http: number; grpc: number; metrics: number };
   let repo: string;
 
   beforeAll(async () => {
     repo = await tempDir("article");
-    await fsp.cp(path.join(ROOT, "examples/article"), repo, { recursive: true });
+    for (const m of ["bert_tokenizer", "bert_large", "bert_pipeline"])
+      await fsp.cp(path.join(SAMPLE_MODELS, m), path.join(repo, m), {
+        recursive: true,
+        filter: (f) => !f.includes("__pycache__"),
+      });
     env = await testEnv();
     ports = await freePorts();
     const up = await runCli(
@@ -425,7 +429,7 @@ describe("the article's ONNX bert_large in its ensemble (examples/article, real 
   it("answers raw text through the ensemble as onnxruntime answers the tokenizer's ids", async () => {
     const text = { name: "RAW_TEXT", datatype: "BYTES", shape: [2, 1], data: ["a wonderful film", "boring and awful"] };
     const [pipeline, tokens] = await tritonclient(ports, [
-      { kind: "infer", protocol: "grpc", model: "article_pipeline", inputs: [text as never] },
+      { kind: "infer", protocol: "grpc", model: "bert_pipeline", inputs: [text as never] },
       { kind: "infer", protocol: "http", model: "bert_tokenizer", inputs: [{ ...text, name: "TEXT_INPUT" } as never] },
     ]);
     const ids = output(tokens, "INPUT_IDS");
@@ -449,10 +453,11 @@ describe("the article's ONNX bert_large in its ensemble (examples/article, real 
     expect(output(pipeline, "PREDICTIONS").data).toEqual(want);
   }, 120_000);
 
-  it("keeps its copy of bert_tokenizer the samples' own (examples/make-article.py copies it)", async () => {
-    for (const f of ["config.pbtxt", "1/model.py", "1/vocab.txt"])
-      expect(await fsp.readFile(path.join(ROOT, "examples/article/bert_tokenizer", f), "utf8")).toBe(
-        await fsp.readFile(path.join(ROOT, "models/bert_tokenizer", f), "utf8"),
-      );
-  });
+  it("ships the model examples/make-article.py writes from its fixed seed and the tokenizer's vocabulary", async () => {
+    const out = path.join(repo, "regenerated.onnx");
+    await execa(testToolsPython(), [path.join(ROOT, "examples/make-article.py"), out]);
+    expect(
+      Buffer.compare(await fsp.readFile(out), await fsp.readFile(path.join(SAMPLE_MODELS, "bert_large/1/model.onnx"))),
+    ).toBe(0);
+  }, 60_000);
 });

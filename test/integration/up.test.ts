@@ -27,7 +27,7 @@ describe("up --detach on the sample models (real Triton)", () => {
     upElapsedMs = Date.now() - t0;
     expect(up.stderr).toBe("");
     expect(up.code).toBe(0);
-    expect(up.stdout).toMatch(/5 of 6 models? READY/);
+    expect(up.stdout).toMatch(/7 of 8 models? READY/);
     // The GPU sample model is skipped on a machine without a GPU, plainly and without failing `up`.
     expect(up.stdout).toMatch(
       /resnet50_fp16: skipped, it needs a GPU \(KIND_GPU\) and this machine has none; it runs on a machine with an NVIDIA GPU, with this runtime or the docker or kind runtime \(`--gpus all`, image nvcr\.io\/nvidia\/tritonserver:24\.10-py3\) \(.*config\.pbtxt:\d+:\d+/,
@@ -51,6 +51,8 @@ describe("up --detach on the sample models (real Triton)", () => {
     expect(s.serverReady).toBe(true);
     const byName = Object.fromEntries(s.models.map((m: { name: string }) => [m.name, m]));
     for (const m of [
+      "bert_large",
+      "bert_pipeline",
       "bert_tokenizer",
       "sentiment_classifier",
       "sentiment_pipeline",
@@ -249,6 +251,8 @@ describe("up: failures a user meets", () => {
     await fs.writeFile(path.join(fakeHome, "environment.json"), JSON.stringify({ ...marker, serverBin: fakeBin }));
     const ports = await freePorts();
     const models = await copySampleModels();
+    // The fake home holds no model environments: bert_large's would be built there first (pip).
+    for (const m of ["bert_large", "bert_pipeline"]) await fs.rm(path.join(models, m), { recursive: true });
     const r = await runCli(["up", "--detach", "--models", models, ...portArgs(ports)], {
       ...env,
       TRITON_DEV_HOME: fakeHome,

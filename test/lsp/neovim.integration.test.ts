@@ -70,7 +70,7 @@ describe.skipIf(!hasNvim)("triton-dev lsp in Neovim", () => {
     expect(outline).toContain("31 [Variable] TEXT_INPUT");
     // K on an input_map key: the step model's declaration and the steps that use it.
     expect(at("hover_tensor").text).toBe(
-      "**TEXT_INPUT**: input of `bert_tokenizer`, `TYPE_STRING` `[1]`\n\nUsed by:\n- `sentiment_pipeline` step 1 runs `bert_tokenizer`: input_map `TEXT_INPUT` ← `RAW_TEXT`",
+      "**TEXT_INPUT**: input of `bert_tokenizer`, `TYPE_STRING` `[1]`\n\nUsed by:\n- `bert_pipeline` step 1 runs `bert_tokenizer`: input_map `TEXT_INPUT` ← `RAW_TEXT`\n- `sentiment_pipeline` step 1 runs `bert_tokenizer`: input_map `TEXT_INPUT` ← `RAW_TEXT`",
     );
     // References in the quickfix list: the declaration and the ensemble's map; a model's name and its step.
     const refs = (step: string) =>
@@ -79,10 +79,12 @@ describe.skipIf(!hasNvim)("triton-dev lsp in Neovim", () => {
           `${i.file}:${i.lnum}:${i.col} ${i.text.trim()}`,
       );
     expect(refs("references_tensor")).toEqual([
+      'bert_pipeline/config.pbtxt:31:15 key: "TEXT_INPUT"',
       'bert_tokenizer/config.pbtxt:10:12 name: "TEXT_INPUT"',
       'sentiment_pipeline/config.pbtxt:31:15 key: "TEXT_INPUT"',
     ]);
     expect(refs("references_model")).toEqual([
+      'bert_pipeline/config.pbtxt:28:20 model_name: "bert_tokenizer"',
       'bert_tokenizer/config.pbtxt:4:8 name: "bert_tokenizer"',
       'sentiment_pipeline/config.pbtxt:28:20 model_name: "bert_tokenizer"',
     ]);
@@ -102,6 +104,7 @@ describe.skipIf(!hasNvim)("triton-dev lsp in Neovim", () => {
     expect(model.folder_still_there).toBe(1);
     // :lua vim.lsp.buf.workspace_symbol("mask"): the tensors of every model that match.
     expect(at("workspace_symbols").map((i: { file: string; text: string }) => `${i.file} ${i.text}`)).toEqual([
+      "bert_large/config.pbtxt [Variable] attention_mask",
       "bert_tokenizer/config.pbtxt [Variable] ATTENTION_MASK",
       "sentiment_classifier/config.pbtxt [Variable] attention_mask",
     ]);

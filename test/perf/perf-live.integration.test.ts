@@ -79,7 +79,7 @@ describe("triton-dev perf (real Triton, sample models)", () => {
     // One instance that batches: 16 requests cost it 16 ms together, 136 ms one by one.
     await addSleepy("batcher", `${sleepyConfig}dynamic_batching { }\n`);
     const up = await runCli(["up", "--detach", "--models", models, ...portArgs(ports)], env);
-    expect(up.stdout).toMatch(/7 of 9 models READY/);
+    expect(up.stdout).toMatch(/9 of 11 models READY/);
   }, 300_000);
 
   afterAll(async () => {

@@ -2,6 +2,7 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { autoCompleteNeeds, autoCompleteOffDiagnostic, autoCompleteReason } from "../../src/repo/auto-complete.js";
 import { lintRepository } from "../../src/repo/lint.js";
+import { RUNTIME_FACTS, lintFacts } from "../../src/runtimes/kinds.js";
 import {
   ECHO_ONNX,
   SAMPLE_MODELS,
@@ -11,14 +12,31 @@ import {
   tempRepo,
   writeFiles,
 } from "./helpers.js";
-import { lintFacts } from "../../src/runtimes/kinds.js";
 
 afterAll(removeTempRepos);
 
 describe("Triton's config auto-complete: which models need it", () => {
-  it("is not needed by the sample models (python with full configs, an ensemble)", async () => {
+  it("is not needed by the sample models on the local runtime (python with full configs, ensembles, an adapted ONNX model it fills nothing in)", async () => {
     const lint = await lintRepository(SAMPLE_MODELS, { ...lintFacts("local"), gpuAvailable: true });
-    expect(await autoCompleteNeeds(lint.models)).toEqual([]);
+    const adapted = Object.keys(RUNTIME_FACTS.local.adaptedBackends ?? {});
+    expect(adapted).toContain("onnxruntime");
+    expect(await autoCompleteNeeds(lint.models, adapted)).toEqual([]);
+    // Where Triton's own onnxruntime backend serves it, that backend completes its config.
+    expect(await autoCompleteNeeds(lint.models)).toEqual([
+      { model: "bert_large", reason: "bert_large uses platform onnxruntime_onnx, whose config Triton can complete" },
+    ]);
+  });
+
+  it("is needed by an adapted ONNX model whose config leaves its backend something to fill in", async () => {
+    const repo = await tempRepo();
+    await writeFiles(repo, {
+      "onnx/config.pbtxt": 'name: "onnx"\nplatform: "onnxruntime_onnx"\n',
+      "onnx/1/model.onnx": ECHO_ONNX,
+    });
+    const lint = await lintRepository(repo, { ...lintFacts("local"), gpuAvailable: true });
+    expect(await autoCompleteNeeds(lint.models, ["onnxruntime"])).toEqual([
+      { model: "onnx", reason: "onnx uses platform onnxruntime_onnx, whose config Triton can complete" },
+    ]);
   });
 
   it("is needed by a python model that defines auto_complete_config, one without config.pbtxt, and other backends", async () => {

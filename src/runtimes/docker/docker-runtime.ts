@@ -22,6 +22,7 @@ import {
 import { ensureImage, imageId, type PullUpdate } from "../clients/container/image.js";
 import { stopTritonContainer, type ContainerStopOptions } from "./container-stop.js";
 import { followLogs, type LogFollower } from "./logs.js";
+import { imageBackends } from "../clients/container/image-backends.js";
 import {
   ensureNetwork,
   monitoringImages,
@@ -72,6 +73,8 @@ export interface DockerPlan {
   /** How the GPUs reach the container, and why (absent: --gpus none). */
   gpuPath?: GpuPath;
   monitoringImages?: MonitoringImages;
+  /** The backends found in the image, where its name does not tell them (image-backends.ts). */
+  imageBackends?: string[];
   reuse?: { id: string; runId: string; runDir: string; repository: string };
   replace?: { id: string; runId: string; reason: string };
 }
@@ -163,6 +166,7 @@ export class DockerRuntime {
       ...(input.monitoring ? { network: networkName(name) } : {}),
     };
     const hash = settingsHash(settings);
+    const found = await imageBackends(this.docker, input.image, imgId);
     const plan: DockerPlan = {
       name,
       daemon: daemonAddress(this.env),
@@ -170,6 +174,7 @@ export class DockerRuntime {
       hash,
       ...(wantsGpu ? { gpuPath } : {}),
       ...(images ? { monitoringImages: images } : {}),
+      ...(found ? { imageBackends: found } : {}),
     };
 
     const existing = await this.docker

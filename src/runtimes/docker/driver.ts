@@ -110,6 +110,7 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
         ...(plan.reuse ? { reuse: { runId: plan.reuse.runId, runDir: plan.reuse.runDir } } : {}),
         gpus: gpus.kind === "none" ? 0 : undefined,
         gpuSkipReason: "it needs a GPU (KIND_GPU) and this container has none (--gpus none)",
+        ...(plan.imageBackends ? { imageBackends: plan.imageBackends } : {}),
         // The image's own Triton starts with auto-complete on; its settings are part of the container's.
         canDisableAutoComplete: false,
         // The container mounts the run folder.

@@ -16,19 +16,12 @@ export const CONTAINER_STORE = dockerFacts.stagingSeenAs!.store;
 /** The run's key folder (triton/key-shim.ts): the key file and the library that hands it to tritonserver. */
 export const CONTAINER_KEY_DIR = "/opt/triton-dev/key";
 export const CONTAINER_PORTS: Ports = TRITON_DEFAULT_PORTS;
-export const CONTAINER_BACKENDS = "/opt/tritonserver/backends";
+export const CONTAINER_BACKENDS = IMAGE_BACKENDS_DIR;
 
-/** Every object we create carries these; nothing without them is ever stopped or removed. */
-export const LABEL = {
-  tool: "dev.triton-dev.tool",
-  runId: "dev.triton-dev.run-id",
-  repository: "dev.triton-dev.repository",
-  runsDir: "dev.triton-dev.runs-dir",
-  settings: "dev.triton-dev.settings",
-  role: "dev.triton-dev.role",
-} as const;
-export const TOOL = "triton-dev";
-export type Role = "triton" | "prometheus" | "grafana" | "network";
+import { IMAGE_BACKENDS_DIR } from "../clients/container/image-backends.js";
+import { LABEL, TOOL, type Role } from "../clients/container/labels.js";
+
+export { LABEL, TOOL, type Role };
 
 /** HostConfig.DeviceRequests for a GPU request, as `docker run --gpus` sends them. */
 export function deviceRequests(g: GpuRequest): Docker.DeviceRequest[] | undefined {

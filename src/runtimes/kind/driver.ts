@@ -101,6 +101,7 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
         gpus: plan.gpus === 0 ? 0 : undefined,
         gpuSkipReason:
           "it needs a GPU (KIND_GPU) and the kind pod gets none (--gpus none, or Docker has no NVIDIA runtime)",
+        ...(plan.imageBackends ? { imageBackends: plan.imageBackends } : {}),
         canDisableAutoComplete: false,
         // The kind node mounts the run folder (hostPath) into the pod.
         deliver: (folder) => deliverRunFolder(folder, ctx, kindFacts.stagingSeenAs),

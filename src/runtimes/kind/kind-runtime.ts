@@ -9,6 +9,7 @@ import { ReadinessAbortedError, ReadinessTimeoutError } from "../../triton/readi
 import { daemonAddress, daemonFacts, NVIDIA_FIX, requireDaemon } from "../clients/container/client.js";
 import { ensureImage, type PullUpdate } from "../clients/container/image.js";
 import type { GpuRequest } from "../container-options.js";
+import { imageBackends } from "../clients/container/image-backends.js";
 import type { Ports, ReloadMode, ServerHandle, StartOptions, StopOutcome } from "../driver.js";
 import {
   allocatableGpus,
@@ -78,6 +79,8 @@ export interface KindPlan {
   /** GPUs per pod: a count, or every GPU the node offers. */
   gpus: number | "all";
   daemon: string;
+  /** The backends found in the image, where its name does not tell them (clients/container/image-backends.ts). */
+  imageBackends?: string[];
 }
 
 export type KindStep = "cluster" | "gpu" | "image" | "apply" | "pod" | "forward" | "cleanup";
@@ -174,13 +177,16 @@ export class KindRuntime {
         );
       }
     }
-    await ensureImage(this.docker, input.image, { ...(onPull ? { onProgress: onPull } : {}) });
+    const { id } = await ensureImage(this.docker, input.image, { ...(onPull ? { onProgress: onPull } : {}) });
+    // The image kind loads into its nodes is this daemon's: its backends are looked for here.
+    const found = await imageBackends(this.docker, input.image, id);
     return {
       input,
       cluster,
       context: contextOf(cluster),
       gpus,
       daemon: daemonAddress(this.env),
+      ...(found ? { imageBackends: found } : {}),
       ...(existing ? { existing } : {}),
     };
   }
