@@ -95,6 +95,11 @@ describe.skipIf(!availability.ok)(title, () => {
     const kubeconfig = await serviceAccountWith(cp, NS, "triton-dev", REQUIRED_RIGHTS);
     env = await testEnv({ PATH: `${cp.bin}${path.delimiter}${process.env.PATH}`, KUBECONFIG: kubeconfig });
     models = await copySampleModels();
+    // The cluster runtime never sees the image its node pulls, and the stand-in image has no
+    // onnxruntime backend (NGC's has): Triton would refuse bert_large, and with Triton's strict
+    // readiness the kubelet would rightly hold the pod not ready. What this file checks is the node
+    // and the kubelet's probes, so it serves what the stand-in image can.
+    for (const m of ["bert_large", "bert_pipeline"]) await fsp.rm(path.join(models, m), { recursive: true });
     ports = await freePorts();
   }, 3_600_000);
 
@@ -136,14 +141,7 @@ describe.skipIf(!availability.ok)(title, () => {
     const ready = events(r).find((e) => e.type === "ready") as {
       models: Array<{ name: string; state?: string; reason?: string }>;
     };
-    expect(ready.models.filter((m) => m.state === "READY").map((m) => [m.name, m.state])).toEqual(
-      SAMPLE_STAND_IN_READY,
-    );
-    // The stand-in image has no onnxruntime backend, and the cluster runtime never sees the image
-    // its node pulls: bert_large reaches Triton, which refuses it in its own words.
-    expect(ready.models.find((m) => m.name === "bert_large")?.reason).toMatch(
-      /unable to find backend library for backend 'onnxruntime'/,
-    );
+    expect(ready.models.map((m) => [m.name, m.state])).toEqual(SAMPLE_STAND_IN_READY);
     console.info(
       `up --runtime cluster --detach on a real node (image pull included) to every model READY: ${(elapsed / 1000).toFixed(1)} s`,
     );
