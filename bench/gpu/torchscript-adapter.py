@@ -2,13 +2,13 @@
 reload/adapters/) against torch's own forward of the same module on the same card, per batch size,
 for each way the adapter passes tensors (the staged parameter TRITON_DEV_TORCH_TENSORS), in one run:
 
-  numpy      the adapter before DLPack: inputs as numpy views of the stub's shared memory, copied to
+  numpy      the default (the host round trip): inputs as numpy views of the stub's shared memory, copied to
              the GPU; outputs copied back to the host (.cpu().numpy()) and into shared memory
              (resnet50_ts_numpy: its config sets the parameter and FORCE_CPU_ONLY_INPUT_TENSORS
              "yes", which staging keeps)
   dlpack_in  inputs through DLPack where Triton put them; outputs as numpy (resnet50_ts_dlpack_in)
-  dlpack     what staging gives a GPU instance: inputs and outputs through DLPack, outputs left on
-             the GPU, FORCE_CPU_ONLY_INPUT_TENSORS "no" (resnet50_ts: the article's config as is)
+  dlpack     inputs and outputs through DLPack, outputs left on the GPU; staging adds
+             FORCE_CPU_ONLY_INPUT_TENSORS "no" (resnet50_ts: the article's config asking for it)
 
 each sent two ways: HTTP with the binary tensor extension (the input reaches Triton in host memory),
 and CUDA shared memory for the input and the output (the input is on the GPU already, as after a GPU
@@ -97,7 +97,7 @@ EXTRA = {
     "numpy": 'parameters: { key: "TRITON_DEV_TORCH_TENSORS" value: { string_value: "numpy" } }\n'
     'parameters: { key: "FORCE_CPU_ONLY_INPUT_TENSORS" value: { string_value: "yes" } }\n',
     "dlpack_in": 'parameters: { key: "TRITON_DEV_TORCH_TENSORS" value: { string_value: "dlpack_in" } }\n',
-    "dlpack": "",
+    "dlpack": 'parameters: { key: "TRITON_DEV_TORCH_TENSORS" value: { string_value: "dlpack" } }\n',
 }
 
 

@@ -33,23 +33,25 @@ export const TORCH_TENSORS_PARAM = "TRITON_DEV_TORCH_TENSORS";
 export const FORCE_CPU_ONLY_INPUTS_PARAM = "FORCE_CPU_ONLY_INPUT_TENSORS";
 
 /**
- * The parameters the staged config adds for where a model's tensors live: a TorchScript model that
- * may have a GPU instance (a KIND_GPU group, or KIND_AUTO or no instance_group, which Triton makes
- * GPU instances wherever it sees a GPU) takes its inputs where Triton has them and gives its
- * outputs from the GPU, through DLPack, with no host round trip. What the user's config sets of
- * either is theirs and never added again. Other backends' adapters read numpy on the CPU: none.
+ * The parameter the staged config adds for where a model's tensors live. The adapter's TorchScript
+ * path is the host round trip (numpy), the one measured on a GPU; a config that asks for DLPack
+ * (`TRITON_DEV_TORCH_TENSORS: "dlpack"` or `"dlpack_in"`) on a model that may have a GPU instance (a
+ * KIND_GPU group, or KIND_AUTO or no instance_group, which Triton makes GPU instances wherever it
+ * sees a GPU) also gets `FORCE_CPU_ONLY_INPUT_TENSORS: "no"`, so inputs already in GPU memory reach
+ * it without a copy to the host, unless the config sets that itself. DLPack is not the default
+ * until bench/gpu/torchscript-adapter.sh has shown it on a GPU. Other backends' adapters read numpy
+ * on the CPU: none.
  */
 export function tensorPlacementParameters(backend: string, json: ModelConfigJson): Array<[string, string]> {
   if (backend !== "pytorch") return [];
+  const own = json.parameters ?? {};
+  const asked = own[TORCH_TENSORS_PARAM]?.string_value?.toLowerCase();
+  if (asked !== "dlpack" && asked !== "dlpack_in") return [];
   const groups = json.instance_group ?? [];
   const mayUseGpu =
     groups.length === 0 || groups.some((g) => g.kind === undefined || g.kind === "KIND_GPU" || g.kind === "KIND_AUTO");
-  if (!mayUseGpu) return [];
-  const own = json.parameters ?? {};
-  const out: Array<[string, string]> = [];
-  if (!(FORCE_CPU_ONLY_INPUTS_PARAM in own)) out.push([FORCE_CPU_ONLY_INPUTS_PARAM, "no"]);
-  if (!(TORCH_TENSORS_PARAM in own)) out.push([TORCH_TENSORS_PARAM, "dlpack"]);
-  return out;
+  if (!mayUseGpu || FORCE_CPU_ONLY_INPUTS_PARAM in own) return [];
+  return [[FORCE_CPU_ONLY_INPUTS_PARAM, "no"]];
 }
 
 /** Where in a snapshot the runtime library's requirement is written (a dot folder: never walked, hashed or served). */

@@ -122,13 +122,20 @@ output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 8 ] } ]
     expect(await servedAs(runDir)).toEqual(new Map());
   });
 
-  it("lets a TorchScript model on a GPU instance take and give GPU tensors, keeping what the user's config sets", async () => {
+  it("lets a TorchScript model on a GPU instance that asks for DLPack take GPU tensors, keeping what the user's config sets", async () => {
     const torch = (groups: string, params = "") =>
       `platform: "pytorch_libtorch"\nmax_batch_size: 8\n` +
       `input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 4 ] } ]\n` +
       `output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 4 ] } ]\n${groups}${params}`;
     const { repo, runDir } = await repoWith({
-      gpu: { config: torch("instance_group [ { count: 1 kind: KIND_GPU } ]\n"), file: "model.pt" },
+      plain: { config: torch("instance_group [ { count: 1 kind: KIND_GPU } ]\n"), file: "model.pt" },
+      gpu: {
+        config: torch(
+          "instance_group [ { count: 1 kind: KIND_GPU } ]\n",
+          `parameters: { key: "${TORCH_TENSORS_PARAM}" value: { string_value: "dlpack" } }\n`,
+        ),
+        file: "model.pt",
+      },
       cpu: { config: torch("instance_group [ { count: 2 kind: KIND_CPU } ]\n"), file: "model.pt" },
       own: {
         config: torch(
@@ -142,9 +149,13 @@ output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 8 ] } ]
     const staging = new StagingRepository(runDir, { adapters: ADAPTERS([]) });
     await staging.init(repo);
     const staged = async (m: string) => fsp.readFile(path.join(staging.repository, m, "config.pbtxt"), "utf8");
+    // Without asking: the host round trip, the path measured on a GPU.
+    const plain = await staged("plain");
+    expect(plain).not.toContain(FORCE_CPU_ONLY_INPUTS_PARAM);
+    expect(plain).not.toContain(TORCH_TENSORS_PARAM);
     const gpu = await staged("gpu");
     expect(gpu).toContain(`key: "${FORCE_CPU_ONLY_INPUTS_PARAM}" value: { string_value: "no" }`);
-    expect(gpu).toContain(`key: "${TORCH_TENSORS_PARAM}" value: { string_value: "dlpack" }`);
+    expect(gpu.match(new RegExp(TORCH_TENSORS_PARAM, "g"))).toHaveLength(1);
     const cpu = await staged("cpu");
     expect(cpu).not.toContain(FORCE_CPU_ONLY_INPUTS_PARAM);
     expect(cpu).not.toContain(TORCH_TENSORS_PARAM);
@@ -161,42 +172,49 @@ output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 8 ] } ]
 });
 
 describe("where an adapted model's tensors live (tensorPlacementParameters)", () => {
-  const both = [
-    [FORCE_CPU_ONLY_INPUTS_PARAM, "no"],
-    [TORCH_TENSORS_PARAM, "dlpack"],
-  ];
-  it("gives a TorchScript model that may run on a GPU both parameters", () => {
-    expect(tensorPlacementParameters("pytorch", { instance_group: [{ kind: "KIND_GPU" }] })).toEqual(both);
-    // KIND_AUTO, a group without a kind, or no group at all: Triton makes GPU instances where it sees a GPU.
-    expect(tensorPlacementParameters("pytorch", { instance_group: [{ kind: "KIND_AUTO" }] })).toEqual(both);
-    expect(tensorPlacementParameters("pytorch", { instance_group: [{ count: 2 }] })).toEqual(both);
-    expect(tensorPlacementParameters("pytorch", {})).toEqual(both);
-    expect(
-      tensorPlacementParameters("pytorch", { instance_group: [{ kind: "KIND_CPU" }, { kind: "KIND_GPU" }] }),
-    ).toEqual(both);
+  const asks = (mode: string, extra: Record<string, { string_value: string }> = {}) => ({
+    parameters: { [TORCH_TENSORS_PARAM]: { string_value: mode }, ...extra },
+  });
+  const gpuInputs = [[FORCE_CPU_ONLY_INPUTS_PARAM, "no"]];
+
+  it("keeps the host round trip unless the config asks for DLPack", () => {
+    expect(tensorPlacementParameters("pytorch", { instance_group: [{ kind: "KIND_GPU" }] })).toEqual([]);
+    expect(tensorPlacementParameters("pytorch", {})).toEqual([]);
+    expect(tensorPlacementParameters("pytorch", asks("numpy"))).toEqual([]);
+  });
+
+  it("lets inputs stay in GPU memory for a model that asks for DLPack and may run on a GPU", () => {
+    for (const mode of ["dlpack", "dlpack_in", "DLPack"]) {
+      expect(tensorPlacementParameters("pytorch", { instance_group: [{ kind: "KIND_GPU" }], ...asks(mode) })).toEqual(
+        gpuInputs,
+      );
+      // KIND_AUTO, a group without a kind, or no group at all: Triton makes GPU instances where it sees a GPU.
+      expect(tensorPlacementParameters("pytorch", { instance_group: [{ kind: "KIND_AUTO" }], ...asks(mode) })).toEqual(
+        gpuInputs,
+      );
+      expect(tensorPlacementParameters("pytorch", { instance_group: [{ count: 2 }], ...asks(mode) })).toEqual(
+        gpuInputs,
+      );
+      expect(tensorPlacementParameters("pytorch", asks(mode))).toEqual(gpuInputs);
+    }
   });
 
   it("never overrides what the user set", () => {
     expect(
-      tensorPlacementParameters("pytorch", {
-        instance_group: [{ kind: "KIND_GPU" }],
-        parameters: { [FORCE_CPU_ONLY_INPUTS_PARAM]: { string_value: "yes" } },
-      }),
-    ).toEqual([[TORCH_TENSORS_PARAM, "dlpack"]]);
-    expect(
-      tensorPlacementParameters("pytorch", {
-        parameters: {
-          [FORCE_CPU_ONLY_INPUTS_PARAM]: { string_value: "no" },
-          [TORCH_TENSORS_PARAM]: { string_value: "numpy" },
-        },
-      }),
+      tensorPlacementParameters("pytorch", asks("dlpack", { [FORCE_CPU_ONLY_INPUTS_PARAM]: { string_value: "yes" } })),
     ).toEqual([]);
   });
 
   it("leaves CPU instances and the numpy-reading adapters unchanged", () => {
-    expect(tensorPlacementParameters("pytorch", { instance_group: [{ kind: "KIND_CPU" }] })).toEqual([]);
-    expect(tensorPlacementParameters("pytorch", { instance_group: [{ kind: "KIND_MODEL" }] })).toEqual([]);
-    expect(tensorPlacementParameters("onnxruntime", { instance_group: [{ kind: "KIND_GPU" }] })).toEqual([]);
-    expect(tensorPlacementParameters("openvino", {})).toEqual([]);
+    expect(tensorPlacementParameters("pytorch", { instance_group: [{ kind: "KIND_CPU" }], ...asks("dlpack") })).toEqual(
+      [],
+    );
+    expect(
+      tensorPlacementParameters("pytorch", { instance_group: [{ kind: "KIND_MODEL" }], ...asks("dlpack") }),
+    ).toEqual([]);
+    expect(
+      tensorPlacementParameters("onnxruntime", { instance_group: [{ kind: "KIND_GPU" }], ...asks("dlpack") }),
+    ).toEqual([]);
+    expect(tensorPlacementParameters("openvino", asks("dlpack"))).toEqual([]);
   });
 });
