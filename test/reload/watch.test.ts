@@ -3,7 +3,7 @@ import fsp from "node:fs/promises";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { RepositoryWatcher, type ModelChange, type WatcherOptions } from "../../src/reload/watch.js";
-import { FakeTimers } from "../helpers/fake-timers.js";
+import { FakeClock } from "../../src/fake-clock.js";
 import { removeTempRepos, tempRepo, writeFiles } from "../repo/helpers.js";
 
 afterAll(removeTempRepos);
@@ -20,13 +20,13 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Watched {
   changes: Array<ModelChange & { at: number }>;
-  timers: FakeTimers;
+  timers: FakeClock;
   watcher: RepositoryWatcher;
 }
 
 /** A watcher on the fake clock whose settle windows are far apart: 400 ms after whole-file saves, 3 s otherwise. */
 async function watchRepo(repo: string, options: WatcherOptions = {}): Promise<Watched> {
-  const timers = new FakeTimers();
+  const timers = new FakeClock();
   const changes: Watched["changes"] = [];
   const w = new RepositoryWatcher(repo, {
     settleMs: 3_000,
@@ -55,7 +55,7 @@ const until = async (cond: () => boolean, ms = 10_000) => {
  * Waits (real time) until the watcher has taken in an event since `since` timers were set, and
  * chokidar has then been quiet for `quietMs`: the events of what the test wrote are all in.
  */
-async function eventsIn(timers: FakeTimers, since: number, quietMs = 250): Promise<void> {
+async function eventsIn(timers: FakeClock, since: number, quietMs = 250): Promise<void> {
   const deadline = Date.now() + 10_000;
   while (timers.calls <= since && Date.now() < deadline) await sleep(10);
   let seen = timers.calls;
@@ -74,7 +74,7 @@ async function eventsIn(timers: FakeTimers, since: number, quietMs = 250): Promi
  * is being scanned by chokidar, and a write before that scan ends is not seen (nor is it an edit
  * the watcher missed: the scan reads the folder as it is).
  */
-async function writeUntilSeen(timers: FakeTimers, write: (attempt: number) => Promise<void>): Promise<void> {
+async function writeUntilSeen(timers: FakeClock, write: (attempt: number) => Promise<void>): Promise<void> {
   const since = timers.calls;
   for (let attempt = 0; attempt < 40 && timers.calls === since; attempt++) {
     await write(attempt);
@@ -86,7 +86,7 @@ async function writeUntilSeen(timers: FakeTimers, write: (attempt: number) => Pr
 
 /** Runs the settle timers due within `ms` of fake time, and waits for the changes they report. */
 async function settle(w: Watched, ms: number, expected: number): Promise<void> {
-  w.timers.advance(ms);
+  w.timers.advanceSync(ms);
   await until(() => w.changes.length >= expected);
   // A change is reported after the model folder is read again (real I/O): give every timer run
   // above the time to report, so that a change the test does not expect would show.
@@ -140,7 +140,7 @@ describe.concurrent("RepositoryWatcher settle windows", () => {
     await fsp.rename(path.join(repo, "m", "1", ".tmp-save"), path.join(repo, "m", "1", "model.py"));
     await eventsIn(w.timers, 0);
     // The rename alone would settle in 400 ms; the write after it holds the model for 3 s.
-    w.timers.advance(200);
+    w.timers.advanceSync(200);
     const since = w.timers.calls;
     await fsp.appendFile(path.join(repo, "m", "config.pbtxt"), "b");
     await eventsIn(w.timers, since);
@@ -312,7 +312,7 @@ describe.concurrent("RepositoryWatcher closed while it starts", () => {
   it("watches nothing afterwards (a Ctrl-C right after ready used to leave a watcher that kept up alive)", async () => {
     const repo = await tempRepo();
     await writeFiles(repo, { "m/config.pbtxt": "a", "m/1/model.py": "old" });
-    const timers = new FakeTimers();
+    const timers = new FakeClock();
     const w = new RepositoryWatcher(repo, { settleMs: 200, completeSettleMs: 20, timers });
     const starting = w.start();
     await w.close();
@@ -330,9 +330,9 @@ describe.concurrent("RepositoryWatcher closed while it starts", () => {
     const files: Record<string, string> = {};
     for (let i = 0; i < 20; i++) Object.assign(files, { [`m${i}/config.pbtxt`]: "a", [`m${i}/1/model.py`]: "x" });
     await writeFiles(repo, files);
-    const ends: Array<{ delayMs: number; timers: FakeTimers }> = [];
+    const ends: Array<{ delayMs: number; timers: FakeClock }> = [];
     for (const delayMs of [0, 1, 3, 6, 10, 20, 40]) {
-      const timers = new FakeTimers();
+      const timers = new FakeClock();
       const w = new RepositoryWatcher(repo, { settleMs: 200, completeSettleMs: 20, timers });
       const starting = w.start();
       await sleep(delayMs);
