@@ -5,7 +5,7 @@ import { UserError } from "../../src/errors.js";
 import { readRunState, removeRunState, writeRunState, type RunState } from "../../src/state/run-state.js";
 import { currentRun } from "../../src/session/current-run.js";
 import { createKindDriver } from "../../src/runtimes/kind/driver.js";
-import { KindTools } from "../../src/runtimes/clients/kubectl/tools.js";
+import { KubectlTools } from "../../src/runtimes/clients/kubectl/tools.js";
 import { isOurProcess } from "../../src/state/process.js";
 import { tempDir } from "../helpers/cli.js";
 
@@ -59,7 +59,7 @@ describe("run state", () => {
     await writeRunState(paths, kind);
     expect(await readRunState(paths)).toEqual(kind);
     // Its liveness is the Deployment in the cluster, asked through kubectl; no such context here.
-    const driver = createKindDriver({ tools: () => new KindTools(undefined, { PATH: "/nonexistent" }) });
+    const driver = createKindDriver({ tools: () => new KubectlTools(undefined, { PATH: "/nonexistent" }) });
     const run = driver.attach((await readRunState(paths))!, { paths, env: {} });
     expect(await run.alive()).toBe(false);
     expect(run.describe().where).toBe("kind cluster triton-dev");

@@ -6,9 +6,9 @@ import { loadedBeforeStop } from "../loaded-at-stop.js";
 import { ReadinessAbortedError, ReadinessTimeoutError } from "../../triton/readiness.js";
 import type { GpuRequest } from "../container-options.js";
 import type { Ports, ServerHandle, StartOptions, StopOutcome } from "../driver.js";
-import { KindConnection, KindPodError } from "../clients/kubectl/connection.js";
+import { PodConnection, PodError } from "../clients/kubectl/connection.js";
 import { deleteRunObjects } from "../clients/kubectl/delete-run.js";
-import { KindTools, lastLines, ToolCommandError } from "../clients/kubectl/tools.js";
+import { KubectlTools, lastLines, ToolCommandError } from "../clients/kubectl/tools.js";
 import type { ClusterRecord } from "./record.js";
 import {
   clusterGpus,
@@ -47,7 +47,7 @@ export interface ClusterPlan {
 export type ClusterStep = "check" | "apply" | "pod" | "sync" | "forward" | "cleanup";
 
 export interface ClusterDeps {
-  tools?: KindTools;
+  tools?: KubectlTools;
   onProgress?: (p: { step: ClusterStep; message: string }) => void;
   onLogLine?: (line: string) => void;
 }
@@ -72,13 +72,13 @@ function forbidden(err: unknown, context: string, namespace: string): UserError 
  * API's exec stream (no hostPath: the node is not this machine), port-forwarded here.
  */
 export class ClusterRuntime {
-  readonly tools: KindTools;
+  readonly tools: KubectlTools;
 
   constructor(
     private readonly env: NodeJS.ProcessEnv = process.env,
     private readonly deps: ClusterDeps = {},
   ) {
-    this.tools = deps.tools ?? new KindTools(undefined, env);
+    this.tools = deps.tools ?? new KubectlTools(undefined, env);
   }
 
   private progress(step: ClusterStep, message: string): void {
@@ -176,7 +176,7 @@ export class ClusterRuntime {
       kinds: [...OBJECT_KINDS],
     };
     let created = false;
-    let connection: KindConnection | undefined;
+    let connection: PodConnection | undefined;
     let sync: RepositorySync | undefined;
     try {
       this.progress(
@@ -203,7 +203,7 @@ export class ClusterRuntime {
             )
           );
         });
-      const conn = new KindConnection({
+      const conn = new PodConnection({
         tools: this.tools,
         cluster: context,
         context,
@@ -257,7 +257,7 @@ export class ClusterRuntime {
     }
   }
 
-  repositorySync(conn: KindConnection, context: string, namespace: string, runDir: string): RepositorySync {
+  repositorySync(conn: PodConnection, context: string, namespace: string, runDir: string): RepositorySync {
     return new RepositorySync({
       tools: this.tools,
       context,
@@ -282,7 +282,7 @@ export class ClusterRuntime {
  * Gives every pod the Deployment runs its first copy, as soon as its sync container runs. Resolves
  * when the connection stops; rejects when a first copy fails (Triton would wait for it forever).
  */
-export async function followPods(conn: KindConnection, sync: RepositorySync): Promise<void> {
+export async function followPods(conn: PodConnection, sync: RepositorySync): Promise<void> {
   for (;;) {
     if (sync.needsFullCopy()) await sync.sync();
     const snap = await conn.nextSnapshot();
@@ -291,7 +291,7 @@ export async function followPods(conn: KindConnection, sync: RepositorySync): Pr
 }
 
 function podStartError(err: unknown, context: string, namespace: string, logFile: string): unknown {
-  if (err instanceof ReadinessAbortedError && err.cause instanceof KindPodError) return err.cause;
+  if (err instanceof ReadinessAbortedError && err.cause instanceof PodError) return err.cause;
   if (err instanceof ReadinessTimeoutError) {
     return new ClusterStartError(err.message, {
       hint: `\`kubectl --context ${context} -n ${namespace} describe pods -l app=triton\` shows the events; raise --timeout if the image or models are large. Triton's log so far: ${logFile}.`,
@@ -307,8 +307,8 @@ function podStartError(err: unknown, context: string, namespace: string, logFile
 }
 
 function clusterHandle(
-  tools: KindTools,
-  connection: KindConnection,
+  tools: KubectlTools,
+  connection: PodConnection,
   sync: RepositorySync,
   record: ClusterRecord,
   o: StartOptions,

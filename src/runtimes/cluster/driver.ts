@@ -12,10 +12,10 @@ import { DEFAULT_IMAGE } from "../ngc-images.js";
 import type { AttachedRun, Leftovers, PlannedRun, RunDescription, RuntimeDriver } from "../driver.js";
 import { deliverRunFolder } from "../delivery.js";
 import { clusterFacts } from "./facts.js";
-import { KindConnection } from "../clients/kubectl/connection.js";
-import { kindRunAlive } from "../clients/kubectl/liveness.js";
+import { PodConnection } from "../clients/kubectl/connection.js";
+import { podRunAlive } from "../clients/kubectl/liveness.js";
 import { deleteRunObjects, terminatePids } from "../clients/kubectl/delete-run.js";
-import { KindTools } from "../clients/kubectl/tools.js";
+import { KubectlTools } from "../clients/kubectl/tools.js";
 import { ClusterRuntime, followPods } from "./cluster-runtime.js";
 import { parseClusterRecord } from "./record.js";
 import { clusterGpus, parseNamespace, RUN_LABEL } from "./settings.js";
@@ -31,7 +31,7 @@ export interface ClusterOptions {
 }
 
 export interface ClusterDriverDeps {
-  tools?: (env: NodeJS.ProcessEnv) => KindTools;
+  tools?: (env: NodeJS.ProcessEnv) => KubectlTools;
 }
 
 /** Our kubectl port-forward / logs / exec processes for one run's context and namespace. */
@@ -59,7 +59,7 @@ export interface ClusterStatusFields extends Record<string, unknown> {
  * the API's exec stream, port-forwarded here.
  */
 export function createClusterDriver(deps: ClusterDriverDeps = {}): RuntimeDriver<ClusterOptions> {
-  const toolsFor = deps.tools ?? ((env: NodeJS.ProcessEnv) => new KindTools(undefined, env));
+  const toolsFor = deps.tools ?? ((env: NodeJS.ProcessEnv) => new KubectlTools(undefined, env));
   return {
     kind: "cluster",
     options(flags) {
@@ -113,7 +113,7 @@ export function createClusterDriver(deps: ClusterDriverDeps = {}): RuntimeDriver
       let loadedAtStop: RepositoryIndexEntry[] = [];
       return {
         state,
-        alive: () => kindRunAlive({ runId: state.runId, kind: rec }, tools()),
+        alive: () => podRunAlive({ runId: state.runId, kind: rec }, tools()),
         describe: (): RunDescription<ClusterStatusFields> => ({
           where: `context ${rec.context}`,
           goneWhat: `the Triton Deployment ${rec.name} in namespace ${rec.namespace} (context ${rec.context})`,
@@ -170,7 +170,7 @@ export function createClusterDriver(deps: ClusterDriverDeps = {}): RuntimeDriver
         },
         async supervise() {
           const rt = new ClusterRuntime(ctx.env, { tools: tools() });
-          const connection = new KindConnection({
+          const connection = new PodConnection({
             tools: tools(),
             cluster: rec.context,
             context: rec.context,

@@ -6,7 +6,7 @@ import { UserError } from "../../errors.js";
 import { log as rootLog } from "../../log/logger.js";
 import { WORKER_MOUNT } from "./kind-config.js";
 import { contextOf, KIND_CLUSTER_LABEL, KIND_ROLE_LABEL, NODE_LABEL } from "./settings.js";
-import { ToolCommandError, type KindTools } from "../clients/kubectl/tools.js";
+import { ToolCommandError, type KubectlTools } from "../clients/kubectl/tools.js";
 
 const log = rootLog.child("kind:cluster");
 
@@ -18,7 +18,7 @@ const nodeListSchema = z.object({ items: z.array(nodeSchema) });
 export type KubeNode = z.infer<typeof nodeSchema>;
 
 /** The clusters kind knows (`kind get clusters`; "No kind clusters found." goes to stderr). */
-export async function listClusters(tools: KindTools): Promise<string[]> {
+export async function listClusters(tools: KubectlTools): Promise<string[]> {
   const out = await tools.kind(["get", "clusters"], { timeoutMs: 30_000 });
   return out
     .split("\n")
@@ -50,7 +50,7 @@ export function clusterAccessError(err: unknown, cluster: string): UserError | u
 }
 
 /** The nodes carrying our label (empty: the cluster is not ours). */
-export async function managedNodes(tools: KindTools, cluster: string): Promise<KubeNode[]> {
+export async function managedNodes(tools: KubectlTools, cluster: string): Promise<KubeNode[]> {
   try {
     const out = await tools.kubectl(
       contextOf(cluster),
@@ -116,7 +116,7 @@ export interface ClusterFacts {
 
 /** An existing cluster, checked to be ours; throws a UserError naming the fix when it is not. */
 export async function inspectOurCluster(
-  tools: KindTools,
+  tools: KubectlTools,
   docker: Docker,
   cluster: string,
   stateDir: string,
@@ -152,7 +152,7 @@ export async function inspectOurCluster(
 }
 
 /** Marks our nodes as kept (or not) for later runs and `down`. */
-export async function labelKeep(tools: KindTools, cluster: string, keep: boolean): Promise<void> {
+export async function labelKeep(tools: KubectlTools, cluster: string, keep: boolean): Promise<void> {
   await tools.kubectl(
     contextOf(cluster),
     ["label", "nodes", `--selector=${NODE_LABEL.managed}=true`, `${NODE_LABEL.keep}=${keep}`, "--overwrite"],
@@ -160,6 +160,6 @@ export async function labelKeep(tools: KindTools, cluster: string, keep: boolean
   );
 }
 
-export async function deleteCluster(tools: KindTools, cluster: string): Promise<void> {
+export async function deleteCluster(tools: KubectlTools, cluster: string): Promise<void> {
   await tools.kind(["delete", "cluster", `--name=${cluster}`], { timeoutMs: 120_000 });
 }

@@ -1,5 +1,5 @@
 import type { DoctorCheck } from "../doctor-check.js";
-import { INSTALL_HINT, KindTools, ToolMissingError } from "../clients/kubectl/tools.js";
+import { INSTALL_HINT, KubectlTools, ToolMissingError } from "../clients/kubectl/tools.js";
 
 export interface ToolVersion {
   tool: "kind" | "kubectl";
@@ -26,7 +26,7 @@ export function parseKubectlVersion(out: string): string | undefined {
 }
 
 /** What `doctor` says about the kind runtime's tools: their versions, or how to install them. */
-export async function probeKindTools(tools: KindTools = new KindTools()): Promise<ToolVersion[]> {
+export async function probeKindTools(tools: KubectlTools = new KubectlTools()): Promise<ToolVersion[]> {
   const one = async (
     tool: "kind" | "kubectl",
     args: string[],
@@ -48,7 +48,7 @@ export async function probeKindTools(tools: KindTools = new KindTools()): Promis
 
 /** The kind runtime's tools. Neither fails `doctor`: only `--runtime kind` needs them. */
 export async function kindChecks(env: NodeJS.ProcessEnv): Promise<DoctorCheck[]> {
-  return (await probeKindTools(new KindTools(undefined, env))).map((t) =>
+  return (await probeKindTools(new KubectlTools(undefined, env))).map((t) =>
     t.version
       ? { name: t.tool, ok: true, detail: `${t.tool} ${t.version}` }
       : {

@@ -15,14 +15,14 @@ import type { AttachedRun, Leftovers, PlannedRun, RunDescription, RuntimeDriver 
 import { deliverRunFolder } from "../delivery.js";
 import { kindFacts } from "./facts.js";
 import { listClusters } from "./cluster.js";
-import { KindConnection } from "../clients/kubectl/connection.js";
+import { PodConnection } from "../clients/kubectl/connection.js";
 import { KindRuntime } from "./kind-runtime.js";
-import { kindRunAlive } from "../clients/kubectl/liveness.js";
+import { podRunAlive } from "../clients/kubectl/liveness.js";
 import { parseKindRecord } from "./record.js";
 import { DEFAULT_CLUSTER, parseClusterName, parseNodeImage } from "./settings.js";
 import { terminatePids } from "../clients/kubectl/delete-run.js";
 import { findOurKubectls, removeLeftovers, teardownRun } from "./teardown.js";
-import { KindTools } from "../clients/kubectl/tools.js";
+import { KubectlTools } from "../clients/kubectl/tools.js";
 
 const log = rootLog.child("kind");
 
@@ -39,7 +39,7 @@ export interface KindOptions {
 
 export interface KindDriverDeps {
   connect?: (env: NodeJS.ProcessEnv) => Docker;
-  tools?: (env: NodeJS.ProcessEnv) => KindTools;
+  tools?: (env: NodeJS.ProcessEnv) => KubectlTools;
   /** kind-config/ to read (tests); default: the installation's. */
   configDir?: string;
 }
@@ -64,7 +64,7 @@ export interface KindStatusFields extends Record<string, unknown> {
  */
 export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindOptions> {
   const connect = deps.connect ?? connectDocker;
-  const toolsFor = deps.tools ?? ((env: NodeJS.ProcessEnv) => new KindTools(undefined, env));
+  const toolsFor = deps.tools ?? ((env: NodeJS.ProcessEnv) => new KubectlTools(undefined, env));
   return {
     kind: "kind",
     options(flags) {
@@ -119,7 +119,7 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
       let loadedAtStop: RepositoryIndexEntry[] = [];
       return {
         state,
-        alive: () => kindRunAlive({ runId: state.runId, kind: rec }, tools()),
+        alive: () => podRunAlive({ runId: state.runId, kind: rec }, tools()),
         describe: (): RunDescription<KindStatusFields> => ({
           where: `kind cluster ${rec.cluster}`,
           goneWhat: `the Triton Deployment in kind cluster ${rec.cluster}`,
@@ -189,7 +189,7 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
         async supervise() {
           // Triton is reached through a port-forward and its log through `kubectl logs`, both
           // handed over from the foreground `up`; they run in the watcher for as long as the run lasts.
-          const connection = new KindConnection({
+          const connection = new PodConnection({
             tools: tools(),
             cluster: rec.cluster,
             context: rec.context,

@@ -22,7 +22,7 @@ import {
   workerContainer,
   type ClusterFacts,
 } from "./cluster.js";
-import { KindConnection, KindPodError } from "../clients/kubectl/connection.js";
+import { PodConnection, PodError } from "../clients/kubectl/connection.js";
 import {
   KIND_CONFIG_FILES,
   nodeGpuSetupScript,
@@ -44,7 +44,7 @@ import {
 import { deleteRunObjects } from "../clients/kubectl/delete-run.js";
 import { runsIn, teardownRun } from "./teardown.js";
 import { loadedBeforeStop } from "../loaded-at-stop.js";
-import { KindTools, lastLines, ToolCommandError } from "../clients/kubectl/tools.js";
+import { KubectlTools, lastLines, ToolCommandError } from "../clients/kubectl/tools.js";
 
 const log = rootLog.child("kind");
 
@@ -91,7 +91,7 @@ export interface KindProgress {
 }
 
 export interface KindDeps {
-  tools?: KindTools;
+  tools?: KubectlTools;
   /** kind-config/ to read (tests); default: the installation's. */
   configDir?: string;
   /** How long the device plugin may take to advertise the GPUs. */
@@ -120,14 +120,14 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
  * port-forwarded to this machine.
  */
 export class KindRuntime {
-  readonly tools: KindTools;
+  readonly tools: KubectlTools;
 
   constructor(
     readonly docker: Docker,
     private readonly env: NodeJS.ProcessEnv = process.env,
     private readonly deps: KindDeps = {},
   ) {
-    this.tools = deps.tools ?? new KindTools(undefined, env);
+    this.tools = deps.tools ?? new KubectlTools(undefined, env);
   }
 
   private progress(step: KindStep, message: string): void {
@@ -196,7 +196,7 @@ export class KindRuntime {
     const { input, cluster, context } = plan;
     const created = !plan.existing;
     const keep = input.keepCluster || !!plan.existing?.keep;
-    let connection: KindConnection | undefined;
+    let connection: PodConnection | undefined;
     let applied = false;
     const kinds: string[] = [...OBJECT_KINDS];
     let nodeContainer = plan.existing?.worker?.name;
@@ -263,7 +263,7 @@ export class KindRuntime {
         kinds,
         daemon: plan.daemon,
       };
-      connection = new KindConnection({
+      connection = new PodConnection({
         tools: this.tools,
         cluster,
         context,
@@ -455,7 +455,7 @@ function describeObjects(objects: K8sObject[]): string {
 
 /** The rollout's failure as the user reads it. */
 function podStartError(err: unknown, cluster: string, context: string, logFile: string): unknown {
-  if (err instanceof ReadinessAbortedError && err.cause instanceof KindPodError) return err.cause;
+  if (err instanceof ReadinessAbortedError && err.cause instanceof PodError) return err.cause;
   if (err instanceof ReadinessTimeoutError) {
     return new KindStartError(err.message, {
       hint: `\`kubectl --context ${context} -n ${NAMESPACE} describe pods -l app=triton\` shows the events; raise --timeout if the image or models are large. Triton's log so far: ${logFile}.`,
@@ -472,7 +472,7 @@ function podStartError(err: unknown, cluster: string, context: string, logFile: 
 
 function kindHandle(
   rt: KindRuntime,
-  connection: KindConnection,
+  connection: PodConnection,
   record: KindRecord,
   o: StartOptions,
   stateDir: string,

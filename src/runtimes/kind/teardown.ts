@@ -5,7 +5,7 @@ import { findProcesses } from "../../state/process.js";
 import { versionsToUnload } from "../../triton/log-lines.js";
 import type { StopOutcome } from "../driver.js";
 import { deleteRunObjects, terminatePids, whichToWaitFor, type UnloadWatch } from "../clients/kubectl/delete-run.js";
-import { ToolMissingError, type KindTools } from "../clients/kubectl/tools.js";
+import { ToolMissingError, type KubectlTools } from "../clients/kubectl/tools.js";
 import type { KindRecord } from "./record.js";
 import { deleteCluster, inspectOurCluster, listClusters, workerContainer, sameDir } from "./cluster.js";
 import { contextOf, NAMESPACE, OBJECT_KINDS, RUN_LABEL, runSelector } from "./settings.js";
@@ -17,7 +17,7 @@ const log = rootLog.child("kind:teardown");
  * objects go). A cluster that no longer exists, or is no longer ours, is left as it is.
  */
 export async function teardownRun(
-  tools: KindTools,
+  tools: KubectlTools,
   docker: Docker,
   rec: KindRecord,
   runId: string,
@@ -64,7 +64,7 @@ export function findOurKubectls(cluster: string, procRoot = "/proc"): number[] {
 }
 
 /** The run ids our objects in a cluster's namespace carry. */
-export async function runsIn(tools: KindTools, context: string): Promise<string[]> {
+export async function runsIn(tools: KubectlTools, context: string): Promise<string[]> {
   const out = await tools.kubectl(
     context,
     [`--namespace=${NAMESPACE}`, "get", OBJECT_KINDS.join(","), `--selector=${RUN_LABEL}`, "--output=json"],
@@ -89,7 +89,7 @@ export interface Leftovers {
  * state folder are looked at. Skipped quietly when kind is not installed.
  */
 export async function removeLeftovers(
-  tools: KindTools,
+  tools: KubectlTools,
   docker: Docker,
   stateDir: string,
   graceMs = 15_000,

@@ -1,7 +1,7 @@
 /**
  * The repository sync of the cluster runtime: the real tar stream and the real script the sync
  * container runs, on real folders. Only `kubectl exec` itself is stood in for (the spawn function
- * KindTools takes): the command after `--` runs here, with the tar on its stdin, in a folder
+ * KubectlTools takes): the command after `--` runs here, with the tar on its stdin, in a folder
  * standing for the pod's volume (TRITON_DEV_SYNC_ROOT).
  */
 import fs from "node:fs";
@@ -11,7 +11,7 @@ import path from "node:path";
 import { execa } from "execa";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { RepositorySync } from "../../../src/runtimes/cluster/sync.js";
-import { KindTools } from "../../../src/runtimes/clients/kubectl/tools.js";
+import { KubectlTools } from "../../../src/runtimes/clients/kubectl/tools.js";
 
 let dir = "";
 let runDir = "";
@@ -57,7 +57,7 @@ afterEach(async () => {
 
 function newSync(synced: Array<{ pod: string; snapshots: string[]; full: boolean }> = []) {
   return new RepositorySync({
-    tools: new KindTools(standIn, process.env),
+    tools: new KubectlTools(standIn, process.env),
     context: "team",
     namespace: "ml",
     runDir,
@@ -166,7 +166,7 @@ describe("RepositorySync", () => {
       });
     }) as unknown as typeof execa;
     const sync = new RepositorySync({
-      tools: new KindTools(cutting, process.env),
+      tools: new KubectlTools(cutting, process.env),
       context: "team",
       namespace: "ml",
       runDir,
@@ -193,7 +193,7 @@ describe("RepositorySync", () => {
       ]);
     }) as unknown as typeof execa;
     const sync = new RepositorySync({
-      tools: new KindTools(refusing, process.env),
+      tools: new KubectlTools(refusing, process.env),
       context: "team",
       namespace: "ml",
       runDir,

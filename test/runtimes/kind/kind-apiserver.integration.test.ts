@@ -20,13 +20,13 @@ import path from "node:path";
 import type Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { toYaml, renderManifests } from "../../../src/k8s/manifests.js";
-import { KindPodError } from "../../../src/runtimes/clients/kubectl/connection.js";
+import { PodError } from "../../../src/runtimes/clients/kubectl/connection.js";
 import { WORKER_MOUNT } from "../../../src/runtimes/kind/kind-config.js";
 import { KindRuntime, type KindPlan, type KindProgress } from "../../../src/runtimes/kind/kind-runtime.js";
 import type { KindRecord } from "../../../src/runtimes/kind/record.js";
 import { manifestOptions, NAMESPACE, OBJECT_KINDS, RUN_LABEL } from "../../../src/runtimes/kind/settings.js";
 import { runsIn, teardownRun } from "../../../src/runtimes/kind/teardown.js";
-import { KindTools } from "../../../src/runtimes/clients/kubectl/tools.js";
+import { KubectlTools } from "../../../src/runtimes/clients/kubectl/tools.js";
 import type { StartOptions } from "../../../src/runtimes/driver.js";
 import { UserError } from "../../../src/errors.js";
 import { dockerAvailability } from "../../fixtures/docker/harness.js";
@@ -61,7 +61,7 @@ describe.skipIf(!!skip)(title, () => {
   const node = `${cluster}-worker`;
   const context = `kind-${cluster}`;
   let cp: ControlPlane;
-  let tools: KindTools;
+  let tools: KubectlTools;
   let env: NodeJS.ProcessEnv;
   let stateDir = "";
   let kindLog = "";
@@ -80,7 +80,7 @@ describe.skipIf(!!skip)(title, () => {
       KIND_STANDIN_CLUSTERS: path.join(standin, "clusters"),
       KIND_STANDIN_LOG: kindLog,
     };
-    tools = new KindTools(undefined, env);
+    tools = new KubectlTools(undefined, env);
     stateDir = await fsp.mkdtemp(path.join(os.tmpdir(), "triton-dev-state-"));
     // The worker kind-config/ labels as ours, registered as its kubelet would.
     await cp.addNode(node, { "triton-dev.io/managed": "true", "kubernetes.io/hostname": node });
@@ -194,8 +194,8 @@ describe.skipIf(!!skip)(title, () => {
       const err = await runtime(progress)
         .start(plan(), o)
         .catch((e: unknown) => e);
-      expect(err).toBeInstanceOf(KindPodError);
-      expect((err as KindPodError).kind).toBe("unschedulable");
+      expect(err).toBeInstanceOf(PodError);
+      expect((err as PodError).kind).toBe("unschedulable");
       expect((err as Error).message).toMatch(
         new RegExp(
           `^Kubernetes cannot place the Triton pod in cluster ${cluster}: 0/1 nodes are available: 1 node\\(s\\) were unschedulable`,
@@ -256,8 +256,8 @@ describe.skipIf(!!skip)(title, () => {
       }
       report = true;
       const err = await started.catch((e: unknown) => e);
-      expect(err).toBeInstanceOf(KindPodError);
-      expect((err as KindPodError).kind).toBe("image");
+      expect(err).toBeInstanceOf(PodError);
+      expect((err as PodError).kind).toBe("image");
       expect((err as Error).message).toBe(
         `the kind node cannot run the image ${IMAGE} (ErrImageNeverPull: Container image "${IMAGE}" is not present with pull policy of Never)`,
       );
@@ -321,8 +321,8 @@ describe.skipIf(!!skip)(title, () => {
       const err = await runtime()
         .start(plan(), o)
         .catch((e: unknown) => e);
-      expect(err).toBeInstanceOf(KindPodError);
-      expect((err as KindPodError).kind).toBe("crash-loop");
+      expect(err).toBeInstanceOf(PodError);
+      expect((err as PodError).kind).toBe("crash-loop");
       expect((err as Error).message).toMatch(
         /^tritonserver in pod triton-inference-server-\S+ keeps exiting \(exit code 3; restarted 1 time\(s\)\)/,
       );
@@ -357,7 +357,7 @@ describe.skipIf(!!skip)(title, () => {
       const err = await runtime(progress)
         .start(plan({ keepCluster: true }), o)
         .catch((e: unknown) => e);
-      expect(err).toBeInstanceOf(KindPodError);
+      expect(err).toBeInstanceOf(PodError);
       expect(progress.map((p) => p.message)).toContain(
         `removing the objects a finished run (${old.runId}) left in ${cluster}`,
       );

@@ -16,7 +16,7 @@ import {
   shmQuantity,
 } from "../../../src/runtimes/kind/settings.js";
 import { findOurKubectls } from "../../../src/runtimes/kind/teardown.js";
-import { KindTools, ToolMissingError } from "../../../src/runtimes/clients/kubectl/tools.js";
+import { KubectlTools, ToolMissingError } from "../../../src/runtimes/clients/kubectl/tools.js";
 import type { StartOptions } from "../../../src/runtimes/driver.js";
 
 const start: StartOptions = {
@@ -196,7 +196,7 @@ describe("kubectl's arguments and output", () => {
 describe("the tools", () => {
   it("names the install command when kind or kubectl is not on PATH", async () => {
     const empty = fs.mkdtempSync(path.join(os.tmpdir(), "triton-dev-nopath-"));
-    const tools = new KindTools(undefined, { PATH: empty });
+    const tools = new KubectlTools(undefined, { PATH: empty });
     const e = await tools.kind(["version"]).catch((x: unknown) => x);
     expect(e).toBeInstanceOf(ToolMissingError);
     expect((e as UserError).hint).toContain("go install sigs.k8s.io/kind@v0.33.0");

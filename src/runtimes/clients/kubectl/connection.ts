@@ -114,7 +114,7 @@ async function within(p: Promise<unknown>, ms: number): Promise<void> {
  * The port-forward targets the pod rather than the Service: kubectl would pick any pod the
  * Service selects, a terminating one of an earlier run included.
  */
-export class KindConnection {
+export class PodConnection {
   readonly exited: Promise<Exit>;
   private resolveExit!: (e: Exit) => void;
   private stopping = false;
@@ -312,7 +312,7 @@ export class KindConnection {
         )
         .catch(() => "");
     }
-    return new KindPodError(
+    return new PodError(
       f.kind,
       lines ? `${f.message}; last log lines:\n  ${lines.split("\n").join("\n  ")}` : f.message,
       { hint: f.hint },
@@ -566,8 +566,8 @@ export class KindConnection {
 }
 
 /** The Triton pod cannot start, and waiting will not change that. */
-export class KindPodError extends UserError {
-  override name = "KindPodError";
+export class PodError extends UserError {
+  override name = "PodError";
   constructor(
     readonly kind: string,
     message: string,

@@ -3,7 +3,7 @@ import type { ResultPromise } from "execa";
 /**
  * What the runtimes that run Triton in Kubernetes (kind, cluster) ask of kubectl: one command
  * against an explicit context, and long-running ones (port-forward, logs -f). The connection,
- * the run's deletion and its liveness take this; tools.ts `KindTools` implements it with execa.
+ * the run's deletion and its liveness take this; tools.ts `KubectlTools` implements it with execa.
  */
 export interface KubectlClient {
   /** kubectl against one context; `--context` is always explicit, the user's current context is never used. */

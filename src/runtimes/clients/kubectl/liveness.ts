@@ -1,6 +1,6 @@
 import { runSelector } from "./run-label.js";
 import type { KubectlClient } from "./kubectl-client.js";
-import { KindTools, ToolCommandError } from "./tools.js";
+import { KubectlTools, ToolCommandError } from "./tools.js";
 
 export interface KindRunRef {
   runId: string;
@@ -17,9 +17,9 @@ const SLOW_CLUSTER_MS = 30_000;
  * cleans up either way. A kubectl that ran out of time is asked once more with more time: on a
  * busy machine a live run taken for dead would have `down` drop its record instead of stopping it.
  */
-export async function kindRunAlive(
+export async function podRunAlive(
   ref: KindRunRef,
-  tools: KubectlClient = new KindTools(),
+  tools: KubectlClient = new KubectlTools(),
   timeoutMs = 5_000,
 ): Promise<boolean> {
   if (!ref.kind) return false;

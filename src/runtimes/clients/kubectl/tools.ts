@@ -72,7 +72,7 @@ export function lastLines(text: string, n: number): string {
  * cluster runtimes share, and kind's own CLI for the kind runtime. The spawn function and the
  * environment (PATH above all) are parameters, so tests substitute the binaries, not modules.
  */
-export class KindTools implements KubectlClient {
+export class KubectlTools implements KubectlClient {
   constructor(
     readonly exec: Exec = execa,
     readonly env: NodeJS.ProcessEnv = process.env,

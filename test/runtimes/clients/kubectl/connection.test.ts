@@ -2,12 +2,12 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { KindConnection, KindPodError } from "../../../../src/runtimes/clients/kubectl/connection.js";
-import { KindTools, type Child, type RunOptions } from "../../../../src/runtimes/clients/kubectl/tools.js";
+import { PodConnection, PodError } from "../../../../src/runtimes/clients/kubectl/connection.js";
+import { KubectlTools, type Child, type RunOptions } from "../../../../src/runtimes/clients/kubectl/tools.js";
 import { ReadinessAbortedError } from "../../../../src/triton/readiness.js";
 
 /** kubectl's answers, scripted: the cluster side of the connection, without a cluster. */
-class ScriptedTools extends KindTools {
+class ScriptedTools extends KubectlTools {
   calls: string[][] = [];
   constructor(private readonly answer: (args: string[]) => string) {
     super(undefined, {});
@@ -44,9 +44,9 @@ const crashing = {
   },
 };
 
-function connection(tools: KindTools) {
+function connection(tools: KubectlTools) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "triton-dev-conn-"));
-  return new KindConnection({
+  return new PodConnection({
     tools,
     cluster: "c",
     context: "kind-c",
@@ -62,8 +62,8 @@ function connection(tools: KindTools) {
   });
 }
 
-describe("KindConnection", () => {
-  it("turns a crash loop into a KindPodError carrying the crashed container's last lines", async () => {
+describe("PodConnection", () => {
+  it("turns a crash loop into a PodError carrying the crashed container's last lines", async () => {
     const tools = new ScriptedTools((args) =>
       args.includes("logs")
         ? "2026-01-01T00:00:01.000000000Z E1129 model.py:3] boom\n2026-01-01T00:00:02.000000000Z bye\n"
@@ -75,7 +75,7 @@ describe("KindConnection", () => {
     await c.stop();
     expect(err).toBeInstanceOf(ReadinessAbortedError);
     const cause = (err as Error).cause;
-    expect(cause).toBeInstanceOf(KindPodError);
+    expect(cause).toBeInstanceOf(PodError);
     expect((cause as Error).message).toBe(
       "tritonserver in pod triton-inference-server-abc keeps exiting (exit code 1; restarted 1 time(s)); last log lines:\n  E1129 model.py:3] boom\n  bye",
     );
