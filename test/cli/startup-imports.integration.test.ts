@@ -105,9 +105,9 @@ describe("what starting the CLI loads", () => {
     expect(ours(r.urls)).toContain("repo/gen/model_config_pb.js");
     expect([...packages(r.urls)].filter((p) => RUNTIME_AND_UI.includes(p))).toEqual([]);
     // triton/binary.js comes with every command (perf's --shape parser uses its tensor types); the clients do not.
-    // runtimes/kinds.js and the facts files are the runtimes' static facts (their backends), which
-    // lint judges by; they import nothing else, and no driver.
-    const facts = (m: string) => /^runtimes\/(kinds|facts|[^/]+\/facts)\.js$/.test(m);
+    // runtimes/kinds.js, the facts files and ngc-images.js (the NGC images' backends, import-free)
+    // are the runtimes' static facts, which lint judges by; they import nothing else, and no driver.
+    const facts = (m: string) => /^runtimes\/(kinds|facts|ngc-images|[^/]+\/facts)\.js$/.test(m);
     const offPath = (m: string) =>
       (m.startsWith("runtimes/") && !facts(m)) ||
       m.startsWith("ui/") ||

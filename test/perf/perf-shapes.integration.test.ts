@@ -68,10 +68,11 @@ describe("triton-dev perf on a model with dynamic and optional inputs (real Trit
       // Triton's own time per request sits beside the client's, and is the smaller of the two.
       expect(l.server!.avgRequestUs).toBeGreaterThan(0);
       expect(l.server!.avgRequestUs).toBeLessThanOrEqual(l.latency.avgUs);
-      // The server's counters are read at the windows' edges while requests are in flight (the
-      // first read after the warm-up): the two counts may differ by the requests in flight then.
-      expect(l.server!.requests).toBeGreaterThanOrEqual(l.requests - l.value);
-      expect(l.server!.requests).toBeLessThanOrEqual(l.requests + l.value);
+      // The server's counters are read at the windows' two edges while requests are in flight: at
+      // each edge the two counts may differ by the requests in flight then (CI saw 5,349 against
+      // the client's 5,351 at concurrency 1).
+      expect(l.server!.requests).toBeGreaterThanOrEqual(l.requests - 2 * l.value);
+      expect(l.server!.requests).toBeLessThanOrEqual(l.requests + 2 * l.value);
     }
 
     const table = await runPerfCli(
