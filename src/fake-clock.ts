@@ -71,17 +71,8 @@ export class FakeClock implements Clock {
   /** Move time on by `ms`, firing each timer that falls due (in order) and letting what it wakes run. */
   async advance(ms: number): Promise<void> {
     const end = this.#now + ms;
-    for (;;) {
-      await settle();
-      const due = [...this.#timers.values()]
-        .filter((t) => t.due <= end)
-        .sort((a, b) => a.due - b.due || a.id - b.id)[0];
-      if (!due) break;
-      this.#now = due.due;
-      if (due.every) due.due += due.every;
-      else this.#timers.delete(due.id);
-      due.fn();
-    }
+    do await settle();
+    while (this.#fireNextDue(end));
     this.#now = end;
     await settle();
   }
@@ -93,17 +84,19 @@ export class FakeClock implements Clock {
    */
   advanceSync(ms: number): void {
     const end = this.#now + ms;
-    for (;;) {
-      const due = [...this.#timers.values()]
-        .filter((t) => t.due <= end)
-        .sort((a, b) => a.due - b.due || a.id - b.id)[0];
-      if (!due) break;
-      this.#now = due.due;
-      if (due.every) due.due += due.every;
-      else this.#timers.delete(due.id);
-      due.fn();
-    }
+    while (this.#fireNextDue(end));
     this.#now = end;
+  }
+
+  /** Fires the first timer due by `end`, at its due time; false when none is. */
+  #fireNextDue(end: number): boolean {
+    const due = [...this.#timers.values()].filter((t) => t.due <= end).sort((a, b) => a.due - b.due || a.id - b.id)[0];
+    if (!due) return false;
+    this.#now = due.due;
+    if (due.every) due.due += due.every;
+    else this.#timers.delete(due.id);
+    due.fn();
+    return true;
   }
 
   #add(t: FakeTimer): number {
