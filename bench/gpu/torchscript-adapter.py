@@ -2,13 +2,14 @@
 reload/adapters/) against torch's own forward of the same module on the same card, per batch size,
 for each way the adapter passes tensors (the staged parameter TRITON_DEV_TORCH_TENSORS), in one run:
 
-  numpy      the default (the host round trip): inputs as numpy views of the stub's shared memory, copied to
+  numpy      the host round trip: inputs as numpy views of the stub's shared memory, copied to
              the GPU; outputs copied back to the host (.cpu().numpy()) and into shared memory
              (resnet50_ts_numpy: its config sets the parameter and FORCE_CPU_ONLY_INPUT_TENSORS
              "yes", which staging keeps)
   dlpack_in  inputs through DLPack where Triton put them; outputs as numpy (resnet50_ts_dlpack_in)
-  dlpack     inputs and outputs through DLPack, outputs left on the GPU; staging adds
-             FORCE_CPU_ONLY_INPUT_TENSORS "no" (resnet50_ts: the article's config asking for it)
+  dlpack     the default on a GPU instance: inputs and outputs through DLPack, outputs left on the
+             GPU; staging adds FORCE_CPU_ONLY_INPUT_TENSORS "no" (resnet50_ts: the article's config
+             as it is, no parameter)
 
 each sent two ways: HTTP with the binary tensor extension (the input reaches Triton in host memory),
 and CUDA shared memory for the input and the output (the input is on the GPU already, as after a GPU
@@ -16,6 +17,10 @@ model in an ensemble: the case FORCE_CPU_ONLY_INPUT_TENSORS "no" and DLPack are 
 
   make DIR        write DIR/resnet50_ts{,_numpy,_dlpack_in} (one model.pt traced from fixed-seed
                   weights, the article's pytorch_libtorch config, one KIND_GPU instance each)
+  make-auto DIR   write DIR/resnet50_ts_auto: the same model, KIND_AUTO, no parameter
+  check URL DIR   one batch of 2 through resnet50_ts_auto against torch's forward on the CPU: the
+                  default path where Triton sees no GPU (the script starts that server with
+                  CUDA_VISIBLE_DEVICES empty)
   measure URL DIR for each batch: torch forward alone (input on the GPU), torch from a numpy array
                   (host to device, forward, back), and Triton's compute_infer per request
                   (/v2/models/M/stats: the python backend's hand-over, the adapter, the same
@@ -97,7 +102,7 @@ EXTRA = {
     "numpy": 'parameters: { key: "TRITON_DEV_TORCH_TENSORS" value: { string_value: "numpy" } }\n'
     'parameters: { key: "FORCE_CPU_ONLY_INPUT_TENSORS" value: { string_value: "yes" } }\n',
     "dlpack_in": 'parameters: { key: "TRITON_DEV_TORCH_TENSORS" value: { string_value: "dlpack_in" } }\n',
-    "dlpack": 'parameters: { key: "TRITON_DEV_TORCH_TENSORS" value: { string_value: "dlpack" } }\n',
+    "dlpack": "",
 }
 
 
@@ -119,9 +124,18 @@ def make(root):
             f.write(CONFIG + EXTRA[path])
 
 
+def run_key():
+    """The run's key: the shared-memory APIs are restricted to it (README: who can reach the server)."""
+    path = os.environ.get("TRITON_DEV_KEY_FILE")
+    if not path:
+        return {}
+    with open(path) as f:
+        return {"triton-dev-key": f.read().strip()}
+
+
 def post(url, body, headers=None):
     req = urllib.request.Request(url, data=body, method="POST")
-    for k, v in (headers or {}).items():
+    for k, v in {**(headers or {}), **(run_key() if "sharedmemory/" in url else {})}.items():
         req.add_header(k, v)
     try:
         with urllib.request.urlopen(req) as r:
@@ -301,8 +315,34 @@ def measure(url, root):
     print("json:", json.dumps(rows))
 
 
+def make_auto(root):
+    torch.manual_seed(0)
+    m = ResNet50().eval()
+    d = os.path.join(root, "resnet50_ts_auto", "1")
+    os.makedirs(d, exist_ok=True)
+    with torch.no_grad():
+        torch.jit.trace(m, torch.zeros(1, 3, 224, 224)).save(os.path.join(d, "model.pt"))
+    with open(os.path.join(root, "resnet50_ts_auto", "config.pbtxt"), "w") as f:
+        f.write(CONFIG.replace("kind: KIND_GPU", "kind: KIND_AUTO"))
+
+
+def check(url, root):
+    m = torch.jit.load(os.path.join(root, "resnet50_ts_auto", "1", "model.pt"), map_location="cpu").eval()
+    x = np.random.default_rng(2).standard_normal((2, 3, 224, 224)).astype(np.float32)
+    with torch.inference_mode():
+        want = m(torch.from_numpy(x)).numpy()
+    got = infer_http(url, "resnet50_ts_auto", x)
+    diff = float(np.max(np.abs(got - want)))
+    print(f"cpu check: resnet50_ts_auto batch 2 max |diff| {diff:.2e} against torch on the CPU: {'ok' if diff < 1e-3 else 'DIFFERS'}")
+    return diff < 1e-3
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "make":
         make(sys.argv[2])
+    elif sys.argv[1] == "make-auto":
+        make_auto(sys.argv[2])
+    elif sys.argv[1] == "check":
+        sys.exit(0 if check(sys.argv[2], sys.argv[3]) else 1)
     else:
         measure(sys.argv[2], sys.argv[3])

@@ -28,7 +28,18 @@ tslog="$staged/../tritonserver.log"
 # Each model's instance and where the python backend lets its inputs be (the staged FORCE_CPU_ONLY_INPUT_TENSORS).
 grep -E "resnet50_ts[a-z_]*_0.*(GPU|CPU) device|FORCE_CPU_ONLY_INPUT_TENSORS is off|Forcing CPU only input tensors" "$tslog" | cut -c1-300 | head -12
 grep -h -E "TRITON_DEV_TORCH_TENSORS|FORCE_CPU_ONLY_INPUT_TENSORS" "$staged"/resnet50_ts*/config.pbtxt | head -6
+# The CUDA shared memory API answers only the run's key, which the run folder holds (mode 0600).
+export TRITON_DEV_KEY_FILE="$staged/../key/repository.key"
 log measure; timeout "${BUDGET:-300}" python3 bench/gpu/torchscript-adapter.py measure http://127.0.0.1:8000 "$repo" | tee "$out/torchscript-adapter.txt"
 grep -i -E "traceback|error" "$tslog" | grep -i resnet50_ts | tail -8 | cut -c1-600
 log down; td down
+# The default where Triton sees no GPU: a KIND_AUTO instance on the CPU reads its inputs as it would
+# on a CPU-only machine, and answers as torch does there.
+auto=$(mktemp -d /tmp/ts-auto-XXXX)
+log cpu; python3 bench/gpu/torchscript-adapter.py make-auto "$auto" || exit 1
+CUDA_VISIBLE_DEVICES= td up --detach --models "$auto" --http-port 8000 --grpc-port 8001 --metrics-port 8002 --timeout 600 | tail -3
+staged=$(td status --json | python3 -c "import json, sys; print(json.load(sys.stdin)['repository'])")
+grep -E "resnet50_ts_auto_0.*(GPU|CPU) device|FORCE_CPU_ONLY_INPUT_TENSORS is off|Forcing CPU only input tensors" "$staged/../tritonserver.log" | cut -c1-300 | head -4
+python3 bench/gpu/torchscript-adapter.py check http://127.0.0.1:8000 "$auto" | tee "$out/torchscript-cpu-check.txt"
+td down
 log done

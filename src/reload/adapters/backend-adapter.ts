@@ -34,19 +34,20 @@ export const FORCE_CPU_ONLY_INPUTS_PARAM = "FORCE_CPU_ONLY_INPUT_TENSORS";
 
 /**
  * The parameter the staged config adds for where a model's tensors live. The adapter's TorchScript
- * path is the host round trip (numpy), the one measured on a GPU; a config that asks for DLPack
- * (`TRITON_DEV_TORCH_TENSORS: "dlpack"` or `"dlpack_in"`) on a model that may have a GPU instance (a
- * KIND_GPU group, or KIND_AUTO or no instance_group, which Triton makes GPU instances wherever it
- * sees a GPU) also gets `FORCE_CPU_ONLY_INPUT_TENSORS: "no"`, so inputs already in GPU memory reach
- * it without a copy to the host, unless the config sets that itself. DLPack is not the default
- * until bench/gpu/torchscript-adapter.sh has shown it on a GPU. Other backends' adapters read numpy
- * on the CPU: none.
+ * path on a GPU instance is DLPack (measured on an H100 by bench/gpu/torchscript-adapter.sh: 0.55x
+ * the host round trip's time at batch 32 with inputs in CUDA shared memory, within noise of it over
+ * HTTP), so a model that may have a GPU instance (a KIND_GPU group, or KIND_AUTO or no
+ * instance_group, which Triton makes GPU instances wherever it sees a GPU) gets
+ * `FORCE_CPU_ONLY_INPUT_TENSORS: "no"`: inputs already in GPU memory reach it without a copy to the
+ * host. Not when the config asks for the host round trip (`TRITON_DEV_TORCH_TENSORS: "numpy"`) or
+ * sets the python backend's parameter itself. Other backends' adapters read numpy on the CPU: none.
  */
 export function tensorPlacementParameters(backend: string, json: ModelConfigJson): Array<[string, string]> {
   if (backend !== "pytorch") return [];
   const own = json.parameters ?? {};
   const asked = own[TORCH_TENSORS_PARAM]?.string_value?.toLowerCase();
-  if (asked !== "dlpack" && asked !== "dlpack_in") return [];
+  // DLPack is the adapter's default on a GPU instance (adapter-source.ts); only "numpy" keeps the host round trip.
+  if (asked === "numpy") return [];
   const groups = json.instance_group ?? [];
   const mayUseGpu =
     groups.length === 0 || groups.some((g) => g.kind === undefined || g.kind === "KIND_GPU" || g.kind === "KIND_AUTO");

@@ -122,7 +122,7 @@ output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 8 ] } ]
     expect(await servedAs(runDir)).toEqual(new Map());
   });
 
-  it("lets a TorchScript model on a GPU instance that asks for DLPack take GPU tensors, keeping what the user's config sets", async () => {
+  it("lets a TorchScript model on a GPU instance take GPU tensors, keeping what the user's config sets", async () => {
     const torch = (groups: string, params = "") =>
       `platform: "pytorch_libtorch"\nmax_batch_size: 8\n` +
       `input [ { name: "INPUT__0" data_type: TYPE_FP32 dims: [ 4 ] } ]\n` +
@@ -149,9 +149,9 @@ output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 8 ] } ]
     const staging = new StagingRepository(runDir, { adapters: ADAPTERS([]) });
     await staging.init(repo);
     const staged = async (m: string) => fsp.readFile(path.join(staging.repository, m, "config.pbtxt"), "utf8");
-    // Without asking: the host round trip, the path measured on a GPU.
+    // Without asking: DLPack, the adapter's default on a GPU, with inputs left where they are.
     const plain = await staged("plain");
-    expect(plain).not.toContain(FORCE_CPU_ONLY_INPUTS_PARAM);
+    expect(plain).toContain(`key: "${FORCE_CPU_ONLY_INPUTS_PARAM}" value: { string_value: "no" }`);
     expect(plain).not.toContain(TORCH_TENSORS_PARAM);
     const gpu = await staged("gpu");
     expect(gpu).toContain(`key: "${FORCE_CPU_ONLY_INPUTS_PARAM}" value: { string_value: "no" }`);
@@ -177,13 +177,16 @@ describe("where an adapted model's tensors live (tensorPlacementParameters)", ()
   });
   const gpuInputs = [[FORCE_CPU_ONLY_INPUTS_PARAM, "no"]];
 
-  it("keeps the host round trip unless the config asks for DLPack", () => {
-    expect(tensorPlacementParameters("pytorch", { instance_group: [{ kind: "KIND_GPU" }] })).toEqual([]);
-    expect(tensorPlacementParameters("pytorch", {})).toEqual([]);
-    expect(tensorPlacementParameters("pytorch", asks("numpy"))).toEqual([]);
+  it("keeps the host round trip when the config asks for it", () => {
+    expect(tensorPlacementParameters("pytorch", { instance_group: [{ kind: "KIND_GPU" }], ...asks("numpy") })).toEqual(
+      [],
+    );
+    expect(tensorPlacementParameters("pytorch", asks("NumPy"))).toEqual([]);
   });
 
-  it("lets inputs stay in GPU memory for a model that asks for DLPack and may run on a GPU", () => {
+  it("lets inputs stay in GPU memory for a model that may run on a GPU, by default or asking for DLPack", () => {
+    expect(tensorPlacementParameters("pytorch", { instance_group: [{ kind: "KIND_GPU" }] })).toEqual(gpuInputs);
+    expect(tensorPlacementParameters("pytorch", {})).toEqual(gpuInputs);
     for (const mode of ["dlpack", "dlpack_in", "DLPack"]) {
       expect(tensorPlacementParameters("pytorch", { instance_group: [{ kind: "KIND_GPU" }], ...asks(mode) })).toEqual(
         gpuInputs,
@@ -203,9 +206,13 @@ describe("where an adapted model's tensors live (tensorPlacementParameters)", ()
     expect(
       tensorPlacementParameters("pytorch", asks("dlpack", { [FORCE_CPU_ONLY_INPUTS_PARAM]: { string_value: "yes" } })),
     ).toEqual([]);
+    expect(
+      tensorPlacementParameters("pytorch", { parameters: { [FORCE_CPU_ONLY_INPUTS_PARAM]: { string_value: "yes" } } }),
+    ).toEqual([]);
   });
 
   it("leaves CPU instances and the numpy-reading adapters unchanged", () => {
+    expect(tensorPlacementParameters("pytorch", { instance_group: [{ kind: "KIND_CPU" }] })).toEqual([]);
     expect(tensorPlacementParameters("pytorch", { instance_group: [{ kind: "KIND_CPU" }], ...asks("dlpack") })).toEqual(
       [],
     );
