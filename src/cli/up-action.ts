@@ -14,7 +14,7 @@ import { recordedRun } from "../session/measured-run.js";
 import type { RunState } from "../state/run-state.js";
 import { userPathsOf } from "../state/staged-paths.js";
 import { servedModels } from "../reload/stage.js";
-import type { RepositoryIndexEntry } from "../triton/http-client.js";
+import type { ExplainedIndexEntry } from "../reload/load-reasons.js";
 import { countModels, modelCountLine, type CountedModel } from "../triton/run-readiness.js";
 
 import { formatEvent, printEvents, type CliContext } from "./output.js";
@@ -80,7 +80,7 @@ async function restartedWatcher(flags: UpFlags, paths: Paths, ctx: CliContext): 
  */
 export async function reportDetached(
   state: RunState,
-  models: RepositoryIndexEntry[],
+  models: ExplainedIndexEntry[],
   ctx: CliContext,
   json: boolean,
   requireReady = false,
@@ -97,9 +97,10 @@ export async function reportDetached(
     (n) => !models.some((m) => m.name === n && m.state === "READY"),
   );
   for (const name of failed) {
-    const why = models.find((m) => m.name === name && m.reason)?.reason ?? "Triton gave no reason";
+    const entry = models.find((m) => m.name === name && m.reason);
+    const why = entry?.reason ?? "Triton gave no reason";
     // An ensemble kept out by its step loads once the step does; other models once a fix is saved.
-    const next = why.startsWith("it runs ") ? "it loads once that step loads" : "saving a fix loads it";
+    const next = entry?.heldBySteps ? "it loads once that step loads" : "saving a fix loads it";
     output.err(`${name}: not served, it failed to load: ${why}; ${next}`);
   }
   // Skipped GPU models are expected on a machine without one: said once, on stdout, as `up` found them.

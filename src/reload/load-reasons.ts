@@ -29,6 +29,12 @@ export interface ExplainOptions {
   fallback?: (model: string) => Promise<string | undefined>;
 }
 
+/** An index entry as explainIndex gives it: what its reason comes from, where that decides what to do next. */
+export interface ExplainedIndexEntry extends RepositoryIndexEntry {
+  /** The reason names steps of this ensemble that failed to load: it loads once they do, not by a fix of its own. */
+  heldBySteps?: true;
+}
+
 /**
  * Triton's index with a reason for every staged model that is not READY: the index's own, else the
  * one Triton only logged (a model folder without a usable config fails in Triton's poll, and the
@@ -39,8 +45,10 @@ export interface ExplainOptions {
 export async function explainIndex(
   index: readonly RepositoryIndexEntry[],
   o: ExplainOptions,
-): Promise<RepositoryIndexEntry[]> {
-  const out = index.map((e) => (e.reason ? { ...e, reason: oneLine(o.userPaths(e.reason)) } : { ...e }));
+): Promise<ExplainedIndexEntry[]> {
+  const out: ExplainedIndexEntry[] = index.map((e) =>
+    e.reason ? { ...e, reason: oneLine(o.userPaths(e.reason)) } : { ...e },
+  );
   const staged = new Set(o.staged);
   for (const name of o.staged) if (!out.some((e) => e.name === name)) out.push({ name, state: "UNAVAILABLE" });
   for (const e of out) {
@@ -56,6 +64,7 @@ export async function explainIndex(
     const why = step ?? (logged ? oneLine(o.userPaths(logged)) : e.reason);
     if (why === "unloaded") continue;
     e.reason = why ?? "Triton did not load it and gave no reason (its log, `triton-dev logs`, may say more)";
+    if (step) e.heldBySteps = true;
   }
   return out;
 }

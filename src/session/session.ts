@@ -12,7 +12,7 @@ import { lintRepository, type LintedModel, type LintOptions, type LintResult } f
 import { sharedConfigCompleter } from "../repo/auto-complete-run.js";
 import { autoCompleteNeeds } from "../repo/auto-complete.js";
 import { listModelDirs, requireModelRepository } from "../repo/layout.js";
-import { explainIndex, stepFailed, tritonLogLines } from "../reload/load-reasons.js";
+import { explainIndex, stepFailed, tritonLogLines, type ExplainedIndexEntry } from "../reload/load-reasons.js";
 import { StagingError, StagingRepository, stagingDiagnostics } from "../reload/stage.js";
 import type {
   Delivery,
@@ -82,7 +82,7 @@ export interface Session {
   readonly state: RunState;
   readonly handle: ServerHandle;
   readonly client: TritonHttpClient;
-  readonly models: RepositoryIndexEntry[];
+  readonly models: ExplainedIndexEntry[];
   /** Models not staged because lint found errors in them. */
   readonly refused: string[];
   /** Models left out on purpose (GPU-only on a machine without a GPU). */
@@ -586,7 +586,7 @@ function runningSession(
   state: RunState,
   handle: ServerHandle,
   staged: StagedRepository,
-  models: RepositoryIndexEntry[],
+  models: ExplainedIndexEntry[],
   lifecycle: RunLifecycle,
 ): Session {
   return {
@@ -691,7 +691,7 @@ async function readyModels(
   stillLoading: () => string | undefined,
   signal: AbortSignal,
   readiness: WaitStrategy | undefined,
-): Promise<RepositoryIndexEntry[]> {
+): Promise<ExplainedIndexEntry[]> {
   let exitInfo: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   // The exit ends the pause between readiness checks: a crash is said at once.
   const exited = new AbortController();

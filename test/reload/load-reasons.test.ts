@@ -47,6 +47,8 @@ describe("explainIndex", () => {
         "failed to load model 'nover': at least one version must be available under the version policy of model 'nover'",
       ],
     });
+    // Only the ensemble its failed step keeps out is marked so: it loads once the step does.
+    expect(index.filter((e) => e.heldBySteps).map((e) => e.name)).toEqual(["pipe"]);
   });
 
   it("leaves a failed version alone while another version of the model serves, and models it did not stage", async () => {
