@@ -170,6 +170,8 @@ describe.skipIf(!managed)("running auto_complete_config", () => {
         mode: "plain",
         cleanup: async () => {
           for (const pid of marked(mark)) process.kill(pid, "SIGKILL");
+          // SIGKILL is delivered asynchronously: a loaded machine may list the process a moment longer.
+          for (let i = 0; i < 100 && marked(mark).length; i++) await new Promise((r) => setTimeout(r, 20));
         },
       }),
     }).complete(req);
