@@ -9,7 +9,7 @@ import { backendsOfImage, dockerFacts } from "./docker/facts.js";
 import { kindFacts } from "./kind/facts.js";
 import { localFacts } from "./local/facts.js";
 import { adaptedServing, type FlagSpec, type RuntimeFacts, type RuntimeFlags } from "./facts.js";
-import { BACKEND_HOMES, backendHome } from "./docker/facts.js";
+import { BACKEND_HOMES, DEFAULT_IMAGE, backendHome } from "./docker/facts.js";
 import type { RuntimeKind } from "../runtime-kind.js";
 
 export type { RuntimeFacts, RuntimeFlags } from "./facts.js";
@@ -103,6 +103,8 @@ export function lintFacts(runtime?: RuntimeKind, image?: string, found?: readonl
   const adapted = f.adaptedBackends;
   const server = {
     runtime,
+    // Where the image decides the backends (no fixed Triton release), a message names the image.
+    ...(f.tritonVersion ? {} : { servedBy: `the ${runtime} runtime's image ${image ?? DEFAULT_IMAGE}` }),
     backends: serverBackends(runtime, image, found),
     missingBackend: (backend: string) => f.missingBackend(backend, image),
     ...(f.tritonVersion ? { tritonVersion: f.tritonVersion } : {}),

@@ -201,6 +201,13 @@ describe("lintRepository", () => {
       "plan: loads",
       "py: loads",
     ]);
+    // An image that has only the python backend: the verdict names the image, which decides.
+    expect(await verdicts({ ...lintFacts("docker", "my/triton:1", ["python"]), gpuAvailable: true })).toEqual([
+      "broken: does not load",
+      "gpu: loads",
+      "plan: does not load, needs the tensorrt backend, not in the docker runtime's image my/triton:1",
+      "py: loads",
+    ]);
   });
 
   it("throws UserError for a folder it cannot read", async () => {

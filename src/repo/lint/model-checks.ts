@@ -134,7 +134,7 @@ export function checkWithoutConfig(layout: ModelLayout, options: LintOptions, re
       hint,
       layout.dir,
     );
-    return `needs the ${inferred.backend} backend, not in the ${server.runtime} runtime`;
+    return `needs the ${inferred.backend} backend, not in ${server.servedBy ?? `the ${server.runtime} runtime`}`;
   }
   if (inferred.backend === "python" && !inferred.defaultModelFilename.endsWith(".py")) {
     const { message, hint } = pythonFileNameProblem(inferred.defaultModelFilename, inferred.inferredFrom);

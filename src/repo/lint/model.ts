@@ -169,7 +169,7 @@ async function lintParsed(
     const adapted = backend ? options.server?.adaptedBackends?.[backend] : undefined;
     if (adapted && !missingBackend) extra.notes = [...(extra.notes ?? []), adapted.servedAs];
     if (missingBackend) {
-      unavailable = `needs the ${missingBackend} backend, not in the ${options.server?.runtime} runtime`;
+      unavailable = `needs the ${missingBackend} backend, not in ${options.server?.servedBy ?? `the ${options.server?.runtime} runtime`}`;
     } else if (reporter.diagnostics.some((d) => d.code === "gpu-unavailable")) {
       unavailable = "needs a GPU";
     }

@@ -45,7 +45,7 @@ function gpuHint(ctx: ModelContext): string {
   const server = ctx.options.server;
   const has = server?.backends;
   if (backend && server && has && !has.includes(backend))
-    return `KIND_CPU alone does not make it run here: the ${server.runtime} runtime has no ${backend} backend (see the backend finding for where it runs).`;
+    return `KIND_CPU alone does not make it run here: ${server.servedBy ?? `the ${server.runtime} runtime`} has no ${backend} backend (see the backend finding for where it runs).`;
   // A backend served through an adapter whose library triton-dev never installs unasked (torch for
   // TorchScript on the local runtime): KIND_CPU alone would lead to "torch is not importable" at load.
   const adapted = backend ? server?.adaptedBackends?.[backend] : undefined;

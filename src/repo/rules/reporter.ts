@@ -19,8 +19,13 @@ import type { ErrorCode, RuleCode, WarningCode } from "./codes.js";
  * lint imports nothing of runtimes/ and sits below them.
  */
 export interface LintServer {
-  /** Its name, for messages ("not in the docker runtime"). */
+  /** Its name ("docker"). */
   readonly runtime: string;
+  /**
+   * What serves the models, for messages ("not in the docker runtime's image X"): the image where
+   * the image decides the backends. Absent: "the <runtime> runtime".
+   */
+  readonly servedBy?: string;
   /** The backends its server has (the image's, where it decides); undefined: an image nothing is known of. */
   readonly backends: readonly string[] | undefined;
   /** What a user reads when a model's backend is not there, and where it runs instead. */
