@@ -32,6 +32,7 @@ export function followTritonLog(
       timer ??= clock.setTimeout(flush, 20);
     },
     intervalMs,
+    clock,
   );
   return () => {
     stop();
