@@ -27,7 +27,7 @@ export interface DeleteTarget {
   selector: string;
   kinds: readonly string[];
   graceMs: number;
-  /** The time the wait for the pod's end, the settle time and the progress ticks run on (../../../clock.ts); `ms` is real time. */
+  /** The time the wait for the pod's end, the settle time and progress ticks run on (../../../clock.ts). */
   clock?: Clock;
 }
 
