@@ -1,3 +1,4 @@
+import { REAL_CLOCK, type Clock } from "../clock.js";
 import { resolvePaths } from "../config/paths.js";
 import { UserError } from "../errors.js";
 import { EventBus } from "../events/bus.js";
@@ -21,7 +22,11 @@ export interface DashboardFlags {
 }
 
 /** `triton-dev dashboard`, loaded when the command runs. */
-export async function dashboardAction(flags: DashboardFlags, ctx: CliContext): Promise<void> {
+export async function dashboardAction(
+  flags: DashboardFlags,
+  ctx: CliContext,
+  clock: Clock = REAL_CLOCK,
+): Promise<void> {
   const { output, env } = ctx;
   const paths = resolvePaths(env);
   const run = await currentRun(paths, env);
@@ -46,6 +51,7 @@ export async function dashboardAction(flags: DashboardFlags, ctx: CliContext): P
     ? (await loadDashboard())({
         bus,
         env,
+        clock,
         ownsServer: false,
         runPerf: async (o, deps) =>
           (await import("../perf/run.js")).runPerf(o, {
@@ -120,7 +126,7 @@ export async function dashboardAction(flags: DashboardFlags, ctx: CliContext): P
     const finish = () => {
       if (done) return;
       done = true;
-      clearInterval(timer);
+      clock.clearInterval(timer);
       process.off("SIGINT", finish);
       process.off("SIGTERM", finish);
       resolve();
@@ -129,7 +135,7 @@ export async function dashboardAction(flags: DashboardFlags, ctx: CliContext): P
     process.on("SIGTERM", finish);
     void dashboard?.quitRequested.then(finish);
     // The server stopped (`down` from another shell, or a crash): nothing left to show.
-    const timer = setInterval(() => {
+    const timer = clock.setInterval(() => {
       void runAlive(paths, state, env).then((alive) => {
         if (alive || done) return;
         bus.emit({ type: "server-exited", code: null, signal: null, lastLines: [] });

@@ -1,4 +1,5 @@
 import fs from "node:fs";
+import { REAL_CLOCK, type Clock } from "../clock.js";
 import { resolvePaths } from "../config/paths.js";
 import { UserError } from "../errors.js";
 import { followFile, tailLines } from "../state/log-file.js";
@@ -7,7 +8,11 @@ import { userPathsOf } from "../state/staged-paths.js";
 import type { CliContext } from "./output.js";
 
 /** `triton-dev logs`, loaded when the command runs. */
-export async function logsAction(flags: { follow: boolean; lines: number }, ctx: CliContext): Promise<void> {
+export async function logsAction(
+  flags: { follow: boolean; lines: number },
+  ctx: CliContext,
+  clock: Clock = REAL_CLOCK,
+): Promise<void> {
   const { output, env } = ctx;
   const paths = resolvePaths(env);
   const run = await currentRun(paths, env);
@@ -23,19 +28,20 @@ export async function logsAction(flags: { follow: boolean; lines: number }, ctx:
   if (!flags.follow) return;
   const size = fs.existsSync(file) ? fs.statSync(file).size : 0;
   await new Promise<void>((resolve) => {
-    const stopFollow = followFile(file, size, (l) => output.out(userPaths(l)));
+    const stopFollow = followFile(file, size, (l) => output.out(userPaths(l)), undefined, clock);
     const finish = () => {
       stopFollow();
-      clearInterval(check);
+      clock.clearInterval(check);
       process.off("SIGINT", finish);
       resolve();
     };
-    const check = setInterval(() => {
+    const check = clock.setInterval(() => {
       void runAlive(paths, run.state, env).then((alive) => {
         if (alive) return;
-        clearInterval(check);
+        clock.clearInterval(check);
         output.out("(the server stopped)");
-        setTimeout(finish, 400);
+        // The log's last lines are read (the follower's next poll) before it stops.
+        clock.setTimeout(finish, 400);
       });
     }, 1000);
     process.on("SIGINT", finish);

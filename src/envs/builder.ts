@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
+import { REAL_CLOCK, type Clock } from "../clock.js";
 import { UserError } from "../errors.js";
 import { log as rootLog } from "../log/logger.js";
 import type { EnvFinding } from "./finding.js";
@@ -61,6 +62,8 @@ export interface EnvironmentBuilderOptions {
    * downloads a large wheel or builds one, and a cold environment takes 10-90 s.
    */
   progressEveryMs?: number;
+  /** The time the lock wait and the progress reports run on (../clock.ts); build times are real time. */
+  clock?: Clock;
 }
 
 export interface BuiltEnvironment {
@@ -134,9 +137,11 @@ export class EnvironmentBuilder {
   private basePromise: Promise<EnvironmentBase> | undefined;
   private readonly inFlight = new Map<string, Promise<BuiltEnvironment>>();
   private readonly env: NodeJS.ProcessEnv;
+  private readonly clock: Clock;
 
   constructor(private readonly o: EnvironmentBuilderOptions) {
     this.env = pipEnv(o.env ?? process.env);
+    this.clock = o.clock ?? REAL_CLOCK;
   }
 
   /** The managed environment's Python: what a model without a requirements.txt runs in. */
@@ -241,7 +246,7 @@ export class EnvironmentBuilder {
   ): Promise<BuiltEnvironment> {
     await fsp.mkdir(this.o.root, { recursive: true });
     const lock = path.join(this.o.root, `${key}.lock`);
-    const deadline = Date.now() + (this.o.lockWaitMs ?? 30 * 60_000);
+    const deadline = this.clock.now() + (this.o.lockWaitMs ?? 30 * 60_000);
     for (;;) {
       try {
         await fsp.writeFile(lock, String(process.pid), { flag: "wx" });
@@ -256,13 +261,13 @@ export class EnvironmentBuilder {
       }
       const done = await readMarker(dir);
       if (done) return { dir, key, cached: true, ms: 0, packages: done.packages };
-      if (Date.now() > deadline) {
+      if (this.clock.now() > deadline) {
         throw new UserError(`another triton-dev (pid ${holder}) has been building environment ${dir} for too long`, {
           hint: `Wait for it or stop it, then save ${req.userFile} again (remove ${lock} if that process is not triton-dev).`,
         });
       }
       this.progress(req.model, key, `waiting for pid ${holder}, which builds the same environment`);
-      await new Promise((r) => setTimeout(r, 250));
+      await this.clock.sleep(250);
     }
     try {
       // Built by someone else while the lock was free.
@@ -303,7 +308,7 @@ export class EnvironmentBuilder {
     };
 
     req.onBuild?.(`building the environment for ${describe(normalized)}`);
-    const beat = setInterval(
+    const beat = this.clock.setInterval(
       () =>
         this.progress(
           req.model,
@@ -311,8 +316,8 @@ export class EnvironmentBuilder {
           `still building its environment (${describe(normalized)}): ${Math.round((Date.now() - started) / 1000)} s so far`,
         ),
       this.o.progressEveryMs ?? 5_000,
+      { unref: true },
     );
-    beat.unref();
     try {
       return await this.resolveAndInstall(req, resolved, base, key, dir, {
         started,
@@ -323,7 +328,7 @@ export class EnvironmentBuilder {
         fail,
       });
     } finally {
-      clearInterval(beat);
+      this.clock.clearInterval(beat);
     }
   }
 

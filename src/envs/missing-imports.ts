@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { spawn, type ChildProcess } from "node:child_process";
+import { REAL_CLOCK, type Clock } from "../clock.js";
 import type { EnvFinding } from "./finding.js";
 import { packageFor } from "../module-packages.js";
 import { canonicalName, REQUIREMENTS_FILE } from "./requirements.js";
@@ -188,6 +189,8 @@ export interface ImportCheckRequest {
   timeoutMs?: number;
   /** The environment tritonserver (and so the stub) runs with: its PYTHONPATH and user site count. */
   env?: NodeJS.ProcessEnv;
+  /** The time `timeoutMs` runs on (../clock.ts). */
+  clock?: Clock;
 }
 
 /** The package to add for a module missing below a namespace package (`google.protobuf`): a few are known. */
@@ -247,22 +250,25 @@ class ImportWorker {
     this.child.stdin!.on("error", (err) => this.end(err));
   }
 
-  ask(req: Record<string, unknown>, timeoutMs: number): Promise<Record<string, unknown>> {
+  ask(req: Record<string, unknown>, timeoutMs: number, clock: Clock): Promise<Record<string, unknown>> {
     if (this.dead) return Promise.reject(this.dead);
     if (this.idle) clearTimeout(this.idle);
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.child.kill("SIGKILL");
-        this.end(new Error(`the import check took over ${timeoutMs} ms`));
-      }, timeoutMs);
-      timer.unref();
+      const timer = clock.setTimeout(
+        () => {
+          this.child.kill("SIGKILL");
+          this.end(new Error(`the import check took over ${timeoutMs} ms`));
+        },
+        timeoutMs,
+        { unref: true },
+      );
       this.waiting.push({
         resolve: (a) => {
-          clearTimeout(timer);
+          clock.clearTimeout(timer);
           resolve(a);
         },
         reject: (e) => {
-          clearTimeout(timer);
+          clock.clearTimeout(timer);
           reject(e);
         },
       });
@@ -285,6 +291,7 @@ class ImportWorker {
     if (this.idle) clearTimeout(this.idle);
     if (this.waiting.length > 0) return;
     this.hold(false);
+    // Real time, not a caller's clock: the worker is shared by every caller that asks with this interpreter.
     this.idle = setTimeout(() => this.child.stdin!.end(), WORKER_IDLE_MS);
     this.idle.unref();
   }
@@ -336,6 +343,7 @@ export async function findMissingImports(req: ImportCheckRequest): Promise<Impor
   const answer = await workerFor(req.python, req.env ?? process.env).ask(
     { entry: req.entry, search, stub: STUB_MODULES, maxFiles: MAX_FILES, maxBytes: MAX_FILE_BYTES },
     req.timeoutMs ?? 30_000,
+    req.clock ?? REAL_CLOCK,
   );
   if (typeof answer.error === "string") throw new Error(`the import check failed on ${req.entry}: ${answer.error}`);
   const out = answer as unknown as {

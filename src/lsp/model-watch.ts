@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
+import { REAL_CLOCK, type Clock } from "../clock.js";
 import { log as rootLog } from "../log/logger.js";
 import { isIgnoredEntry } from "../repo/layout.js";
 
@@ -18,7 +19,7 @@ const SETTLE_MS = 60;
  */
 export class ModelFolderWatch {
   private readonly byModel = new Map<string, Map<string, fs.FSWatcher>>();
-  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly timers = new Map<string, unknown>();
   /** Set once the system refused a watch (inotify's limit): later models are not watched. */
   private refused = false;
   private closed = false;
@@ -26,6 +27,8 @@ export class ModelFolderWatch {
   constructor(
     private readonly repo: string,
     private readonly onChange: (model: string) => void,
+    /** The time the settle windows run on (../clock.ts). */
+    private readonly clock: Clock = REAL_CLOCK,
   ) {}
 
   /**
@@ -82,7 +85,7 @@ export class ModelFolderWatch {
   unwatch(model: string): void {
     for (const w of this.byModel.get(model)?.values() ?? []) w.close();
     this.byModel.delete(model);
-    clearTimeout(this.timers.get(model));
+    this.clock.clearTimeout(this.timers.get(model));
     this.timers.delete(model);
   }
 
@@ -94,10 +97,10 @@ export class ModelFolderWatch {
 
   private fire(model: string): void {
     if (this.closed) return;
-    clearTimeout(this.timers.get(model));
+    this.clock.clearTimeout(this.timers.get(model));
     this.timers.set(
       model,
-      setTimeout(() => {
+      this.clock.setTimeout(() => {
         this.timers.delete(model);
         if (!this.closed) this.onChange(model);
       }, SETTLE_MS),

@@ -1,5 +1,6 @@
 import fsp from "node:fs/promises";
 import path from "node:path";
+import { REAL_CLOCK, type Clock } from "../clock.js";
 import type { Paths } from "../config/paths.js";
 import { log as rootLog } from "../log/logger.js";
 import type { EditSummary } from "../reload/events.js";
@@ -40,11 +41,13 @@ export interface VerdictWatchOptions {
   /** Called when the verdicts change; undefined: no run serves anything now. */
   onChange: (v: RunVerdicts | undefined) => void;
   intervalMs?: number;
+  /** The time the run's state and events are polled on (../clock.ts). */
+  clock?: Clock;
 }
 
 /** Follows the current run's state until stopped; safe to stop twice. */
 export class VerdictWatch {
-  private timer: NodeJS.Timeout | undefined;
+  private timer: unknown;
   private runId: string | undefined;
   private state: RunState | undefined;
   private stopEvents: (() => void) | undefined;
@@ -56,7 +59,11 @@ export class VerdictWatch {
   private lastSent = "";
   private busy = false;
 
-  constructor(private readonly o: VerdictWatchOptions) {}
+  private readonly clock: Clock;
+
+  constructor(private readonly o: VerdictWatchOptions) {
+    this.clock = o.clock ?? REAL_CLOCK;
+  }
 
   start(): void {
     const tick = async () => {
@@ -71,12 +78,11 @@ export class VerdictWatch {
       }
     };
     void tick();
-    this.timer = setInterval(() => void tick(), this.o.intervalMs ?? 500);
-    this.timer.unref();
+    this.timer = this.clock.setInterval(() => void tick(), this.o.intervalMs ?? 500, { unref: true });
   }
 
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
+    if (this.timer) this.clock.clearInterval(this.timer);
     this.timer = undefined;
     this.stopEvents?.();
     this.stopEvents = undefined;
@@ -98,7 +104,8 @@ export class VerdictWatch {
       this.editsStamp = "";
       this.runId = state?.runId;
       this.state = state;
-      if (state?.detached) this.stopEvents = followRunEvents(state, (e) => this.onEvent(e), this.o.intervalMs ?? 500);
+      if (state?.detached)
+        this.stopEvents = followRunEvents(state, (e) => this.onEvent(e), this.o.intervalMs ?? 500, this.clock);
     }
     if (state) {
       const file = editsFile(state);

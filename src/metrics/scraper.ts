@@ -1,3 +1,4 @@
+import { REAL_CLOCK, type Clock } from "../clock.js";
 import { ServerConnectionError, ServerResponseError } from "../errors.js";
 import { fetchBounded, METRICS_RESPONSE_LIMIT } from "../net/bounded-fetch.js";
 import { MetricsHistory, type MetricsView } from "./history.js";
@@ -19,36 +20,39 @@ export interface MetricsScraperOptions {
   history?: MetricsHistory;
   fetch?: typeof fetch;
   now?: () => number;
+  /** The time the scrapes are timed by (../clock.ts), and by default what `now` reads. */
+  clock?: Clock;
   onUpdate: (state: ScrapeState) => void;
 }
 
 /** Scrapes Triton's `/metrics` on a timer and hands each derived view to `onUpdate`. */
 export class MetricsScraper {
   readonly history: MetricsHistory;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: unknown;
   private inFlight: Promise<void> | undefined;
   private readonly fetchImpl: typeof fetch;
   private readonly now: () => number;
+  private readonly clock: Clock;
   private stopped = false;
 
   constructor(private readonly o: MetricsScraperOptions) {
     this.history = o.history ?? new MetricsHistory();
     this.fetchImpl = o.fetch ?? fetch;
-    this.now = o.now ?? Date.now;
+    this.clock = o.clock ?? REAL_CLOCK;
+    this.now = o.now ?? (() => this.clock.now());
   }
 
   start(): void {
     if (this.timer) return;
     this.stopped = false;
     void this.scrapeOnce();
-    this.timer = setInterval(() => void this.scrapeOnce(), this.o.intervalMs ?? 2000);
     // A dashboard waiting for the next scrape must not keep a finished process alive.
-    this.timer.unref();
+    this.timer = this.clock.setInterval(() => void this.scrapeOnce(), this.o.intervalMs ?? 2000, { unref: true });
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
+    if (this.timer) this.clock.clearInterval(this.timer);
     this.timer = undefined;
     await this.inFlight;
   }

@@ -1,5 +1,6 @@
 import fsp from "node:fs/promises";
 import path from "node:path";
+import { REAL_CLOCK, type Clock } from "../clock.js";
 import { resolvePaths } from "../config/paths.js";
 import { BugError, UsageError, UserError } from "../errors.js";
 import { urlHost } from "../net/url.js";
@@ -113,6 +114,8 @@ export interface PerfDeps {
   progress?: (line: string) => void;
   /** The built-in engine's `ProfileContext.stopEarly` (tune's early rejection); perf never sets it. */
   stopLevelEarly?: ProfileContext["stopEarly"];
+  /** The time the waits for a model's load run on (../clock.ts); measurements read performance.now(). */
+  clock?: Clock;
 }
 
 export interface PerfReport {
@@ -196,7 +199,13 @@ async function resolveTarget(o: PerfOptions, recorded: MeasuredRun): Promise<Tar
   };
 }
 
-async function checkModel(t: Target, model: string, recorded: MeasuredRun, version?: string): Promise<void> {
+async function checkModel(
+  t: Target,
+  model: string,
+  recorded: MeasuredRun,
+  version: string | undefined,
+  clock: Clock,
+): Promise<void> {
   if (!(await t.control.isLive())) {
     throw new UserError(`Triton at ${t.endpoint} (${t.wire.name}) is not answering`, {
       hint: t.state
@@ -219,10 +228,10 @@ async function checkModel(t: Target, model: string, recorded: MeasuredRun, versi
     }
     // A model that is (re)loading right now gets a moment to settle: it may be about to serve.
     for (
-      const deadline = Date.now() + 30_000;
-      (entry?.state === "LOADING" || entry?.state === "UNLOADING") && Date.now() < deadline;
+      const deadline = clock.now() + 30_000;
+      (entry?.state === "LOADING" || entry?.state === "UNLOADING") && clock.now() < deadline;
     ) {
-      await new Promise((r) => setTimeout(r, 250));
+      await clock.sleep(250);
       index = await t.repoClient.repositoryIndex();
       entry = find();
     }
@@ -747,6 +756,7 @@ async function planComparison(
   o: PerfOptions,
   compare: CompareSpec,
   recorded: MeasuredRun,
+  clock: Clock,
 ): Promise<{ variants: Variant[]; staging?: StagingTarget }> {
   if (compare.kind === "versions") {
     if (o.version)
@@ -754,7 +764,7 @@ async function planComparison(
         hint: "--compare versions=1,2 measures each version it names.",
       });
     // A typo would otherwise end the run after the first versions were measured.
-    for (const v of compare.versions) await checkModel(t, o.model, recorded, v);
+    for (const v of compare.versions) await checkModel(t, o.model, recorded, v, clock);
     return { variants: compare.versions.map((v) => ({ label: `version ${v}`, servedModel: o.model, version: v })) };
   }
   if (!t.state || !t.repoClient) {
@@ -780,6 +790,7 @@ async function planComparison(
       reload: t.state.reload,
       client: t.repoClient,
       lint: lintOfRun(t.state),
+      clock,
     },
   };
 }
@@ -787,8 +798,9 @@ async function planComparison(
 /** `triton-dev perf`: check the target, run the sweep (or one per variant), keep the result. */
 export async function runPerf(o: PerfOptions, deps: PerfDeps): Promise<PerfReport> {
   const t = await resolveTarget(o, deps.run);
+  const clock = deps.clock ?? REAL_CLOCK;
   try {
-    await checkModel(t, o.model, deps.run, o.version);
+    await checkModel(t, o.model, deps.run, o.version, clock);
     const gpuProbe =
       o.engine === "builtin"
         ? await detectGpuProbe({ env: deps.env, host: t.host, ...(t.metricsUrl ? { metricsUrl: t.metricsUrl } : {}) })
@@ -796,7 +808,7 @@ export async function runPerf(o: PerfOptions, deps: PerfDeps): Promise<PerfRepor
     const sweeps: SweepResult[] = [];
     let stoppedByVariant: PerfReport["stopped"];
     if (o.compare) {
-      const { variants, staging } = await planComparison(t, o, o.compare, deps.run);
+      const { variants, staging } = await planComparison(t, o, o.compare, deps.run, clock);
       const staged: Variant[] = [];
       try {
         for (const v of variants) {

@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
+import { REAL_CLOCK, type Clock } from "../clock.js";
 import { UsageError, UserError } from "../errors.js";
 import { removeField, renameConfig, setField } from "../repo/config-edit.js";
 import { formatDiagnostic } from "../repo/diagnostics.js";
@@ -194,18 +195,19 @@ export interface StagingTarget {
   client: TritonHttpClient;
   /** How the served repository is linted (its runtime): a variant is checked the same way before Triton sees it. */
   lint: LintOptions;
+  /** The time the waits for Triton's loads and unloads run on (../clock.ts). */
+  clock?: Clock;
 }
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 async function waitForState(
   client: TritonHttpClient,
   name: string,
   want: "READY" | "GONE",
   timeoutMs: number,
+  clock: Clock,
   signal?: AbortSignal,
 ): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = clock.now() + timeoutMs;
   for (;;) {
     if (signal?.aborted) return;
     const entry = (await client.repositoryIndex()).find((e) => e.name === name);
@@ -220,14 +222,14 @@ async function waitForState(
     // In poll mode the index stops listing a model as soon as its folder is gone, while Triton
     // serves it until its next poll: only the model's own readiness says it is unloaded.
     else if (!entry && !(await client.isModelReady(name).catch(() => false))) return;
-    if (Date.now() > deadline) {
+    if (clock.now() > deadline) {
       if (want === "READY")
         throw new VariantError(
           `the variant ${name} was not READY after ${Math.round(timeoutMs / 1000)} s (state ${entry?.state ?? "not listed"})`,
         );
       return;
     }
-    await sleep(250);
+    await clock.sleep(250);
   }
 }
 
@@ -261,7 +263,7 @@ export async function stageVariant(
   }
   onPublished?.();
   if (t.reload === "explicit") await t.client.loadModel(v.servedModel);
-  await waitForState(t.client, v.servedModel, "READY", timeoutMs, signal);
+  await waitForState(t.client, v.servedModel, "READY", timeoutMs, t.clock ?? REAL_CLOCK, signal);
 }
 
 /**
@@ -306,16 +308,16 @@ async function removeDir(dir: string, scratch: string): Promise<void> {
  * anything again (seen when a Ctrl-C came just after a candidate was published). A variant the
  * poll has not taken up yet is waited for too: the next poll may be reading it at this moment.
  */
-async function waitSettled(client: TritonHttpClient, name: string, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+async function waitSettled(client: TritonHttpClient, name: string, timeoutMs: number, clock: Clock): Promise<void> {
+  const deadline = clock.now() + timeoutMs;
   for (;;) {
     const entry = (await client.repositoryIndex()).find((e) => e.name === name);
     // "unloaded" is an earlier variant's of the same name (a previous tune on this server): this
     // one has not been polled yet.
     if (entry?.state === "READY" || (entry?.state === "UNAVAILABLE" && entry.reason && entry.reason !== "unloaded"))
       return;
-    if (Date.now() > deadline) return;
-    await sleep(100);
+    if (clock.now() > deadline) return;
+    await clock.sleep(100);
   }
 }
 
@@ -331,19 +333,20 @@ export async function removeVariant(
   settleMs = 60_000,
 ): Promise<void> {
   if (v.configText === undefined) return;
+  const clock = t.clock ?? REAL_CLOCK;
   const scratch = path.join(path.dirname(t.repository), ".publish");
   const target = path.join(t.repository, v.servedModel);
   if (t.reload === "poll" && fs.existsSync(target))
-    await waitSettled(t.client, v.servedModel, settleMs).catch(() => undefined);
+    await waitSettled(t.client, v.servedModel, settleMs, clock).catch(() => undefined);
   if (t.reload === "explicit") {
     // Unload first and let it finish: with the folder already gone the index would drop the
     // model while Triton is still unloading it.
     await t.client.unloadModel(v.servedModel).catch(() => undefined);
-    await waitForState(t.client, v.servedModel, "GONE", timeoutMs).catch(() => undefined);
+    await waitForState(t.client, v.servedModel, "GONE", timeoutMs, clock).catch(() => undefined);
   }
   if (fs.existsSync(target)) {
     await fsp.mkdir(scratch, { recursive: true });
     await removeDir(target, scratch);
   }
-  await waitForState(t.client, v.servedModel, "GONE", timeoutMs).catch(() => undefined);
+  await waitForState(t.client, v.servedModel, "GONE", timeoutMs, clock).catch(() => undefined);
 }

@@ -3,6 +3,7 @@ import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
+import { REAL_CLOCK, type Clock } from "../clock.js";
 import { resolvePaths, type Paths } from "../config/paths.js";
 import { log } from "../log/logger.js";
 import { hashModelDir } from "./model-files.js";
@@ -149,6 +150,8 @@ export interface CompleterOptions {
    * --run-model-code`, whose user asked for the code to run).
    */
   refuse?: "outcome" | "throw";
+  /** The time the time limit and the kill and pipe graces run on (../clock.ts). */
+  clock?: Clock;
 }
 
 /** Part of the cache key: an outcome reached with other walls (or none) is not this one. */
@@ -236,7 +239,7 @@ export function createConfigCompleter(o: CompleterOptions = {}): ConfigCompleter
       }
       let outcome: CompletionOutcome;
       try {
-        outcome = await runDriver(contained, req, timeoutMs);
+        outcome = await runDriver(contained, req, timeoutMs, o.clock ?? REAL_CLOCK);
       } finally {
         await contained.cleanup();
       }
@@ -355,7 +358,12 @@ async function writeCached(dir: string, key: string, outcome: CompletionOutcome)
   }
 }
 
-function runDriver(contained: Contained, req: CompletionRequest, timeoutMs: number): Promise<CompletionOutcome> {
+function runDriver(
+  contained: Contained,
+  req: CompletionRequest,
+  timeoutMs: number,
+  clock: Clock,
+): Promise<CompletionOutcome> {
   const closedPort = "http://127.0.0.1:9";
   const env: NodeJS.ProcessEnv = {
     ...contained.env,
@@ -384,8 +392,8 @@ function runDriver(contained: Contained, req: CompletionRequest, timeoutMs: numb
     let answer = "";
     let stderr = "";
     let timedOut = false;
-    let killer: NodeJS.Timeout | undefined;
-    const timer = setTimeout(() => {
+    let killer: unknown;
+    const timer = clock.setTimeout(() => {
       timedOut = true;
       const killGroup = () => {
         try {
@@ -398,7 +406,7 @@ function runDriver(contained: Contained, req: CompletionRequest, timeoutMs: numb
       // launcher kills what the model started when asked, and the group goes after a grace.
       if (contained.mode === "namespaces") return killGroup();
       child.kill("SIGTERM");
-      killer = setTimeout(killGroup, 2000);
+      killer = clock.setTimeout(killGroup, 2000);
     }, timeoutMs);
     child.stdio[3]!.on("data", (d: Buffer) => {
       if (answer.length < MAX_OUTPUT) answer += d.toString("utf8");
@@ -409,24 +417,27 @@ function runDriver(contained: Contained, req: CompletionRequest, timeoutMs: numb
     child.stdin!.on("error", () => {}); // a model that exits at import closes its stdin early
     child.stdin!.end(JSON.stringify(req.config));
     child.on("error", (err) => {
-      clearTimeout(timer);
+      clock.clearTimeout(timer);
       resolve({ outcome: "not-run", why: `cannot start ${cmd}: ${err.message}` });
     });
     // What the model started outside the group (a new session, where no PID namespace holds it)
     // may keep our pipes open after the driver exits: its answer is in by then, so the pipes are
     // closed after a grace instead of waited for.
-    let drained: NodeJS.Timeout | undefined;
+    let drained: unknown;
     child.on("exit", () => {
-      drained = setTimeout(() => {
-        child.stdio[3]?.destroy();
-        child.stderr?.destroy();
-      }, 2000);
-      drained.unref();
+      drained = clock.setTimeout(
+        () => {
+          child.stdio[3]?.destroy();
+          child.stderr?.destroy();
+        },
+        2000,
+        { unref: true },
+      );
     });
     child.on("close", (code, signal) => {
-      clearTimeout(timer);
-      clearTimeout(killer);
-      clearTimeout(drained);
+      clock.clearTimeout(timer);
+      clock.clearTimeout(killer);
+      clock.clearTimeout(drained);
       if (timedOut) return resolve({ outcome: "timeout", seconds: timeoutMs / 1000 });
       try {
         const a = JSON.parse(answer) as Record<string, unknown>;

@@ -8,6 +8,8 @@
  * (`retryFdLimit`) instead of reporting a file that is there.
  */
 
+import { REAL_CLOCK, type Clock } from "../clock.js";
+
 /** Models read at once: enough to keep a disk busy, few enough to stay far under any descriptor limit. */
 export const READ_CONCURRENCY = 8;
 
@@ -24,9 +26,9 @@ export interface RetryOptions {
   maxWaitMs?: number;
   sleep?: (ms: number) => Promise<void>;
   now?: () => number;
+  /** The time the retries wait on (../clock.ts), where `sleep` and `now` are not given. */
+  clock?: Clock;
 }
-
-const realSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /**
  * Runs `op`, and again while it fails for want of a file descriptor: descriptors come back as the
@@ -34,8 +36,9 @@ const realSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
  * is, so the caller reports it (it names the limit) rather than a file it could not open.
  */
 export async function retryFdLimit<T>(op: () => Promise<T>, o: RetryOptions = {}): Promise<T> {
-  const sleep = o.sleep ?? realSleep;
-  const now = o.now ?? Date.now;
+  const clock = o.clock ?? REAL_CLOCK;
+  const sleep = o.sleep ?? ((ms: number) => clock.sleep(ms));
+  const now = o.now ?? (() => clock.now());
   const deadline = now() + (o.maxWaitMs ?? 30_000);
   let delay = 2;
   for (;;) {

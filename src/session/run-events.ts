@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
+import type { Clock } from "../clock.js";
 import { UserError } from "../errors.js";
 import { log as rootLog } from "../log/logger.js";
 import { writeFileAtomic } from "../state/atomic-write.js";
@@ -39,6 +40,7 @@ export function followRunEvents(
   state: Pick<RunState, "runDir">,
   onEvent: (e: SessionEvent) => void,
   intervalMs = 250,
+  clock?: Clock,
 ): () => void {
   return followFile(
     eventsFile(state),
@@ -52,6 +54,7 @@ export function followRunEvents(
       }
     },
     intervalMs,
+    clock,
   );
 }
 

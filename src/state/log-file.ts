@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import fsp from "node:fs/promises";
+import { REAL_CLOCK, type Clock } from "../clock.js";
 
 function lastNonEmptyLines(text: string, n: number): string[] {
   return text
@@ -44,18 +45,20 @@ export function stripTritonPrefix(line: string): string {
 
 /**
  * Follow a file as it grows, calling onLine for each complete new line, until the returned
- * stop function is called. Polling keeps it simple and works on every filesystem.
+ * stop function is called. Polling keeps it simple and works on every filesystem; the poll runs
+ * on `clock` (../clock.ts).
  */
 export function followFile(
   file: string,
   fromOffset: number,
   onLine: (line: string) => void,
   intervalMs = 250,
+  clock: Clock = REAL_CLOCK,
 ): () => void {
   let offset = fromOffset;
   let partial = "";
   let busy = false;
-  const timer = setInterval(async () => {
+  const timer = clock.setInterval(async () => {
     if (busy) return;
     busy = true;
     try {
@@ -79,5 +82,5 @@ export function followFile(
       busy = false;
     }
   }, intervalMs);
-  return () => clearInterval(timer);
+  return () => clock.clearInterval(timer);
 }

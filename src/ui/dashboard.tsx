@@ -1,4 +1,5 @@
 import { render, type Instance } from "ink";
+import { REAL_CLOCK, type Clock } from "../clock.js";
 import type { EventBus } from "../events/bus.js";
 import { MetricsScraper, type ScrapeState } from "../metrics/scraper.js";
 import { isDriverEvent } from "../events/driver-event.js";
@@ -35,6 +36,8 @@ export interface DashboardOptions {
   stderr?: NodeJS.WriteStream;
   scrapeIntervalMs?: number;
   now?: () => number;
+  /** The time the panels' polls, the log batching and the elapsed-time tick run on (../clock.ts), and `now`. */
+  clock?: Clock;
 }
 
 /** What the dashboard needs once Triton answers. */
@@ -78,7 +81,8 @@ const ALT_SCREEN_OFF = "\x1b[?1049l";
  * talks to Triton, the log or the perf engine lives in the controllers started here.
  */
 export function openDashboard(o: DashboardOptions): Dashboard {
-  const now = o.now ?? Date.now;
+  const clock = o.clock ?? REAL_CLOCK;
+  const now = o.now ?? (() => clock.now());
   const stdout = o.stdout ?? process.stdout;
   const stdin = o.stdin ?? process.stdin;
   const stderr = o.stderr ?? process.stderr;
@@ -91,15 +95,18 @@ export function openDashboard(o: DashboardOptions): Dashboard {
     o.bus.on((e) => {
       store.update((s) => applySessionEvent({ ...s, now: now() }, e));
       if (!isDriverEvent(e) && e.type === "starting" && !stopLog)
-        stopLog = followTritonLog(store, e.logFile, 500, () => target?.userPaths);
+        stopLog = followTritonLog(store, e.logFile, 500, () => target?.userPaths, clock);
     }),
   );
-  const clock = setInterval(() => {
-    const t = now();
-    store.update((s) => (clockKey(s, t) === clockKey(s, s.now) ? s : { ...s, now: t }));
-  }, 1000);
-  clock.unref();
-  stops.push(() => clearInterval(clock));
+  const tick = clock.setInterval(
+    () => {
+      const t = now();
+      store.update((s) => (clockKey(s, t) === clockKey(s, s.now) ? s : { ...s, now: t }));
+    },
+    1000,
+    { unref: true },
+  );
+  stops.push(() => clock.clearInterval(tick));
 
   // Our own warnings would tear through the frame; they go to the log panel instead.
   const realWrite = stderr.write.bind(stderr);
@@ -211,6 +218,7 @@ export function openDashboard(o: DashboardOptions): Dashboard {
         store,
         client,
         env: o.env,
+        clock,
         ...(t.userPaths ? { userPaths: t.userPaths } : {}),
         ...(t.served ? { served: t.served } : {}),
       });
@@ -232,6 +240,7 @@ export function openDashboard(o: DashboardOptions): Dashboard {
         url: t.metricsUrl,
         fetch: closingFetch,
         intervalMs: o.scrapeIntervalMs ?? 2000,
+        clock,
         onUpdate,
       });
       scraper.start();

@@ -1,6 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { FakeClock } from "../../src/fake-clock.js";
 import { MetricsScraper, type ScrapeState } from "../../src/metrics/scraper.js";
 
 let server: http.Server | undefined;
@@ -51,16 +52,34 @@ describe("MetricsScraper", () => {
 
   it("scrapes on its timer until stopped", async () => {
     const url = await fakeTriton();
+    const clock = new FakeClock();
     const states: ScrapeState[] = [];
-    const s = new MetricsScraper({ url, intervalMs: 20, onUpdate: (x) => states.push(x) });
+    // The next scrape's answer (real HTTP on loopback), awaited after the clock says it is due.
+    let answered = () => {};
+    const next = () => new Promise<void>((r) => (answered = r));
+    const s = new MetricsScraper({
+      url,
+      clock,
+      onUpdate: (x) => {
+        states.push(x);
+        answered();
+      },
+    });
+    let scraped = next();
     s.start();
-    const deadline = Date.now() + 5_000;
-    while (states.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    await scraped;
+    for (let i = 0; i < 2; i++) {
+      scraped = next();
+      await clock.advance(2_000);
+      await scraped;
+    }
+    expect(states.map((x) => x.view.scrapes)).toEqual([1, 2, 3]);
+    // Rates over the fake clock's 2 s between scrapes: 10 requests each.
+    expect(states[2]!.view.models[0]!.requestsPerSec).toBe(5);
     await s.stop();
-    const n = states.length;
-    expect(n).toBeGreaterThanOrEqual(3);
-    // Five intervals: a timer left running would have scraped again.
-    await new Promise((r) => setTimeout(r, 100));
-    expect(states.length).toBe(n);
+    // No timer is left, and five intervals later nothing more was scraped.
+    expect(clock.pending).toBe(0);
+    await clock.advance(10_000);
+    expect(states).toHaveLength(3);
   });
 });

@@ -1,3 +1,4 @@
+import { REAL_CLOCK, type Clock } from "../../clock.js";
 import { UserError } from "../../errors.js";
 import { renderManifests, toYaml } from "../../k8s/manifests.js";
 import { log as rootLog } from "../../log/logger.js";
@@ -50,6 +51,8 @@ export interface ClusterDeps {
   tools?: KubectlTools;
   onProgress?: (p: { step: ClusterStep; message: string }) => void;
   onLogLine?: (line: string) => void;
+  /** The time the pod's poll and deadlines, the sync's settle window and deletions' waits run on (../../clock.ts). */
+  clock?: Clock;
 }
 
 export class ClusterStartError extends UserError {
@@ -79,6 +82,10 @@ export class ClusterRuntime {
     private readonly deps: ClusterDeps = {},
   ) {
     this.tools = deps.tools ?? new KubectlTools(undefined, env);
+  }
+
+  get clock(): Clock {
+    return this.deps.clock ?? REAL_CLOCK;
   }
 
   private progress(step: ClusterStep, message: string): void {
@@ -217,6 +224,7 @@ export class ClusterRuntime {
         resume: false,
         runtime: "cluster",
         ...(this.deps.onLogLine ? { onLogLine: this.deps.onLogLine } : {}),
+        clock: this.clock,
       });
       connection = conn;
       const s = this.repositorySync(conn, context, namespace, o.runDir);
@@ -239,7 +247,7 @@ export class ClusterRuntime {
         `port-forwarding ${o.host}:${o.ports.http}, ${o.ports.grpc}, ${o.ports.metrics} to pod ${running.pod}`,
       );
       await conn.forward();
-      return { handle: clusterHandle(this.tools, conn, s, record, o), record };
+      return { handle: clusterHandle(this.tools, conn, s, record, o, this.clock), record };
     } catch (err) {
       sync?.stop();
       await connection?.stop().catch(() => {});
@@ -251,6 +259,7 @@ export class ClusterRuntime {
           selector: `${RUN_LABEL}=${o.runId}`,
           kinds: OBJECT_KINDS,
           graceMs: 15_000,
+          clock: this.clock,
         }).catch((e: unknown) => log.warn("could not clean up after the failed start", { error: String(e) }));
       }
       throw err;
@@ -260,6 +269,7 @@ export class ClusterRuntime {
   repositorySync(conn: PodConnection, context: string, namespace: string, runDir: string): RepositorySync {
     return new RepositorySync({
       tools: this.tools,
+      clock: this.clock,
       context,
       namespace,
       runDir,
@@ -312,6 +322,7 @@ function clusterHandle(
   sync: RepositorySync,
   record: ClusterRecord,
   o: StartOptions,
+  clock: Clock,
 ): ServerHandle {
   // The run's objects are deleted with their grace period; a cluster that is not ours gets no
   // early end (its pods' force deletion is the user's call), so there is no outcome to report.
@@ -339,6 +350,7 @@ function clusterHandle(
             selector: `${RUN_LABEL}=${o.runId}`,
             kinds: record.kinds,
             graceMs,
+            clock,
           },
           { loaded, ...(onProgress ? { onProgress } : {}) },
         ).catch((err: unknown) =>

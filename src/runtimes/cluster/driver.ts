@@ -1,4 +1,5 @@
 import path from "node:path";
+import { REAL_CLOCK, type Clock } from "../../clock.js";
 import { UsageError, UserError } from "../../errors.js";
 import { log as rootLog } from "../../log/logger.js";
 import { requireFreePorts } from "../../net/ports.js";
@@ -32,6 +33,8 @@ export interface ClusterOptions {
 
 export interface ClusterDriverDeps {
   tools?: (env: NodeJS.ProcessEnv) => KubectlTools;
+  /** The time the run's polls, deadlines and stop waits run on (../../clock.ts). */
+  clock?: Clock;
 }
 
 /** Our kubectl port-forward / logs / exec processes for one run's context and namespace. */
@@ -60,6 +63,7 @@ export interface ClusterStatusFields extends Record<string, unknown> {
  */
 export function createClusterDriver(deps: ClusterDriverDeps = {}): RuntimeDriver<ClusterOptions> {
   const toolsFor = deps.tools ?? ((env: NodeJS.ProcessEnv) => new KubectlTools(undefined, env));
+  const clock = deps.clock ?? REAL_CLOCK;
   return {
     kind: "cluster",
     options(flags) {
@@ -84,6 +88,7 @@ export function createClusterDriver(deps: ClusterDriverDeps = {}): RuntimeDriver
         });
       const rt = new ClusterRuntime(ctx.env, {
         tools: toolsFor(ctx.env),
+        clock,
         onProgress: (p) => ctx.emit({ type: "progress", runtime: "cluster", step: p.step, message: p.message }),
         onLogLine: shmHinter(options.shmBytes, (message) => ctx.emit({ type: "hint", message })),
       });
@@ -136,13 +141,13 @@ export function createClusterDriver(deps: ClusterDriverDeps = {}): RuntimeDriver
           loadedAtStop = await loadedBeforeStop(state, 1000);
         },
         async stop(graceMs, onProgress) {
-          const deadline = Date.now() + 5_000;
+          const deadline = clock.now() + 5_000;
           while (
             state.supervisorPid !== undefined &&
             isOurProcess(state.supervisorPid, process.execPath) &&
-            Date.now() < deadline
+            clock.now() < deadline
           )
-            await new Promise((r) => setTimeout(r, 100));
+            await clock.sleep(100);
           terminatePids(ourKubectls(rec.context, rec.namespace));
           await deleteRunObjects(
             tools(),
@@ -152,6 +157,7 @@ export function createClusterDriver(deps: ClusterDriverDeps = {}): RuntimeDriver
               selector: `${RUN_LABEL}=${state.runId}`,
               kinds: rec.kinds,
               graceMs,
+              clock,
             },
             { loaded: loadedAtStop, ...(onProgress ? { onProgress } : {}) },
           ).catch((err: unknown) => {
@@ -169,7 +175,7 @@ export function createClusterDriver(deps: ClusterDriverDeps = {}): RuntimeDriver
           };
         },
         async supervise() {
-          const rt = new ClusterRuntime(ctx.env, { tools: tools() });
+          const rt = new ClusterRuntime(ctx.env, { tools: tools(), clock });
           const connection = new PodConnection({
             tools: tools(),
             cluster: rec.context,
@@ -183,6 +189,7 @@ export function createClusterDriver(deps: ClusterDriverDeps = {}): RuntimeDriver
             runDir: state.runDir,
             resume: true,
             runtime: "cluster",
+            clock,
           });
           const sync = rt.repositorySync(connection, rec.context, rec.namespace, state.runDir);
           await connection.start();

@@ -2,6 +2,7 @@ import fs from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
 import { execa } from "execa";
+import { REAL_CLOCK, type Clock } from "../../clock.js";
 import { UserError } from "../../errors.js";
 import { CONTAINER_MODELS, SYNC_CONTAINER, SYNC_MARKER } from "../../k8s/manifests.js";
 import { log as rootLog } from "../../log/logger.js";
@@ -67,6 +68,8 @@ export interface SyncOptions {
   /** How long a burst of publishes is let settle before one copy. */
   settleMs?: number;
   exec?: typeof execa;
+  /** The time the settle window runs on (../../clock.ts); a copy's `ms` is real time. */
+  clock?: Clock;
 }
 
 /** The pod's sync container is running (so `kubectl exec` can reach it). */
@@ -89,11 +92,15 @@ export class RepositorySync {
   private running: Promise<void> | undefined;
   private again = false;
   private watcher: fs.FSWatcher | undefined;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: unknown;
   private stopped = false;
   lastError: Error | undefined;
 
-  constructor(private readonly o: SyncOptions) {}
+  private readonly clock: Clock;
+
+  constructor(private readonly o: SyncOptions) {
+    this.clock = o.clock ?? REAL_CLOCK;
+  }
 
   /** Copy now (or right after the copy under way); rejects with what went wrong. */
   sync(): Promise<void> {
@@ -129,8 +136,8 @@ export class RepositorySync {
 
   schedule(): void {
     if (this.stopped) return;
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
+    this.clock.clearTimeout(this.timer);
+    this.timer = this.clock.setTimeout(() => {
       this.sync().catch((err: unknown) => {
         this.lastError = err instanceof Error ? err : new Error(String(err));
         log.warn("the copy to the pod failed; the next publish tries again", { error: this.lastError.message });
@@ -140,7 +147,7 @@ export class RepositorySync {
 
   stop(): void {
     this.stopped = true;
-    clearTimeout(this.timer);
+    this.clock.clearTimeout(this.timer);
     this.watcher?.close();
     this.watcher = undefined;
   }

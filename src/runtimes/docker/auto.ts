@@ -1,3 +1,4 @@
+import { REAL_CLOCK, type Clock } from "../../clock.js";
 import { UserError } from "../../errors.js";
 import type { AutoVerdict } from "../driver.js";
 import { givenFlags, RUNTIME_FLAG_NAMES, type RuntimeFlags } from "../facts.js";
@@ -21,13 +22,17 @@ export async function probeForAuto(
   image: string | undefined,
   env: NodeJS.ProcessEnv,
   timeoutMs: number,
+  clock: Clock = REAL_CLOCK,
 ): Promise<AutoProbe> {
   const ref = image ?? DEFAULT_IMAGE;
+  let timer: unknown;
   try {
     const docker = connectDocker(env);
     const facts = await Promise.race([
       daemonFacts(docker),
-      new Promise<never>((_, reject) => setTimeout(() => reject(new Error("timeout")), timeoutMs).unref()),
+      new Promise<never>((_, reject) => {
+        timer = clock.setTimeout(() => reject(new Error("timeout")), timeoutMs, { unref: true });
+      }),
     ]);
     const imagePresent = await docker
       .getImage(ref)
@@ -48,6 +53,8 @@ export async function probeForAuto(
     };
   } catch {
     return { answers: false, image: ref };
+  } finally {
+    clock.clearTimeout(timer);
   }
 }
 

@@ -1,5 +1,6 @@
 import { PassThrough, type Readable } from "node:stream";
 import type Docker from "dockerode";
+import { REAL_CLOCK, type Clock } from "../../clock.js";
 import { log as rootLog } from "../../log/logger.js";
 import { stripTritonPrefix } from "../../state/log-file.js";
 import { ExitTracker, exitProgress, versionsToUnload } from "../../triton/log-lines.js";
@@ -21,9 +22,9 @@ export interface ContainerStopOptions {
   /** The unloads that run the user's code; with it, the container is killed once those are over (process-group.ts). */
   waitFor?: UnloadsToWaitFor;
   pollMs?: number;
+  /** The time the grace, settle and kill waits run on (../../clock.ts); the outcome's `ms` is real time. */
+  clock?: Clock;
 }
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** The daemon's "not running" (304, 409) and "no such container" (404). */
 function gone(err: unknown): boolean {
@@ -51,7 +52,10 @@ async function running(container: Docker.Container): Promise<boolean> {
  * left to wait for. Without a list of loaded models it is a plain `docker stop`.
  */
 export async function stopTritonContainer(container: Docker.Container, o: ContainerStopOptions): Promise<StopOutcome> {
+  const clock = o.clock ?? REAL_CLOCK;
   const started = Date.now();
+  // The grace time counts from the same moment on the clock the waits run on.
+  const graceFrom = clock.now();
   const loaded = o.loaded ? versionsToUnload(await o.loaded().catch(() => [])) : [];
   if (loaded.length === 0) {
     await container.stop({ t: Math.max(1, Math.round(o.graceMs / 1000)) }).catch((err: unknown) => {
@@ -88,7 +92,7 @@ export async function stopTritonContainer(container: Docker.Container, o: Contai
       const { ts, text } = splitLogLine(line.replace(/\r$/, ""));
       if (ts && ts[0] * 1000 + ts[1] / 1e6 < started) continue;
       if (tracker.feed(stripTritonPrefix(text))) tell();
-      if (tracker.done()) allUnloadedAt ??= Date.now();
+      if (tracker.done()) allUnloadedAt ??= clock.now();
       if (tracker.canEnd()) canEnd = true;
     }
   });
@@ -106,8 +110,8 @@ export async function stopTritonContainer(container: Docker.Container, o: Contai
       if (gone(err)) return outcome("exited");
       throw err;
     }
-    const deadline = started + o.graceMs;
-    while (Date.now() < deadline) {
+    const deadline = graceFrom + o.graceMs;
+    while (clock.now() < deadline) {
       if (!(await running(container))) return outcome("exited");
       tell();
       if (canEnd) {
@@ -118,14 +122,14 @@ export async function stopTritonContainer(container: Docker.Container, o: Contai
         });
         break;
       }
-      if (allUnloadedAt !== undefined && Date.now() - allUnloadedAt >= (o.settleMs ?? 250)) {
+      if (allUnloadedAt !== undefined && clock.now() - allUnloadedAt >= (o.settleMs ?? 250)) {
         ended = "unloaded";
         log.info("every model unloaded; Triton still waits, so its container is stopped now", {
           tritonCountsLive: tracker.liveModels,
         });
         break;
       }
-      await sleep(o.pollMs ?? (waits ? 25 : 100));
+      await clock.sleep(o.pollMs ?? (waits ? 25 : 100));
     }
   } finally {
     raw.destroy();
@@ -134,8 +138,8 @@ export async function stopTritonContainer(container: Docker.Container, o: Contai
   await container.kill({ signal: "SIGKILL" }).catch((err: unknown) => {
     if (!gone(err)) throw err;
   });
-  const killDeadline = Date.now() + 5_000;
-  while ((await running(container)) && Date.now() < killDeadline) await sleep(o.pollMs ?? 50);
+  const killDeadline = clock.now() + 5_000;
+  while ((await running(container)) && clock.now() < killDeadline) await clock.sleep(o.pollMs ?? 50);
   const done = outcome(ended ?? "killed");
   log.debug("container stopped", { loaded: loaded.length, ...done });
   return done;

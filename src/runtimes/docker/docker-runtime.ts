@@ -1,5 +1,6 @@
 import path from "node:path";
 import type Docker from "dockerode";
+import { REAL_CLOCK, type Clock } from "../../clock.js";
 import { UserError } from "../../errors.js";
 import { detectNvidiaGpus } from "../../gpu/detect.js";
 import { log as rootLog } from "../../log/logger.js";
@@ -84,6 +85,8 @@ export interface DockerDeps {
   detectGpus?: () => Promise<number | undefined>;
   /** Reads CDI spec folders (gpu-path.ts findCdiSpecs). */
   findCdiSpecs?: typeof findCdiSpecs;
+  /** The time the daemon's deadlines, the exit poll and the stop's waits run on (../../clock.ts). */
+  clock?: Clock;
 }
 
 export interface DockerStarted {
@@ -107,9 +110,13 @@ export class DockerRuntime {
     private readonly deps: DockerDeps = {},
   ) {}
 
+  private get clock(): Clock {
+    return this.deps.clock ?? REAL_CLOCK;
+  }
+
   /** `--gpus auto`: every GPU when the NVIDIA runtime or a CDI spec passes them to containers, else the CPU. */
   async autoGpus(): Promise<GpuRequest> {
-    await requireDaemon(this.docker, this.env);
+    await requireDaemon(this.docker, this.env, undefined, this.clock);
     const p = await this.gpuPath();
     return p.kind === "nvidia-runtime" || p.kind === "cdi" ? { kind: "all" } : { kind: "none" };
   }
@@ -128,7 +135,7 @@ export class DockerRuntime {
    * progress), and what to do with a container of ours already running under this name.
    */
   async plan(input: DockerPlanInput, onPull?: (s: PullUpdate) => void): Promise<DockerPlan> {
-    await requireDaemon(this.docker, this.env);
+    await requireDaemon(this.docker, this.env, undefined, this.clock);
     const name = containerName(input.modelsDir);
     const wantsGpu = input.gpus.kind !== "none";
     const present = await imageId(this.docker, input.image);
@@ -166,7 +173,7 @@ export class DockerRuntime {
       ...(input.monitoring ? { network: networkName(name) } : {}),
     };
     const hash = settingsHash(settings);
-    const found = await imageBackends(this.docker, input.image, imgId);
+    const found = await imageBackends(this.docker, input.image, imgId, undefined, this.clock);
     const plan: DockerPlan = {
       name,
       daemon: daemonAddress(this.env),
@@ -348,6 +355,7 @@ export class DockerRuntime {
       siblings,
       network: plan.settings.network,
       loaded: () => loadedBeforeStop(o),
+      clock: this.clock,
     });
   }
 }
@@ -430,23 +438,25 @@ interface HandleParts {
   network?: string;
   /** What Triton has loaded, so the stop can end once all of it has unloaded (container-stop.ts). */
   loaded?: ContainerStopOptions["loaded"];
+  clock: Clock;
 }
 
 function dockerHandle(docker: Docker, container: Docker.Container, p: HandleParts, pollMs = 1000): ServerHandle {
   let resolveExit!: (e: { code: number | null; signal: NodeJS.Signals | null }) => void;
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => (resolveExit = r));
   // Polled rather than a long-lived wait request, which would keep a detached CLI from exiting.
-  const timer = setInterval(() => {
+  const { clock } = p;
+  const timer = clock.setInterval(() => {
     container.inspect().then(
       (i) => {
         if (!i.State.Running && !i.State.Restarting) {
-          clearInterval(timer);
+          clock.clearInterval(timer);
           resolveExit({ code: i.State.ExitCode, signal: null });
         }
       },
       (err) => {
         if (statusOf(err) === 404) {
-          clearInterval(timer);
+          clock.clearInterval(timer);
           resolveExit({ code: null, signal: "SIGTERM" });
         }
       },
@@ -458,13 +468,14 @@ function dockerHandle(docker: Docker, container: Docker.Container, p: HandlePart
     endpoints: p.endpoints,
     exited,
     release: () => {
-      clearInterval(timer);
+      clock.clearInterval(timer);
       p.follower.release();
     },
     stop: (graceMs = 15_000, onProgress, waitFor) => {
       stopping ??= (async () => {
         const outcome = await stopTritonContainer(container, {
           graceMs,
+          clock,
           ...(p.loaded ? { loaded: p.loaded } : {}),
           ...(onProgress ? { onProgress } : {}),
           ...(waitFor ? { waitFor } : {}),
@@ -473,7 +484,7 @@ function dockerHandle(docker: Docker, container: Docker.Container, p: HandlePart
           return undefined;
         });
         await p.follower.stop();
-        clearInterval(timer);
+        clock.clearInterval(timer);
         await removeContainers(docker, [container.id, ...p.siblings]).catch((err) =>
           log.warn("could not remove containers", { error: daemonMessage(err) }),
         );

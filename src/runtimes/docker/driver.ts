@@ -1,5 +1,6 @@
 import path from "node:path";
 import type Docker from "dockerode";
+import { REAL_CLOCK, type Clock } from "../../clock.js";
 import { UserError } from "../../errors.js";
 import { log as rootLog } from "../../log/logger.js";
 import { requireFreePorts } from "../../net/ports.js";
@@ -51,6 +52,8 @@ export interface DockerDriverDeps {
   kind?: RuntimeKind;
   /** The engine's API endpoint (unix://, tcp://, ssh://) for this environment; default: DOCKER_HOST or Docker's socket. */
   engineHost?: (env: NodeJS.ProcessEnv) => string | undefined;
+  /** The time the liveness poll, the daemon's deadlines and the stop's waits run on (../../clock.ts). */
+  clock?: Clock;
 }
 
 /** The docker runtime's `status --json` fields. */
@@ -61,6 +64,7 @@ export interface DockerStatusFields extends Record<string, unknown> {
 /** Triton in a container of the NGC image (or a compatible one), through the Docker Engine API. */
 export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<DockerOptions> {
   const kind = deps.kind ?? "docker";
+  const clock = deps.clock ?? REAL_CLOCK;
   // The engine's endpoint as DOCKER_HOST, so the connection, the daemon the record names (and
   // liveness reads) and the hints all speak of the same one.
   const engineEnv = (env: NodeJS.ProcessEnv): NodeJS.ProcessEnv => {
@@ -80,11 +84,10 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
       };
     },
     async plan(input, options, ctx): Promise<PlannedRun> {
-      const rt = new DockerRuntime(
-        connect(ctx.env),
-        engineEnv(ctx.env),
-        deps.detectGpus ? { detectGpus: deps.detectGpus } : {},
-      );
+      const rt = new DockerRuntime(connect(ctx.env), engineEnv(ctx.env), {
+        ...(deps.detectGpus ? { detectGpus: deps.detectGpus } : {}),
+        clock,
+      });
       const gpus = options.gpus === "auto" ? await rt.autoGpus() : options.gpus;
       const plan = await rt.plan(
         {
@@ -163,7 +166,7 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
       const env = { DOCKER_HOST: rec.daemon };
       return {
         state,
-        alive: () => dockerRunAlive({ runId: state.runId, docker: rec }),
+        alive: () => dockerRunAlive({ runId: state.runId, docker: rec }, undefined, clock),
         describe: (): RunDescription<DockerStatusFields> => ({
           where: `container ${rec.containerName}`,
           goneWhat: `the container ${rec.containerName}`,
@@ -185,7 +188,7 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
         async stop(graceMs, onProgress, waitFor) {
           const docker = connect(env);
           try {
-            await requireDaemon(docker, env);
+            await requireDaemon(docker, env, undefined, clock);
           } catch (err) {
             throw new UserError(`cannot stop container ${rec.containerName}: ${(err as Error).message}`, {
               hint: (err as UserError).hint,
@@ -202,6 +205,7 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
             info && extra.length && info.State.Running
               ? await stopTritonContainer(docker.getContainer(info.Id), {
                   graceMs,
+                  clock,
                   loaded: () => loadedBeforeStop(state),
                   ...(onProgress ? { onProgress } : {}),
                   ...(waitFor ? { waitFor } : {}),
@@ -213,7 +217,7 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
           // Removing is the daemon's work, and with the vfs storage driver (a full copy of the image
           // per container) it can take longer than the stop itself.
           const saying = onProgress
-            ? setTimeout(
+            ? clock.setTimeout(
                 () => onProgress(`Triton has stopped; waiting for Docker to remove ${rec.containerName}`),
                 1000,
               )
@@ -221,7 +225,7 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
           try {
             await removeRun(docker, state.runId, path.dirname(state.runDir), extra, Math.round(graceMs / 1000));
           } finally {
-            clearTimeout(saying);
+            clock.clearTimeout(saying);
           }
           return {
             what: `container ${rec.containerName}, removed`,
@@ -252,7 +256,7 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
       const none: Leftovers = { json: { orphanContainers: [] }, lines: [] };
       const docker = connect(ctx.env);
       try {
-        await requireDaemon(docker, engineEnv(ctx.env), 1_500);
+        await requireDaemon(docker, engineEnv(ctx.env), 1_500, clock);
       } catch {
         return none;
       }

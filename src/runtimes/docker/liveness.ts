@@ -1,3 +1,4 @@
+import { REAL_CLOCK, type Clock } from "../../clock.js";
 import { connectDocker } from "../clients/container/client.js";
 import { LABEL } from "./settings.js";
 
@@ -10,16 +11,25 @@ export interface DockerRunRef {
  * Whether the container a run record names still runs and is still that run's (same labels).
  * A daemon that does not answer counts as not running; `down` checks the daemon itself.
  */
-export async function dockerRunAlive(ref: DockerRunRef, timeoutMs = 3_000): Promise<boolean> {
+export async function dockerRunAlive(
+  ref: DockerRunRef,
+  timeoutMs = 3_000,
+  clock: Clock = REAL_CLOCK,
+): Promise<boolean> {
   if (!ref.docker) return false;
   const docker = connectDocker({ DOCKER_HOST: ref.docker.daemon });
+  let timer: unknown;
   try {
     const info = await Promise.race([
       docker.getContainer(ref.docker.containerId).inspect(),
-      new Promise<never>((_, reject) => setTimeout(() => reject(new Error("timeout")), timeoutMs).unref()),
+      new Promise<never>((_, reject) => {
+        timer = clock.setTimeout(() => reject(new Error("timeout")), timeoutMs, { unref: true });
+      }),
     ]);
     return !!info.State.Running && info.Config.Labels?.[LABEL.runId] === ref.runId;
   } catch {
     return false;
+  } finally {
+    clock.clearTimeout(timer);
   }
 }

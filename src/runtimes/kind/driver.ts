@@ -1,4 +1,5 @@
 import type Docker from "dockerode";
+import { REAL_CLOCK, type Clock } from "../../clock.js";
 import { UserError } from "../../errors.js";
 import { log as rootLog } from "../../log/logger.js";
 import { isOurProcess } from "../../state/process.js";
@@ -42,6 +43,8 @@ export interface KindDriverDeps {
   tools?: (env: NodeJS.ProcessEnv) => KubectlTools;
   /** kind-config/ to read (tests); default: the installation's. */
   configDir?: string;
+  /** The time the run's polls, deadlines and stop waits run on (../../clock.ts). */
+  clock?: Clock;
 }
 
 /** The kind runtime's `status --json` fields. */
@@ -65,6 +68,7 @@ export interface KindStatusFields extends Record<string, unknown> {
 export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindOptions> {
   const connect = deps.connect ?? connectDocker;
   const toolsFor = deps.tools ?? ((env: NodeJS.ProcessEnv) => new KubectlTools(undefined, env));
+  const clock = deps.clock ?? REAL_CLOCK;
   return {
     kind: "kind",
     options(flags) {
@@ -81,6 +85,7 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
       const rt = new KindRuntime(connect(ctx.env), ctx.env, {
         tools: toolsFor(ctx.env),
         ...(deps.configDir ? { configDir: deps.configDir } : {}),
+        clock,
         onProgress: (p) => ctx.emit({ type: "progress", runtime: "kind", step: p.step, message: p.message }),
         onLogLine: shmHinter(options.shmBytes, (message) => ctx.emit({ type: "hint", message })),
       });
@@ -154,13 +159,13 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
         async stop(graceMs, onProgress, waitFor) {
           // The watcher stops its port-forward and log follower on SIGTERM; it is given a moment,
           // so that nothing of the run is left when `down` returns.
-          const deadline = Date.now() + 5_000;
+          const deadline = clock.now() + 5_000;
           while (
             state.supervisorPid !== undefined &&
             isOurProcess(state.supervisorPid, process.execPath) &&
-            Date.now() < deadline
+            clock.now() < deadline
           )
-            await new Promise((r) => setTimeout(r, 100));
+            await clock.sleep(100);
           terminatePids(findOurKubectls(rec.cluster));
           const { clusterDeleted: deleted, outcome } = await teardownRun(
             tools(),
@@ -170,6 +175,7 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
             ctx.paths.stateDir,
             graceMs,
             { loaded: loadedAtStop, onProgress, ...(waitFor ? { waitFor } : {}) },
+            clock,
           ).catch((err: unknown) => {
             if (err instanceof UserError)
               throw new UserError(`cannot clean up the kind cluster ${rec.cluster}: ${err.message}`, {
@@ -201,6 +207,7 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
             logFile: state.logFile,
             runDir: state.runDir,
             resume: true,
+            clock,
           });
           await connection.start();
           // The foreground `up`'s port-forward may still hold the ports for a moment; it is retried.
@@ -219,7 +226,7 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
       if ((await listClusters(tools).catch(() => [])).length === 0) return none;
       const docker = connect(ctx.env);
       try {
-        await requireDaemon(docker, ctx.env, 1_500);
+        await requireDaemon(docker, ctx.env, 1_500, clock);
       } catch {
         return none;
       }

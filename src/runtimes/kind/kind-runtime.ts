@@ -1,6 +1,7 @@
 import fsp from "node:fs/promises";
 import path from "node:path";
 import type Docker from "dockerode";
+import { REAL_CLOCK, type Clock } from "../../clock.js";
 import { UserError } from "../../errors.js";
 import { log as rootLog } from "../../log/logger.js";
 import { endpointsFor } from "../../net/url.js";
@@ -100,6 +101,8 @@ export interface KindDeps {
   onProgress?: (p: KindProgress) => void;
   /** Each line Triton writes, as it is copied into the log file. */
   onLogLine?: (line: string) => void;
+  /** The time the GPU wait, the pod's poll and deadlines and the deletions' waits run on (../../clock.ts). */
+  clock?: Clock;
 }
 
 export interface KindStarted {
@@ -110,8 +113,6 @@ export interface KindStarted {
 export class KindStartError extends UserError {
   override name = "KindStartError";
 }
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /**
  * Triton in a local kind cluster: the article's Deployment (poll mode, probes, GPU limits) and
@@ -130,6 +131,10 @@ export class KindRuntime {
     this.tools = deps.tools ?? new KubectlTools(undefined, env);
   }
 
+  get clock(): Clock {
+    return this.deps.clock ?? REAL_CLOCK;
+  }
+
   private progress(step: KindStep, message: string): void {
     log.info(message, { step });
     this.deps.onProgress?.({ step, message });
@@ -139,7 +144,7 @@ export class KindRuntime {
   async preflight(gpus: GpuRequest | "auto"): Promise<number | "all"> {
     await this.tools.kind(["version"], { timeoutMs: 15_000 });
     await this.tools.run("kubectl", ["version", "--client", "--output=json"], { timeoutMs: 15_000 });
-    await requireDaemon(this.docker, this.env);
+    await requireDaemon(this.docker, this.env, undefined, this.clock);
     const facts = await daemonFacts(this.docker);
     if (gpus === "auto") return facts.nvidia ? "all" : 0;
     const want = kindGpus(gpus);
@@ -179,7 +184,7 @@ export class KindRuntime {
     }
     const { id } = await ensureImage(this.docker, input.image, { ...(onPull ? { onProgress: onPull } : {}) });
     // The image kind loads into its nodes is this daemon's: its backends are looked for here.
-    const found = await imageBackends(this.docker, input.image, id);
+    const found = await imageBackends(this.docker, input.image, id, undefined, this.clock);
     return {
       input,
       cluster,
@@ -218,6 +223,7 @@ export class KindRuntime {
             selector: `${RUN_LABEL}=${runId}`,
             kinds: OBJECT_KINDS,
             graceMs: 15_000,
+            clock: this.clock,
           });
         }
       }
@@ -276,6 +282,7 @@ export class KindRuntime {
         runDir: o.runDir,
         resume: false,
         ...(this.deps.onLogLine ? { onLogLine: this.deps.onLogLine } : {}),
+        clock: this.clock,
       });
       await connection.start();
       this.progress("pod", "waiting for the Triton pod to start");
@@ -369,7 +376,7 @@ export class KindRuntime {
       ]);
     }
     const waitMs = this.deps.gpuWaitMs ?? 180_000;
-    const deadline = Date.now() + waitMs;
+    const deadline = this.clock.now() + waitMs;
     for (;;) {
       const n = allocatableGpus(await managedNodes(this.tools, cluster));
       if (n > 0) {
@@ -382,7 +389,7 @@ export class KindRuntime {
         this.progress("gpu", `the node offers ${n} GPU(s); Triton gets ${want}`);
         return want;
       }
-      if (Date.now() > deadline) {
+      if (this.clock.now() > deadline) {
         throw new KindStartError(
           `the NVIDIA device plugin advertised no GPU on the kind node within ${Math.round(waitMs / 1000)} s`,
           {
@@ -390,7 +397,7 @@ export class KindRuntime {
           },
         );
       }
-      await sleep(2_000);
+      await this.clock.sleep(2_000);
     }
   }
 
@@ -444,6 +451,7 @@ export class KindRuntime {
         selector: `${RUN_LABEL}=${s.runId}`,
         kinds: s.kinds,
         graceMs: 15_000,
+        clock: this.clock,
       });
     }
   }
@@ -491,11 +499,16 @@ function kindHandle(
         // Read while the port-forward still reaches Triton: the teardown follows their unloads.
         const loaded = await loadedBeforeStop(o);
         await connection.stop();
-        const torn = await teardownRun(rt.tools, rt.docker, record, o.runId, stateDir, graceMs, {
-          loaded,
-          onProgress,
-          ...(waitFor ? { waitFor } : {}),
-        }).catch((err: unknown) => {
+        const torn = await teardownRun(
+          rt.tools,
+          rt.docker,
+          record,
+          o.runId,
+          stateDir,
+          graceMs,
+          { loaded, onProgress, ...(waitFor ? { waitFor } : {}) },
+          rt.clock,
+        ).catch((err: unknown) => {
           log.warn("could not clean up the kind run", { error: err instanceof Error ? err.message : String(err) });
           return undefined;
         });

@@ -1,5 +1,6 @@
 import path from "node:path";
 import type Docker from "dockerode";
+import type { Clock } from "../../clock.js";
 import { log as rootLog } from "../../log/logger.js";
 import { findProcesses } from "../../state/process.js";
 import { versionsToUnload } from "../../triton/log-lines.js";
@@ -24,6 +25,7 @@ export async function teardownRun(
   stateDir: string,
   graceMs = 15_000,
   watch?: UnloadWatch,
+  clock?: Clock,
 ): Promise<{ clusterDeleted: boolean; outcome?: StopOutcome }> {
   const clusters = await listClusters(tools);
   if (!clusters.includes(rec.cluster)) return { clusterDeleted: false };
@@ -35,6 +37,7 @@ export async function teardownRun(
     selector: runSelector(runId),
     kinds: rec.kinds,
     graceMs,
+    ...(clock ? { clock } : {}),
   };
   if (!rec.keepCluster && !facts.keep) {
     // Deleting the cluster ends Triton without its unloads: a model whose unload runs the user's

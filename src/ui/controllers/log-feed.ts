@@ -1,3 +1,4 @@
+import { REAL_CLOCK, type Clock } from "../../clock.js";
 import { followFile } from "../../state/log-file.js";
 import { applyLogLines, tritonLogLine, type DashboardState, type LogLine } from "../state.js";
 import type { Store } from "../store.js";
@@ -11,9 +12,10 @@ export function followTritonLog(
   logFile: string,
   intervalMs = 500,
   userPaths: () => ((text: string) => string) | undefined = () => undefined,
+  clock: Clock = REAL_CLOCK,
 ): () => void {
   let batch: LogLine[] = [];
-  let timer: NodeJS.Timeout | undefined;
+  let timer: unknown;
   const flush = () => {
     timer = undefined;
     const lines = batch;
@@ -27,13 +29,14 @@ export function followTritonLog(
       if (!line.trim()) return;
       const map = userPaths();
       batch.push(tritonLogLine(map ? map(line) : line));
-      timer ??= setTimeout(flush, 20);
+      timer ??= clock.setTimeout(flush, 20);
     },
     intervalMs,
+    clock,
   );
   return () => {
     stop();
-    if (timer) clearTimeout(timer);
+    if (timer) clock.clearTimeout(timer);
     if (batch.length) flush();
   };
 }

@@ -1,4 +1,5 @@
 import { execFile } from "node:child_process";
+import { REAL_CLOCK, type Clock } from "../../clock.js";
 import { detectNvidiaGpus } from "../../gpu/detect.js";
 import { findOnPath, NVIDIA_SMI_ARGS, parseNvidiaSmiCsv } from "../../perf/gpu.js";
 import type { TritonHttpClient } from "../../triton/http-client.js";
@@ -23,6 +24,8 @@ export interface ServerPollerOptions {
   userPaths?: (text: string) => string;
   /** The models the run serves (its staging repository, reload/stage.ts servedModels). */
   served?: () => Promise<string[]>;
+  /** The time the poll runs on (../../clock.ts). */
+  clock?: Clock;
 }
 
 /** The config key a model's summary was read for: a reload can change the config in place. */
@@ -33,23 +36,26 @@ const configKey = (version: string | undefined, reloadAt: number | undefined) =>
  * model's config once per load, and once at start the server version and the GPUs' names.
  */
 export class ServerPoller {
-  private timer: NodeJS.Timeout | undefined;
+  private timer: unknown;
   private busy = false;
   private stopped = false;
   private readonly configsRead = new Map<string, string>();
 
-  constructor(private readonly o: ServerPollerOptions) {}
+  private readonly clock: Clock;
+
+  constructor(private readonly o: ServerPollerOptions) {
+    this.clock = o.clock ?? REAL_CLOCK;
+  }
 
   start(): void {
     void this.once();
     void this.tick();
-    this.timer = setInterval(() => void this.tick(), this.o.intervalMs ?? 2000);
-    this.timer.unref();
+    this.timer = this.clock.setInterval(() => void this.tick(), this.o.intervalMs ?? 2000, { unref: true });
   }
 
   stop(): void {
     this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
+    if (this.timer) this.clock.clearInterval(this.timer);
     this.timer = undefined;
   }
 

@@ -10,6 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { execa } from "execa";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { FakeClock } from "../../../src/fake-clock.js";
 import { RepositorySync } from "../../../src/runtimes/cluster/sync.js";
 import { KubectlTools } from "../../../src/runtimes/clients/kubectl/tools.js";
 
@@ -55,15 +56,23 @@ afterEach(async () => {
   await fsp.rm(dir, { recursive: true, force: true });
 });
 
-function newSync(synced: Array<{ pod: string; snapshots: string[]; full: boolean }> = []) {
+function newSync(
+  synced: Array<{ pod: string; snapshots: string[]; full: boolean }> = [],
+  clock?: FakeClock,
+  onCopy?: () => void,
+) {
   return new RepositorySync({
     tools: new KubectlTools(standIn, process.env),
     context: "team",
     namespace: "ml",
     runDir,
     pod: () => pod || undefined,
-    onSynced: (s) => synced.push({ pod: s.pod, snapshots: s.snapshots, full: s.full }),
+    onSynced: (s) => {
+      synced.push({ pod: s.pod, snapshots: s.snapshots, full: s.full });
+      onCopy?.();
+    },
     settleMs: 20,
+    ...(clock ? { clock } : {}),
   });
 }
 
@@ -132,18 +141,29 @@ describe("RepositorySync", () => {
 
   it("watching: a publish in the staging repository reaches the pod; no pod yet means no copy", async () => {
     pod = "";
-    const sync = newSync();
+    const clock = new FakeClock();
+    const synced: Array<{ pod: string; snapshots: string[]; full: boolean }> = [];
+    // The copy a closed window started, awaited: the loop below never waits on real time.
+    let copiedNow = () => {};
+    const copied = () => new Promise<void>((resolve) => (copiedNow = resolve));
+    const sync = newSync(synced, clock, () => copiedNow());
     sync.watch();
     try {
       await publish("m", 1, "x + 1");
-      await new Promise((r) => setTimeout(r, 200));
+      // The publish's events (fs.watch, real) open the settle window; it closes on the fake clock.
+      await clock.waiting();
+      await clock.advance(20);
       expect(calls).toEqual([]);
       pod = "a";
       await publish("m", 2, "x + 2");
-      const deadline = Date.now() + 10_000;
-      while (Date.now() < deadline && !fs.existsSync(path.join(pods.a!, "repository", "m")))
-        await new Promise((r) => setTimeout(r, 50));
-      await new Promise((r) => setTimeout(r, 100));
+      // Each event of the publish opens the window again; a copy runs once one closes.
+      for (let i = 0; i < 20 && !fs.existsSync(path.join(pods.a!, "repository", "m")); i++) {
+        await clock.waiting();
+        const done = copied();
+        await clock.advance(20);
+        await done;
+      }
+      expect(synced[0]).toEqual({ pod: "a", snapshots: ["m@1", "m@2"], full: true });
       expect(served(pods.a!, "m")).toBe("../store/m@2");
     } finally {
       sync.stop();

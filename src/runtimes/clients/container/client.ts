@@ -1,4 +1,5 @@
 import Docker from "dockerode";
+import { REAL_CLOCK, type Clock } from "../../../clock.js";
 import { UserError } from "../../../errors.js";
 
 export const DEFAULT_SOCKET = "/var/run/docker.sock";
@@ -59,17 +60,24 @@ export class DockerUnavailableError extends UserError {
 }
 
 /** Ping with a short deadline; a daemon that does not answer is a clear, fixable error. */
-export async function requireDaemon(docker: Docker, env: NodeJS.ProcessEnv, timeoutMs = 5_000): Promise<void> {
+export async function requireDaemon(
+  docker: Docker,
+  env: NodeJS.ProcessEnv,
+  timeoutMs = 5_000,
+  clock: Clock = REAL_CLOCK,
+): Promise<void> {
   const addr = daemonAddress(env);
+  let timer: unknown;
   try {
     await Promise.race([
       docker.ping(),
-      new Promise((_, reject) =>
-        setTimeout(
+      new Promise((_, reject) => {
+        timer = clock.setTimeout(
           () => reject(Object.assign(new Error(`no answer within ${timeoutMs / 1000} s`), { code: "ETIMEDOUT" })),
           timeoutMs,
-        ).unref(),
-      ),
+          { unref: true },
+        );
+      }),
     ]);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
@@ -90,6 +98,8 @@ export async function requireDaemon(docker: Docker, env: NodeJS.ProcessEnv, time
           : `Start Docker (\`sudo systemctl start docker\`)${env.DOCKER_HOST ? `, check DOCKER_HOST (now ${env.DOCKER_HOST})` : ""}, or run Triton without Docker with \`--runtime local\`.`,
       cause: err,
     });
+  } finally {
+    clock.clearTimeout(timer);
   }
 }
 

@@ -1,4 +1,5 @@
 import type Docker from "dockerode";
+import { REAL_CLOCK, type Clock } from "../../../clock.js";
 import { log as rootLog } from "../../../log/logger.js";
 import { BACKEND_HOMES, backendsOfImage } from "../../ngc-images.js";
 import { LABEL, TOOL, type Role } from "./labels.js";
@@ -29,18 +30,19 @@ export async function imageBackends(
   image: string,
   imageId: string,
   timeoutMs = PROBE_TIMEOUT_MS,
+  clock: Clock = REAL_CLOCK,
 ): Promise<string[] | undefined> {
   if (backendsOfImage(image) !== undefined) return undefined;
   const t0 = Date.now();
-  let timer: NodeJS.Timeout | undefined;
+  let timer: unknown;
   const late = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => {
+    timer = clock.setTimeout(() => {
       log.warn("the image's backends were not found in time: Triton will say which it lacks", { image, timeoutMs });
       resolve(undefined);
     }, timeoutMs);
   });
   // A probe past its time still removes its container when the daemon answers.
-  const found = await Promise.race([probe(docker, imageId), late]).finally(() => clearTimeout(timer));
+  const found = await Promise.race([probe(docker, imageId), late]).finally(() => clock.clearTimeout(timer));
   log.debug("backends found in the image", { image, found, ms: Date.now() - t0 });
   return found;
 }

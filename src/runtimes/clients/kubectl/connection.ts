@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
+import { REAL_CLOCK, type Clock } from "../../../clock.js";
 import { UserError } from "../../../errors.js";
 import { log as rootLog } from "../../../log/logger.js";
 import { compareTimestamps, parseTimestamp, splitLogLine } from "../../log-timestamps.js";
@@ -38,6 +39,8 @@ export interface ConnectionOptions {
   /** How long the cluster may not answer before the run counts as gone. */
   unreachableMs?: number;
   now?: () => number;
+  /** The time the poll, the port-forward's deadline and the restart backoffs run on (../../../clock.ts). */
+  clock?: Clock;
 }
 
 export type Exit = { code: number | null; signal: NodeJS.Signals | null };
@@ -98,10 +101,10 @@ export function logArgs(o: {
 }
 
 /** `p`, or nothing after `ms`; the timer is cleared either way, so it never keeps the process alive. */
-async function within(p: Promise<unknown>, ms: number): Promise<void> {
-  let t: NodeJS.Timeout | undefined;
-  await Promise.race([p, new Promise<void>((r) => (t = setTimeout(r, ms)))]);
-  clearTimeout(t);
+async function within(p: Promise<unknown>, ms: number, clock: Clock): Promise<void> {
+  let t: unknown;
+  await Promise.race([p, new Promise<void>((r) => (t = clock.setTimeout(r, ms)))]);
+  clock.clearTimeout(t);
 }
 
 /**
@@ -119,7 +122,7 @@ export class PodConnection {
   private resolveExit!: (e: Exit) => void;
   private stopping = false;
   private released = false;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: unknown;
   private last: Snapshot | undefined;
   private unreachableSince: number | undefined;
   private missing = 0;
@@ -134,12 +137,14 @@ export class PodConnection {
   private cursorRaw: string | undefined;
   private out: fs.WriteStream | undefined;
   private readonly now: () => number;
+  private readonly clock: Clock;
   private readonly pollMs: number;
   private polling = false;
 
   constructor(readonly o: ConnectionOptions) {
     this.exited = new Promise((r) => (this.resolveExit = r));
-    this.now = o.now ?? Date.now;
+    this.clock = o.clock ?? REAL_CLOCK;
+    this.now = o.now ?? (() => this.clock.now());
     this.pollMs = o.pollMs ?? 1_000;
   }
 
@@ -162,7 +167,7 @@ export class PodConnection {
     }
     this.out = fs.createWriteStream(this.o.logFile, { flags: "a" });
     await this.poll();
-    this.timer = setInterval(() => void this.poll(), this.pollMs);
+    this.timer = this.clock.setInterval(() => void this.poll(), this.pollMs);
     this.logLoop = this.followLoop();
   }
 
@@ -323,7 +328,7 @@ export class PodConnection {
   async forward(timeoutMs = 30_000): Promise<void> {
     const ready = new Promise<void>((r) => this.forwardReady.push(r));
     this.forwardLoop ??= this.keepForwarding();
-    let timer: NodeJS.Timeout | undefined;
+    let timer: unknown;
     const ended = this.exited.then(() =>
       Promise.reject(new ReadinessAbortedError("the run ended before the port-forward listened")),
     );
@@ -333,7 +338,7 @@ export class PodConnection {
       await Promise.race([
         ready,
         new Promise<never>((_, reject) => {
-          timer = setTimeout(() => {
+          timer = this.clock.setTimeout(() => {
             reject(
               new UserError(
                 `kubectl port-forward to the Triton pod did not listen on ${this.o.host}:${this.o.ports.http}, ${this.o.ports.grpc} and ${this.o.ports.metrics} within ${Math.round(timeoutMs / 1000)} s${this.forwardError ? `: ${this.forwardError}` : ""}`,
@@ -349,7 +354,7 @@ export class PodConnection {
         ended,
       ]);
     } finally {
-      clearTimeout(timer);
+      this.clock.clearTimeout(timer);
     }
   }
 
@@ -511,11 +516,11 @@ export class PodConnection {
     if (this.stopping) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
-        clearTimeout(t);
+        this.clock.clearTimeout(t);
         this.delays.delete(done);
         resolve();
       };
-      const t = setTimeout(done, ms);
+      const t = this.clock.setTimeout(done, ms);
       this.delays.add(done);
     });
   }
@@ -523,7 +528,7 @@ export class PodConnection {
   private halt(): void {
     this.stopping = true;
     for (const d of [...this.delays]) d();
-    clearInterval(this.timer);
+    this.clock.clearInterval(this.timer);
     this.forwarder?.kill();
     this.follow?.kill();
     for (const w of this.waiters.splice(0)) w();
@@ -544,9 +549,9 @@ export class PodConnection {
     this.halt();
     if (!first) return;
     const children = [this.forwarder, this.follow].filter((c): c is Child => !!c);
-    await within(Promise.all(children.map((c) => c.exited)), 5_000);
+    await within(Promise.all(children.map((c) => c.exited)), 5_000, this.clock);
     for (const c of children) c.kill("SIGKILL");
-    await within(Promise.allSettled([this.forwardLoop, this.logLoop]), 2_000);
+    await within(Promise.allSettled([this.forwardLoop, this.logLoop]), 2_000, this.clock);
     this.saveCursorSync();
     await new Promise<void>((r) => (this.out ? this.out.end(r) : r()));
     this.resolveExit(this.exit ?? { code: null, signal: "SIGTERM" });

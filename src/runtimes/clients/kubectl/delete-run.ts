@@ -1,3 +1,4 @@
+import { REAL_CLOCK, type Clock } from "../../../clock.js";
 import { log as rootLog } from "../../../log/logger.js";
 import { stripTritonPrefix } from "../../../state/log-file.js";
 import { ExitTracker, exitProgress, versionsToUnload } from "../../../triton/log-lines.js";
@@ -7,8 +8,6 @@ import { logArgs } from "./connection.js";
 import type { KubectlClient } from "./kubectl-client.js";
 
 const log = rootLog.child("kubectl:delete-run");
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** The model versions Triton had loaded when the stop began (its repository index), and who hears of the wait. */
 export interface UnloadWatch {
@@ -20,6 +19,16 @@ export interface UnloadWatch {
   settleMs?: number;
   /** The unloads that run the user's code; with it, the pod is force-deleted once those are over (process-group.ts). */
   waitFor?: UnloadsToWaitFor;
+}
+
+export interface DeleteTarget {
+  context: string;
+  namespace: string;
+  selector: string;
+  kinds: readonly string[];
+  graceMs: number;
+  /** The time the wait for the pod's end, the settle time and progress ticks run on (../../../clock.ts). */
+  clock?: Clock;
 }
 
 /**
@@ -34,16 +43,17 @@ export interface UnloadWatch {
  */
 export async function deleteRunObjects(
   tools: KubectlClient,
-  o: { context: string; namespace: string; selector: string; kinds: readonly string[]; graceMs: number },
+  o: DeleteTarget,
   watch?: UnloadWatch,
 ): Promise<StopOutcome> {
   const started = Date.now();
   const loaded = versionsToUnload(watch?.loaded ?? []);
   const waits = watch?.waitFor && loaded.length ? await whichToWaitFor(watch.waitFor, loaded) : undefined;
   const pods = loaded.length ? await podNames(tools, o) : [];
-  const follow = watch && pods.length ? followUnloads(tools, o, pods, loaded, watch, waits) : undefined;
+  const clock = o.clock ?? REAL_CLOCK;
+  const follow = watch && pods.length ? followUnloads(tools, o, pods, loaded, watch, waits, clock) : undefined;
   try {
-    await deleteAndWait(tools, o, follow);
+    await deleteAndWait(tools, o, follow, clock);
   } finally {
     follow?.stop();
   }
@@ -92,6 +102,7 @@ function followUnloads(
   loaded: ReadonlyArray<{ name: string; version?: string }>,
   watch: UnloadWatch,
   waits: UnloadWait[] | undefined,
+  clock: Clock,
 ): Follow {
   const tracker = new ExitTracker(loaded, waits);
   let ended: StopOutcome["ended"] | undefined;
@@ -101,7 +112,7 @@ function followUnloads(
   const since = new Date(started - 1000).toISOString();
   let resolveSettled!: () => void;
   const settled = new Promise<void>((r) => (resolveSettled = r));
-  let timer: NodeJS.Timeout | undefined;
+  let timer: unknown;
   const children = pods.map((pod) =>
     tools.spawn(
       "kubectl",
@@ -113,10 +124,10 @@ function followUnloads(
         if (!tracker.feed(stripTritonPrefix(text)) || ended) return;
         if (tracker.canEnd()) {
           ended = "ended";
-          clearTimeout(timer);
+          clock.clearTimeout(timer);
           resolveSettled();
         } else if (tracker.done() && !timer)
-          timer = setTimeout(() => {
+          timer = clock.setTimeout(() => {
             ended ??= "unloaded";
             resolveSettled();
           }, watch.settleMs ?? 250);
@@ -128,7 +139,7 @@ function followUnloads(
     ended: () => ended,
     tell: exitProgress(tracker, watch.onProgress, watch.progressAfterMs),
     stop: () => {
-      clearTimeout(timer);
+      clock.clearTimeout(timer);
       for (const c of children) c.kill();
     },
   };
@@ -136,8 +147,9 @@ function followUnloads(
 
 async function deleteAndWait(
   tools: KubectlClient,
-  o: { context: string; namespace: string; selector: string; kinds: readonly string[]; graceMs: number },
+  o: DeleteTarget,
   follow: Follow | undefined,
+  clock: Clock,
 ): Promise<void> {
   void follow?.settled.then(async () => {
     log.info(
@@ -163,25 +175,22 @@ async function deleteAndWait(
       )
       .catch((err: unknown) => log.debug("the forced pod deletion failed", { error: String(err) }));
   });
-  const ticker = follow ? setInterval(() => follow.tell(), 200) : undefined;
+  const ticker = follow ? clock.setInterval(() => follow.tell(), 200) : undefined;
   try {
     await deleteObjects(tools, o);
   } finally {
-    clearInterval(ticker);
+    clock.clearInterval(ticker);
   }
-  const deadline = Date.now() + o.graceMs + 30_000;
-  while (Date.now() < deadline) {
+  const deadline = clock.now() + o.graceMs + 30_000;
+  while (clock.now() < deadline) {
     follow?.tell();
     if ((await podNames(tools, o)).length === 0) return;
-    await sleep(200);
+    await clock.sleep(200);
   }
   log.warn("the Triton pod is still terminating; Kubernetes removes it", { selector: o.selector });
 }
 
-async function deleteObjects(
-  tools: KubectlClient,
-  o: { context: string; namespace: string; selector: string; kinds: readonly string[]; graceMs: number },
-): Promise<void> {
+async function deleteObjects(tools: KubectlClient, o: DeleteTarget): Promise<void> {
   await tools.kubectl(
     o.context,
     [

@@ -2,6 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { FakeClock } from "../../../../src/fake-clock.js";
 import { PodConnection, PodError } from "../../../../src/runtimes/clients/kubectl/connection.js";
 import { KubectlTools, type Child, type RunOptions } from "../../../../src/runtimes/clients/kubectl/tools.js";
 import { ReadinessAbortedError } from "../../../../src/triton/readiness.js";
@@ -44,7 +45,7 @@ const crashing = {
   },
 };
 
-function connection(tools: KubectlTools) {
+function connection(tools: KubectlTools, clock = new FakeClock()) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "triton-dev-conn-"));
   return new PodConnection({
     tools,
@@ -58,8 +59,19 @@ function connection(tools: KubectlTools) {
     logFile: path.join(dir, "log"),
     runDir: dir,
     resume: false,
-    pollMs: 20,
+    clock,
   });
+}
+
+/**
+ * Polls on the fake clock, one poll interval (the default second) at a time, until the run ends;
+ * the end's last step (closing the log file) is real I/O, so the exit itself is awaited.
+ */
+async function pollUntilExit(c: PodConnection, clock: FakeClock) {
+  let ended = false;
+  void c.exited.then(() => (ended = true));
+  for (let i = 0; i < 5 && !ended; i++) await clock.advance(1_000);
+  return c.exited;
 }
 
 describe("PodConnection", () => {
@@ -86,10 +98,15 @@ describe("PodConnection", () => {
   it("ends the run when the Deployment is gone (twice in a row), and stop() is safe after that", async () => {
     let gone = false;
     const tools = new ScriptedTools(() => (gone ? list() : list(deployment)));
-    const c = connection(tools);
+    const clock = new FakeClock();
+    const c = connection(tools, clock);
     await c.start();
     gone = true;
-    expect(await c.exited).toEqual({ code: null, signal: "SIGTERM" });
+    // One poll without the Deployment is not enough (an apply in progress can list none).
+    await clock.advance(1_000);
+    expect(tools.calls.filter((a) => a.includes("get"))).toHaveLength(2);
+    expect(await pollUntilExit(c, clock)).toEqual({ code: null, signal: "SIGTERM" });
+    expect(tools.calls.filter((a) => a.includes("get"))).toHaveLength(3);
     await c.stop();
   });
 
@@ -100,9 +117,10 @@ describe("PodConnection", () => {
       if (deleted) throw new ToolCommandError("kubectl", args, 1, 'error: context "kind-c" does not exist');
       return list(deployment);
     });
-    const c = connection(tools);
+    const clock = new FakeClock();
+    const c = connection(tools, clock);
     await c.start();
     deleted = true;
-    expect(await c.exited).toEqual({ code: null, signal: "SIGTERM" });
+    expect(await pollUntilExit(c, clock)).toEqual({ code: null, signal: "SIGTERM" });
   });
 });
