@@ -126,10 +126,10 @@ function checkFolderName(name: string, dir: string, taken: ReadonlySet<string>, 
  * themselves: staging would refuse the model for them. A file another rule already reports an
  * error on (a config.pbtxt that is a FIFO) is not reported twice.
  */
-async function checkModelFiles(layout: ModelLayout, reporter: Reporter): Promise<void> {
+async function checkModelFiles(layout: ModelLayout, options: LintOptions, reporter: Reporter): Promise<void> {
   const problems: ModelFileError[] = [];
   try {
-    await listModelFiles(layout.dir, layout.name, { problems });
+    await listModelFiles(layout.dir, layout.name, { problems, limits: options.modelFileLimits });
   } catch (err) {
     if (!(err instanceof ModelFileError)) throw err;
     problems.push(err);
@@ -458,7 +458,7 @@ async function analyseModel(
 ): Promise<Analysed> {
   const layout = await scanModel(repo, name, configText);
   const analysed = await analyseLayout(layout, options, taken);
-  await checkModelFiles(layout, analysed.reporter);
+  await checkModelFiles(layout, options, analysed.reporter);
   // A python model's requirements.txt, as `up` checks it before pip reads it.
   const requirements = path.join(layout.dir, REQUIREMENTS_FILE);
   if (analysed.backend === "python" && !setsExecutionEnv(layout.configText ?? "") && fs.existsSync(requirements)) {
