@@ -343,7 +343,8 @@ export function tensorHoverText(
   return `${head}\n\n${uses.length ? `Used by:\n${uses.join("\n")}` : "No ensemble step uses it."}${more}`;
 }
 
-const SYMBOL_CAP = 100;
+/** The most workspace symbols one query answers (README.md gives it). */
+export const SYMBOL_CAP = 100;
 
 interface RepoIndex {
   /** The lint's generation it was built at. */
@@ -358,6 +359,8 @@ export interface NavigationOptions {
   connection: Connection;
   documents: TextDocuments<TextDocument>;
   workspace: Workspace;
+  /** The most workspace symbols one query answers (default SYMBOL_CAP; tests reach it with fewer models). */
+  symbolCap?: number;
 }
 
 /**
@@ -694,12 +697,13 @@ export class Navigation {
 
   /** Models and their tensors whose name contains the query, across the repositories opened so far, at most 100. */
   workspaceSymbols(query: string): SymbolInformation[] {
+    const cap = this.o.symbolCap ?? SYMBOL_CAP;
     const q = query.toLowerCase();
     const out: SymbolInformation[] = [];
     const matches = (s: string) => !q || s.toLowerCase().includes(q);
     for (const repo of this.o.workspace.repositories()) {
       for (const { model, lower, inputs, outputs } of this.indexOf(repo).models) {
-        if (out.length >= SYMBOL_CAP) return out;
+        if (out.length >= cap) return out;
         // Most models match nothing: they cost a look at their names, nothing allocated or read.
         const self = !q || lower.includes(q);
         const hits: Array<{ k: "input" | "output"; name: string }> = [];
@@ -721,7 +725,7 @@ export class Navigation {
         }
         const decls = tensorDecls(text, tree);
         for (const h of hits) {
-          if (out.length >= SYMBOL_CAP) return out;
+          if (out.length >= cap) return out;
           const decl = decls[h.k].find((x) => x.name === h.name);
           out.push({
             name: h.name,

@@ -57,6 +57,8 @@ export interface LspServerOptions {
   runtimeKinds?: readonly string[];
   /** What lint knows of each of them (runtimes/kinds.ts `lintFacts`). */
   lintFacts?: LintFacts;
+  /** The most workspace symbols one query answers (default navigation.ts SYMBOL_CAP). */
+  symbolCap?: number;
 }
 
 export interface LspServer {
@@ -92,7 +94,7 @@ export function startLspServer(o: LspServerOptions): LspServer {
     publish: (file, ds) => publisher.setLint(file, ds),
   });
   const tensors = new ModelTensorReader();
-  const navigation = new Navigation({ connection, documents, workspace });
+  const navigation = new Navigation({ connection, documents, workspace, symbolCap: o.symbolCap });
   const ctx: HandlerContext = {
     connection,
     documents,

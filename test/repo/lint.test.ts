@@ -3,7 +3,7 @@ import fsp from "node:fs/promises";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { UserError } from "../../src/errors.js";
-import { type LintOptions, lintRepository } from "../../src/repo/lint.js";
+import { type LintOptions, type LintResult, lintRepository } from "../../src/repo/lint.js";
 import {
   ARTICLE_FIXTURES,
   ECHO_IO,
@@ -16,6 +16,7 @@ import {
   writeFiles,
   removeTempRepos,
 } from "./helpers.js";
+import { MODEL_FILE_LIMITS } from "../../src/repo/model-files.js";
 import { lintFacts } from "../../src/runtimes/kinds.js";
 
 afterAll(removeTempRepos);
@@ -283,25 +284,33 @@ describe("the model-file rule (repo/model-files.ts) in lint", () => {
     await fsp.mkdir(path.join(repo, "deep", "1", ...Array.from({ length: 34 }, (_, i) => `d${i}`)), {
       recursive: true,
     });
-    // 120 links to one folder of 200 files: the links are followed, so over 20,000 entries, from 320 made here.
+    // 12 links to one folder of 20 files: the links are followed, so over the 200 entries allowed
+    // here (the default's 20,000 is the same walk, a hundred times longer), from 32 made here.
     const files = path.join(repo, "many", "1", "files");
-    await writeFiles(files, Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`f${i}`, ""])));
-    for (let i = 0; i < 120; i++) await fsp.symlink("files", path.join(repo, "many", "1", `l${i}`));
+    await writeFiles(files, Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`f${i}`, ""])));
+    for (let i = 0; i < 12; i++) await fsp.symlink("files", path.join(repo, "many", "1", `l${i}`));
     // A sparse file: 65 GiB to stat, nothing on the disk.
     await fsp.writeFile(path.join(repo, "large", "1", "weights.bin"), "");
     await fsp.truncate(path.join(repo, "large", "1", "weights.bin"), 65 * 1024 ** 3);
     // A link whose target has a name longer than any file system allows: stat fails with ENAMETOOLONG.
     await fsp.symlink("x".repeat(300), path.join(repo, "unreadable", "1", "long"));
     const r = await lintRepository(repo);
-    const codes = (name: string) =>
-      r.models
+    const codes = (result: LintResult, name: string) =>
+      result.models
         .find((m) => m.name === name)!
         .diagnostics.filter((d) => d.severity === "error")
         .map((d) => d.code);
-    expect(codes("deep")).toEqual(["model-files-too-deep"]);
-    expect(codes("many")).toEqual(["model-files-too-many-entries"]);
-    expect(codes("large")).toEqual(["model-files-too-large"]);
-    expect(codes("unreadable")).toEqual(["model-files-unreadable"]);
+    expect(codes(r, "deep")).toEqual(["model-files-too-deep"]);
+    expect(codes(r, "many")).toEqual([]);
+    expect(codes(r, "large")).toEqual(["model-files-too-large"]);
+    expect(codes(r, "unreadable")).toEqual(["model-files-unreadable"]);
+    // The entries' limit taken smaller, as a parameter (the default is checked below).
+    const small = await lintRepository(repo, { modelFileLimits: { ...MODEL_FILE_LIMITS, maxEntries: 200 } });
+    expect(codes(small, "many")).toEqual(["model-files-too-many-entries"]);
+  });
+
+  it("keeps to the limits README.md gives by default: 32 folder levels, 20,000 files and folders, 64 GiB", () => {
+    expect(MODEL_FILE_LIMITS).toEqual({ maxDepth: 32, maxEntries: 20_000, maxBytes: 64 * 1024 ** 3 });
   });
 
   it("says what is wrong with a config that is a looping link or a device, not to check its permissions", async () => {

@@ -16,6 +16,12 @@ import {
 
 const tmp = () => fsp.mkdtemp(path.join(os.tmpdir(), "triton-dev-key-"));
 
+// The library is built once per home (the test "is built once per home" checks that), so the
+// tests share one home and one gcc run instead of compiling it again for each.
+let shared: Promise<{ home: string; lib: string }> | undefined;
+const sharedShim = () => (shared ??= tmp().then(async (home) => ({ home, lib: await ensureKeyShim(home) })));
+const builtLib = async () => (await sharedShim()).lib;
+
 function run(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<string> {
   return new Promise((resolve, reject) =>
     execFile(cmd, args, { env }, (err, stdout, stderr) =>
@@ -36,8 +42,7 @@ const probe = (args: string[], env: NodeJS.ProcessEnv, program = path.basename(f
 
 describe("the repository-key library", () => {
   it("hands main() the key from the file while the command line keeps the placeholder", async () => {
-    const home = await tmp();
-    const lib = await ensureKeyShim(home);
+    const lib = await builtLib();
     const runDir = await tmp();
     const key = await prepareRunKey(runDir, "triton-dev-key", lib);
     const args = [
@@ -59,7 +64,7 @@ describe("the repository-key library", () => {
   });
 
   it("leaves every other program alone (an image's entrypoint script must not take the key)", async () => {
-    const lib = await ensureKeyShim(await tmp());
+    const lib = await builtLib();
     const key = await prepareRunKey(await tmp(), "h", lib);
     const env = { PATH: process.env.PATH, ...localKeyShimEnv(key.dir, {}) };
     const arg = `--x=model-repository:${keyArg("h")}`;
@@ -70,7 +75,7 @@ describe("the repository-key library", () => {
   });
 
   it("keeps a user's own LD_PRELOAD for what the process starts", async () => {
-    const lib = await ensureKeyShim(await tmp());
+    const lib = await builtLib();
     const key = await prepareRunKey(await tmp(), "h", lib);
     const env = { PATH: process.env.PATH, ...localKeyShimEnv(key.dir, { LD_PRELOAD: "libc.so.6" }) };
     const seen = JSON.parse(await probe([], env));
@@ -78,7 +83,7 @@ describe("the repository-key library", () => {
   });
 
   it("fails closed: without a readable key file the placeholder stays, which no client can send", async () => {
-    const lib = await ensureKeyShim(await tmp());
+    const lib = await builtLib();
     const key = await prepareRunKey(await tmp(), "h", lib);
     await fsp.rm(path.join(key.dir, "repository.key"));
     const env = { PATH: process.env.PATH, ...localKeyShimEnv(key.dir, {}) };
@@ -88,7 +93,7 @@ describe("the repository-key library", () => {
   });
 
   it("keeps the server's shared memory its user's: umask 077, and no group or other bits on /dev/shm files", async () => {
-    const lib = await ensureKeyShim(await tmp());
+    const lib = await builtLib();
     const key = await prepareRunKey(await tmp(), "h", lib);
     const outside = path.join(await tmp(), "plain");
     const inShm = `/dev/shm/triton-dev-key-test-${process.pid}`;
@@ -128,8 +133,7 @@ describe("the repository-key library", () => {
   });
 
   it("is built once per home and source version, and says what to install without a compiler", async () => {
-    const home = await tmp();
-    const lib = await ensureKeyShim(home);
+    const { home, lib } = await sharedShim();
     const built = fs.statSync(lib).mtimeMs;
     expect(await ensureKeyShim(home, { env: { PATH: "/nonexistent" } })).toBe(lib);
     expect(fs.statSync(lib).mtimeMs).toBe(built);
@@ -142,7 +146,7 @@ describe("the repository-key library", () => {
   });
 
   it("keeps the key folder the user's alone, and a run folder's key across starts", async () => {
-    const lib = await ensureKeyShim(await tmp());
+    const lib = await builtLib();
     const runDir = await tmp();
     const first = await prepareRunKey(runDir, "h", lib);
     expect(first.value).toMatch(/^[0-9a-f]{48}$/);

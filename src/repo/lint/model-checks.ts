@@ -42,10 +42,10 @@ const MAX_FILE_PROBLEMS = 20;
  * themselves: staging would refuse the model for them. A file another rule already reports an
  * error on (a config.pbtxt that is a FIFO) is not reported twice.
  */
-export async function checkModelFiles(layout: ModelLayout, reporter: Reporter): Promise<void> {
+export async function checkModelFiles(layout: ModelLayout, options: LintOptions, reporter: Reporter): Promise<void> {
   const problems: ModelFileError[] = [];
   try {
-    await listModelFiles(layout.dir, layout.name, { problems });
+    await listModelFiles(layout.dir, layout.name, { problems, limits: options.modelFileLimits });
   } catch (err) {
     if (!(err instanceof ModelFileError)) throw err;
     problems.push(err);

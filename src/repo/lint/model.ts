@@ -44,7 +44,7 @@ export async function analyseModel(
 ): Promise<Analysed> {
   const layout = await scanModel(repo, name, configText);
   const analysed = await analyseLayout(layout, options, taken);
-  await checkModelFiles(layout, analysed.reporter);
+  await checkModelFiles(layout, options, analysed.reporter);
   // A python model's requirements.txt, as `up` checks it before pip reads it.
   const requirements = path.join(layout.dir, REQUIREMENTS_FILE);
   if (analysed.backend === "python" && !setsExecutionEnv(layout.configText ?? "") && fs.existsSync(requirements)) {

@@ -8,6 +8,7 @@ import type { DescEnum } from "@bufbuild/protobuf";
 import { DataType, DataTypeSchema } from "../gen/model_config_pb.js";
 import type { ConfigCompleter } from "../auto-complete-run.js";
 import type { ModelLayout } from "../layout.js";
+import type { ModelFileLimits } from "../model-files.js";
 import type { ParsedConfig } from "../parse.js";
 import { SuggestionBudget, closest } from "../suggest.js";
 import type { Pos } from "../textproto.js";
@@ -84,6 +85,11 @@ export interface LintOptions {
    * model, in the environment it has just built.
    */
   importChecker?: (model: string, dir: string, configText: string | undefined) => Promise<Diagnostic[]>;
+  /**
+   * The model-file rule's limits (repo/model-files.ts); default MODEL_FILE_LIMITS, the ones staging
+   * and the watcher keep to. Tests pass smaller ones to reach a limit without building a huge tree.
+   */
+  modelFileLimits?: ModelFileLimits;
 }
 
 /** Everything the rules need about one model whose config parsed. */
