@@ -216,13 +216,21 @@ describe.each(["poll", "explicit"] as const)("hot reload in %s mode (real Triton
 
   it("turns a burst of 20 saves within 200 ms into one reload serving the last content", async () => {
     const from = up.events.length;
+    const at: number[] = [];
     for (let i = 0; i < 20; i++) {
+      at.push(performance.now());
       await fs.writeFile(modelPy(), MODEL(100 + i));
       await new Promise((r) => setTimeout(r, 10));
     }
     await up.waitFor((e) => e.type === "edit" && e.model === "offset" && e.phase === "ready", 60_000, from);
     await new Promise((r) => setTimeout(r, 1_500));
-    expect(up.edits("offset", "loading", from)).toHaveLength(1);
+    // The watcher settles an edit after 150 ms without events: a pause that long between two of
+    // these saves (this process descheduled on a loaded machine) is a second edit, as it would be
+    // for a user. Without one the burst is one reload.
+    const pauses = at.slice(1).filter((t, i) => t - at[i]! >= 100).length;
+    const loads = up.edits("offset", "loading", from).length;
+    expect(loads).toBeGreaterThanOrEqual(1);
+    expect(loads, `${pauses} pause(s) of 100 ms or more between the saves`).toBeLessThanOrEqual(1 + pauses);
     expect(await served()).toBe(119);
   }, 90_000);
 
