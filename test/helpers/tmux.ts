@@ -43,6 +43,17 @@ export class Tmux {
     }
     throw new Error(`the screen never showed ${re} within ${timeoutMs} ms; it shows:\n${last}`);
   }
+  /** Polls the screen until `re` no longer matches (an overlay closed); fails with the screen it last saw. */
+  async waitForGone(re: RegExp, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let last = "";
+    while (Date.now() < deadline) {
+      last = this.screen();
+      if (!re.test(last)) return;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    throw new Error(`the screen still showed ${re} after ${timeoutMs} ms; it shows:\n${last}`);
+  }
   kill(): void {
     try {
       execFileSync("tmux", ["-L", this.socket, "kill-server"], { stdio: "ignore", timeout: 10_000 });

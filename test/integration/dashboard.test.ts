@@ -148,8 +148,12 @@ describe("triton-dev dashboard: attach to a detached run (real Triton)", () => {
         const shown = await tmux.waitFor(/#(\d+) offset READY v2 in \d+\.\d+ s/, 30_000);
         const pid = tmux.upPid();
         tmux.keys("?");
-        await tmux.waitFor(/q {2}Ctrl-C\s+quit; the detached Triton keeps running/, 30_000);
+        const help = /q {2}Ctrl-C\s+quit; the detached Triton keeps running/;
+        await tmux.waitFor(help, 30_000);
         tmux.keys("Escape");
+        // As a user types: the help closes before the next key. An escape and a letter that reach
+        // the dashboard in one read are Alt+letter to a terminal, not two keys.
+        await tmux.waitForGone(help, 30_000);
         // broken sorts first and starts selected; j selects offset.
         tmux.keys("j");
         await tmux.waitFor(/> offset\s+v2/, 30_000);
