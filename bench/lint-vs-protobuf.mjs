@@ -134,7 +134,9 @@ function composingModel(name) {
       `version_policy { specific { versions: [ 1, 3 ] } }\n`,
       `version_policy { all { } }\n`,
     ]);
-  if (rand() < 0.3)
+  // The packed environment it names is written beside the config (lint checks that it exists).
+  const packedEnv = rand() < 0.3;
+  if (packedEnv)
     text += `parameters { key: "EXECUTION_ENV_PATH" value { string_value: "$$TRITON_MODEL_DIRECTORY/env.tar.gz" } }\n`;
   if (backend === "onnx" && rand() < 0.5)
     text += `optimization { execution_accelerators { cpu_execution_accelerator : [ { name : "openvino" } ] } }\n`;
@@ -144,7 +146,7 @@ function composingModel(name) {
   }
   // Triton has no response cache for sequence models.
   if (rand() < 0.15 && shape !== "sequence") text += "response_cache { enable: true }\n";
-  const files = { "config.pbtxt": text };
+  const files = { "config.pbtxt": text, ...(packedEnv ? { "env.tar.gz": "conda-pack archive stand-in" } : {}) };
   // ONNX models are read against their config now: a weightless model with the config's tensors.
   const batched = (t) => ({ ...t, dims: mbs > 0 ? [-1, ...t.dims] : t.dims });
   const onnx = backend === "onnx" ? onnxModelBytes(inputs.map(batched), outputs.map(batched)) : undefined;
