@@ -38,8 +38,7 @@ export interface ConnectionOptions {
   pollMs?: number;
   /** How long the cluster may not answer before the run counts as gone. */
   unreachableMs?: number;
-  now?: () => number;
-  /** The time the poll, the port-forward's deadline and the restart backoffs run on (../../../clock.ts). */
+  /** The time the poll, the port-forward's deadline, the restart backoffs and timestamps run on (../../../clock.ts). */
   clock?: Clock;
 }
 
@@ -144,7 +143,7 @@ export class PodConnection {
   constructor(readonly o: ConnectionOptions) {
     this.exited = new Promise((r) => (this.resolveExit = r));
     this.clock = o.clock ?? REAL_CLOCK;
-    this.now = o.now ?? (() => this.clock.now());
+    this.now = () => this.clock.now();
     this.pollMs = o.pollMs ?? 1_000;
   }
 
