@@ -33,26 +33,23 @@ export class Tmux {
   }
   /** Polls the screen until `re` matches; fails with the screen it last saw. */
   async waitFor(re: RegExp, timeoutMs: number): Promise<RegExpMatchArray> {
-    const deadline = Date.now() + timeoutMs;
-    let last = "";
-    while (Date.now() < deadline) {
-      last = this.screen();
-      const m = last.match(re);
-      if (m) return m;
-      await new Promise((r) => setTimeout(r, 250));
-    }
-    throw new Error(`the screen never showed ${re} within ${timeoutMs} ms; it shows:\n${last}`);
+    return this.#poll((screen) => screen.match(re) ?? undefined, timeoutMs, `never showed ${re} within`);
   }
   /** Polls the screen until `re` no longer matches (an overlay closed); fails with the screen it last saw. */
   async waitForGone(re: RegExp, timeoutMs: number): Promise<void> {
+    await this.#poll((screen) => (re.test(screen) ? undefined : true), timeoutMs, `still showed ${re} after`);
+  }
+  /** The screen every 250 ms until `seen` gives something, for at most `timeoutMs`. */
+  async #poll<T>(seen: (screen: string) => T | undefined, timeoutMs: number, failure: string): Promise<T> {
     const deadline = Date.now() + timeoutMs;
     let last = "";
     while (Date.now() < deadline) {
       last = this.screen();
-      if (!re.test(last)) return;
+      const hit = seen(last);
+      if (hit !== undefined) return hit;
       await new Promise((r) => setTimeout(r, 250));
     }
-    throw new Error(`the screen still showed ${re} after ${timeoutMs} ms; it shows:\n${last}`);
+    throw new Error(`the screen ${failure} ${timeoutMs} ms; it shows:\n${last}`);
   }
   kill(): void {
     try {
