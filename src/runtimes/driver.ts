@@ -173,11 +173,6 @@ export interface PlannedRun {
   start(o: StartOptions): Promise<StartedRun>;
   /** Advice for a server that exited during start, from its log. */
   startHint(logFile: string): string | undefined;
-  /**
-   * What "started" means for this run, waited for (on the run's clock, within --timeout) before its
-   * models are read (triton/readiness.ts strategies). Absent: Triton answering live at the ports.
-   */
-  readonly readiness?: (o: ReadinessInput) => WaitStrategy;
 }
 
 /** What a readiness strategy may look at: where the server answers, and a client for it. */
@@ -195,6 +190,12 @@ export interface StartedRun {
   readonly record: unknown;
   /** Something went differently than asked, but the run is fine (e.g. memlock refused). */
   readonly notices?: string[];
+  /**
+   * What "started" means for this run (triton/readiness.ts strategies; a pod's in
+   * clients/kubectl/pod-readiness.ts). The session waits for it on its clock, within --timeout,
+   * before it reads the models; a failed or interrupted wait ends with `handle.stop()`.
+   */
+  readiness(o: ReadinessInput): WaitStrategy;
 }
 
 /**

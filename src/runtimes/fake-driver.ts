@@ -19,6 +19,7 @@ import type {
   RunFolderPaths,
   RuntimeDriver,
   ServerHandle,
+  StartedRun,
   StartOptions,
   StopReport,
 } from "./driver.js";
@@ -52,8 +53,8 @@ export interface FakeDriverBehaviour {
   exitDuringStart?: { code: number | null; signal: NodeJS.Signals | null };
   /** The server answers /v2/health/live only once this resolves (models loading). */
   liveGate?: Promise<void>;
-  /** The planned run's readiness strategy (default: the session's, Triton answering live). */
-  readiness?: PlannedRun["readiness"];
+  /** The started run's readiness strategy (default: Triton answering live, as a process's or container's). */
+  readiness?: StartedRun["readiness"];
   /** A server of an earlier run to reuse (docker's reattach): its run folder. */
   reuse?: { runId: string; runDir: string };
   /** Models the server reports in its index, by name, and their state (default: every staged model READY). */
@@ -150,7 +151,6 @@ export class FakeDriver implements RuntimeDriver {
       deliver: async (folder) => this.deliver(folder),
       start: async (o) => this.start(o),
       startHint: () => "the fake driver's advice",
-      ...(b.readiness ? { readiness: b.readiness } : {}),
     };
   }
 
@@ -202,7 +202,18 @@ export class FakeDriver implements RuntimeDriver {
       },
       release: () => void this.calls.push("released"),
     };
-    return { handle, executable: process.execPath, record: { port: o.ports.http } };
+    return {
+      handle,
+      executable: process.execPath,
+      record: { port: o.ports.http },
+      // Triton live at the port, as a process's or container's (Node and types only: no triton/ import).
+      readiness:
+        this.behaviour.readiness ??
+        (({ host, ports, client }) => ({
+          description: `Triton at ${host}:${ports.http}`,
+          check: () => client.isLive(),
+        })),
+    };
   }
 
   private index(o: StartOptions) {

@@ -38,7 +38,6 @@ import {
   ReadinessAbortedError,
   ReadinessTimeoutError,
   modelsSettled,
-  tritonLive,
   waitFor,
   type WaitStrategy,
 } from "../triton/readiness.js";
@@ -375,13 +374,13 @@ async function waitUntilReady(
   bus: EventBus<SessionEvent>,
   stillLoading: () => string | undefined,
   signal: AbortSignal,
-  readiness: WaitStrategy | undefined,
+  readiness: WaitStrategy,
   exited: AbortSignal,
 ): Promise<RepositoryIndexEntry[]> {
   const clock = o.clock ?? REAL_CLOCK;
   const readyBy = clock.now() + o.readyTimeoutMs;
-  // What the runtime's plan says started means (its readiness strategy), else Triton answering live.
-  await waitFor(readiness ?? tritonLive(client, `Triton at ${o.host}:${o.ports.http}`), {
+  // What the runtime says started means for this run (its readiness strategy).
+  await waitFor(readiness, {
     timeoutMs: o.readyTimeoutMs,
     intervalMs: 250,
     clock,
@@ -530,7 +529,7 @@ async function startLocked(
     // A Ctrl-C while the runtime was starting (a container or cluster takes seconds) lands here.
     throwIfInterrupted(lifecycle.signal);
     await writeRunState(paths, state);
-    const readiness = plan.readiness?.({ host: o.host, ports: o.ports, client: clientForRun(state) });
+    const readiness = started.readiness({ host: o.host, ports: o.ports, client: clientForRun(state) });
     const models = await readyModels(state, handle, staged, o, bus, loads.describe, lifecycle.signal, readiness);
     loads.stop();
     bus.emit({
@@ -690,7 +689,7 @@ async function readyModels(
   bus: EventBus<SessionEvent>,
   stillLoading: () => string | undefined,
   signal: AbortSignal,
-  readiness: WaitStrategy | undefined,
+  readiness: WaitStrategy,
 ): Promise<ExplainedIndexEntry[]> {
   let exitInfo: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   // The exit ends the pause between readiness checks: a crash is said at once.
@@ -802,7 +801,7 @@ function startFailure(err: unknown, plan: PlannedRun, logFile: string): unknown 
   }
   if (err instanceof ReadinessTimeoutError) {
     return new ServerStartError(err.message, {
-      hint: `Raise the limit with --timeout SECONDS if your models load slowly; the full log is ${logFile}.`,
+      hint: `${err.hint ? `${err.hint} ` : ""}Raise the limit with --timeout SECONDS if your models load slowly; the full log is ${logFile}.`,
       cause: err,
     });
   }

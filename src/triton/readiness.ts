@@ -6,7 +6,11 @@ import { TritonDevError } from "../errors.js";
  * goes into the timeout message ("Triton at 127.0.0.1:8000 ready", "log line 'Started HTTPService'").
  */
 export interface WaitStrategy {
+  /** Read when the wait times out (a getter may say how far it got). */
   readonly description: string;
+  /** What to look at when the wait times out, in the strategy's own terms (a pod's events). */
+  readonly timeoutHint?: string;
+  /** Whether it holds now; throws (a ReadinessAbortedError or the user's error) when it never will. */
   check(): Promise<boolean>;
 }
 
@@ -16,6 +20,8 @@ export class ReadinessTimeoutError extends TritonDevError {
     readonly what: string,
     readonly timeoutMs: number,
     readonly detail?: string,
+    /** The strategy's timeoutHint. */
+    readonly hint?: string,
   ) {
     super(`${what} not ready after ${Math.round(timeoutMs / 1000)} s${detail ? `; ${detail}` : ""}`);
   }
@@ -47,7 +53,12 @@ export async function waitFor(strategy: WaitStrategy, options: WaitOptions): Pro
     await options.abortIf?.();
     if (await strategy.check()) return;
     if (clock.now() >= deadline)
-      throw new ReadinessTimeoutError(strategy.description, options.timeoutMs, options.detail?.());
+      throw new ReadinessTimeoutError(
+        strategy.description,
+        options.timeoutMs,
+        options.detail?.(),
+        strategy.timeoutHint,
+      );
     await clock.sleep(interval, options.signal);
   }
 }
@@ -79,6 +90,15 @@ export function logLine(
 /** Triton answers /v2/health/live: the server is up (its models may still load). */
 export function tritonLive(client: { isLive(): Promise<boolean> }, description: string): WaitStrategy {
   return { description, check: () => client.isLive() };
+}
+
+/** Triton answering live at the run's HTTP port: what started means for a process or a container. */
+export function tritonLiveAt(o: {
+  host: string;
+  ports: { http: number };
+  client: { isLive(): Promise<boolean> };
+}): WaitStrategy {
+  return tritonLive(o.client, `Triton at ${o.host}:${o.ports.http}`);
 }
 
 /**

@@ -188,13 +188,14 @@ describe("a start that fails", () => {
     expect(types(w.events)).toEqual(expect.arrayContaining(["stopping", "stopped"]));
   });
 
-  it("waits for what the planned run's readiness strategy says, on the run's clock, and its timeout names it", async () => {
+  it("waits for what the started run's readiness strategy says, on the run's clock, and its timeout names it and says where to look", async () => {
     const clock = new FakeClock();
     const looked: string[] = [];
     const w = await world(
       {
         readiness: ({ host, ports }) => ({
           description: `the fake pod at ${host}:${ports.http} running`,
+          timeoutHint: "The fake pod's events say why.",
           check: async () => (looked.push("pod"), false),
         }),
       },
@@ -206,6 +207,7 @@ describe("a start that fails", () => {
     const err = await starting;
     expect(err).toBeInstanceOf(ServerStartError);
     expect((err as Error).message).toMatch(/the fake pod at 127\.0\.0\.1:\d+ running not ready after 60 s/);
+    expect((err as ServerStartError).hint).toMatch(/^The fake pod's events say why\. Raise the limit with --timeout/);
     expect(looked.length).toBeGreaterThan(1);
     expect(w.driver.running).toEqual([]);
   });

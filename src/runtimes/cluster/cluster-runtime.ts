@@ -4,9 +4,10 @@ import { renderManifests, toYaml } from "../../k8s/manifests.js";
 import { log as rootLog } from "../../log/logger.js";
 import { endpointsFor } from "../../net/url.js";
 import { loadedBeforeStop } from "../loaded-at-stop.js";
-import { ReadinessAbortedError, ReadinessTimeoutError } from "../../triton/readiness.js";
+import { ReadinessAbortedError, type WaitStrategy } from "../../triton/readiness.js";
+import { podServing } from "../clients/kubectl/pod-readiness.js";
 import type { GpuRequest } from "../container-options.js";
-import type { Ports, ServerHandle, StartOptions, StopOutcome } from "../driver.js";
+import type { Ports, ReadinessInput, ServerHandle, StartOptions, StopOutcome } from "../driver.js";
 import { PodConnection, PodError } from "../clients/kubectl/connection.js";
 import { deleteRunObjects } from "../clients/kubectl/delete-run.js";
 import { KubectlTools, lastLines, ToolCommandError } from "../clients/kubectl/tools.js";
@@ -35,7 +36,6 @@ export interface ClusterRequest {
 export interface ClusterPlanInput extends ClusterRequest {
   ports: Ports;
   host: string;
-  readyTimeoutMs: number;
 }
 
 export interface ClusterPlan {
@@ -168,8 +168,14 @@ export class ClusterRuntime {
     return { input, context: input.context, namespace, gpus };
   }
 
-  /** Creates the run's Deployment and Service, copies the models in, waits for Triton and port-forwards. */
-  async start(plan: ClusterPlan, o: StartOptions): Promise<{ handle: ServerHandle; record: ClusterRecord }> {
+  /**
+   * Creates the run's Deployment and Service and starts copying the models in; the run's
+   * readiness then waits for the pod and port-forwards to it.
+   */
+  async start(
+    plan: ClusterPlan,
+    o: StartOptions,
+  ): Promise<{ handle: ServerHandle; record: ClusterRecord; readiness: (o: ReadinessInput) => WaitStrategy }> {
     const { input, context, namespace } = plan;
     const objects = renderManifests(
       clusterManifestOptions(o, { image: input.image, gpus: plan.gpus, shmBytes: input.shmBytes }),
@@ -234,20 +240,22 @@ export class ClusterRuntime {
       const copied = followPods(conn, s);
       // Later pods (a replaced one) get their copy the same way; a failure then is only logged.
       copied.catch((err: unknown) => log.warn("a copy into the pod failed", { error: String(err) }));
-      const running = await Promise.race([
-        conn.waitRunning(input.readyTimeoutMs, (detail) => this.progress("pod", detail)),
-        // A copy that cannot be made ends the wait: Triton would wait for it forever.
-        copied.then(() => new Promise<never>(() => {})),
-      ]).catch((err: unknown) => {
-        throw podStartError(err, context, namespace, o.logFile);
-      });
-      s.watch();
-      this.progress(
-        "forward",
-        `port-forwarding ${o.host}:${o.ports.http}, ${o.ports.grpc}, ${o.ports.metrics} to pod ${running.pod}`,
-      );
-      await conn.forward();
-      return { handle: clusterHandle(this.tools, conn, s, record, o, this.clock), record };
+      const readiness = ({ client }: ReadinessInput) =>
+        podServing({
+          connection: conn,
+          client,
+          where: `context ${context}`,
+          host: o.host,
+          ports: o.ports,
+          progress: (step, message) => this.progress(step, message),
+          failure: (err) => podStartError(err, context, o.logFile),
+          // A copy that cannot be made ends the wait: Triton would wait for it forever.
+          blocker: copied,
+          onRunning: () => s.watch(),
+          podHint: `\`kubectl --context ${context} -n ${namespace} describe pods -l app=triton\` shows the pod's events.`,
+        });
+      const undoing = () => this.progress("cleanup", `deleting this run's objects from namespace ${namespace}`);
+      return { handle: clusterHandle(this.tools, conn, s, record, o, this.clock, undoing), record, readiness };
     } catch (err) {
       sync?.stop();
       await connection?.stop().catch(() => {});
@@ -300,14 +308,8 @@ export async function followPods(conn: PodConnection, sync: RepositorySync): Pro
   }
 }
 
-function podStartError(err: unknown, context: string, namespace: string, logFile: string): unknown {
+function podStartError(err: unknown, context: string, logFile: string): unknown {
   if (err instanceof ReadinessAbortedError && err.cause instanceof PodError) return err.cause;
-  if (err instanceof ReadinessTimeoutError) {
-    return new ClusterStartError(err.message, {
-      hint: `\`kubectl --context ${context} -n ${namespace} describe pods -l app=triton\` shows the events; raise --timeout if the image or models are large. Triton's log so far: ${logFile}.`,
-      cause: err,
-    });
-  }
   if (err instanceof ReadinessAbortedError)
     return new ClusterStartError(`the Triton pod in context ${context} did not start: ${err.message}`, {
       hint: `The full log is ${logFile}.`,
@@ -323,6 +325,8 @@ function clusterHandle(
   record: ClusterRecord,
   o: StartOptions,
   clock: Clock,
+  /** Said before a stop that ends a start which never served (a failed or interrupted readiness wait). */
+  onUndo: () => void,
 ): ServerHandle {
   // The run's objects are deleted with their grace period; a cluster that is not ours gets no
   // early end (its pods' force deletion is the user's call), so there is no outcome to report.
@@ -339,7 +343,9 @@ function clusterHandle(
     },
     stop: (graceMs = 15_000, onProgress) => {
       stopping ??= (async () => {
-        const loaded = await loadedBeforeStop(o, 1000);
+        // Triton is asked only where the port-forward reached it (a failed start never listened).
+        const loaded = connection.listening ? await loadedBeforeStop(o, 1000) : [];
+        if (!connection.listening) onUndo();
         sync.stop();
         await connection.stop();
         await deleteRunObjects(

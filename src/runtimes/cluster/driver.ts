@@ -96,7 +96,6 @@ export function createClusterDriver(deps: ClusterDriverDeps = {}): RuntimeDriver
         ...options,
         ports: input.ports,
         host: input.host,
-        readyTimeoutMs: input.readyTimeoutMs,
       });
       await requireFreePorts(input.ports, input.host);
       return {
@@ -107,7 +106,12 @@ export function createClusterDriver(deps: ClusterDriverDeps = {}): RuntimeDriver
         deliver: (folder) => deliverRunFolder(folder, ctx, clusterFacts.stagingSeenAs),
         async start(o) {
           const started = await rt.start(plan, o);
-          return { handle: started.handle, executable: "kubectl", record: started.record };
+          return {
+            handle: started.handle,
+            executable: "kubectl",
+            record: started.record,
+            readiness: started.readiness,
+          };
         },
         startHint: (logFile) => shmStartHint(logFile, options.shmBytes),
       };

@@ -6,6 +6,7 @@ import { log as rootLog } from "../../log/logger.js";
 import { requireFreePorts } from "../../net/ports.js";
 import type { RunState } from "../../state/run-state.js";
 import type { AttachedRun, Leftovers, PlannedRun, RunDescription, RuntimeDriver, RuntimeKind } from "../driver.js";
+import { tritonLiveAt } from "../../triton/readiness.js";
 import { deliverRunFolder } from "../delivery.js";
 import { dockerFacts } from "./facts.js";
 import { loadedBeforeStop } from "../loaded-at-stop.js";
@@ -149,6 +150,7 @@ export function createDockerDriver(deps: DockerDriverDeps = {}): RuntimeDriver<D
             handle: started.handle,
             executable: "tritonserver",
             record,
+            readiness: tritonLiveAt,
             ...(started.memlockRefused
               ? {
                   notices: [

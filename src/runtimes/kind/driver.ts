@@ -96,7 +96,6 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
           ports: input.ports,
           host: input.host,
           reload: input.reload,
-          readyTimeoutMs: input.readyTimeoutMs,
         },
         (p) => ctx.emit(pullEvent("kind", p)),
       );
@@ -112,7 +111,12 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
         deliver: (folder) => deliverRunFolder(folder, ctx, kindFacts.stagingSeenAs),
         async start(o) {
           const started = await rt.start(plan, o);
-          return { handle: started.handle, executable: "kubectl", record: started.record };
+          return {
+            handle: started.handle,
+            executable: "kubectl",
+            record: started.record,
+            readiness: started.readiness,
+          };
         },
         startHint: (logFile) => shmStartHint(logFile, options.shmBytes),
       };

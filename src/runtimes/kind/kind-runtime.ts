@@ -6,12 +6,13 @@ import { UserError } from "../../errors.js";
 import { log as rootLog } from "../../log/logger.js";
 import { endpointsFor } from "../../net/url.js";
 import type { KindRecord } from "./record.js";
-import { ReadinessAbortedError, ReadinessTimeoutError } from "../../triton/readiness.js";
+import { ReadinessAbortedError, type WaitStrategy } from "../../triton/readiness.js";
+import { podServing } from "../clients/kubectl/pod-readiness.js";
 import { daemonAddress, daemonFacts, NVIDIA_FIX, requireDaemon } from "../clients/container/client.js";
 import { ensureImage, type PullUpdate } from "../clients/container/image.js";
 import type { GpuRequest } from "../container-options.js";
 import { imageBackends } from "../clients/container/image-backends.js";
-import type { Ports, ReloadMode, ServerHandle, StartOptions, StopOutcome } from "../driver.js";
+import type { Ports, ReadinessInput, ReloadMode, ServerHandle, StartOptions, StopOutcome } from "../driver.js";
 import {
   allocatableGpus,
   clusterAccessError,
@@ -66,8 +67,6 @@ export interface KindPlanInput extends KindRequest {
   ports: Ports;
   host: string;
   reload: ReloadMode;
-  /** How long the Triton pod may take to start (`--timeout`). */
-  readyTimeoutMs: number;
 }
 
 /** What planning found, before anything was created. */
@@ -108,6 +107,8 @@ export interface KindDeps {
 export interface KindStarted {
   handle: ServerHandle;
   record: KindRecord;
+  /** The pod running, the port-forward listening, Triton live through it (pod-readiness.ts). */
+  readiness: (o: ReadinessInput) => WaitStrategy;
 }
 
 export class KindStartError extends UserError {
@@ -196,7 +197,10 @@ export class KindRuntime {
     };
   }
 
-  /** Creates (or reuses) the cluster `plan()` settled on, applies the Deployment and port-forwards to it. */
+  /**
+   * Creates (or reuses) the cluster `plan()` settled on and applies the Deployment; the run's
+   * readiness then waits for its pod and port-forwards to it.
+   */
   async start(plan: KindPlan, o: StartOptions): Promise<KindStarted> {
     const { input, cluster, context } = plan;
     const created = !plan.existing;
@@ -286,18 +290,22 @@ export class KindRuntime {
       });
       await connection.start();
       this.progress("pod", "waiting for the Triton pod to start");
-      const running = await connection
-        .waitRunning(input.readyTimeoutMs, (detail) => this.progress("pod", detail))
-        .catch((err: unknown) => {
-          throw podStartError(err, cluster, context, o.logFile);
+      const conn = connection;
+      // Stopped before the pod served (a failed or interrupted readiness wait): what a failed start undoes.
+      const undo = () => this.undo({ cluster, context, created, keep, applied: true, kinds, runId: o.runId });
+      const handle = kindHandle(this, conn, record, o, input.stateDir, undo);
+      const readiness = ({ client }: ReadinessInput) =>
+        podServing({
+          connection: conn,
+          client,
+          where: `kind cluster ${cluster}`,
+          host: o.host,
+          ports: o.ports,
+          progress: (step, message) => this.progress(step, message),
+          failure: (err) => podStartError(err, cluster, o.logFile),
+          podHint: `\`kubectl --context ${context} -n ${NAMESPACE} describe pods -l app=triton\` shows the pod's events.`,
         });
-      this.progress(
-        "forward",
-        `port-forwarding ${o.host}:${o.ports.http}, ${o.ports.grpc}, ${o.ports.metrics} to pod ${running.pod}`,
-      );
-      await connection.forward();
-      const handle = kindHandle(this, connection, record, o, input.stateDir);
-      return { handle, record };
+      return { handle, record, readiness };
     } catch (err) {
       await connection?.stop().catch(() => {});
       await this.undo({ cluster, context, created, keep, applied, kinds, runId: o.runId }).catch((e: unknown) =>
@@ -462,14 +470,8 @@ function describeObjects(objects: K8sObject[]): string {
 }
 
 /** The rollout's failure as the user reads it. */
-function podStartError(err: unknown, cluster: string, context: string, logFile: string): unknown {
+function podStartError(err: unknown, cluster: string, logFile: string): unknown {
   if (err instanceof ReadinessAbortedError && err.cause instanceof PodError) return err.cause;
-  if (err instanceof ReadinessTimeoutError) {
-    return new KindStartError(err.message, {
-      hint: `\`kubectl --context ${context} -n ${NAMESPACE} describe pods -l app=triton\` shows the events; raise --timeout if the image or models are large. Triton's log so far: ${logFile}.`,
-      cause: err,
-    });
-  }
   if (err instanceof ReadinessAbortedError)
     return new KindStartError(`the Triton pod in ${cluster} did not start: ${err.message}`, {
       hint: `The full log is ${logFile}.`,
@@ -484,6 +486,7 @@ function kindHandle(
   record: KindRecord,
   o: StartOptions,
   stateDir: string,
+  undo: () => Promise<void>,
 ): ServerHandle {
   let stopping: Promise<StopOutcome | undefined> | undefined;
   return {
@@ -496,6 +499,14 @@ function kindHandle(
     release: () => connection.release(),
     stop: (graceMs = 15_000, onProgress, waitFor) => {
       stopping ??= (async () => {
+        if (!connection.listening) {
+          // Nothing was served (the pod never ran, or the port-forward never listened): a failed start.
+          await connection.stop();
+          await undo().catch((err: unknown) =>
+            log.warn("could not clean up after the failed start", { error: String(err) }),
+          );
+          return undefined;
+        }
         // Read while the port-forward still reaches Triton: the teardown follows their unloads.
         const loaded = await loadedBeforeStop(o);
         await connection.stop();

@@ -8,6 +8,7 @@ import { log as rootLog } from "../../log/logger.js";
 import { findProcesses, isOurProcess, processGroupOf, runsAsUs, runsOurExecutable } from "../../state/process.js";
 import type { RunState } from "../../state/run-state.js";
 import type { AttachedRun, Leftovers, PlannedRun, RuntimeDriver } from "../driver.js";
+import { tritonLiveAt } from "../../triton/readiness.js";
 import { deliverRunFolder } from "../delivery.js";
 import { DEFAULT_IMAGE } from "../ngc-images.js";
 import type { LocalEnvironment } from "./environment.js";
@@ -227,7 +228,7 @@ export function createLocalDriver(deps: LocalDeps = {}): RuntimeDriver<LocalOpti
               hint: "Run `triton-dev setup --force` to reinstall the environment.",
             });
           }
-          return { handle, executable: environment.serverBin, record: undefined };
+          return { handle, executable: environment.serverBin, record: undefined, readiness: tritonLiveAt };
         },
         startHint: () => undefined,
       };

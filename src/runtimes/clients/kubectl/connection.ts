@@ -12,7 +12,7 @@ import { runSelector } from "./run-label.js";
 import type { Child, KubectlClient } from "./kubectl-client.js";
 import { lastLines, ToolCommandError } from "./tools.js";
 import { z } from "zod";
-import { ReadinessAbortedError, ReadinessTimeoutError } from "../../../triton/readiness.js";
+import { ReadinessAbortedError } from "../../../triton/readiness.js";
 
 const log = rootLog.child("kind:connection");
 
@@ -241,50 +241,47 @@ export class PodConnection {
   }
 
   /**
-   * Wait until Triton's container runs (the startup probe passed, so Triton is live), or throw
-   * a ReadinessAbortedError carrying a UserError that says what is wrong and what to do.
+   * The pod as the last poll saw it: its running container (the startup probe passed, so Triton is
+   * live), or undefined while it starts (`onWaiting` hears what it waits for, once per change).
+   * Throws a ReadinessAbortedError when it can never run, carrying a UserError (PodError) that says
+   * what is wrong and what to do where the pod says why. The readiness strategy
+   * (pod-readiness.ts) asks this between its checks, on the session's clock.
    */
-  async waitRunning(
-    timeoutMs: number,
+  async runningNow(
     onWaiting?: (detail: string) => void,
-  ): Promise<Extract<PodOutcome, { state: "running" }>> {
-    const deadline = this.now() + timeoutMs;
-    let lastDetail = "";
-    let s = this.last;
-    for (;;) {
-      if (this.stopping || !s) throw new ReadinessAbortedError("stopped while waiting for the Triton pod");
-      if (s.ok) {
-        if (!s.deployment && this.missing >= 2)
-          throw new ReadinessAbortedError("the Triton Deployment was deleted while it started");
-        const outcome = podOutcome(s.pods, {
-          cluster: this.o.cluster,
-          context: this.o.context,
-          namespace: this.o.namespace,
-          image: this.o.image,
-          container: CONTAINER_NAME,
-          now: this.now(),
-          ...(this.o.runtime ? { runtime: this.o.runtime } : {}),
-        });
-        if (outcome.state === "running") return outcome;
-        if (outcome.state === "failed")
-          throw new ReadinessAbortedError(outcome.message, { cause: await this.failure(outcome) });
-        if (outcome.detail !== lastDetail) {
-          lastDetail = outcome.detail;
-          onWaiting?.(outcome.detail);
-        }
-      } else if (s.error && s.error !== lastDetail) {
-        lastDetail = s.error;
-      }
-      if (this.now() >= deadline) {
-        throw new ReadinessTimeoutError(
-          `the Triton pod in ${this.o.runtime === "cluster" ? "context" : "kind cluster"} ${this.o.cluster}`,
-          timeoutMs,
-          lastDetail || undefined,
-        );
-      }
-      s = await this.nextSnapshot();
+  ): Promise<Extract<PodOutcome, { state: "running" }> | undefined> {
+    const s = this.last;
+    if (this.stopping || !s) throw new ReadinessAbortedError("stopped while waiting for the Triton pod");
+    if (!s.ok) return undefined;
+    if (!s.deployment && this.missing >= 2)
+      throw new ReadinessAbortedError("the Triton Deployment was deleted while it started");
+    const outcome = podOutcome(s.pods, {
+      cluster: this.o.cluster,
+      context: this.o.context,
+      namespace: this.o.namespace,
+      image: this.o.image,
+      container: CONTAINER_NAME,
+      now: this.now(),
+      ...(this.o.runtime ? { runtime: this.o.runtime } : {}),
+    });
+    if (outcome.state === "running") return outcome;
+    if (outcome.state === "failed")
+      throw new ReadinessAbortedError(outcome.message, { cause: await this.failure(outcome) });
+    if (outcome.detail !== this.waitingFor) {
+      this.waitingFor = outcome.detail;
+      onWaiting?.(outcome.detail);
     }
+    return undefined;
   }
+
+  private waitingFor = "";
+
+  /** kubectl port-forward has listened on every port at least once (Triton can have been asked something). */
+  get listening(): boolean {
+    return this.listened;
+  }
+
+  private listened = false;
 
   /** The failure as the user sees it: the pod's reason, with the container's last log lines where they explain it. */
   private async failure(f: Extract<PodOutcome, { state: "failed" }>): Promise<UserError> {
@@ -397,6 +394,7 @@ export class PodConnection {
           if (port !== undefined) {
             this.forwarded.add(port);
             if ([this.o.ports.http, this.o.ports.grpc, this.o.ports.metrics].every((p) => this.forwarded.has(p))) {
+              this.listened = true;
               for (const r of this.forwardReady.splice(0)) r();
             }
           } else if (stream === "stderr") {

@@ -83,7 +83,7 @@ describe("PodConnection", () => {
     );
     const c = connection(tools);
     await c.start();
-    const err = await c.waitRunning(5_000).catch((e: unknown) => e);
+    const err = await c.runningNow().catch((e: unknown) => e);
     await c.stop();
     expect(err).toBeInstanceOf(ReadinessAbortedError);
     const cause = (err as Error).cause;
