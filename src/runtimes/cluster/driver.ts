@@ -25,7 +25,7 @@ export interface ClusterOptions {
 export interface ClusterDriverDeps {
   tools?: (env: NodeJS.ProcessEnv) => KubectlTools;
   /**
-   * The time the run's polls, deadlines and stop waits run on (../../clock.ts).;
+   * The time the run's polls, deadlines and stop waits run on (../../clock.ts);
    * a call's `DriverContext.clock` (the session's) comes first.
    */
   clock?: Clock;

@@ -53,7 +53,7 @@ export interface DockerDriverDeps {
   /** The engine's API endpoint (unix://, tcp://, ssh://) for this environment; default: DOCKER_HOST or Docker's socket. */
   engineHost?: (env: NodeJS.ProcessEnv) => string | undefined;
   /**
-   * The time the liveness poll, the daemon's deadlines and the stop's waits run on (../../clock.ts).;
+   * The time the liveness poll, the daemon's deadlines and the stop's waits run on (../../clock.ts);
    * a call's `DriverContext.clock` (the session's) comes first.
    */
   clock?: Clock;

@@ -36,7 +36,7 @@ export interface KindDriverDeps {
   /** kind-config/ to read (tests); default: the installation's. */
   configDir?: string;
   /**
-   * The time the run's polls, deadlines and stop waits run on (../../clock.ts).;
+   * The time the run's polls, deadlines and stop waits run on (../../clock.ts);
    * a call's `DriverContext.clock` (the session's) comes first.
    */
   clock?: Clock;
