@@ -8,6 +8,7 @@
  * Lifecycle states are types, as in testcontainers: `plan()` returns a PlannedRun whose `start()`
  * returns a StartedRun; nothing is read back from the driver afterwards.
  */
+import type { Clock } from "../clock.js";
 import type { Paths } from "../config/paths.js";
 import type { ModelEnvironments } from "../envs/model-environments.js";
 import type { RunState } from "../state/run-state.js";
@@ -46,6 +47,11 @@ export interface DriverContext {
   paths: Paths;
   env: NodeJS.ProcessEnv;
   emit: (e: RuntimeEvent) => void;
+  /**
+   * The time the runtime's waits run on (polls, deadlines, stop grace times): the session's clock,
+   * handed to the runtime objects the driver builds; absent, the driver's own (REAL_CLOCK).
+   */
+  clock?: Clock;
 }
 
 /** What every runtime is asked for, whatever else it takes. */

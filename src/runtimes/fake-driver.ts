@@ -11,6 +11,7 @@ import fs from "node:fs";
 import fsp from "node:fs/promises";
 import http from "node:http";
 import path from "node:path";
+import type { Clock } from "../clock.js";
 import type {
   AttachedRun,
   Delivery,
@@ -122,6 +123,8 @@ export class FakeDriver implements RuntimeDriver {
   readonly servers: FakeServer[] = [];
   /** The deliveries it made: the run folders whose key it wrote. */
   readonly delivered: RunFolderPaths[] = [];
+  /** The clock the last plan was handed (`DriverContext.clock`): the run's, which a real driver's waits run on. */
+  planClock: Clock | undefined;
 
   constructor(
     readonly kind: RuntimeKind = "local",
@@ -140,6 +143,7 @@ export class FakeDriver implements RuntimeDriver {
 
   async plan(input: { modelsDir: string }, _options: unknown, ctx: DriverContext): Promise<PlannedRun> {
     this.calls.push("plan");
+    this.planClock = ctx.clock;
     if (this.behaviour.planError) throw this.behaviour.planError;
     ctx.emit({ type: "progress", runtime: this.kind, step: "plan", message: `planned ${input.modelsDir}` });
     const b = this.behaviour;

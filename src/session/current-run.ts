@@ -1,3 +1,4 @@
+import type { Clock } from "../clock.js";
 import type { Paths } from "../config/paths.js";
 import type { AttachedRun } from "../runtimes/driver.js";
 import { attachRun, RUNTIMES, type Runtimes } from "../runtimes/registry.js";
@@ -11,15 +12,19 @@ export interface LiveRun {
   run: AttachedRun;
 }
 
-/** The recorded run, attached through its runtime's driver, and whether its server still runs. */
+/**
+ * The recorded run, attached through its runtime's driver, and whether its server still runs;
+ * `clock`: the time the attached run's waits run on (the caller's, where it has one).
+ */
 export async function currentRun(
   paths: Paths,
   env: NodeJS.ProcessEnv = process.env,
   runtimes: Runtimes = RUNTIMES,
+  clock?: Clock,
 ): Promise<LiveRun | undefined> {
   const state = await readRunState(paths);
   if (!state) return undefined;
-  const run = await attachRun(state, { paths, env }, runtimes);
+  const run = await attachRun(state, { paths, env, ...(clock ? { clock } : {}) }, runtimes);
   return { state, alive: await run.alive(), run };
 }
 

@@ -206,7 +206,7 @@ export class RunOwner {
    * signal. Its stop ends this process's part (the watcher, the runtime's supervision), never the server.
    */
   async supervise(paths: Paths, env: NodeJS.ProcessEnv): Promise<void> {
-    const run = await currentRun(paths, env, this.runtimes);
+    const run = await currentRun(paths, env, this.runtimes, this.clock);
     if (!run?.alive) {
       log.warn("no running server to supervise");
       return;

@@ -489,6 +489,7 @@ async function startLocked(
     paths,
     env,
     emit: (e: SessionEvent) => bus.emit(e),
+    ...(o.clock ? { clock: o.clock } : {}),
   });
   const folder = await runFolder(paths, plan);
   const staged = await lintAndStage(

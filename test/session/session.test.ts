@@ -212,6 +212,14 @@ describe("a start that fails", () => {
     expect(w.driver.running).toEqual([]);
   });
 
+  it("hands the driver the run's clock, which its waits run on", async () => {
+    const clock = new FakeClock();
+    const w = await world({}, { clock });
+    const session = await w.start();
+    expect(w.driver.planClock).toBe(clock);
+    await session.stop("test");
+  });
+
   it("says what the server's exit during start was, with the driver's advice", async () => {
     const w = await world({ exitDuringStart: { code: 1, signal: null } });
     const err = await w.start().catch((e: unknown) => e);

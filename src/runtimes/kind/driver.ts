@@ -1,31 +1,23 @@
 import type Docker from "dockerode";
 import { REAL_CLOCK, type Clock } from "../../clock.js";
-import { UserError } from "../../errors.js";
-import { log as rootLog } from "../../log/logger.js";
-import { isOurProcess } from "../../state/process.js";
+import type { Paths } from "../../config/paths.js";
 import { requireFreePorts } from "../../net/ports.js";
-import type { RunState } from "../../state/run-state.js";
-import type { RepositoryIndexEntry } from "../../triton/http-client.js";
-import { loadedBeforeStop } from "../loaded-at-stop.js";
 import { connectDocker, requireDaemon } from "../clients/container/client.js";
 import { pullEvent } from "../clients/container/pull-event.js";
 import { shmHinter, shmStartHint } from "../shm-hints.js";
 import { DEFAULT_SHM_BYTES, parseGpus, parseSize, type GpuRequest } from "../container-options.js";
 import { DEFAULT_IMAGE } from "../ngc-images.js";
-import type { AttachedRun, Leftovers, PlannedRun, RunDescription, RuntimeDriver } from "../driver.js";
+import type { DriverContext, Leftovers, PlanInput, PlannedRun, RuntimeDriver } from "../driver.js";
 import { deliverRunFolder } from "../delivery.js";
 import { kindFacts } from "./facts.js";
 import { listClusters } from "./cluster.js";
-import { PodConnection } from "../clients/kubectl/connection.js";
 import { KindRuntime } from "./kind-runtime.js";
-import { podRunAlive } from "../clients/kubectl/liveness.js";
-import { parseKindRecord } from "./record.js";
 import { DEFAULT_CLUSTER, parseClusterName, parseNodeImage } from "./settings.js";
-import { terminatePids } from "../clients/kubectl/delete-run.js";
-import { findOurKubectls, removeLeftovers, teardownRun } from "./teardown.js";
+import { removeLeftovers } from "./teardown.js";
 import { KubectlTools } from "../clients/kubectl/tools.js";
+import { attachKindRun, type KindClients } from "./attach.js";
 
-const log = rootLog.child("kind");
+export type { KindStatusFields } from "./attach.js";
 
 export interface KindOptions {
   cluster: string;
@@ -43,22 +35,11 @@ export interface KindDriverDeps {
   tools?: (env: NodeJS.ProcessEnv) => KubectlTools;
   /** kind-config/ to read (tests); default: the installation's. */
   configDir?: string;
-  /** The time the run's polls, deadlines and stop waits run on (../../clock.ts). */
+  /**
+   * The time the run's polls, deadlines and stop waits run on (../../clock.ts);
+   * a call's `DriverContext.clock` (the session's) comes first.
+   */
   clock?: Clock;
-}
-
-/** The kind runtime's `status --json` fields. */
-export interface KindStatusFields extends Record<string, unknown> {
-  cluster: {
-    name: string;
-    context: string;
-    namespace: string;
-    created: boolean;
-    keepCluster: boolean;
-    image: string;
-    gpus: number;
-    nodeContainer?: string;
-  };
 }
 
 /**
@@ -68,7 +49,8 @@ export interface KindStatusFields extends Record<string, unknown> {
 export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindOptions> {
   const connect = deps.connect ?? connectDocker;
   const toolsFor = deps.tools ?? ((env: NodeJS.ProcessEnv) => new KubectlTools(undefined, env));
-  const clock = deps.clock ?? REAL_CLOCK;
+  // A call's waits run on its context's clock (the session's), else the driver's own.
+  const clockOf = (ctx: { clock?: Clock }) => ctx.clock ?? deps.clock ?? REAL_CLOCK;
   return {
     kind: "kind",
     options(flags) {
@@ -81,172 +63,86 @@ export function createKindDriver(deps: KindDriverDeps = {}): RuntimeDriver<KindO
         shmBytes: flags.shmSize ? parseSize(flags.shmSize) : DEFAULT_SHM_BYTES,
       };
     },
-    async plan(input, options, ctx): Promise<PlannedRun> {
-      const rt = new KindRuntime(connect(ctx.env), ctx.env, {
-        tools: toolsFor(ctx.env),
-        ...(deps.configDir ? { configDir: deps.configDir } : {}),
-        clock,
-        onProgress: (p) => ctx.emit({ type: "progress", runtime: "kind", step: p.step, message: p.message }),
-        onLogLine: shmHinter(options.shmBytes, (message) => ctx.emit({ type: "hint", message })),
-      });
-      const plan = await rt.plan(
-        {
-          ...options,
-          stateDir: ctx.paths.stateDir,
-          ports: input.ports,
-          host: input.host,
-          reload: input.reload,
-        },
-        (p) => ctx.emit(pullEvent("kind", p)),
-      );
-      // kubectl port-forward listens on these, on this machine.
-      await requireFreePorts(input.ports, input.host);
-      return {
-        gpus: plan.gpus === 0 ? 0 : undefined,
-        gpuSkipReason:
-          "it needs a GPU (KIND_GPU) and the kind pod gets none (--gpus none, or Docker has no NVIDIA runtime)",
-        ...(plan.imageBackends ? { imageBackends: plan.imageBackends } : {}),
-        canDisableAutoComplete: false,
-        // The kind node mounts the run folder (hostPath) into the pod.
-        deliver: (folder) => deliverRunFolder(folder, ctx, kindFacts.stagingSeenAs),
-        async start(o) {
-          const started = await rt.start(plan, o);
-          return {
-            handle: started.handle,
-            executable: "kubectl",
-            record: started.record,
-            readiness: started.readiness,
-          };
-        },
-        startHint: (logFile) => shmStartHint(logFile, options.shmBytes),
-      };
-    },
-    attach(state: RunState, ctx): AttachedRun {
-      const rec = parseKindRecord(state.runtimeRecord, ctx.paths.runFile);
-      const tools = () => toolsFor(ctx.env);
-      // Read by beforeStop, while the watcher's port-forward still reaches Triton.
-      let loadedAtStop: RepositoryIndexEntry[] = [];
-      return {
-        state,
-        alive: () => podRunAlive({ runId: state.runId, kind: rec }, tools()),
-        describe: (): RunDescription<KindStatusFields> => ({
-          where: `kind cluster ${rec.cluster}`,
-          goneWhat: `the Triton Deployment in kind cluster ${rec.cluster}`,
-          lines: [
-            [
-              "cluster",
-              `${rec.cluster} (context ${rec.context}, namespace ${rec.namespace}; ${rec.keepCluster ? "kept after the run" : "deleted by `down`"})`,
-            ],
-            ["image", `${rec.image} (gpus ${rec.gpus})`],
-          ],
-          json: {
-            cluster: {
-              name: rec.cluster,
-              context: rec.context,
-              namespace: rec.namespace,
-              created: rec.created,
-              keepCluster: rec.keepCluster,
-              image: rec.image,
-              gpus: rec.gpus,
-              ...(rec.nodeContainer ? { nodeContainer: rec.nodeContainer } : {}),
-            },
-          },
-        }),
-        handsOverTo: () => false,
-        /**
-         * Its kubectl children (the watcher's, or a crashed `up`'s), then the cluster if it is not kept, else the run's
-         * objects.
-         */
-        async beforeStop() {
-          loadedAtStop = await loadedBeforeStop(state);
-        },
-        async stop(graceMs, onProgress, waitFor) {
-          // The watcher stops its port-forward and log follower on SIGTERM; it is given a moment,
-          // so that nothing of the run is left when `down` returns.
-          const deadline = clock.now() + 5_000;
-          while (
-            state.supervisorPid !== undefined &&
-            isOurProcess(state.supervisorPid, process.execPath) &&
-            clock.now() < deadline
-          )
-            await clock.sleep(100);
-          terminatePids(findOurKubectls(rec.cluster));
-          const { clusterDeleted: deleted, outcome } = await teardownRun(
-            tools(),
-            connect({ ...ctx.env, DOCKER_HOST: rec.daemon }),
-            rec,
-            state.runId,
-            ctx.paths.stateDir,
-            graceMs,
-            { loaded: loadedAtStop, onProgress, ...(waitFor ? { waitFor } : {}) },
-            clock,
-          ).catch((err: unknown) => {
-            if (err instanceof UserError)
-              throw new UserError(`cannot clean up the kind cluster ${rec.cluster}: ${err.message}`, {
-                hint: err.hint,
-                cause: err,
-              });
-            throw err;
-          });
-          return {
-            what: `kind cluster ${rec.cluster}, ${deleted ? "deleted" : "kept; the run's objects removed"}`,
-            staleWhat: `kind cluster ${rec.cluster}${deleted ? ", now deleted" : ""}`,
-            json: { cluster: rec.cluster },
-            summary: { clusterDeleted: deleted ? rec.cluster : null },
-            ...(outcome ? { outcome } : {}),
-          };
-        },
-        async supervise() {
-          // Triton is reached through a port-forward and its log through `kubectl logs`, both
-          // handed over from the foreground `up`; they run in the watcher for as long as the run lasts.
-          const connection = new PodConnection({
-            tools: tools(),
-            cluster: rec.cluster,
-            context: rec.context,
-            namespace: rec.namespace,
-            runId: state.runId,
-            image: rec.image,
-            ports: state.ports,
-            host: state.host,
-            logFile: state.logFile,
-            runDir: state.runDir,
-            resume: true,
-            clock,
-          });
-          await connection.start();
-          // The foreground `up`'s port-forward may still hold the ports for a moment; it is retried.
-          await connection
-            .forward(30_000)
-            .catch((err: unknown) => log.warn("the port-forward did not start", { error: String(err) }));
-          return { ended: connection.exited.then(() => undefined), stop: () => connection.stop() };
-        },
-      };
-    },
+    plan: async (input, options, ctx) =>
+      planKindRun(input, options, ctx, { connect, tools: toolsFor, clock: clockOf(ctx) }, deps.configDir),
+    attach: (state, ctx) => attachKindRun(state, ctx, { connect, tools: toolsFor, clock: clockOf(ctx) }),
     doctor: async (ctx) => (await import("./doctor.js")).kindChecks(ctx.env),
-    async cleanup(graceMs, ctx): Promise<Leftovers> {
-      const none: Leftovers = { json: { orphanClusters: [], orphanKindRuns: [], orphanKubectls: [] }, lines: [] };
-      const tools = toolsFor(ctx.env);
-      // Without kind (most runs of the other runtimes) there is nothing to look for.
-      if ((await listClusters(tools).catch(() => [])).length === 0) return none;
-      const docker = connect(ctx.env);
-      try {
-        await requireDaemon(docker, ctx.env, 1_500, clock);
-      } catch {
-        return none;
-      }
-      const r = await removeLeftovers(tools, docker, ctx.paths.stateDir, graceMs);
-      const lines: string[] = [];
-      if (r.clusters.length)
-        lines.push(`deleted ${r.clusters.length} leftover kind cluster(s) of ours: ${r.clusters.join(", ")}`);
-      if (r.processes.length)
-        lines.push(`stopped ${r.processes.length} leftover kubectl process(es) of ours: pid ${r.processes.join(", ")}`);
-      if (r.runs.length)
-        lines.push(
-          `removed the objects of ${r.runs.length} finished run(s) from kept kind clusters: ${r.runs.join(", ")}`,
-        );
-      return { json: { orphanClusters: r.clusters, orphanKindRuns: r.runs, orphanKubectls: r.processes }, lines };
-    },
+    cleanup: async (graceMs, ctx) =>
+      removeKindLeftovers(graceMs, ctx, { connect, tools: toolsFor, clock: clockOf(ctx) }),
   };
+}
+
+/** The cluster, the image and its nodes, the GPUs and the ports this machine forwards: before anything is created. */
+async function planKindRun(
+  input: PlanInput,
+  options: KindOptions,
+  ctx: DriverContext,
+  clients: KindClients,
+  configDir: string | undefined,
+): Promise<PlannedRun> {
+  const rt = new KindRuntime(clients.connect(ctx.env), ctx.env, {
+    tools: clients.tools(ctx.env),
+    ...(configDir ? { configDir } : {}),
+    clock: clients.clock,
+    onProgress: (p) => ctx.emit({ type: "progress", runtime: "kind", step: p.step, message: p.message }),
+    onLogLine: shmHinter(options.shmBytes, (message) => ctx.emit({ type: "hint", message })),
+  });
+  const plan = await rt.plan(
+    {
+      ...options,
+      stateDir: ctx.paths.stateDir,
+      ports: input.ports,
+      host: input.host,
+      reload: input.reload,
+    },
+    (p) => ctx.emit(pullEvent("kind", p)),
+  );
+  // kubectl port-forward listens on these, on this machine.
+  await requireFreePorts(input.ports, input.host);
+  return {
+    gpus: plan.gpus === 0 ? 0 : undefined,
+    gpuSkipReason:
+      "it needs a GPU (KIND_GPU) and the kind pod gets none (--gpus none, or Docker has no NVIDIA runtime)",
+    ...(plan.imageBackends ? { imageBackends: plan.imageBackends } : {}),
+    canDisableAutoComplete: false,
+    // The kind node mounts the run folder (hostPath) into the pod.
+    deliver: (folder) => deliverRunFolder(folder, ctx, kindFacts.stagingSeenAs),
+    async start(o) {
+      const started = await rt.start(plan, o);
+      return { handle: started.handle, executable: "kubectl", record: started.record, readiness: started.readiness };
+    },
+    startHint: (logFile) => shmStartHint(logFile, options.shmBytes),
+  };
+}
+
+/**
+ * `down`: the clusters, kubectl processes and kept clusters' run objects that crashed runs of
+ * this state folder left; quiet without kind or a daemon.
+ */
+async function removeKindLeftovers(
+  graceMs: number,
+  ctx: { paths: Paths; env: NodeJS.ProcessEnv },
+  clients: KindClients,
+): Promise<Leftovers> {
+  const none: Leftovers = { json: { orphanClusters: [], orphanKindRuns: [], orphanKubectls: [] }, lines: [] };
+  const tools = clients.tools(ctx.env);
+  // Without kind (most runs of the other runtimes) there is nothing to look for.
+  if ((await listClusters(tools).catch(() => [])).length === 0) return none;
+  const docker = clients.connect(ctx.env);
+  try {
+    await requireDaemon(docker, ctx.env, 1_500, clients.clock);
+  } catch {
+    return none;
+  }
+  const r = await removeLeftovers(tools, docker, ctx.paths.stateDir, graceMs);
+  const lines: string[] = [];
+  if (r.clusters.length)
+    lines.push(`deleted ${r.clusters.length} leftover kind cluster(s) of ours: ${r.clusters.join(", ")}`);
+  if (r.processes.length)
+    lines.push(`stopped ${r.processes.length} leftover kubectl process(es) of ours: pid ${r.processes.join(", ")}`);
+  if (r.runs.length)
+    lines.push(`removed the objects of ${r.runs.length} finished run(s) from kept kind clusters: ${r.runs.join(", ")}`);
+  return { json: { orphanClusters: r.clusters, orphanKindRuns: r.runs, orphanKubectls: r.processes }, lines };
 }
 
 export const kindDriver = createKindDriver();

@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import { spawn, type ChildProcess } from "node:child_process";
+import { REAL_CLOCK, type Clock } from "../../clock.js";
 import { log as rootLog } from "../../log/logger.js";
 import { endpointsFor } from "../../net/url.js";
 import { keyArg, localKeyShimEnv } from "../../triton/key-shim.js";
@@ -49,6 +50,8 @@ export interface LocalRuntimeOptions {
   environment: LocalEnvironment;
   env?: NodeJS.ProcessEnv;
   spawn?: SpawnFn;
+  /** The time the stop's grace and kill waits run on (../../clock.ts). */
+  clock?: Clock;
 }
 
 /** Triton as a local process: the tritonserver binary of the nvidia-pytriton wheel. */
@@ -56,11 +59,13 @@ export class LocalRuntime {
   private readonly environment: LocalEnvironment;
   private readonly env: NodeJS.ProcessEnv;
   private readonly spawnFn: SpawnFn;
+  private readonly clock: Clock;
 
   constructor(options: LocalRuntimeOptions) {
     this.environment = options.environment;
     this.env = options.env ?? process.env;
     this.spawnFn = options.spawn ?? spawn;
+    this.clock = options.clock ?? REAL_CLOCK;
   }
 
   async start(o: StartOptions): Promise<ServerHandle> {
@@ -98,7 +103,12 @@ export class LocalRuntime {
         stopping ??=
           pid === undefined
             ? Promise.resolve(undefined)
-            : stopProcessGroup(pid, { graceMs, exited, unloads: unloadWatch(o, onProgress, waitFor) });
+            : stopProcessGroup(pid, {
+                graceMs,
+                exited,
+                unloads: unloadWatch(o, onProgress, waitFor),
+                clock: this.clock,
+              });
         return stopping;
       },
     };
