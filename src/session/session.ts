@@ -68,7 +68,10 @@ export interface UpOptions {
    * StartInterruptedError instead of leaving a server nobody owns.
    */
   lifecycle?: RunLifecycle;
-  /** The time the readiness waits and the load progress run on (../clock.ts); a test passes a FakeClock. */
+  /**
+   * The time the readiness waits, the load progress and the runtime's own waits (its DriverContext)
+   * run on (../clock.ts); a test passes a FakeClock.
+   */
   clock?: Clock;
 }
 
