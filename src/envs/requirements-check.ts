@@ -7,6 +7,7 @@ import {
   decodeRequirements,
   parseRequirementsText,
   requirementSpec,
+  type Directive,
   type Position,
   type Requirement,
   type SourceKind,
@@ -331,20 +332,44 @@ const SOURCE_HINT = (kind: SourceKind) =>
  * `modelDir` is never opened.
  */
 export function checkRequirementsFile(file: string, modelDir: string, o: CheckOptions = {}): RequirementsCheck {
+  const reading = startReading(modelDir, o);
+  visit(reading, file, 0, false);
+  return finishReading(reading);
+}
+
+type Report = (f: string, at: Position, code: EnvFinding["code"], message: string, hint: string) => void;
+
+/** One check of a requirements.txt as it follows -r/-c: the findings and what pip is to be given. */
+interface Reading {
+  modelDir: string;
+  pip: PipSources;
+  result: RequirementsCheck;
+  requirements: Requirement[];
+  constraints: Requirement[];
+  pipOptions: string[];
+  identity: Set<string>;
+  /** Real paths already read: a file included twice, or in a loop, is read once. */
+  seen: Set<string>;
+  within: (p: string) => boolean;
+  report: Report;
+}
+
+/** The -r/-c line that names an included file: problems reading that file are reported there. */
+interface IncludedFrom {
+  file: string;
+  at: Position;
+}
+
+function startReading(modelDir: string, o: CheckOptions): Reading {
   const pip = o.pip ?? userPipSources({ env: o.env ?? process.env });
   const result: RequirementsCheck = { diagnostics: [], allowed: [] };
-  const requirements: Requirement[] = [];
-  const constraints: Requirement[] = [];
-  const pipOptions: string[] = [];
-  const identity = new Set<string>();
-  const seen = new Set<string>();
   const within = (p: string): boolean => {
     if (!inside(modelDir, p)) return false;
     if (!o.userDir) return true;
     const rel = path.relative(modelDir, p);
     return inside(o.userDir, path.join(o.userDir, rel));
   };
-  const report = (f: string, at: Position, code: EnvFinding["code"], message: string, hint: string) => {
+  const report: Report = (f, at, code, message, hint) => {
     result.diagnostics.push({
       severity: "error",
       file: f,
@@ -356,156 +381,22 @@ export function checkRequirementsFile(file: string, modelDir: string, o: CheckOp
       code,
     });
   };
-  /** `from`: the -r/-c line that names `f` (problems reading it are reported there). */
-  const visit = (f: string, depth: number, asConstraint: boolean, from?: { file: string; at: Position }) => {
-    const here = from ?? { file: f, at: { line: 1, column: 1 } };
-    if (!within(f)) {
-      report(
-        here.file,
-        here.at,
-        "requirements-outside-model",
-        from
-          ? `names a file outside the model folder ${modelDir}: pip would read it`
-          : `${path.basename(f)} is a link that leads out of the model folder ${modelDir}`,
-        "Keep the requirements the model needs in files inside its folder (the folder is what is staged and served), or copy them into this requirements.txt.",
-      );
-      return;
-    }
-    let real: string;
-    try {
-      real = fs.realpathSync(f);
-    } catch (err) {
-      report(
-        here.file,
-        here.at,
-        "requirements-unreadable",
-        `${from ? `names ${path.relative(modelDir, f)}, which ` : ""}cannot be opened (${(err as NodeJS.ErrnoException).code ?? String(err)})`,
-        "Create the file in the model folder, or remove the line.",
-      );
-      return;
-    }
-    if (seen.has(real)) return;
-    if (depth > MAX_DEPTH) {
-      report(
-        here.file,
-        here.at,
-        "requirements-syntax",
-        `-r/-c nest more than ${MAX_DEPTH} files deep`,
-        "Include fewer levels of files.",
-      );
-      return;
-    }
-    seen.add(real);
-    const read = readRequirementsBytes(real);
-    if (!("bytes" in read)) {
-      report(
-        here.file,
-        here.at,
-        "requirements-unreadable",
-        `${from ? `${path.relative(modelDir, f)} ` : `${path.basename(f)} `}${read.message}`,
-        read.hint,
-      );
-      return;
-    }
-    const decoded = decodeRequirements(read.bytes);
-    if ("problem" in decoded) {
-      const p = decoded.problem;
-      report(f, p, p.code, p.message, p.hint);
-      return;
-    }
-    const parsed = parseRequirementsText(decoded.text, f);
-    for (const p of parsed.problems) report(f, p, p.code, p.message, p.hint);
-    const base = path.dirname(f);
-    for (const d of parsed.directives) {
-      switch (d.kind) {
-        case "requirement":
-        case "constraint": {
-          if (/^[a-z][a-z0-9+.-]*:/i.test(d.value)) {
-            report(
-              f,
-              d,
-              "requirements-outside-model",
-              `${d.option} names a URL: pip would read requirements from outside the model folder`,
-              "Copy what it lists into this requirements.txt.",
-            );
-            break;
-          }
-          if (path.isAbsolute(d.value) || d.value.startsWith("~")) {
-            report(
-              f,
-              d,
-              "requirements-outside-model",
-              `${d.option} names an absolute path: pip would read a file outside the model folder`,
-              "Name a file inside the model folder by a path relative to this file, or copy what it lists here.",
-            );
-            break;
-          }
-          visit(path.resolve(base, d.value), depth + 1, asConstraint || d.kind === "constraint", {
-            file: f,
-            at: d,
-          });
-          break;
-        }
-        case "flag":
-          pipOptions.push(d.option);
-          identity.add(d.option);
-          break;
-        case "binary":
-          pipOptions.push(`${d.option} ${d.value}`);
-          identity.add(`${d.option} ${d.value}`);
-          break;
-        default: {
-          const option = `--${d.kind}`;
-          const remote = /^https?:\/\//i.test(d.value);
-          if (d.kind === "find-links" && !/^[a-z][a-z0-9+.-]*:/i.test(d.value) && !path.isAbsolute(d.value)) {
-            const folder = path.resolve(base, d.value);
-            if (within(folder)) {
-              // The model's own wheels: pip gets the folder's real path, the identity its place and content.
-              let realFolder = folder;
-              try {
-                realFolder = fs.realpathSync(folder);
-              } catch {
-                // pip finds nothing there and says so.
-              }
-              pipOptions.push(`${option} ${realFolder}`);
-              identity.add(`${option} ./${path.relative(modelDir, folder) || "."} ${folderDigest(realFolder)}`);
-              break;
-            }
-          }
-          const n = d.kind === "trusted-host" ? d.value.toLowerCase() : normalizeSource(d.value);
-          const set =
-            d.kind === "find-links" ? pip.findLinks : d.kind === "trusted-host" ? pip.trustedHosts : pip.indexes;
-          const originKey = `${d.kind === "extra-index-url" ? "index-url" : d.kind} ${n}`;
-          const wellFormed =
-            d.kind === "trusted-host" ? /^[a-z0-9.-]+(:\d+)?$/i.test(d.value) : remote || d.kind === "find-links";
-          if (wellFormed && set.has(n)) {
-            result.allowed.push({
-              file: f,
-              line: d.line,
-              option: d.kind,
-              value: d.value,
-              origin: pip.origin.get(originKey) ?? "pip configuration",
-            });
-            pipOptions.push(`${option} ${d.value}`);
-            identity.add(`${option} ${n}`);
-            break;
-          }
-          report(
-            f,
-            d,
-            "requirements-index",
-            `${d.option} points pip at ${d.kind === "trusted-host" ? "a host" : "a source"} your pip configuration does not use: packages would come from there`,
-            SOURCE_HINT(d.kind),
-          );
-        }
-      }
-    }
-    for (const r of parsed.requirements) {
-      (asConstraint ? constraints : requirements).push(r);
-      identity.add(`${asConstraint ? "-c " : ""}${requirementSpec(r)}`);
-    }
+  return {
+    modelDir,
+    pip,
+    result,
+    requirements: [],
+    constraints: [],
+    pipOptions: [],
+    identity: new Set(),
+    seen: new Set(),
+    within,
+    report,
   };
-  visit(file, 0, false);
+}
+
+function finishReading(r: Reading): RequirementsCheck {
+  const { result } = r;
   // In the file's order (the grammar's findings and the options' come from two passes).
   const files = [...new Set(result.diagnostics.map((d) => d.file))];
   result.diagnostics.sort(
@@ -515,9 +406,184 @@ export function checkRequirementsFile(file: string, modelDir: string, o: CheckOp
       (a.column ?? 0) - (b.column ?? 0),
   );
   if (result.diagnostics.length === 0) {
+    const { requirements, constraints, pipOptions, identity } = r;
     result.resolved = { requirements, constraints, pipOptions, identity: [...identity].sort() };
   }
   return result;
+}
+
+function visit(r: Reading, f: string, depth: number, asConstraint: boolean, from?: IncludedFrom): void {
+  const text = readIncluded(r, f, depth, from);
+  if (text === undefined) return;
+  const parsed = parseRequirementsText(text, f);
+  for (const p of parsed.problems) r.report(f, p, p.code, p.message, p.hint);
+  const base = path.dirname(f);
+  for (const d of parsed.directives) {
+    switch (d.kind) {
+      case "requirement":
+      case "constraint":
+        include(r, f, base, d, depth, asConstraint);
+        break;
+      case "flag":
+        r.pipOptions.push(d.option);
+        r.identity.add(d.option);
+        break;
+      case "binary":
+        r.pipOptions.push(`${d.option} ${d.value}`);
+        r.identity.add(`${d.option} ${d.value}`);
+        break;
+      default:
+        sourceOption(r, f, base, d);
+    }
+  }
+  for (const req of parsed.requirements) {
+    (asConstraint ? r.constraints : r.requirements).push(req);
+    r.identity.add(`${asConstraint ? "-c " : ""}${requirementSpec(req)}`);
+  }
+}
+
+/**
+ * The text of `f`, when it lies in the model folder, was not read before, is not nested too
+ * deep, and is a readable regular file in the grammar's encoding; otherwise reported, undefined.
+ */
+function readIncluded(r: Reading, f: string, depth: number, from?: IncludedFrom): string | undefined {
+  const { modelDir, report } = r;
+  const here = from ?? { file: f, at: { line: 1, column: 1 } };
+  if (!r.within(f)) {
+    report(
+      here.file,
+      here.at,
+      "requirements-outside-model",
+      from
+        ? `names a file outside the model folder ${modelDir}: pip would read it`
+        : `${path.basename(f)} is a link that leads out of the model folder ${modelDir}`,
+      "Keep the requirements the model needs in files inside its folder (the folder is what is staged and served), or copy them into this requirements.txt.",
+    );
+    return undefined;
+  }
+  let real: string;
+  try {
+    real = fs.realpathSync(f);
+  } catch (err) {
+    report(
+      here.file,
+      here.at,
+      "requirements-unreadable",
+      `${from ? `names ${path.relative(modelDir, f)}, which ` : ""}cannot be opened (${(err as NodeJS.ErrnoException).code ?? String(err)})`,
+      "Create the file in the model folder, or remove the line.",
+    );
+    return undefined;
+  }
+  if (r.seen.has(real)) return undefined;
+  if (depth > MAX_DEPTH) {
+    report(
+      here.file,
+      here.at,
+      "requirements-syntax",
+      `-r/-c nest more than ${MAX_DEPTH} files deep`,
+      "Include fewer levels of files.",
+    );
+    return undefined;
+  }
+  r.seen.add(real);
+  const read = readRequirementsBytes(real);
+  if (!("bytes" in read)) {
+    report(
+      here.file,
+      here.at,
+      "requirements-unreadable",
+      `${from ? `${path.relative(modelDir, f)} ` : `${path.basename(f)} `}${read.message}`,
+      read.hint,
+    );
+    return undefined;
+  }
+  const decoded = decodeRequirements(read.bytes);
+  if ("problem" in decoded) {
+    const p = decoded.problem;
+    report(f, p, p.code, p.message, p.hint);
+    return undefined;
+  }
+  return decoded.text;
+}
+
+type IncludeLine = Extract<Directive, { kind: "requirement" | "constraint" }>;
+type SourceLine = Extract<Directive, { kind: SourceKind }>;
+
+/** A -r/-c line of `f`: the file it names is read in place, if it is a file of the model's. */
+function include(r: Reading, f: string, base: string, d: IncludeLine, depth: number, asConstraint: boolean): void {
+  if (/^[a-z][a-z0-9+.-]*:/i.test(d.value)) {
+    r.report(
+      f,
+      d,
+      "requirements-outside-model",
+      `${d.option} names a URL: pip would read requirements from outside the model folder`,
+      "Copy what it lists into this requirements.txt.",
+    );
+    return;
+  }
+  if (path.isAbsolute(d.value) || d.value.startsWith("~")) {
+    r.report(
+      f,
+      d,
+      "requirements-outside-model",
+      `${d.option} names an absolute path: pip would read a file outside the model folder`,
+      "Name a file inside the model folder by a path relative to this file, or copy what it lists here.",
+    );
+    return;
+  }
+  visit(r, path.resolve(base, d.value), depth + 1, asConstraint || d.kind === "constraint", { file: f, at: d });
+}
+
+/**
+ * An index, find-links or trusted-host line of `f`: kept when it names the model's own wheels or
+ * what the user's pip configuration already uses, refused otherwise.
+ */
+function sourceOption(r: Reading, f: string, base: string, d: SourceLine): void {
+  const option = `--${d.kind}`;
+  const remote = /^https?:\/\//i.test(d.value);
+  if (modelFindLinks(r, base, d, option)) return;
+  const { pip } = r;
+  const n = d.kind === "trusted-host" ? d.value.toLowerCase() : normalizeSource(d.value);
+  const set = d.kind === "find-links" ? pip.findLinks : d.kind === "trusted-host" ? pip.trustedHosts : pip.indexes;
+  const originKey = `${d.kind === "extra-index-url" ? "index-url" : d.kind} ${n}`;
+  const wellFormed =
+    d.kind === "trusted-host" ? /^[a-z0-9.-]+(:\d+)?$/i.test(d.value) : remote || d.kind === "find-links";
+  if (wellFormed && set.has(n)) {
+    r.result.allowed.push({
+      file: f,
+      line: d.line,
+      option: d.kind,
+      value: d.value,
+      origin: pip.origin.get(originKey) ?? "pip configuration",
+    });
+    r.pipOptions.push(`${option} ${d.value}`);
+    r.identity.add(`${option} ${n}`);
+    return;
+  }
+  r.report(
+    f,
+    d,
+    "requirements-index",
+    `${d.option} points pip at ${d.kind === "trusted-host" ? "a host" : "a source"} your pip configuration does not use: packages would come from there`,
+    SOURCE_HINT(d.kind),
+  );
+}
+
+/** Whether `d` is a --find-links of a folder inside the model; if so, it is kept. */
+function modelFindLinks(r: Reading, base: string, d: SourceLine, option: string): boolean {
+  if (d.kind !== "find-links" || /^[a-z][a-z0-9+.-]*:/i.test(d.value) || path.isAbsolute(d.value)) return false;
+  const folder = path.resolve(base, d.value);
+  if (!r.within(folder)) return false;
+  // The model's own wheels: pip gets the folder's real path, the identity its place and content.
+  let realFolder = folder;
+  try {
+    realFolder = fs.realpathSync(folder);
+  } catch {
+    // pip finds nothing there and says so.
+  }
+  r.pipOptions.push(`${option} ${realFolder}`);
+  r.identity.add(`${option} ./${path.relative(r.modelDir, folder) || "."} ${folderDigest(realFolder)}`);
+  return true;
 }
 
 /** The file pip reads: what was resolved, canonical, ASCII, one entry a line. */
