@@ -80,159 +80,207 @@ function segmentCounts(dims: readonly bigint[]): bigint[] {
 
 function checkIOs(ctx: ModelContext, r: Reporter): void {
   const c = ctx.parsed.config;
-  // Triton checks the platform autofill leaves: backend "tensorrt", or 1/model.plan, make it tensorrt_plan.
-  const platform = ctx.autofill.platform;
-  const fromPlan = tensorRtCompletes(ctx);
-  const check = (io: ModelInput | ModelOutput, i: number, kind: "input" | "output"): void => {
-    const p = `${kind}[${i}]`;
-    const label = io.name ? `${kind} '${io.name}'` : `${kind} ${i + 1}`;
-    if (!io.name) {
-      r.error("io-name-missing", p, `${kind} ${i + 1} has no name`, `Add name: "..." inside this ${kind}.`);
-    }
-    // What the plan gives a named tensor is Triton's to fill in (see model-io/compare.ts's warning).
-    const filled = fromPlan && io.name !== "";
-    if (io.dataType === DataType.TYPE_INVALID && !filled) {
-      r.error(
-        "io-data-type-missing",
-        p,
-        `${label} has no data_type`,
-        "Add data_type, e.g. data_type: TYPE_FP32 (TYPE_STRING for text).",
-      );
-    }
-    if (io.dims.length === 0 && !filled) {
-      r.error(
-        "io-dims-missing",
-        p,
-        `${label} has no dims`,
-        c.maxBatchSize > 0
-          ? "Add dims: [ ... ] without the batch dimension, e.g. dims: [ 1 ] for one value per batch item."
-          : "Add dims: [ ... ], e.g. dims: [ -1 ] for a variable-length vector.",
-      );
-    }
-    io.dims.forEach((d, j) => {
-      if (d < 1n && d !== -1n) {
-        r.error(
-          "dims-invalid",
-          `${p}.dims[${j}]#value`,
-          `dimension ${j} of ${label} is ${d}: a dimension must be >= 1, or -1 for a variable size`,
-          d === 0n
-            ? "Use -1 for a dimension whose size varies, or its actual size."
-            : "Use -1 for a variable-size dimension.",
-        );
-      }
-    });
-    if (io.reshape) {
-      const shape = io.reshape.shape;
-      if (shape.length === 0 && c.maxBatchSize === 0) {
-        r.error(
-          "reshape-empty",
-          `${p}.reshape`,
-          `${label} has an empty reshape, which a non-batching model cannot use`,
-          "Scalars need batching: set max_batch_size > 0, or give reshape a shape.",
-        );
-      }
-      shape.forEach((d, j) => {
-        if (d < 1n && d !== -1n) {
-          r.error(
-            "reshape-invalid",
-            `${p}.reshape.shape[${j}]#value`,
-            `reshape dimension ${j} of ${label} is ${d}: it must be >= 1, or -1`,
-            "Use -1 for a variable-size dimension.",
-          );
-        }
-      });
-      const valid = io.dims.every((d) => d >= 1n || d === -1n) && shape.every((d) => d >= 1n || d === -1n);
-      if (valid && io.dims.length > 0) {
-        const a = elementCount(io.dims);
-        const b = elementCount(shape);
-        const hint = `dims ${shapeString(io.dims)} and reshape ${shapeString(shape)} must hold the same number of elements.`;
-        if (a !== b && !(b === 0n && a === 1n) && !(shape.length === 0 && a === 1n)) {
-          r.error(
-            "reshape-count",
-            `${p}.reshape`,
-            `reshape of ${label} changes the element count (${a === -1n ? "variable" : a} -> ${b === -1n ? "variable" : b})`,
-            hint,
-          );
-        } else if (a === -1n) {
-          const sa = segmentCounts(io.dims);
-          const sb = segmentCounts(shape);
-          if (sa.length !== sb.length) {
-            r.error(
-              "reshape-count",
-              `${p}.reshape`,
-              `reshape of ${label} has a different number of variable dimensions than its dims`,
-              hint,
-            );
-          } else if (sa.some((x, k) => x !== sb[k])) {
-            r.error(
-              "reshape-count",
-              `${p}.reshape`,
-              `reshape of ${label} changes the element count between variable dimensions`,
-              `${hint} Between -1 dimensions the products must match.`,
-            );
-          }
-        }
-      }
-    }
-    if (kind === "input") {
-      const inp = io as ModelInput;
-      if ((inp.format === ModelInput_Format.NHWC || inp.format === ModelInput_Format.NCHW) && inp.dims.length !== 3) {
-        r.error(
-          "io-format-dims",
-          `${p}.format`,
-          `${label} has format ${enumName(ModelInput_FormatSchema, inp.format)}, which needs exactly 3 dims`,
-          "Give dims as [C, H, W] or [H, W, C] without the batch dimension, or drop format.",
-        );
-      }
-    }
-    if (io.isShapeTensor && platform !== "tensorrt_plan") {
-      r.error(
-        "shape-tensor-platform",
-        `${p}.is_shape_tensor`,
-        `${label} is a shape tensor, which only TensorRT models support`,
-        "Delete is_shape_tensor.",
-      );
-    }
-    if (io.isNonLinearFormatIo) {
-      if (platform !== "tensorrt_plan") {
-        r.error(
-          "non-linear-io-platform",
-          `${p}.is_non_linear_format_io`,
-          `${label} uses non-linear IO format, which only TensorRT models support`,
-          "Delete is_non_linear_format_io.",
-        );
-      } else if (io.dims.length !== 3) {
-        r.error(
-          "non-linear-io-dims",
-          `${p}.is_non_linear_format_io`,
-          `${label} uses non-linear IO format, which needs 3 dims`,
-          "Give exactly 3 dims.",
-        );
-      }
-    }
+  const model: TensorModel = {
+    maxBatchSize: c.maxBatchSize,
+    // Triton checks the platform autofill leaves: backend "tensorrt", or 1/model.plan, make it tensorrt_plan.
+    platform: ctx.autofill.platform,
+    fromPlan: tensorRtCompletes(ctx),
   };
-  c.input.forEach((io, i) => check(io, i, "input"));
-  c.output.forEach((io, i) => check(io, i, "output"));
+  c.input.forEach((io, i) => checkTensor(r, model, io, i, "input"));
+  c.output.forEach((io, i) => checkTensor(r, model, io, i, "output"));
+  for (const kind of ["input", "output"] as const) checkDuplicateNames(ctx, r, kind);
+}
 
-  for (const kind of ["input", "output"] as const) {
-    const seen = new Map<string, number>();
-    (kind === "input" ? c.input : c.output).forEach((io, i) => {
-      if (!io.name) return;
-      const first = seen.get(io.name);
-      if (first === undefined) {
-        seen.set(io.name, i);
-        return;
-      }
-      const at = ctx.parsed.source.at(`${kind}[${first}]`);
-      // Triton 2.51 loads such a model; clients then see one tensor where two were meant.
-      r.warning(
-        "io-duplicate",
-        `${kind}[${i}].name#value`,
-        `${kind} '${io.name}' is declared twice (first at ${at.line}:${at.column})`,
-        `Rename or remove one of the two ${kind}s.`,
-      );
-    });
+/** What a tensor's checks read of the model it belongs to. */
+interface TensorModel {
+  maxBatchSize: number;
+  platform: string;
+  fromPlan: boolean;
+}
+
+/** One input or output, with where its findings go and how they name it. */
+interface Tensor {
+  io: ModelInput | ModelOutput;
+  kind: "input" | "output";
+  /** Its field path in the config. */
+  p: string;
+  label: string;
+}
+
+function checkTensor(
+  r: Reporter,
+  model: TensorModel,
+  io: ModelInput | ModelOutput,
+  i: number,
+  kind: "input" | "output",
+): void {
+  const t: Tensor = { io, kind, p: `${kind}[${i}]`, label: io.name ? `${kind} '${io.name}'` : `${kind} ${i + 1}` };
+  checkDeclared(r, model, t, i);
+  checkDims(r, t);
+  if (io.reshape) checkReshape(r, model.maxBatchSize, t, io.reshape.shape);
+  if (kind === "input") checkFormat(r, t, io as ModelInput);
+  checkTensorRtOnly(r, model.platform, t);
+}
+
+/** The name, data_type and dims every tensor needs. */
+function checkDeclared(r: Reporter, model: TensorModel, { io, kind, p, label }: Tensor, i: number): void {
+  if (!io.name) {
+    r.error("io-name-missing", p, `${kind} ${i + 1} has no name`, `Add name: "..." inside this ${kind}.`);
   }
+  // What the plan gives a named tensor is Triton's to fill in (see model-io/compare.ts's warning).
+  const filled = model.fromPlan && io.name !== "";
+  if (io.dataType === DataType.TYPE_INVALID && !filled) {
+    r.error(
+      "io-data-type-missing",
+      p,
+      `${label} has no data_type`,
+      "Add data_type, e.g. data_type: TYPE_FP32 (TYPE_STRING for text).",
+    );
+  }
+  if (io.dims.length === 0 && !filled) {
+    r.error(
+      "io-dims-missing",
+      p,
+      `${label} has no dims`,
+      model.maxBatchSize > 0
+        ? "Add dims: [ ... ] without the batch dimension, e.g. dims: [ 1 ] for one value per batch item."
+        : "Add dims: [ ... ], e.g. dims: [ -1 ] for a variable-length vector.",
+    );
+  }
+}
+
+function checkDims(r: Reporter, { io, p, label }: Tensor): void {
+  io.dims.forEach((d, j) => {
+    if (d < 1n && d !== -1n) {
+      r.error(
+        "dims-invalid",
+        `${p}.dims[${j}]#value`,
+        `dimension ${j} of ${label} is ${d}: a dimension must be >= 1, or -1 for a variable size`,
+        d === 0n
+          ? "Use -1 for a dimension whose size varies, or its actual size."
+          : "Use -1 for a variable-size dimension.",
+      );
+    }
+  });
+}
+
+function checkReshape(r: Reporter, maxBatchSize: number, t: Tensor, shape: readonly bigint[]): void {
+  const { io, p, label } = t;
+  if (shape.length === 0 && maxBatchSize === 0) {
+    r.error(
+      "reshape-empty",
+      `${p}.reshape`,
+      `${label} has an empty reshape, which a non-batching model cannot use`,
+      "Scalars need batching: set max_batch_size > 0, or give reshape a shape.",
+    );
+  }
+  shape.forEach((d, j) => {
+    if (d < 1n && d !== -1n) {
+      r.error(
+        "reshape-invalid",
+        `${p}.reshape.shape[${j}]#value`,
+        `reshape dimension ${j} of ${label} is ${d}: it must be >= 1, or -1`,
+        "Use -1 for a variable-size dimension.",
+      );
+    }
+  });
+  // Counts of invalid dimensions mean nothing: those are reported above.
+  const valid = io.dims.every((d) => d >= 1n || d === -1n) && shape.every((d) => d >= 1n || d === -1n);
+  if (valid && io.dims.length > 0) checkReshapeCount(r, t, shape);
+}
+
+/** A reshape keeps the element count, and between variable dimensions the products. */
+function checkReshapeCount(r: Reporter, { io, p, label }: Tensor, shape: readonly bigint[]): void {
+  const a = elementCount(io.dims);
+  const b = elementCount(shape);
+  const hint = `dims ${shapeString(io.dims)} and reshape ${shapeString(shape)} must hold the same number of elements.`;
+  if (a !== b && !(b === 0n && a === 1n) && !(shape.length === 0 && a === 1n)) {
+    r.error(
+      "reshape-count",
+      `${p}.reshape`,
+      `reshape of ${label} changes the element count (${a === -1n ? "variable" : a} -> ${b === -1n ? "variable" : b})`,
+      hint,
+    );
+  } else if (a === -1n) {
+    const sa = segmentCounts(io.dims);
+    const sb = segmentCounts(shape);
+    if (sa.length !== sb.length) {
+      r.error(
+        "reshape-count",
+        `${p}.reshape`,
+        `reshape of ${label} has a different number of variable dimensions than its dims`,
+        hint,
+      );
+    } else if (sa.some((x, k) => x !== sb[k])) {
+      r.error(
+        "reshape-count",
+        `${p}.reshape`,
+        `reshape of ${label} changes the element count between variable dimensions`,
+        `${hint} Between -1 dimensions the products must match.`,
+      );
+    }
+  }
+}
+
+function checkFormat(r: Reporter, { p, label }: Tensor, inp: ModelInput): void {
+  if ((inp.format === ModelInput_Format.NHWC || inp.format === ModelInput_Format.NCHW) && inp.dims.length !== 3) {
+    r.error(
+      "io-format-dims",
+      `${p}.format`,
+      `${label} has format ${enumName(ModelInput_FormatSchema, inp.format)}, which needs exactly 3 dims`,
+      "Give dims as [C, H, W] or [H, W, C] without the batch dimension, or drop format.",
+    );
+  }
+}
+
+/** is_shape_tensor and is_non_linear_format_io, which only TensorRT reads. */
+function checkTensorRtOnly(r: Reporter, platform: string, { io, p, label }: Tensor): void {
+  if (io.isShapeTensor && platform !== "tensorrt_plan") {
+    r.error(
+      "shape-tensor-platform",
+      `${p}.is_shape_tensor`,
+      `${label} is a shape tensor, which only TensorRT models support`,
+      "Delete is_shape_tensor.",
+    );
+  }
+  if (io.isNonLinearFormatIo) {
+    if (platform !== "tensorrt_plan") {
+      r.error(
+        "non-linear-io-platform",
+        `${p}.is_non_linear_format_io`,
+        `${label} uses non-linear IO format, which only TensorRT models support`,
+        "Delete is_non_linear_format_io.",
+      );
+    } else if (io.dims.length !== 3) {
+      r.error(
+        "non-linear-io-dims",
+        `${p}.is_non_linear_format_io`,
+        `${label} uses non-linear IO format, which needs 3 dims`,
+        "Give exactly 3 dims.",
+      );
+    }
+  }
+}
+
+function checkDuplicateNames(ctx: ModelContext, r: Reporter, kind: "input" | "output"): void {
+  const c = ctx.parsed.config;
+  const seen = new Map<string, number>();
+  (kind === "input" ? c.input : c.output).forEach((io, i) => {
+    if (!io.name) return;
+    const first = seen.get(io.name);
+    if (first === undefined) {
+      seen.set(io.name, i);
+      return;
+    }
+    const at = ctx.parsed.source.at(`${kind}[${first}]`);
+    // Triton 2.51 loads such a model; clients then see one tensor where two were meant.
+    r.warning(
+      "io-duplicate",
+      `${kind}[${i}].name#value`,
+      `${kind} '${io.name}' is declared twice (first at ${at.line}:${at.column})`,
+      `Rename or remove one of the two ${kind}s.`,
+    );
+  });
 }
 
 function checkBatchIO(ctx: ModelContext, r: Reporter): void {
