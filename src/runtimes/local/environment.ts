@@ -133,7 +133,46 @@ export async function ensureEnvironment(options: SetupOptions): Promise<LocalEnv
     }
   }
   const previous = options.repair ? await readEnvironmentMarker(paths) : undefined;
+  const python = await hostPython(env, previous, progress);
 
+  const venvPython = path.join(paths.venv, "bin", "python");
+  await ensureVenv(options, python, venvPython, progress);
+
+  const inherit = options.inheritSitePackages || (previous?.inheritedSitePackages.length ?? 0) > 0;
+  const inheritedSitePackages = inherit ? await inheritSitePackages(python.executable, venvPython) : [];
+  if (inheritedSitePackages.length)
+    progress({ step: "venv", message: `models will also see ${inheritedSitePackages.join(", ")}` });
+  const requirements = await pinnedRequirements(venvPython, inheritedSitePackages);
+  await pipInstall(venvPython, requirements, env, progress);
+  if (options.repair) await repairNumpy(venvPython, requirements, env, progress);
+
+  progress({ step: "backend", message: "preparing the python backend" });
+  const { sitePackages, serverBin, backendDir } = await prepareBackend(paths, venvPython, python);
+  const result: LocalEnvironment = {
+    python,
+    venv: paths.venv,
+    venvPython,
+    sitePackages,
+    serverBin,
+    libDirs: [path.join(sitePackages, "nvidia_pytriton.libs"), python.libDir],
+    backendDir,
+    pytritonVersion: PYTRITON_VERSION,
+    inheritedSitePackages,
+  };
+  await writeFileAtomic(paths.envMarker, JSON.stringify(result, null, 2) + "\n", 0o644);
+  log.info("environment ready", { venv: paths.venv });
+  progress({ step: "done", message: `environment ready (${paths.venv}, Python ${python.version})` });
+  return result;
+}
+
+type Progress = (p: SetupProgress) => void;
+
+/** glibc checked, and the Python the venv is made from. */
+async function hostPython(
+  env: NodeJS.ProcessEnv,
+  previous: LocalEnvironment | undefined,
+  progress: Progress,
+): Promise<PythonInfo> {
   progress({ step: "glibc", message: "checking glibc" });
   const glibc = checkGlibc(glibcVersion());
   progress({ step: "python", message: "looking for Python 3.8-3.12 with a shared libpython" });
@@ -146,36 +185,49 @@ export async function ensureEnvironment(options: SetupOptions): Promise<LocalEnv
       ))) ||
     (await discoverPython({ env }));
   progress({ step: "python", message: `using Python ${python.version} (${python.executable}), glibc ${glibc}` });
+  return python;
+}
 
-  const venvPython = path.join(paths.venv, "bin", "python");
+/** The venv, made afresh on --force, when its Python does not answer, or when a repair finds it on another version. */
+async function ensureVenv(
+  options: SetupOptions,
+  python: PythonInfo,
+  venvPython: string,
+  progress: Progress,
+): Promise<void> {
+  const { paths } = options;
   const venvMinor = fs.existsSync(venvPython) ? await pythonMinor(venvPython) : undefined;
   if (options.repair && venvMinor !== undefined && venvMinor !== python.minor)
     progress({ step: "venv", message: `the venv runs Python ${venvMinor}, not ${python.minor}: recreating it` });
   if (options.force || venvMinor === undefined || (options.repair && venvMinor !== python.minor)) {
     progress({ step: "venv", message: `creating virtual environment ${paths.venv}` });
-    await fsp.rm(paths.venv, { recursive: true, force: true });
-    await fsp.mkdir(path.dirname(paths.venv), { recursive: true });
-    // Made now, or found made by someone else since the check above (mkdir takes an existing one).
-    requireTrustedHome(paths.home);
-    const r = await execa(python.executable, ["-m", "venv", paths.venv], { reject: false, all: true });
-    if (r.exitCode !== 0) {
-      await fsp.rm(paths.venv, { recursive: true, force: true });
-      throw new UserError(
-        `could not create a virtual environment with ${python.executable}: ${lastLines(String(r.all), 3)}`,
-        {
-          hint: `Install the venv module for Python ${python.minor} (Debian/Ubuntu: \`apt-get install python${python.minor}-venv\`).`,
-        },
-      );
-    }
+    await createVenv(paths, python);
   }
+}
 
-  const inherit = options.inheritSitePackages || (previous?.inheritedSitePackages.length ?? 0) > 0;
-  const inheritedSitePackages = inherit ? await inheritSitePackages(python.executable, venvPython) : [];
-  if (inheritedSitePackages.length)
-    progress({ step: "venv", message: `models will also see ${inheritedSitePackages.join(", ")}` });
-  // The python-backend stub is compiled against numpy 1.x's C layout: with numpy 2 it misreads
-  // BYTES tensors and crashes. An inherited numpy 1.x is kept; a 2.x is shadowed by a 1.x in the
-  // venv (packages built against numpy 2, torch among them, still run on 1.x).
+async function createVenv(paths: Paths, python: PythonInfo): Promise<void> {
+  await fsp.rm(paths.venv, { recursive: true, force: true });
+  await fsp.mkdir(path.dirname(paths.venv), { recursive: true });
+  // Made now, or found made by someone else since the check above (mkdir takes an existing one).
+  requireTrustedHome(paths.home);
+  const r = await execa(python.executable, ["-m", "venv", paths.venv], { reject: false, all: true });
+  if (r.exitCode !== 0) {
+    await fsp.rm(paths.venv, { recursive: true, force: true });
+    throw new UserError(
+      `could not create a virtual environment with ${python.executable}: ${lastLines(String(r.all), 3)}`,
+      {
+        hint: `Install the venv module for Python ${python.minor} (Debian/Ubuntu: \`apt-get install python${python.minor}-venv\`).`,
+      },
+    );
+  }
+}
+
+/**
+ * The python-backend stub is compiled against numpy 1.x's C layout: with numpy 2 it misreads
+ * BYTES tensors and crashes. An inherited numpy 1.x is kept; a 2.x is shadowed by a 1.x in the
+ * venv (packages built against numpy 2, torch among them, still run on 1.x).
+ */
+async function pinnedRequirements(venvPython: string, inheritedSitePackages: string[]): Promise<string[]> {
   const hasNumpy =
     inheritedSitePackages.length > 0 &&
     (
@@ -185,7 +237,15 @@ export async function ensureEnvironment(options: SetupOptions): Promise<LocalEnv
         { reject: false },
       )
     ).exitCode === 0;
-  const requirements = hasNumpy ? PIP_REQUIREMENTS.filter((r) => !r.startsWith("numpy")) : PIP_REQUIREMENTS;
+  return hasNumpy ? PIP_REQUIREMENTS.filter((r) => !r.startsWith("numpy")) : PIP_REQUIREMENTS;
+}
+
+async function pipInstall(
+  venvPython: string,
+  requirements: string[],
+  env: NodeJS.ProcessEnv,
+  progress: Progress,
+): Promise<void> {
   progress({ step: "pip", message: `installing ${requirements.join(" ")} (about 150 MB on first use)` });
   // --no-deps: we launch the wheel's tritonserver binary directly, so PyTriton's own Python
   // dependencies (grpcio, tritonclient, ...) would only cost download time and disk.
@@ -216,34 +276,49 @@ export async function ensureEnvironment(options: SetupOptions): Promise<LocalEnv
       },
     );
   }
-  if (options.repair && !(await numpyImports(venvPython))) {
-    // Its version matched the pin, so pip kept it, but its files are broken: reinstall it.
-    const numpyPin = requirements.find((r) => r.startsWith("numpy"));
-    if (numpyPin) {
-      progress({ step: "pip", message: `numpy does not import: reinstalling ${numpyPin}` });
-      const r = await execa(
-        venvPython,
-        [
-          "-m",
-          "pip",
-          "install",
-          "--no-deps",
-          "--force-reinstall",
-          "--disable-pip-version-check",
-          "--progress-bar",
-          "off",
-          numpyPin,
-        ],
-        { reject: false, all: true, env: { ...env, PIP_NO_INPUT: "1" } },
-      );
-      if (r.exitCode !== 0)
-        throw new UserError(`pip could not reinstall ${numpyPin}: ${lastLines(String(r.all), 4)}`, {
-          hint: "Check that this machine reaches the Python package index, or run `triton-dev setup --force`.",
-        });
-    }
-  }
+}
 
-  progress({ step: "backend", message: "preparing the python backend" });
+/** A repair's numpy that matched the pin, so pip kept it, but whose files are broken: reinstalled. */
+async function repairNumpy(
+  venvPython: string,
+  requirements: string[],
+  env: NodeJS.ProcessEnv,
+  progress: Progress,
+): Promise<void> {
+  if (await numpyImports(venvPython)) return;
+  const numpyPin = requirements.find((r) => r.startsWith("numpy"));
+  if (!numpyPin) return;
+  progress({ step: "pip", message: `numpy does not import: reinstalling ${numpyPin}` });
+  const r = await execa(
+    venvPython,
+    [
+      "-m",
+      "pip",
+      "install",
+      "--no-deps",
+      "--force-reinstall",
+      "--disable-pip-version-check",
+      "--progress-bar",
+      "off",
+      numpyPin,
+    ],
+    { reject: false, all: true, env: { ...env, PIP_NO_INPUT: "1" } },
+  );
+  if (r.exitCode !== 0)
+    throw new UserError(`pip could not reinstall ${numpyPin}: ${lastLines(String(r.all), 4)}`, {
+      hint: "Check that this machine reaches the Python package index, or run `triton-dev setup --force`.",
+    });
+}
+
+/**
+ * The python backend runs the stub that sits beside libtriton_python.so, so the backend
+ * directory is assembled per Python version rather than pointing into the wheel.
+ */
+async function prepareBackend(
+  paths: Paths,
+  venvPython: string,
+  python: PythonInfo,
+): Promise<Pick<LocalEnvironment, "sitePackages" | "serverBin" | "backendDir">> {
   const sitePackages = (
     await execa(venvPython, ["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
   ).stdout.trim();
@@ -257,8 +332,6 @@ export async function ensureEnvironment(options: SetupOptions): Promise<LocalEnv
       });
     }
   }
-  // The python backend runs the stub that sits beside libtriton_python.so, so the backend
-  // directory is assembled per Python version rather than pointing into the wheel.
   const backendDir = path.join(paths.backends, `py${python.minor}`);
   const pyBackend = path.join(backendDir, "python");
   await fsp.rm(backendDir, { recursive: true, force: true });
@@ -268,22 +341,7 @@ export async function ensureEnvironment(options: SetupOptions): Promise<LocalEnv
   }
   await fsp.copyFile(stub, path.join(pyBackend, "triton_python_backend_stub"));
   await fsp.chmod(path.join(pyBackend, "triton_python_backend_stub"), 0o755);
-
-  const result: LocalEnvironment = {
-    python,
-    venv: paths.venv,
-    venvPython,
-    sitePackages,
-    serverBin,
-    libDirs: [path.join(sitePackages, "nvidia_pytriton.libs"), python.libDir],
-    backendDir,
-    pytritonVersion: PYTRITON_VERSION,
-    inheritedSitePackages,
-  };
-  await writeFileAtomic(paths.envMarker, JSON.stringify(result, null, 2) + "\n", 0o644);
-  log.info("environment ready", { venv: paths.venv });
-  progress({ step: "done", message: `environment ready (${paths.venv}, Python ${python.version})` });
-  return result;
+  return { sitePackages, serverBin, backendDir };
 }
 
 async function pythonMinor(python: string): Promise<string | undefined> {
