@@ -208,7 +208,7 @@ async function ensureVenv(
 async function createVenv(paths: Paths, python: PythonInfo): Promise<void> {
   await fsp.rm(paths.venv, { recursive: true, force: true });
   await fsp.mkdir(path.dirname(paths.venv), { recursive: true });
-  // Made now, or found made by someone else since the check above (mkdir takes an existing one).
+  // Made now, or found made by someone else since ensureEnvironment checked the home (mkdir takes an existing one).
   requireTrustedHome(paths.home);
   const r = await execa(python.executable, ["-m", "venv", paths.venv], { reject: false, all: true });
   if (r.exitCode !== 0) {
