@@ -10,7 +10,7 @@ import { TritonHttpError, type RepositoryIndexEntry, type TritonHttpClient } fro
 import { loadOutcome } from "../triton/log-lines.js";
 import { autoCompleteOffDiagnostic, autoCompleteReason } from "../repo/auto-complete.js";
 import type { Diagnostic } from "../repo/diagnostics.js";
-import { lintModel, type LintOptions } from "../repo/lint.js";
+import { lintModel, type LintedModel, type LintOptions, type LintResult } from "../repo/lint.js";
 import { isModelDir, listModelDirs } from "../repo/layout.js";
 import { hashModelDir } from "../repo/model-files.js";
 import type { EditEvent, EditPhase, EditSummary } from "./events.js";
@@ -58,6 +58,9 @@ const ENDED: ReadonlySet<EditPhase> = new Set(["refused", "unchanged", "ready", 
 
 /** Generation of the snapshot each model last loaded successfully from. */
 type LastGood = Map<string, number>;
+
+/** Emits the next phase of the edit being processed. */
+type ReportPhase = (p: EditPhase, extra?: Partial<EditEvent>) => void;
 
 /**
  * Keeps Triton in step with the user's repository: watch -> validate -> stage -> load -> observe,
@@ -360,38 +363,81 @@ export class ReloadController {
     }
   }
 
-  private async processEdit(
-    change: ModelChange,
-    phase: (p: EditPhase, extra?: Partial<EditEvent>) => void,
-  ): Promise<void> {
+  /**
+   * One edit through its phases: a model that is gone is unloaded; otherwise it is linted,
+   * staged and loaded, and the outcome reported.
+   */
+  private async processEdit(change: ModelChange, phase: ReportPhase): Promise<void> {
     const { model } = change;
     const forced = this.forced.delete(model);
 
     const dir = path.join(this.o.modelsDir, model);
     // Gone, or no longer a model folder (a link now pointing at a file or nowhere): the same to Triton.
     if (!(await isModelDir(this.o.modelsDir, model))) {
-      const wasWithdrawn = this.withdrawn.delete(model);
-      if (!this.o.staging.has(model)) {
-        // Nothing served: a model withdrawn after a failed load (Triton has forgotten it, or is
-        // asked again now), or one lint refused. Either way the deletion ends here.
-        phase("removed", wasWithdrawn ? {} : { reason: "it was not served: nothing to unload" });
-        const versions = this.remembered.get(model);
-        if (wasWithdrawn && versions) await this.forget(model, versions);
-        if (wasWithdrawn) phase("unloaded");
-        return;
-      }
-      await this.o.staging.remove(model);
-      this.lastGood.delete(model);
-      this.servedHash.delete(model);
-      phase("removed");
-      if (this.o.mode === "explicit") {
-        await this.o.client.unloadModel(model).catch((err) => log.warn("unload failed", { model, error: String(err) }));
-      }
-      await this.waitUntilGone(model);
-      phase("unloaded");
+      await this.unloadDeleted(model, phase);
       return;
     }
 
+    const checked = await this.lintEdit(model, phase);
+    if (!checked) return;
+    const { lint, autoComplete } = checked;
+
+    const hash = await hashModelDir(dir);
+    if (!forced && hash && hash === this.servedHash.get(model) && this.lastGood.has(model)) {
+      phase("unchanged");
+      return;
+    }
+
+    const logOffset = fileSize(this.o.logFile);
+    const generation = await this.stageEdit(model, phase);
+    if (generation === undefined) return;
+    phase("staged");
+    phase("loading");
+    const outcome = await this.load(model, logOffset);
+    if (outcome.ok) {
+      await this.reportLoaded(model, generation, hash, lint.models, phase);
+      return;
+    }
+    const reason = autoComplete
+      ? `${outcome.reason} (${autoComplete}, but Triton runs with config auto-complete off in this run: restart \`triton-dev up\` to turn it on)`
+      : outcome.reason;
+    const good = this.lastGood.get(model);
+    if (good !== undefined) await this.restoreLastGood(model, good, reason, phase);
+    else await this.withdrawFailedLoad(model, generation, hash, lint.models, reason, phase);
+  }
+
+  /** The edit of a model whose folder is gone: what served it leaves Triton. */
+  private async unloadDeleted(model: string, phase: ReportPhase): Promise<void> {
+    const wasWithdrawn = this.withdrawn.delete(model);
+    if (!this.o.staging.has(model)) {
+      // Nothing served: a model withdrawn after a failed load (Triton has forgotten it, or is
+      // asked again now), or one lint refused. Either way the deletion ends here.
+      phase("removed", wasWithdrawn ? {} : { reason: "it was not served: nothing to unload" });
+      const versions = this.remembered.get(model);
+      if (wasWithdrawn && versions) await this.forget(model, versions);
+      if (wasWithdrawn) phase("unloaded");
+      return;
+    }
+    await this.o.staging.remove(model);
+    this.lastGood.delete(model);
+    this.servedHash.delete(model);
+    phase("removed");
+    if (this.o.mode === "explicit") {
+      await this.o.client.unloadModel(model).catch((err) => log.warn("unload failed", { model, error: String(err) }));
+    }
+    await this.waitUntilGone(model);
+    phase("unloaded");
+  }
+
+  /**
+   * Lint the edit as this run's Triton loads it: refused (and undefined) when the model has errors
+   * of its own, else `validated` with every finding; `autoComplete` says why it needs Triton's
+   * config auto-complete where this run has it off.
+   */
+  private async lintEdit(
+    model: string,
+    phase: ReportPhase,
+  ): Promise<{ lint: LintResult; autoComplete: string | undefined } | undefined> {
     const lint = await lintModel(this.o.modelsDir, model, this.lintOptions);
     // Only the model's own errors refuse it: Triton loads a step model on its own whatever the
     // ensembles running it say, so an ensemble's error (a missing version folder, a step's tensor
@@ -414,9 +460,20 @@ export class ReloadController {
             ? "not served by this runtime (the finding says where it runs)"
             : "not loaded until the errors are fixed",
       });
-      return;
+      return undefined;
     }
     const linted = lint.models.find((m) => m.name === model);
+    const autoComplete = await this.autoCompleteNeed(model, linted);
+    const diagnostics = [
+      ...lint.diagnostics.map((d) => (own(d) ? d : ofEnsembleRunning(d))),
+      ...(autoComplete && linted ? [autoCompleteOffDiagnostic(linted, autoComplete)] : []),
+    ];
+    phase("validated", diagnostics.length ? { diagnostics } : {});
+    return { lint, autoComplete };
+  }
+
+  /** Why `linted` needs Triton's config auto-complete when this run has it off; else undefined. */
+  private async autoCompleteNeed(model: string, linted: LintedModel | undefined): Promise<string | undefined> {
     const adapted = this.o.staging.adaptedBackends();
     // An adapted model needs Triton's auto-complete only where its backend would fill something
     // in, which only a lint with auto-complete on tells.
@@ -426,26 +483,15 @@ export class ReloadController {
             (m) => m.name === model,
           )
         : linted;
-    const autoComplete =
-      this.o.autoCompleteConfig === false && linted && asCompleted
-        ? await autoCompleteReason(asCompleted, adapted)
-        : undefined;
-    const diagnostics = [
-      ...lint.diagnostics.map((d) => (own(d) ? d : ofEnsembleRunning(d))),
-      ...(autoComplete && linted ? [autoCompleteOffDiagnostic(linted, autoComplete)] : []),
-    ];
-    phase("validated", diagnostics.length ? { diagnostics } : {});
+    return this.o.autoCompleteConfig === false && linted && asCompleted
+      ? await autoCompleteReason(asCompleted, adapted)
+      : undefined;
+  }
 
-    const hash = await hashModelDir(dir);
-    if (!forced && hash && hash === this.servedHash.get(model) && this.lastGood.has(model)) {
-      phase("unchanged");
-      return;
-    }
-
-    const logOffset = fileSize(this.o.logFile);
-    let generation: number;
+  /** Publish the edit to the served repository: its generation, or undefined when staging failed, as reported. */
+  private async stageEdit(model: string, phase: ReportPhase): Promise<number | undefined> {
     try {
-      generation = await this.o.staging.publish(this.o.modelsDir, model, {
+      return await this.o.staging.publish(this.o.modelsDir, model, {
         prepare: this.o.mode === "poll",
         onEnvironment: (what) => phase("environment", { reason: what }),
       });
@@ -461,64 +507,79 @@ export class ReloadController {
         reason: `${err.message}; ${keeps}`,
         diagnostics: stagingDiagnostics(err, this.o.modelsDir),
       });
-      return;
+      return undefined;
     }
-    phase("staged");
-    phase("loading");
-    const outcome = await this.load(model, logOffset);
-    if (outcome.ok) {
-      this.lastGood.set(model, generation);
-      this.withdrawn.delete(model);
-      if (hash) this.servedHash.set(model, hash);
-      const version = await this.readyVersion(model);
-      phase("ready", version ? { version } : {});
-      // Ensembles withdrawn because this model could not load, or held out at `up` because it
-      // was not served, can load now (an ensemble with errors of its own waits for its fix).
-      for (const m of lint.models)
-        if (
-          m.name !== model &&
-          !this.o.staging.has(m.name) &&
-          !m.diagnostics.some((d) => d.severity === "error") &&
-          (m.config?.ensemble_scheduling?.step ?? []).every((st) => this.o.staging.has(st.model_name ?? "")) &&
-          (this.withdrawn.has(m.name) || (await isModelDir(this.o.modelsDir, m.name)))
-        )
-          this.enqueue({ model: m.name, firstEventAt: this.now(), events: 0 });
-      await this.o.staging.prune(model).catch(() => {});
-      return;
-    }
-    const reason = autoComplete
-      ? `${outcome.reason} (${autoComplete}, but Triton runs with config auto-complete off in this run: restart \`triton-dev up\` to turn it on)`
-      : outcome.reason;
-    const good = this.lastGood.get(model);
-    if (good !== undefined) {
-      // Serve the last good snapshot again: in poll mode this also ends Triton's retry of the
-      // broken one at every poll; in explicit mode it reloads what was serving.
-      const restoreOffset = fileSize(this.o.logFile);
-      await this.o.staging.restore(model, good, { prepare: this.o.mode === "poll" });
-      this.lastGood.set(model, this.o.staging.current(model)!);
-      if (this.o.mode === "explicit") await this.o.client.loadModel(model).catch(() => {});
-      this.servedHash.delete(model);
-      phase("failed", { reason: `${reason}; the last good version keeps serving` });
-      // Poll mode loads the restored copy at its next poll. Until that load is over, its "loaded"
-      // line could be read as the outcome of the user's next save (seen on a loaded machine: the
-      // fix reported ready while the restored version was what served), so the next edit waits.
-      if (this.o.mode === "poll") await this.watchLog(model, restoreOffset, RESTORE_WAIT_MS);
-    } else {
-      const versions = versionsToForget(
-        (await this.o.client.repositoryIndex().catch(() => [])).filter((m) => m.name === model).map((m) => m.version),
-        await versionFolders(this.o.staging.snapshotDir(model, generation)),
-      );
-      await this.withdraw(model, hash);
-      phase("failed", { reason: `${reason}; not loaded until a fix is saved`, withdrawn: true });
-      // Ensembles running it cannot load either; they leave the served repository first, so the
-      // placeholder that makes Triton forget this load is never loaded into them.
-      const users = await this.withdrawUsers(
-        lint.models.map((m) => m.name).filter((n) => n !== model),
-        model,
-      );
-      await this.forget(model, versions);
-      await Promise.all(users.map((u) => this.forget(u.name, u.versions)));
-    }
+  }
+
+  /** The edit loaded: it is the last good version now, and the ensembles that waited for it load. */
+  private async reportLoaded(
+    model: string,
+    generation: number,
+    hash: string | undefined,
+    linted: readonly LintedModel[],
+    phase: ReportPhase,
+  ): Promise<void> {
+    this.lastGood.set(model, generation);
+    this.withdrawn.delete(model);
+    if (hash) this.servedHash.set(model, hash);
+    const version = await this.readyVersion(model);
+    phase("ready", version ? { version } : {});
+    // Ensembles withdrawn because this model could not load, or held out at `up` because it
+    // was not served, can load now (an ensemble with errors of its own waits for its fix).
+    for (const m of linted)
+      if (
+        m.name !== model &&
+        !this.o.staging.has(m.name) &&
+        !m.diagnostics.some((d) => d.severity === "error") &&
+        (m.config?.ensemble_scheduling?.step ?? []).every((st) => this.o.staging.has(st.model_name ?? "")) &&
+        (this.withdrawn.has(m.name) || (await isModelDir(this.o.modelsDir, m.name)))
+      )
+        this.enqueue({ model: m.name, firstEventAt: this.now(), events: 0 });
+    await this.o.staging.prune(model).catch(() => {});
+  }
+
+  /** The edit failed to load with a good version to fall back on: serve that one again. */
+  private async restoreLastGood(model: string, good: number, reason: string, phase: ReportPhase): Promise<void> {
+    // Serve the last good snapshot again: in poll mode this also ends Triton's retry of the
+    // broken one at every poll; in explicit mode it reloads what was serving.
+    const restoreOffset = fileSize(this.o.logFile);
+    await this.o.staging.restore(model, good, { prepare: this.o.mode === "poll" });
+    this.lastGood.set(model, this.o.staging.current(model)!);
+    if (this.o.mode === "explicit") await this.o.client.loadModel(model).catch(() => {});
+    this.servedHash.delete(model);
+    phase("failed", { reason: `${reason}; the last good version keeps serving` });
+    // Poll mode loads the restored copy at its next poll. Until that load is over, its "loaded"
+    // line could be read as the outcome of the user's next save (seen on a loaded machine: the
+    // fix reported ready while the restored version was what served), so the next edit waits.
+    if (this.o.mode === "poll") await this.watchLog(model, restoreOffset, RESTORE_WAIT_MS);
+  }
+
+  /**
+   * The edit failed to load with nothing to fall back on: the model, and the ensembles running
+   * it, leave the served repository until a fix is saved, and Triton forgets their failed loads.
+   */
+  private async withdrawFailedLoad(
+    model: string,
+    generation: number,
+    hash: string | undefined,
+    linted: readonly LintedModel[],
+    reason: string,
+    phase: ReportPhase,
+  ): Promise<void> {
+    const versions = versionsToForget(
+      (await this.o.client.repositoryIndex().catch(() => [])).filter((m) => m.name === model).map((m) => m.version),
+      await versionFolders(this.o.staging.snapshotDir(model, generation)),
+    );
+    await this.withdraw(model, hash);
+    phase("failed", { reason: `${reason}; not loaded until a fix is saved`, withdrawn: true });
+    // Ensembles running it cannot load either; they leave the served repository first, so the
+    // placeholder that makes Triton forget this load is never loaded into them.
+    const users = await this.withdrawUsers(
+      linted.map((m) => m.name).filter((n) => n !== model),
+      model,
+    );
+    await this.forget(model, versions);
+    await Promise.all(users.map((u) => this.forget(u.name, u.versions)));
   }
 
   /**

@@ -83,13 +83,16 @@ const ALT_SCREEN_OFF = "\x1b[?1049l";
 export function openDashboard(o: DashboardOptions): Dashboard {
   const clock = o.clock ?? REAL_CLOCK;
   const now = o.now ?? (() => clock.now());
-  const stdout = o.stdout ?? process.stdout;
-  const stdin = o.stdin ?? process.stdin;
-  const stderr = o.stderr ?? process.stderr;
+  const term: Terminal = {
+    stdout: o.stdout ?? process.stdout,
+    stdin: o.stdin ?? process.stdin,
+    stderr: o.stderr ?? process.stderr,
+  };
   const store = new Store<DashboardState>(initialState({ now: now(), ownsServer: o.ownsServer }));
-  const stops: Array<() => void | Promise<void>> = [];
-  const feeds: Array<() => void | Promise<void>> = [];
+  const stops: Stop[] = [];
+  const feeds: Stop[] = [];
   let stopLog: (() => void) | undefined;
+  let target: DashboardTarget | undefined;
 
   stops.push(
     o.bus.on((e) => {
@@ -98,6 +101,63 @@ export function openDashboard(o: DashboardOptions): Dashboard {
         stopLog = followTritonLog(store, e.logFile, 500, () => target?.userPaths, clock);
     }),
   );
+  stops.push(startElapsedTick(store, now, clock));
+  // Our own warnings would tear through the frame; they go to the log panel instead.
+  stops.push(divertStderr(term.stderr, store));
+
+  const perf = new PerfRunner({
+    store,
+    env: o.env,
+    runPerf: o.runPerf,
+    ...(o.quickCheck ? { check: o.quickCheck } : {}),
+  });
+  const tune = o.runTune ? new TuneRunner({ store, env: o.env, runTune: o.runTune }) : undefined;
+  let resolveQuit!: () => void;
+  const quitRequested = new Promise<void>((r) => (resolveQuit = r));
+  const onCommand = commandHandler({ store, perf, tune, target: () => target, quit: resolveQuit });
+
+  const tty = Boolean(term.stdout.isTTY);
+  const instance = mountApp({ store, onCommand, now, env: o.env, scrapeIntervalMs: o.scrapeIntervalMs, term, tty });
+
+  let closed: Promise<void> | undefined;
+  const detach = async () => {
+    await perf.close();
+    await tune?.close();
+    for (const stop of feeds.splice(0).reverse()) await stop();
+  };
+  return {
+    store,
+    quitRequested,
+    attach(t) {
+      if (target) return;
+      target = t;
+      // Lines read before the run's paths were known name the staging copy: name the user's.
+      if (t.userPaths) showUserPaths(store, t.userPaths);
+      startFeeds(t, { store, env: o.env, clock, now, scrapeIntervalMs: o.scrapeIntervalMs }, feeds);
+    },
+    detach,
+    close() {
+      closed ??= (async () => {
+        await detach();
+        stopLog?.();
+        for (const stop of stops.reverse()) await stop();
+        await unmountApp(instance, store, term, tty);
+      })();
+      return closed;
+    },
+  };
+}
+
+type Stop = () => void | Promise<void>;
+
+interface Terminal {
+  stdout: NodeJS.WriteStream;
+  stdin: NodeJS.ReadStream;
+  stderr: NodeJS.WriteStream;
+}
+
+/** Move the store's clock each second the elapsed times it shows would change; returns its stop. */
+function startElapsedTick(store: Store<DashboardState>, now: () => number, clock: Clock): Stop {
   const tick = clock.setInterval(
     () => {
       const t = now();
@@ -106,9 +166,11 @@ export function openDashboard(o: DashboardOptions): Dashboard {
     1000,
     { unref: true },
   );
-  stops.push(() => clock.clearInterval(tick));
+  return () => clock.clearInterval(tick);
+}
 
-  // Our own warnings would tear through the frame; they go to the log panel instead.
+/** Send what is written to `stderr` to the log panel, line by line; returns what puts it back. */
+function divertStderr(stderr: NodeJS.WriteStream, store: Store<DashboardState>): Stop {
   const realWrite = stderr.write.bind(stderr);
   let partial = "";
   stderr.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
@@ -126,29 +188,31 @@ export function openDashboard(o: DashboardOptions): Dashboard {
     cb?.();
     return true;
   }) as typeof stderr.write;
-  stops.push(() => {
+  return () => {
     stderr.write = realWrite as typeof stderr.write;
-  });
+  };
+}
 
-  const perf = new PerfRunner({
-    store,
-    env: o.env,
-    runPerf: o.runPerf,
-    ...(o.quickCheck ? { check: o.quickCheck } : {}),
-  });
-  const tune = o.runTune ? new TuneRunner({ store, env: o.env, runTune: o.runTune }) : undefined;
-  let target: DashboardTarget | undefined;
-  let resolveQuit!: () => void;
-  const quitRequested = new Promise<void>((r) => (resolveQuit = r));
+interface CommandDeps {
+  store: Store<DashboardState>;
+  perf: PerfRunner;
+  tune: TuneRunner | undefined;
+  /** The server once `attach` said where it is. */
+  target: () => DashboardTarget | undefined;
+  quit: () => void;
+}
 
-  const onCommand = (c: Command) => {
+/** What the keys ask for (keys.ts), done by the controllers, or a notice saying why not now. */
+function commandHandler({ store, perf, tune, target: attached, quit }: CommandDeps): (c: Command) => void {
+  return (c) => {
+    const target = attached();
     switch (c.type) {
       case "quit":
         store.update(
           (s) => notice(s, s.ownsServer ? "stopping Triton…" : "quitting; the detached server keeps running"),
           true,
         );
-        resolveQuit();
+        quit();
         return;
       case "reload":
         if (!target?.reload) store.update((s) => notice(s, "hot reload is not running yet", "error"), true);
@@ -174,94 +238,103 @@ export function openDashboard(o: DashboardOptions): Dashboard {
         return;
     }
   };
+}
 
-  const tty = Boolean(stdout.isTTY);
-  if (tty) stdout.write(ALT_SCREEN_ON);
-  const theme = { color: colorEnabled(o.env) };
-  const instance: Instance = render(
+interface MountOptions {
+  store: Store<DashboardState>;
+  onCommand: (c: Command) => void;
+  now: () => number;
+  env: NodeJS.ProcessEnv;
+  scrapeIntervalMs: number | undefined;
+  term: Terminal;
+  tty: boolean;
+}
+
+/** Render the App on the terminal (its alternate screen when it is one). */
+function mountApp({ store, onCommand, now, env, scrapeIntervalMs, term, tty }: MountOptions): Instance {
+  if (tty) term.stdout.write(ALT_SCREEN_ON);
+  const theme = { color: colorEnabled(env) };
+  return render(
     <ThemeContext.Provider value={theme}>
-      <App
-        store={store}
-        onCommand={onCommand}
-        clock={now}
-        {...(o.scrapeIntervalMs ? { scrapeIntervalMs: o.scrapeIntervalMs } : {})}
-      />
+      <App store={store} onCommand={onCommand} clock={now} {...(scrapeIntervalMs ? { scrapeIntervalMs } : {})} />
     </ThemeContext.Provider>,
-    { stdout, stdin, stderr, exitOnCtrlC: false, patchConsole: true, maxFps: 15 },
+    { ...term, exitOnCtrlC: false, patchConsole: true, maxFps: 15 },
   );
+}
 
-  let closed: Promise<void> | undefined;
-  const detach = async () => {
-    await perf.close();
-    await tune?.close();
-    for (const stop of feeds.splice(0).reverse()) await stop();
-  };
-  return {
+/** Unmount the App and give the terminal back as it was, once every controller has stopped. */
+async function unmountApp(
+  instance: Instance,
+  store: Store<DashboardState>,
+  term: Terminal,
+  tty: boolean,
+): Promise<void> {
+  store.flush();
+  // Asked for before unmounting: Ink only settles a promise that exists when it unmounts.
+  const exited = instance.waitUntilExit().catch(() => undefined);
+  instance.unmount();
+  await exited;
+  if (tty) term.stdout.write(ALT_SCREEN_OFF);
+  // What this program warned about while the dashboard was up stays visible after it.
+  for (const l of store.getState().logs) if (l.source === "tool") term.stderr.write(`${l.text}\n`);
+}
+
+/** Triton's lines already in the panel, with the user's paths for the staged ones. */
+function showUserPaths(store: Store<DashboardState>, map: (text: string) => string): void {
+  store.update((s) => ({
+    ...s,
+    logs: s.logs.map((l) => (l.source === "triton" ? { ...l, text: map(l.text) } : l)),
+  }));
+}
+
+interface FeedDeps {
+  store: Store<DashboardState>;
+  env: NodeJS.ProcessEnv;
+  clock: Clock;
+  now: () => number;
+  scrapeIntervalMs: number | undefined;
+}
+
+/** Start polling the server and scraping its metrics; their stops go to `feeds`. */
+function startFeeds(t: DashboardTarget, { store, env, clock, now, scrapeIntervalMs }: FeedDeps, feeds: Stop[]): void {
+  const client = new TritonHttpClient(t.baseUrl, {
+    fetch: closingFetch,
+    timeoutMs: 5000,
+    ...(t.repositoryKey ? { repositoryKey: t.repositoryKey } : {}),
+  });
+  const poller = new ServerPoller({
     store,
-    quitRequested,
-    attach(t) {
-      if (target) return;
-      target = t;
-      const map = t.userPaths;
-      // Lines read before the run's paths were known name the staging copy: name the user's.
-      if (map)
-        store.update((s) => ({
-          ...s,
-          logs: s.logs.map((l) => (l.source === "triton" ? { ...l, text: map(l.text) } : l)),
-        }));
-      const client = new TritonHttpClient(t.baseUrl, {
-        fetch: closingFetch,
-        timeoutMs: 5000,
-        ...(t.repositoryKey ? { repositoryKey: t.repositoryKey } : {}),
-      });
-      const poller = new ServerPoller({
-        store,
-        client,
-        env: o.env,
-        clock,
-        ...(t.userPaths ? { userPaths: t.userPaths } : {}),
-        ...(t.served ? { served: t.served } : {}),
-      });
-      poller.start();
-      feeds.push(() => poller.stop());
-      let shown = "";
-      let shownAt = 0;
-      const onUpdate = (m: ScrapeState) => {
-        const f = metricsFingerprint(m);
-        // The `m` view shows host CPU use, which moves every scrape; elsewhere a scrape that only
-        // lengthens the idle history is drawn every HISTORY_REDRAW_MS, not every 2 s.
-        const t = now();
-        if (f === shown && t - shownAt < HISTORY_REDRAW_MS && store.getState().ui.view !== "metrics") return;
-        shown = f;
-        shownAt = t;
-        store.update((s) => ({ ...s, metrics: m }));
-      };
-      const scraper = new MetricsScraper({
-        url: t.metricsUrl,
-        fetch: closingFetch,
-        intervalMs: o.scrapeIntervalMs ?? 2000,
-        clock,
-        onUpdate,
-      });
-      scraper.start();
-      feeds.push(() => scraper.stop());
-    },
-    detach,
-    close() {
-      closed ??= (async () => {
-        await detach();
-        stopLog?.();
-        for (const stop of stops.reverse()) await stop();
-        store.flush();
-        // Asked for before unmounting: Ink only settles a promise that exists when it unmounts.
-        const exited = instance.waitUntilExit().catch(() => undefined);
-        instance.unmount();
-        await exited;
-        if (tty) stdout.write(ALT_SCREEN_OFF);
-        // What this program warned about while the dashboard was up stays visible after it.
-        for (const l of store.getState().logs) if (l.source === "tool") stderr.write(`${l.text}\n`);
-      })();
-      return closed;
-    },
+    client,
+    env,
+    clock,
+    ...(t.userPaths ? { userPaths: t.userPaths } : {}),
+    ...(t.served ? { served: t.served } : {}),
+  });
+  poller.start();
+  feeds.push(() => poller.stop());
+  const scraper = new MetricsScraper({
+    url: t.metricsUrl,
+    fetch: closingFetch,
+    intervalMs: scrapeIntervalMs ?? 2000,
+    clock,
+    onUpdate: metricsUpdater(store, now),
+  });
+  scraper.start();
+  feeds.push(() => scraper.stop());
+}
+
+/** Puts each scrape in the store, unless drawing it would change nothing a reader needs. */
+function metricsUpdater(store: Store<DashboardState>, now: () => number): (m: ScrapeState) => void {
+  let shown = "";
+  let shownAt = 0;
+  return (m) => {
+    const f = metricsFingerprint(m);
+    // The `m` view shows host CPU use, which moves every scrape; elsewhere a scrape that only
+    // lengthens the idle history is drawn every HISTORY_REDRAW_MS, not every 2 s.
+    const t = now();
+    if (f === shown && t - shownAt < HISTORY_REDRAW_MS && store.getState().ui.view !== "metrics") return;
+    shown = f;
+    shownAt = t;
+    store.update((s) => ({ ...s, metrics: m }));
   };
 }
