@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { UserError } from "../../../../src/errors.js";
 import { FakeClock } from "../../../../src/fake-clock.js";
 import { PodConnection, PodError } from "../../../../src/runtimes/clients/kubectl/connection.js";
@@ -48,10 +48,16 @@ const pod = (containerState: Record<string, unknown>, extra: Record<string, unkn
   status: { phase: "Running", containerStatuses: [{ name: "triton", restartCount: 0, ...containerState, ...extra }] },
 });
 
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+});
+
 function setUp() {
   const tools = new ScriptedCluster();
   const clock = new FakeClock();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "triton-dev-podready-"));
+  dirs.push(dir);
   const connection = new PodConnection({
     tools,
     cluster: "c",
