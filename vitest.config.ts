@@ -1,3 +1,4 @@
+import fs from "node:fs";
 import { configDefaults, defineConfig } from "vitest/config";
 import FixturesLastSequencer from "./test/helpers/fixtures-last-sequencer.js";
 
@@ -23,6 +24,22 @@ import FixturesLastSequencer from "./test/helpers/fixtures-last-sequencer.js";
  *   npm test                   build, then both (unit first, then integration)
  */
 const INTEGRATION = ["test/integration/**/*.test.{ts,tsx}", "test/**/*.integration.test.{ts,tsx}"];
+
+/*
+ * The unit tests' temporary folders (os.tmpdir()) on a RAM filesystem where the machine has one and
+ * TMPDIR does not say otherwise: they make and remove thousands of small files and folders
+ * (temporary model repositories), which on this VM's ext4 disk cost about a fifth of the suite's CPU
+ * time (a mkdir or a small write about 0.5 ms of system time, against 0.02 ms on tmpfs).
+ */
+function unitTmpdir(): { TMPDIR?: string } {
+  if (process.env.TMPDIR) return {};
+  try {
+    fs.accessSync("/dev/shm", fs.constants.W_OK);
+    return { TMPDIR: "/dev/shm" };
+  } catch {
+    return {};
+  }
+}
 
 export default defineConfig({
   test: {
@@ -52,6 +69,7 @@ export default defineConfig({
             // no daemon, instead of quietly installing the environment or using the machine's.
             TRITON_DEV_HOME: "/dev/null/triton-dev-home",
             DOCKER_HOST: "unix:///dev/null/docker.sock",
+            ...unitTmpdir(),
           },
         },
       },

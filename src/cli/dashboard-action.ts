@@ -95,7 +95,7 @@ export async function dashboardAction(
 
   // A detached run's supervisor records every event (the edit timeline above all); a
   // foreground `up` keeps its own in its terminal.
-  const stopEvents = state.detached ? followRunEvents(state, (e) => bus.emit(e)) : undefined;
+  const stopEvents = state.detached ? followRunEvents(state, (e) => bus.emit(e), undefined, clock) : undefined;
   if (!state.detached) {
     // A detached run's supervisor records these; a foreground one's only in run.json.
     for (const n of state.notServed ?? []) {

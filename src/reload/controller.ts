@@ -666,6 +666,7 @@ export class ReloadController {
         // The save -> READY latency includes this delay; a stat every 20 ms while one load is
         // pending costs nothing.
         20,
+        this.clock,
       );
       const timer = this.clock.setInterval(() => {
         if (this.now() >= deadline || this.closed)

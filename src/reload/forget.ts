@@ -81,7 +81,7 @@ export interface ForgetContext {
   loadTimeoutMs: number;
   /** Stop waiting (the controller is closing). */
   closed: () => boolean;
-  /** The time the deadline runs on (../clock.ts); default: real time. */
+  /** The time the deadline and the log's reads run on (../clock.ts); default: real time. */
   clock?: Clock;
 }
 
@@ -144,7 +144,7 @@ function waitForLines(
       clock.clearInterval(timer);
       resolve(ok);
     };
-    const stop = followFile(ctx.logFile, from, (raw) => done(stripTritonPrefix(raw)) && finish(true), 20);
+    const stop = followFile(ctx.logFile, from, (raw) => done(stripTritonPrefix(raw)) && finish(true), 20, clock);
     const timer = clock.setInterval(() => (clock.now() >= deadline || ctx.closed()) && finish(false), 50);
   });
 }

@@ -52,7 +52,7 @@ export interface LoadProgressOptions {
    * example, config auto-complete importing each model.py twice).
    */
   note?: string;
-  /** The time the reports run on (a test's FakeClock moves it); the log itself is read on real time. */
+  /** The time the reports and the log's reads run on (a test's FakeClock moves it). */
   clock?: Clock;
   /** How often the log is read. */
   readMs?: number;
@@ -70,7 +70,7 @@ export function followModelLoads(
 ): { stop(): void; describe(): string | undefined } {
   const clock = o.clock ?? REAL_CLOCK;
   const tracker = new ModelLoadTracker(() => clock.now());
-  const stopFollowing = followFile(logFile, o.fromOffset, (l) => tracker.line(l), o.readMs ?? 250);
+  const stopFollowing = followFile(logFile, o.fromOffset, (l) => tracker.line(l), o.readMs ?? 250, clock);
   let noted = false;
   const timer = clock.setInterval(
     () => {

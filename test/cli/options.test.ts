@@ -1,7 +1,9 @@
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { main } from "../../src/cli/main.js";
 import type { Output } from "../../src/cli/output.js";
-import { tempDir } from "../helpers/cli.js";
+import { removeTempDirs, tempDir } from "../helpers/cli.js";
+
+afterAll(removeTempDirs);
 
 function capture(): Output & { stdout: string[]; stderr: string[] } {
   const stdout: string[] = [];

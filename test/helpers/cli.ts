@@ -53,8 +53,17 @@ export function spawnCli(args: string[], env: NodeJS.ProcessEnv): ChildProcess {
   return spawn(process.execPath, [CLI, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
 }
 
+const madeDirs: string[] = [];
+
+/** A fresh temporary folder; `removeTempDirs` (in a file's afterAll) deletes every one made so far. */
 export async function tempDir(prefix: string): Promise<string> {
-  return fsp.mkdtemp(path.join(os.tmpdir(), `triton-dev-${prefix}-`));
+  const dir = await fsp.mkdtemp(path.join(os.tmpdir(), `triton-dev-${prefix}-`));
+  madeDirs.push(dir);
+  return dir;
+}
+
+export function removeTempDirs(): void {
+  for (const dir of madeDirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
 }
 
 /** A per-test environment: own state folder (so runs never collide), the shared managed venv. */

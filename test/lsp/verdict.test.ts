@@ -5,6 +5,8 @@ import { afterAll, describe, expect, it } from "vitest";
 import { resolvePaths } from "../../src/config/paths.js";
 import { type RunVerdicts, VerdictWatch, verdictDiagnostics } from "../../src/lsp/verdict.js";
 import type { RunState } from "../../src/state/run-state.js";
+import { FakeClock } from "../../src/fake-clock.js";
+import { advanceUntil } from "../helpers/fake-time.js";
 
 const dirs: string[] = [];
 afterAll(async () => {
@@ -73,13 +75,14 @@ describe("VerdictWatch: the run's state files", () => {
       repositoryKey: { header: "k", value: "v" },
     };
     const seen: Array<RunVerdicts | undefined> = [];
-    const watch = new VerdictWatch({ paths, intervalMs: 20, onChange: (v) => seen.push(v) });
+    // The run's state and events are polled on the clock, every 20 ms of it; the files are real.
+    const clock = new FakeClock();
+    const watch = new VerdictWatch({ paths, intervalMs: 20, onChange: (v) => seen.push(v), clock });
     const until = async (pred: (v: RunVerdicts | undefined) => boolean) => {
-      for (let k = 0; k < 250; k++) {
-        if (seen.length && pred(seen.at(-1))) return seen.at(-1);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      throw new Error(`verdicts never matched; last: ${JSON.stringify(seen.at(-1) && [...seen.at(-1)!.verdicts])}`);
+      await advanceUntil(clock, () => seen.length > 0 && pred(seen.at(-1)), 20, "verdicts matching").catch(() => {
+        throw new Error(`verdicts never matched; last: ${JSON.stringify(seen.at(-1) && [...seen.at(-1)!.verdicts])}`);
+      });
+      return seen.at(-1);
     };
     watch.start();
     try {
@@ -129,5 +132,7 @@ describe("VerdictWatch: the run's state files", () => {
       watch.stop();
       watch.stop();
     }
+    // Stopped: neither its own poll nor the events' follower is left on the clock.
+    expect(clock.pending).toBe(0);
   });
 });

@@ -19,6 +19,8 @@ import {
 } from "../repo/helpers.js";
 import { startFakeTriton, type FakeTriton } from "./fake-triton.js";
 import { lintFacts } from "../../src/runtimes/kinds.js";
+import { FakeClock } from "../../src/fake-clock.js";
+import { advanceUntil } from "../helpers/fake-time.js";
 
 afterAll(removeTempRepos);
 
@@ -84,6 +86,8 @@ async function setup(
     log?: string;
     /** The run's config auto-complete (the controller's option; default: not said). */
     autoCompleteConfig?: boolean;
+    /** The controller's clock (default: real time). */
+    clock?: FakeClock;
   } = {},
 ): Promise<Setup> {
   const repo = o.repo ?? (await tempRepo());
@@ -116,6 +120,7 @@ async function setup(
     lint: { ...lintFacts("local") },
     loadTimeoutMs: 5_000,
     ...(o.autoCompleteConfig !== undefined ? { autoCompleteConfig: o.autoCompleteConfig } : {}),
+    ...(o.clock ? { clock: o.clock } : {}),
   });
   cleanups.push(() => controller.close());
   await controller.adopt(o.adopted ?? [{ name: "m", version: "1", state: "READY" }]);
@@ -350,19 +355,28 @@ describe("ReloadController", () => {
   it("reads the outcome of a load from Triton's log in poll mode", async () => {
     const loaded = "I0101 00:00:01.000000 1 model_lifecycle.cc:1] successfully loaded 'm'\n";
     const outcomes: string[] = [];
+    // The log is read every 20 ms of the clock, Triton's lines come 30 ms of it after their cue.
+    const clock = new FakeClock();
     const s = await setup({
       mode: "poll",
+      clock,
       // Triton, polling the staged repository, logs its load a moment after the snapshot is swapped in.
       onEvent: (e, logFile) => {
-        if (e.phase === "loading") setTimeout(() => fs.appendFileSync(logFile, outcomes.shift() ?? loaded), 30);
+        if (e.phase === "loading") clock.setTimeout(() => fs.appendFileSync(logFile, outcomes.shift() ?? loaded), 30);
         // And, after a failed load, the restored last good copy at its next poll.
-        if (e.phase === "failed") setTimeout(() => fs.appendFileSync(logFile, loaded), 30);
+        if (e.phase === "failed") clock.setTimeout(() => fs.appendFileSync(logFile, loaded), 30);
       },
     });
+    const idle = async () => {
+      let settled = false;
+      const idling = s.controller.idle().finally(() => (settled = true));
+      await advanceUntil(clock, () => settled, 10, "the controller idle");
+      await idling;
+    };
     const before = await s.servedConfig();
     await fsp.writeFile(path.join(s.repo, "m", "config.pbtxt"), pythonConfig("m", ECHO_IO, 4));
     s.watcher.save("m");
-    await s.controller.idle();
+    await idle();
     expect(s.phases()).toEqual(["saved", "validated", "staged", "loading", "ready"]);
     expect(loads(s.triton)).toEqual([]);
 
@@ -373,7 +387,7 @@ describe("ReloadController", () => {
     expect(good).not.toBe(before);
     await fsp.writeFile(path.join(s.repo, "m", "1", "model.py"), ECHO_MODEL_PY + "\nraise RuntimeError('boom')\n");
     s.watcher.save("m");
-    await s.controller.idle();
+    await idle();
     expect(s.phases().slice(5)).toEqual(["saved", "validated", "staged", "loading", "failed"]);
     expect(s.events.at(-1)!.reason).toBe(
       "failed to load 'm' version 1: Internal: RuntimeError: boom; the last good version keeps serving",
@@ -388,7 +402,7 @@ describe("ReloadController", () => {
     );
     await fsp.writeFile(path.join(s.repo, "m", "1", "model.py"), ECHO_MODEL_PY + "\n# a second try\n");
     s.watcher.save("m");
-    await s.controller.idle();
+    await idle();
     expect(s.events.at(-1)!.reason).toMatch(/RuntimeError: again/);
   });
 

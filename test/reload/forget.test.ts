@@ -12,6 +12,7 @@ import { servedModels, StagingRepository } from "../../src/reload/stage.js";
 import { TritonHttpClient } from "../../src/triton/http-client.js";
 import { pythonModel, removeTempRepos, tempRepo, writeFiles } from "../repo/helpers.js";
 import { FakeClock } from "../../src/fake-clock.js";
+import { advanceUntil } from "../helpers/fake-time.js";
 
 afterAll(removeTempRepos);
 
@@ -50,6 +51,8 @@ describe("having Triton forget a failed load", () => {
     await fsp.writeFile(logFile, line("started"));
     const link = path.join(staging.repository, "bad");
     const seen: string[] = [];
+    // Triton's poll and the log's reads, every 20 ms of the clock; the files are real.
+    const clock = new FakeClock();
     // Triton's poll, as far as this needs: it loads what the link serves, and unloads it once gone.
     let stop = false;
     const triton = (async () => {
@@ -72,23 +75,30 @@ describe("having Triton forget a failed load", () => {
           );
           return;
         }
-        await new Promise((r) => setTimeout(r, 20));
+        await clock.sleep(20);
       }
     })();
-    const ok = await forgetFailedLoad(
+    const forgetting = forgetFailedLoad(
       {
         client: new TritonHttpClient("http://127.0.0.1:9"),
         staging,
         mode: "poll",
         pollSecs: 1,
         logFile,
-        loadTimeoutMs: 5_000,
+        // Far beyond the steps below: the deadline is the next test's subject, not this one's.
+        loadTimeoutMs: 600_000,
         closed: () => false,
+        clock,
       },
       "bad",
       ["1", "3"],
     );
+    let settled = false;
+    void forgetting.finally(() => (settled = true));
+    await advanceUntil(clock, () => settled, 20, "the forget");
+    const ok = await forgetting;
     stop = true;
+    await clock.advance(20);
     await triton;
     expect(ok).toBe(true);
     expect(seen).toEqual([path.join("..", "store", "bad@placeholder"), "1", "3", "config.pbtxt", ""]);
@@ -112,7 +122,8 @@ describe("having Triton forget a failed load", () => {
         mode: "poll",
         pollSecs: 0,
         logFile,
-        loadTimeoutMs: 120_000,
+        // The log is read every 20 ms of the clock until then: a short deadline keeps those reads few.
+        loadTimeoutMs: 2_000,
         closed: () => false,
         clock,
       },
@@ -120,7 +131,7 @@ describe("having Triton forget a failed load", () => {
       ["1"],
     );
     await clock.waiting();
-    await clock.advance(119_950);
+    await clock.advance(1_950);
     expect(fs.existsSync(path.join(staging.repository, "bad"))).toBe(true);
     await clock.advance(50);
     expect(await forgetting).toBe(false);

@@ -1,5 +1,5 @@
 import path from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { UsageError, UserError } from "../../src/errors.js";
 import { refuseForeignFlags } from "../../src/runtimes/flags.js";
 import { RUNTIME_KINDS } from "../../src/runtimes/kinds.js";
@@ -8,7 +8,9 @@ import { createDockerDriver } from "../../src/runtimes/docker/driver.js";
 import type { RuntimeDriver } from "../../src/runtimes/driver.js";
 import { chooseRuntime, loadDriver } from "../../src/runtimes/registry.js";
 import { resolvePaths } from "../../src/config/paths.js";
-import { tempDir } from "../helpers/cli.js";
+import { removeTempDirs, tempDir } from "../helpers/cli.js";
+
+afterAll(removeTempDirs);
 
 /** A DOCKER_HOST where nothing listens: a socket path in an empty folder. */
 async function noDaemon(): Promise<NodeJS.ProcessEnv> {

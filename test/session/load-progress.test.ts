@@ -4,13 +4,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { ModelLoadTracker, followModelLoads } from "../../src/session/load-progress.js";
 import { FakeClock } from "../../src/fake-clock.js";
 import { removeTempRepos, tempRepo } from "../repo/helpers.js";
-
-/** Until the log's follower (real file reads every 10 ms) has seen what `seen` asks; bounded. */
-async function logRead(seen: () => boolean): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  while (!seen() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-  expect(seen()).toBe(true);
-}
+import { advanceUntil, ioDone } from "../helpers/fake-time.js";
 
 afterAll(removeTempRepos);
 
@@ -71,16 +65,17 @@ describe("followModelLoads", () => {
       clock,
     });
     try {
-      // The log is read on real time (a file), the reports on the clock's.
-      await logRead(() => follow.describe() !== undefined);
-      await clock.advance(4_999);
+      // The log's first read, 10 ms on: the model is loading from then.
+      await clock.advance(10);
+      await ioDone(clock, () => follow.describe() !== undefined);
+      await clock.advance(4_989);
       expect(reports).toEqual([]);
       await clock.advance(1);
       await clock.advance(5_000);
       expect(reports).toEqual(["still loading: slow (5 s); auto-complete is on", "still loading: slow (10 s)"]);
       expect(follow.describe()).toBe("slow (10 s)");
       await fsp.appendFile(log, `${LOG.loadedSlow}\n`);
-      await logRead(() => follow.describe() === undefined);
+      await advanceUntil(clock, () => follow.describe() === undefined, 10);
       await clock.advance(15_000);
       expect(reports).toHaveLength(2);
     } finally {
@@ -94,11 +89,11 @@ describe("followModelLoads", () => {
     const log = path.join(dir, "tritonserver.log");
     await fsp.writeFile(log, `${LOG.loadingSlow}\n`);
     const { size } = await fsp.stat(log);
-    const follow = followModelLoads(log, () => {}, { fromOffset: size, everyMs: 1_000, readMs: 10 });
+    const clock = new FakeClock();
+    const follow = followModelLoads(log, () => {}, { fromOffset: size, everyMs: 1_000, readMs: 10, clock });
     try {
       await fsp.appendFile(log, `${LOG.loadingFast}\n`);
-      const deadline = Date.now() + 5_000;
-      while (!follow.describe() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      await advanceUntil(clock, () => follow.describe() !== undefined, 10);
       expect(follow.describe()).toMatch(/^fast \(\d+ s\)$/);
     } finally {
       follow.stop();

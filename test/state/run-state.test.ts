@@ -1,5 +1,5 @@
 import fs from "node:fs/promises";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { resolvePaths } from "../../src/config/paths.js";
 import { UserError } from "../../src/errors.js";
 import { readRunState, removeRunState, writeRunState, type RunState } from "../../src/state/run-state.js";
@@ -7,7 +7,9 @@ import { currentRun } from "../../src/session/current-run.js";
 import { createKindDriver } from "../../src/runtimes/kind/driver.js";
 import { KubectlTools } from "../../src/runtimes/clients/kubectl/tools.js";
 import { isOurProcess } from "../../src/state/process.js";
-import { tempDir } from "../helpers/cli.js";
+import { removeTempDirs, tempDir } from "../helpers/cli.js";
+
+afterAll(removeTempDirs);
 
 const sample = (pid: number, executable = process.execPath): RunState => ({
   version: 1,

@@ -1,12 +1,14 @@
 import { spawn } from "node:child_process";
 import fs from "node:fs/promises";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { resolvePaths } from "../../src/config/paths.js";
 import { UntrustedFolderError } from "../../src/config/folder-trust.js";
 import { UserError } from "../../src/errors.js";
 import { acquireStartLock } from "../../src/state/start-lock.js";
-import { tempDir } from "../helpers/cli.js";
+import { removeTempDirs, tempDir } from "../helpers/cli.js";
+
+afterAll(removeTempDirs);
 
 describe("the start lock", () => {
   const children: Array<ReturnType<typeof spawn>> = [];

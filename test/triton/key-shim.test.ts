@@ -3,7 +3,7 @@ import fs from "node:fs";
 import fsp from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { UserError } from "../../src/errors.js";
 import {
   ensureKeyShim,
@@ -14,7 +14,15 @@ import {
   readRunKey,
 } from "../../src/triton/key-shim.js";
 
-const tmp = () => fsp.mkdtemp(path.join(os.tmpdir(), "triton-dev-key-"));
+const made: string[] = [];
+const tmp = async (under = os.tmpdir()) => {
+  const dir = await fsp.mkdtemp(path.join(under, "triton-dev-key-"));
+  made.push(dir);
+  return dir;
+};
+afterAll(() => {
+  for (const dir of made.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+});
 
 // The library is built once per home (the test "is built once per home" checks that), so the
 // tests share one home and one gcc run instead of compiling it again for each.
@@ -95,7 +103,8 @@ describe("the repository-key library", () => {
   it("keeps the server's shared memory its user's: umask 077, and no group or other bits on /dev/shm files", async () => {
     const lib = await builtLib();
     const key = await prepareRunKey(await tmp(), "h", lib);
-    const outside = path.join(await tmp(), "plain");
+    // A file anywhere else; the unit tests' temporary folders may be in /dev/shm (vitest.config.ts).
+    const outside = path.join(await tmp(os.tmpdir().startsWith("/dev/shm") ? "/tmp" : os.tmpdir()), "plain");
     const inShm = `/dev/shm/triton-dev-key-test-${process.pid}`;
     // What the python backend does with each region (boost.interprocess): create, then fchmod 0644
     // whatever the umask; and a chmod by path, for good measure.

@@ -105,7 +105,10 @@ export interface StopOptions {
   unloads?: UnloadWatch;
   /** What the group is, in the log: "server" unless told ("python model processes a crashed server left"). */
   what?: string;
-  /** The time the grace and kill waits run on (../../clock.ts); the outcome's `ms` is measured on real time. */
+  /**
+   * The time the grace and kill waits and the log's reads run on (../../clock.ts); the outcome's
+   * `ms` is measured on real time.
+   */
   clock?: Clock;
 }
 
@@ -153,6 +156,7 @@ export async function stopProcessGroup(pgid: number, options: StopOptions = {}):
             if (tracker.canEnd()) canEnd = true;
           },
           20,
+          clock,
         )
       : undefined;
   let ended: StopOutcome["ended"] | undefined;
