@@ -28,7 +28,7 @@ const INTEGRATION = ["test/integration/**/*.test.{ts,tsx}", "test/**/*.integrati
 /*
  * The unit tests' temporary folders (os.tmpdir()) on a RAM filesystem where the machine has one and
  * TMPDIR does not say otherwise: they make and remove thousands of small files and folders
- * (temporary model repositories), which on this VM's ext4 disk cost about a fifth of the suite's CPU
+ * (temporary model repositories), which on a virtual machine's ext4 disk cost about a fifth of the suite's CPU
  * time (a mkdir or a small write about 0.5 ms of system time, against 0.02 ms on tmpfs).
  */
 function unitTmpdir(): { TMPDIR?: string } {
