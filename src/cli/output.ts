@@ -62,7 +62,7 @@ export function formatEvent(e: SessionEvent): string | undefined {
     case "staged":
       return `staged ${e.models.length} model(s): ${e.models.join(", ")}`;
     case "starting":
-      return `starting tritonserver (${e.runtime} runtime, pid ${e.pid ?? "?"}); log: ${e.logFile}`;
+      return `starting tritonserver (${e.runtime} runtime${e.pid !== undefined ? `, pid ${e.pid}` : ""}); log: ${e.logFile}`;
     case "ready": {
       const notServed: Array<{ name: string; state: string; reason: string; version?: string }> = (
         e.notServed ?? []

@@ -536,6 +536,11 @@ async function startLocked(
     const readiness = started.readiness({ host: o.host, ports: o.ports, client: clientForRun(state) });
     const models = await readyModels(state, handle, staged, o, bus, loads.describe, lifecycle.signal, readiness);
     loads.stop();
+    // A pod's run has its local process (kubectl port-forward) only once its readiness saw the pod run.
+    if (handle.pid !== undefined && handle.pid !== state.pid) {
+      state.pid = handle.pid;
+      await writeRunState(paths, state);
+    }
     bus.emit({
       type: "ready",
       endpoints: handle.endpoints,

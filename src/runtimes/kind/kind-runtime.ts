@@ -501,7 +501,7 @@ function kindHandle(
       stopping ??= (async () => {
         if (!connection.listening) {
           // Nothing was served (the pod never ran, or the port-forward never listened): a failed start.
-          await connection.stop();
+          await connection.stop().catch(() => {});
           await undo().catch((err: unknown) =>
             log.warn("could not clean up after the failed start", { error: String(err) }),
           );

@@ -1,7 +1,7 @@
 /**
  * The kind runtime's cluster-side steps against a real Kubernetes API (test/fixtures/k8s-control-plane:
  * etcd, kube-apiserver, kube-controller-manager and kube-scheduler v1.34.3 built from source) and the
- * real kubectl built with it, instead of the emulator's object store: `KindRuntime.start` on a
+ * real kubectl built with it, instead of the emulator's object store: `KindRuntime.start` and its readiness on a
  * cluster that exists (applying the Namespace, Deployment and Service with their labels, waiting for
  * the pod and reporting why it cannot start from the status fields the API really has, undoing
  * what it applied), `plan` refusing a cluster that is not ours, a kept cluster's finished runs
@@ -29,6 +29,7 @@ import { runsIn, teardownRun } from "../../../src/runtimes/kind/teardown.js";
 import { KubectlTools } from "../../../src/runtimes/clients/kubectl/tools.js";
 import type { StartOptions } from "../../../src/runtimes/driver.js";
 import { UserError } from "../../../src/errors.js";
+import { waitFor } from "../../../src/triton/readiness.js";
 import { dockerAvailability } from "../../fixtures/docker/harness.js";
 import {
   buildControlPlane,
@@ -110,7 +111,7 @@ describe.skipIf(!!skip)(title, () => {
     };
   }
 
-  function plan(o: { keepCluster?: boolean; readyTimeoutMs?: number } = {}): KindPlan {
+  function plan(o: { keepCluster?: boolean } = {}): KindPlan {
     return {
       input: {
         cluster,
@@ -122,7 +123,6 @@ describe.skipIf(!!skip)(title, () => {
         ports: { http: 1, grpc: 2, metrics: 3 },
         host: "127.0.0.1",
         reload: "poll",
-        readyTimeoutMs: o.readyTimeoutMs ?? 90_000,
       },
       cluster,
       context,
@@ -139,6 +139,24 @@ describe.skipIf(!!skip)(title, () => {
 
   function runtime(progress: KindProgress[] = []): KindRuntime {
     return new KindRuntime(dockerClient(), env, { tools, onProgress: (p) => progress.push(p) });
+  }
+
+  /**
+   * A start as `up` makes it: `start` applies the objects, then its readiness is waited for, and a
+   * wait that fails ends with the handle's stop (which undoes what the start created). Resolves
+   * with that failure, or throws if the run became ready.
+   */
+  async function startUntilFailed(rt: KindRuntime, p: KindPlan, o: StartOptions): Promise<unknown> {
+    const started = await rt.start(p, o);
+    const client = { isLive: async () => false, isReady: async () => false };
+    try {
+      await waitFor(started.readiness({ host: o.host, ports: o.ports, client }), { timeoutMs: 90_000 });
+    } catch (err) {
+      await started.handle.stop();
+      return err;
+    }
+    await started.handle.stop();
+    throw new Error("the run became ready");
   }
 
   /** Every object of one run, by its label. */
@@ -191,9 +209,7 @@ describe.skipIf(!!skip)(title, () => {
     const o = await startOptions(`r${++n}`);
     try {
       const t0 = Date.now();
-      const err = await runtime(progress)
-        .start(plan(), o)
-        .catch((e: unknown) => e);
+      const err = await startUntilFailed(runtime(progress), plan(), o);
       expect(err).toBeInstanceOf(PodError);
       expect((err as PodError).kind).toBe("unschedulable");
       expect((err as Error).message).toMatch(
@@ -235,7 +251,7 @@ describe.skipIf(!!skip)(title, () => {
     });
     const progress: KindProgress[] = [];
     try {
-      const started = runtime(progress).start(plan(), o);
+      const started = startUntilFailed(runtime(progress), plan(), o);
       // Settled later; a rejection meanwhile is not unhandled.
       started.catch(() => {});
       // While it waits: what is in the cluster, as the API has it.
@@ -318,9 +334,7 @@ describe.skipIf(!!skip)(title, () => {
           },
     );
     try {
-      const err = await runtime()
-        .start(plan(), o)
-        .catch((e: unknown) => e);
+      const err = await startUntilFailed(runtime(), plan(), o);
       expect(err).toBeInstanceOf(PodError);
       expect((err as PodError).kind).toBe("crash-loop");
       expect((err as Error).message).toMatch(
@@ -354,9 +368,7 @@ describe.skipIf(!!skip)(title, () => {
     );
     const progress: KindProgress[] = [];
     try {
-      const err = await runtime(progress)
-        .start(plan({ keepCluster: true }), o)
-        .catch((e: unknown) => e);
+      const err = await startUntilFailed(runtime(progress), plan({ keepCluster: true }), o);
       expect(err).toBeInstanceOf(PodError);
       expect(progress.map((p) => p.message)).toContain(
         `removing the objects a finished run (${old.runId}) left in ${cluster}`,

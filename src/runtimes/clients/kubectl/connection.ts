@@ -283,6 +283,11 @@ export class PodConnection {
 
   private listened = false;
 
+  /** What kubectl port-forward last said went wrong (a port another program holds), if anything. */
+  get forwardProblem(): string | undefined {
+    return this.forwardError;
+  }
+
   /** The failure as the user sees it: the pod's reason, with the container's last log lines where they explain it. */
   private async failure(f: Extract<PodOutcome, { state: "failed" }>): Promise<UserError> {
     let lines = "";

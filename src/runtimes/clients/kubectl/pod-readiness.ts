@@ -41,7 +41,10 @@ export function podServing(o: PodServingOptions): WaitStrategy {
         : `the Triton pod in ${o.where}${waitingFor ? ` (${waitingFor})` : ""}`;
     },
     get timeoutHint() {
-      return pod ? undefined : o.podHint;
+      if (!pod) return o.podHint;
+      if (listening) return undefined;
+      const problem = o.connection.forwardProblem;
+      return `kubectl port-forward to pod ${pod} has not listened on ${o.host}:${o.ports.http}, ${o.ports.grpc} and ${o.ports.metrics}${problem ? ` (it said: ${problem})` : ""}; if another program holds one of them, choose others with --http-port/--grpc-port/--metrics-port.`;
     },
     async check() {
       if (failed) throw failed.err;
