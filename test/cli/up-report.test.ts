@@ -6,6 +6,7 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import type { CliContext } from "../../src/cli/output.js";
 import { reportDetached } from "../../src/cli/up-action.js";
+import type { ExplainedIndexEntry } from "../../src/reload/load-reasons.js";
 import type { RunState } from "../../src/state/run-state.js";
 
 const dirs: string[] = [];
@@ -47,7 +48,7 @@ function stateOf(runDir: string, http: number, extra: Partial<RunState> = {}): R
 }
 
 /** Triton's answers to what the report reads: readiness and the repository index. */
-async function tritonAnswering(ready: boolean, index: Array<{ name: string; state: string; reason?: string }>) {
+async function tritonAnswering(ready: boolean, index: ExplainedIndexEntry[]) {
   const server = http.createServer((req, res) => {
     if (req.url === "/v2/health/ready") res.writeHead(ready ? 200 : 400).end();
     else if (req.url === "/v2/repository/index")
@@ -89,7 +90,7 @@ describe("reportDetached", () => {
   });
 
   it("says exactly what is READY: never 'ready' with a model of the repository not READY, and each other one with its reason", async () => {
-    const index = [
+    const index: ExplainedIndexEntry[] = [
       { name: "a", state: "READY" },
       { name: "b", state: "UNAVAILABLE", reason: "it raised" },
     ];
@@ -103,14 +104,14 @@ describe("reportDetached", () => {
       "partly ready: 1 of 3 models READY (a); not READY: b (UNAVAILABLE: it raised), c (REFUSED: lint found 1 error(s))",
     );
     // Triton serving nothing READY (every model failed) is never called ready.
-    const failed = [{ name: "b", state: "UNAVAILABLE", reason: "it raised" }];
+    const failed: ExplainedIndexEntry[] = [{ name: "b", state: "UNAVAILABLE", reason: "it raised" }];
     const nothing = context();
     await reportDetached(stateOf(await runDirServing([]), await tritonAnswering(true, failed)), failed, nothing, false);
     expect(nothing.out[0]).toBe("nothing READY: 0 of 1 model READY; not READY: b (UNAVAILABLE: it raised)");
   });
 
   it("names a failed model with Triton's reason; ready for the others unless --require-ready", async () => {
-    const index = [
+    const index: ExplainedIndexEntry[] = [
       { name: "a", state: "READY" },
       { name: "b", state: "UNAVAILABLE", reason: "ModuleNotFoundError: No module named 'nope'" },
     ];

@@ -158,7 +158,7 @@ describe("EnvironmentBuilder (real pip, local wheels)", () => {
     expect(e.diagnostics[0]!.message).toMatch(/Could not find a version that satisfies the requirement tdmissing>=1/);
     expect(e.hint).toMatch(/pip's full output is in .*\.log/);
     // pip's output is the user's alone: 0600 in a 0700 folder, even where an older build left a 0644 one.
-    const log = /pip's full output is in (\S+\.log)/.exec(e.hint)![1]!;
+    const log = /pip's full output is in (\S+\.log)/.exec(e.hint!)![1]!;
     expect(path.dirname(log)).toBe(path.join(root, "logs"));
     expect(fs.existsSync(oldLog)).toBe(false);
     expect(fs.statSync(log).mode & 0o777).toBe(0o600);

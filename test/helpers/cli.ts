@@ -5,6 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort } from "../../src/net/ports.js";
+import type { SessionEvent } from "../../src/session/events.js";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 export const CLI = path.join(ROOT, "dist/cli/main.js");
@@ -30,6 +31,13 @@ export const jsonEvents = (r: CliResult): JsonEvent[] =>
     .split("\n")
     .filter((l) => l.startsWith("{"))
     .map((l) => JSON.parse(l) as JsonEvent);
+
+/**
+ * A `--json` event of the session's `type` as src/session/events.ts types it, with the time
+ * printEvents adds: what a test casts a JsonEvent it found by type to, so a field src renames or
+ * retypes fails `npm run typecheck:test` instead of leaving a test that reads a field no longer written.
+ */
+export type SessionJsonEvent<K extends SessionEvent["type"]> = Extract<SessionEvent, { type: K }> & { time: string };
 
 export function runCli(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 240_000, cwd?: string): Promise<CliResult> {
   return new Promise((resolve) => {

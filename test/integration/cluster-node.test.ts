@@ -30,6 +30,7 @@ import {
   SAMPLE_STAND_IN_READY,
   testEnv,
   jsonEvents,
+  type SessionJsonEvent,
 } from "../helpers/cli.js";
 import { untilOffsetServes, writeOffsetModel } from "../helpers/offset-model.js";
 import { expectPipelineServedAndLocked } from "../helpers/served.js";
@@ -138,9 +139,7 @@ describe.skipIf(!availability.ok)(title, () => {
     );
     const elapsed = Date.now() - t0;
     expect(r.code, `${r.stderr}\n${node.tails()}`).toBe(0);
-    const ready = events(r).find((e) => e.type === "ready") as {
-      models: Array<{ name: string; state?: string; reason?: string }>;
-    };
+    const ready = events(r).find((e) => e.type === "ready") as SessionJsonEvent<"ready">;
     expect(ready.models.map((m) => [m.name, m.state])).toEqual(SAMPLE_STAND_IN_READY);
     console.info(
       `up --runtime cluster --detach on a real node (image pull included) to every model READY: ${(elapsed / 1000).toFixed(1)} s`,

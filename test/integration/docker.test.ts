@@ -6,6 +6,8 @@ import path from "node:path";
 import type Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isPortFree } from "../../src/net/ports.js";
+import type { DriverEvent } from "../../src/events/driver-event.js";
+import type { PullUpdate } from "../../src/runtimes/clients/container/image.js";
 import { containerName } from "../../src/runtimes/docker/settings.js";
 import {
   copySampleModels,
@@ -16,6 +18,7 @@ import {
   standInSkip,
   testEnv,
   type CliResult,
+  type SessionJsonEvent,
 } from "../helpers/cli.js";
 import { UpProcess } from "../helpers/up-process.js";
 import {
@@ -164,12 +167,7 @@ describe.skipIf(!availability.ok)(`up --runtime docker against a real daemon${sk
     expect(r.code).toBe(0);
     const ev = events(r);
     const pulls = ev.filter((e) => e.type === "pull");
-    const last = pulls.at(-1) as {
-      finished: boolean;
-      layers: Array<{ id: string; phase: string }>;
-      size: number;
-      downloaded: number;
-    };
+    const last = pulls.at(-1) as DriverEvent & PullUpdate;
     expect(last.finished).toBe(true);
     expect(last.layers.length).toBeGreaterThanOrEqual(2);
     expect(last.layers.every((l) => l.phase === "done")).toBe(true);
@@ -177,7 +175,7 @@ describe.skipIf(!availability.ok)(`up --runtime docker against a real daemon${sk
     expect(last.size).toBeGreaterThan(10 * 1024 * 1024);
     expect(pulls.some((e) => (e.changed as { phase?: string } | undefined)?.phase === "downloading")).toBe(true);
     expect(ev.find((e) => e.type === "container")).toMatchObject({ action: "created", name, image });
-    const ready = ev.find((e) => e.type === "ready") as { models: Array<{ name: string; state: string }> };
+    const ready = ev.find((e) => e.type === "ready") as SessionJsonEvent<"ready">;
     expect(ready.models.map((m) => [m.name, m.state])).toEqual(SAMPLE_STAND_IN_READY);
     // The stand-in image has only the python backend (NGC's has onnxruntime): the ONNX sample is
     // skipped naming the backend, the image and where it runs, never left to Triton's "unable to
@@ -294,9 +292,7 @@ describe.skipIf(!availability.ok)(`up --runtime docker against a real daemon${sk
     expect(ev.find((e) => e.type === "container")).toMatchObject({ action: "reattached", id: before });
     expect(ev.some((e) => e.type === "pull")).toBe(false);
     expect(
-      (ev.find((e) => e.type === "ready") as { models: Array<{ state: string }> }).models.every(
-        (m) => m.state === "READY",
-      ),
+      (ev.find((e) => e.type === "ready") as SessionJsonEvent<"ready">).models.every((m) => m.state === "READY"),
     ).toBe(true);
     expect(await containerId()).toBe(before);
     console.info(`up (reattach) to READY: ${(elapsed / 1000).toFixed(1)} s`);
@@ -344,7 +340,7 @@ describe.skipIf(!availability.ok)(`up --runtime docker against a real daemon${sk
     expect(after).not.toBe(before);
     await expect(docker.getContainer(before).inspect()).rejects.toMatchObject({ statusCode: 404 });
     expect((await docker.getContainer(after).inspect()).HostConfig.ShmSize).toBe(512 * 1024 ** 2);
-    const ready = ev.find((e) => e.type === "ready") as { elapsedMs: number; models: Array<{ state: string }> };
+    const ready = ev.find((e) => e.type === "ready") as SessionJsonEvent<"ready">;
     expect(ready.models.every((m) => m.state === "READY")).toBe(true);
     console.info(
       `up --runtime docker (image present, new container) to READY: ${(elapsed / 1000).toFixed(1)} s (Triton start to READY ${(ready.elapsedMs / 1000).toFixed(1)} s)`,

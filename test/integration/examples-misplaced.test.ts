@@ -40,7 +40,12 @@ interface Status {
 }
 
 const fp32 = (data: number[], shape = [data.length]): TensorIn => ({ name: "INPUT0", datatype: "FP32", shape, data });
-const infer = (protocol: "http" | "grpc", model: string, data: number[], version?: number): Call => ({
+const infer = (
+  protocol: "http" | "grpc",
+  model: string,
+  data: number[],
+  version?: number,
+): Extract<Call, { kind: "infer" }> => ({
   kind: "infer",
   protocol,
   model,

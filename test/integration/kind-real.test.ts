@@ -15,6 +15,7 @@ import {
   standInSkip,
   tempDir,
   testEnv,
+  type SessionJsonEvent,
 } from "../helpers/cli.js";
 import { untilOffsetServes, writeOffsetModel } from "../helpers/offset-model.js";
 import { expectPipelineServedAndLocked } from "../helpers/served.js";
@@ -193,11 +194,11 @@ describe.skipIf(!availability.ok)(`up --runtime kind on a real kind cluster${ski
         expect.stringMatching(/^forward: port-forwarding 127\.0\.0\.1:\d+, \d+, \d+ to pod triton-inference-server-/),
       ]),
     );
-    const skipped = ev.filter((e) => e.type === "skipped") as Array<{ model: string; reason: string }>;
+    const skipped = ev.filter((e) => e.type === "skipped") as SessionJsonEvent<"skipped">[];
     expect(skipped.map((e) => e.model).sort()).toEqual(["bert_large", "bert_pipeline", "resnet50_fp16"]);
     // kind loads this daemon's image into its nodes, so the runtime looked inside it for its backends.
     expect(skipped.find((e) => e.model === "bert_large")?.reason).toContain(standInSkip("kind", image));
-    const ready = ev.find((e) => e.type === "ready") as { models: Array<{ name: string; state: string }> };
+    const ready = ev.find((e) => e.type === "ready") as SessionJsonEvent<"ready">;
     expect(ready.models.map((m) => [m.name, m.state])).toEqual(SAMPLE_STAND_IN_READY);
     // Both nodes are kind's containers of the image we named, and the cluster is kind's own.
     const nodes = await containers();

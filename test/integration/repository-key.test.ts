@@ -40,7 +40,7 @@ function asNobody(script: string, lookFor = ""): Promise<{ code: number; out: st
 const grpcRepositoryIndex = (address: string, key?: string) => grpcCall(address, "RepositoryIndex", key);
 
 /** A unary gRPC call of Triton's service (an empty request unless given); resolves with the status code. */
-function grpcCall(address: string, method: string, key?: string, request = Buffer.alloc(0)): Promise<number> {
+function grpcCall(address: string, method: string, key?: string, request: Buffer = Buffer.alloc(0)): Promise<number> {
   const client = new grpc.Client(address, grpc.credentials.createInsecure());
   const md = new grpc.Metadata();
   // Triton 2.51's gRPC side expects the restricted protocol's header with this prefix.

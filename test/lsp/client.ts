@@ -233,6 +233,14 @@ export class LspClient {
   }
 }
 
+/**
+ * A diagnostic's message as text: LSP 3.18 lets a message be MarkupContent, which triton-dev's
+ * server never sends (its messages are plain strings); its value is the text either way.
+ */
+export function messageText(d: Diagnostic): string {
+  return typeof d.message === "string" ? d.message : d.message.value;
+}
+
 /** A (line, character) position of `needle`'s `nth` occurrence in `text`, plus `delta` characters. */
 export function positionOf(text: string, needle: string, delta = 0, nth = 0): { line: number; character: number } {
   let at = -1;

@@ -2,7 +2,7 @@ import fsp from "node:fs/promises";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { CLI, copySampleModels, testEnv } from "../helpers/cli.js";
-import { LspClient, positionOf } from "./client.js";
+import { LspClient, messageText, positionOf } from "./client.js";
 
 // `triton-dev lsp` as an editor starts it: the built CLI, the protocol over its stdin and stdout.
 
@@ -26,7 +26,7 @@ describe("triton-dev lsp over stdio", () => {
       await client.waitForDiagnostics(f, (ds) => ds.length === 0, 60_000);
 
       await client.typeAtEnd(f, "\ninstance_group [ { kind: KIND_CPUU } ]");
-      let ds = await client.waitForDiagnostics(f, (d) => d.some((x) => /KIND_CPUU/.test(x.message)));
+      let ds = await client.waitForDiagnostics(f, (d) => d.some((x) => /KIND_CPUU/.test(messageText(x))));
       expect(ds.map((d) => d.code)).toEqual(["config-enum"]);
       expect(ds[0]!.source).toBe("triton-dev");
       expect(ds[0]!.range.start).toEqual(positionOf(client.textOf(f)!, "KIND_CPUU"));

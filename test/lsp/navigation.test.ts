@@ -299,7 +299,7 @@ describe("rename", () => {
   it("an editor that cannot rename files gets the edits and a message naming the folder to move", async () => {
     const plain = LspClient.inProcess({ watch: false });
     const messages: string[] = [];
-    plain.connection.onNotification("window/showMessage", (m: { message: string }) => messages.push(m.message));
+    plain.connection.onNotification("window/showMessage", (m: { message: string }) => void messages.push(m.message));
     try {
       await plain.connection.sendRequest("initialize", {
         processId: process.pid,
@@ -349,7 +349,7 @@ describe("rename refusals and old clients", () => {
   it("Neovim before 0.9, which fails on a folder rename, gets the edits and the message instead", async () => {
     const nvim = LspClient.inProcess({ watch: false });
     const messages: string[] = [];
-    nvim.connection.onNotification("window/showMessage", (m: { message: string }) => messages.push(m.message));
+    nvim.connection.onNotification("window/showMessage", (m: { message: string }) => void messages.push(m.message));
     try {
       await nvim.connection.sendRequest("initialize", {
         processId: process.pid,

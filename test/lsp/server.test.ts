@@ -2,7 +2,7 @@ import fsp from "node:fs/promises";
 import path from "node:path";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ECHO_ONNX, pythonConfig, pythonModel, removeTempRepos, tempRepo, writeFiles } from "../repo/helpers.js";
-import { LspClient, applyEdits, positionOf } from "./client.js";
+import { LspClient, applyEdits, messageText, positionOf } from "./client.js";
 import { PIPE } from "./fixtures.js";
 
 // The server in this process, driven by the protocol library's own client over streams; the
@@ -49,13 +49,13 @@ describe("diagnostics as you type", () => {
     // Half-typed: a field name with nothing after it yet.
     await client.typeAtEnd(f, "dynamic_batchng");
     // Each keystroke is answered by the newest text's findings (a burst may be answered once).
-    let ds = await client.waitForDiagnostics(f, (d) => d.some((x) => /'dynamic_batchng'/.test(x.message)));
+    let ds = await client.waitForDiagnostics(f, (d) => d.some((x) => /'dynamic_batchng'/.test(messageText(x))));
     expect(codes(ds)).toEqual(["config-syntax"]);
     expect(ds[0]!.message).toMatch(/^expected a value for 'dynamic_batchng', found end of file/);
     expect(client.published.filter((p) => p.uri === client.uri(f) && p.count > 0).length).toBeGreaterThan(0);
 
     await client.typeAtEnd(f, " {");
-    ds = await client.waitForDiagnostics(f, (d) => d.some((x) => /never closed/.test(x.message)));
+    ds = await client.waitForDiagnostics(f, (d) => d.some((x) => /never closed/.test(messageText(x))));
     expect(ds[0]!.range.start).toEqual(positionOf(client.textOf(f)!, "dynamic_batchng {", 16));
 
     await client.typeAtEnd(f, " }");

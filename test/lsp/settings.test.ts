@@ -57,7 +57,7 @@ describe("settings", () => {
   it("initializationOptions set them from the start; a wrong value is said and ignored", async () => {
     const { c, f } = await start({}, { gpu: false });
     const messages: string[] = [];
-    c.connection.onNotification("window/showMessage", (p: { message: string }) => messages.push(p.message));
+    c.connection.onNotification("window/showMessage", (p: { message: string }) => void messages.push(p.message));
     await c.open(f, GPU_CONFIG);
     await c.waitForDiagnostics(f, (d) => codes(d).includes("gpu-unavailable"));
 

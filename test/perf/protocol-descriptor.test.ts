@@ -25,7 +25,7 @@ const model = (o: { sequence?: boolean; batch?: boolean } = {}): StreamModel => 
     max_batch_size: o.batch ? 8 : 0,
     instance_group: [],
     decoupled: true,
-    ...(o.sequence ? { sequence_batching: {} } : {}),
+    ...(o.sequence ? { sequence_batching: { max_sequence_idle_microseconds: 0 } } : {}),
   },
   payloads: [[{ name: "TEXT", datatype: "BYTES", shape: [1], data: encodeTensorData("BYTES", ["hi"]) }]],
 });

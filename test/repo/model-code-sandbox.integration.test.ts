@@ -19,7 +19,7 @@ import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
 import { resolvePaths } from "../../src/config/paths.js";
 import { EnvironmentBuilder } from "../../src/envs/builder.js";
-import { createConfigCompleter } from "../../src/repo/auto-complete-run.js";
+import { createConfigCompleter, type CompletionOutcome } from "../../src/repo/auto-complete-run.js";
 import { containmentMode, NOBODY_UID, SANDBOX_UID } from "../../src/repo/model-code-sandbox.js";
 import { CLI, runCli, testEnv } from "../helpers/cli.js";
 import { managedPython, moduleWheel, offlinePip } from "../helpers/wheels.js";
@@ -222,7 +222,10 @@ class TritonPythonModel:
       config: { name: "m", backend: "python", max_batch_size: 0, input: [], output: [] },
     });
     expect(out.outcome, JSON.stringify(out)).toBe("completed");
-    const config = (out as { config: { input: Array<{ name: string }>; output: Array<{ name: string }> } }).config;
+    const config = (out as Extract<CompletionOutcome, { outcome: "completed" }>).config as {
+      input: Array<{ name: string }>;
+      output: Array<{ name: string }>;
+    };
     expect(config.input.map((i) => i.name)).toEqual(["FROM_ENV"]);
     // The temporary folder around the environment and the model is an empty one to the model.
     const { mode } = await containmentMode(python, {});

@@ -21,7 +21,7 @@ afterAll(removeTempRepos);
 /** Lints a repository holding model `m` (config + 1/model.py unless `files` says otherwise). */
 async function lint(
   config: string | undefined,
-  files: Record<string, string> = { "m/1/model.py": ECHO_MODEL_PY },
+  files: Record<string, string | Uint8Array> = { "m/1/model.py": ECHO_MODEL_PY },
   options: LintOptions = {},
 ) {
   const repo = await tempRepo();

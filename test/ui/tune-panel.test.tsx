@@ -87,6 +87,7 @@ const report: TuneReport = {
   diff: [{ field: "instance_group[KIND_CPU].count", before: "1", after: "2" }],
   ended: "converged",
   elapsedMs: 10_000,
+  timing: { setupMs: 0, concurrencyMs: 0, cleanupMs: 0, confirmMs: 0 },
 };
 
 describe("the dashboard's tune (t)", () => {

@@ -25,7 +25,7 @@ const spec: CdiSpec = {
   devices: ["0", "1", "GPU-1f0c", "GPU-2a9e", "all"],
 };
 const facts = (
-  over: Partial<GpuMachineFacts> & { daemon?: Partial<GpuMachineFacts["daemon"]> } = {},
+  over: Partial<Omit<GpuMachineFacts, "daemon">> & { daemon?: Partial<GpuMachineFacts["daemon"]> } = {},
 ): GpuMachineFacts => ({
   hostGpus: 1,
   ...over,

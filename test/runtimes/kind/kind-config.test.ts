@@ -46,8 +46,8 @@ describe("renderClusterConfig", () => {
     expect(cfg).toMatchObject({ kind: "Cluster", apiVersion: "kind.x-k8s.io/v1alpha4", name: "triton-dev" });
     expect(cfg.nodes.map((n: Any) => n.role)).toEqual(["control-plane", "worker"]);
     const [w] = workers(cfg);
-    expect(w.labels).toEqual({ "triton-dev.io/managed": "true" });
-    expect(w.extraMounts).toEqual([{ hostPath: STATE, containerPath: WORKER_MOUNT }]);
+    expect(w?.labels).toEqual({ "triton-dev.io/managed": "true" });
+    expect(w?.extraMounts).toEqual([{ hostPath: STATE, containerPath: WORKER_MOUNT }]);
     expect(text).not.toContain(STATE_DIR_PLACEHOLDER);
     expect(text).not.toContain("/dev/null");
     // The file's explanations come along, for whoever reads the generated config.
@@ -58,8 +58,8 @@ describe("renderClusterConfig", () => {
     const cfg = parse(renderClusterConfig({ name: "gpu-dev", stateDir: STATE, gpu: true })) as Any;
     expect(cfg.name).toBe("gpu-dev");
     const [w] = workers(cfg);
-    expect(w.labels).toEqual({ "triton-dev.io/managed": "true", "nvidia.com/gpu.present": "true" });
-    expect(w.extraMounts).toEqual([
+    expect(w?.labels).toEqual({ "triton-dev.io/managed": "true", "nvidia.com/gpu.present": "true" });
+    expect(w?.extraMounts).toEqual([
       { hostPath: STATE, containerPath: WORKER_MOUNT },
       { hostPath: "/dev/null", containerPath: "/var/run/nvidia-container-devices/all" },
     ]);

@@ -11,7 +11,7 @@ const base: StartOptions = {
   host: "127.0.0.1",
   reload: "explicit",
   pollSecs: 1,
-  repositoryKey: { header: "triton-dev-key", value: "k" },
+  repositoryKey: { header: "triton-dev-key", value: "k", dir: "/run/key" },
 };
 
 describe("local tritonserver arguments", () => {
