@@ -255,15 +255,7 @@ export class PodConnection {
     if (!s.ok) return undefined;
     if (!s.deployment && this.missing >= 2)
       throw new ReadinessAbortedError("the Triton Deployment was deleted while it started");
-    const outcome = podOutcome(s.pods, {
-      cluster: this.o.cluster,
-      context: this.o.context,
-      namespace: this.o.namespace,
-      image: this.o.image,
-      container: CONTAINER_NAME,
-      now: this.now(),
-      ...(this.o.runtime ? { runtime: this.o.runtime } : {}),
-    });
+    const outcome = this.outcomeOf(s.pods);
     if (outcome.state === "running") return outcome;
     if (outcome.state === "failed")
       throw new ReadinessAbortedError(outcome.message, { cause: await this.failure(outcome) });
@@ -275,6 +267,19 @@ export class PodConnection {
   }
 
   private waitingFor = "";
+
+  /** The run's pods judged as this connection's cluster and image (pod-status.ts). */
+  private outcomeOf(pods: Pod[]): PodOutcome {
+    return podOutcome(pods, {
+      cluster: this.o.cluster,
+      context: this.o.context,
+      namespace: this.o.namespace,
+      image: this.o.image,
+      container: CONTAINER_NAME,
+      now: this.now(),
+      ...(this.o.runtime ? { runtime: this.o.runtime } : {}),
+    });
+  }
 
   /** kubectl port-forward has listened on every port at least once (Triton can have been asked something). */
   get listening(): boolean {
@@ -366,15 +371,7 @@ export class PodConnection {
       if (this.stopping) return undefined;
       const s = this.last;
       if (s?.ok) {
-        const o = podOutcome(s.pods, {
-          cluster: this.o.cluster,
-          context: this.o.context,
-          namespace: this.o.namespace,
-          image: this.o.image,
-          container: CONTAINER_NAME,
-          now: this.now(),
-          ...(this.o.runtime ? { runtime: this.o.runtime } : {}),
-        });
+        const o = this.outcomeOf(s.pods);
         if (o.state === "running") return o.pod;
       }
       await this.nextSnapshot();
