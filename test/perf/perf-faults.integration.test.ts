@@ -11,7 +11,14 @@ import { describe, expect, it } from "vitest";
 import { ServerConnectionError, ServerFaultError, ServerResponseError } from "../../src/errors.js";
 import { MetricsScraper, type ScrapeState } from "../../src/metrics/scraper.js";
 import { TritonHttpClient } from "../../src/triton/http-client.js";
-import { CLIENTS, FAULTS, perfArgs, runCliSampled, startFaultServer } from "../fixtures/fault-server/harness.mjs";
+import {
+  CLIENTS,
+  FAULTS,
+  perfArgs,
+  runCliSampled,
+  startFaultServer,
+  type SampledRun as Run,
+} from "../fixtures/fault-server/harness.mjs";
 import { testEnv } from "../helpers/cli.js";
 
 /**
@@ -34,15 +41,6 @@ const SAID: Record<string, RegExp> = {
   reset: /cut its answer off|reset|RST_STREAM|ECONNRESET|closed before the answer ended/,
   drip: /within|timed out|DEADLINE_EXCEEDED/,
 };
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  peakMb: number;
-  wallMs: number;
-  timedOut: boolean;
-}
 
 function expectOneLineError(r: Run, port: number, request: string, fault: string): void {
   const said = `exit ${r.code}, peak ${r.peakMb.toFixed(0)} MB\nstderr:\n${r.stderr}\nstdout:\n${r.stdout.slice(-2000)}`;

@@ -1,11 +1,9 @@
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { FakeClock } from "../../../../src/fake-clock.js";
 import { PodConnection, PodError } from "../../../../src/runtimes/clients/kubectl/connection.js";
 import { KubectlTools, type Child, type RunOptions } from "../../../../src/runtimes/clients/kubectl/tools.js";
 import { ReadinessAbortedError } from "../../../../src/triton/readiness.js";
+import { scriptedConnection } from "./scripted-connection.js";
 
 /** kubectl's answers, scripted: the cluster side of the connection, without a cluster. */
 class ScriptedTools extends KubectlTools {
@@ -45,24 +43,6 @@ const crashing = {
   },
 };
 
-function connection(tools: KubectlTools, clock = new FakeClock()) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "triton-dev-conn-"));
-  return new PodConnection({
-    tools,
-    cluster: "c",
-    context: "kind-c",
-    namespace: "triton-dev",
-    runId: "r1",
-    image: "img",
-    ports: { http: 1, grpc: 2, metrics: 3 },
-    host: "127.0.0.1",
-    logFile: path.join(dir, "log"),
-    runDir: dir,
-    resume: false,
-    clock,
-  });
-}
-
 /**
  * Polls on the fake clock, one poll interval (the default second) at a time, until the run ends;
  * the end's last step (closing the log file) is real I/O, so the exit itself is awaited.
@@ -81,7 +61,7 @@ describe("PodConnection", () => {
         ? "2026-01-01T00:00:01.000000000Z E1129 model.py:3] boom\n2026-01-01T00:00:02.000000000Z bye\n"
         : list(deployment, crashing),
     );
-    const c = connection(tools);
+    const c = scriptedConnection(tools);
     await c.start();
     const err = await c.runningNow().catch((e: unknown) => e);
     await c.stop();
@@ -99,7 +79,7 @@ describe("PodConnection", () => {
     let gone = false;
     const tools = new ScriptedTools(() => (gone ? list() : list(deployment)));
     const clock = new FakeClock();
-    const c = connection(tools, clock);
+    const c = scriptedConnection(tools, clock);
     await c.start();
     gone = true;
     // One poll without the Deployment is not enough (an apply in progress can list none).
@@ -118,7 +98,7 @@ describe("PodConnection", () => {
       return list(deployment);
     });
     const clock = new FakeClock();
-    const c = connection(tools, clock);
+    const c = scriptedConnection(tools, clock);
     await c.start();
     deleted = true;
     expect(await pollUntilExit(c, clock)).toEqual({ code: null, signal: "SIGTERM" });

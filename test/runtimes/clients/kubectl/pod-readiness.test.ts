@@ -1,13 +1,11 @@
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { UserError } from "../../../../src/errors.js";
 import { FakeClock } from "../../../../src/fake-clock.js";
-import { PodConnection, PodError } from "../../../../src/runtimes/clients/kubectl/connection.js";
+import { PodError } from "../../../../src/runtimes/clients/kubectl/connection.js";
 import { podServing } from "../../../../src/runtimes/clients/kubectl/pod-readiness.js";
 import { KubectlTools, type Child, type RunOptions } from "../../../../src/runtimes/clients/kubectl/tools.js";
 import { ReadinessAbortedError, ReadinessTimeoutError, waitFor } from "../../../../src/triton/readiness.js";
+import { scriptedConnection } from "./scripted-connection.js";
 
 const PORTS = { http: 18000, grpc: 18001, metrics: 18002 };
 
@@ -48,30 +46,10 @@ const pod = (containerState: Record<string, unknown>, extra: Record<string, unkn
   status: { phase: "Running", containerStatuses: [{ name: "triton", restartCount: 0, ...containerState, ...extra }] },
 });
 
-const dirs: string[] = [];
-afterAll(() => {
-  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
-});
-
 function setUp() {
   const tools = new ScriptedCluster();
   const clock = new FakeClock();
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "triton-dev-podready-"));
-  dirs.push(dir);
-  const connection = new PodConnection({
-    tools,
-    cluster: "c",
-    context: "kind-c",
-    namespace: "triton-dev",
-    runId: "r1",
-    image: "img",
-    ports: PORTS,
-    host: "127.0.0.1",
-    logFile: path.join(dir, "log"),
-    runDir: dir,
-    resume: false,
-    clock,
-  });
+  const connection = scriptedConnection(tools, clock, PORTS);
   const steps: string[] = [];
   let live = false;
   const liveAsked: boolean[] = [];
